@@ -1,0 +1,194 @@
+package model
+
+import (
+	"github.com/freqlens/freqlens/internal/gemm"
+)
+
+// backwardConsts are the per-step numbers every shard's backward pass shares.
+type backwardConsts struct {
+	batch        int       // windows in the whole step (losses are means over it)
+	tau          float64   // Gumbel temperature of the step
+	lambdaSparse float64   // weight of the selection sparsity loss
+	lambdaRecon  float64   // weight of the reconstruction loss
+	wwT          []float64 // (C+1)×(C+1): W̃·W̃ᵀ, for the reconstruction gradient
+}
+
+// backward adds to ws.tr.grad the gradient of the training loss with respect
+// to every parameter, given dOut = ∂L/∂ŷ for the n forecasts of the last
+// training forward pass. It also leaves, in ws.tr, the parts that need the
+// whole step: ∂L/∂Ψ̄ (dPsibar, onesAcc) and Σ_b E_bᵀE_b (recQ) of the
+// reconstruction loss, and the sparsity loss (sparse).
+//
+// The selection is straight-through: the forward pass used gates of exactly
+// 1 on the K selected heads; the backward pass treats each gate as the
+// tempered softmax p_i of the perturbed logits, so
+//
+//	∂L/∂u_i = p_i·(∂L/∂p_i − Σ_j p_j ∂L/∂p_j)/τ,
+//	∂L/∂p_f = ⟨∂L/∂ŷ_freq, g_f(c_f)⟩ for f selected,
+//	∂L/∂p_i = λ_sparse/B for i not selected (L_sparse = mean_b Σ_{i∉S_b} p_bi).
+func (m *Model) backward(ws *Workspace, dOut []float64, k backwardConsts) {
+	cfg, p, bs, tr, g := m.cfg, m.params, m.basis, ws.tr, ws.tr.grad
+	n := ws.n
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	HC, C1, LC, nN := H*C, C+1, L*C, n*N
+	alpha := sigmoid(p.Fusion[0])
+
+	// Undo the denormalisation: ŷ = σ·ŷₙ + μ, and μ, σ depend on data only.
+	dyn := tr.dyn[:n*HC]
+	for b := range n {
+		for h := range H {
+			for c := range C {
+				i := b*HC + h*C + c
+				dyn[i] = dOut[i] * ws.sd[b*C+c]
+			}
+		}
+	}
+
+	// Fusion: ŷₙ = α·F + (1−α)·r, α = σ(w).
+	fs, res := ws.freqSum[:n*HC], ws.res[:n*HC]
+	dalpha := 0.0
+	for i, v := range dyn {
+		dalpha += v * (fs[i] - res[i])
+	}
+	g.Fusion[0] += dalpha * alpha * (1 - alpha)
+
+	// Residual MLP.
+	dr, drh := tr.dr[:n*HC], tr.drh[:n*R]
+	for i, v := range dyn {
+		dr[i] = (1 - alpha) * v
+	}
+	for b := range n {
+		gemm.Axpy(1, dr[b*HC:(b+1)*HC], g.ResB2)
+	}
+	gemm.TN(R, HC, n, ws.rh, R, dr, HC, g.ResW2, HC)
+	clear(drh)
+	gemm.NT(n, R, HC, dr, HC, p.ResW2, HC, drh, R)
+	for i := range drh {
+		drh[i] *= geluGrad(ws.rpre[i], ws.rtanh[i])
+	}
+	for b := range n {
+		gemm.Axpy(1, drh[b*R:(b+1)*R], g.ResB1)
+	}
+	gemm.TN(LC, R, n, ws.xn, LC, drh, R, g.ResW1, R)
+
+	// Heads, one product per selected head.
+	dcoef := tr.dcoef[:nN*d]
+	clear(dcoef)
+	for f := range N {
+		lo, hi := int(ws.groupStart[f]), int(ws.groupStart[f+1])
+		cnt := hi - lo
+		if cnt == 0 {
+			continue
+		}
+		G, A, O := ws.gcoef[lo*d:hi*d], ws.hidden[lo*E:hi*E], ws.contrib[lo*HC:hi*HC]
+		dO, dA, dG := tr.dO[lo*HC:hi*HC], tr.dA[lo*E:hi*E], tr.dG[lo*d:hi*d]
+		for j := range cnt {
+			b := int(ws.groupWin[lo+j])
+			row := dO[j*HC : (j+1)*HC]
+			for i, v := range dyn[b*HC : (b+1)*HC] {
+				row[i] = alpha * v
+			}
+			tr.dm[lo+j] = gemm.Dot(row, O[j*HC:(j+1)*HC])
+		}
+		w1, w2 := p.HeadW1[f*d*E:(f+1)*d*E], p.HeadW2[f*E*HC:(f+1)*E*HC]
+		gemm.TN(E, HC, cnt, A, E, dO, HC, g.HeadW2[f*E*HC:(f+1)*E*HC], HC)
+		clear(dA)
+		gemm.NT(cnt, E, HC, dO, HC, w2, HC, dA, E)
+		for i, v := range A {
+			if v <= 0 {
+				dA[i] = 0
+			}
+		}
+		gemm.TN(d, E, cnt, G, d, dA, E, g.HeadW1[f*d*E:(f+1)*d*E], E)
+		clear(dG)
+		gemm.NT(cnt, d, E, dA, E, w1, E, dG, d)
+		for j := range cnt {
+			b := int(ws.groupWin[lo+j])
+			gemm.Axpy(1, dG[j*d:(j+1)*d], dcoef[(b*N+f)*d:(b*N+f+1)*d])
+		}
+	}
+
+	// Straight-through selection and the sparsity loss.
+	dscore := tr.dscore[:nN]
+	sparseGrad := k.lambdaSparse / float64(k.batch)
+	tr.sparse = 0
+	for b := range n {
+		prob, ds := tr.prob[b*N:(b+1)*N], dscore[b*N:(b+1)*N]
+		for i := range ds {
+			ds[i] = sparseGrad
+		}
+		outside := 1.0
+		for kk := range K {
+			f := ws.sel[b*K+kk]
+			ds[f] = tr.dm[ws.pos[b*K+kk]]
+			outside -= prob[f]
+		}
+		tr.sparse += outside
+		s := 0.0
+		for i, v := range ds {
+			s += prob[i] * v
+		}
+		for i := range ds {
+			ds[i] = prob[i] * (ds[i] - s) / k.tau
+		}
+	}
+
+	// Scorer.
+	dz := tr.dz[:nN*S]
+	for r := range nN {
+		gs := dscore[r]
+		g.FreqBias[r%N] += gs
+		gemm.Axpy(gs, ws.z[r*S:(r+1)*S], g.ScW2)
+		row := dz[r*S : (r+1)*S]
+		for j := range row {
+			row[j] = gs * p.ScW2[j] * geluGrad(ws.zpre[r*S+j], ws.ztanh[r*S+j])
+		}
+		gemm.Axpy(1, row, g.ScB1)
+	}
+	gemm.TN(d, S, nN, ws.coef, d, dz, S, g.ScW1, S)
+	gemm.NT(nN, d, S, dz, S, p.ScW1, S, dcoef, d)
+
+	// Coefficients c = Y·W̃.
+	Y, dY := ws.y[:nN*C1], tr.dY[:nN*C1]
+	gemm.TN(C1, d, nN, Y, C1, dcoef, d, g.Data[:C1*d], d)
+	clear(dY)
+	gemm.NT(nN, C1, d, dcoef, d, p.Data[:C1*d], d, dY, C1)
+
+	// Reconstruction ‖Ψ̄ᵀΨ̄·H − H‖² with H = X̃·W̃, through E_b = Ψ̄ᵀY_b − X̃_b.
+	clear(tr.recQ)
+	clear(tr.dPsibar)
+	if k.lambdaRecon != 0 {
+		scale := 2 * k.lambdaRecon / float64(k.batch*L*d)
+		E, Gb := tr.recE, tr.recG
+		for b := range n {
+			yb, xb := Y[b*N*C1:(b+1)*N*C1], ws.xn[b*LC:(b+1)*LC]
+			clear(E)
+			gemm.TN(L, C1, N, bs.psibar, L, yb, C1, E, C1)
+			for t := range L {
+				for c := range C {
+					E[t*C1+c] -= xb[t*C+c]
+				}
+				E[t*C1+C] -= 1
+			}
+			gemm.TN(C1, C1, L, E, C1, E, C1, tr.recQ, C1)
+			clear(Gb)
+			gemm.NN(L, C1, C1, E, C1, k.wwT, C1, Gb, C1)
+			for i := range Gb {
+				Gb[i] *= scale
+			}
+			gemm.NN(N, C1, L, bs.psibar, L, Gb, C1, dY[b*N*C1:(b+1)*N*C1], C1)
+			gemm.NT(N, L, C1, yb, C1, Gb, C1, tr.dPsibar, L)
+		}
+	}
+
+	// Y_b = Ψ̄·[x̂_b | 1]: the basis gradient.
+	clear(tr.onesAcc)
+	for b := range n {
+		db := dY[b*N*C1 : (b+1)*N*C1]
+		gemm.NT(N, L, C, db, C1, ws.xn[b*LC:(b+1)*LC], C, tr.dPsibar, L)
+		for i := range N {
+			tr.onesAcc[i] += db[i*C1+C]
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package model
+
+import (
+	"fmt"
+)
+
+// Mode says how a model treats the channels of a reading.
+type Mode string
+
+const (
+	// Mixed projects all C channels of a window together, as the paper does.
+	// It fits a station that sends many related fields at once.
+	Mixed Mode = "mixed"
+	// Independent is one single-channel model (C = 1) shared by every
+	// series and every field. It fits thousands of single-value sensors.
+	Independent Mode = "independent"
+)
+
+// Norm says how a window is normalised before the model sees it.
+type Norm string
+
+const (
+	// NormInstance subtracts each window's per-channel mean and divides by
+	// its per-channel standard deviation, then restores both on the
+	// forecast (reversible instance normalisation). A model trained this
+	// way serves series of any level and scale.
+	NormInstance Norm = "instance"
+	// NormNone feeds the window as it is (for benchmark files it is already
+	// z-scored with the training statistics).
+	NormNone Norm = "none"
+)
+
+// Config fixes the shapes of a model. The zero value of every field except
+// Horizon and Channels means its default.
+type Config struct {
+	// Lookback is L, the number of past steps in a window.
+	//
+	// Default: 96
+	Lookback int
+	// Horizon is H, the number of future steps forecast. Required.
+	Horizon int
+	// Channels is C, the number of values per step. Required; 1 for an
+	// Independent model.
+	Channels int
+	// Hidden is d, the width of the input projection and of each
+	// frequency's coefficient vector.
+	//
+	// Default: 64
+	Hidden int
+	// Frequencies is N, the number of learnable frequencies.
+	//
+	// Default: 32
+	Frequencies int
+	// TopK is K, how many frequencies each window selects.
+	//
+	// Default: 8
+	TopK int
+	// ScorerHidden is the hidden width of the selection scorer.
+	//
+	// Default: 32
+	ScorerHidden int
+	// HeadHidden is the hidden width of each frequency's head.
+	//
+	// Default: 64
+	HeadHidden int
+	// ResidualHidden is the hidden width of the residual MLP.
+	//
+	// Default: 2·Hidden
+	ResidualHidden int
+	// Mode is Mixed or Independent.
+	//
+	// Default: Mixed
+	Mode Mode
+	// Norm is the per-window normalisation.
+	//
+	// Default: NormInstance
+	Norm Norm
+}
+
+// withDefaults returns cfg with every zero field set to its default.
+func (cfg Config) withDefaults() Config {
+	if cfg.Lookback == 0 {
+		cfg.Lookback = 96
+	}
+	if cfg.Hidden == 0 {
+		cfg.Hidden = 64
+	}
+	if cfg.Frequencies == 0 {
+		cfg.Frequencies = 32
+	}
+	if cfg.TopK == 0 {
+		cfg.TopK = 8
+	}
+	if cfg.ScorerHidden == 0 {
+		cfg.ScorerHidden = 32
+	}
+	if cfg.HeadHidden == 0 {
+		cfg.HeadHidden = 64
+	}
+	if cfg.ResidualHidden == 0 {
+		cfg.ResidualHidden = 2 * cfg.Hidden
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = Mixed
+	}
+	if cfg.Norm == "" {
+		cfg.Norm = NormInstance
+	}
+	return cfg
+}
+
+// validate reports the first field that cannot work, saying what to change.
+func (cfg Config) validate() error {
+	positive := []struct {
+		name string
+		v    int
+	}{
+		{"horizon", cfg.Horizon},
+		{"channels", cfg.Channels},
+		{"hidden", cfg.Hidden},
+		{"frequencies", cfg.Frequencies},
+		{"top_k", cfg.TopK},
+		{"scorer_hidden", cfg.ScorerHidden},
+		{"head_hidden", cfg.HeadHidden},
+		{"residual_hidden", cfg.ResidualHidden},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			return fmt.Errorf("model: %s = %d; it must be at least 1", p.name, p.v)
+		}
+	}
+	if cfg.Lookback < 4 {
+		return fmt.Errorf("model: lookback = %d is too short to hold a cycle; use at least 4 steps (96 is the standard)", cfg.Lookback)
+	}
+	if cfg.TopK > cfg.Frequencies {
+		return fmt.Errorf("model: top_k = %d exceeds frequencies = %d; lower top_k or add frequencies", cfg.TopK, cfg.Frequencies)
+	}
+	switch cfg.Mode {
+	case Mixed:
+	case Independent:
+		if cfg.Channels != 1 {
+			return fmt.Errorf("model: an independent model has 1 channel, got channels = %d; use mode mixed for multichannel windows", cfg.Channels)
+		}
+	default:
+		return fmt.Errorf("model: mode %q is unknown; use %q or %q", cfg.Mode, Mixed, Independent)
+	}
+	switch cfg.Norm {
+	case NormInstance, NormNone:
+	default:
+		return fmt.Errorf("model: norm %q is unknown; use %q or %q", cfg.Norm, NormInstance, NormNone)
+	}
+	const maxParams = 1 << 31
+	if n := paramCount(cfg); n > maxParams {
+		return fmt.Errorf("model: these shapes need %d parameters, more than the %d a model file holds; lower horizon, lookback or hidden sizes", n, maxParams)
+	}
+	return nil
+}
+
+// Lookback returns L, the number of past steps a window holds.
+func (m *Model) Lookback() int { return m.cfg.Lookback }
+
+// Horizon returns H, the number of future steps a forecast holds.
+func (m *Model) Horizon() int { return m.cfg.Horizon }
+
+// Channels returns C, the number of values per step.
+func (m *Model) Channels() int { return m.cfg.Channels }
+
+// Config returns the model's shapes with defaults filled in.
+func (m *Model) Config() Config { return m.cfg }

@@ -1,0 +1,150 @@
+package model
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Metrics scores forecasts against targets on the scale of the data given
+// (z-scored for the benchmark protocol).
+type Metrics struct {
+	// MSE, MAE and RMSE average over windows, horizon steps and channels.
+	MSE, MAE, RMSE float64
+	// PerChannelMSE and PerChannelMAE average over windows and steps.
+	PerChannelMSE, PerChannelMAE []float64
+	// Windows is the number of source windows scored, Channels their width.
+	Windows, Channels int
+	// Seconds is the wall time of the pass; WindowsPerSecond the source
+	// windows forecast per second in it (batched, all workers).
+	Seconds, WindowsPerSecond float64
+}
+
+// EvalOptions sets how an evaluation runs. The zero value means the defaults.
+type EvalOptions struct {
+	// BatchSize is the windows per forward pass.
+	//
+	// Default: 256
+	BatchSize int
+	// Workers is the number of goroutines; results do not depend on it.
+	//
+	// Default: 2
+	Workers int
+}
+
+// Evaluate forecasts every window of src with the deterministic top-K and
+// scores the forecasts against the targets.
+func Evaluate(ctx context.Context, m *Model, src Source, opts EvalOptions) (Metrics, error) {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 256
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	var cache []*Workspace
+	return evaluate(ctx, m, src, opts.Workers, opts.BatchSize, &cache)
+}
+
+// evaluate runs Evaluate, reusing the workspaces in cache across calls.
+// Partial sums are kept per batch and added in batch order, so the result
+// is the same for any number of workers.
+func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cache *[]*Workspace) (Metrics, error) {
+	bt, err := newBatcher(m, src)
+	if err != nil {
+		return Metrics{}, err
+	}
+	L, H, C := m.cfg.Lookback, m.cfg.Horizon, m.cfg.Channels
+	srcC := src.Channels()
+	samples := bt.samples()
+	nb := (samples + batch - 1) / batch
+	partial := make([]float64, nb*2*srcC) // per batch: squared then absolute error per source channel
+	for len(*cache) < workers {
+		*cache = append(*cache, m.NewWorkspace(batch))
+	}
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		ws := (*cache)[w]
+		wg.Go(func() {
+			x := make([]float64, batch*L*C)
+			y := make([]float64, batch*H*C)
+			out := make([]float64, batch*H*C)
+			idx := make([]int, batch)
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= nb || ctx.Err() != nil {
+					return
+				}
+				lo, hi := k*batch, min((k+1)*batch, samples)
+				n := hi - lo
+				for j := range n {
+					idx[j] = lo + j
+				}
+				bt.fill(x, y, idx[:n])
+				m.forward(ws, out[:n*H*C], x[:n*L*C], n, nil, 0)
+				p := partial[k*2*srcC : (k+1)*2*srcC]
+				for j := range n {
+					o, t := out[j*H*C:(j+1)*H*C], y[j*H*C:(j+1)*H*C]
+					for i := range o {
+						c := i % C
+						if bt.independent {
+							c = (lo + j) % srcC
+						}
+						e := o[i] - t[i]
+						p[c] += e * e
+						p[srcC+c] += math.Abs(e)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Metrics{}, err
+	}
+	secs := time.Since(start).Seconds()
+	met := Metrics{
+		PerChannelMSE: make([]float64, srcC),
+		PerChannelMAE: make([]float64, srcC),
+		Windows:       src.Len(),
+		Channels:      srcC,
+		Seconds:       secs,
+	}
+	if secs > 0 {
+		met.WindowsPerSecond = float64(src.Len()) / secs
+	}
+	for k := range nb {
+		p := partial[k*2*srcC : (k+1)*2*srcC]
+		for c := range srcC {
+			met.PerChannelMSE[c] += p[c]
+			met.PerChannelMAE[c] += p[srcC+c]
+		}
+	}
+	per := float64(src.Len() * H)
+	for c := range srcC {
+		met.MSE += met.PerChannelMSE[c]
+		met.MAE += met.PerChannelMAE[c]
+		met.PerChannelMSE[c] /= per
+		met.PerChannelMAE[c] /= per
+	}
+	met.MSE /= per * float64(srcC)
+	met.MAE /= per * float64(srcC)
+	met.RMSE = math.Sqrt(met.MSE)
+	return met, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

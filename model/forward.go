@@ -1,0 +1,278 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/freqlens/freqlens/internal/gemm"
+)
+
+// instanceEps keeps the instance normalisation finite on a flat window.
+const instanceEps = 1e-5
+
+// GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+const (
+	geluC = 0.7978845608028654 // √(2/π)
+	geluA = 0.044715
+)
+
+// gelu returns GELU(x) and the tanh it used (kept for the derivative).
+func gelu(x float64) (y, t float64) {
+	t = math.Tanh(geluC * (x + geluA*x*x*x))
+	return 0.5 * x * (1 + t), t
+}
+
+// geluGrad returns dGELU/dx at x given t from gelu.
+func geluGrad(x, t float64) float64 {
+	return 0.5*(1+t) + 0.5*x*(1-t*t)*geluC*(1+3*geluA*x*x)
+}
+
+// Forward writes the forecasts of the windows in x to dst and returns dst.
+//
+// x holds n windows of Lookback×Channels values, row-major (step, then
+// channel), back to back; dst receives n forecasts of Horizon×Channels in the
+// same layout. A nil or short dst is replaced by a new slice. Frequency
+// selection is the deterministic top-K. After the call ws explains each
+// window (Workspace.Attribution).
+//
+// Forward allocates nothing once ws has held a batch of n windows. It panics
+// when len(x) is not a multiple of Lookback×Channels.
+func (m *Model) Forward(ws *Workspace, dst, x []float64) []float64 {
+	w := m.cfg.Lookback * m.cfg.Channels
+	if len(x)%w != 0 || len(x) == 0 {
+		panic(fmt.Sprintf("model: Forward got %d values, not a positive multiple of lookback×channels = %d", len(x), w))
+	}
+	n := len(x) / w
+	out := n * m.cfg.Horizon * m.cfg.Channels
+	if cap(dst) < out {
+		dst = make([]float64, out)
+	}
+	dst = dst[:out]
+	m.forward(ws, dst, x, n, nil, 0)
+	return dst
+}
+
+// forward runs the batched forward pass. noise (n·N Gumbel draws) and tau
+// select the training path: top-K of the perturbed logits, with the tempered
+// softmax kept for the straight-through gradient. With nil noise the
+// selection is the deterministic top-K of the logits.
+func (m *Model) forward(ws *Workspace, dst, x []float64, n int, noise []float64, tau float64) {
+	if ws.cfg != m.cfg {
+		panic("model: workspace was made for a model with different shapes")
+	}
+	ws.grow(n)
+	ws.n, ws.m = n, m
+	cfg, p, bs := m.cfg, m.params, m.basis
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	HC, C1, LC := H*C, C+1, L*C
+
+	// 1. Normalise each window (or copy it as it is).
+	xn, mu, sd := ws.xn[:n*LC], ws.mu[:n*C], ws.sd[:n*C]
+	if cfg.Norm == NormInstance {
+		instanceNorm(xn, mu, sd, x[:n*LC], n, L, C)
+	} else {
+		copy(xn, x[:n*LC])
+		clear(mu)
+		for i := range sd {
+			sd[i] = 1
+		}
+	}
+
+	// 2. Project each window onto the bases: Y_b = Ψ̄·[x̂_b | 1] (N×(C+1)).
+	Y := ws.y[:n*N*C1]
+	clear(Y)
+	for b := range n {
+		yb := Y[b*N*C1 : (b+1)*N*C1]
+		gemm.NN(N, C, L, bs.psibar, L, xn[b*LC:(b+1)*LC], C, yb, C1)
+		for i := range N {
+			yb[i*C1+C] = bs.sum[i]
+		}
+	}
+
+	// 3. Coefficients c = Ψ̄·(x̂·W + 1·bᵀ) = Y·W̃ for every window at once.
+	coef := ws.coef[:n*N*d]
+	clear(coef)
+	gemm.NN(n*N, d, C1, Y, C1, p.Data[:C1*d], d, coef, d)
+
+	// 4. Scorer: logit_i = GELU(c_i·W1 + b1)·w2 + bias_i.
+	nN := n * N
+	zpre, zt, z, score := ws.zpre[:nN*S], ws.ztanh[:nN*S], ws.z[:nN*S], ws.score[:nN]
+	for r := range nN {
+		copy(zpre[r*S:(r+1)*S], p.ScB1)
+	}
+	gemm.NN(nN, S, d, coef, d, p.ScW1, S, zpre, S)
+	for i, v := range zpre {
+		z[i], zt[i] = gelu(v)
+	}
+	for r := range nN {
+		score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
+	}
+
+	// 5. Select K frequencies per window.
+	sel := ws.sel[:n*K]
+	for b := range n {
+		logits := score[b*N : (b+1)*N]
+		if noise != nil {
+			tr := ws.tr
+			noisy := tr.noisy[b*N : (b+1)*N]
+			for i := range noisy {
+				noisy[i] = logits[i] + noise[b*N+i]
+			}
+			softmax(tr.prob[b*N:(b+1)*N], noisy, tau)
+			logits = noisy
+		}
+		topK(sel[b*K:(b+1)*K], logits, ws.topv)
+	}
+
+	// 6. Group the selections by head so each head runs one product.
+	ws.group(n)
+
+	// 7. Heads: g_f(c_f) = ReLU(c_f·A_f)·B_f for the selected f only.
+	for f := range N {
+		lo, hi := int(ws.groupStart[f]), int(ws.groupStart[f+1])
+		cnt := hi - lo
+		if cnt == 0 {
+			continue
+		}
+		G := ws.gcoef[lo*d : hi*d]
+		for j := lo; j < hi; j++ {
+			b := int(ws.groupWin[j])
+			copy(G[(j-lo)*d:(j-lo+1)*d], coef[(b*N+f)*d:(b*N+f+1)*d])
+		}
+		A := ws.hidden[lo*E : hi*E]
+		clear(A)
+		gemm.NN(cnt, E, d, G, d, p.HeadW1[f*d*E:(f+1)*d*E], E, A, E)
+		for i, v := range A {
+			if v < 0 {
+				A[i] = 0
+			}
+		}
+		O := ws.contrib[lo*HC : hi*HC]
+		clear(O)
+		gemm.NN(cnt, HC, E, A, E, p.HeadW2[f*E*HC:(f+1)*E*HC], HC, O, HC)
+	}
+	fs := ws.freqSum[:n*HC]
+	clear(fs)
+	for b := range n {
+		row := fs[b*HC : (b+1)*HC]
+		for k := range K {
+			j := int(ws.pos[b*K+k])
+			gemm.Axpy(1, ws.contrib[j*HC:(j+1)*HC], row)
+		}
+	}
+
+	// 8. Residual MLP on the flattened window.
+	rpre, rt, rh, res := ws.rpre[:n*R], ws.rtanh[:n*R], ws.rh[:n*R], ws.res[:n*HC]
+	for b := range n {
+		copy(rpre[b*R:(b+1)*R], p.ResB1)
+		copy(res[b*HC:(b+1)*HC], p.ResB2)
+	}
+	gemm.NN(n, R, LC, xn, LC, p.ResW1, R, rpre, R)
+	for i, v := range rpre {
+		rh[i], rt[i] = gelu(v)
+	}
+	gemm.NN(n, HC, R, rh, R, p.ResW2, HC, res, HC)
+
+	// 9. Fuse and undo the normalisation.
+	alpha := sigmoid(p.Fusion[0])
+	for b := range n {
+		for h := range H {
+			for c := range C {
+				i := b*HC + h*C + c
+				yn := alpha*fs[i] + (1-alpha)*res[i]
+				dst[i] = yn*sd[b*C+c] + mu[b*C+c]
+			}
+		}
+	}
+}
+
+// instanceNorm writes each window's channels with their own mean removed
+// and divided by their own standard deviation √(var + ε).
+func instanceNorm(xn, mu, sd, x []float64, n, L, C int) {
+	for b := range n {
+		xb, nb := x[b*L*C:(b+1)*L*C], xn[b*L*C:(b+1)*L*C]
+		for c := range C {
+			s := 0.0
+			for t := range L {
+				s += xb[t*C+c]
+			}
+			mean := s / float64(L)
+			v := 0.0
+			for t := range L {
+				dv := xb[t*C+c] - mean
+				v += dv * dv
+			}
+			std := math.Sqrt(v/float64(L) + instanceEps)
+			mu[b*C+c], sd[b*C+c] = mean, std
+			inv := 1 / std
+			for t := range L {
+				nb[t*C+c] = (xb[t*C+c] - mean) * inv
+			}
+		}
+	}
+}
+
+// softmax writes softmax(v/τ) to dst.
+func softmax(dst, v []float64, tau float64) {
+	mx := math.Inf(-1)
+	for _, x := range v {
+		mx = max(mx, x)
+	}
+	s := 0.0
+	for i, x := range v {
+		e := math.Exp((x - mx) / tau)
+		dst[i] = e
+		s += e
+	}
+	for i := range dst {
+		dst[i] /= s
+	}
+}
+
+// topK writes the indices of the len(dst) largest values of v to dst, largest
+// first; ties go to the lower index. vals is scratch of len(dst).
+func topK(dst []int32, v, vals []float64) {
+	k, cnt := len(dst), 0
+	for i, x := range v {
+		if cnt == k && !(x > vals[k-1]) {
+			continue
+		}
+		p := cnt
+		if cnt < k {
+			cnt++
+		} else {
+			p = k - 1
+		}
+		for p > 0 && vals[p-1] < x {
+			vals[p], dst[p] = vals[p-1], dst[p-1]
+			p--
+		}
+		vals[p], dst[p] = x, int32(i)
+	}
+}
+
+// group orders the n·K selections by head: head f's windows occupy grouped
+// slots groupStart[f] … groupStart[f+1]−1 in window order.
+func (ws *Workspace) group(n int) {
+	N, K := ws.cfg.Frequencies, ws.cfg.TopK
+	gs := ws.groupStart
+	clear(gs)
+	sel := ws.sel[:n*K]
+	for _, f := range sel {
+		gs[f+1]++
+	}
+	for f := range N {
+		gs[f+1] += gs[f]
+	}
+	copy(ws.cursor, gs[:N])
+	for b := range n {
+		for k := range K {
+			f := sel[b*K+k]
+			j := ws.cursor[f]
+			ws.cursor[f]++
+			ws.groupWin[j] = int32(b)
+			ws.pos[b*K+k] = j
+		}
+	}
+}

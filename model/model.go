@@ -1,0 +1,122 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Model is a FreqLens forecaster: its shapes, its parameters, the cosine
+// basis derived from them and what is known about the data it was trained on.
+//
+// A Model is safe for concurrent use by forecasting goroutines that each own
+// a Workspace, as long as nothing trains or loads into it at the same time.
+type Model struct {
+	cfg    Config
+	params *Params
+	basis  *basis
+	// Meta describes the data the model was trained on. It is saved with the
+	// model and does not affect the maths.
+	Meta Meta
+}
+
+// Meta is what a model file records about its training data and results.
+type Meta struct {
+	// ChannelNames names the trained channels (for an Independent model,
+	// the channels it was trained on; it serves any).
+	ChannelNames []string `json:"channel_names,omitempty"`
+	// Cadence is the time between two steps, 0 when unknown.
+	Cadence time.Duration `json:"cadence,omitempty"`
+	// Mean and Std are the per-channel statistics the data was z-scored
+	// with before training (empty when it was not).
+	Mean []float64 `json:"mean,omitempty"`
+	Std  []float64 `json:"std,omitempty"`
+	// DataSHA256 is the hex SHA-256 of the training file.
+	DataSHA256 string `json:"data_sha256,omitempty"`
+	// DataName is the base name of the training file.
+	DataName string `json:"data_name,omitempty"`
+	// Metrics holds results such as test_mse and test_mae.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Seed is the seed the model was initialised and trained with.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// New returns a model of cfg with freshly initialised parameters drawn from
+// seed. The same cfg and seed always give the same model.
+func New(cfg Config, seed uint64) (*Model, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, params: newParams(cfg), basis: newBasis(cfg)}
+	initParams(m.params, cfg, rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)))
+	m.Meta.Seed = seed
+	m.refresh()
+	return m, nil
+}
+
+// refresh recomputes what is derived from the parameters. Call it after
+// every change to θ or φ.
+func (m *Model) refresh() {
+	m.basis.compute(m.params.Theta, m.params.Phi, m.cfg.Lookback)
+}
+
+// Clone returns an independent copy of m (parameters and metadata).
+func (m *Model) Clone() *Model {
+	c := &Model{cfg: m.cfg, params: m.params.clone(m.cfg), basis: newBasis(m.cfg), Meta: m.Meta}
+	c.Meta.ChannelNames = append([]string(nil), m.Meta.ChannelNames...)
+	c.Meta.Mean = append([]float64(nil), m.Meta.Mean...)
+	c.Meta.Std = append([]float64(nil), m.Meta.Std...)
+	if m.Meta.Metrics != nil {
+		c.Meta.Metrics = make(map[string]float64, len(m.Meta.Metrics))
+		for k, v := range m.Meta.Metrics {
+			c.Meta.Metrics[k] = v
+		}
+	}
+	c.refresh()
+	return c
+}
+
+// Alpha returns the fusion weight α = σ(w): the share of the forecast that
+// comes from the frequency heads rather than the residual MLP.
+func (m *Model) Alpha() float64 { return sigmoid(m.params.Fusion[0]) }
+
+// Frequency describes one learned frequency.
+type Frequency struct {
+	// ID is the frequency's fixed index in 0 … N−1; its head is always the same.
+	ID int `json:"id"`
+	// Frequency is in cycles per step.
+	Frequency float64 `json:"frequency"`
+	// PeriodSteps is 1/Frequency.
+	PeriodSteps float64 `json:"period_steps"`
+	// Period is PeriodSteps times the cadence, 0 when the cadence is unknown.
+	Period time.Duration `json:"-"`
+	// Phase is φ in radians.
+	Phase float64 `json:"phase"`
+}
+
+// Frequencies returns the N learned frequencies in id order.
+func (m *Model) Frequencies() []Frequency {
+	out := make([]Frequency, m.cfg.Frequencies)
+	for i := range out {
+		out[i] = m.frequency(i)
+	}
+	return out
+}
+
+func (m *Model) frequency(id int) Frequency {
+	f := m.basis.freq[id]
+	fr := Frequency{ID: id, Frequency: f, PeriodSteps: 1 / f, Phase: m.params.Phi[id]}
+	if m.Meta.Cadence > 0 {
+		fr.Period = time.Duration(math.Round(fr.PeriodSteps * float64(m.Meta.Cadence)))
+	}
+	return fr
+}
+
+// Params returns the model's parameters. Changing them changes the model;
+// call Refresh afterwards when θ or φ changed.
+func (m *Model) Params() *Params { return m.params }
+
+// Refresh recomputes the cosine basis after θ or φ were changed through
+// Params.
+func (m *Model) Refresh() { m.refresh() }

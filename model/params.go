@@ -1,0 +1,188 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Params holds every trainable number of a model in one flat slice, with a
+// named view per tensor. Keeping them in one slice makes the optimiser,
+// gradient clipping, snapshots and the model file single loops; the views
+// give the maths readable names. Gradients use the same type.
+//
+// Matrices are row-major and multiply from the right (y = x·W), so a weight
+// that maps a inputs to b outputs has shape [a, b].
+type Params struct {
+	// Data is the backing store of every view below.
+	Data []float64
+
+	// InW [C, d] and InB [d] are the input projection. InB follows InW
+	// directly in Data, so together they form the (C+1)×d matrix W̃ that
+	// maps a window row with an appended 1 to its hidden row.
+	InW, InB []float64
+	// Theta [N] sets the frequencies through a sigmoid; Phi [N] the phases.
+	Theta, Phi []float64
+	// ScW1 [d, S], ScB1 [S] and ScW2 [S] are the selection scorer, applied
+	// to each frequency's coefficients; FreqBias [N] is the per-frequency
+	// prior added to its score.
+	ScW1, ScB1, ScW2, FreqBias []float64
+	// HeadW1 [N, d, E] and HeadW2 [N, E, H·C] are the N bias-free heads.
+	HeadW1, HeadW2 []float64
+	// ResW1 [L·C, R], ResB1 [R], ResW2 [R, H·C] and ResB2 [H·C] are the
+	// residual MLP on the flattened window.
+	ResW1, ResB1, ResW2, ResB2 []float64
+	// Fusion [1] is w, with α = σ(w).
+	Fusion []float64
+}
+
+// tensor names one view of Params for the model file and for inspection.
+type tensor struct {
+	name      string
+	component string
+	shape     []int
+	view      func(p *Params) *[]float64
+}
+
+// tensors lists the views of Params in storage order, with the shapes of cfg.
+func tensors(cfg Config) []tensor {
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	return []tensor{
+		{"input.weight", "input projection", []int{C, d}, func(p *Params) *[]float64 { return &p.InW }},
+		{"input.bias", "input projection", []int{d}, func(p *Params) *[]float64 { return &p.InB }},
+		{"freq.theta", "frequencies", []int{N}, func(p *Params) *[]float64 { return &p.Theta }},
+		{"freq.phi", "frequencies", []int{N}, func(p *Params) *[]float64 { return &p.Phi }},
+		{"scorer.w1", "scorer", []int{d, S}, func(p *Params) *[]float64 { return &p.ScW1 }},
+		{"scorer.b1", "scorer", []int{S}, func(p *Params) *[]float64 { return &p.ScB1 }},
+		{"scorer.w2", "scorer", []int{S}, func(p *Params) *[]float64 { return &p.ScW2 }},
+		{"scorer.freq_bias", "scorer", []int{N}, func(p *Params) *[]float64 { return &p.FreqBias }},
+		{"heads.w1", "heads", []int{N, d, E}, func(p *Params) *[]float64 { return &p.HeadW1 }},
+		{"heads.w2", "heads", []int{N, E, H * C}, func(p *Params) *[]float64 { return &p.HeadW2 }},
+		{"residual.w1", "residual", []int{L * C, R}, func(p *Params) *[]float64 { return &p.ResW1 }},
+		{"residual.b1", "residual", []int{R}, func(p *Params) *[]float64 { return &p.ResB1 }},
+		{"residual.w2", "residual", []int{R, H * C}, func(p *Params) *[]float64 { return &p.ResW2 }},
+		{"residual.b2", "residual", []int{H * C}, func(p *Params) *[]float64 { return &p.ResB2 }},
+		{"fusion.w", "fusion", []int{1}, func(p *Params) *[]float64 { return &p.Fusion }},
+	}
+}
+
+func numel(shape []int) int {
+	n := 1
+	for _, s := range shape {
+		n *= s
+	}
+	return n
+}
+
+// paramCount returns the number of trainable numbers of a model of cfg.
+func paramCount(cfg Config) int {
+	n := 0
+	for _, t := range tensors(cfg) {
+		n += numel(t.shape)
+	}
+	return n
+}
+
+// newParams allocates zeroed parameters with the shapes of cfg.
+func newParams(cfg Config) *Params {
+	p := &Params{Data: make([]float64, paramCount(cfg))}
+	p.bind(cfg)
+	return p
+}
+
+// bind points every view at its range of Data.
+func (p *Params) bind(cfg Config) {
+	off := 0
+	for _, t := range tensors(cfg) {
+		n := numel(t.shape)
+		*t.view(p) = p.Data[off : off+n : off+n]
+		off += n
+	}
+}
+
+// clone returns a deep copy with its own backing store.
+func (p *Params) clone(cfg Config) *Params {
+	q := &Params{Data: append([]float64(nil), p.Data...)}
+	q.bind(cfg)
+	return q
+}
+
+// zero sets every number to 0.
+func (p *Params) zero() { clear(p.Data) }
+
+// ComponentCount is the number of trainable parameters of one part of the model.
+type ComponentCount struct {
+	Component string `json:"component"`
+	Params    int    `json:"params"`
+}
+
+// ParamCounts returns the parameter count per component, in model order,
+// and the total.
+func (m *Model) ParamCounts() (parts []ComponentCount, total int) {
+	for _, t := range tensors(m.cfg) {
+		n := numel(t.shape)
+		total += n
+		if k := len(parts); k > 0 && parts[k-1].Component == t.component {
+			parts[k-1].Params += n
+			continue
+		}
+		parts = append(parts, ComponentCount{Component: t.component, Params: n})
+	}
+	return parts, total
+}
+
+// Frequency bounds in cycles per step: the lowest is one cycle in ten
+// windows, the highest the Nyquist frequency.
+func freqBounds(lookback int) (fmin, fmax float64) {
+	return 1 / (10 * float64(lookback)), 0.5
+}
+
+// initParams fills p with the starting values of a new model:
+//
+//   - frequencies log-uniform in [1/L, 0.5] through the inverse of the
+//     sigmoid map, phases 0;
+//   - Glorot-uniform weights for the projection, the scorer and the residual
+//     MLP, zero biases;
+//   - heads with a small second layer, so every frequency starts with a
+//     near-zero contribution and grows only as far as the data asks;
+//   - α = σ(0) = ½.
+func initParams(p *Params, cfg Config, rng *rand.Rand) {
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+
+	glorot := func(w []float64, fanIn, fanOut int, gain float64) {
+		a := gain * math.Sqrt(6/float64(fanIn+fanOut))
+		for i := range w {
+			w[i] = a * (2*rng.Float64() - 1)
+		}
+	}
+	glorot(p.InW, C, d, 1)
+	clear(p.InB)
+
+	fmin, fmax := freqBounds(L)
+	lo, hi := math.Log(1/float64(L)), math.Log(0.5)
+	for i := range N {
+		f := math.Exp(lo + (hi-lo)*float64(i)/math.Max(1, float64(N-1)))
+		u := (f - fmin) / (fmax - fmin)
+		u = math.Min(math.Max(u, 1e-6), 1-1e-6)
+		p.Theta[i] = math.Log(u / (1 - u))
+		p.Phi[i] = 0
+	}
+
+	glorot(p.ScW1, d, S, 1)
+	clear(p.ScB1)
+	glorot(p.ScW2, S, 1, 1)
+	clear(p.FreqBias)
+
+	for f := range N {
+		glorot(p.HeadW1[f*d*E:(f+1)*d*E], d, E, 1)
+		glorot(p.HeadW2[f*E*H*C:(f+1)*E*H*C], E, H*C, 0.1)
+	}
+
+	glorot(p.ResW1, L*C, R, 1)
+	clear(p.ResB1)
+	glorot(p.ResW2, R, H*C, 0.1)
+	clear(p.ResB2)
+
+	p.Fusion[0] = 0
+}

@@ -1,0 +1,299 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// This file holds a second, deliberately plain implementation of the
+// training loss: explicit loops over every index, no gemm, no grouping, no
+// shards. The tests compare the fast forward pass with it and check the
+// hand-written gradients against its finite differences.
+
+// refSelection fixes what the loss treats as constant: the selected set of
+// every window and the softmax probabilities p̄ of the straight-through
+// gates (gate = 1 + p − p̄, which is exactly 1 at the evaluation point and
+// has the gradient of p).
+type refSelection struct {
+	sel  [][]int
+	pbar [][]float64
+}
+
+// refLosses are the unweighted terms and the weighted total of the loss.
+type refLosses struct {
+	mse, div, recon, sparse, vr, total float64
+	forecast                           []float64
+}
+
+// refLoss evaluates the training loss of params p (shapes cfg) on n windows.
+func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) refLosses {
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	HC := H * C
+	fmin, fmax := freqBounds(L)
+
+	freq := make([]float64, N)
+	psibar := make([][]float64, N)
+	for i := range N {
+		freq[i] = fmin + (fmax-fmin)/(1+math.Exp(-p.Theta[i]))
+		psi := make([]float64, L)
+		nrm := 0.0
+		for t := range L {
+			psi[t] = math.Cos(2*math.Pi*freq[i]*float64(t) + p.Phi[i])
+			nrm += psi[t] * psi[t]
+		}
+		nrm = math.Sqrt(nrm)
+		for t := range L {
+			psi[t] /= nrm + basisEps
+		}
+		psibar[i] = psi
+	}
+	geluF := func(v float64) float64 {
+		return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
+	}
+
+	var out refLosses
+	out.forecast = make([]float64, n*HC)
+	alpha := 1 / (1 + math.Exp(-p.Fusion[0]))
+	for b := range n {
+		xb := x[b*L*C : (b+1)*L*C]
+		mu, sd := make([]float64, C), make([]float64, C)
+		xn := make([]float64, L*C)
+		for c := range C {
+			if cfg.Norm == NormNone {
+				sd[c] = 1
+			} else {
+				for t := range L {
+					mu[c] += xb[t*C+c] / float64(L)
+				}
+				for t := range L {
+					sd[c] += (xb[t*C+c] - mu[c]) * (xb[t*C+c] - mu[c]) / float64(L)
+				}
+				sd[c] = math.Sqrt(sd[c] + instanceEps)
+			}
+			for t := range L {
+				xn[t*C+c] = (xb[t*C+c] - mu[c]) / sd[c]
+			}
+		}
+		// Hidden rows and coefficients.
+		hid := make([][]float64, L)
+		for t := range L {
+			hid[t] = make([]float64, d)
+			for j := range d {
+				v := p.InB[j]
+				for c := range C {
+					v += xn[t*C+c] * p.InW[c*d+j]
+				}
+				hid[t][j] = v
+			}
+		}
+		coef := make([][]float64, N)
+		for i := range N {
+			coef[i] = make([]float64, d)
+			for j := range d {
+				for t := range L {
+					coef[i][j] += psibar[i][t] * hid[t][j]
+				}
+			}
+		}
+		// Reconstruction from all N components.
+		for t := range L {
+			for j := range d {
+				rec := 0.0
+				for i := range N {
+					rec += psibar[i][t] * coef[i][j]
+				}
+				out.recon += (rec - hid[t][j]) * (rec - hid[t][j])
+			}
+		}
+		// Scores and the tempered softmax of the perturbed logits.
+		u := make([]float64, N)
+		for i := range N {
+			s := p.FreqBias[i]
+			for k := range S {
+				v := p.ScB1[k]
+				for j := range d {
+					v += coef[i][j] * p.ScW1[j*S+k]
+				}
+				s += geluF(v) * p.ScW2[k]
+			}
+			u[i] = s + noise[b*N+i]
+		}
+		mx := slices.Max(u)
+		prob := make([]float64, N)
+		z := 0.0
+		for i := range N {
+			prob[i] = math.Exp((u[i] - mx) / tau)
+			z += prob[i]
+		}
+		for i := range N {
+			prob[i] /= z
+		}
+		sparse := 1.0
+		for k, f := range fix.sel[b] {
+			sparse -= prob[f]
+			_ = k
+		}
+		out.sparse += sparse
+		// Heads with straight-through gates.
+		yfreq := make([]float64, HC)
+		for k, f := range fix.sel[b] {
+			gate := 1 + prob[f] - fix.pbar[b][k]
+			a := make([]float64, E)
+			for e := range E {
+				for j := range d {
+					a[e] += coef[f][j] * p.HeadW1[f*d*E+j*E+e]
+				}
+				a[e] = math.Max(a[e], 0)
+			}
+			for o := range HC {
+				v := 0.0
+				for e := range E {
+					v += a[e] * p.HeadW2[f*E*HC+e*HC+o]
+				}
+				yfreq[o] += gate * v
+			}
+		}
+		// Residual MLP.
+		rh := make([]float64, R)
+		for k := range R {
+			v := p.ResB1[k]
+			for i := range L * C {
+				v += xn[i] * p.ResW1[i*R+k]
+			}
+			rh[k] = geluF(v)
+		}
+		for o := range HC {
+			v := p.ResB2[o]
+			for k := range R {
+				v += rh[k] * p.ResW2[k*HC+o]
+			}
+			c := o % C
+			out.forecast[b*HC+o] = (alpha*yfreq[o]+(1-alpha)*v)*sd[c] + mu[c]
+		}
+		// Output losses.
+		fb, tb := out.forecast[b*HC:(b+1)*HC], y[b*HC:(b+1)*HC]
+		for o := range HC {
+			out.mse += (fb[o] - tb[o]) * (fb[o] - tb[o])
+		}
+		for c := range C {
+			std := func(v []float64) float64 {
+				m, s := 0.0, 0.0
+				for h := range H {
+					m += v[h*C+c] / float64(H)
+				}
+				for h := range H {
+					s += (v[h*C+c] - m) * (v[h*C+c] - m) / float64(H)
+				}
+				return math.Sqrt(s + varEps)
+			}
+			dd := std(fb) - std(tb)
+			out.vr += dd * dd
+		}
+	}
+	B := float64(n)
+	out.mse /= B * float64(HC)
+	out.vr /= B * float64(C)
+	out.recon /= B * float64(L*d)
+	out.sparse /= B
+	logf := slices.Clone(freq)
+	for i := range logf {
+		logf[i] = math.Log(logf[i])
+	}
+	slices.Sort(logf)
+	for i := 0; i+1 < N; i++ {
+		out.div -= math.Log(logf[i+1]-logf[i]+diversityEps) / float64(N-1)
+	}
+	out.total = out.mse + tc.LambdaDiv*out.div + tc.LambdaRecon*out.recon + tc.LambdaSparse*out.sparse + tc.LambdaVar*out.vr
+	return out
+}
+
+// randomModel returns a model whose every parameter is drawn at a scale
+// where all paths matter (the real initialisation keeps heads small).
+func randomModel(t testing.TB, cfg Config, seed uint64) *Model {
+	t.Helper()
+	m, err := New(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for i := range m.params.Data {
+		m.params.Data[i] = 0.5 * rng.NormFloat64()
+	}
+	for i := range m.params.Theta {
+		m.params.Theta[i] = 3 * (2*rng.Float64() - 1)
+		m.params.Phi[i] = math.Pi * (2*rng.Float64() - 1)
+	}
+	m.refresh()
+	return m
+}
+
+// randomBatch returns n windows and targets with per-channel levels and
+// scales, so instance normalisation has work to do.
+func randomBatch(cfg Config, n int, seed uint64) (x, y []float64) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	L, H, C := cfg.Lookback, cfg.Horizon, cfg.Channels
+	x = make([]float64, n*L*C)
+	y = make([]float64, n*H*C)
+	for b := range n {
+		for c := range C {
+			level, scale := 3*rng.NormFloat64(), 0.5+2*rng.Float64()
+			period := 3 + 10*rng.Float64()
+			for t := range L + H {
+				v := level + scale*(math.Sin(2*math.Pi*float64(t)/period)+0.3*rng.NormFloat64())
+				if t < L {
+					x[(b*L+t)*C+c] = v
+				} else {
+					y[(b*H+t-L)*C+c] = v
+				}
+			}
+		}
+	}
+	return x, y
+}
+
+// gumbel returns n Gumbel(0, 1) draws.
+func gumbel(n int, seed uint64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, 13))
+	g := make([]float64, n)
+	for i := range g {
+		g[i] = -math.Log(-math.Log(rng.Float64()*(1-2e-12) + 1e-12))
+	}
+	return g
+}
+
+// newGradTrainer returns a trainer holding batch x, y and noise, ready for
+// t.gradient.
+func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, tc TrainConfig) *trainer {
+	t.Helper()
+	tc.BatchSize = n
+	tc = tc.withDefaults()
+	tr := newTrainer(m, tc, nil)
+	copy(tr.x, x)
+	copy(tr.y, y)
+	copy(tr.noise, noise)
+	return tr
+}
+
+// selectionOf reads back the selections and probabilities the trainer's
+// shards used, per window of the whole batch.
+func selectionOf(tr *trainer, n int) refSelection {
+	K, N := tr.m.cfg.TopK, tr.m.cfg.Frequencies
+	var fix refSelection
+	per := (n + shards - 1) / shards
+	for b := range n {
+		ws, j := tr.ws[b/per], b%per
+		sel := make([]int, K)
+		pbar := make([]float64, K)
+		for k := range K {
+			f := int(ws.sel[j*K+k])
+			sel[k] = f
+			pbar[k] = ws.tr.prob[j*N+f]
+		}
+		fix.sel = append(fix.sel, sel)
+		fix.pbar = append(fix.pbar, pbar)
+	}
+	return fix
+}

@@ -1,0 +1,84 @@
+package model
+
+import "fmt"
+
+// Source is a set of windows to train on or evaluate: window i has an input
+// of Lookback×Channels values and a target of Horizon×Channels values, both
+// row-major (step, then channel). The slices are read, never kept or changed.
+// dataset.Windows satisfies it.
+type Source interface {
+	Len() int
+	Channels() int
+	Input(i int) []float64
+	Target(i int) []float64
+}
+
+// batcher copies windows of a Source into the contiguous batch layout the
+// model reads. For an Independent model a C-channel source becomes C
+// single-channel windows per source window: sample s is channel s%C of
+// source window s/C.
+type batcher struct {
+	src         Source
+	L, H, C     int // model shapes
+	srcC        int // channels of the source
+	independent bool
+}
+
+func newBatcher(m *Model, src Source) (*batcher, error) {
+	cfg := m.cfg
+	b := &batcher{src: src, L: cfg.Lookback, H: cfg.Horizon, C: cfg.Channels, srcC: src.Channels()}
+	switch {
+	case cfg.Mode == Independent:
+		b.independent = true
+	case b.srcC != cfg.Channels:
+		return nil, fmt.Errorf("model: the data has %d channels but this mixed model takes %d; "+
+			"train a model on this data, or use an independent model", b.srcC, cfg.Channels)
+	}
+	if src.Len() > 0 {
+		if got, want := len(src.Input(0)), b.L*b.srcC; got != want {
+			return nil, fmt.Errorf("model: a window holds %d values, want lookback %d × %d channels; "+
+				"build the windows with the model's lookback", got, b.L, b.srcC)
+		}
+		if got, want := len(src.Target(0)), b.H*b.srcC; got != want {
+			return nil, fmt.Errorf("model: a target holds %d values, want horizon %d × %d channels; "+
+				"build the windows with the model's horizon", got, b.H, b.srcC)
+		}
+	}
+	return b, nil
+}
+
+// samples returns how many model windows the source yields.
+func (b *batcher) samples() int {
+	if b.independent {
+		return b.src.Len() * b.srcC
+	}
+	return b.src.Len()
+}
+
+// fill copies the samples idx into x (len(idx)·L·C) and y (len(idx)·H·C);
+// y may be nil.
+func (b *batcher) fill(x, y []float64, idx []int) {
+	L, H, C := b.L, b.H, b.C
+	for j, s := range idx {
+		if !b.independent {
+			copy(x[j*L*C:(j+1)*L*C], b.src.Input(s))
+			if y != nil {
+				copy(y[j*H*C:(j+1)*H*C], b.src.Target(s))
+			}
+			continue
+		}
+		w, c, sc := s/b.srcC, s%b.srcC, b.srcC
+		in := b.src.Input(w)
+		xs := x[j*L : (j+1)*L]
+		for t := range xs {
+			xs[t] = in[t*sc+c]
+		}
+		if y != nil {
+			tg := b.src.Target(w)
+			ys := y[j*H : (j+1)*H]
+			for t := range ys {
+				ys[t] = tg[t*sc+c]
+			}
+		}
+	}
+}

@@ -1,0 +1,513 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/freqlens/freqlens/internal/gemm"
+)
+
+// shards is the fixed number of parts a training batch is split into, one
+// per core. It is a constant, not the core count, so a seed gives the same
+// model on any machine: floating-point sums happen in the same order.
+const shards = 2
+
+// TrainConfig sets how a model is trained. The zero value of every field
+// means its default.
+type TrainConfig struct {
+	// Epochs is the most passes over the training windows.
+	//
+	// Default: 50
+	Epochs int
+	// BatchSize is the windows per optimiser step.
+	//
+	// Default: 32
+	BatchSize int
+	// LearningRate is Adam's base step size, annealed along a cosine to
+	// MinLearningRate over all epochs.
+	//
+	// Default: 1e-3
+	LearningRate float64
+	// FreqRateScale multiplies the learning rate of θ and φ.
+	//
+	// Default: 5
+	FreqRateScale float64
+	// MinLearningRate is where the cosine schedule ends.
+	//
+	// Default: 1e-6
+	MinLearningRate float64
+	// ClipNorm caps the L2 norm of the whole gradient.
+	//
+	// Default: 1.0
+	ClipNorm float64
+	// TauStart and TauEnd are the Gumbel temperatures of the first and last
+	// epoch, annealed linearly.
+	//
+	// Default: 1.0 and 0.1
+	TauStart, TauEnd float64
+	// Patience is how many epochs without a better validation MSE end
+	// training; the best epoch's parameters are restored.
+	//
+	// Default: 10
+	Patience int
+	// Seed drives shuffling and the Gumbel noise.
+	Seed uint64
+	// LambdaDiv, LambdaRecon, LambdaSparse and LambdaVar weight the
+	// diversity, reconstruction, sparsity and variance-matching losses. A
+	// negative value turns a term off.
+	//
+	// Default: 0.01, 0.1, 0.01, 0.1
+	LambdaDiv, LambdaRecon, LambdaSparse, LambdaVar float64
+	// Workers is how many goroutines run the shards of a step and the
+	// evaluation; results do not depend on it.
+	//
+	// Default: 2
+	Workers int
+}
+
+func (c TrainConfig) withDefaults() TrainConfig {
+	def := func(v *float64, d float64) {
+		switch {
+		case *v == 0:
+			*v = d
+		case *v < 0:
+			*v = 0
+		}
+	}
+	if c.Epochs == 0 {
+		c.Epochs = 50
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 32
+	}
+	def(&c.LearningRate, 1e-3)
+	def(&c.FreqRateScale, 5)
+	def(&c.MinLearningRate, 1e-6)
+	def(&c.ClipNorm, 1)
+	def(&c.TauStart, 1)
+	def(&c.TauEnd, 0.1)
+	if c.Patience == 0 {
+		c.Patience = 10
+	}
+	def(&c.LambdaDiv, 0.01)
+	def(&c.LambdaRecon, 0.1)
+	def(&c.LambdaSparse, 0.01)
+	def(&c.LambdaVar, 0.1)
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	return c
+}
+
+func (c TrainConfig) validate() error {
+	switch {
+	case c.Epochs < 1:
+		return fmt.Errorf("train: epochs = %d; use at least 1", c.Epochs)
+	case c.BatchSize < shards:
+		return fmt.Errorf("train: batch size %d is below %d; use at least %d", c.BatchSize, shards, shards)
+	case c.Patience < 1:
+		return fmt.Errorf("train: patience = %d; use at least 1", c.Patience)
+	case c.LearningRate > 1:
+		return fmt.Errorf("train: learning rate %g is far too large for Adam; try 1e-3", c.LearningRate)
+	}
+	return nil
+}
+
+// EpochStats reports one finished epoch.
+type EpochStats struct {
+	Epoch, Epochs int // 1-based epoch and the most there can be
+	// Loss is the mean total training loss; the other fields break it down
+	// (unweighted means over the epoch's steps).
+	Loss, MSE, Div, Recon, Sparse, Var float64
+	ValMSE                             float64
+	Best                               bool // this epoch is the best so far
+	LearningRate, Tau                  float64
+	Seconds                            float64 // wall time of the epoch, validation included
+}
+
+// TrainResult summarises a training run.
+type TrainResult struct {
+	EpochsRun  int
+	BestEpoch  int // 1-based
+	BestValMSE float64
+	Epochs     []EpochStats
+	// Stopped says why training ended: "epochs", "early_stopping" or "canceled".
+	Stopped string
+}
+
+// MedianEpochSeconds returns the median wall time of the epochs run.
+func (r *TrainResult) MedianEpochSeconds() float64 {
+	s := make([]float64, len(r.Epochs))
+	for i, e := range r.Epochs {
+		s[i] = e.Seconds
+	}
+	return median(s)
+}
+
+// Train fits m to the train windows with Adam, keeping the parameters of the
+// epoch with the lowest validation MSE. progress, if not nil, is called after
+// every epoch. The same model, data and cfg.Seed always give the same result.
+//
+// On cancellation Train restores the best epoch so far and returns the
+// result with ctx's error.
+func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, progress func(EpochStats)) (*TrainResult, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	tb, err := newBatcher(m, train)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := newBatcher(m, val); err != nil {
+		return nil, err
+	}
+	B := cfg.BatchSize
+	samples := tb.samples()
+	steps := samples / B
+	if steps == 0 {
+		return nil, fmt.Errorf("train: %d training windows do not fill one batch of %d; use more data or a smaller batch", samples, B)
+	}
+	if val.Len() == 0 {
+		return nil, errors.New("train: the validation split holds no window; early stopping needs one")
+	}
+	t := newTrainer(m, cfg, tb)
+
+	res := &TrainResult{BestValMSE: math.Inf(1), Stopped: "epochs"}
+	best := m.params.clone(m.cfg)
+	bad := 0
+	totalSteps := cfg.Epochs * steps
+	perm := make([]int, samples)
+	for i := range perm {
+		perm[i] = i
+	}
+	for epoch := range cfg.Epochs {
+		start := time.Now()
+		tau := cfg.TauStart
+		if cfg.Epochs > 1 {
+			tau -= (cfg.TauStart - cfg.TauEnd) * float64(epoch) / float64(cfg.Epochs-1)
+		}
+		t.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		var sum stepLoss
+		var lr float64
+		for s := range steps {
+			if err := ctx.Err(); err != nil {
+				return t.finish(res, best, "canceled"), err
+			}
+			lr = cosineRate(cfg, epoch*steps+s, totalSteps)
+			l, err := t.step(perm[s*B:(s+1)*B], lr, tau)
+			if err != nil {
+				return t.finish(res, best, "diverged"), fmt.Errorf("train: epoch %d step %d: %w", epoch+1, s+1, err)
+			}
+			sum.add(l)
+		}
+		valMetrics, err := evaluate(ctx, m, val, cfg.Workers, 256, &t.evalWS)
+		if err != nil {
+			return t.finish(res, best, "canceled"), err
+		}
+		st := EpochStats{
+			Epoch: epoch + 1, Epochs: cfg.Epochs,
+			Loss: sum.total / float64(steps), MSE: sum.mse / float64(steps), Div: sum.div / float64(steps),
+			Recon: sum.recon / float64(steps), Sparse: sum.sparse / float64(steps), Var: sum.vr / float64(steps),
+			ValMSE: valMetrics.MSE, LearningRate: lr, Tau: tau,
+		}
+		if valMetrics.MSE < res.BestValMSE {
+			res.BestValMSE, res.BestEpoch, st.Best, bad = valMetrics.MSE, epoch+1, true, 0
+			copy(best.Data, m.params.Data)
+		} else {
+			bad++
+		}
+		st.Seconds = time.Since(start).Seconds()
+		res.Epochs = append(res.Epochs, st)
+		res.EpochsRun = epoch + 1
+		if progress != nil {
+			progress(st)
+		}
+		if bad >= cfg.Patience {
+			return t.finish(res, best, "early_stopping"), nil
+		}
+	}
+	return t.finish(res, best, "epochs"), nil
+}
+
+// cosineRate is the learning rate of global step s of total.
+func cosineRate(cfg TrainConfig, s, total int) float64 {
+	frac := float64(s) / float64(max(total, 1))
+	return cfg.MinLearningRate + (cfg.LearningRate-cfg.MinLearningRate)*(1+math.Cos(math.Pi*frac))/2
+}
+
+// stepLoss is the loss of one step, by term (unweighted).
+type stepLoss struct{ total, mse, div, recon, sparse, vr float64 }
+
+func (s *stepLoss) add(o stepLoss) {
+	s.total += o.total
+	s.mse += o.mse
+	s.div += o.div
+	s.recon += o.recon
+	s.sparse += o.sparse
+	s.vr += o.vr
+}
+
+// trainer holds the state of one training run.
+type trainer struct {
+	m      *Model
+	cfg    TrainConfig
+	data   *batcher
+	rng    *rand.Rand
+	ws     [shards]*Workspace
+	evalWS []*Workspace
+	x, y   []float64 // batch inputs and targets
+	out    []float64 // batch forecasts
+	dOut   []float64 // ∂L/∂forecast
+	noise  []float64 // Gumbel draws
+	wwT    []float64
+	dPsi   []float64
+	qw     []float64 // (C+1)×d: Q·W̃
+	order  []int
+	opt    *adam
+	shardL [shards]stepLoss
+}
+
+func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
+	c := m.cfg
+	B, L, H, C, N := cfg.BatchSize, c.Lookback, c.Horizon, c.Channels, c.Frequencies
+	t := &trainer{
+		m: m, cfg: cfg, data: data,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, 0xda3e39cb94b95bdb)),
+		x:     make([]float64, B*L*C),
+		y:     make([]float64, B*H*C),
+		out:   make([]float64, B*H*C),
+		dOut:  make([]float64, B*H*C),
+		noise: make([]float64, B*N),
+		wwT:   make([]float64, (C+1)*(C+1)),
+		dPsi:  make([]float64, N*L),
+		qw:    make([]float64, (C+1)*c.Hidden),
+		order: make([]int, N),
+		opt:   newAdam(m.cfg, cfg.FreqRateScale),
+	}
+	for s := range shards {
+		t.ws[s] = m.NewWorkspace((B + shards - 1) / shards)
+		t.ws[s].enableTraining()
+	}
+	return t
+}
+
+// finish restores the best parameters and completes the result.
+func (t *trainer) finish(res *TrainResult, best *Params, why string) *TrainResult {
+	if res.BestEpoch > 0 {
+		copy(t.m.params.Data, best.Data)
+		t.m.refresh()
+	}
+	res.Stopped = why
+	return res
+}
+
+// errDiverged reports a step whose loss or gradient is not finite.
+var errDiverged = errors.New("loss is not finite; lower the learning rate or check the data for extreme values")
+
+// step runs one optimiser step on the samples idx.
+func (t *trainer) step(idx []int, lr, tau float64) (stepLoss, error) {
+	B, N := len(idx), t.m.cfg.Frequencies
+	t.data.fill(t.x, t.y, idx)
+	for i := range t.noise[:B*N] {
+		u := t.rng.Float64()
+		for u == 0 {
+			u = t.rng.Float64()
+		}
+		t.noise[i] = -math.Log(-math.Log(u))
+	}
+	l := t.gradient(B, tau)
+	if math.IsNaN(l.total) || math.IsInf(l.total, 0) {
+		return l, errDiverged
+	}
+	return l, t.apply(lr)
+}
+
+// gradient computes the training loss of the B windows in t.x, t.y with
+// Gumbel draws t.noise, and leaves its gradient in t.ws[0].tr.grad.
+func (t *trainer) gradient(B int, tau float64) stepLoss {
+	m, cfg := t.m, t.cfg
+	c := m.cfg
+	L, H, C, N, d := c.Lookback, c.Horizon, c.Channels, c.Frequencies, c.Hidden
+	HC, C1 := H*C, C+1
+
+	wt := m.params.Data[:C1*d]
+	clear(t.wwT)
+	gemm.NT(C1, C1, d, wt, d, wt, d, t.wwT, C1)
+	consts := backwardConsts{batch: B, tau: tau, lambdaSparse: cfg.LambdaSparse, lambdaRecon: cfg.LambdaRecon, wwT: t.wwT}
+
+	// Forward and backward of each shard, in parallel.
+	per := (B + shards - 1) / shards
+	t.run(func(s int) {
+		lo, hi := min(s*per, B), min((s+1)*per, B)
+		ws := t.ws[s]
+		ws.tr.grad.zero()
+		if hi == lo {
+			t.shardL[s] = stepLoss{}
+			clear(ws.tr.recQ)
+			clear(ws.tr.dPsibar)
+			clear(ws.tr.onesAcc)
+			return
+		}
+		n := hi - lo
+		x, y := t.x[lo*L*C:hi*L*C], t.y[lo*HC:hi*HC]
+		out, dOut := t.out[lo*HC:hi*HC], t.dOut[lo*HC:hi*HC]
+		m.forward(ws, out, x, n, t.noise[lo*N:hi*N], tau)
+		mse, vr := outputLoss(dOut, out, y, n, H, C, B, cfg.LambdaVar)
+		m.backward(ws, dOut, consts)
+		t.shardL[s] = stepLoss{mse: mse, vr: vr, sparse: ws.tr.sparse / float64(B)}
+	})
+
+	// Combine the shards: gradients, basis gradient, reconstruction.
+	g := t.ws[0].tr.grad
+	var l stepLoss
+	for s := range shards {
+		l.mse += t.shardL[s].mse
+		l.vr += t.shardL[s].vr
+		l.sparse += t.shardL[s].sparse
+	}
+	t.parallelRange(len(g.Data), func(lo, hi int) {
+		dst := g.Data[lo:hi]
+		for s := 1; s < shards; s++ {
+			gemm.Axpy(1, t.ws[s].tr.grad.Data[lo:hi], dst)
+		}
+	})
+	q := t.ws[0].tr.recQ
+	copy(t.dPsi, t.ws[0].tr.dPsibar)
+	for s := 1; s < shards; s++ {
+		gemm.Axpy(1, t.ws[s].tr.dPsibar, t.dPsi)
+		gemm.Axpy(1, t.ws[s].tr.recQ, q)
+		gemm.Axpy(1, t.ws[s].tr.onesAcc, t.ws[0].tr.onesAcc)
+	}
+	for i := range N {
+		a := t.ws[0].tr.onesAcc[i]
+		row := t.dPsi[i*L : (i+1)*L]
+		for j := range row {
+			row[j] += a
+		}
+	}
+	if cfg.LambdaRecon != 0 {
+		// L_recon = tr(W̃ᵀ Q W̃)/(B·L·d); ∂/∂W̃ = 2·Q·W̃/(B·L·d).
+		qw := t.qw
+		clear(qw)
+		gemm.NN(C1, d, C1, q, C1, wt, d, qw, d)
+		for i := range qw {
+			l.recon += qw[i] * wt[i]
+		}
+		l.recon /= float64(B * L * d)
+		gemm.Axpy(2*cfg.LambdaRecon/float64(B*L*d), qw, g.Data[:C1*d])
+	}
+	m.basis.backward(t.dPsi, g.Theta, g.Phi, c.Lookback)
+	l.div = m.basis.diversity(cfg.LambdaDiv, g.Theta, c.Lookback, t.order)
+	l.total = l.mse + cfg.LambdaDiv*l.div + cfg.LambdaRecon*l.recon + cfg.LambdaSparse*l.sparse + cfg.LambdaVar*l.vr
+	return l
+}
+
+// apply clips the gradient in t.ws[0].tr.grad and takes one Adam step.
+func (t *trainer) apply(lr float64) error {
+	m, cfg := t.m, t.cfg
+	g := t.ws[0].tr.grad
+	// Clip and update.
+	var norms [shards]float64
+	t.parallelParts(len(g.Data), func(part, lo, hi int) {
+		norms[part] = gemm.Dot(g.Data[lo:hi], g.Data[lo:hi])
+	})
+	norm := 0.0
+	for _, v := range norms {
+		norm += v
+	}
+	norm = math.Sqrt(norm)
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return errDiverged
+	}
+	scale := 1.0
+	if norm > cfg.ClipNorm {
+		scale = cfg.ClipNorm / norm
+	}
+	t.opt.t++
+	t.parallelRange(len(g.Data), func(lo, hi int) {
+		t.opt.update(m.params.Data, g.Data, scale, lr, lo, hi)
+	})
+	m.refresh()
+	return nil
+}
+
+// run calls f for every shard, on up to cfg.Workers goroutines, and waits.
+func (t *trainer) run(f func(shard int)) {
+	if t.cfg.Workers < 2 {
+		for s := range shards {
+			f(s)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for s := 1; s < shards; s++ {
+		wg.Go(func() { f(s) })
+	}
+	f(0)
+	wg.Wait()
+}
+
+// parallelParts splits [0, n) into one contiguous part per shard and calls
+// f on each, concurrently when there are workers.
+func (t *trainer) parallelParts(n int, f func(part, lo, hi int)) {
+	per := (n + shards - 1) / shards
+	t.run(func(s int) { f(s, min(s*per, n), min((s+1)*per, n)) })
+}
+
+func (t *trainer) parallelRange(n int, f func(lo, hi int)) {
+	t.parallelParts(n, func(_, lo, hi int) { f(lo, hi) })
+}
+
+// adam is the Adam optimiser with a learning-rate scale per parameter.
+type adam struct {
+	m, v  []float64
+	scale []float64 // per parameter: 1, or FreqRateScale for θ and φ
+	t     int
+}
+
+const (
+	adamBeta1 = 0.9
+	adamBeta2 = 0.999
+	adamEps   = 1e-8
+)
+
+func newAdam(cfg Config, freqScale float64) *adam {
+	n := paramCount(cfg)
+	a := &adam{m: make([]float64, n), v: make([]float64, n), scale: make([]float64, n)}
+	off := 0
+	for _, t := range tensors(cfg) {
+		k := numel(t.shape)
+		s := 1.0
+		if t.component == "frequencies" {
+			s = freqScale
+		}
+		for i := off; i < off+k; i++ {
+			a.scale[i] = s
+		}
+		off += k
+	}
+	return a
+}
+
+// update applies one Adam step to p[lo:hi] with gradient clip·g.
+func (a *adam) update(p, g []float64, clip, lr float64, lo, hi int) {
+	bc1 := 1 - math.Pow(adamBeta1, float64(a.t))
+	bc2 := 1 - math.Pow(adamBeta2, float64(a.t))
+	step := lr / bc1
+	sq := 1 / math.Sqrt(bc2)
+	m, v, sc := a.m[lo:hi], a.v[lo:hi], a.scale[lo:hi]
+	pp, gg := p[lo:hi], g[lo:hi]
+	for i := range pp {
+		gi := gg[i] * clip
+		mi := adamBeta1*m[i] + (1-adamBeta1)*gi
+		vi := adamBeta2*v[i] + (1-adamBeta2)*gi*gi
+		m[i], v[i] = mi, vi
+		pp[i] -= sc[i] * step * mi / (math.Sqrt(vi)*sq + adamEps)
+	}
+}

@@ -1,0 +1,131 @@
+package model
+
+// Workspace holds the scratch buffers of forward passes (and, for training,
+// backward passes) of up to a batch of windows. It grows on first use of a
+// larger batch and then allocates nothing. After a forward pass it also
+// holds everything needed to explain each window (see Workspace.Attribution).
+//
+// A Workspace is not safe for concurrent use: give each goroutine its own.
+// It fits any model with the same Config.
+type Workspace struct {
+	cfg Config
+	cap int // windows the buffers hold
+	n   int // windows in the last forward pass
+	m   *Model
+
+	xn, mu, sd           []float64 // normalised windows n·L·C; per-window channel mean, std n·C
+	y                    []float64 // n·N·(C+1): Ψ̄·[x̂ | 1]
+	coef                 []float64 // n·N·d: the coefficients c_i
+	zpre, ztanh, z       []float64 // n·N·S: scorer pre-activation, its tanh, GELU output
+	score                []float64 // n·N: selection logits
+	sel                  []int32   // n·K: selected frequency ids, best first
+	pos                  []int32   // n·K: grouped slot of each selection
+	groupStart           []int32   // N+1: first grouped slot of each head
+	cursor               []int32   // N: fill cursor while grouping
+	groupWin             []int32   // n·K: window of each grouped slot
+	gcoef, hidden        []float64 // n·K·d, n·K·E: head inputs and ReLU outputs, grouped
+	contrib              []float64 // n·K·H·C: head outputs g_f(c_f), grouped
+	freqSum              []float64 // n·H·C: Σ_{f∈S} g_f(c_f)
+	rpre, rtanh, rh, res []float64 // residual MLP: n·R, n·R, n·R, n·H·C
+	topv                 []float64 // K: top-K scratch
+
+	tr *trainScratch // nil until the workspace is used for training
+}
+
+// trainScratch holds what only the training path needs.
+type trainScratch struct {
+	noisy, prob          []float64 // n·N: perturbed logits, their tempered softmax
+	dyn, dr              []float64 // n·H·C
+	drh                  []float64 // n·R
+	dO, dA, dG           []float64 // grouped n·K·H·C, n·K·E, n·K·d
+	dm                   []float64 // n·K, grouped: ∂L/∂gate
+	dscore               []float64 // n·N
+	dz                   []float64 // n·N·S
+	dcoef                []float64 // n·N·d
+	dY                   []float64 // n·N·(C+1)
+	recE, recG           []float64 // L·(C+1) per-window scratch of the reconstruction loss
+	recQ                 []float64 // (C+1)·(C+1): Σ_b E_bᵀE_b
+	dPsibar              []float64 // N·L
+	onesAcc              []float64 // N: gradient reaching the basis through the constant column
+	sparse               float64   // Σ_b Σ_{i∉S_b} p_bi of the last backward
+	grad                 *Params
+	shardLoss, shardVarL float64
+}
+
+// NewWorkspace returns a workspace for batches of up to maxBatch windows of m.
+func (m *Model) NewWorkspace(maxBatch int) *Workspace {
+	ws := &Workspace{cfg: m.cfg, m: m}
+	ws.grow(max(maxBatch, 1))
+	return ws
+}
+
+// grow makes the buffers hold n windows.
+func (ws *Workspace) grow(n int) {
+	if n <= ws.cap {
+		return
+	}
+	cfg := ws.cfg
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	HC, C1 := H*C, C+1
+	ws.cap = n
+	ws.xn = make([]float64, n*L*C)
+	ws.mu = make([]float64, n*C)
+	ws.sd = make([]float64, n*C)
+	ws.y = make([]float64, n*N*C1)
+	ws.coef = make([]float64, n*N*d)
+	ws.zpre = make([]float64, n*N*S)
+	ws.ztanh = make([]float64, n*N*S)
+	ws.z = make([]float64, n*N*S)
+	ws.score = make([]float64, n*N)
+	ws.sel = make([]int32, n*K)
+	ws.pos = make([]int32, n*K)
+	ws.groupStart = make([]int32, N+1)
+	ws.cursor = make([]int32, N)
+	ws.groupWin = make([]int32, n*K)
+	ws.gcoef = make([]float64, n*K*d)
+	ws.hidden = make([]float64, n*K*E)
+	ws.contrib = make([]float64, n*K*HC)
+	ws.freqSum = make([]float64, n*HC)
+	ws.rpre = make([]float64, n*R)
+	ws.rtanh = make([]float64, n*R)
+	ws.rh = make([]float64, n*R)
+	ws.res = make([]float64, n*HC)
+	ws.topv = make([]float64, K)
+	if ws.tr != nil {
+		ws.tr = nil
+		ws.enableTraining()
+	}
+}
+
+// enableTraining allocates the backward-pass scratch for the current capacity.
+func (ws *Workspace) enableTraining() {
+	if ws.tr != nil {
+		return
+	}
+	cfg := ws.cfg
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	HC, C1, n := H*C, C+1, ws.cap
+	ws.tr = &trainScratch{
+		noisy:   make([]float64, n*N),
+		prob:    make([]float64, n*N),
+		dyn:     make([]float64, n*HC),
+		dr:      make([]float64, n*HC),
+		drh:     make([]float64, n*R),
+		dO:      make([]float64, n*K*HC),
+		dA:      make([]float64, n*K*E),
+		dG:      make([]float64, n*K*d),
+		dm:      make([]float64, n*K),
+		dscore:  make([]float64, n*N),
+		dz:      make([]float64, n*N*S),
+		dcoef:   make([]float64, n*N*d),
+		dY:      make([]float64, n*N*C1),
+		recE:    make([]float64, L*C1),
+		recG:    make([]float64, L*C1),
+		recQ:    make([]float64, C1*C1),
+		dPsibar: make([]float64, N*L),
+		onesAcc: make([]float64, N),
+		grad:    newParams(cfg),
+	}
+}
