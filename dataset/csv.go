@@ -1,0 +1,298 @@
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CSVError reports a CSV file that ReadCSV or LoadCSV cannot turn into a
+// Frame. Its message names the file, the 1-based line, the column and the
+// offending value when they apply, and says how to fix the file:
+//
+//	ETTh1.csv line 17: column "OT": "abc" is not a number
+type CSVError struct {
+	// File is the name passed to ReadCSV, or the base name of the path
+	// passed to LoadCSV.
+	File string
+	// Line is the 1-based line of the offending row, or 0 when the error
+	// concerns the whole file (such as an empty file).
+	Line int
+	// Column is the header name of the offending cell, or "" when the
+	// error concerns the whole row or file.
+	Column string
+	// Value is the offending cell as read, or "" when there is none.
+	Value string
+	// Msg says what is wrong and, where it can, how to fix it.
+	Msg string
+	// Err is the underlying error, such as a *csv.ParseError, or nil.
+	Err error
+}
+
+// Error formats the error as "FILE line N: column "C": MSG", leaving out the
+// parts that do not apply.
+func (e *CSVError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(" line ")
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	if e.Column != "" {
+		b.WriteString(": column ")
+		b.WriteString(strconv.Quote(e.Column))
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Unwrap returns the underlying error, if any.
+func (e *CSVError) Unwrap() error { return e.Err }
+
+// dateLayouts are the accepted date formats, tried in order. Dates without a
+// zone are read as UTC. Go's parser also accepts a fractional second after
+// the seconds field in every layout that has one.
+var dateLayouts = [...]string{
+	"2006-01-02 15:04:05",
+	"2006-01-02 15:04",
+	time.RFC3339,
+	"2006-01-02",
+}
+
+// writeLayout formats dates in WriteCSV: "2006-01-02 15:04:05", with a
+// fractional second only when the time has one. ReadCSV reads both back.
+const writeLayout = "2006-01-02 15:04:05.999999999"
+
+// LoadCSV reads the CSV file at path into a Frame and records the SHA-256 of
+// its bytes in Frame.SHA256. Frame.Name is the base name of path, which is
+// what ProtocolFor looks at. See ReadCSV for the accepted format; parse
+// errors are *CSVError values naming the base name of the file.
+func LoadCSV(path string) (*Frame, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load csv: %w", err)
+	}
+	// A line count bounds the rows from above, so the buffers are allocated once.
+	f, err := readCSV(bytes.NewReader(data), filepath.Base(path), bytes.Count(data, []byte{'\n'})+1, len(data))
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	f.SHA256 = hex.EncodeToString(sum[:])
+	return f, nil
+}
+
+// ReadCSV reads CSV text from r into a Frame named name; name also prefixes
+// every error message, so pass the file's base name.
+//
+// The first row is a header, kept as-is: the first column holds dates (its
+// name is not checked) and every other column a numeric channel; column
+// names must be distinct. Each later row holds a date and one number per
+// channel. Dates take one of the forms
+//
+//	2006-01-02 15:04:05
+//	2006-01-02 15:04
+//	2006-01-02T15:04:05Z07:00 (RFC 3339)
+//	2006-01-02
+//
+// and are read as UTC when they carry no zone. Numbers are anything
+// strconv.ParseFloat accepts, except NaN and ±Inf; surrounding spaces are
+// ignored. CRLF line endings, a leading UTF-8 byte order mark, blank lines and
+// quoted fields are tolerated.
+//
+// ReadCSV fails with a *CSVError on the first malformed row (wrong number of
+// fields, bad date, bad or non-finite number, or an empty cell, which it
+// reports as a missing value rather than guessing a fill), on an empty file,
+// on a header without a numeric column, and on fewer than 2 data rows (the
+// cadence needs two). Errors from r itself are wrapped, not converted.
+func ReadCSV(r io.Reader, name string) (*Frame, error) {
+	return readCSV(r, name, 0, 0)
+}
+
+// readCSV is ReadCSV with optional upper bounds on the number of lines and
+// bytes of the input, used to preallocate; 0 means unknown.
+func readCSV(r io.Reader, name string, lineHint, sizeHint int) (*Frame, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if b, err := br.Peek(3); err == nil && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
+		br.Discard(3)
+	}
+	cr := csv.NewReader(br)
+	cr.FieldsPerRecord = -1 // checked below, with a better message
+	cr.ReuseRecord = true
+
+	fail := func(line int, column, value, msg string, err error) error {
+		return &CSVError{File: name, Line: line, Column: column, Value: value, Msg: msg, Err: err}
+	}
+	readErr := func(err error) error {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return fail(pe.Line, "", "", pe.Err.Error()+"; quote fields that contain commas or quotes, and double quotes inside them", err)
+		}
+		return fmt.Errorf("read csv %s: %w", name, err)
+	}
+
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil, fail(0, "", "", `file is empty; want a header row "date,<columns>" and at least 2 data rows`, nil)
+	}
+	if err != nil {
+		return nil, readErr(err)
+	}
+	headerLine, _ := cr.FieldPos(0)
+	if len(header) < 2 {
+		return nil, fail(headerLine, "", "",
+			fmt.Sprintf(`header has %d field, want "date,<columns>" with at least one numeric column; is the file comma-separated?`, len(header)), nil)
+	}
+	dateCol := header[0]
+	cols := slices.Clone(header[1:]) // the reader reuses its record slice
+	seen := make(map[string]int, len(cols))
+	for i, c := range cols {
+		if j, ok := seen[c]; ok {
+			return nil, fail(headerLine, c, "",
+				fmt.Sprintf("appears twice in the header (fields %d and %d); rename one", j+2, i+2), nil)
+		}
+		seen[c] = i
+	}
+	chans := len(cols)
+
+	// Minus the header; and a row takes at least 2·chans+1 bytes, which keeps
+	// a wide header over many blank lines from allocating more than the file.
+	estRows := max(min(lineHint-1, sizeHint/(2*chans+1)), 0)
+	times := make([]time.Time, 0, estRows)
+	values := make([]float64, 0, estRows*chans)
+	layout := 0 // the layout that parsed the previous date; tried first
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, readErr(err)
+		}
+		line, _ := cr.FieldPos(0)
+		if len(rec) != chans+1 {
+			return nil, fail(line, "", "",
+				fmt.Sprintf("row has %d fields, want %d (the date and the %d columns of the header); fix the row or drop it",
+					len(rec), chans+1, chans), nil)
+		}
+		ds := strings.TrimSpace(rec[0])
+		if ds == "" {
+			return nil, fail(line, dateCol, "", "missing date; fill it or drop the row", nil)
+		}
+		t, ok := parseDate(ds, &layout)
+		if !ok {
+			return nil, fail(line, dateCol, rec[0],
+				fmt.Sprintf("%q is not a date; want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00) or 2006-01-02", rec[0]), nil)
+		}
+		times = append(times, t)
+		for c, cell := range rec[1:] {
+			s := strings.TrimSpace(cell)
+			if s == "" {
+				return nil, fail(line, cols[c], "", "missing value; fill it or drop the row", nil)
+			}
+			v, err := strconv.ParseFloat(s, 64)
+			switch {
+			case err != nil && errors.Is(err, strconv.ErrRange):
+				return nil, fail(line, cols[c], cell, fmt.Sprintf("%q is outside the float64 range", cell), err)
+			case err != nil:
+				return nil, fail(line, cols[c], cell, fmt.Sprintf("%q is not a number", cell), err)
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				return nil, fail(line, cols[c], cell,
+					fmt.Sprintf("%q is not a finite number; fill the missing value or drop the row", cell), nil)
+			}
+			values = append(values, v)
+		}
+	}
+	if n := len(times); n < 2 {
+		return nil, fail(0, "", "", fmt.Sprintf("file has %d data rows after the header, want at least 2 so the cadence can be inferred", n), nil)
+	}
+	return &Frame{
+		Name:    name,
+		Columns: cols,
+		Times:   times,
+		Values:  values,
+		Cadence: inferCadence(times),
+	}, nil
+}
+
+// parseDate parses s with the accepted layouts, trying *last first and
+// recording the layout that worked in *last.
+func parseDate(s string, last *int) (time.Time, bool) {
+	if t, err := time.Parse(dateLayouts[*last], s); err == nil {
+		return t, true
+	}
+	for i, l := range dateLayouts {
+		if i == *last {
+			continue
+		}
+		if t, err := time.Parse(l, s); err == nil {
+			*last = i
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// WriteCSV writes the Frame as CSV text that ReadCSV reads back: a header
+// "date,<columns>" (names quoted only where CSV needs it), then one line per
+// row. Dates are written in UTC as "2006-01-02 15:04:05", followed by a
+// fractional second only when the time has one. Values are formatted with
+// strconv.FormatFloat(v, 'g', -1, 64), which round-trips every float64
+// exactly; NaN is written as an empty cell (which ReadCSV reports as a
+// missing value, so call FillMissing first if the output must be read back)
+// and ±Inf as "+Inf" and "-Inf".
+//
+// WriteCSV returns an error if the Frame's shape is inconsistent, if a date
+// falls outside the years 0000 to 9999 in UTC, or if writing to w fails.
+func (f *Frame) WriteCSV(w io.Writer) error {
+	rows, chans := f.Rows(), f.Channels()
+	if len(f.Values) != rows*chans {
+		return fmt.Errorf("write csv %s: frame has %d values, want rows×channels = %d×%d = %d",
+			f.Name, len(f.Values), rows, chans, rows*chans)
+	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	cw := csv.NewWriter(bw)
+	if err := cw.Write(append([]string{"date"}, f.Columns...)); err != nil {
+		return fmt.Errorf("write csv %s: header: %w", f.Name, err)
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write csv %s: header: %w", f.Name, err)
+	}
+	buf := make([]byte, 0, 64+24*chans)
+	for r := range rows {
+		t := f.Times[r].UTC()
+		if y := t.Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("write csv %s: row %d: date %s falls in the year %d in UTC, outside the years 0000 to 9999 "+
+				"that the date format holds", f.Name, r, f.Times[r], y)
+		}
+		buf = t.AppendFormat(buf[:0], writeLayout)
+		for _, v := range f.Values[r*chans : (r+1)*chans] {
+			buf = append(buf, ',')
+			if !math.IsNaN(v) {
+				buf = strconv.AppendFloat(buf, v, 'g', -1, 64)
+			}
+		}
+		buf = append(buf, '\n')
+		if _, err := bw.Write(buf); err != nil {
+			return fmt.Errorf("write csv %s: row %d: %w", f.Name, r, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write csv %s: %w", f.Name, err)
+	}
+	return nil
+}
