@@ -26,7 +26,7 @@ type backwardConsts struct {
 //	∂L/∂u_i = p_i·(∂L/∂p_i − Σ_j p_j ∂L/∂p_j)/τ,
 //	∂L/∂p_f = ⟨∂L/∂ŷ_freq, g_f(c_f)⟩ for f selected,
 //	∂L/∂p_i = λ_sparse/B for i not selected (L_sparse = mean_b Σ_{i∉S_b} p_bi).
-func (m *Model) backward(ws *Workspace, dOut []float64, k backwardConsts) {
+func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k backwardConsts) {
 	cfg, p, bs, tr, g := m.cfg, m.params, m.basis, ws.tr, ws.tr.grad
 	n := ws.n
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
@@ -67,6 +67,11 @@ func (m *Model) backward(ws *Workspace, dOut []float64, k backwardConsts) {
 	for i := range drh {
 		drh[i] *= geluGrad(ws.rpre[i], ws.rtanh[i])
 	}
+	if draws.resMask != nil {
+		for i, k := range draws.resMask[:n*R] {
+			drh[i] *= k
+		}
+	}
 	for b := range n {
 		gemm.Axpy(1, drh[b*R:(b+1)*R], g.ResB1)
 	}
@@ -95,9 +100,19 @@ func (m *Model) backward(ws *Workspace, dOut []float64, k backwardConsts) {
 		gemm.TN(E, HC, cnt, A, E, dO, HC, g.HeadW2[f*E*HC:(f+1)*E*HC], HC)
 		clear(dA)
 		gemm.NT(cnt, E, HC, dO, HC, w2, HC, dA, E)
+		// A holds ReLU outputs after dropout: zero exactly where the unit
+		// was inactive or dropped; a kept unit carries its mask factor.
 		for i, v := range A {
 			if v <= 0 {
 				dA[i] = 0
+			}
+		}
+		if draws.headMask != nil {
+			for j := range cnt {
+				mask := draws.headMask[int(ws.slotSel[lo+j])*E:]
+				for e := range E {
+					dA[j*E+e] *= mask[e]
+				}
 			}
 		}
 		gemm.TN(d, E, cnt, G, d, dA, E, g.HeadW1[f*d*E:(f+1)*d*E], E)

@@ -21,6 +21,8 @@ type Metrics struct {
 	// Seconds is the wall time of the pass; WindowsPerSecond the source
 	// windows forecast per second in it (batched, all workers).
 	Seconds, WindowsPerSecond float64
+	// Selected counts, per frequency id, the windows that selected it.
+	Selected []int
 }
 
 // EvalOptions sets how an evaluation runs. The zero value means the defaults.
@@ -61,6 +63,8 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 	samples := bt.samples()
 	nb := (samples + batch - 1) / batch
 	partial := make([]float64, nb*2*srcC) // per batch: squared then absolute error per source channel
+	N, K := m.cfg.Frequencies, m.cfg.TopK
+	counts := make([]int, workers*N)
 	for len(*cache) < workers {
 		*cache = append(*cache, m.NewWorkspace(batch))
 	}
@@ -69,6 +73,7 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 	var wg sync.WaitGroup
 	for w := range workers {
 		ws := (*cache)[w]
+		cnt := counts[w*N : (w+1)*N]
 		wg.Go(func() {
 			x := make([]float64, batch*L*C)
 			y := make([]float64, batch*H*C)
@@ -85,7 +90,10 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 					idx[j] = lo + j
 				}
 				bt.fill(x, y, idx[:n])
-				m.forward(ws, out[:n*H*C], x[:n*L*C], n, nil, 0)
+				m.forward(ws, out[:n*H*C], x[:n*L*C], n, nil)
+				for _, f := range ws.sel[:n*K] {
+					cnt[f]++
+				}
 				p := partial[k*2*srcC : (k+1)*2*srcC]
 				for j := range n {
 					o, t := out[j*H*C:(j+1)*H*C], y[j*H*C:(j+1)*H*C]
@@ -113,6 +121,12 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 		Windows:       src.Len(),
 		Channels:      srcC,
 		Seconds:       secs,
+		Selected:      make([]int, N),
+	}
+	for w := range workers {
+		for f := range N {
+			met.Selected[f] += counts[w*N+f]
+		}
 	}
 	if secs > 0 {
 		met.WindowsPerSecond = float64(src.Len()) / secs

@@ -48,15 +48,23 @@ func (m *Model) Forward(ws *Workspace, dst, x []float64) []float64 {
 		dst = make([]float64, out)
 	}
 	dst = dst[:out]
-	m.forward(ws, dst, x, n, nil, 0)
+	m.forward(ws, dst, x, n, nil)
 	return dst
 }
 
-// forward runs the batched forward pass. noise (n·N Gumbel draws) and tau
-// select the training path: top-K of the perturbed logits, with the tempered
-// softmax kept for the straight-through gradient. With nil noise the
-// selection is the deterministic top-K of the logits.
-func (m *Model) forward(ws *Workspace, dst, x []float64, n int, noise []float64, tau float64) {
+// stepDraws are the random draws of a training forward pass for n windows.
+type stepDraws struct {
+	noise    []float64 // n·N Gumbel draws added to the logits
+	tau      float64   // softmax temperature of the straight-through gates
+	resMask  []float64 // n·R inverted-dropout mask of the residual hidden layer, nil for none
+	headMask []float64 // n·K·E mask of the selected heads' hidden layers by (window, rank), nil for none
+}
+
+// forward runs the batched forward pass. With draws it takes the training
+// path: top-K of the perturbed logits, with the tempered softmax kept for
+// the straight-through gradient, and dropout. With nil draws the selection
+// is the deterministic top-K of the logits and nothing is dropped.
+func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws) {
 	if ws.cfg != m.cfg {
 		panic("model: workspace was made for a model with different shapes")
 	}
@@ -113,13 +121,13 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, noise []float64,
 	sel := ws.sel[:n*K]
 	for b := range n {
 		logits := score[b*N : (b+1)*N]
-		if noise != nil {
+		if draws != nil {
 			tr := ws.tr
 			noisy := tr.noisy[b*N : (b+1)*N]
 			for i := range noisy {
-				noisy[i] = logits[i] + noise[b*N+i]
+				noisy[i] = logits[i] + draws.noise[b*N+i]
 			}
-			softmax(tr.prob[b*N:(b+1)*N], noisy, tau)
+			softmax(tr.prob[b*N:(b+1)*N], noisy, draws.tau)
 			logits = noisy
 		}
 		topK(sel[b*K:(b+1)*K], logits, ws.topv)
@@ -148,9 +156,23 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, noise []float64,
 				A[i] = 0
 			}
 		}
+	}
+	if draws != nil && draws.headMask != nil {
+		for i, j := range ws.pos[:n*K] {
+			A, mask := ws.hidden[int(j)*E:int(j+1)*E], draws.headMask[i*E:(i+1)*E]
+			for e := range A {
+				A[e] *= mask[e]
+			}
+		}
+	}
+	for f := range N {
+		lo, hi := int(ws.groupStart[f]), int(ws.groupStart[f+1])
+		if hi == lo {
+			continue
+		}
 		O := ws.contrib[lo*HC : hi*HC]
 		clear(O)
-		gemm.NN(cnt, HC, E, A, E, p.HeadW2[f*E*HC:(f+1)*E*HC], HC, O, HC)
+		gemm.NN(hi-lo, HC, E, ws.hidden[lo*E:hi*E], E, p.HeadW2[f*E*HC:(f+1)*E*HC], HC, O, HC)
 	}
 	fs := ws.freqSum[:n*HC]
 	clear(fs)
@@ -171,6 +193,11 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, noise []float64,
 	gemm.NN(n, R, LC, xn, LC, p.ResW1, R, rpre, R)
 	for i, v := range rpre {
 		rh[i], rt[i] = gelu(v)
+	}
+	if draws != nil && draws.resMask != nil {
+		for i, k := range draws.resMask[:n*R] {
+			rh[i] *= k
+		}
 	}
 	gemm.NN(n, HC, R, rh, R, p.ResW2, HC, res, HC)
 
@@ -273,6 +300,7 @@ func (ws *Workspace) group(n int) {
 			ws.cursor[f]++
 			ws.groupWin[j] = int32(b)
 			ws.pos[b*K+k] = j
+			ws.slotSel[j] = int32(b*K + k)
 		}
 	}
 }

@@ -26,7 +26,7 @@ func TestForwardMatchesReference(t *testing.T) {
 			n := 5
 			x, y := randomBatch(m.cfg, n, 2)
 			noise := gumbel(n*m.cfg.Frequencies, 3)
-			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{})
+			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: -1})
 			got := tr.gradient(n, 0.7)
 			want := refLoss(m.cfg, m.params, x, y, n, noise, 0.7, selectionOf(tr, n), tr.cfg)
 			for i, v := range want.forecast {
@@ -62,7 +62,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 			noise := gumbel(n*m.cfg.Frequencies, 6)
 			xIn, yIn := slices.Clone(x), slices.Clone(y)
 			const tau = 0.5
-			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{})
+			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: 0.3})
 			tr.gradient(n, tau)
 			got := slices.Clone(tr.ws[0].tr.grad.Data)
 			fix := selectionOf(tr, n)

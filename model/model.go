@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 )
 
@@ -39,6 +40,8 @@ type Meta struct {
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	// Seed is the seed the model was initialised and trained with.
 	Seed uint64 `json:"seed,omitempty"`
+	// Selected counts, per frequency id, how many test windows selected it.
+	Selected []int `json:"selected,omitempty"`
 }
 
 // New returns a model of cfg with freshly initialised parameters drawn from
@@ -67,6 +70,7 @@ func (m *Model) Clone() *Model {
 	c.Meta.ChannelNames = append([]string(nil), m.Meta.ChannelNames...)
 	c.Meta.Mean = append([]float64(nil), m.Meta.Mean...)
 	c.Meta.Std = append([]float64(nil), m.Meta.Std...)
+	c.Meta.Selected = append([]int(nil), m.Meta.Selected...)
 	if m.Meta.Metrics != nil {
 		c.Meta.Metrics = make(map[string]float64, len(m.Meta.Metrics))
 		for k, v := range m.Meta.Metrics {
@@ -120,3 +124,54 @@ func (m *Model) Params() *Params { return m.params }
 // Refresh recomputes the cosine basis after θ or φ were changed through
 // Params.
 func (m *Model) Refresh() { m.refresh() }
+
+// PeriodMatch pairs a known period with the nearest learned one.
+type PeriodMatch struct {
+	// Known is the period looked for, e.g. 24h.
+	Known time.Duration
+	// Nearest is the learned frequency whose period is closest to Known.
+	Nearest Frequency
+	// RelError is |Nearest.Period − Known| / Known.
+	RelError float64
+	// Match says RelError is below the tolerance asked for.
+	Match bool
+}
+
+// MatchPeriods finds, for each known period, the learned frequency with
+// the nearest period, and says whether it lies within tol (relative). It
+// needs the cadence; without one it returns nil.
+func (m *Model) MatchPeriods(known []time.Duration, tol float64) []PeriodMatch {
+	if m.Meta.Cadence <= 0 {
+		return nil
+	}
+	freqs := m.Frequencies()
+	out := make([]PeriodMatch, 0, len(known))
+	for _, k := range known {
+		best := PeriodMatch{Known: k, RelError: math.Inf(1)}
+		for _, f := range freqs {
+			rel := math.Abs(float64(f.Period-k)) / float64(k)
+			if rel < best.RelError {
+				best.Nearest, best.RelError = f, rel
+			}
+		}
+		best.Match = best.RelError < tol
+		out = append(out, best)
+	}
+	return out
+}
+
+// FormatPeriod writes a period the way people say it: "24.0h", "7.0d",
+// "15.0m", "30.0s".
+func FormatPeriod(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return ""
+	case d >= 72*time.Hour:
+		return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + "d"
+	case d >= time.Hour:
+		return strconv.FormatFloat(d.Hours(), 'f', 1, 64) + "h"
+	case d >= time.Minute:
+		return strconv.FormatFloat(d.Minutes(), 'f', 1, 64) + "m"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+}

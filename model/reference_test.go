@@ -19,6 +19,10 @@ import (
 type refSelection struct {
 	sel  [][]int
 	pbar [][]float64
+	// resMask (window → R) and headMask (window → rank → E) are the dropout
+	// masks; nil means no dropout.
+	resMask  [][]float64
+	headMask [][][]float64
 }
 
 // refLosses are the unweighted terms and the weighted total of the loss.
@@ -147,6 +151,9 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 					a[e] += coef[f][j] * p.HeadW1[f*d*E+j*E+e]
 				}
 				a[e] = math.Max(a[e], 0)
+				if fix.headMask != nil {
+					a[e] *= fix.headMask[b][k][e]
+				}
 			}
 			for o := range HC {
 				v := 0.0
@@ -164,6 +171,9 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 				v += xn[i] * p.ResW1[i*R+k]
 			}
 			rh[k] = geluF(v)
+			if fix.resMask != nil {
+				rh[k] *= fix.resMask[b][k]
+			}
 		}
 		for o := range HC {
 			v := p.ResB2[o]
@@ -274,6 +284,14 @@ func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, tc Tra
 	copy(tr.x, x)
 	copy(tr.y, y)
 	copy(tr.noise, noise)
+	rng := rand.New(rand.NewPCG(uint64(n), 17))
+	for _, mask := range [][]float64{tr.resMask, tr.headMask} {
+		for i := range mask {
+			if rng.Float64() >= tc.Dropout {
+				mask[i] = 1 / (1 - tc.Dropout)
+			}
+		}
+	}
 	return tr
 }
 
@@ -294,6 +312,17 @@ func selectionOf(tr *trainer, n int) refSelection {
 		}
 		fix.sel = append(fix.sel, sel)
 		fix.pbar = append(fix.pbar, pbar)
+	}
+	if tr.resMask != nil {
+		R, E := tr.m.cfg.ResidualHidden, tr.m.cfg.HeadHidden
+		for b := range n {
+			fix.resMask = append(fix.resMask, tr.resMask[b*R:(b+1)*R])
+			var heads [][]float64
+			for k := range K {
+				heads = append(heads, tr.headMask[(b*K+k)*E:(b*K+k+1)*E])
+			}
+			fix.headMask = append(fix.headMask, heads)
+		}
 	}
 	return fix
 }

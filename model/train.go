@@ -63,6 +63,25 @@ type TrainConfig struct {
 	//
 	// Default: 0.01, 0.1, 0.01, 0.1
 	LambdaDiv, LambdaRecon, LambdaSparse, LambdaVar float64
+	// Dropout is the probability of zeroing a hidden unit of the residual
+	// MLP and of the selected heads during training (inverted dropout; the
+	// forecasts and attributions of a trained model never drop anything).
+	// A negative value turns it off.
+	//
+	// Default: 0.1
+	Dropout float64
+	// WeightDecay is AdamW's decoupled weight decay, applied to weights and
+	// not to biases, θ, φ or the fusion weight. A negative value turns it off.
+	//
+	// Default: 0
+	WeightDecay float64
+	// EMA is the decay of an exponential moving average of the parameters,
+	// updated after every step; validation, early stopping and the returned
+	// model use the average. It smooths out the noise of high learning-rate
+	// steps. A negative value turns it off.
+	//
+	// Default: 0 (off)
+	EMA float64
 	// Workers is how many goroutines run the shards of a step and the
 	// evaluation; results do not depend on it.
 	//
@@ -98,6 +117,13 @@ func (c TrainConfig) withDefaults() TrainConfig {
 	def(&c.LambdaRecon, 0.1)
 	def(&c.LambdaSparse, 0.01)
 	def(&c.LambdaVar, 0.1)
+	def(&c.Dropout, 0.1)
+	if c.WeightDecay < 0 {
+		c.WeightDecay = 0
+	}
+	if c.EMA < 0 {
+		c.EMA = 0
+	}
 	if c.Workers <= 0 {
 		c.Workers = 2
 	}
@@ -112,6 +138,8 @@ func (c TrainConfig) validate() error {
 		return fmt.Errorf("train: batch size %d is below %d; use at least %d", c.BatchSize, shards, shards)
 	case c.Patience < 1:
 		return fmt.Errorf("train: patience = %d; use at least 1", c.Patience)
+	case c.Dropout >= 1:
+		return fmt.Errorf("train: dropout %g drops every unit; use a probability below 1 such as 0.1", c.Dropout)
 	case c.LearningRate > 1:
 		return fmt.Errorf("train: learning rate %g is far too large for Adam; try 1e-3", c.LearningRate)
 	}
@@ -206,7 +234,16 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 			}
 			sum.add(l)
 		}
+		if t.ema != nil {
+			copy(t.live.Data, m.params.Data)
+			copy(m.params.Data, t.ema.Data)
+			m.refresh()
+		}
 		valMetrics, err := evaluate(ctx, m, val, cfg.Workers, 256, &t.evalWS)
+		if t.ema != nil {
+			copy(m.params.Data, t.live.Data)
+			m.refresh()
+		}
 		if err != nil {
 			return t.finish(res, best, "canceled"), err
 		}
@@ -218,7 +255,11 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		}
 		if valMetrics.MSE < res.BestValMSE {
 			res.BestValMSE, res.BestEpoch, st.Best, bad = valMetrics.MSE, epoch+1, true, 0
-			copy(best.Data, m.params.Data)
+			if t.ema != nil {
+				copy(best.Data, t.ema.Data)
+			} else {
+				copy(best.Data, m.params.Data)
+			}
 		} else {
 			bad++
 		}
@@ -255,22 +296,24 @@ func (s *stepLoss) add(o stepLoss) {
 
 // trainer holds the state of one training run.
 type trainer struct {
-	m      *Model
-	cfg    TrainConfig
-	data   *batcher
-	rng    *rand.Rand
-	ws     [shards]*Workspace
-	evalWS []*Workspace
-	x, y   []float64 // batch inputs and targets
-	out    []float64 // batch forecasts
-	dOut   []float64 // ∂L/∂forecast
-	noise  []float64 // Gumbel draws
-	wwT    []float64
-	dPsi   []float64
-	qw     []float64 // (C+1)×d: Q·W̃
-	order  []int
-	opt    *adam
-	shardL [shards]stepLoss
+	m                 *Model
+	cfg               TrainConfig
+	data              *batcher
+	rng               *rand.Rand
+	ws                [shards]*Workspace
+	evalWS            []*Workspace
+	x, y              []float64 // batch inputs and targets
+	out               []float64 // batch forecasts
+	dOut              []float64 // ∂L/∂forecast
+	noise             []float64 // Gumbel draws
+	resMask, headMask []float64 // dropout masks, nil without dropout
+	ema, live         *Params   // moving average of the parameters and a scratch copy, nil without EMA
+	wwT               []float64
+	dPsi              []float64
+	qw                []float64 // (C+1)×d: Q·W̃
+	order             []int
+	opt               *adam
+	shardL            [shards]stepLoss
 }
 
 func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
@@ -288,7 +331,15 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 		dPsi:  make([]float64, N*L),
 		qw:    make([]float64, (C+1)*c.Hidden),
 		order: make([]int, N),
-		opt:   newAdam(m.cfg, cfg.FreqRateScale),
+		opt:   newAdam(m.cfg, cfg.FreqRateScale, cfg.WeightDecay),
+	}
+	if cfg.EMA > 0 {
+		t.ema = m.params.clone(m.cfg)
+		t.live = m.params.clone(m.cfg)
+	}
+	if cfg.Dropout > 0 {
+		t.resMask = make([]float64, B*c.ResidualHidden)
+		t.headMask = make([]float64, B*c.TopK*c.HeadHidden)
 	}
 	for s := range shards {
 		t.ws[s] = m.NewWorkspace((B + shards - 1) / shards)
@@ -320,6 +371,17 @@ func (t *trainer) step(idx []int, lr, tau float64) (stepLoss, error) {
 			u = t.rng.Float64()
 		}
 		t.noise[i] = -math.Log(-math.Log(u))
+	}
+	if t.cfg.Dropout > 0 {
+		keep := 1 / (1 - t.cfg.Dropout)
+		for _, mask := range [][]float64{t.resMask, t.headMask} {
+			for i := range mask {
+				mask[i] = 0
+				if t.rng.Float64() >= t.cfg.Dropout {
+					mask[i] = keep
+				}
+			}
+		}
 	}
 	l := t.gradient(B, tau)
 	if math.IsNaN(l.total) || math.IsInf(l.total, 0) {
@@ -357,9 +419,14 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 		n := hi - lo
 		x, y := t.x[lo*L*C:hi*L*C], t.y[lo*HC:hi*HC]
 		out, dOut := t.out[lo*HC:hi*HC], t.dOut[lo*HC:hi*HC]
-		m.forward(ws, out, x, n, t.noise[lo*N:hi*N], tau)
+		draws := &stepDraws{noise: t.noise[lo*N : hi*N], tau: tau}
+		if t.resMask != nil {
+			R, KE := c.ResidualHidden, c.TopK*c.HeadHidden
+			draws.resMask, draws.headMask = t.resMask[lo*R:hi*R], t.headMask[lo*KE:hi*KE]
+		}
+		m.forward(ws, out, x, n, draws)
 		mse, vr := outputLoss(dOut, out, y, n, H, C, B, cfg.LambdaVar)
-		m.backward(ws, dOut, consts)
+		m.backward(ws, dOut, draws, consts)
 		t.shardL[s] = stepLoss{mse: mse, vr: vr, sparse: ws.tr.sparse / float64(B)}
 	})
 
@@ -432,6 +499,12 @@ func (t *trainer) apply(lr float64) error {
 	t.opt.t++
 	t.parallelRange(len(g.Data), func(lo, hi int) {
 		t.opt.update(m.params.Data, g.Data, scale, lr, lo, hi)
+		if t.ema != nil {
+			e, p := t.ema.Data[lo:hi], m.params.Data[lo:hi]
+			for i := range e {
+				e[i] = cfg.EMA*e[i] + (1-cfg.EMA)*p[i]
+			}
+		}
 	})
 	m.refresh()
 	return nil
@@ -468,6 +541,7 @@ func (t *trainer) parallelRange(n int, f func(lo, hi int)) {
 type adam struct {
 	m, v  []float64
 	scale []float64 // per parameter: 1, or FreqRateScale for θ and φ
+	decay []float64 // per parameter: the weight decay, 0 for biases, θ, φ, α
 	t     int
 }
 
@@ -477,9 +551,9 @@ const (
 	adamEps   = 1e-8
 )
 
-func newAdam(cfg Config, freqScale float64) *adam {
+func newAdam(cfg Config, freqScale, weightDecay float64) *adam {
 	n := paramCount(cfg)
-	a := &adam{m: make([]float64, n), v: make([]float64, n), scale: make([]float64, n)}
+	a := &adam{m: make([]float64, n), v: make([]float64, n), scale: make([]float64, n), decay: make([]float64, n)}
 	off := 0
 	for _, t := range tensors(cfg) {
 		k := numel(t.shape)
@@ -487,8 +561,13 @@ func newAdam(cfg Config, freqScale float64) *adam {
 		if t.component == "frequencies" {
 			s = freqScale
 		}
+		wd := 0.0
+		if len(t.shape) >= 2 {
+			wd = weightDecay
+		}
 		for i := off; i < off+k; i++ {
 			a.scale[i] = s
+			a.decay[i] = wd
 		}
 		off += k
 	}
@@ -501,13 +580,13 @@ func (a *adam) update(p, g []float64, clip, lr float64, lo, hi int) {
 	bc2 := 1 - math.Pow(adamBeta2, float64(a.t))
 	step := lr / bc1
 	sq := 1 / math.Sqrt(bc2)
-	m, v, sc := a.m[lo:hi], a.v[lo:hi], a.scale[lo:hi]
+	m, v, sc, wd := a.m[lo:hi], a.v[lo:hi], a.scale[lo:hi], a.decay[lo:hi]
 	pp, gg := p[lo:hi], g[lo:hi]
 	for i := range pp {
 		gi := gg[i] * clip
 		mi := adamBeta1*m[i] + (1-adamBeta1)*gi
 		vi := adamBeta2*v[i] + (1-adamBeta2)*gi*gi
 		m[i], v[i] = mi, vi
-		pp[i] -= sc[i] * step * mi / (math.Sqrt(vi)*sq + adamEps)
+		pp[i] -= sc[i]*step*mi/(math.Sqrt(vi)*sq+adamEps) + lr*wd[i]*pp[i]
 	}
 }

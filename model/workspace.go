@@ -20,6 +20,7 @@ type Workspace struct {
 	score                []float64 // n·N: selection logits
 	sel                  []int32   // n·K: selected frequency ids, best first
 	pos                  []int32   // n·K: grouped slot of each selection
+	slotSel              []int32   // n·K: the selection (window·K + rank) of each grouped slot
 	groupStart           []int32   // N+1: first grouped slot of each head
 	cursor               []int32   // N: fill cursor while grouping
 	groupWin             []int32   // n·K: window of each grouped slot
@@ -80,6 +81,7 @@ func (ws *Workspace) grow(n int) {
 	ws.score = make([]float64, n*N)
 	ws.sel = make([]int32, n*K)
 	ws.pos = make([]int32, n*K)
+	ws.slotSel = make([]int32, n*K)
 	ws.groupStart = make([]int32, N+1)
 	ws.cursor = make([]int32, N)
 	ws.groupWin = make([]int32, n*K)

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
+)
+
+// evalReport is what `eval --json` prints.
+type evalReport struct {
+	Model            string             `json:"model"`
+	Data             string             `json:"data"`
+	Protocol         string             `json:"protocol"`
+	SameData         bool               `json:"same_data_as_training"`
+	MSE              float64            `json:"mse"`
+	MAE              float64            `json:"mae"`
+	RMSE             float64            `json:"rmse"`
+	Windows          int                `json:"windows"`
+	Channels         int                `json:"channels"`
+	PerChannel       map[string]float64 `json:"per_channel"`
+	PerChannelMAE    map[string]float64 `json:"per_channel_mae"`
+	Seconds          float64            `json:"seconds"`
+	WindowsPerSecond float64            `json:"windows_per_second"`
+}
+
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
+	data := fs.String("data", "", "CSV to score on its standard-protocol test split")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := require(fs, "model", "data"); err != nil {
+		return err
+	}
+	m, frame, bm, err := loadModelAndData(*modelPath, *data)
+	if err != nil {
+		return err
+	}
+	met, err := model.Evaluate(ctx, m, bm.Test, model.EvalOptions{})
+	if err != nil {
+		return err
+	}
+	rep := evalReport{
+		Model: *modelPath, Data: *data, Protocol: string(bm.Protocol),
+		SameData: m.Meta.DataSHA256 != "" && m.Meta.DataSHA256 == frame.SHA256,
+		MSE:      met.MSE, MAE: met.MAE, RMSE: met.RMSE, Windows: met.Windows, Channels: met.Channels,
+		PerChannel:    perChannel(frame.Columns, met.PerChannelMSE),
+		PerChannelMAE: perChannel(frame.Columns, met.PerChannelMAE),
+		Seconds:       met.Seconds, WindowsPerSecond: met.WindowsPerSecond,
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	fmt.Fprintf(stdout, "%s on %s (%s protocol, test split): MSE %.4f  MAE %.4f  RMSE %.4f\n",
+		filepath.Base(*modelPath), filepath.Base(*data), rep.Protocol, rep.MSE, rep.MAE, rep.RMSE)
+	fmt.Fprintf(stdout, "%d windows × %d channels, %.0f windows/s\n", rep.Windows, rep.Channels, rep.WindowsPerSecond)
+	for i, name := range frame.Columns {
+		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", name, met.PerChannelMSE[i], met.PerChannelMAE[i])
+	}
+	return nil
+}
+
+// loadModelAndData loads a model and a CSV, checks they fit together and
+// prepares the CSV under the standard protocol with the model's lookback
+// and horizon.
+func loadModelAndData(modelPath, dataPath string) (*model.Model, *dataset.Frame, *dataset.Benchmark, error) {
+	m, err := model.Load(modelPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	frame, err := dataset.LoadCSV(dataPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkChannels(m, frame, dataPath); err != nil {
+		return nil, nil, nil, err
+	}
+	bm, err := dataset.Standard(frame, m.Lookback(), m.Horizon())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, frame, bm, nil
+}
+
+// checkChannels reports a mixed model given data of another width.
+func checkChannels(m *model.Model, frame *dataset.Frame, path string) error {
+	if m.Config().Mode == model.Mixed && frame.Channels() != m.Channels() {
+		trained := ""
+		if m.Meta.DataName != "" {
+			trained = " (" + m.Meta.DataName + ")"
+		}
+		return fmt.Errorf("%s has %d value columns but the model was trained on %d%s; use data with the same columns, or an independent model",
+			filepath.Base(path), frame.Channels(), m.Channels(), trained)
+	}
+	return nil
+}

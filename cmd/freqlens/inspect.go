@@ -1,0 +1,186 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/freqlens/freqlens/model"
+)
+
+// knownPeriods are the cycles sensor data usually carries.
+var knownPeriods = []time.Duration{12 * time.Hour, 24 * time.Hour, 168 * time.Hour}
+
+// matchTolerance is the relative error under which a learned period counts
+// as a known one.
+const matchTolerance = 0.15
+
+type inspectFrequency struct {
+	ID            int      `json:"id"`
+	Frequency     float64  `json:"frequency"`
+	PeriodSteps   float64  `json:"period_steps"`
+	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
+	Period        string   `json:"period,omitempty"`
+	Phase         float64  `json:"phase"`
+	Selected      int      `json:"selected"`
+	SelectedShare float64  `json:"selected_share"`
+}
+
+type inspectMatch struct {
+	Known         string  `json:"known"`
+	KnownSeconds  float64 `json:"known_seconds"`
+	NearestID     int     `json:"nearest_id"`
+	NearestPeriod string  `json:"nearest_period"`
+	NearestSecs   float64 `json:"nearest_period_seconds"`
+	RelError      float64 `json:"rel_error"`
+	Match         bool    `json:"match"`
+}
+
+type inspectReport struct {
+	Model          string                 `json:"model"`
+	TrainedOn      string                 `json:"trained_on,omitempty"`
+	Mode           string                 `json:"mode"`
+	Lookback       int                    `json:"lookback"`
+	Horizon        int                    `json:"horizon"`
+	Channels       int                    `json:"channels"`
+	CadenceSeconds float64                `json:"cadence_seconds,omitempty"`
+	Alpha          float64                `json:"alpha"`
+	SelectionFrom  string                 `json:"selection_counted_on"`
+	Frequencies    []inspectFrequency     `json:"frequencies"`
+	MostSelected   []inspectFrequency     `json:"most_selected"`
+	KnownPeriods   []inspectMatch         `json:"known_periods"`
+	Params         int                    `json:"params"`
+	Components     []model.ComponentCount `json:"components"`
+	Metrics        map[string]float64     `json:"metrics,omitempty"`
+}
+
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
+	data := fs.String("data", "", "optional CSV whose test split recounts which frequencies are selected")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := require(fs, "model"); err != nil {
+		return err
+	}
+	var m *model.Model
+	selected, from := []int(nil), "test split at training time"
+	if *data != "" {
+		var err error
+		mm, _, bm, err := loadModelAndData(*modelPath, *data)
+		if err != nil {
+			return err
+		}
+		met, err := model.Evaluate(ctx, mm, bm.Test, model.EvalOptions{})
+		if err != nil {
+			return err
+		}
+		m, selected, from = mm, met.Selected, "test split of "+*data
+	} else {
+		var err error
+		if m, err = model.Load(*modelPath); err != nil {
+			return err
+		}
+		selected = m.Meta.Selected
+		if selected == nil {
+			from = "unknown (the model file holds no counts; pass --data)"
+		}
+	}
+
+	cfg := m.Config()
+	windows := 0
+	for _, c := range selected {
+		windows += c
+	}
+	windows /= cfg.TopK
+	rep := inspectReport{
+		Model: *modelPath, TrainedOn: m.Meta.DataName, Mode: string(cfg.Mode),
+		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
+		CadenceSeconds: m.Meta.Cadence.Seconds(), Alpha: m.Alpha(), SelectionFrom: from,
+		Metrics: m.Meta.Metrics,
+	}
+	for _, f := range m.Frequencies() {
+		jf := inspectFrequency{ID: f.ID, Frequency: f.Frequency, PeriodSteps: f.PeriodSteps, Phase: f.Phase}
+		if f.Period > 0 {
+			s := f.Period.Seconds()
+			jf.PeriodSeconds, jf.Period = &s, model.FormatPeriod(f.Period)
+		}
+		if selected != nil {
+			jf.Selected = selected[f.ID]
+			if windows > 0 {
+				jf.SelectedShare = float64(jf.Selected) / float64(windows)
+			}
+		}
+		rep.Frequencies = append(rep.Frequencies, jf)
+	}
+	slices.SortStableFunc(rep.Frequencies, func(a, b inspectFrequency) int { return cmp.Compare(a.PeriodSteps, b.PeriodSteps) })
+	if selected != nil {
+		rep.MostSelected = slices.Clone(rep.Frequencies)
+		slices.SortStableFunc(rep.MostSelected, func(a, b inspectFrequency) int { return cmp.Compare(b.Selected, a.Selected) })
+		rep.MostSelected = rep.MostSelected[:cfg.TopK]
+	}
+	for _, pm := range m.MatchPeriods(knownPeriods, matchTolerance) {
+		rep.KnownPeriods = append(rep.KnownPeriods, inspectMatch{
+			Known: model.FormatPeriod(pm.Known), KnownSeconds: pm.Known.Seconds(),
+			NearestID: pm.Nearest.ID, NearestPeriod: model.FormatPeriod(pm.Nearest.Period),
+			NearestSecs: pm.Nearest.Period.Seconds(), RelError: pm.RelError, Match: pm.Match,
+		})
+	}
+	rep.Components, rep.Params = m.ParamCounts()
+
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	printInspect(stdout, rep)
+	return nil
+}
+
+func printInspect(w io.Writer, r inspectReport) {
+	fmt.Fprintf(w, "model %s: %s, lookback %d, horizon %d, %d channel(s)", r.Model, r.Mode, r.Lookback, r.Horizon, r.Channels)
+	if r.TrainedOn != "" {
+		fmt.Fprintf(w, ", trained on %s", r.TrainedOn)
+	}
+	fmt.Fprintln(w)
+	if v, ok := r.Metrics["test_mse"]; ok {
+		fmt.Fprintf(w, "test MSE %.4f  MAE %.4f\n", v, r.Metrics["test_mae"])
+	}
+	fmt.Fprintf(w, "alpha %.3f: %.0f%% of each forecast comes through the frequency heads, %.0f%% through the residual MLP\n\n",
+		r.Alpha, 100*r.Alpha, 100*(1-r.Alpha))
+	fmt.Fprintf(w, "learned frequencies, by period (selection counted on the %s):\n", r.SelectionFrom)
+	fmt.Fprintf(w, "  %3s  %10s  %12s  %10s  %9s\n", "id", "frequency", "period_steps", "period", "selected")
+	for _, f := range r.Frequencies {
+		fmt.Fprintf(w, "  %3d  %10.5f  %12.2f  %10s  %8.1f%%\n", f.ID, f.Frequency, f.PeriodSteps, f.Period, 100*f.SelectedShare)
+	}
+	if len(r.MostSelected) > 0 {
+		fmt.Fprintln(w, "\nmost often selected:")
+		for _, f := range r.MostSelected {
+			label := fmt.Sprintf("%.1f steps", f.PeriodSteps)
+			if f.Period != "" {
+				label = f.Period
+			}
+			fmt.Fprintf(w, "  id %2d  %-10s in %5.1f%% of windows\n", f.ID, label, 100*f.SelectedShare)
+		}
+	}
+	fmt.Fprintln(w, "\nknown periods (match: relative error < 15%):")
+	if len(r.KnownPeriods) == 0 {
+		fmt.Fprintln(w, "  the model does not know its data's cadence, so periods have no physical unit")
+	}
+	for _, k := range r.KnownPeriods {
+		verdict := "no match"
+		if k.Match {
+			verdict = "match"
+		}
+		fmt.Fprintf(w, "  %-6s nearest id %2d at %-8s (%.1f%% off): %s\n", k.Known, k.NearestID, k.NearestPeriod, 100*k.RelError, verdict)
+	}
+	fmt.Fprintf(w, "\nparameters: %d\n", r.Params)
+	for _, c := range r.Components {
+		fmt.Fprintf(w, "  %-18s %9d\n", c.Component, c.Params)
+	}
+}

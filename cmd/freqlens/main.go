@@ -1,0 +1,120 @@
+// Command freqlens trains, evaluates, inspects and applies FreqLens
+// forecasting models.
+//
+//	freqlens train   --data CSV --horizon H --out MODEL [--json]
+//	freqlens eval    --model MODEL --data CSV [--json]
+//	freqlens inspect --model MODEL [--data CSV] [--json]
+//	freqlens predict --model MODEL --data CSV --at ROW [--json]
+//
+// Every error is one line on stderr and exit status 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `freqlens: interpretable frequency-attribution forecasting
+
+usage:
+  freqlens train   --data CSV --horizon H --out MODEL [--lookback 96] [--epochs 50] [--seed 42] [--mode mixed|independent] [--json]
+  freqlens eval    --model MODEL --data CSV [--json]
+  freqlens inspect --model MODEL [--data CSV] [--json]
+  freqlens predict --model MODEL --data CSV --at ROW [--json]
+
+Run 'freqlens COMMAND -h' for the flags of a command.
+`
+
+// command is one subcommand: it parses its own flags from args.
+type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+var commands = map[string]command{
+	"train":   runTrain,
+	"eval":    runEval,
+	"inspect": runInspect,
+	"predict": runPredict,
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "freqlens: unknown command %q; run 'freqlens help' for the list\n", args[0])
+		return 2
+	}
+	err := cmd(ctx, args[1:], stdout, stderr)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2 // the flag package has printed the problem and the flags
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(stderr, "freqlens %s: interrupted\n", args[0])
+		return 130
+	}
+	fmt.Fprintf(stderr, "freqlens %s: %v\n", args[0], oneLine(err))
+	return 2
+}
+
+// errUsage reports a flag error the flag package has already printed.
+var errUsage = errors.New("usage")
+
+// parseFlags parses args into fs, turning flag errors into errUsage and
+// rejecting stray arguments.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "freqlens %s: unexpected argument %q (flags start with --)\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// require reports the first flag in names that was left empty.
+func require(fs *flag.FlagSet, names ...string) error {
+	for _, n := range names {
+		f := fs.Lookup(n)
+		if f != nil && (f.Value.String() == "" || f.Value.String() == "0") {
+			return fmt.Errorf("--%s is required (%s)", n, f.Usage)
+		}
+	}
+	return nil
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(err error) string {
+	b := []byte(err.Error())
+	for i, c := range b {
+		if c == '\n' || c == '\r' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}

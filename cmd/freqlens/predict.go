@@ -1,0 +1,281 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
+)
+
+type predictContribution struct {
+	ID            int         `json:"id"`
+	Frequency     float64     `json:"frequency"`
+	PeriodSteps   float64     `json:"period_steps"`
+	Period        string      `json:"period,omitempty"`
+	PeriodSeconds *float64    `json:"period_seconds,omitempty"`
+	Share         float64     `json:"share"`
+	Values        [][]float64 `json:"values"`
+}
+
+// predictReport is what `predict --json` prints. Values are in the data's
+// units; forecast = residual + Σ contributions.values, element by element.
+type predictReport struct {
+	Model         string                `json:"model"`
+	Data          string                `json:"data"`
+	At            int                   `json:"at"`
+	Time          string                `json:"time"`
+	Channels      []string              `json:"channels"`
+	Times         []string              `json:"times,omitempty"`
+	Alpha         float64               `json:"alpha"`
+	Forecast      [][]float64           `json:"forecast"`
+	Residual      [][]float64           `json:"residual"`
+	ResidualShare float64               `json:"residual_share"`
+	Level         []float64             `json:"level"`
+	Contributions []predictContribution `json:"contributions"`
+	Actual        [][]float64           `json:"actual"`
+}
+
+func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
+	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
+	data := fs.String("data", "", "CSV holding the window")
+	at := fs.Int("at", -1, "0-based data row (header not counted) that ends the input window")
+	asJSON := fs.Bool("json", false, "print the forecast and its attribution as one JSON object")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := require(fs, "model", "data"); err != nil {
+		return err
+	}
+	m, err := model.Load(*modelPath)
+	if err != nil {
+		return err
+	}
+	frame, err := dataset.LoadCSV(*data)
+	if err != nil {
+		return err
+	}
+	if err := checkChannels(m, frame, *data); err != nil {
+		return err
+	}
+	L, H := m.Lookback(), m.Horizon()
+	switch {
+	case *at < 0:
+		return fmt.Errorf("--at is required: the 0-based data row that ends the window (from %d to %d for this file)", L-1, frame.Rows()-1)
+	case *at >= frame.Rows():
+		return fmt.Errorf("--at %d is past the last data row %d", *at, frame.Rows()-1)
+	case *at < L-1:
+		return fmt.Errorf("--at %d leaves %d rows for a window of %d; use a row from %d on", *at, *at+1, L, L-1)
+	}
+	if n := len(m.Meta.Mean); n != 0 && n != frame.Channels() {
+		return fmt.Errorf("the model was trained on %d columns and normalises with their statistics, but %s has %d", n, *data, frame.Channels())
+	}
+	rep := predict(m, frame, *at)
+	rep.Model, rep.Data = *modelPath, *data
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	printPredict(stdout, rep, H)
+	return nil
+}
+
+// predict forecasts the window ending at row at and attributes it. The
+// window is z-scored with the model's training statistics, forecast, and
+// every part is mapped back to the data's units; shares are measured on the
+// model's scale, where channels are comparable.
+func predict(m *model.Model, frame *dataset.Frame, at int) predictReport {
+	cfg := m.Config()
+	L, H, C := cfg.Lookback, cfg.Horizon, frame.Channels()
+	mean, std := m.Meta.Mean, m.Meta.Std
+	z := func(v float64, c int) float64 {
+		if len(std) == 0 {
+			return v
+		}
+		return (v - mean[c]) / std[c]
+	}
+	unz := func(v float64, c int, withMean bool) float64 {
+		if len(std) == 0 {
+			return v
+		}
+		if withMean {
+			return v*std[c] + mean[c]
+		}
+		return v * std[c]
+	}
+
+	// Windows: one L×C window (mixed) or C windows of L×1 (independent).
+	windows := 1
+	width := C
+	if cfg.Mode == model.Independent {
+		windows, width = C, 1
+	}
+	x := make([]float64, windows*L*width)
+	for t := range L {
+		row := frame.Row(at - L + 1 + t)
+		for c := range C {
+			if cfg.Mode == model.Independent {
+				x[c*L+t] = z(row[c], c)
+			} else {
+				x[t*C+c] = z(row[c], c)
+			}
+		}
+	}
+	ws := m.NewWorkspace(windows)
+	m.Forward(ws, nil, x)
+
+	// Gather the attribution on the model's scale, H×C.
+	forecast, residual := grid(H, C), grid(H, C)
+	level := make([]float64, C)
+	contrib := map[int]*predictContribution{}
+	var a *model.Attribution
+	for w := range windows {
+		a = ws.Attribution(w, a)
+		for h := range H {
+			for j := range width {
+				c := j
+				if cfg.Mode == model.Independent {
+					c = w
+				}
+				forecast[h][c] = a.Forecast[h*width+j]
+				residual[h][c] = a.Residual[h*width+j]
+				level[c] = a.Level[j]
+			}
+		}
+		for _, ct := range a.Contributions {
+			pc, ok := contrib[ct.ID]
+			if !ok {
+				pc = &predictContribution{ID: ct.ID, Frequency: ct.Frequency.Frequency, PeriodSteps: ct.PeriodSteps, Values: grid(H, C)}
+				if ct.Period > 0 {
+					s := ct.Period.Seconds()
+					pc.Period, pc.PeriodSeconds = model.FormatPeriod(ct.Period), &s
+				}
+				contrib[ct.ID] = pc
+			}
+			for h := range H {
+				for j := range width {
+					c := j
+					if cfg.Mode == model.Independent {
+						c = w
+					}
+					pc.Values[h][c] = ct.Values[h*width+j]
+				}
+			}
+		}
+	}
+	rep := predictReport{At: at, Channels: frame.Columns, Alpha: a.Alpha, Level: level}
+
+	// Shares of the total absolute attribution (level excluded).
+	total, resAbs := 0.0, 0.0
+	for h := range H {
+		for c := range C {
+			resAbs += math.Abs(residual[h][c] - level[c])
+		}
+	}
+	total = resAbs
+	for _, pc := range contrib {
+		for _, row := range pc.Values {
+			for _, v := range row {
+				pc.Share += math.Abs(v)
+			}
+		}
+		total += pc.Share
+	}
+	for _, pc := range contrib {
+		if total > 0 {
+			pc.Share /= total
+		}
+		rep.Contributions = append(rep.Contributions, *pc)
+	}
+	if total > 0 {
+		rep.ResidualShare = resAbs / total
+	}
+	slices.SortFunc(rep.Contributions, func(a, b predictContribution) int { return cmp.Compare(b.Share, a.Share) })
+
+	// Back to the data's units: the mean goes into the residual.
+	for h := range H {
+		for c := range C {
+			forecast[h][c] = unz(forecast[h][c], c, true)
+			residual[h][c] = unz(residual[h][c], c, true)
+		}
+	}
+	for c := range C {
+		level[c] = unz(level[c], c, true)
+	}
+	for i := range rep.Contributions {
+		for h := range H {
+			for c := range C {
+				rep.Contributions[i].Values[h][c] = unz(rep.Contributions[i].Values[h][c], c, false)
+			}
+		}
+	}
+	rep.Forecast, rep.Residual = forecast, residual
+
+	if at < len(frame.Times) {
+		rep.Time = frame.Times[at].Format(time.DateTime)
+		if frame.Cadence > 0 {
+			for h := range H {
+				rep.Times = append(rep.Times, frame.Times[at].Add(time.Duration(h+1)*frame.Cadence).Format(time.DateTime))
+			}
+		}
+	}
+	if at+H < frame.Rows() {
+		rep.Actual = grid(H, C)
+		for h := range H {
+			copy(rep.Actual[h], frame.Row(at+1+h))
+		}
+	}
+	return rep
+}
+
+func grid(rows, cols int) [][]float64 {
+	g := make([][]float64, rows)
+	for i := range g {
+		g[i] = make([]float64, cols)
+	}
+	return g
+}
+
+func printPredict(w io.Writer, r predictReport, H int) {
+	fmt.Fprintf(w, "forecast of %d steps after row %d", H, r.At)
+	if r.Time != "" {
+		fmt.Fprintf(w, " (%s)", r.Time)
+	}
+	fmt.Fprintf(w, ", alpha %.3f\n\nwhat drives it (share of the total absolute attribution):\n", r.Alpha)
+	for _, c := range r.Contributions {
+		label := fmt.Sprintf("%.1f-step cycle", c.PeriodSteps)
+		if c.Period != "" {
+			label = c.Period + " cycle"
+		}
+		fmt.Fprintf(w, "  %-16s (id %2d) %5.1f%%\n", label, c.ID, 100*c.Share)
+	}
+	fmt.Fprintf(w, "  %-16s         %5.1f%%\n", "residual MLP", 100*r.ResidualShare)
+	show := min(H, 6)
+	fmt.Fprintf(w, "\nfirst %d steps (forecast", show)
+	if r.Actual != nil {
+		fmt.Fprint(w, " / actual")
+	}
+	fmt.Fprintln(w, "):")
+	for h := range show {
+		label := fmt.Sprintf("+%d", h+1)
+		if len(r.Times) > h {
+			label = r.Times[h]
+		}
+		fmt.Fprintf(w, "  %-20s", label)
+		for c := range r.Channels {
+			if r.Actual != nil {
+				fmt.Fprintf(w, " %s %.3f/%.3f", r.Channels[c], r.Forecast[h][c], r.Actual[h][c])
+			} else {
+				fmt.Fprintf(w, " %s %.3f", r.Channels[c], r.Forecast[h][c])
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}

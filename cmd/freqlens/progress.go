@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/freqlens/freqlens/model"
+)
+
+// progress shows training progress on w: a bar redrawn in place on a
+// terminal, one line per epoch otherwise (logs, CI).
+type progress struct {
+	w        io.Writer
+	terminal bool
+	epochs   int
+	started  time.Time
+	best     float64
+	bestAt   int
+}
+
+func newProgress(w io.Writer, epochs int) *progress {
+	p := &progress{w: w, epochs: epochs}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.terminal = true
+		}
+	}
+	return p
+}
+
+func (p *progress) start(msg string) {
+	p.started = time.Now()
+	fmt.Fprintln(p.w, msg)
+}
+
+// epoch reports a finished epoch.
+func (p *progress) epoch(s model.EpochStats) {
+	if s.Best {
+		p.best, p.bestAt = s.ValMSE, s.Epoch
+	}
+	elapsed := time.Since(p.started)
+	perEpoch := elapsed / time.Duration(s.Epoch)
+	eta := perEpoch * time.Duration(p.epochs-s.Epoch)
+	line := fmt.Sprintf("epoch %d/%d loss %.4f (mse %.4f div %.3f recon %.4f sparse %.3f var %.4f) val %.4f best %.4f@%d %.1fs ETA ≤%s",
+		s.Epoch, p.epochs, s.Loss, s.MSE, s.Div, s.Recon, s.Sparse, s.Var, s.ValMSE, p.best, p.bestAt, s.Seconds, eta.Round(time.Second))
+	if !p.terminal {
+		fmt.Fprintln(p.w, line)
+		return
+	}
+	const width = 20
+	done := width * s.Epoch / p.epochs
+	bar := strings.Repeat("█", done) + strings.Repeat("░", width-done)
+	fmt.Fprintf(p.w, "\r\033[K%s %s", bar, line)
+}
+
+// done ends the bar's line.
+func (p *progress) done() {
+	if p.terminal {
+		fmt.Fprintln(p.w)
+	}
+}

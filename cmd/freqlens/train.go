@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
+)
+
+// trainReport is the JSON summary `train --json` prints as its last line.
+type trainReport struct {
+	Model              string             `json:"model"`
+	Data               string             `json:"data"`
+	Protocol           string             `json:"protocol"`
+	Mode               string             `json:"mode"`
+	Lookback           int                `json:"lookback"`
+	Horizon            int                `json:"horizon"`
+	Channels           int                `json:"channels"`
+	Seed               uint64             `json:"seed"`
+	Params             int                `json:"params"`
+	TrainWindows       int                `json:"train_windows"`
+	ValWindows         int                `json:"val_windows"`
+	TestWindows        int                `json:"test_windows"`
+	EpochsRun          int                `json:"epochs_run"`
+	EpochSecondsMedian float64            `json:"epoch_seconds_median"`
+	TrainSeconds       float64            `json:"train_seconds"`
+	Stopped            string             `json:"stopped"`
+	BestEpoch          int                `json:"best_epoch"`
+	ValMSE             float64            `json:"val_mse"`
+	TestMSE            float64            `json:"test_mse"`
+	TestMAE            float64            `json:"test_mae"`
+	TestRMSE           float64            `json:"test_rmse"`
+	PerChannelMSE      map[string]float64 `json:"per_channel_mse"`
+	Alpha              float64            `json:"alpha"`
+}
+
+func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	data := fs.String("data", "", "training CSV: a date column, then numeric columns")
+	horizon := fs.Int("horizon", 0, "steps to forecast, e.g. 96")
+	lookback := fs.Int("lookback", 96, "past steps in a window")
+	epochs := fs.Int("epochs", 50, "most passes over the training windows (early stopping may end sooner)")
+	seed := fs.Uint64("seed", 42, "seed of the initialisation, shuffling and Gumbel noise")
+	mode := fs.String("mode", string(model.Mixed), "mixed (all channels in one model) or independent (one single-channel model for every channel)")
+	out := fs.String("out", "", "where to write the model (safetensors)")
+	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := require(fs, "data", "horizon", "out"); err != nil {
+		return err
+	}
+	if *horizon < 1 || *lookback < 4 || *epochs < 1 {
+		return fmt.Errorf("--horizon, --lookback and --epochs must be positive (lookback at least 4); got %d, %d, %d", *horizon, *lookback, *epochs)
+	}
+	if m := model.Mode(*mode); m != model.Mixed && m != model.Independent {
+		return fmt.Errorf("--mode %q is unknown; use mixed or independent", *mode)
+	}
+
+	frame, err := dataset.LoadCSV(*data)
+	if err != nil {
+		return err
+	}
+	bm, err := dataset.Standard(frame, *lookback, *horizon)
+	if err != nil {
+		return err
+	}
+	channels := frame.Channels()
+	if model.Mode(*mode) == model.Independent {
+		channels = 1
+	}
+	m, err := model.New(model.Config{Lookback: *lookback, Horizon: *horizon, Channels: channels, Mode: model.Mode(*mode)}, *seed)
+	if err != nil {
+		return err
+	}
+	m.Meta = model.Meta{
+		ChannelNames: frame.Columns,
+		Cadence:      frame.Cadence,
+		Mean:         bm.Scaler.Mean,
+		Std:          bm.Scaler.Std,
+		DataSHA256:   frame.SHA256,
+		DataName:     filepath.Base(*data),
+		Seed:         *seed,
+	}
+	_, params := m.ParamCounts()
+
+	bar := newProgress(stderr, *epochs)
+	bar.start(fmt.Sprintf("training %s on %s: %d windows, %d params", *mode, filepath.Base(*data), bm.Train.Len(), params))
+	start := time.Now()
+	res, trainErr := model.Train(ctx, m, bm.Train, bm.Val, model.TrainConfig{Epochs: *epochs, Seed: *seed}, bar.epoch)
+	bar.done()
+	if trainErr != nil && !(errors.Is(trainErr, context.Canceled) && res != nil && res.BestEpoch > 0) {
+		return trainErr
+	}
+	trainSecs := time.Since(start).Seconds()
+
+	// Score the best epoch on the test split (not cancellable: it is short,
+	// and a model file without its test metrics would be misleading).
+	met, err := model.Evaluate(context.WithoutCancel(ctx), m, bm.Test, model.EvalOptions{})
+	if err != nil {
+		return err
+	}
+	m.Meta.Metrics = map[string]float64{
+		"test_mse": met.MSE, "test_mae": met.MAE, "val_mse": res.BestValMSE,
+		"best_epoch": float64(res.BestEpoch), "epochs_run": float64(res.EpochsRun),
+	}
+	m.Meta.Selected = met.Selected
+	if err := m.Save(*out); err != nil {
+		return err
+	}
+
+	rep := trainReport{
+		Model: *out, Data: *data, Protocol: string(bm.Protocol), Mode: *mode,
+		Lookback: *lookback, Horizon: *horizon, Channels: frame.Channels(), Seed: *seed, Params: params,
+		TrainWindows: bm.Train.Len(), ValWindows: bm.Val.Len(), TestWindows: bm.Test.Len(),
+		EpochsRun: res.EpochsRun, EpochSecondsMedian: res.MedianEpochSeconds(), TrainSeconds: trainSecs,
+		Stopped: res.Stopped, BestEpoch: res.BestEpoch, ValMSE: res.BestValMSE,
+		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
+		PerChannelMSE: perChannel(frame.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	fmt.Fprintf(stdout, "trained %d epochs (best %d, %s), median epoch %.2fs\n", rep.EpochsRun, rep.BestEpoch, rep.Stopped, rep.EpochSecondsMedian)
+	fmt.Fprintf(stdout, "validation MSE %.4f\n", rep.ValMSE)
+	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, all %d channels)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, rep.Channels)
+	fmt.Fprintf(stdout, "model written to %s\n", *out)
+	if trainErr != nil {
+		fmt.Fprintf(stderr, "freqlens train: interrupted; saved the best epoch so far\n")
+	}
+	return nil
+}
+
+// perChannel pairs channel names with values.
+func perChannel(names []string, v []float64) map[string]float64 {
+	out := make(map[string]float64, len(v))
+	for i, x := range v {
+		name := fmt.Sprintf("channel_%d", i)
+		if i < len(names) {
+			name = names[i]
+		}
+		out[name] = x
+	}
+	return out
+}

@@ -1,0 +1,376 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// The model file is safetensors: an 8-byte little-endian header length, a
+// JSON header naming each tensor's dtype, shape and byte range, then the raw
+// little-endian tensors. Any safetensors reader (Python's safetensors, for
+// one) opens it. FreqLens keeps its shapes, provenance and a checksum of the
+// tensor bytes in the header's "__metadata__" map of strings.
+
+// FormatVersion is the model file version this build writes and reads.
+const FormatVersion = 1
+
+const (
+	formatName     = "freqlens"
+	maxHeaderBytes = 16 << 20
+)
+
+type tensorHeader struct {
+	DType   string  `json:"dtype"`
+	Shape   []int   `json:"shape"`
+	Offsets [2]int64 `json:"data_offsets"`
+}
+
+// Save writes m to path as a safetensors file. It writes a temporary file
+// beside path and renames it, so a reader never sees half a model.
+func (m *Model) Save(path string) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := m.WriteTo(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	return nil
+}
+
+// WriteTo writes m to w in the safetensors format.
+func (m *Model) WriteTo(w io.Writer) (int64, error) {
+	data := make([]byte, 8*len(m.params.Data))
+	for i, v := range m.params.Data {
+		binary.LittleEndian.PutUint64(data[8*i:], math.Float64bits(v))
+	}
+	sum := sha256.Sum256(data)
+
+	header := map[string]any{"__metadata__": m.metadata(hex.EncodeToString(sum[:]))}
+	var off int64
+	for _, t := range tensors(m.cfg) {
+		n := int64(8 * numel(t.shape))
+		header[t.name] = tensorHeader{DType: "F64", Shape: t.shape, Offsets: [2]int64{off, off + n}}
+		off += n
+	}
+	hj, err := json.Marshal(header)
+	if err != nil {
+		return 0, err
+	}
+	// Pad the header with spaces so the tensors start 8-byte aligned.
+	for (8+len(hj))%8 != 0 {
+		hj = append(hj, ' ')
+	}
+	var lenBuf [8]byte
+	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(hj)))
+	var total int64
+	for _, b := range [][]byte{lenBuf[:], hj, data} {
+		k, err := w.Write(b)
+		total += int64(k)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// metadata returns the "__metadata__" map: every value is a string, as the
+// safetensors format requires.
+func (m *Model) metadata(weightsSHA string) map[string]string {
+	c := m.cfg
+	js := func(v any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	md := map[string]string{
+		"format":          formatName,
+		"format_version":  strconv.Itoa(FormatVersion),
+		"lookback":        strconv.Itoa(c.Lookback),
+		"horizon":         strconv.Itoa(c.Horizon),
+		"channels":        strconv.Itoa(c.Channels),
+		"hidden":          strconv.Itoa(c.Hidden),
+		"frequencies":     strconv.Itoa(c.Frequencies),
+		"top_k":           strconv.Itoa(c.TopK),
+		"scorer_hidden":   strconv.Itoa(c.ScorerHidden),
+		"head_hidden":     strconv.Itoa(c.HeadHidden),
+		"residual_hidden": strconv.Itoa(c.ResidualHidden),
+		"mode":            string(c.Mode),
+		"norm":            string(c.Norm),
+		"channel_names":   js(nonNil(m.Meta.ChannelNames)),
+		"mean":            js(nonNilF(m.Meta.Mean)),
+		"std":             js(nonNilF(m.Meta.Std)),
+		"data_sha256":     m.Meta.DataSHA256,
+		"data_name":       m.Meta.DataName,
+		"seed":            strconv.FormatUint(m.Meta.Seed, 10),
+		"weights_sha256":  weightsSHA,
+	}
+	if m.Meta.Cadence > 0 {
+		md["cadence"] = m.Meta.Cadence.String()
+	}
+	if m.Meta.Metrics != nil {
+		md["metrics"] = js(m.Meta.Metrics)
+	}
+	if m.Meta.Selected != nil {
+		md["selected"] = js(m.Meta.Selected)
+	}
+	return md
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilF(s []float64) []float64 {
+	if s == nil {
+		return []float64{}
+	}
+	return s
+}
+
+// Load reads a model file written by Save. A truncated, corrupted or
+// incompatible file gives an error that says what is wrong.
+func Load(path string) (*Model, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load model: %w", err)
+	}
+	m, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Decode parses a model file held in memory. It never panics on bad bytes.
+func Decode(b []byte) (*Model, error) {
+	if len(b) < 8 {
+		return nil, fmt.Errorf("truncated file: %d bytes, shorter than the 8-byte safetensors header length", len(b))
+	}
+	hlen := binary.LittleEndian.Uint64(b[:8])
+	if hlen > maxHeaderBytes {
+		return nil, fmt.Errorf("not a safetensors model: header length %d is implausible (is this a model file?)", hlen)
+	}
+	if uint64(len(b)-8) < hlen {
+		return nil, fmt.Errorf("truncated file: the header needs %d bytes but only %d follow", hlen, len(b)-8)
+	}
+	hdr := bytes.TrimRight(b[8:8+hlen], " ")
+	data := b[8+hlen:]
+
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(hdr, &raw); err != nil {
+		return nil, fmt.Errorf("corrupted header: %v", err)
+	}
+	var md map[string]string
+	if r, ok := raw["__metadata__"]; !ok {
+		return nil, fmt.Errorf("not a FreqLens model: the safetensors header has no __metadata__")
+	} else if err := json.Unmarshal(r, &md); err != nil {
+		return nil, fmt.Errorf("corrupted header: __metadata__: %v", err)
+	}
+	delete(raw, "__metadata__")
+	if md["format"] != formatName {
+		return nil, fmt.Errorf("not a FreqLens model: metadata format is %q, want %q", md["format"], formatName)
+	}
+	ver, err := strconv.Atoi(md["format_version"])
+	if err != nil {
+		return nil, fmt.Errorf("corrupted header: format_version %q is not a number", md["format_version"])
+	}
+	if ver > FormatVersion {
+		return nil, fmt.Errorf("model file format version %d is newer than this build reads (%d); upgrade freqlens", ver, FormatVersion)
+	}
+	if ver < 1 {
+		return nil, fmt.Errorf("corrupted header: format_version %d", ver)
+	}
+
+	cfg, meta, err := parseMetadata(md)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("incompatible model: %w", err)
+	}
+	if err := meta.check(cfg); err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, params: newParams(cfg), basis: newBasis(cfg), Meta: meta}
+
+	// Every expected tensor, exactly once, with its shape; nothing else.
+	want := tensors(cfg)
+	if len(raw) != len(want) {
+		names := make([]string, 0, len(raw))
+		for k := range raw {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("incompatible model: the file holds %d tensors %v, a model of these shapes has %d", len(raw), names, len(want))
+	}
+	var covered int64
+	for _, t := range want {
+		r, ok := raw[t.name]
+		if !ok {
+			return nil, fmt.Errorf("incompatible model: tensor %q is missing", t.name)
+		}
+		var th tensorHeader
+		if err := json.Unmarshal(r, &th); err != nil {
+			return nil, fmt.Errorf("corrupted header: tensor %q: %v", t.name, err)
+		}
+		if th.DType != "F64" {
+			return nil, fmt.Errorf("incompatible model: tensor %q has dtype %s; FreqLens stores F64", t.name, th.DType)
+		}
+		if !equalInts(th.Shape, t.shape) {
+			return nil, fmt.Errorf("incompatible model: tensor %q has shape %v, the metadata implies %v", t.name, th.Shape, t.shape)
+		}
+		n := int64(8 * numel(t.shape))
+		lo, hi := th.Offsets[0], th.Offsets[1]
+		if lo < 0 || hi-lo != n || hi > int64(len(data)) {
+			if hi > int64(len(data)) && lo >= 0 && hi-lo == n {
+				return nil, fmt.Errorf("truncated file: tensor %q ends at byte %d of the data, which holds %d", t.name, hi, len(data))
+			}
+			return nil, fmt.Errorf("corrupted header: tensor %q has byte range [%d, %d), want %d bytes", t.name, lo, hi, n)
+		}
+		dst := *t.view(m.params)
+		for i := range dst {
+			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[lo+int64(8*i):]))
+		}
+		covered += n
+	}
+	if covered != int64(len(data)) {
+		return nil, fmt.Errorf("corrupted file: %d bytes of tensor data, the header describes %d", len(data), covered)
+	}
+	if want := md["weights_sha256"]; want != "" {
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			return nil, fmt.Errorf("corrupted file: the tensor bytes do not match their checksum (sha256 %s…, recorded %s…)", got[:12], want[:min(12, len(want))])
+		}
+	}
+	for _, t := range want {
+		for i, v := range *t.view(m.params) {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("corrupted model: %s[%d] is %v", t.name, i, v)
+			}
+		}
+	}
+	m.refresh()
+	return m, nil
+}
+
+// parseMetadata rebuilds the Config and Meta recorded by metadata.
+func parseMetadata(md map[string]string) (Config, Meta, error) {
+	var cfg Config
+	ints := []struct {
+		key string
+		dst *int
+	}{
+		{"lookback", &cfg.Lookback}, {"horizon", &cfg.Horizon}, {"channels", &cfg.Channels},
+		{"hidden", &cfg.Hidden}, {"frequencies", &cfg.Frequencies}, {"top_k", &cfg.TopK},
+		{"scorer_hidden", &cfg.ScorerHidden}, {"head_hidden", &cfg.HeadHidden}, {"residual_hidden", &cfg.ResidualHidden},
+	}
+	for _, f := range ints {
+		s, ok := md[f.key]
+		if !ok {
+			return cfg, Meta{}, fmt.Errorf("incompatible model: metadata %q is missing", f.key)
+		}
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 || v > 1<<24 {
+			return cfg, Meta{}, fmt.Errorf("corrupted header: metadata %s = %q is not a valid size", f.key, s)
+		}
+		*f.dst = v
+	}
+	cfg.Mode, cfg.Norm = Mode(md["mode"]), Norm(md["norm"])
+
+	var meta Meta
+	for _, f := range []struct {
+		key string
+		dst any
+	}{{"channel_names", &meta.ChannelNames}, {"mean", &meta.Mean}, {"std", &meta.Std}} {
+		if s := md[f.key]; s != "" {
+			if err := json.Unmarshal([]byte(s), f.dst); err != nil {
+				return cfg, meta, fmt.Errorf("corrupted header: metadata %s: %v", f.key, err)
+			}
+		}
+	}
+	if s := md["selected"]; s != "" {
+		if err := json.Unmarshal([]byte(s), &meta.Selected); err != nil {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata selected: %v", err)
+		}
+	}
+	if s := md["metrics"]; s != "" {
+		if err := json.Unmarshal([]byte(s), &meta.Metrics); err != nil {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata metrics: %v", err)
+		}
+	}
+	if s := md["cadence"]; s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata cadence %q is not a duration", s)
+		}
+		meta.Cadence = d
+	}
+	if s := md["seed"]; s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata seed %q", s)
+		}
+		meta.Seed = v
+	}
+	meta.DataSHA256, meta.DataName = md["data_sha256"], md["data_name"]
+	return cfg, meta, nil
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// check reports metadata whose lengths disagree with the shapes.
+func (meta Meta) check(cfg Config) error {
+	if n := len(meta.Selected); n != 0 && n != cfg.Frequencies {
+		return fmt.Errorf("corrupted header: metadata selected has %d counts for %d frequencies", n, cfg.Frequencies)
+	}
+	if len(meta.Mean) != len(meta.Std) {
+		return fmt.Errorf("corrupted header: metadata mean has %d values but std has %d", len(meta.Mean), len(meta.Std))
+	}
+	if cfg.Mode == Mixed {
+		if n := len(meta.Mean); n != 0 && n != cfg.Channels {
+			return fmt.Errorf("corrupted header: metadata mean has %d values for %d channels", n, cfg.Channels)
+		}
+		if n := len(meta.ChannelNames); n != 0 && n != cfg.Channels {
+			return fmt.Errorf("corrupted header: metadata channel_names has %d names for %d channels", n, cfg.Channels)
+		}
+	}
+	for i, s := range meta.Std {
+		if !(s > 0) || math.IsInf(s, 0) || math.IsNaN(meta.Mean[i]) || math.IsInf(meta.Mean[i], 0) {
+			return fmt.Errorf("corrupted header: metadata mean/std of channel %d are %v/%v", i, meta.Mean[i], s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package model
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func encoded(t testing.TB, m *Model) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if _, err := m.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	m := randomModel(t, smallConfigs[0].cfg, 9)
+	m.Meta = Meta{
+		ChannelNames: []string{"HUFL", "OT"},
+		Cadence:      time.Hour,
+		Mean:         []float64{1.5, -2},
+		Std:          []float64{0.5, 3},
+		DataSHA256:   "abc123",
+		DataName:     "ETTh1.csv",
+		Metrics:      map[string]float64{"test_mse": 0.39, "test_mae": 0.41},
+		Seed:         42,
+	}
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.cfg != m.cfg {
+		t.Errorf("config = %+v, want %+v", got.cfg, m.cfg)
+	}
+	for i, v := range m.params.Data {
+		if math.Float64bits(got.params.Data[i]) != math.Float64bits(v) {
+			t.Fatalf("param %d = %v, want %v", i, got.params.Data[i], v)
+		}
+	}
+	gj, _ := json.Marshal(got.Meta)
+	wj, _ := json.Marshal(m.Meta)
+	if !bytes.Equal(gj, wj) {
+		t.Errorf("meta = %s, want %s", gj, wj)
+	}
+	// The loaded model forecasts bit for bit like the saved one.
+	x, _ := randomBatch(m.cfg, 3, 1)
+	a := m.Forward(m.NewWorkspace(3), nil, x)
+	b := got.Forward(got.NewWorkspace(3), nil, x)
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			t.Fatalf("forecast %d = %v after loading, %v before", i, b[i], a[i])
+		}
+	}
+}
+
+// TestFileIsPlainSafetensors reads the header the way any safetensors
+// reader does.
+func TestFileIsPlainSafetensors(t *testing.T) {
+	m := randomModel(t, smallConfigs[2].cfg, 3)
+	b := encoded(t, m)
+	n := binary.LittleEndian.Uint64(b[:8])
+	if (8+n)%8 != 0 {
+		t.Errorf("tensor data starts at %d, not 8-byte aligned", 8+n)
+	}
+	var hdr map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &hdr); err != nil {
+		t.Fatal(err)
+	}
+	var md map[string]string
+	if err := json.Unmarshal(hdr["__metadata__"], &md); err != nil {
+		t.Fatalf("metadata is not a map of strings: %v", err)
+	}
+	for _, k := range []string{"format_version", "lookback", "horizon", "channels", "hidden", "frequencies", "top_k", "mode", "channel_names", "mean", "std", "data_sha256"} {
+		if _, ok := md[k]; !ok {
+			t.Errorf("metadata lacks %q", k)
+		}
+	}
+	var th tensorHeader
+	if err := json.Unmarshal(hdr["heads.w2"], &th); err != nil {
+		t.Fatal(err)
+	}
+	c := m.cfg
+	if want := []int{c.Frequencies, c.HeadHidden, c.Horizon * c.Channels}; !equalInts(th.Shape, want) || th.DType != "F64" {
+		t.Errorf("heads.w2 = %s %v, want F64 %v", th.DType, th.Shape, want)
+	}
+	if got := uint64(len(b)) - 8 - n; got != uint64(8*len(m.params.Data)) {
+		t.Errorf("data section is %d bytes, want %d", got, 8*len(m.params.Data))
+	}
+}
+
+func TestDecodeRejectsBadFiles(t *testing.T) {
+	m := randomModel(t, smallConfigs[0].cfg, 5)
+	good := encoded(t, m)
+	hlen := int(binary.LittleEndian.Uint64(good[:8]))
+
+	rewrite := func(edit func(md map[string]string, hdr map[string]json.RawMessage)) []byte {
+		var hdr map[string]json.RawMessage
+		if err := json.Unmarshal(good[8:8+hlen], &hdr); err != nil {
+			t.Fatal(err)
+		}
+		var md map[string]string
+		json.Unmarshal(hdr["__metadata__"], &md)
+		edit(md, hdr)
+		mj, _ := json.Marshal(md)
+		hdr["__metadata__"] = mj
+		hj, _ := json.Marshal(hdr)
+		out := binary.LittleEndian.AppendUint64(nil, uint64(len(hj)))
+		out = append(out, hj...)
+		return append(out, good[8+hlen:]...)
+	}
+	flip := func(i int) []byte {
+		b := bytes.Clone(good)
+		b[i] ^= 0x40
+		return b
+	}
+
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"empty", nil, "truncated file"},
+		{"only the length", good[:8], "truncated file"},
+		{"cut inside the header", good[:8+hlen/2], "truncated file"},
+		{"cut inside the tensors", good[:len(good)-100], "truncated file"},
+		{"trailing bytes", append(bytes.Clone(good), 1, 2, 3), "corrupted file"},
+		{"huge header length", append(binary.LittleEndian.AppendUint64(nil, 1<<40), good[8:]...), "implausible"},
+		{"garbage header", append(binary.LittleEndian.AppendUint64(nil, 4), '{', 'x', 'y', 'z'), "corrupted header"},
+		{"flipped weight byte", flip(len(good) - 3), "checksum"},
+		{"newer format", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["format_version"] = "99" }), "upgrade freqlens"},
+		{"other safetensors", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { delete(md, "format") }), "not a FreqLens model"},
+		{"horizon disagrees with tensors", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["horizon"] = "6" }), "shape"},
+		{"missing tensor", rewrite(func(_ map[string]string, h map[string]json.RawMessage) { delete(h, "fusion.w") }), "tensors"},
+		{"top_k above frequencies", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["top_k"] = "60" }), "top_k"},
+		{"unknown mode", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["mode"] = "sideways" }), "mode"},
+		{"bad cadence", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["cadence"] = "often" }), "cadence"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(tc.in)
+			if err == nil {
+				t.Fatal("Decode succeeded, want an error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeEveryTruncation(t *testing.T) {
+	good := encoded(t, randomModel(t, smallConfigs[1].cfg, 2))
+	for n := 0; n < len(good); n += 1 + n/16 {
+		if _, err := Decode(good[:n]); err == nil {
+			t.Fatalf("Decode of the first %d of %d bytes succeeded", n, len(good))
+		}
+	}
+}
+
+// FuzzDecode: Decode never panics, and whatever it accepts encodes back to
+// a file it accepts again with the same parameters.
+func FuzzDecode(f *testing.F) {
+	good := encoded(f, randomModel(f, smallConfigs[1].cfg, 2))
+	f.Add([]byte{})
+	f.Add(good[:len(good)/2])
+	f.Add(good)
+	f.Add(append(bytes.Clone(good), "garbage"...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Decode(b)
+		if err != nil {
+			return
+		}
+		again, err := Decode(encoded(t, m))
+		if err != nil {
+			t.Fatalf("re-decoding an accepted model failed: %v", err)
+		}
+		for i, v := range m.params.Data {
+			if math.Float64bits(v) != math.Float64bits(again.params.Data[i]) {
+				t.Fatalf("param %d changed in a round trip", i)
+			}
+		}
+	})
+}
