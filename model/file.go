@@ -31,8 +31,8 @@ const (
 )
 
 type tensorHeader struct {
-	DType   string  `json:"dtype"`
-	Shape   []int   `json:"shape"`
+	DType   string   `json:"dtype"`
+	Shape   []int    `json:"shape"`
 	Offsets [2]int64 `json:"data_offsets"`
 }
 
