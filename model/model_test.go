@@ -1,0 +1,425 @@
+package model
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fullConfigs are the default shapes for both modes.
+var fullConfigs = []struct {
+	name string
+	cfg  Config
+}{
+	{"mixed C=7 H=96", Config{Horizon: 96, Channels: 7}},
+	{"mixed C=3 H=192 no norm", Config{Horizon: 192, Channels: 3, Norm: NormNone}},
+	{"independent H=96", Config{Horizon: 96, Channels: 1, Mode: Independent}},
+}
+
+// TestCompleteness: for random models and inputs, the contributions plus the
+// residual equal the forecast to 1e-9 relative, for every window of a batch.
+func TestCompleteness(t *testing.T) {
+	for _, tc := range append(fullConfigs, smallConfigs...) {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := range uint64(5) {
+				m := randomModel(t, tc.cfg, seed)
+				n := 9
+				x, _ := randomBatch(m.cfg, n, seed+100)
+				ws := m.NewWorkspace(n)
+				y := m.Forward(ws, nil, x)
+				var a *Attribution
+				for i := range n {
+					a = ws.Attribution(i, a)
+					if got := len(a.Contributions); got != m.cfg.TopK {
+						t.Fatalf("window %d has %d contributions, want K = %d", i, got, m.cfg.TopK)
+					}
+					HC := m.cfg.Horizon * m.cfg.Channels
+					scale := 0.0
+					for j := range HC {
+						scale = math.Max(scale, math.Abs(y[i*HC+j]))
+					}
+					for j := range HC {
+						sum := a.Residual[j]
+						for _, c := range a.Contributions {
+							sum += c.Values[j]
+						}
+						if d := math.Abs(sum - y[i*HC+j]); d > 1e-9*scale {
+							t.Fatalf("seed %d window %d value %d: parts sum to %.17g, forecast %.17g (|diff| %.3g > 1e-9 × %.3g)",
+								seed, i, j, sum, y[i*HC+j], d, scale)
+						}
+						if a.Forecast[j] != y[i*HC+j] {
+							t.Fatalf("Attribution.Forecast[%d] = %v, Forward gave %v", j, a.Forecast[j], y[i*HC+j])
+						}
+					}
+					share := 0.0
+					seen := map[int]bool{}
+					for _, c := range a.Contributions {
+						if seen[c.ID] {
+							t.Fatalf("frequency %d selected twice", c.ID)
+						}
+						seen[c.ID] = true
+						share += c.Share
+					}
+					if share > 1+1e-12 || share < 0 {
+						t.Errorf("frequency shares sum to %v, want within [0, 1]", share)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNullFrequency: a frequency whose coefficients are zero contributes
+// exactly zero. With a zero input bias and a constant window every
+// coefficient is zero, so the forecast is the residual alone.
+func TestNullFrequency(t *testing.T) {
+	for _, tc := range fullConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			m := randomModel(t, tc.cfg, 3)
+			clear(m.params.InB)
+			L, C := m.cfg.Lookback, m.cfg.Channels
+			x := make([]float64, L*C)
+			for i := range x {
+				x[i] = float64(i%C) - 1.5 // each channel constant
+			}
+			if m.cfg.Norm == NormNone {
+				clear(x)
+			}
+			ws := m.NewWorkspace(1)
+			y := m.Forward(ws, nil, x)
+			a := ws.Attribution(0, nil)
+			for _, c := range a.Contributions {
+				for j, v := range c.Values {
+					if v != 0 {
+						t.Fatalf("frequency %d contributes %v at %d with zero coefficients", c.ID, v, j)
+					}
+				}
+			}
+			for j := range y {
+				if y[j] != a.Residual[j] {
+					t.Fatalf("forecast[%d] = %v, residual %v: they must be equal when all contributions are zero", j, y[j], a.Residual[j])
+				}
+			}
+		})
+	}
+	// Head level: g_f(0) = 0 for every head of a random model.
+	m := randomModel(t, fullConfigs[0].cfg, 4)
+	c := m.cfg
+	for f := range c.Frequencies {
+		for e := range c.HeadHidden {
+			h := 0.0
+			for j := range c.Hidden {
+				h += 0 * m.params.HeadW1[f*c.Hidden*c.HeadHidden+j*c.HeadHidden+e]
+			}
+			if math.Max(h, 0) != 0 {
+				t.Fatalf("head %d unit %d is %v at zero input", f, e, h)
+			}
+		}
+	}
+}
+
+// TestSymmetry: two frequencies with the same θ, φ, prior and head get the
+// same coefficients and, when both are selected, identical contributions.
+func TestSymmetry(t *testing.T) {
+	for _, tc := range fullConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			m := randomModel(t, tc.cfg, 8)
+			p, c := m.params, m.cfg
+			i, j := 2, 5
+			p.Theta[j], p.Phi[j] = p.Theta[i], p.Phi[i]
+			p.FreqBias[i], p.FreqBias[j] = 50, 50 // both always selected
+			d, E, HC := c.Hidden, c.HeadHidden, c.Horizon*c.Channels
+			copy(p.HeadW1[j*d*E:(j+1)*d*E], p.HeadW1[i*d*E:(i+1)*d*E])
+			copy(p.HeadW2[j*E*HC:(j+1)*E*HC], p.HeadW2[i*E*HC:(i+1)*E*HC])
+			m.refresh()
+			x, _ := randomBatch(c, 4, 9)
+			ws := m.NewWorkspace(4)
+			m.Forward(ws, nil, x)
+			var a *Attribution
+			for w := range 4 {
+				a = ws.Attribution(w, a)
+				var vi, vj []float64
+				for _, ct := range a.Contributions {
+					switch ct.ID {
+					case i:
+						vi = ct.Values
+					case j:
+						vj = ct.Values
+					}
+				}
+				if vi == nil || vj == nil {
+					t.Fatalf("window %d did not select both twin frequencies", w)
+				}
+				if !slices.Equal(vi, vj) {
+					t.Fatalf("window %d: twin frequencies contribute differently", w)
+				}
+			}
+		})
+	}
+}
+
+// TestBatchMatchesSingle: a window's forecast does not depend on the other
+// windows of its batch.
+func TestBatchMatchesSingle(t *testing.T) {
+	m := randomModel(t, fullConfigs[0].cfg, 10)
+	n := 7
+	x, _ := randomBatch(m.cfg, n, 11)
+	batch := m.Forward(m.NewWorkspace(n), nil, x)
+	ws := m.NewWorkspace(1)
+	LC, HC := m.cfg.Lookback*m.cfg.Channels, m.cfg.Horizon*m.cfg.Channels
+	for i := range n {
+		one := m.Forward(ws, nil, x[i*LC:(i+1)*LC])
+		for j := range one {
+			if !close(one[j], batch[i*HC+j], 1e-12) {
+				t.Fatalf("window %d value %d: alone %v, in a batch %v", i, j, one[j], batch[i*HC+j])
+			}
+		}
+	}
+}
+
+// TestInstanceNormIsScaleFree: with instance normalisation, scaling and
+// shifting a window scales and shifts its forecast the same way.
+func TestInstanceNormIsScaleFree(t *testing.T) {
+	m := randomModel(t, fullConfigs[2].cfg, 12)
+	x, _ := randomBatch(m.cfg, 1, 13)
+	ws := m.NewWorkspace(1)
+	y := slices.Clone(m.Forward(ws, nil, x))
+	big := slices.Clone(x)
+	for i := range big {
+		big[i] = 1000*big[i] + 5e4
+	}
+	yb := m.Forward(ws, nil, big)
+	for j := range y {
+		if want := 1000*y[j] + 5e4; !close(yb[j], want, 1e-6) {
+			t.Fatalf("forecast[%d] of the scaled window = %v, want %v", j, yb[j], want)
+		}
+	}
+}
+
+func TestForwardAllocatesNothing(t *testing.T) {
+	for _, tc := range fullConfigs {
+		for _, n := range []int{1, 32} {
+			m := randomModel(t, tc.cfg, 14)
+			x, _ := randomBatch(m.cfg, n, 15)
+			ws := m.NewWorkspace(n)
+			dst := m.Forward(ws, nil, x)
+			var a *Attribution
+			a = ws.Attribution(0, a)
+			allocs := testing.AllocsPerRun(20, func() {
+				dst = m.Forward(ws, dst, x)
+				a = ws.Attribution(n-1, a)
+			})
+			if allocs != 0 {
+				t.Errorf("%s batch %d: Forward+Attribution allocate %v times per call, want 0", tc.name, n, allocs)
+			}
+		}
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no horizon", Config{Channels: 1}, "horizon"},
+		{"no channels", Config{Horizon: 4}, "channels"},
+		{"top_k above frequencies", Config{Horizon: 4, Channels: 1, Frequencies: 4, TopK: 5}, "top_k"},
+		{"independent with channels", Config{Horizon: 4, Channels: 3, Mode: Independent}, "independent"},
+		{"unknown mode", Config{Horizon: 4, Channels: 1, Mode: "other"}, "mode"},
+		{"unknown norm", Config{Horizon: 4, Channels: 1, Norm: "zscore"}, "norm"},
+		{"tiny lookback", Config{Horizon: 4, Channels: 1, Lookback: 2}, "lookback"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg, 1)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New(%+v) error = %v, want one mentioning %q", tc.cfg, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParamCounts(t *testing.T) {
+	m, err := New(Config{Horizon: 96, Channels: 7}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, total := m.ParamCounts()
+	want := map[string]int{
+		"input projection": 7*64 + 64,
+		"frequencies":      2 * 32,
+		"scorer":           64*32 + 32 + 32 + 32,
+		"heads":            32 * (64*64 + 64*96*7),
+		"residual":         96*7*128 + 128 + 128*96*7 + 96*7,
+		"fusion":           1,
+	}
+	sum := 0
+	for _, p := range parts {
+		if p.Params != want[p.Component] {
+			t.Errorf("%s has %d parameters, want %d", p.Component, p.Params, want[p.Component])
+		}
+		sum += want[p.Component]
+	}
+	if total != sum || total != len(m.params.Data) {
+		t.Errorf("total = %d, want %d (storage %d)", total, sum, len(m.params.Data))
+	}
+}
+
+func TestInitialFrequenciesAreLogUniform(t *testing.T) {
+	m, err := New(Config{Horizon: 8, Channels: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := m.Frequencies()
+	if got := fs[0].PeriodSteps; !close(got, 96, 1e-6) {
+		t.Errorf("longest initial period = %v steps, want L = 96", got)
+	}
+	if got := fs[len(fs)-1].PeriodSteps; !close(got, 2, 1e-4) {
+		t.Errorf("shortest initial period = %v steps, want 2 (Nyquist)", got)
+	}
+	ratio := fs[0].Frequency / fs[1].Frequency
+	for i := 1; i+1 < len(fs); i++ {
+		if r := fs[i].Frequency / fs[i+1].Frequency; !close(r, ratio, 1e-3) {
+			t.Errorf("frequency ratio %d/%d = %v, want the constant %v of a log-uniform grid", i, i+1, r, ratio)
+		}
+	}
+}
+
+func TestMatchPeriodsAndFormat(t *testing.T) {
+	m, _ := New(Config{Horizon: 8, Channels: 1}, 1)
+	if m.MatchPeriods([]time.Duration{24 * time.Hour}, 0.15) != nil {
+		t.Error("MatchPeriods without a cadence must return nil")
+	}
+	m.Meta.Cadence = time.Hour
+	pm := m.MatchPeriods([]time.Duration{24 * time.Hour}, 0.15)
+	if len(pm) != 1 || !pm[0].Match || math.Abs(pm[0].Nearest.PeriodSteps-24) > 0.15*24 {
+		t.Errorf("24h match = %+v, want a match near 24 steps", pm)
+	}
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{{24 * time.Hour, "24.0h"}, {168 * time.Hour, "7.0d"}, {15 * time.Minute, "15.0m"}, {90 * time.Second, "1.5m"}, {0, ""}} {
+		if got := FormatPeriod(tc.d); got != tc.want {
+			t.Errorf("FormatPeriod(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+// sliceSource is a Source over in-memory windows.
+type sliceSource struct {
+	x, y       []float64
+	n, L, H, C int
+}
+
+func (s sliceSource) Len() int               { return s.n }
+func (s sliceSource) Channels() int          { return s.C }
+func (s sliceSource) Input(i int) []float64  { return s.x[i*s.L*s.C : (i+1)*s.L*s.C] }
+func (s sliceSource) Target(i int) []float64 { return s.y[i*s.H*s.C : (i+1)*s.H*s.C] }
+
+// sineSource cuts stride-1 windows from a noisy sum of two cycles per channel.
+func sineSource(n, L, H, C int, seed uint64) sliceSource {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	T := n + L + H
+	series := make([]float64, T*C)
+	for c := range C {
+		for t := range T {
+			series[t*C+c] = math.Sin(2*math.Pi*float64(t)/24+float64(c)) + 0.5*math.Sin(2*math.Pi*float64(t)/8) + 0.1*rng.NormFloat64()
+		}
+	}
+	s := sliceSource{n: n, L: L, H: H, C: C, x: make([]float64, n*L*C), y: make([]float64, n*H*C)}
+	for i := range n {
+		copy(s.x[i*L*C:(i+1)*L*C], series[i*C:(i+L)*C])
+		copy(s.y[i*H*C:(i+1)*H*C], series[(i+L)*C:(i+L+H)*C])
+	}
+	return s
+}
+
+func TestTrainLearnsAndIsReproducible(t *testing.T) {
+	cfg := Config{Lookback: 48, Horizon: 12, Channels: 2, Hidden: 16, Frequencies: 12, TopK: 4}
+	train, val := sineSource(400, 48, 12, 2, 1), sineSource(100, 48, 12, 2, 2)
+	run := func(workers int) (*Model, *TrainResult) {
+		m, err := New(cfg, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Train(context.Background(), m, train, val, TrainConfig{Epochs: 4, Seed: 3, Workers: workers}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, res
+	}
+	m1, r1 := run(2)
+	m2, r2 := run(1)
+	if !slices.Equal(m1.params.Data, m2.params.Data) {
+		t.Error("the same seed gave different models with 1 and 2 workers")
+	}
+	if r1.BestValMSE != r2.BestValMSE {
+		t.Errorf("best validation MSE %v vs %v for the same seed", r1.BestValMSE, r2.BestValMSE)
+	}
+	untrained, _ := New(cfg, 7)
+	before, err := Evaluate(context.Background(), untrained, val, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := Evaluate(context.Background(), m1, val, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.MSE > 0.5*before.MSE {
+		t.Errorf("validation MSE went from %.4f to %.4f; training should at least halve it on clean sines", before.MSE, after.MSE)
+	}
+	if after.MSE != r1.BestValMSE {
+		t.Errorf("the returned model scores %v, but training reported its best as %v", after.MSE, r1.BestValMSE)
+	}
+}
+
+func TestTrainStopsOnCancel(t *testing.T) {
+	cfg := Config{Lookback: 16, Horizon: 4, Channels: 1, Hidden: 8, Frequencies: 6, TopK: 2}
+	train, val := sineSource(200, 16, 4, 1, 1), sineSource(50, 16, 4, 1, 2)
+	m, _ := New(cfg, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	epochs := 0
+	res, err := Train(ctx, m, train, val, TrainConfig{Epochs: 50}, func(EpochStats) {
+		epochs++
+		if epochs == 2 {
+			cancel()
+		}
+	})
+	if err == nil || res == nil || res.Stopped != "canceled" || res.EpochsRun != 2 {
+		t.Fatalf("Train after cancel: err %v, result %+v; want context.Canceled after 2 epochs", err, res)
+	}
+}
+
+func TestIndependentModelServesEveryChannel(t *testing.T) {
+	m, _ := New(Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 6, TopK: 2}, 1)
+	src := sineSource(30, 24, 6, 3, 4)
+	met, err := Evaluate(context.Background(), m, src, EvalOptions{BatchSize: 7, Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if met.Channels != 3 || len(met.PerChannelMSE) != 3 || met.Windows != 30 {
+		t.Fatalf("metrics = %+v, want 30 windows × 3 channels", met)
+	}
+	// Channel 0's score equals scoring a one-channel source of it alone.
+	one := sliceSource{n: 30, L: 24, H: 6, C: 1, x: make([]float64, 30*24), y: make([]float64, 30*6)}
+	for i := range 30 {
+		for t := range 24 {
+			one.x[i*24+t] = src.Input(i)[t*3]
+		}
+		for t := range 6 {
+			one.y[i*6+t] = src.Target(i)[t*3]
+		}
+	}
+	alone, _ := Evaluate(context.Background(), m, one, EvalOptions{})
+	if !close(alone.MSE, met.PerChannelMSE[0], 1e-12) {
+		t.Errorf("channel 0 MSE %v within the 3-channel source, %v alone", met.PerChannelMSE[0], alone.MSE)
+	}
+	mixed, _ := New(Config{Lookback: 24, Horizon: 6, Channels: 2}, 1)
+	if _, err := Evaluate(context.Background(), mixed, src, EvalOptions{}); err == nil || !strings.Contains(err.Error(), "3 channels") {
+		t.Errorf("a 2-channel mixed model on 3-channel data: error %v, want one naming the channel counts", err)
+	}
+}
