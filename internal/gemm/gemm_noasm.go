@@ -1,0 +1,22 @@
+//go:build !amd64 || purego
+
+package gemm
+
+// useAsm is false without the amd64 kernels; tests may not set it to true.
+var useAsm = false
+
+func nnAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	nnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+func tnAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	tnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+func ntAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	ntGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+func axpyAsm(alpha float64, x, y []float64) { axpyGeneric(alpha, x, y) }
+
+func dotAsm(x, y []float64) float64 { return dotGeneric(x, y) }
