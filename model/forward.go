@@ -58,6 +58,7 @@ type stepDraws struct {
 	tau      float64   // softmax temperature of the straight-through gates
 	resMask  []float64 // n·R inverted-dropout mask of the residual hidden layer, nil for none
 	headMask []float64 // n·K·E mask of the selected heads' hidden layers by (window, rank), nil for none
+	xNoise   []float64 // n·L·C noise added to the normalised windows, nil for none
 }
 
 // forward runs the batched forward pass. With draws it takes the training
@@ -84,6 +85,12 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 		clear(mu)
 		for i := range sd {
 			sd[i] = 1
+		}
+	}
+
+	if draws != nil && draws.xNoise != nil {
+		for i, v := range draws.xNoise[:n*LC] {
+			xn[i] += v
 		}
 	}
 

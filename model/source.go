@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"math/rand/v2"
+)
 
 // Source is a set of windows to train on or evaluate: window i has an input
 // of Lookback×Channels values and a target of Horizon×Channels values, both
@@ -58,8 +61,30 @@ func (b *batcher) samples() int {
 // fill copies the samples idx into x (len(idx)·L·C) and y (len(idx)·H·C);
 // y may be nil.
 func (b *batcher) fill(x, y []float64, idx []int) {
+	b.fillShuffled(x, y, idx, 0, nil)
+}
+
+// fillShuffled is fill, except that with probability p a mixed sample takes
+// each channel's input and target from its own randomly drawn window: the
+// channels keep their identity and their own history→future pairs, but not
+// their co-occurrence.
+func (b *batcher) fillShuffled(x, y []float64, idx []int, p float64, rng *rand.Rand) {
 	L, H, C := b.L, b.H, b.C
 	for j, s := range idx {
+		if !b.independent && p > 0 && rng.Float64() < p {
+			xs, ys := x[j*L*C:(j+1)*L*C], y[j*H*C:(j+1)*H*C]
+			for c := range C {
+				w := rng.IntN(b.src.Len())
+				in, tg := b.src.Input(w), b.src.Target(w)
+				for t := range L {
+					xs[t*C+c] = in[t*C+c]
+				}
+				for t := range H {
+					ys[t*C+c] = tg[t*C+c]
+				}
+			}
+			continue
+		}
 		if !b.independent {
 			copy(x[j*L*C:(j+1)*L*C], b.src.Input(s))
 			if y != nil {

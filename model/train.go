@@ -75,6 +75,20 @@ type TrainConfig struct {
 	//
 	// Default: 0
 	WeightDecay float64
+	// InputNoise is the standard deviation of Gaussian noise added to each
+	// normalised training window (not to its target). For the linear parts
+	// of the model it acts like a ridge penalty. A negative value turns it off.
+	//
+	// Default: 0 (off)
+	InputNoise float64
+	// ChannelShuffle is, for a mixed model, the probability that a training
+	// sample takes each channel's input and target from its own randomly
+	// drawn window, so that co-movement between channels seen in training
+	// is not learnt as a rule. Ignored by independent models. A negative
+	// value turns it off.
+	//
+	// Default: 0 (off)
+	ChannelShuffle float64
 	// EMA is the decay of an exponential moving average of the parameters,
 	// updated after every step; validation, early stopping and the returned
 	// model use the average. It smooths out the noise of high learning-rate
@@ -123,6 +137,12 @@ func (c TrainConfig) withDefaults() TrainConfig {
 	}
 	if c.EMA < 0 {
 		c.EMA = 0
+	}
+	if c.ChannelShuffle < 0 {
+		c.ChannelShuffle = 0
+	}
+	if c.InputNoise < 0 {
+		c.InputNoise = 0
 	}
 	if c.Workers <= 0 {
 		c.Workers = 2
@@ -307,6 +327,7 @@ type trainer struct {
 	dOut              []float64 // ∂L/∂forecast
 	noise             []float64 // Gumbel draws
 	resMask, headMask []float64 // dropout masks, nil without dropout
+	xNoise            []float64 // input noise, nil without it
 	ema, live         *Params   // moving average of the parameters and a scratch copy, nil without EMA
 	wwT               []float64
 	dPsi              []float64
@@ -332,6 +353,9 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 		qw:    make([]float64, (C+1)*c.Hidden),
 		order: make([]int, N),
 		opt:   newAdam(m.cfg, cfg.FreqRateScale, cfg.WeightDecay),
+	}
+	if cfg.InputNoise > 0 {
+		t.xNoise = make([]float64, B*L*C)
 	}
 	if cfg.EMA > 0 {
 		t.ema = m.params.clone(m.cfg)
@@ -364,7 +388,7 @@ var errDiverged = errors.New("loss is not finite; lower the learning rate or che
 // step runs one optimiser step on the samples idx.
 func (t *trainer) step(idx []int, lr, tau float64) (stepLoss, error) {
 	B, N := len(idx), t.m.cfg.Frequencies
-	t.data.fill(t.x, t.y, idx)
+	t.data.fillShuffled(t.x, t.y, idx, t.cfg.ChannelShuffle, t.rng)
 	for i := range t.noise[:B*N] {
 		u := t.rng.Float64()
 		for u == 0 {
@@ -382,6 +406,9 @@ func (t *trainer) step(idx []int, lr, tau float64) (stepLoss, error) {
 				}
 			}
 		}
+	}
+	for i := range t.xNoise {
+		t.xNoise[i] = t.cfg.InputNoise * t.rng.NormFloat64()
 	}
 	l := t.gradient(B, tau)
 	if math.IsNaN(l.total) || math.IsInf(l.total, 0) {
@@ -420,6 +447,9 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 		x, y := t.x[lo*L*C:hi*L*C], t.y[lo*HC:hi*HC]
 		out, dOut := t.out[lo*HC:hi*HC], t.dOut[lo*HC:hi*HC]
 		draws := &stepDraws{noise: t.noise[lo*N : hi*N], tau: tau}
+		if t.xNoise != nil {
+			draws.xNoise = t.xNoise[lo*L*C : hi*L*C]
+		}
 		if t.resMask != nil {
 			R, KE := c.ResidualHidden, c.TopK*c.HeadHidden
 			draws.resMask, draws.headMask = t.resMask[lo*R:hi*R], t.headMask[lo*KE:hi*KE]

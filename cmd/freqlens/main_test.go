@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+)
+
+// writeSynthetic writes a synthetic hourly CSV with daily and 12-hour cycles.
+func writeSynthetic(t *testing.T, dir, name string, series, steps int) string {
+	t.Helper()
+	f, err := dataset.Synthetic(dataset.SyntheticConfig{
+		Series: series, Steps: steps, Cadence: time.Hour, Level: 10,
+		Cycles:   []dataset.Cycle{{Period: 24 * time.Hour, Amplitude: 3}, {Period: 12 * time.Hour, Amplitude: 1}},
+		NoiseStd: 0.2, SeriesJitter: 0.3, Seed: 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := f.WriteCSV(out); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runCLI runs one command line and returns its exit status and output.
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+// lastJSON decodes the last line of out into v.
+func lastJSON(t *testing.T, out string, v any) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {
+		t.Fatalf("last stdout line is not JSON: %v\n%s", err, out)
+	}
+}
+
+func TestEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "sensors.csv", 3, 900)
+	modelPath := filepath.Join(dir, "m.safetensors")
+
+	code, out, errOut := runCLI("train", "--data", data, "--horizon", "12", "--lookback", "48", "--epochs", "3", "--out", modelPath, "--json")
+	if code != 0 {
+		t.Fatalf("train exited %d: %s", code, errOut)
+	}
+	var tr map[string]any
+	lastJSON(t, out, &tr)
+	for _, k := range []string{"epochs_run", "epoch_seconds_median", "best_epoch", "val_mse", "test_mse", "test_mae"} {
+		if _, ok := tr[k]; !ok {
+			t.Errorf("train JSON lacks %q: %v", k, tr)
+		}
+	}
+	if tr["epochs_run"].(float64) < 1 || tr["test_mse"].(float64) <= 0 {
+		t.Errorf("train JSON = %v", tr)
+	}
+
+	code, out, errOut = runCLI("eval", "--model", modelPath, "--data", data, "--json")
+	if code != 0 {
+		t.Fatalf("eval exited %d: %s", code, errOut)
+	}
+	var ev evalReport
+	lastJSON(t, out, &ev)
+	if ev.Channels != 3 || ev.Windows == 0 || len(ev.PerChannel) != 3 || ev.WindowsPerSecond <= 0 || !ev.SameData {
+		t.Errorf("eval JSON = %+v", ev)
+	}
+	if math.Abs(ev.MSE-tr["test_mse"].(float64)) > 1e-12 {
+		t.Errorf("eval MSE %v differs from the test MSE train reported, %v", ev.MSE, tr["test_mse"])
+	}
+	if math.Abs(ev.RMSE-math.Sqrt(ev.MSE)) > 1e-12 {
+		t.Errorf("rmse %v is not √mse %v", ev.RMSE, math.Sqrt(ev.MSE))
+	}
+
+	code, out, errOut = runCLI("inspect", "--model", modelPath, "--json")
+	if code != 0 {
+		t.Fatalf("inspect exited %d: %s", code, errOut)
+	}
+	var in inspectReport
+	lastJSON(t, out, &in)
+	if len(in.Frequencies) != 32 || len(in.MostSelected) != 8 || len(in.KnownPeriods) != 3 || in.Params == 0 {
+		t.Fatalf("inspect JSON = %+v", in)
+	}
+	for i := 1; i < len(in.Frequencies); i++ {
+		if in.Frequencies[i].PeriodSteps < in.Frequencies[i-1].PeriodSteps {
+			t.Fatal("inspect frequencies are not sorted by period")
+		}
+	}
+	if f := in.Frequencies[0]; f.PeriodSeconds == nil || math.Abs(*f.PeriodSeconds-3600*f.PeriodSteps) > 1e-6*3600*f.PeriodSteps {
+		t.Errorf("period_seconds of an hourly model = %v, want 3600 × %v", f.PeriodSeconds, f.PeriodSteps)
+	}
+	if code, out, _ := runCLI("inspect", "--model", modelPath); code != 0 || !strings.Contains(out, "24.0h") {
+		t.Errorf("inspect text (exit %d) does not name the 24h period:\n%s", code, out)
+	}
+
+	code, out, errOut = runCLI("predict", "--model", modelPath, "--data", data, "--at", "500", "--json")
+	if code != 0 {
+		t.Fatalf("predict exited %d: %s", code, errOut)
+	}
+	var pr predictReport
+	lastJSON(t, out, &pr)
+	if len(pr.Forecast) != 12 || len(pr.Forecast[0]) != 3 || len(pr.Contributions) != 8 || pr.Actual == nil {
+		t.Fatalf("predict JSON has %d×%d forecast, %d contributions", len(pr.Forecast), len(pr.Forecast[0]), len(pr.Contributions))
+	}
+	for h := range pr.Forecast {
+		for c := range pr.Forecast[h] {
+			sum := pr.Residual[h][c]
+			for _, ct := range pr.Contributions {
+				sum += ct.Values[h][c]
+			}
+			if d := math.Abs(sum - pr.Forecast[h][c]); d > 1e-9*math.Max(1, math.Abs(pr.Forecast[h][c])) {
+				t.Fatalf("step %d channel %d: residual + contributions = %v, forecast %v", h, c, sum, pr.Forecast[h][c])
+			}
+		}
+	}
+}
+
+func TestIndependentModelOnOtherData(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "a.csv", 2, 700)
+	other := writeSynthetic(t, dir, "b.csv", 4, 700)
+	modelPath := filepath.Join(dir, "ind.safetensors")
+	if code, _, e := runCLI("train", "--data", data, "--horizon", "6", "--lookback", "24", "--epochs", "1", "--mode", "independent", "--out", modelPath); code != 0 {
+		t.Fatalf("train exited %d: %s", code, e)
+	}
+	code, out, e := runCLI("eval", "--model", modelPath, "--data", other, "--json")
+	if code != 0 {
+		t.Fatalf("an independent model must score data of any width; eval exited %d: %s", code, e)
+	}
+	var ev evalReport
+	lastJSON(t, out, &ev)
+	if ev.Channels != 4 || ev.SameData {
+		t.Errorf("eval JSON = %+v", ev)
+	}
+}
+
+// TestErrorsAreOneLineAndStatus2 covers the errors users hit first.
+func TestErrorsAreOneLineAndStatus2(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "three.csv", 3, 400)
+	narrow := writeSynthetic(t, dir, "two.csv", 2, 400)
+	modelPath := filepath.Join(dir, "m.safetensors")
+	if code, _, e := runCLI("train", "--data", data, "--horizon", "6", "--lookback", "24", "--epochs", "1", "--out", modelPath); code != 0 {
+		t.Fatalf("train exited %d: %s", code, e)
+	}
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("date,a\n2020-01-01 00:00:00,1\n2020-01-01 01:00:00,x\n"), 0o644)
+	truncated := filepath.Join(dir, "cut.safetensors")
+	full, _ := os.ReadFile(modelPath)
+	os.WriteFile(truncated, full[:len(full)/3], 0o644)
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing data file", []string{"train", "--data", filepath.Join(dir, "nope.csv"), "--horizon", "4", "--out", modelPath}, "no such file"},
+		{"missing model file", []string{"eval", "--model", filepath.Join(dir, "nope.safetensors"), "--data", data}, "no such file"},
+		{"wrong column count", []string{"eval", "--model", modelPath, "--data", narrow}, "trained on 3"},
+		{"horizon too long", []string{"train", "--data", data, "--horizon", "5000", "--out", modelPath}, "horizon"},
+		{"malformed row", []string{"train", "--data", bad, "--horizon", "4", "--out", modelPath}, "line 3"},
+		{"truncated model", []string{"inspect", "--model", truncated}, "truncated"},
+		{"missing flag", []string{"train", "--data", data, "--out", modelPath}, "--horizon is required"},
+		{"bad mode", []string{"train", "--data", data, "--horizon", "4", "--mode", "both", "--out", modelPath}, "mode"},
+		{"row too early", []string{"predict", "--model", modelPath, "--data", data, "--at", "3"}, "--at 3"},
+		{"row past the end", []string{"predict", "--model", modelPath, "--data", data, "--at", "400"}, "past the last"},
+		{"unknown command", []string{"serve-all"}, "unknown command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := runCLI(tc.args...)
+			if code != 2 {
+				t.Errorf("exit status %d, want 2 (stderr %q)", code, errOut)
+			}
+			if n := strings.Count(strings.TrimRight(errOut, "\n"), "\n"); n != 0 {
+				t.Errorf("stderr has %d lines, want one: %q", n+1, errOut)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr %q does not mention %q", errOut, tc.want)
+			}
+		})
+	}
+}

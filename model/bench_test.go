@@ -1,0 +1,148 @@
+package model_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
+)
+
+// benchModel returns a freshly initialised model and n random windows.
+func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64) {
+	b.Helper()
+	m, err := model.New(cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := make([]float64, n*m.Lookback()*m.Channels())
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	return m, x
+}
+
+// BenchmarkForwardWindow is the latency of one window's forecast and its
+// full attribution (C=7, L=H=96, defaults), on one goroutine.
+func BenchmarkForwardWindow(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		cfg  model.Config
+	}{
+		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}},
+		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			m, x := benchModel(b, c.cfg, 1)
+			ws := m.NewWorkspace(1)
+			dst := m.Forward(ws, nil, x)
+			var a *model.Attribution
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				dst = m.Forward(ws, dst, x)
+				a = ws.Attribution(0, a)
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/window")
+		})
+	}
+}
+
+// BenchmarkForwardBatched is the throughput of batched forecasting on all
+// cores, one workspace per goroutine (C=7, L=H=96, batches of 256).
+func BenchmarkForwardBatched(b *testing.B) {
+	const batch = 256
+	m, x := benchModel(b, model.Config{Horizon: 96, Channels: 7}, batch)
+	workers := runtime.GOMAXPROCS(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	per := (b.N + workers - 1) / workers
+	for range workers {
+		wg.Go(func() {
+			ws := m.NewWorkspace(batch)
+			dst := make([]float64, batch*m.Horizon()*m.Channels())
+			for range per {
+				dst = m.Forward(ws, dst, x)
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(per*workers*batch)/b.Elapsed().Seconds(), "windows/s")
+}
+
+// loadETT prepares a benchmark file under the standard protocol, or skips.
+func loadETT(b *testing.B, name string, horizon int) *dataset.Benchmark {
+	b.Helper()
+	path := filepath.Join("..", "..", "shared", "data", name)
+	if _, err := os.Stat(path); err != nil {
+		b.Skipf("benchmark data %s is absent (%v); it lives in ../shared/data beside the repository", path, err)
+	}
+	f, err := dataset.LoadCSV(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bm, err := dataset.Standard(f, 96, horizon)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bm
+}
+
+// BenchmarkTrainEpoch times one training epoch (all steps plus the
+// validation pass) on ETTh1, H=96, in both modes.
+func BenchmarkTrainEpoch(b *testing.B) {
+	bm := loadETT(b, "ETTh1.csv", 96)
+	for _, mode := range []model.Mode{model.Mixed, model.Independent} {
+		b.Run(string(mode), func(b *testing.B) {
+			C := bm.Train.Channels()
+			if mode == model.Independent {
+				C = 1
+			}
+			for b.Loop() {
+				m, err := model.New(model.Config{Horizon: 96, Channels: C, Mode: mode}, 42)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := model.Train(context.Background(), m, bm.Train, bm.Val, model.TrainConfig{Epochs: 1, Seed: 42}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/epoch")
+		})
+	}
+}
+
+// BenchmarkETTh1 is the full standard-protocol run behind the README's
+// headline figure: defaults, seed 42, H=96, early stopping, then the test
+// split. Run it alone: go test -run '^$' -bench ETTh1 -benchtime 1x ./model/
+func BenchmarkETTh1(b *testing.B) {
+	bm := loadETT(b, "ETTh1.csv", 96)
+	for b.Loop() {
+		m, err := model.New(model.Config{Horizon: 96, Channels: bm.Train.Channels()}, 42)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := model.Train(context.Background(), m, bm.Train, bm.Val, model.TrainConfig{Seed: 42}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		met, err := model.Evaluate(context.Background(), m, bm.Test, model.EvalOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(met.MSE, "test_mse")
+		b.ReportMetric(met.MAE, "test_mae")
+		b.ReportMetric(res.MedianEpochSeconds(), "s/epoch")
+		b.ReportMetric(float64(res.BestEpoch), "best_epoch")
+		fmt.Fprintf(os.Stderr, "ETTh1 H=96: test MSE %.4f MAE %.4f, best epoch %d of %d, median epoch %.2fs\n",
+			met.MSE, met.MAE, res.BestEpoch, res.EpochsRun, res.MedianEpochSeconds())
+	}
+}
