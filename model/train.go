@@ -332,6 +332,7 @@ type trainer struct {
 	wwT               []float64
 	dPsi              []float64
 	qw                []float64 // (C+1)×d: Q·W̃
+	gradSq            float64   // squared norm of the step's gradient
 	order             []int
 	opt               *adam
 	shardL            [shards]stepLoss
@@ -434,8 +435,7 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 	per := (B + shards - 1) / shards
 	t.run(func(s int) {
 		lo, hi := min(s*per, B), min((s+1)*per, B)
-		ws := t.ws[s]
-		ws.tr.grad.zero()
+		ws := t.ws[s] // its gradient buffer is zero here: apply and the merge below clear it
 		if hi == lo {
 			t.shardL[s] = stepLoss{}
 			clear(ws.tr.recQ)
@@ -468,12 +468,28 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 		l.vr += t.shardL[s].vr
 		l.sparse += t.shardL[s].sparse
 	}
-	t.parallelRange(len(g.Data), func(lo, hi int) {
-		dst := g.Data[lo:hi]
-		for s := 1; s < shards; s++ {
-			gemm.Axpy(1, t.ws[s].tr.grad.Data[lo:hi], dst)
+	// One pass over memory: add the other shards' gradients into shard 0's,
+	// clear theirs for the next step and sum the squares for clipping.
+	var sq [shards]float64
+	t.parallelParts(len(g.Data), func(part, lo, hi int) {
+		for b := lo; b < hi; b += chunk {
+			e := min(b+chunk, hi)
+			dst := g.Data[b:e]
+			for s := 1; s < shards; s++ {
+				src := t.ws[s].tr.grad.Data[b:e]
+				gemm.Axpy(1, src, dst)
+				clear(src)
+			}
+			sq[part] += gemm.Dot(dst, dst)
 		}
 	})
+	t.gradSq = 0
+	for _, v := range sq {
+		t.gradSq += v
+	}
+	// The whole-step terms below change W̃, θ and φ: keep the sum of squares right.
+	wt0, th, ph := g.Data[:C1*d], g.Theta, g.Phi
+	t.gradSq -= gemm.Dot(wt0, wt0) + gemm.Dot(th, th) + gemm.Dot(ph, ph)
 	q := t.ws[0].tr.recQ
 	copy(t.dPsi, t.ws[0].tr.dPsibar)
 	for s := 1; s < shards; s++ {
@@ -501,24 +517,21 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 	}
 	m.basis.backward(t.dPsi, g.Theta, g.Phi, c.Lookback)
 	l.div = m.basis.diversity(cfg.LambdaDiv, g.Theta, c.Lookback, t.order)
+	t.gradSq += gemm.Dot(wt0, wt0) + gemm.Dot(th, th) + gemm.Dot(ph, ph)
 	l.total = l.mse + cfg.LambdaDiv*l.div + cfg.LambdaRecon*l.recon + cfg.LambdaSparse*l.sparse + cfg.LambdaVar*l.vr
 	return l
 }
+
+// chunk is how many numbers the fused passes over the gradient handle at
+// once: small enough to stay in cache between the operations on it.
+const chunk = 2048
 
 // apply clips the gradient in t.ws[0].tr.grad and takes one Adam step.
 func (t *trainer) apply(lr float64) error {
 	m, cfg := t.m, t.cfg
 	g := t.ws[0].tr.grad
-	// Clip and update.
-	var norms [shards]float64
-	t.parallelParts(len(g.Data), func(part, lo, hi int) {
-		norms[part] = gemm.Dot(g.Data[lo:hi], g.Data[lo:hi])
-	})
-	norm := 0.0
-	for _, v := range norms {
-		norm += v
-	}
-	norm = math.Sqrt(norm)
+	// Clip and update; the update pass also clears the gradient.
+	norm := math.Sqrt(t.gradSq)
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return errDiverged
 	}
@@ -567,12 +580,18 @@ func (t *trainer) parallelRange(n int, f func(lo, hi int)) {
 	t.parallelParts(n, func(_, lo, hi int) { f(lo, hi) })
 }
 
-// adam is the Adam optimiser with a learning-rate scale per parameter.
+// adam is the Adam optimiser (with AdamW's decoupled weight decay) over the
+// flat parameter vector, with a learning-rate scale and a decay per tensor.
 type adam struct {
-	m, v  []float64
-	scale []float64 // per parameter: 1, or FreqRateScale for θ and φ
-	decay []float64 // per parameter: the weight decay, 0 for biases, θ, φ, α
-	t     int
+	m, v []float64
+	segs []adamSegment
+	t    int
+}
+
+// adamSegment is one tensor's range of the parameter vector.
+type adamSegment struct {
+	lo, hi       int
+	scale, decay float64
 }
 
 const (
@@ -583,40 +602,39 @@ const (
 
 func newAdam(cfg Config, freqScale, weightDecay float64) *adam {
 	n := paramCount(cfg)
-	a := &adam{m: make([]float64, n), v: make([]float64, n), scale: make([]float64, n), decay: make([]float64, n)}
+	a := &adam{m: make([]float64, n), v: make([]float64, n)}
 	off := 0
 	for _, t := range tensors(cfg) {
 		k := numel(t.shape)
-		s := 1.0
+		sg := adamSegment{lo: off, hi: off + k, scale: 1}
 		if t.component == "frequencies" {
-			s = freqScale
+			sg.scale = freqScale
 		}
-		wd := 0.0
 		if len(t.shape) >= 2 {
-			wd = weightDecay
+			sg.decay = weightDecay // weights only: not biases, θ, φ or α
 		}
-		for i := off; i < off+k; i++ {
-			a.scale[i] = s
-			a.decay[i] = wd
-		}
+		a.segs = append(a.segs, sg)
 		off += k
 	}
 	return a
 }
 
-// update applies one Adam step to p[lo:hi] with gradient clip·g.
+// update applies one Adam step with gradient clip·g to p[lo:hi] and clears
+// g[lo:hi].
 func (a *adam) update(p, g []float64, clip, lr float64, lo, hi int) {
 	bc1 := 1 - math.Pow(adamBeta1, float64(a.t))
 	bc2 := 1 - math.Pow(adamBeta2, float64(a.t))
-	step := lr / bc1
-	sq := 1 / math.Sqrt(bc2)
-	m, v, sc, wd := a.m[lo:hi], a.v[lo:hi], a.scale[lo:hi], a.decay[lo:hi]
-	pp, gg := p[lo:hi], g[lo:hi]
-	for i := range pp {
-		gi := gg[i] * clip
-		mi := adamBeta1*m[i] + (1-adamBeta1)*gi
-		vi := adamBeta2*v[i] + (1-adamBeta2)*gi*gi
-		m[i], v[i] = mi, vi
-		pp[i] -= sc[i]*step*mi/(math.Sqrt(vi)*sq+adamEps) + lr*wd[i]*pp[i]
+	k := gemm.AdamConsts{
+		Clip: clip, Beta1: adamBeta1, OneMinusBeta1: 1 - adamBeta1, Beta2: adamBeta2, OneMinusBeta2: 1 - adamBeta2,
+		InvSqrtBC2: 1 / math.Sqrt(bc2), Eps: adamEps,
+	}
+	for _, sg := range a.segs {
+		l, h := max(lo, sg.lo), min(hi, sg.hi)
+		if l >= h {
+			continue
+		}
+		k.Step = sg.scale * lr / bc1
+		k.Decay = lr * sg.decay
+		gemm.AdamStep(p[l:h], g[l:h], a.m[l:h], a.v[l:h], &k)
 	}
 }

@@ -20,3 +20,5 @@ func ntAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64,
 func axpyAsm(alpha float64, x, y []float64) { axpyGeneric(alpha, x, y) }
 
 func dotAsm(x, y []float64) float64 { return dotGeneric(x, y) }
+
+func adamAsm(p, g, m, v []float64, k *AdamConsts) { adamGeneric(p, g, m, v, k) }
