@@ -133,6 +133,9 @@ func (m *Model) metadata(weightsSHA string) map[string]string {
 	if m.Meta.Selected != nil {
 		md["selected"] = js(m.Meta.Selected)
 	}
+	if m.Meta.Training != nil {
+		md["training"] = js(m.Meta.Training)
+	}
 	return md
 }
 
@@ -314,6 +317,11 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 	if s := md["selected"]; s != "" {
 		if err := json.Unmarshal([]byte(s), &meta.Selected); err != nil {
 			return cfg, meta, fmt.Errorf("corrupted header: metadata selected: %v", err)
+		}
+	}
+	if s := md["training"]; s != "" {
+		if err := json.Unmarshal([]byte(s), &meta.Training); err != nil {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata training: %v", err)
 		}
 	}
 	if s := md["metrics"]; s != "" {

@@ -30,6 +30,8 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		DataSHA256:   "abc123",
 		DataName:     "ETTh1.csv",
 		Metrics:      map[string]float64{"test_mse": 0.39, "test_mae": 0.41},
+		Training:     TrainConfig{Seed: 42}.Settings(),
+		Selected:     []int{1, 2, 3, 4, 5, 6},
 		Seed:         42,
 	}
 	path := filepath.Join(t.TempDir(), "m.safetensors")

@@ -40,6 +40,8 @@ type Meta struct {
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	// Seed is the seed the model was initialised and trained with.
 	Seed uint64 `json:"seed,omitempty"`
+	// Training holds the settings the model was trained with.
+	Training map[string]float64 `json:"training,omitempty"`
 	// Selected counts, per frequency id, how many test windows selected it.
 	Selected []int `json:"selected,omitempty"`
 }
@@ -71,6 +73,12 @@ func (m *Model) Clone() *Model {
 	c.Meta.Mean = append([]float64(nil), m.Meta.Mean...)
 	c.Meta.Std = append([]float64(nil), m.Meta.Std...)
 	c.Meta.Selected = append([]int(nil), m.Meta.Selected...)
+	if m.Meta.Training != nil {
+		c.Meta.Training = make(map[string]float64, len(m.Meta.Training))
+		for k, v := range m.Meta.Training {
+			c.Meta.Training[k] = v
+		}
+	}
 	if m.Meta.Metrics != nil {
 		c.Meta.Metrics = make(map[string]float64, len(m.Meta.Metrics))
 		for k, v := range m.Meta.Metrics {

@@ -158,6 +158,8 @@ func (c TrainConfig) validate() error {
 		return fmt.Errorf("train: batch size %d is below %d; use at least %d", c.BatchSize, shards, shards)
 	case c.Patience < 1:
 		return fmt.Errorf("train: patience = %d; use at least 1", c.Patience)
+	case c.ChannelShuffle > 1:
+		return fmt.Errorf("train: channel shuffle %g is not a probability; use a value from 0 to 1", c.ChannelShuffle)
 	case c.Dropout >= 1:
 		return fmt.Errorf("train: dropout %g drops every unit; use a probability below 1 such as 0.1", c.Dropout)
 	case c.LearningRate > 1:
@@ -294,6 +296,20 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		}
 	}
 	return t.finish(res, best, "epochs"), nil
+}
+
+// Settings returns the effective settings (defaults filled in) as numbers,
+// for the model file's record of how it was trained.
+func (c TrainConfig) Settings() map[string]float64 {
+	c = c.withDefaults()
+	return map[string]float64{
+		"epochs": float64(c.Epochs), "batch_size": float64(c.BatchSize), "learning_rate": c.LearningRate,
+		"freq_rate_scale": c.FreqRateScale, "min_learning_rate": c.MinLearningRate, "clip_norm": c.ClipNorm,
+		"tau_start": c.TauStart, "tau_end": c.TauEnd, "patience": float64(c.Patience), "seed": float64(c.Seed),
+		"lambda_div": c.LambdaDiv, "lambda_recon": c.LambdaRecon, "lambda_sparse": c.LambdaSparse, "lambda_var": c.LambdaVar,
+		"dropout": c.Dropout, "weight_decay": c.WeightDecay, "input_noise": c.InputNoise,
+		"channel_shuffle": c.ChannelShuffle, "ema": c.EMA,
+	}
 }
 
 // cosineRate is the learning rate of global step s of total.

@@ -179,6 +179,7 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		{"truncated model", []string{"inspect", "--model", truncated}, "truncated"},
 		{"missing flag", []string{"train", "--data", data, "--out", modelPath}, "--horizon is required"},
 		{"bad mode", []string{"train", "--data", data, "--horizon", "4", "--mode", "both", "--out", modelPath}, "mode"},
+		{"bad channel shuffle", []string{"train", "--data", data, "--horizon", "4", "--channel-shuffle", "1.5", "--out", modelPath}, "probability"},
 		{"row too early", []string{"predict", "--model", modelPath, "--data", data, "--at", "3"}, "--at 3"},
 		{"row past the end", []string{"predict", "--model", modelPath, "--data", data, "--at", "400"}, "past the last"},
 		{"unknown command", []string{"serve-all"}, "unknown command"},

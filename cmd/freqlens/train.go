@@ -24,6 +24,7 @@ type trainReport struct {
 	Horizon            int                `json:"horizon"`
 	Channels           int                `json:"channels"`
 	Seed               uint64             `json:"seed"`
+	ChannelShuffle     float64            `json:"channel_shuffle"`
 	Params             int                `json:"params"`
 	TrainWindows       int                `json:"train_windows"`
 	ValWindows         int                `json:"val_windows"`
@@ -49,6 +50,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	epochs := fs.Int("epochs", 50, "most passes over the training windows (early stopping may end sooner)")
 	seed := fs.Uint64("seed", 42, "seed of the initialisation, shuffling and Gumbel noise")
 	mode := fs.String("mode", string(model.Mixed), "mixed (all channels in one model) or independent (one single-channel model for every channel)")
+	shuffle := fs.Float64("channel-shuffle", -1, "mixed mode: share of training samples whose channels come from independently drawn windows (default: the model package's default; 0 turns it off)")
 	out := fs.String("out", "", "where to write the model (safetensors)")
 	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -59,6 +61,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *horizon < 1 || *lookback < 4 || *epochs < 1 {
 		return fmt.Errorf("--horizon, --lookback and --epochs must be positive (lookback at least 4); got %d, %d, %d", *horizon, *lookback, *epochs)
+	}
+	if *shuffle > 1 || (*shuffle < 0 && *shuffle != -1) {
+		return fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", *shuffle)
 	}
 	if m := model.Mode(*mode); m != model.Mixed && m != model.Independent {
 		return fmt.Errorf("--mode %q is unknown; use mixed or independent", *mode)
@@ -94,7 +99,14 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bar := newProgress(stderr, *epochs)
 	bar.start(fmt.Sprintf("training %s on %s: %d windows, %d params", *mode, filepath.Base(*data), bm.Train.Len(), params))
 	start := time.Now()
-	res, trainErr := model.Train(ctx, m, bm.Train, bm.Val, model.TrainConfig{Epochs: *epochs, Seed: *seed}, bar.epoch)
+	tc := model.TrainConfig{Epochs: *epochs, Seed: *seed}
+	switch {
+	case *shuffle == 0:
+		tc.ChannelShuffle = -1 // off
+	case *shuffle > 0:
+		tc.ChannelShuffle = *shuffle
+	}
+	res, trainErr := model.Train(ctx, m, bm.Train, bm.Val, tc, bar.epoch)
 	bar.done()
 	if trainErr != nil && !(errors.Is(trainErr, context.Canceled) && res != nil && res.BestEpoch > 0) {
 		return trainErr
@@ -112,6 +124,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"best_epoch": float64(res.BestEpoch), "epochs_run": float64(res.EpochsRun),
 	}
 	m.Meta.Selected = met.Selected
+	m.Meta.Training = tc.Settings()
 	if err := m.Save(*out); err != nil {
 		return err
 	}
@@ -119,7 +132,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rep := trainReport{
 		Model: *out, Data: *data, Protocol: string(bm.Protocol), Mode: *mode,
 		Lookback: *lookback, Horizon: *horizon, Channels: frame.Channels(), Seed: *seed, Params: params,
-		TrainWindows: bm.Train.Len(), ValWindows: bm.Val.Len(), TestWindows: bm.Test.Len(),
+		ChannelShuffle: m.Meta.Training["channel_shuffle"],
+		TrainWindows:   bm.Train.Len(), ValWindows: bm.Val.Len(), TestWindows: bm.Test.Len(),
 		EpochsRun: res.EpochsRun, EpochSecondsMedian: res.MedianEpochSeconds(), TrainSeconds: trainSecs,
 		Stopped: res.Stopped, BestEpoch: res.BestEpoch, ValMSE: res.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
