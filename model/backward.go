@@ -30,7 +30,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	cfg, p, bs, tr, g := m.cfg, m.params, m.basis, ws.tr, ws.tr.grad
 	n := ws.n
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden
 	HC, C1, LC, nN := H*C, C+1, L*C, n*N
 	alpha := sigmoid(p.Fusion[0])
 
@@ -53,76 +53,16 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	}
 	g.Fusion[0] += dalpha * alpha * (1 - alpha)
 
-	// Residual MLP.
-	dr, drh := tr.dr[:n*HC], tr.drh[:n*R]
+	// Residual MLP and heads, split between parts.
+	dr := tr.dr[:n*HC]
 	for i, v := range dyn {
 		dr[i] = (1 - alpha) * v
 	}
-	for b := range n {
-		gemm.Axpy(1, dr[b*HC:(b+1)*HC], g.ResB2)
-	}
-	gemm.TN(R, HC, n, ws.rh, R, dr, HC, g.ResW2, HC)
-	clear(drh)
-	gemm.NT(n, R, HC, dr, HC, p.ResW2, HC, drh, R)
-	for i := range drh {
-		drh[i] *= geluGrad(ws.rpre[i], ws.rtanh[i])
-	}
-	if draws.resMask != nil {
-		for i, k := range draws.resMask[:n*R] {
-			drh[i] *= k
-		}
-	}
-	for b := range n {
-		gemm.Axpy(1, drh[b*R:(b+1)*R], g.ResB1)
-	}
-	gemm.TN(LC, R, n, ws.xn, LC, drh, R, g.ResW1, R)
-
-	// Heads, one product per selected head.
+	clear(tr.dcoef[:nN*d])
+	ws.draws, ws.bk = draws, k
+	ws.do(secBackward)
+	ws.draws = nil
 	dcoef := tr.dcoef[:nN*d]
-	clear(dcoef)
-	for f := range N {
-		lo, hi := int(ws.groupStart[f]), int(ws.groupStart[f+1])
-		cnt := hi - lo
-		if cnt == 0 {
-			continue
-		}
-		G, A, O := ws.gcoef[lo*d:hi*d], ws.hidden[lo*E:hi*E], ws.contrib[lo*HC:hi*HC]
-		dO, dA, dG := tr.dO[lo*HC:hi*HC], tr.dA[lo*E:hi*E], tr.dG[lo*d:hi*d]
-		for j := range cnt {
-			b := int(ws.groupWin[lo+j])
-			row := dO[j*HC : (j+1)*HC]
-			for i, v := range dyn[b*HC : (b+1)*HC] {
-				row[i] = alpha * v
-			}
-			tr.dm[lo+j] = gemm.Dot(row, O[j*HC:(j+1)*HC])
-		}
-		w1, w2 := p.HeadW1[f*d*E:(f+1)*d*E], p.HeadW2[f*E*HC:(f+1)*E*HC]
-		gemm.TN(E, HC, cnt, A, E, dO, HC, g.HeadW2[f*E*HC:(f+1)*E*HC], HC)
-		clear(dA)
-		gemm.NT(cnt, E, HC, dO, HC, w2, HC, dA, E)
-		// A holds ReLU outputs after dropout: zero exactly where the unit
-		// was inactive or dropped; a kept unit carries its mask factor.
-		for i, v := range A {
-			if v <= 0 {
-				dA[i] = 0
-			}
-		}
-		if draws.headMask != nil {
-			for j := range cnt {
-				mask := draws.headMask[int(ws.slotSel[lo+j])*E:]
-				for e := range E {
-					dA[j*E+e] *= mask[e]
-				}
-			}
-		}
-		gemm.TN(d, E, cnt, G, d, dA, E, g.HeadW1[f*d*E:(f+1)*d*E], E)
-		clear(dG)
-		gemm.NT(cnt, d, E, dA, E, w1, E, dG, d)
-		for j := range cnt {
-			b := int(ws.groupWin[lo+j])
-			gemm.Axpy(1, dG[j*d:(j+1)*d], dcoef[(b*N+f)*d:(b*N+f+1)*d])
-		}
-	}
 
 	// Straight-through selection and the sparsity loss.
 	dscore := tr.dscore[:nN]
@@ -204,6 +144,90 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		gemm.NT(N, L, C, db, C1, ws.xn[b*LC:(b+1)*LC], C, tr.dPsibar, L)
 		for i := range N {
 			tr.onesAcc[i] += db[i*C1+C]
+		}
+	}
+}
+
+// headsAndResidualBackward is part's share of the backward pass through the
+// residual MLP (split by output column) and the heads (split by head), given
+// ∂L/∂ŷₙ in ws.tr.dyn and (1−α)·∂L/∂ŷₙ in ws.tr.dr.
+func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
+	cfg, p, tr, g, n := m.cfg, m.params, ws.tr, ws.tr.grad, ws.n
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, E, R := cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
+	HC, LC := H*C, L*C
+	alpha := sigmoid(p.Fusion[0])
+	dyn, dr, drh := tr.dyn[:n*HC], tr.dr[:n*HC], tr.drh[:n*R]
+	var resMask, headMask []float64
+	if ws.draws != nil {
+		resMask, headMask = ws.draws.resMask, ws.draws.headMask
+	}
+
+	// Residual: output columns h0:h1 of the last layer, hidden columns r0:r1.
+	h0, h1 := split(HC, part, ws.parts())
+	for b := range n {
+		gemm.Axpy(1, dr[b*HC+h0:b*HC+h1], g.ResB2[h0:h1])
+	}
+	gemm.TN(R, h1-h0, n, ws.rh, R, dr[h0:], HC, g.ResW2[h0:], HC)
+	r0, r1 := split(R, part, ws.parts())
+	for b := range n {
+		clear(drh[b*R+r0 : b*R+r1])
+	}
+	gemm.NT(n, r1-r0, HC, dr, HC, p.ResW2[r0*HC:], HC, drh[r0:], R)
+	for b := range n {
+		for i := b*R + r0; i < b*R+r1; i++ {
+			drh[i] *= geluGrad(ws.rpre[i], ws.rtanh[i])
+			if resMask != nil {
+				drh[i] *= resMask[i]
+			}
+		}
+		gemm.Axpy(1, drh[b*R+r0:b*R+r1], g.ResB1[r0:r1])
+	}
+	gemm.TN(LC, r1-r0, n, ws.xn, LC, drh[r0:], R, g.ResW1[r0:], R)
+
+	// Heads, one product per selected head.
+	fLo, fHi := ws.headRange(part)
+	for f := fLo; f < fHi; f++ {
+		lo, hi := int(ws.groupStart[f]), int(ws.groupStart[f+1])
+		cnt := hi - lo
+		if cnt == 0 {
+			continue
+		}
+		G, A, O := ws.gcoef[lo*d:hi*d], ws.hidden[lo*E:hi*E], ws.contrib[lo*HC:hi*HC]
+		dO, dA, dG := tr.dO[lo*HC:hi*HC], tr.dA[lo*E:hi*E], tr.dG[lo*d:hi*d]
+		for j := range cnt {
+			b := int(ws.groupWin[lo+j])
+			row := dO[j*HC : (j+1)*HC]
+			for i, v := range dyn[b*HC : (b+1)*HC] {
+				row[i] = alpha * v
+			}
+			tr.dm[lo+j] = gemm.Dot(row, O[j*HC:(j+1)*HC])
+		}
+		w1, w2 := p.HeadW1[f*d*E:(f+1)*d*E], p.HeadW2[f*E*HC:(f+1)*E*HC]
+		gemm.TN(E, HC, cnt, A, E, dO, HC, g.HeadW2[f*E*HC:(f+1)*E*HC], HC)
+		clear(dA)
+		gemm.NT(cnt, E, HC, dO, HC, w2, HC, dA, E)
+		// A holds ReLU outputs after dropout: zero exactly where the unit
+		// was inactive or dropped; a kept unit carries its mask factor.
+		for i, v := range A {
+			if v <= 0 {
+				dA[i] = 0
+			}
+		}
+		if headMask != nil {
+			for j := range cnt {
+				mask := headMask[int(ws.slotSel[lo+j])*E:]
+				for e := range E {
+					dA[j*E+e] *= mask[e]
+				}
+			}
+		}
+		gemm.TN(d, E, cnt, G, d, dA, E, g.HeadW1[f*d*E:(f+1)*d*E], E)
+		clear(dG)
+		gemm.NT(cnt, d, E, dA, E, w1, E, dG, d)
+		for j := range cnt {
+			b := int(ws.groupWin[lo+j])
+			gemm.Axpy(1, dG[j*d:(j+1)*d], ws.tr.dcoef[(b*N+f)*d:(b*N+f+1)*d])
 		}
 	}
 }

@@ -73,7 +73,7 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 	ws.n, ws.m = n, m
 	cfg, p, bs := m.cfg, m.params, m.basis
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden
 	HC, C1, LC := H*C, C+1, L*C
 
 	// 1. Normalise each window (or copy it as it is).
@@ -143,70 +143,12 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 	// 6. Group the selections by head so each head runs one product.
 	ws.group(n)
 
-	// 7. Heads: g_f(c_f) = ReLU(c_f·A_f)·B_f for the selected f only.
-	for f := range N {
-		lo, hi := int(ws.groupStart[f]), int(ws.groupStart[f+1])
-		cnt := hi - lo
-		if cnt == 0 {
-			continue
-		}
-		G := ws.gcoef[lo*d : hi*d]
-		for j := lo; j < hi; j++ {
-			b := int(ws.groupWin[j])
-			copy(G[(j-lo)*d:(j-lo+1)*d], coef[(b*N+f)*d:(b*N+f+1)*d])
-		}
-		A := ws.hidden[lo*E : hi*E]
-		clear(A)
-		gemm.NN(cnt, E, d, G, d, p.HeadW1[f*d*E:(f+1)*d*E], E, A, E)
-		for i, v := range A {
-			if v < 0 {
-				A[i] = 0
-			}
-		}
-	}
-	if draws != nil && draws.headMask != nil {
-		for i, j := range ws.pos[:n*K] {
-			A, mask := ws.hidden[int(j)*E:int(j+1)*E], draws.headMask[i*E:(i+1)*E]
-			for e := range A {
-				A[e] *= mask[e]
-			}
-		}
-	}
-	for f := range N {
-		lo, hi := int(ws.groupStart[f]), int(ws.groupStart[f+1])
-		if hi == lo {
-			continue
-		}
-		O := ws.contrib[lo*HC : hi*HC]
-		clear(O)
-		gemm.NN(hi-lo, HC, E, ws.hidden[lo*E:hi*E], E, p.HeadW2[f*E*HC:(f+1)*E*HC], HC, O, HC)
-	}
-	fs := ws.freqSum[:n*HC]
-	clear(fs)
-	for b := range n {
-		row := fs[b*HC : (b+1)*HC]
-		for k := range K {
-			j := int(ws.pos[b*K+k])
-			gemm.Axpy(1, ws.contrib[j*HC:(j+1)*HC], row)
-		}
-	}
-
-	// 8. Residual MLP on the flattened window.
-	rpre, rt, rh, res := ws.rpre[:n*R], ws.rtanh[:n*R], ws.rh[:n*R], ws.res[:n*HC]
-	for b := range n {
-		copy(rpre[b*R:(b+1)*R], p.ResB1)
-		copy(res[b*HC:(b+1)*HC], p.ResB2)
-	}
-	gemm.NN(n, R, LC, xn, LC, p.ResW1, R, rpre, R)
-	for i, v := range rpre {
-		rh[i], rt[i] = gelu(v)
-	}
-	if draws != nil && draws.resMask != nil {
-		for i, k := range draws.resMask[:n*R] {
-			rh[i] *= k
-		}
-	}
-	gemm.NN(n, HC, R, rh, R, p.ResW2, HC, res, HC)
+	// 7–8. The heads and the residual MLP, in two split sections.
+	ws.draws = draws
+	ws.do(secHeadsAndHidden)
+	ws.do(secResidualOut)
+	ws.draws = nil
+	fs, res := ws.freqSum[:n*HC], ws.res[:n*HC]
 
 	// 9. Fuse and undo the normalisation.
 	alpha := sigmoid(p.Fusion[0])
@@ -219,6 +161,96 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 			}
 		}
 	}
+}
+
+// headsAndHidden is part's share of the heads, g_f(c_f) = ReLU(c_f·A_f)·B_f
+// for the selected f only, and of the residual MLP's hidden layer. Work is
+// split between parts by head and by output column, never along a sum, so
+// the result does not depend on how many parts run.
+func (m *Model) headsAndHidden(ws *Workspace, part int) {
+	cfg, p, n := m.cfg, m.params, ws.n
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	d, N, E, R := cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
+	HC, LC := H*C, L*C
+	var headMask, resMask []float64
+	if ws.draws != nil {
+		headMask, resMask = ws.draws.headMask, ws.draws.resMask
+	}
+	fLo, fHi := ws.headRange(part)
+	for f := fLo; f < fHi; f++ {
+		lo, hi := int(ws.groupStart[f]), int(ws.groupStart[f+1])
+		cnt := hi - lo
+		if cnt == 0 {
+			continue
+		}
+		G := ws.gcoef[lo*d : hi*d]
+		for j := lo; j < hi; j++ {
+			b := int(ws.groupWin[j])
+			copy(G[(j-lo)*d:(j-lo+1)*d], ws.coef[(b*N+f)*d:(b*N+f+1)*d])
+		}
+		A := ws.hidden[lo*E : hi*E]
+		clear(A)
+		gemm.NN(cnt, E, d, G, d, p.HeadW1[f*d*E:(f+1)*d*E], E, A, E)
+		for i, v := range A {
+			if v < 0 {
+				A[i] = 0
+			}
+		}
+		if headMask != nil {
+			for j := range cnt {
+				mask := headMask[int(ws.slotSel[lo+j])*E:]
+				for e := range E {
+					A[j*E+e] *= mask[e]
+				}
+			}
+		}
+		O := ws.contrib[lo*HC : hi*HC]
+		clear(O)
+		gemm.NN(cnt, HC, E, A, E, p.HeadW2[f*E*HC:(f+1)*E*HC], HC, O, HC)
+	}
+
+	rpre, rt, rh := ws.rpre[:n*R], ws.rtanh[:n*R], ws.rh[:n*R]
+	c0, c1 := split(R, part, ws.parts())
+	for b := range n {
+		copy(rpre[b*R+c0:b*R+c1], p.ResB1[c0:c1])
+	}
+	gemm.NN(n, c1-c0, LC, ws.xn, LC, p.ResW1[c0:], R, rpre[c0:], R)
+	for b := range n {
+		for i := b*R + c0; i < b*R+c1; i++ {
+			rh[i], rt[i] = gelu(rpre[i])
+			if resMask != nil {
+				rh[i] *= resMask[i]
+			}
+		}
+	}
+}
+
+// residualOut is part's share of the residual MLP's output layer and of the
+// per-window sums of the selected heads.
+func (m *Model) residualOut(ws *Workspace, part int) {
+	cfg, p, n := m.cfg, m.params, ws.n
+	HC, K, R := cfg.Horizon*cfg.Channels, cfg.TopK, cfg.ResidualHidden
+	res, fs := ws.res[:n*HC], ws.freqSum[:n*HC]
+	c0, c1 := split(HC, part, ws.parts())
+	for b := range n {
+		copy(res[b*HC+c0:b*HC+c1], p.ResB2[c0:c1])
+	}
+	gemm.NN(n, c1-c0, R, ws.rh, R, p.ResW2[c0:], HC, res[c0:], HC)
+	b0, b1 := split(n, part, ws.parts())
+	for b := b0; b < b1; b++ {
+		row := fs[b*HC : (b+1)*HC]
+		clear(row)
+		for k := range K {
+			j := int(ws.pos[b*K+k])
+			gemm.Axpy(1, ws.contrib[j*HC:(j+1)*HC], row)
+		}
+	}
+}
+
+// split returns part's share [lo, hi) of n items cut into parts.
+func split(n, part, parts int) (lo, hi int) {
+	per := (n + parts - 1) / parts
+	return min(part*per, n), min((part+1)*per, n)
 }
 
 // instanceNorm writes each window's channels with their own mean removed
@@ -300,6 +332,13 @@ func (ws *Workspace) group(n int) {
 		gs[f+1] += gs[f]
 	}
 	copy(ws.cursor, gs[:N])
+	// Split the heads between two parts at the frequency that halves the work.
+	ws.headSplit = 0
+	for f := 1; f <= N; f++ {
+		if 2*gs[f] <= gs[N] {
+			ws.headSplit = f
+		}
+	}
 	for b := range n {
 		for k := range K {
 			f := sel[b*K+k]

@@ -44,7 +44,7 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 			noise := gumbel(n*m.cfg.Frequencies, 23)
 			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: 0.2})
 			hand := tr.gradient(n, tau)
-			got := slices.Clone(tr.ws[0].tr.grad.Data)
+			got := slices.Clone(tr.ws.tr.grad.Data)
 			fix := selectionOf(tr, n)
 
 			want, loss := gorgoniaGradient(t, m, x, y, n, noise, tau, fix, tr.cfg)

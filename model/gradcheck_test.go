@@ -64,7 +64,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 			const tau = 0.5
 			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: 0.3})
 			tr.gradient(n, tau)
-			got := slices.Clone(tr.ws[0].tr.grad.Data)
+			got := slices.Clone(tr.ws.tr.grad.Data)
 			fix := selectionOf(tr, n)
 
 			p := m.params.clone(m.cfg)

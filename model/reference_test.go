@@ -300,9 +300,8 @@ func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, tc Tra
 func selectionOf(tr *trainer, n int) refSelection {
 	K, N := tr.m.cfg.TopK, tr.m.cfg.Frequencies
 	var fix refSelection
-	per := (n + shards - 1) / shards
 	for b := range n {
-		ws, j := tr.ws[b/per], b%per
+		ws, j := tr.ws, b
 		sel := make([]int, K)
 		pbar := make([]float64, K)
 		for k := range K {

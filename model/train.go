@@ -12,10 +12,11 @@ import (
 	"github.com/freqlens/freqlens/internal/gemm"
 )
 
-// shards is the fixed number of parts a training batch is split into, one
-// per core. It is a constant, not the core count, so a seed gives the same
-// model on any machine: floating-point sums happen in the same order.
-const shards = 2
+// parts is the fixed number of parts the parallel sections of a training
+// step are cut into, one per core. Sections split work by head, by output
+// column or by parameter range, never along a sum, so a seed gives the same
+// model on any number of cores.
+const parts = 2
 
 // TrainConfig sets how a model is trained. The zero value of every field
 // means its default.
@@ -96,7 +97,7 @@ type TrainConfig struct {
 	//
 	// Default: 0 (off)
 	EMA float64
-	// Workers is how many goroutines run the shards of a step and the
+	// Workers is how many goroutines run the parallel sections of a step and the
 	// evaluation; results do not depend on it.
 	//
 	// Default: 2
@@ -154,8 +155,8 @@ func (c TrainConfig) validate() error {
 	switch {
 	case c.Epochs < 1:
 		return fmt.Errorf("train: epochs = %d; use at least 1", c.Epochs)
-	case c.BatchSize < shards:
-		return fmt.Errorf("train: batch size %d is below %d; use at least %d", c.BatchSize, shards, shards)
+	case c.BatchSize < 1:
+		return fmt.Errorf("train: batch size %d; use at least 1", c.BatchSize)
 	case c.Patience < 1:
 		return fmt.Errorf("train: patience = %d; use at least 1", c.Patience)
 	case c.ChannelShuffle > 1:
@@ -336,7 +337,7 @@ type trainer struct {
 	cfg               TrainConfig
 	data              *batcher
 	rng               *rand.Rand
-	ws                [shards]*Workspace
+	ws                *Workspace
 	evalWS            []*Workspace
 	x, y              []float64 // batch inputs and targets
 	out               []float64 // batch forecasts
@@ -348,10 +349,9 @@ type trainer struct {
 	wwT               []float64
 	dPsi              []float64
 	qw                []float64 // (C+1)×d: Q·W̃
-	gradSq            float64   // squared norm of the step's gradient
+	draws             stepDraws
 	order             []int
 	opt               *adam
-	shardL            [shards]stepLoss
 }
 
 func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
@@ -382,9 +382,16 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 		t.resMask = make([]float64, B*c.ResidualHidden)
 		t.headMask = make([]float64, B*c.TopK*c.HeadHidden)
 	}
-	for s := range shards {
-		t.ws[s] = m.NewWorkspace((B + shards - 1) / shards)
-		t.ws[s].enableTraining()
+	t.ws = m.NewWorkspace(B)
+	t.ws.enableTraining()
+	if cfg.Workers >= 2 {
+		ws := t.ws
+		t.ws.par = func(s section) {
+			var wg sync.WaitGroup
+			wg.Go(func() { ws.run(s, 1) })
+			ws.run(s, 0)
+			wg.Wait()
+		}
 	}
 	return t
 }
@@ -435,7 +442,8 @@ func (t *trainer) step(idx []int, lr, tau float64) (stepLoss, error) {
 }
 
 // gradient computes the training loss of the B windows in t.x, t.y with
-// Gumbel draws t.noise, and leaves its gradient in t.ws[0].tr.grad.
+// Gumbel draws t.noise, and leaves its gradient in t.ws.tr.grad, which must
+// be zero on entry (apply clears it).
 func (t *trainer) gradient(B int, tau float64) stepLoss {
 	m, cfg := t.m, t.cfg
 	c := m.cfg
@@ -447,74 +455,25 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 	gemm.NT(C1, C1, d, wt, d, wt, d, t.wwT, C1)
 	consts := backwardConsts{batch: B, tau: tau, lambdaSparse: cfg.LambdaSparse, lambdaRecon: cfg.LambdaRecon, wwT: t.wwT}
 
-	// Forward and backward of each shard, in parallel.
-	per := (B + shards - 1) / shards
-	t.run(func(s int) {
-		lo, hi := min(s*per, B), min((s+1)*per, B)
-		ws := t.ws[s] // its gradient buffer is zero here: apply and the merge below clear it
-		if hi == lo {
-			t.shardL[s] = stepLoss{}
-			clear(ws.tr.recQ)
-			clear(ws.tr.dPsibar)
-			clear(ws.tr.onesAcc)
-			return
-		}
-		n := hi - lo
-		x, y := t.x[lo*L*C:hi*L*C], t.y[lo*HC:hi*HC]
-		out, dOut := t.out[lo*HC:hi*HC], t.dOut[lo*HC:hi*HC]
-		draws := &stepDraws{noise: t.noise[lo*N : hi*N], tau: tau}
-		if t.xNoise != nil {
-			draws.xNoise = t.xNoise[lo*L*C : hi*L*C]
-		}
-		if t.resMask != nil {
-			R, KE := c.ResidualHidden, c.TopK*c.HeadHidden
-			draws.resMask, draws.headMask = t.resMask[lo*R:hi*R], t.headMask[lo*KE:hi*KE]
-		}
-		m.forward(ws, out, x, n, draws)
-		mse, vr := outputLoss(dOut, out, y, n, H, C, B, cfg.LambdaVar)
-		m.backward(ws, dOut, draws, consts)
-		t.shardL[s] = stepLoss{mse: mse, vr: vr, sparse: ws.tr.sparse / float64(B)}
-	})
-
-	// Combine the shards: gradients, basis gradient, reconstruction.
-	g := t.ws[0].tr.grad
+	ws := t.ws
+	draws := &t.draws
+	*draws = stepDraws{noise: t.noise[:B*N], tau: tau, resMask: t.resMask, headMask: t.headMask}
+	if t.xNoise != nil {
+		draws.xNoise = t.xNoise[:B*L*C]
+	}
+	out, dOut := t.out[:B*HC], t.dOut[:B*HC]
+	m.forward(ws, out, t.x[:B*L*C], B, draws)
 	var l stepLoss
-	for s := range shards {
-		l.mse += t.shardL[s].mse
-		l.vr += t.shardL[s].vr
-		l.sparse += t.shardL[s].sparse
-	}
-	// One pass over memory: add the other shards' gradients into shard 0's,
-	// clear theirs for the next step and sum the squares for clipping.
-	var sq [shards]float64
-	t.parallelParts(len(g.Data), func(part, lo, hi int) {
-		for b := lo; b < hi; b += chunk {
-			e := min(b+chunk, hi)
-			dst := g.Data[b:e]
-			for s := 1; s < shards; s++ {
-				src := t.ws[s].tr.grad.Data[b:e]
-				gemm.Axpy(1, src, dst)
-				clear(src)
-			}
-			sq[part] += gemm.Dot(dst, dst)
-		}
-	})
-	t.gradSq = 0
-	for _, v := range sq {
-		t.gradSq += v
-	}
-	// The whole-step terms below change W̃, θ and φ: keep the sum of squares right.
-	wt0, th, ph := g.Data[:C1*d], g.Theta, g.Phi
-	t.gradSq -= gemm.Dot(wt0, wt0) + gemm.Dot(th, th) + gemm.Dot(ph, ph)
-	q := t.ws[0].tr.recQ
-	copy(t.dPsi, t.ws[0].tr.dPsibar)
-	for s := 1; s < shards; s++ {
-		gemm.Axpy(1, t.ws[s].tr.dPsibar, t.dPsi)
-		gemm.Axpy(1, t.ws[s].tr.recQ, q)
-		gemm.Axpy(1, t.ws[s].tr.onesAcc, t.ws[0].tr.onesAcc)
-	}
+	l.mse, l.vr = outputLoss(dOut, out, t.y[:B*HC], B, H, C, B, cfg.LambdaVar)
+	m.backward(ws, dOut, draws, consts)
+	l.sparse = ws.tr.sparse / float64(B)
+
+	// The whole-step terms: the basis gradient and the reconstruction.
+	g := ws.tr.grad
+	q := ws.tr.recQ
+	copy(t.dPsi, ws.tr.dPsibar)
 	for i := range N {
-		a := t.ws[0].tr.onesAcc[i]
+		a := ws.tr.onesAcc[i]
 		row := t.dPsi[i*L : (i+1)*L]
 		for j := range row {
 			row[j] += a
@@ -533,7 +492,6 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 	}
 	m.basis.backward(t.dPsi, g.Theta, g.Phi, c.Lookback)
 	l.div = m.basis.diversity(cfg.LambdaDiv, g.Theta, c.Lookback, t.order)
-	t.gradSq += gemm.Dot(wt0, wt0) + gemm.Dot(th, th) + gemm.Dot(ph, ph)
 	l.total = l.mse + cfg.LambdaDiv*l.div + cfg.LambdaRecon*l.recon + cfg.LambdaSparse*l.sparse + cfg.LambdaVar*l.vr
 	return l
 }
@@ -542,12 +500,17 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 // once: small enough to stay in cache between the operations on it.
 const chunk = 2048
 
-// apply clips the gradient in t.ws[0].tr.grad and takes one Adam step.
+// apply clips the gradient in t.ws.tr.grad, takes one Adam step and clears
+// the gradient.
 func (t *trainer) apply(lr float64) error {
 	m, cfg := t.m, t.cfg
-	g := t.ws[0].tr.grad
+	g := t.ws.tr.grad
 	// Clip and update; the update pass also clears the gradient.
-	norm := math.Sqrt(t.gradSq)
+	var sq [parts]float64
+	t.parallelParts(len(g.Data), func(part, lo, hi int) {
+		sq[part] = gemm.Dot(g.Data[lo:hi], g.Data[lo:hi])
+	})
+	norm := math.Sqrt(sq[0] + sq[1])
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return errDiverged
 	}
@@ -572,13 +535,13 @@ func (t *trainer) apply(lr float64) error {
 // run calls f for every shard, on up to cfg.Workers goroutines, and waits.
 func (t *trainer) run(f func(shard int)) {
 	if t.cfg.Workers < 2 {
-		for s := range shards {
+		for s := range parts {
 			f(s)
 		}
 		return
 	}
 	var wg sync.WaitGroup
-	for s := 1; s < shards; s++ {
+	for s := 1; s < parts; s++ {
 		wg.Go(func() { f(s) })
 	}
 	f(0)
@@ -588,7 +551,7 @@ func (t *trainer) run(f func(shard int)) {
 // parallelParts splits [0, n) into one contiguous part per shard and calls
 // f on each, concurrently when there are workers.
 func (t *trainer) parallelParts(n int, f func(part, lo, hi int)) {
-	per := (n + shards - 1) / shards
+	per := (n + parts - 1) / parts
 	t.run(func(s int) { f(s, min(s*per, n), min((s+1)*per, n)) })
 }
 

@@ -29,6 +29,13 @@ type Workspace struct {
 	freqSum              []float64 // n·H·C: Σ_{f∈S} g_f(c_f)
 	rpre, rtanh, rh, res []float64 // residual MLP: n·R, n·R, n·R, n·H·C
 	topv                 []float64 // K: top-K scratch
+	headSplit            int       // heads [0, headSplit) are part 0's, the rest part 1's
+	bk                   backwardConsts
+
+	// par, when set, runs ws.run(s, 0) and ws.run(s, 1) and returns when
+	// both are done (training sets it to use two cores); nil runs one part.
+	par   func(s section)
+	draws *stepDraws // the training draws of the pass in progress
 
 	tr *trainScratch // nil until the workspace is used for training
 }
@@ -130,4 +137,55 @@ func (ws *Workspace) enableTraining() {
 		onesAcc: make([]float64, N),
 		grad:    newParams(cfg),
 	}
+}
+
+// parts is the number of parts the split sections of a pass run in.
+func (ws *Workspace) parts() int {
+	if ws.par == nil {
+		return 1
+	}
+	return 2
+}
+
+// section names a split part of a forward or backward pass. Sections are
+// named rather than passed as closures so that a pass allocates nothing.
+type section int
+
+const (
+	secHeadsAndHidden section = iota
+	secResidualOut
+	secBackward
+)
+
+// do runs section s: every part of it.
+func (ws *Workspace) do(s section) {
+	if ws.par == nil {
+		ws.run(s, 0)
+		return
+	}
+	ws.par(s)
+}
+
+// run runs one part of section s.
+func (ws *Workspace) run(s section, part int) {
+	switch s {
+	case secHeadsAndHidden:
+		ws.m.headsAndHidden(ws, part)
+	case secResidualOut:
+		ws.m.residualOut(ws, part)
+	case secBackward:
+		ws.m.headsAndResidualBackward(ws, part)
+	}
+}
+
+// headRange is the heads part handles.
+func (ws *Workspace) headRange(part int) (lo, hi int) {
+	N := ws.cfg.Frequencies
+	switch {
+	case ws.par == nil:
+		return 0, N
+	case part == 0:
+		return 0, ws.headSplit
+	}
+	return ws.headSplit, N
 }
