@@ -72,12 +72,22 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 	mu, sd := ws.mu[i*C:(i+1)*C], ws.sd[i*C:(i+1)*C]
 	copy(dst.Level, mu)
 	fs, res := ws.freqSum[i*HC:(i+1)*HC], ws.res[i*HC:(i+1)*HC]
+	// Per output position: α·σ for the heads, σ and μ.
+	hs, sr, lv := ws.attrHead[:HC], ws.attrSD[:HC], ws.attrLevel[:HC]
+	for h := range H {
+		for c := range C {
+			hs[h*C+c], sr[h*C+c], lv[h*C+c] = alpha*sd[c], sd[c], mu[c]
+		}
+	}
+	// The same expressions as the forward pass, so that with every
+	// contribution zero the residual is the forecast to the last bit.
+	fc, rd := dst.Forecast[:HC], dst.Residual[:HC]
+	fs, res = fs[:HC], res[:HC]
 	total := 0.0
-	for j := range HC {
-		c := j % C
-		dst.Forecast[j] = (alpha*fs[j]+(1-alpha)*res[j])*sd[c] + mu[c]
-		r := (1 - alpha) * res[j] * sd[c]
-		dst.Residual[j] = r + mu[c]
+	for j := range fc {
+		fc[j] = (alpha*fs[j]+(1-alpha)*res[j])*sr[j] + lv[j]
+		r := (1 - alpha) * res[j] * sr[j]
+		rd[j] = r + lv[j]
 		total += math.Abs(r)
 	}
 	for k := range K {
@@ -87,15 +97,9 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 		ct.Frequency = m.frequency(f)
 		ct.Score = ws.score[i*cfg.Frequencies+f]
 		ct.Values = resize(ct.Values, HC)
-		g := ws.contrib[slot*HC : (slot+1)*HC]
-		abs := 0.0
-		for j := range HC {
-			v := alpha * g[j] * sd[j%C]
-			ct.Values[j] = v
-			abs += math.Abs(v)
-		}
-		ct.Share = abs
-		total += abs
+		vals := ct.Values[:HC]
+		ct.Share = scaleAbsSum(vals, ws.contrib[slot*HC:(slot+1)*HC], hs)
+		total += ct.Share
 	}
 	for k := range dst.Contributions {
 		if total > 0 {
@@ -113,4 +117,25 @@ func resize(s []float64, n int) []float64 {
 		return make([]float64, n)
 	}
 	return s[:n]
+}
+
+// scaleAbsSum writes dst[j] = g[j]·s[j] and returns Σ|dst[j]|, four
+// positions at a time so the additions overlap.
+func scaleAbsSum(dst, g, s []float64) float64 {
+	g, s = g[:len(dst)], s[:len(dst)]
+	var a0, a1, a2, a3 float64
+	i := 0
+	for ; i+4 <= len(dst); i += 4 {
+		v0, v1, v2, v3 := g[i]*s[i], g[i+1]*s[i+1], g[i+2]*s[i+2], g[i+3]*s[i+3]
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = v0, v1, v2, v3
+		a0 += math.Abs(v0)
+		a1 += math.Abs(v1)
+		a2 += math.Abs(v2)
+		a3 += math.Abs(v3)
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = g[i] * s[i]
+		a0 += math.Abs(dst[i])
+	}
+	return (a0 + a1) + (a2 + a3)
 }

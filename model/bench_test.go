@@ -29,8 +29,8 @@ func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64)
 	return m, x
 }
 
-// BenchmarkForwardWindow is the latency of one window's forecast and its
-// full attribution (C=7, L=H=96, defaults), on one goroutine.
+// BenchmarkForwardWindow is the latency of one window's forecast, alone and
+// with its full attribution (L=H=96, defaults), on one goroutine.
 func BenchmarkForwardWindow(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -39,19 +39,27 @@ func BenchmarkForwardWindow(b *testing.B) {
 		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}},
 		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			m, x := benchModel(b, c.cfg, 1)
-			ws := m.NewWorkspace(1)
-			dst := m.Forward(ws, nil, x)
-			var a *model.Attribution
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				dst = m.Forward(ws, dst, x)
-				a = ws.Attribution(0, a)
+		for _, explain := range []bool{false, true} {
+			name := c.name + "/forecast"
+			if explain {
+				name = c.name + "/forecast+attribution"
 			}
-			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/window")
-		})
+			b.Run(name, func(b *testing.B) {
+				m, x := benchModel(b, c.cfg, 1)
+				ws := m.NewWorkspace(1)
+				dst := m.Forward(ws, nil, x)
+				var a *model.Attribution
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					dst = m.Forward(ws, dst, x)
+					if explain {
+						a = ws.Attribution(0, a)
+					}
+				}
+				b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/window")
+			})
+		}
 	}
 }
 
@@ -145,4 +153,19 @@ func BenchmarkETTh1(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "ETTh1 H=96: test MSE %.4f MAE %.4f, best epoch %d of %d, median epoch %.2fs\n",
 			met.MSE, met.MAE, res.BestEpoch, res.EpochsRun, res.MedianEpochSeconds())
 	}
+}
+
+// BenchmarkAttribution is the cost of explaining one already forecast
+// window (C=7, H=96): K contributions of H×C values, the residual and the
+// shares.
+func BenchmarkAttribution(b *testing.B) {
+	m, x := benchModel(b, model.Config{Horizon: 96, Channels: 7}, 1)
+	ws := m.NewWorkspace(1)
+	m.Forward(ws, nil, x)
+	a := ws.Attribution(0, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		a = ws.Attribution(0, a)
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N), "µs/window")
 }

@@ -10,17 +10,12 @@ import (
 // instanceEps keeps the instance normalisation finite on a flat window.
 const instanceEps = 1e-5
 
-// GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+// GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), computed
+// by gemm.GELU, which also returns the tanh for the derivative.
 const (
 	geluC = 0.7978845608028654 // √(2/π)
 	geluA = 0.044715
 )
-
-// gelu returns GELU(x) and the tanh it used (kept for the derivative).
-func gelu(x float64) (y, t float64) {
-	t = math.Tanh(geluC * (x + geluA*x*x*x))
-	return 0.5 * x * (1 + t), t
-}
 
 // geluGrad returns dGELU/dx at x given t from gelu.
 func geluGrad(x, t float64) float64 {
@@ -117,9 +112,7 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 		copy(zpre[r*S:(r+1)*S], p.ScB1)
 	}
 	gemm.NN(nN, S, d, coef, d, p.ScW1, S, zpre, S)
-	for i, v := range zpre {
-		z[i], zt[i] = gelu(v)
-	}
+	gemm.GELU(z, zt, zpre)
 	for r := range nN {
 		score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
 	}
@@ -216,9 +209,10 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 	}
 	gemm.NN(n, c1-c0, LC, ws.xn, LC, p.ResW1[c0:], R, rpre[c0:], R)
 	for b := range n {
-		for i := b*R + c0; i < b*R+c1; i++ {
-			rh[i], rt[i] = gelu(rpre[i])
-			if resMask != nil {
+		lo, hi := b*R+c0, b*R+c1
+		gemm.GELU(rh[lo:hi], rt[lo:hi], rpre[lo:hi])
+		if resMask != nil {
+			for i := lo; i < hi; i++ {
 				rh[i] *= resMask[i]
 			}
 		}

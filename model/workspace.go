@@ -29,6 +29,8 @@ type Workspace struct {
 	freqSum              []float64 // n·H·C: Σ_{f∈S} g_f(c_f)
 	rpre, rtanh, rh, res []float64 // residual MLP: n·R, n·R, n·R, n·H·C
 	topv                 []float64 // K: top-K scratch
+	attrHead, attrSD     []float64 // H·C: α·σ and σ per output position (Attribution)
+	attrLevel            []float64 // H·C: μ per output position (Attribution)
 	headSplit            int       // heads [0, headSplit) are part 0's, the rest part 1's
 	bk                   backwardConsts
 
@@ -101,6 +103,9 @@ func (ws *Workspace) grow(n int) {
 	ws.rh = make([]float64, n*R)
 	ws.res = make([]float64, n*HC)
 	ws.topv = make([]float64, K)
+	ws.attrHead = make([]float64, HC)
+	ws.attrSD = make([]float64, HC)
+	ws.attrLevel = make([]float64, HC)
 	if ws.tr != nil {
 		ws.tr = nil
 		ws.enableTraining()

@@ -20,6 +20,12 @@
 // with C m×n in all three. A call with m, n or k equal to 0 changes nothing.
 // Axpy and Dot are the vector helpers of the same kernels.
 //
+// Two element-wise kernels sit beside the products: AdamStep, the optimiser
+// step of training, and GELU, the activation of the forward pass, which
+// also returns the tanh its derivative needs. Their assembly and Go versions
+// use no fused multiply-add and perform the same operations in the same
+// order, so their results do not depend on the machine.
+//
 // Inconsistent shapes, strides or slice lengths are programmer errors and
 // panic with a message naming the offending value. Results agree with the
 // textbook triple loop to rounding: the summation order differs, and the
@@ -40,7 +46,8 @@
 // products for NT, and a 1×32 kernel for vector×matrix products (m = 1),
 // with narrower blocks and masked lanes for the edges; they reach 45–58
 // GFLOPS per Zen 4 core on the model's shapes, and vector×matrix products
-// run at the speed B streams from cache. Elsewhere, and when built with the
-// purego tag, portable Go loops compute the same results 3–10 times more
-// slowly.
+// run at the speed B streams from cache. GELU evaluates tanh four lanes at a
+// time, through a vectorised exponential, in 2 to 3 ns per element.
+// Elsewhere, and when built with the purego tag, portable Go loops compute
+// the same results 3–10 times more slowly.
 package gemm

@@ -56,3 +56,23 @@ func ExampleAxpy() {
 	fmt.Println(y, gemm.Dot(y, []float64{1, 0, 1}))
 	// Output: [3 5 7] 10
 }
+
+// GELU keeps tanh(u) in t so that the backward pass gets the derivative
+// without a second tanh:
+//
+//	dy/dx = 0.5·(1 + t) + 0.5·x·(1 − t²)·√(2/π)·(1 + 3·0.044715·x²)
+func ExampleGELU() {
+	x := []float64{-3, -1, 0, 0.5, 2}
+	y, t := make([]float64, len(x)), make([]float64, len(x))
+	gemm.GELU(y, t, x)
+	for i, xi := range x {
+		d := 0.5*(1+t[i]) + 0.5*xi*(1-t[i]*t[i])*0.7978845608028654*(1+3*0.044715*xi*xi)
+		fmt.Printf("x = %4.1f   y = %9.6f   dy/dx = %9.6f\n", xi, y[i], d)
+	}
+	// Output:
+	// x = -3.0   y = -0.003637   dy/dx = -0.011584
+	// x = -1.0   y = -0.158808   dy/dx = -0.082964
+	// x =  0.0   y =  0.000000   dy/dx =  0.500000
+	// x =  0.5   y =  0.345714   dy/dx =  0.867370
+	// x =  2.0   y =  1.954598   dy/dx =  1.086099
+}

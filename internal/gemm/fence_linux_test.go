@@ -77,3 +77,25 @@ func TestKernelsStayInBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestGELUStaysInBounds runs GELU on slices of every length up to 40 placed
+// against inaccessible pages.
+func TestGELUStaysInBounds(t *testing.T) {
+	if !useAsm {
+		t.Skip("no assembly kernels on this CPU")
+	}
+	for _, atEnd := range []bool{false, true} {
+		for n := 1; n <= 40; n++ {
+			x, y, th := fenced(t, n, atEnd), fenced(t, n, atEnd), fenced(t, n, atEnd)
+			for i := range x {
+				x[i] = float64(i) - 20
+			}
+			GELU(y, th, x)
+			for i := range x {
+				if wy, wt, _ := geluRef(x[i]); math.Abs(y[i]-wy) > 1e-15*math.Max(1, math.Abs(x[i])) || math.Abs(th[i]-wt) > 1e-15 {
+					t.Fatalf("n=%d: GELU(%v) = (y %v, t %v), want (y %v, t %v)", n, x[i], y[i], th[i], wy, wt)
+				}
+			}
+		}
+	}
+}

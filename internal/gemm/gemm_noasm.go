@@ -22,3 +22,5 @@ func axpyAsm(alpha float64, x, y []float64) { axpyGeneric(alpha, x, y) }
 func dotAsm(x, y []float64) float64 { return dotGeneric(x, y) }
 
 func adamAsm(p, g, m, v []float64, k *AdamConsts) { adamGeneric(p, g, m, v, k) }
+
+func geluAsm(y, t, x []float64) { geluGeneric(y, t, x) }
