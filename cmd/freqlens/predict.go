@@ -1,14 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"math"
-	"slices"
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
@@ -78,7 +75,10 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if n := len(m.Meta.Mean); n != 0 && n != frame.Channels() {
 		return fmt.Errorf("the model was trained on %d columns and normalises with their statistics, but %s has %d", n, *data, frame.Channels())
 	}
-	rep := predict(m, frame, *at)
+	rep, err := predict(m, frame, *at)
+	if err != nil {
+		return err
+	}
 	rep.Model, rep.Data = *modelPath, *data
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
@@ -87,137 +87,41 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-// predict forecasts the window ending at row at and attributes it. The
-// window is z-scored with the model's training statistics, forecast, and
-// every part is mapped back to the data's units; shares are measured on the
-// model's scale, where channels are comparable.
-func predict(m *model.Model, frame *dataset.Frame, at int) predictReport {
-	cfg := m.Config()
-	L, H, C := cfg.Lookback, cfg.Horizon, frame.Channels()
-	mean, std := m.Meta.Mean, m.Meta.Std
-	z := func(v float64, c int) float64 {
-		if len(std) == 0 {
-			return v
-		}
-		return (v - mean[c]) / std[c]
+// predict forecasts the window ending at row at and explains it in the
+// data's units (the model's Explainer applies and undoes its training
+// normalisation; shares are measured on the model's scale).
+func predict(m *model.Model, frame *dataset.Frame, at int) (predictReport, error) {
+	L, H, C := m.Lookback(), m.Horizon(), frame.Channels()
+	e, err := m.NewExplainer(C)
+	if err != nil {
+		return predictReport{}, err
 	}
-	unz := func(v float64, c int, withMean bool) float64 {
-		if len(std) == 0 {
-			return v
-		}
-		if withMean {
-			return v*std[c] + mean[c]
-		}
-		return v * std[c]
-	}
-
-	// Windows: one L×C window (mixed) or C windows of L×1 (independent).
-	windows := 1
-	width := C
-	if cfg.Mode == model.Independent {
-		windows, width = C, 1
-	}
-	x := make([]float64, windows*L*width)
+	x := make([]float64, 0, L*C)
 	for t := range L {
-		row := frame.Row(at - L + 1 + t)
-		for c := range C {
-			if cfg.Mode == model.Independent {
-				x[c*L+t] = z(row[c], c)
-			} else {
-				x[t*C+c] = z(row[c], c)
-			}
-		}
+		x = append(x, frame.Row(at-L+1+t)...)
 	}
-	ws := m.NewWorkspace(windows)
-	m.Forward(ws, nil, x)
+	e.Forecast(x)
+	ex := e.Explain(0, nil)
 
-	// Gather the attribution on the model's scale, H×C.
-	forecast, residual := grid(H, C), grid(H, C)
-	level := make([]float64, C)
-	contrib := map[int]*predictContribution{}
-	var a *model.Attribution
-	for w := range windows {
-		a = ws.Attribution(w, a)
+	rows := func(v []float64) [][]float64 {
+		g := grid(H, C)
 		for h := range H {
-			for j := range width {
-				c := j
-				if cfg.Mode == model.Independent {
-					c = w
-				}
-				forecast[h][c] = a.Forecast[h*width+j]
-				residual[h][c] = a.Residual[h*width+j]
-				level[c] = a.Level[j]
-			}
+			copy(g[h], v[h*C:(h+1)*C])
 		}
-		for _, ct := range a.Contributions {
-			pc, ok := contrib[ct.ID]
-			if !ok {
-				pc = &predictContribution{ID: ct.ID, Frequency: ct.Frequency.Frequency, PeriodSteps: ct.PeriodSteps, Values: grid(H, C)}
-				if ct.Period > 0 {
-					s := ct.Period.Seconds()
-					pc.Period, pc.PeriodSeconds = model.FormatPeriod(ct.Period), &s
-				}
-				contrib[ct.ID] = pc
-			}
-			for h := range H {
-				for j := range width {
-					c := j
-					if cfg.Mode == model.Independent {
-						c = w
-					}
-					pc.Values[h][c] = ct.Values[h*width+j]
-				}
-			}
+		return g
+	}
+	rep := predictReport{
+		At: at, Channels: frame.Columns, Alpha: ex.Alpha, Level: ex.Level,
+		Forecast: rows(ex.Forecast), Residual: rows(ex.Residual), ResidualShare: ex.ResidualShare,
+	}
+	for _, ct := range ex.Contributions {
+		pc := predictContribution{ID: ct.ID, Frequency: ct.Frequency.Frequency, PeriodSteps: ct.PeriodSteps, Share: ct.Share, Values: rows(ct.Values)}
+		if ct.Period > 0 {
+			s := ct.Period.Seconds()
+			pc.Period, pc.PeriodSeconds = model.FormatPeriod(ct.Period), &s
 		}
+		rep.Contributions = append(rep.Contributions, pc)
 	}
-	rep := predictReport{At: at, Channels: frame.Columns, Alpha: a.Alpha, Level: level}
-
-	// Shares of the total absolute attribution (level excluded).
-	total, resAbs := 0.0, 0.0
-	for h := range H {
-		for c := range C {
-			resAbs += math.Abs(residual[h][c] - level[c])
-		}
-	}
-	total = resAbs
-	for _, pc := range contrib {
-		for _, row := range pc.Values {
-			for _, v := range row {
-				pc.Share += math.Abs(v)
-			}
-		}
-		total += pc.Share
-	}
-	for _, pc := range contrib {
-		if total > 0 {
-			pc.Share /= total
-		}
-		rep.Contributions = append(rep.Contributions, *pc)
-	}
-	if total > 0 {
-		rep.ResidualShare = resAbs / total
-	}
-	slices.SortFunc(rep.Contributions, func(a, b predictContribution) int { return cmp.Compare(b.Share, a.Share) })
-
-	// Back to the data's units: the mean goes into the residual.
-	for h := range H {
-		for c := range C {
-			forecast[h][c] = unz(forecast[h][c], c, true)
-			residual[h][c] = unz(residual[h][c], c, true)
-		}
-	}
-	for c := range C {
-		level[c] = unz(level[c], c, true)
-	}
-	for i := range rep.Contributions {
-		for h := range H {
-			for c := range C {
-				rep.Contributions[i].Values[h][c] = unz(rep.Contributions[i].Values[h][c], c, false)
-			}
-		}
-	}
-	rep.Forecast, rep.Residual = forecast, residual
-
 	if at < len(frame.Times) {
 		rep.Time = frame.Times[at].Format(time.DateTime)
 		if frame.Cadence > 0 {
@@ -232,7 +136,7 @@ func predict(m *model.Model, frame *dataset.Frame, at int) predictReport {
 			copy(rep.Actual[h], frame.Row(at+1+h))
 		}
 	}
-	return rep
+	return rep, nil
 }
 
 func grid(rows, cols int) [][]float64 {

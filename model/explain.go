@@ -1,0 +1,247 @@
+package model
+
+import (
+	"fmt"
+	"math"
+)
+
+// Explanation is the forecast of one window of C channels with its complete
+// attribution, in the window's own units:
+//
+//	Forecast = Residual + Σ_i Contributions[i].Values   (element by element)
+//
+// For an Independent model each channel is forecast by its own
+// single-channel pass; Contributions is then the union of the frequencies
+// the channels selected, with zeros where a channel did not select one.
+type Explanation struct {
+	// Forecast and Residual are Horizon×C, row-major (step, then channel).
+	Forecast, Residual []float64
+	// Level is the per-channel window mean inside Residual.
+	Level []float64
+	// Alpha is the model's fusion weight.
+	Alpha float64
+	// Contributions are ordered by share, largest first.
+	Contributions []Contribution
+	// ResidualShare is the residual's part (level excluded) of the total
+	// absolute attribution; it and the contributions' shares sum to 1.
+	ResidualShare float64
+}
+
+// Explainer forecasts batches of C-channel windows given in their own units
+// and explains them. It applies the model's training normalisation (for a
+// mixed model trained on z-scored data) and undoes it on every output. It
+// allocates nothing once it has held a batch of its size.
+//
+// An Explainer is not safe for concurrent use; make one per goroutine.
+type Explainer struct {
+	m      *Model
+	C      int // channels of a window
+	ws     *Workspace
+	x, y   []float64
+	n      int
+	attr   *Attribution
+	byID   []int // frequency id → index in the explanation being built, −1 when absent
+	mean   []float64
+	std    []float64
+	shares []float64
+}
+
+// NewExplainer returns an explainer for windows of channels values per step.
+// A mixed model needs exactly its own channel count; an independent model
+// takes any.
+func (m *Model) NewExplainer(channels int) (*Explainer, error) {
+	if channels < 1 {
+		return nil, fmt.Errorf("model: %d channels; a window needs at least one", channels)
+	}
+	if m.cfg.Mode == Mixed && channels != m.cfg.Channels {
+		return nil, fmt.Errorf("model: the readings have %d value fields but this mixed model forecasts %d channels (%v); "+
+			"configure the same value fields, or serve them with an independent model", channels, m.cfg.Channels, m.Meta.ChannelNames)
+	}
+	e := &Explainer{m: m, C: channels, byID: make([]int, m.cfg.Frequencies)}
+	if m.cfg.Mode == Mixed && len(m.Meta.Std) == channels {
+		e.mean, e.std = m.Meta.Mean, m.Meta.Std
+	}
+	return e, nil
+}
+
+// Model returns the model the explainer uses.
+func (e *Explainer) Model() *Model { return e.m }
+
+// modelWindows is how many model windows one C-channel window becomes.
+func (e *Explainer) modelWindows() int {
+	if e.m.cfg.Mode == Independent {
+		return e.C
+	}
+	return 1
+}
+
+// Forecast runs the model on n windows (x holds n·Lookback·C values,
+// window after window, step then channel) and returns the n forecasts
+// (n·Horizon·C values), valid until the next call.
+func (e *Explainer) Forecast(x []float64) []float64 {
+	cfg := e.m.cfg
+	L, H, C := cfg.Lookback, cfg.Horizon, e.C
+	if len(x)%(L*C) != 0 {
+		panic(fmt.Sprintf("model: Explainer.Forecast got %d values, not a multiple of lookback %d × %d channels", len(x), L, C))
+	}
+	n := len(x) / (L * C)
+	e.n = n
+	k := e.modelWindows()
+	if e.ws == nil {
+		e.ws = e.m.NewWorkspace(n * k)
+	}
+	e.x = resize(e.x, n*L*C)
+	if e.std != nil {
+		for i := range n * L {
+			for c := range C {
+				e.x[i*C+c] = (x[i*C+c] - e.mean[c]) / e.std[c]
+			}
+		}
+	} else if cfg.Mode == Independent {
+		// Channel c of window w becomes model window w·C + c.
+		for w := range n {
+			for c := range C {
+				dst := e.x[(w*C+c)*L : (w*C+c+1)*L]
+				for t := range L {
+					dst[t] = x[(w*L+t)*C+c]
+				}
+			}
+		}
+	} else {
+		copy(e.x, x)
+	}
+	out := e.m.Forward(e.ws, e.y, e.x)
+	e.y = out
+	if cfg.Mode == Independent {
+		// Back to window-major, step, channel: out holds (w·C + c)·H + h.
+		e.x = resize(e.x, n*H*C) // scratch
+		for w := range n {
+			for c := range C {
+				for h := range H {
+					e.x[(w*H+h)*C+c] = out[(w*C+c)*H+h]
+				}
+			}
+		}
+		copy(out[:n*H*C], e.x[:n*H*C])
+		return out[:n*H*C]
+	}
+	if e.std != nil {
+		for i := range n * H {
+			for c := range C {
+				out[i*C+c] = out[i*C+c]*e.std[c] + e.mean[c]
+			}
+		}
+	}
+	return out[:n*H*C]
+}
+
+// Explain writes the explanation of window i of the last Forecast call to
+// dst (nil allocates; dst's storage is reused) and returns it.
+func (e *Explainer) Explain(i int, dst *Explanation) *Explanation {
+	if i < 0 || i >= e.n {
+		panic(fmt.Sprintf("model: Explain(%d) outside the last batch of %d windows", i, e.n))
+	}
+	if dst == nil {
+		dst = new(Explanation)
+	}
+	cfg := e.m.cfg
+	H, C := cfg.Horizon, e.C
+	HC := H * C
+	k := e.modelWindows()
+	dst.Forecast = resize(dst.Forecast, HC)
+	dst.Residual = resize(dst.Residual, HC)
+	dst.Level = resize(dst.Level, C)
+	dst.Contributions = dst.Contributions[:0]
+	for j := range e.byID {
+		e.byID[j] = -1
+	}
+	width := C / k // channels per model window: C (mixed) or 1 (independent)
+	for w := range k {
+		e.attr = e.ws.Attribution(i*k+w, e.attr)
+		a := e.attr
+		dst.Alpha = a.Alpha
+		for h := range H {
+			for j := range width {
+				c := w*width + j // the window's channel
+				dst.Forecast[h*C+c] = a.Forecast[h*width+j]
+				dst.Residual[h*C+c] = a.Residual[h*width+j]
+				dst.Level[c] = a.Level[j]
+			}
+		}
+		for _, ct := range a.Contributions {
+			idx := e.byID[ct.ID]
+			if idx < 0 {
+				idx = len(dst.Contributions)
+				e.byID[ct.ID] = idx
+				if cap(dst.Contributions) > idx {
+					dst.Contributions = dst.Contributions[:idx+1]
+				} else {
+					dst.Contributions = append(dst.Contributions, Contribution{})
+				}
+				dc := &dst.Contributions[idx]
+				dc.Frequency, dc.Score = ct.Frequency, ct.Score
+				dc.Values = resize(dc.Values, HC)
+				clear(dc.Values)
+			}
+			dc := &dst.Contributions[idx]
+			for h := range H {
+				for j := range width {
+					dc.Values[h*C+w*width+j] = ct.Values[h*width+j]
+				}
+			}
+		}
+	}
+
+	// Shares on the model's scale, where channels are comparable.
+	total, res := 0.0, 0.0
+	for h := range H {
+		for c := range C {
+			res += math.Abs(dst.Residual[h*C+c] - dst.Level[c])
+		}
+	}
+	total = res
+	for j := range dst.Contributions {
+		s := 0.0
+		for _, v := range dst.Contributions[j].Values {
+			s += math.Abs(v)
+		}
+		dst.Contributions[j].Share = s
+		total += s
+	}
+	for j := range dst.Contributions {
+		if total > 0 {
+			dst.Contributions[j].Share /= total
+		} else {
+			dst.Contributions[j].Share = 0
+		}
+	}
+	dst.ResidualShare = 0
+	if total > 0 {
+		dst.ResidualShare = res / total
+	}
+	// Largest share first (insertion sort: a handful of items, no allocation).
+	cs := dst.Contributions
+	for a := 1; a < len(cs); a++ {
+		for b := a; b > 0 && cs[b].Share > cs[b-1].Share; b-- {
+			cs[b], cs[b-1] = cs[b-1], cs[b]
+		}
+	}
+
+	// Back to the window's units: the mean goes into the residual.
+	if e.std != nil {
+		for h := range H {
+			for c := range C {
+				j := h*C + c
+				dst.Forecast[j] = dst.Forecast[j]*e.std[c] + e.mean[c]
+				dst.Residual[j] = dst.Residual[j]*e.std[c] + e.mean[c]
+				for k := range dst.Contributions {
+					dst.Contributions[k].Values[j] *= e.std[c]
+				}
+			}
+		}
+		for c := range C {
+			dst.Level[c] = dst.Level[c]*e.std[c] + e.mean[c]
+		}
+	}
+	return dst
+}

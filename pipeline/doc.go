@@ -1,0 +1,42 @@
+// Package pipeline runs the service: it wires stream → window → model → sink
+// for one process and is the only package that knows all of them.
+//
+//	stream.Consumer ──batches──► process ──outputs──► write
+//	  (fetch, decode,            (route rows by      (sink.Write: encode,
+//	   dead letters)              hash(series) to     produce, wait for acks;
+//	                              workers; windows;   then Batch.Commit)
+//	                              batched forward +
+//	                              attribution)
+//
+// # Delivery
+//
+// At-least-once. A batch's input offsets are committed only after the sink
+// has acknowledged every forecast derived from it, and batches are committed
+// in the order they were consumed. A crash or a forced stop may make a
+// restarted service reprocess readings (forecasts carry a deterministic
+// forecast-id header so consumers can drop the duplicates); it never drops
+// one.
+//
+// # Concurrency
+//
+// Run starts three stages with errgroup: the consumer, the processor and the
+// writer, joined by channels of capacity one so consuming, computing and
+// producing overlap. Inside the processor, series are sharded by
+// hash(series) % Workers; each worker owns its window.Set and model
+// workspace without locks, which keeps per-series order. No goroutine per
+// series, ever.
+//
+// # Shutdown
+//
+// Cancelling Run's context stops fetching; the batches already fetched are
+// processed, written and committed within ShutdownTimeout; then the sink and
+// the consumer are closed. If the deadline passes first, the rest is
+// cancelled: uncommitted readings are consumed again after a restart.
+//
+// # Models
+//
+// A mixed model needs exactly its C value fields per reading; an
+// independent model (C = 1) serves every series and every field, one
+// single-channel window per field. SetModel swaps in a new model version
+// atomically: batches in flight finish on the old one.
+package pipeline
