@@ -1,0 +1,46 @@
+package window
+
+import (
+	"fmt"
+	"time"
+)
+
+// Batch holds ready windows, one entry per window in each slice. It is
+// filled by Set.Append and reused across calls: Reset empties it and keeps
+// its storage, so a warm Batch costs no allocation.
+type Batch struct {
+	// Series is the series id of each window. The strings are the Set's own
+	// keys; they stay valid after the series expires.
+	Series []string
+	// End is the time of the last step of each window, aligned to the
+	// cadence, in UTC.
+	End []time.Time
+	// Values holds n·L·C numbers, window after window; each window is
+	// row-major (step, then channel), oldest step first: the model's input
+	// layout.
+	Values []float64
+	// Ingest is the ingest_ts of the reading that completed each window (for
+	// end-to-end latency), in UTC.
+	Ingest []time.Time
+}
+
+// Len returns the number of windows in b.
+func (b *Batch) Len() int { return len(b.Series) }
+
+// Reset empties b and keeps its storage.
+func (b *Batch) Reset() {
+	b.Series = b.Series[:0]
+	b.End = b.End[:0]
+	b.Values = b.Values[:0]
+	b.Ingest = b.Ingest[:0]
+}
+
+// Window returns the L·C values of window i, a view into b.Values that is
+// valid until b is reset or appended to. It panics if i is out of range.
+func (b *Batch) Window(i int) []float64 {
+	if i < 0 || i >= len(b.Series) {
+		panic(fmt.Sprintf("window: Batch.Window(%d) out of range [0, %d)", i, len(b.Series)))
+	}
+	n := len(b.Values) / len(b.Series)
+	return b.Values[i*n : (i+1)*n : (i+1)*n]
+}

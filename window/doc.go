@@ -1,0 +1,91 @@
+// Package window turns readings into the per-series sliding windows the
+// model forecasts from.
+//
+// # Where it sits
+//
+//	stream ──► window ──► model ──► sink
+//
+// A pipeline worker feeds each decoded batch of readings (an Arrow record
+// with the columns series, ts, ingest_ts and one float64 column per value
+// field; see Set.Append) to its Set, and gets back a Batch of the windows
+// that became ready: the last L steps of every channel, in the model's input
+// layout. window imports Arrow only: no Kafka, no model, no Prometheus, no
+// goroutines and no global state. The pipeline exports Stats as metrics and
+// calls Expire periodically.
+//
+// # Concurrency
+//
+// A Set is not safe for concurrent use. Series are sharded upstream by
+// hash(series) % workers, and each worker owns one Set, which keeps every
+// series' readings in order without locks. A Batch belongs to its caller;
+// Append only appends to it.
+//
+// # Steps
+//
+// A reading at time t belongs to step
+//
+//	k = ⌊t.UnixMilli() / Cadence.Milliseconds()⌋
+//
+// whose time is k·Cadence (UTC): a reading between two step boundaries lands
+// on the earlier step. Each series keeps a ring of the last L steps (L =
+// Lookback), C values per step (C = len(Fields)), and its newest step n.
+// A reading for step k of an existing series is
+//
+//   - a new step when k > n. With g = k − n − 1 missing steps: if g ≤ MaxGap
+//     the g steps are filled (see below) and counted in GapFilled; if
+//     g > MaxGap the series restarts: its window empties and Restarts counts
+//     it. Then step k is pushed.
+//   - a duplicate when k = n: it overwrites step n (last write wins) and is
+//     counted in Duplicates; no window is emitted.
+//   - late when k < n: if (n − k)·Cadence ≤ AllowedLateness and step k is
+//     still in the ring (and after the last restart), it overwrites step k
+//     and is counted in LateUpdated, without emitting a window; the next
+//     window sees it. Otherwise it is dropped and counted in LateDropped. A
+//     filled step whose real reading arrives afterwards is updated by this
+//     rule like any other.
+//
+// Filled steps take, per channel, the straight line from the value v₀ of
+// step n to the new value v₁ (FillLinear),
+//
+//	v(n+j) = v₀ + (v₁ − v₀)·j/(g+1),  j = 1 … g,
+//
+// or v₀ (FillHold). When g ≥ L only the last L−1 filled steps are computed.
+//
+// The first reading of a new series creates it with that reading as its
+// only step, unless Stats().Active = MaxSeries: then the reading is rejected
+// and counted in Rejected (per reading), and a warning naming the series,
+// the cap and the fix is logged at most once per second.
+//
+// # Ready windows
+//
+// A window is ready when a reading pushes a new step k, the ring holds L
+// steps since the series' last restart, and either this is the series'
+// first full window since that restart (at step f) or a due step
+// f + j·Stride lies in (n, k], n being the newest step before the reading.
+// With Stride 1 every new step emits a window; with a larger Stride a due
+// step that was filled moves its window to the next real reading, so gaps
+// never shift the phase of the emitted windows. The window appended to the
+// Batch carries the series id (the Set's own key string, not a copy), End =
+// k·Cadence, Ingest = the ingest_ts of the reading that pushed step k, and
+// L·C values in chronological order, row-major (step, then channel).
+//
+// # Expiry and memory
+//
+// Append stamps each series with the wall clock (WithClock) when any of its
+// readings arrives, dropped ones included; Expire(now) evicts the series
+// stamped more than SeriesTTL before now. With MaxSeries this bounds the
+// memory of a Set. One series with L = 96 and one channel costs about 900
+// bytes of heap (measured: 899 B/series over 100,000 series, the ring of
+// L·C float64 plus its bookkeeping, key and map entry; see
+// BenchmarkMemoryPerSeries), well under the 4 KiB budget. The map is rebuilt
+// smaller when Expire leaves it under a quarter of its peak.
+//
+// # Cost
+//
+// Append on existing series allocates nothing once the Batch has grown: the
+// series is looked up with the record's key bytes converted in the map index
+// expression, and windows are appended into the Batch's reused storage. The
+// schema is resolved once per *arrow.Schema. BenchmarkAppend: about 14
+// million readings/s on one core for 1,000 series × 1 channel, L = 96, a
+// window per reading.
+package window
