@@ -39,6 +39,9 @@ var commands = map[string]command{
 	"eval":    runEval,
 	"inspect": runInspect,
 	"predict": runPredict,
+	"serve":   runServe,
+	"replay":  runReplay,
+	"demo":    runDemo,
 }
 
 func main() {

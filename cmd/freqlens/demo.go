@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/freqlens/freqlens/config"
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+)
+
+// demoCadence is the simulated step: an hour, so a day is 24 steps and a
+// week 168, and the cycles the model learns have names people know.
+const demoCadence = time.Hour
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	series := fs.Int("series", 20, "simulated traffic sensors")
+	modelPath := fs.String("model", "", "serve this model instead of training one (it must be independent or take one field)")
+	brokerAddr := fs.String("embedded-broker", "127.0.0.1:0", "address of the in-process Kafka-protocol broker (port 0: any free port)")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "Prometheus /metrics address; empty turns it off")
+	rate := fs.Float64("rate", 10, "simulated hours per second (each sensor sends one reading per simulated hour)")
+	duration := fs.Duration("duration", 0, "stop after this long; 0 runs until Ctrl-C")
+	epochs := fs.Int("train-epochs", 6, "epochs of the small model trained at start")
+	seed := fs.Uint64("seed", 7, "seed of the simulation and the training")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if *series < 1 || *rate <= 0 || *epochs < 1 {
+		return fmt.Errorf("--series, --rate and --train-epochs must be positive")
+	}
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	started := time.Now()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil)) // the summary is the demo's output
+	if os.Getenv("FREQLENS_DEMO_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+
+	// 1. A model: the one given, or a small one trained on simulated traffic.
+	var m *model.Model
+	if *modelPath != "" {
+		var err error
+		if m, err = model.Load(*modelPath); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "training a small model on simulated traffic (8 sensors, 12 weeks, hourly)...\n")
+		var err error
+		if m, err = trainDemoModel(ctx, *epochs, *seed, stdout); err != nil {
+			return err
+		}
+	}
+
+	// 2. The service, on an embedded broker.
+	yaml := fmt.Sprintf(`
+input: {cadence: %s, max_future: 87600h, batch_latency: 5ms}
+model: {path: in-memory}
+window: {max_gap: 3}
+output: {attributions: summary}
+metrics: {listen: %q}
+`, demoCadence, *metricsAddr)
+	f, err := config.Parse([]byte(yaml), nil)
+	if err != nil {
+		return err
+	}
+	broker, err := startEmbedded(*brokerAddr, f)
+	if err != nil {
+		return err
+	}
+	defer broker.Close()
+	reg := newRegistry()
+	watch := newWatcher("s-0")
+	p, err := buildPipeline(f, m, reg, log, pipeline.WithObserver(watch.observe))
+	if err != nil {
+		return err
+	}
+	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	fmt.Fprintf(stdout, "broker %s; forecasts on topic %q, attributions on %q", strings.Join(broker.Addrs(), ","), f.Topics.Forecasts, *f.Topics.Attributions)
+	if *f.Metrics.Listen != "" {
+		fmt.Fprintf(stdout, "; metrics on http://%s/metrics", *f.Metrics.Listen)
+	}
+	fmt.Fprintf(stdout, "\n%d sensors, one reading per simulated hour, %g simulated hours per second; Ctrl-C stops\n", *series, *rate)
+
+	// 3. Sensors, service and summary until ctx ends.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return p.Run(ctx) })
+	g.Go(func() error {
+		return simulate(gctx, broker.Addrs(), f.Topics.Input, *series, *rate, *seed+1, m.Lookback())
+	})
+	g.Go(func() error { return summarise(gctx, stdout, p, watch, started) })
+	err = g.Wait()
+	s := p.Stats()
+	fmt.Fprintf(stdout, "\nstopped: %d readings, %d forecasts written in %s\n", s.Readings, s.Forecasts, time.Since(started).Round(time.Second))
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// trainDemoModel trains an independent model on simulated traffic.
+func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writer) (*model.Model, error) {
+	frame, err := dataset.Synthetic(dataset.Traffic(8, 12*7*24, demoCadence, seed))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := frame.FillMissing(); err != nil {
+		return nil, err
+	}
+	bm, err := dataset.Standard(frame, 96, 24)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.New(model.Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: model.Independent}, seed)
+	if err != nil {
+		return nil, err
+	}
+	m.Meta.Cadence = demoCadence
+	m.Meta.DataName = "simulated traffic"
+	_, err = model.Train(ctx, m, bm.Train, bm.Val, model.TrainConfig{Epochs: epochs, Seed: seed}, func(s model.EpochStats) {
+		fmt.Fprintf(stdout, "  epoch %d/%d: validation MSE %.4f (%.1fs)\n", s.Epoch, s.Epochs, s.ValMSE, s.Seconds)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, pm := range m.MatchPeriods([]time.Duration{12 * time.Hour, 24 * time.Hour, 168 * time.Hour}, matchTolerance) {
+		if pm.Match {
+			found = append(found, fmt.Sprintf("%s (learned %s)", model.FormatPeriod(pm.Known), model.FormatPeriod(pm.Nearest.Period)))
+		}
+	}
+	if len(found) > 0 {
+		fmt.Fprintf(stdout, "  learned periods matching known cycles: %s\n", strings.Join(found, ", "))
+	}
+	return m, nil
+}
+
+// simulate produces readings of n traffic sensors: first enough history for
+// full windows, then one reading per sensor per simulated hour, rate hours
+// per second. Simulated time ends at the present, so readings are never in
+// the future; missing readings (the generator's 1%) are not sent.
+func simulate(ctx context.Context, brokers []string, topic string, n int, rate float64, seed uint64, lookback int) error {
+	const span = 365 * 24 // a year of hourly steps
+	frame, err := dataset.Synthetic(dataset.Traffic(n, span, demoCadence, seed))
+	if err != nil {
+		return err
+	}
+	start := time.Now().Truncate(demoCadence).Add(-span * demoCadence)
+	for i := range frame.Times {
+		frame.Times[i] = start.Add(time.Duration(i) * demoCadence)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	cfg := stream.Config{ValueFields: []string{"value"}}
+	msgs := make([]kafka.Message, 0, n)
+	send := func(step int) error {
+		msgs = msgs[:0]
+		row := frame.Row(step)
+		for s, name := range frame.Columns {
+			if math.IsNaN(row[s]) {
+				continue
+			}
+			r := stream.Reading{Series: name, Time: frame.Times[step], Values: []float64{math.Round(row[s]*10) / 10}}
+			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: stream.AppendJSON(nil, r, cfg)})
+		}
+		return w.WriteMessages(ctx, msgs...)
+	}
+	history := lookback + 8
+	for step := range history {
+		if err := send(step); err != nil {
+			return ignoreCancel(ctx, err)
+		}
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	for step := history; step < span; step++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if err := send(step); err != nil {
+			return ignoreCancel(ctx, err)
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func ignoreCancel(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// watcher keeps what the summary shows of one sensor's latest forecast.
+type watcher struct {
+	series string
+	mu     sync.Mutex
+	ts     time.Time
+	next   float64
+	peak   float64
+	peakAt time.Time
+	parts  []string
+	count  int
+}
+
+func newWatcher(series string) *watcher { return &watcher{series: series} }
+
+// observe is called by the pipeline for every acknowledged forecast.
+func (w *watcher) observe(f *sink.Forecast) {
+	if f.Series != w.series {
+		return
+	}
+	type part struct {
+		label string
+		share float64
+	}
+	var ps []part
+	for _, c := range f.Frequencies {
+		ps = append(ps, part{model.FormatPeriod(c.Period) + " cycle", c.Share})
+	}
+	slices.SortFunc(ps, func(a, b part) int { return cmpFloat(b.share, a.share) })
+	residual := 1.0
+	var parts []string
+	for i, p := range ps {
+		residual -= p.share
+		if i < 3 {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", p.label, 100*p.share))
+		}
+	}
+	parts = append(parts, fmt.Sprintf("residual %.0f%%", 100*max(residual, 0)))
+	peak, at := math.Inf(-1), 0
+	for h, v := range f.Values {
+		if v > peak {
+			peak, at = v, h
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ts, w.next, w.parts, w.count = f.TS, f.Values[0], parts, w.count+1
+	w.peak, w.peakAt = peak, f.TS.Add(time.Duration(at+1)*f.Cadence)
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// summarise prints one line a second: throughput, lag, and the watched
+// sensor's latest forecast with its top attributions.
+func summarise(ctx context.Context, out io.Writer, p *pipeline.Pipeline, w *watcher, started time.Time) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	prev, prevAt := p.Stats(), time.Now()
+	first := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		s, now := p.Stats(), time.Now()
+		dt := now.Sub(prevAt).Seconds()
+		w.mu.Lock()
+		line := fmt.Sprintf("%6.0f readings/s %6.0f forecasts/s  %d series", float64(s.Readings-prev.Readings)/dt,
+			float64(s.Forecasts-prev.Forecasts)/dt, s.ActiveSeries)
+		if w.count > 0 {
+			if !first {
+				first = true
+				fmt.Fprintf(out, "first forecast %s after start\n", time.Since(started).Round(100*time.Millisecond))
+			}
+			line += fmt.Sprintf(" | %s at %s: next hour %.0f, peak %.0f at %s | %s", w.series, w.ts.Format("Mon 15:04"),
+				w.next, w.peak, w.peakAt.Format("15:04"), strings.Join(w.parts, ", "))
+		}
+		w.mu.Unlock()
+		fmt.Fprintln(out, line)
+		prev, prevAt = s, now
+	}
+}

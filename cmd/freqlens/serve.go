@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/freqlens/freqlens/config"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+)
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "YAML configuration (see config.example.yaml)")
+	embedded := fs.String("embedded-broker", "", "start an in-process Kafka-protocol broker on this address (e.g. 127.0.0.1:9092) and create the topics")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics here (overrides metrics.listen)")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := require(fs, "config"); err != nil {
+		return err
+	}
+	f, err := config.Load(*cfgPath, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	if *metricsAddr != "" {
+		f.Metrics.Listen = metricsAddr
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	if *embedded != "" {
+		b, err := startEmbedded(*embedded, f)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		log.Info("embedded broker started", "addrs", b.Addrs(), "topics", f.TopicNames())
+	}
+	if len(f.Kafka.Brokers) == 0 {
+		return errors.New("kafka.brokers is empty: list your brokers (or FREQLENS_KAFKA_BROKERS), or pass --embedded-broker 127.0.0.1:9092")
+	}
+	m, err := model.Load(f.Model.Path)
+	if err != nil {
+		return err
+	}
+	reg := newRegistry()
+	p, err := buildPipeline(f, m, reg, log)
+	if err != nil {
+		return err
+	}
+	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	log.Info("serving", "input", f.Topics.Input, "forecasts", f.Topics.Forecasts, "attributions", *f.Topics.Attributions,
+		"model", f.Model.Path, "mode", m.Config().Mode, "lookback", m.Lookback(), "horizon", m.Horizon())
+	if err := p.Run(ctx); err != nil {
+		return err
+	}
+	log.Info("stopped cleanly", "forecasts", p.Stats().Forecasts)
+	return nil
+}
+
+// startEmbedded starts the in-process broker and points the configuration at it.
+func startEmbedded(addr string, f *config.File) (*stream.Broker, error) {
+	topics := map[string]int{}
+	for _, t := range f.TopicNames() {
+		topics[t] = 3
+	}
+	b, err := stream.StartBroker(addr, topics)
+	if err != nil {
+		return nil, fmt.Errorf("embedded broker on %s: %w", addr, err)
+	}
+	f.Kafka.Brokers = b.Addrs()
+	return b, nil
+}
+
+// buildPipeline wires consumer, sink and pipeline from the configuration.
+func buildPipeline(f *config.File, m *model.Model, reg prometheus.Registerer, log *slog.Logger, opts ...pipeline.Option) (*pipeline.Pipeline, error) {
+	src, err := stream.NewConsumer(f.StreamConfig(), stream.WithRegisterer(reg), stream.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	sc, err := f.SinkConfig()
+	if err != nil {
+		return nil, err
+	}
+	snk, err := sink.New(sc, sink.WithRegisterer(reg), sink.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	opts = append([]pipeline.Option{pipeline.WithRegisterer(reg), pipeline.WithLogger(log)}, opts...)
+	return pipeline.New(f.PipelineConfig(), src, f.WindowConfig(), m, snk, opts...)
+}
+
+// newRegistry returns a registry with the Go runtime, process and build
+// metrics; the packages add theirs.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	version, goVersion := "devel", "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+	}
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "freqlens_build_info",
+		Help: "Build information; always 1.",
+	}, []string{"version", "goversion"})
+	info.WithLabelValues(version, goVersion).Set(1)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), info)
+	return reg
+}
+
+// serveMetrics serves /metrics on addr until ctx ends; "" serves nothing.
+// The listener is bound before it returns, so a busy port is an error now.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener %s: %w (pass --metrics-addr with a free port, or set metrics.listen)", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		<-done
+	}, nil
+}

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/window"
+)
+
+// tlsConfig is the TLS setting for every Kafka connection, nil for plaintext.
+func (f *File) tlsConfig() *tls.Config {
+	if !f.Kafka.TLS {
+		return nil
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12}
+}
+
+// StreamConfig returns the consumer's configuration.
+func (f *File) StreamConfig() stream.Config {
+	return stream.Config{
+		Brokers:         f.Kafka.Brokers,
+		Group:           f.Kafka.Group,
+		Topic:           f.Topics.Input,
+		DeadLetterTopic: f.Topics.DeadLetter,
+		Format:          stream.Format(f.Input.Format),
+		SeriesField:     f.Input.SeriesField,
+		TimeField:       f.Input.TimeField,
+		ValueFields:     f.Input.ValueFields,
+		CSVColumns:      f.Input.CSVColumns,
+		MaxFuture:       time.Duration(f.Input.MaxFuture),
+		BatchRows:       f.Input.BatchRows,
+		BatchLatency:    time.Duration(f.Input.BatchLatency),
+		TLS:             f.tlsConfig(),
+		SASL:            stream.SASL{Mechanism: f.Kafka.SASL.Mechanism, Username: f.Kafka.SASL.Username, Password: f.Kafka.SASL.Password},
+	}
+}
+
+// WindowConfig returns the windows' configuration; the pipeline fills in the
+// lookback from the model.
+func (f *File) WindowConfig() window.Config {
+	gap := *f.Window.MaxGap
+	if gap == 0 {
+		gap = -1 // window: -1 restarts on any gap; 0 would mean its default
+	}
+	return window.Config{
+		Fields:          f.Input.ValueFields,
+		Cadence:         time.Duration(f.Input.Cadence),
+		Stride:          f.Window.Stride,
+		MaxGap:          gap,
+		Fill:            window.Fill(f.Window.Fill),
+		AllowedLateness: time.Duration(f.Window.AllowedLateness),
+		SeriesTTL:       time.Duration(f.Window.SeriesTTL),
+		MaxSeries:       f.Window.MaxSeries,
+	}
+}
+
+// SinkConfig returns the producer's configuration.
+func (f *File) SinkConfig() (sink.Config, error) {
+	mech, err := f.saslMechanism()
+	if err != nil {
+		return sink.Config{}, err
+	}
+	mode := sink.AttributionMode(f.Output.Attributions)
+	if *f.Topics.Attributions == "" {
+		mode = sink.AttributionsOff
+	}
+	return sink.Config{
+		Brokers:          f.Kafka.Brokers,
+		ForecastTopic:    f.Topics.Forecasts,
+		AttributionTopic: *f.Topics.Attributions,
+		Format:           sink.Format(f.Output.Format),
+		Attributions:     mode,
+		TLS:              f.tlsConfig(),
+		SASL:             mech,
+	}, nil
+}
+
+// PipelineConfig returns the service's own configuration.
+func (f *File) PipelineConfig() pipeline.Config {
+	return pipeline.Config{
+		Fields:           f.Input.ValueFields,
+		Cadence:          time.Duration(f.Input.Cadence),
+		Workers:          f.Service.Workers,
+		MaxBatch:         f.Service.MaxBatch,
+		ShutdownTimeout:  time.Duration(f.Service.ShutdownTimeout),
+		SkipAttributions: *f.Topics.Attributions == "",
+	}
+}
+
+// TopicNames returns every topic the service uses, for creating them on an
+// embedded broker.
+func (f *File) TopicNames() []string {
+	names := []string{f.Topics.Input, f.Topics.Forecasts, f.Topics.DeadLetter}
+	if *f.Topics.Attributions != "" {
+		names = append(names, *f.Topics.Attributions)
+	}
+	return names
+}
+
+func (f *File) saslMechanism() (sasl.Mechanism, error) {
+	s := f.Kafka.SASL
+	switch s.Mechanism {
+	case "":
+		return nil, nil
+	case "plain":
+		return plain.Mechanism{Username: s.Username, Password: s.Password}, nil
+	case "scram-sha-256", "scram-sha-512":
+		algo := scram.SHA256
+		if s.Mechanism == "scram-sha-512" {
+			algo = scram.SHA512
+		}
+		m, err := scram.Mechanism(algo, s.Username, s.Password)
+		if err != nil {
+			return nil, &Error{"kafka.sasl", fmt.Sprintf("cannot set up %s: %v", s.Mechanism, err)}
+		}
+		return m, nil
+	}
+	return nil, &Error{"kafka.sasl.mechanism", fmt.Sprintf("%q is not plain, scram-sha-256 or scram-sha-512", s.Mechanism)}
+}

@@ -1,0 +1,132 @@
+package pipeline
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/window"
+)
+
+// metrics are the pipeline's own, plus the window counters it exports on
+// the window package's behalf (window keeps no Prometheus dependency).
+type metrics struct {
+	forward      prometheus.Histogram
+	batchWindows prometheus.Histogram
+	processing   prometheus.Histogram
+	endToEnd     prometheus.Histogram
+	lastCommit   prometheus.Gauge
+	modelVersion prometheus.Gauge
+	windowStats  *windowCollector
+}
+
+func newMetrics(p *Pipeline) *metrics {
+	m := &metrics{
+		forward: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "freqlens_model_forward_duration_seconds",
+			Help:    "Time of one batched forward pass with its attributions.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 14),
+		}),
+		batchWindows: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "freqlens_pipeline_batch_windows",
+			Help:    "Windows per forward pass.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		}),
+		processing: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "freqlens_pipeline_processing_duration_seconds",
+			Help:    "Time from a decoded batch to its forecasts: windows, forward passes and attributions.",
+			Buckets: prometheus.ExponentialBuckets(100e-6, 2, 14),
+		}),
+		endToEnd: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "freqlens_pipeline_end_to_end_latency_seconds",
+			Help:    "Time from a reading's Kafka timestamp to the acknowledgement of the forecast it completed.",
+			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14),
+		}),
+		lastCommit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "freqlens_pipeline_last_commit_timestamp_seconds",
+			Help: "Unix time of the last commit of input offsets.",
+		}),
+		modelVersion: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "freqlens_model_version",
+			Help: "Version number of the model serving new batches.",
+		}),
+		windowStats: newWindowCollector(),
+	}
+	m.modelVersion.Set(float64(p.cfg.ModelVersion))
+	if p.reg != nil {
+		p.reg.MustRegister(m.forward, m.batchWindows, m.processing, m.endToEnd, m.lastCommit, m.modelVersion, m.windowStats)
+	}
+	return m
+}
+
+// windowCollector exports the workers' window counters from a snapshot the
+// processor takes after each batch; the windows themselves are never read
+// from the collector's goroutine.
+type windowCollector struct {
+	mu    sync.Mutex
+	stats window.Stats
+
+	active                                                             *prometheus.Desc
+	created, expired, rejected, restarts, gaps, lateUp, lateDrop, dups *prometheus.Desc
+	ready                                                              *prometheus.Desc
+}
+
+func newWindowCollector() *windowCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &windowCollector{
+		active:   d("freqlens_window_series_active", "Series with a live window."),
+		created:  d("freqlens_window_series_created_total", "Series seen for the first time (or again after expiry)."),
+		expired:  d("freqlens_window_series_expired_total", "Series forgotten after being idle longer than the TTL."),
+		rejected: d("freqlens_window_series_rejected_total", "Readings of new series rejected because max_series was reached."),
+		restarts: d("freqlens_window_restarts_total", "Series windows restarted after a gap longer than max_gap."),
+		gaps:     d("freqlens_window_gap_fills_total", "Missing steps filled by interpolation or by holding the last value."),
+		lateUp:   d("freqlens_window_late_updates_total", "Late readings within the allowed lateness that updated their step."),
+		lateDrop: d("freqlens_window_late_drops_total", "Readings later than the allowed lateness, dropped."),
+		dups:     d("freqlens_window_duplicates_total", "Readings for a step that already had one (last write wins)."),
+		ready:    d("freqlens_window_windows_ready_total", "Windows that became ready for a forecast."),
+	}
+}
+
+func (c *windowCollector) update(ws []*worker) {
+	var s window.Stats
+	for _, w := range ws {
+		t := w.stats
+		s.Active += t.Active
+		s.Created += t.Created
+		s.Expired += t.Expired
+		s.Rejected += t.Rejected
+		s.Restarts += t.Restarts
+		s.GapFilled += t.GapFilled
+		s.LateUpdated += t.LateUpdated
+		s.LateDropped += t.LateDropped
+		s.Duplicates += t.Duplicates
+		s.Ready += t.Ready
+	}
+	c.mu.Lock()
+	c.stats = s
+	c.mu.Unlock()
+}
+
+// Describe implements prometheus.Collector.
+func (c *windowCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.active, c.created, c.expired, c.rejected, c.restarts, c.gaps, c.lateUp, c.lateDrop, c.dups, c.ready} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *windowCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	s := c.stats
+	c.mu.Unlock()
+	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(s.Active))
+	for _, e := range []struct {
+		d *prometheus.Desc
+		v uint64
+	}{
+		{c.created, s.Created}, {c.expired, s.Expired}, {c.rejected, s.Rejected}, {c.restarts, s.Restarts},
+		{c.gaps, s.GapFilled}, {c.lateUp, s.LateUpdated}, {c.lateDrop, s.LateDropped}, {c.dups, s.Duplicates}, {c.ready, s.Ready},
+	} {
+		ch <- prometheus.MustNewConstMetric(e.d, prometheus.CounterValue, float64(e.v))
+	}
+}

@@ -1,0 +1,410 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/window"
+)
+
+// Config sets how the pipeline runs. The zero value of every field except
+// Fields and Cadence means its default.
+type Config struct {
+	// Fields are the value fields of a reading, in order. Required.
+	Fields []string
+	// Cadence is the step length readings are aligned to. Required.
+	Cadence time.Duration
+	// Workers is how many shards series are hashed onto; each owns its
+	// windows and model workspace.
+	//
+	// Default: 2
+	Workers int
+	// MaxBatch is the most windows one forward pass takes.
+	//
+	// Default: 256
+	MaxBatch int
+	// ShutdownTimeout bounds draining, writing and committing after the
+	// context is cancelled.
+	//
+	// Default: 10s
+	ShutdownTimeout time.Duration
+	// ExpireEvery is how often idle series are expired.
+	//
+	// Default: 1m
+	ExpireEvery time.Duration
+	// SkipAttributions computes forecasts only, for sinks that do not write
+	// attributions. Default: false
+	SkipAttributions bool
+	// ModelVersion is the version number of the model given to New.
+	//
+	// Default: 1
+	ModelVersion int64
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 256
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.ExpireEvery <= 0 {
+		c.ExpireEvery = time.Minute
+	}
+	if c.ModelVersion <= 0 {
+		c.ModelVersion = 1
+	}
+	return c
+}
+
+// Source delivers batches of readings; *stream.Consumer is one.
+type Source interface {
+	// Run sends batches on out until ctx is done; it never closes out.
+	Run(ctx context.Context, out chan<- *stream.Batch) error
+	Close(ctx context.Context) error
+}
+
+// Option configures a Pipeline's collaborators.
+type Option func(*Pipeline)
+
+// WithRegisterer registers the pipeline's metrics (and the window
+// counters it exports) with reg.
+func WithRegisterer(reg prometheus.Registerer) Option { return func(p *Pipeline) { p.reg = reg } }
+
+// WithLogger logs through l.
+func WithLogger(l *slog.Logger) Option { return func(p *Pipeline) { p.log = l } }
+
+// WithClock replaces time.Now (tests).
+func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now = now } }
+
+// WithObserver calls f with every forecast after the sink acknowledged it.
+// The forecast's slices are reused afterwards: copy what you keep.
+func WithObserver(f func(*sink.Forecast)) Option { return func(p *Pipeline) { p.observe = f } }
+
+// Pipeline is one running service instance.
+type Pipeline struct {
+	cfg     Config
+	src     Source
+	snk     sink.Sink
+	workers []*worker
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	now     func() time.Time
+	observe func(*sink.Forecast)
+	met     *metrics
+	seed    maphash.Seed
+
+	current atomic.Pointer[versioned]
+	free    chan *outBatch
+	stats   counters
+}
+
+// versioned is a model with its version number.
+type versioned struct {
+	m       *model.Model
+	version int64
+}
+
+// New checks that the model fits the readings and the windows and returns a
+// pipeline ready to Run.
+func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sink, opts ...Option) (*Pipeline, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Fields) == 0 {
+		return nil, errors.New("pipeline: no value fields; list the reading's fields (input.value_fields)")
+	}
+	if cfg.Cadence <= 0 {
+		return nil, errors.New("pipeline: cadence is required (input.cadence), e.g. 5m or 1h")
+	}
+	if _, err := m.NewExplainer(len(cfg.Fields)); err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	if mc := m.Meta.Cadence; mc > 0 && mc != cfg.Cadence {
+		return nil, fmt.Errorf("pipeline: the model was trained on %s steps but input.cadence is %s; "+
+			"its learned periods would be read in the wrong units; set input.cadence: %s or train on data of this cadence", mc, cfg.Cadence, mc)
+	}
+	p := &Pipeline{cfg: cfg, src: src, snk: snk, log: slog.Default(), now: time.Now, seed: maphash.MakeSeed()}
+	for _, o := range opts {
+		o(p)
+	}
+	win.Lookback = m.Lookback()
+	win.Fields = cfg.Fields
+	win.Cadence = cfg.Cadence
+	for range cfg.Workers {
+		set, err := window.New(win, window.WithLogger(p.log), window.WithClock(p.now))
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: %w", err)
+		}
+		p.workers = append(p.workers, &worker{set: set})
+	}
+	p.current.Store(&versioned{m: m, version: cfg.ModelVersion})
+	p.met = newMetrics(p)
+	// Three output buffers: one being filled, one being written, one spare.
+	p.free = make(chan *outBatch, 3)
+	for range 3 {
+		p.free <- newOutBatch(cfg.Workers)
+	}
+	return p, nil
+}
+
+// SetModel makes m, numbered version, the model of the next batch. Batches
+// in flight finish on the model they started with.
+func (p *Pipeline) SetModel(m *model.Model, version int64) error {
+	if _, err := m.NewExplainer(len(p.cfg.Fields)); err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
+	if m.Lookback() != p.current.Load().m.Lookback() {
+		return fmt.Errorf("pipeline: the new model's lookback %d differs from the windows' %d", m.Lookback(), p.current.Load().m.Lookback())
+	}
+	p.current.Store(&versioned{m: m, version: version})
+	p.met.modelVersion.Set(float64(version))
+	return nil
+}
+
+// Model returns the current model and its version.
+func (p *Pipeline) Model() (*model.Model, int64) {
+	v := p.current.Load()
+	return v.m, v.version
+}
+
+// Stats are running totals since the pipeline started.
+type Stats struct {
+	Batches, Readings, Windows, Forecasts int64 // forecasts acknowledged by the sink
+	ActiveSeries                          int
+	LastCommit                            time.Time
+}
+
+type counters struct {
+	batches, readings, windows, forecasts atomic.Int64
+	active                                atomic.Int64
+	lastCommit                            atomic.Int64 // unix nanoseconds
+}
+
+// Stats returns the running totals; safe to call from any goroutine.
+func (p *Pipeline) Stats() Stats {
+	s := Stats{
+		Batches: p.stats.batches.Load(), Readings: p.stats.readings.Load(),
+		Windows: p.stats.windows.Load(), Forecasts: p.stats.forecasts.Load(),
+		ActiveSeries: int(p.stats.active.Load()),
+	}
+	if ns := p.stats.lastCommit.Load(); ns > 0 {
+		s.LastCommit = time.Unix(0, ns)
+	}
+	return s
+}
+
+// Run consumes, forecasts and writes until ctx is cancelled, then drains
+// within ShutdownTimeout. It returns nil after a clean shutdown.
+func (p *Pipeline) Run(ctx context.Context) error {
+	// drain outlives ctx by at most ShutdownTimeout.
+	drain, cancelDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDrain()
+	stopTimer := context.AfterFunc(ctx, func() { time.AfterFunc(p.cfg.ShutdownTimeout, cancelDrain) })
+	defer stopTimer()
+
+	g, gctx := errgroup.WithContext(drain)
+	fetch, cancelFetch := context.WithCancel(gctx)
+	defer cancelFetch()
+	stopFetch := context.AfterFunc(ctx, cancelFetch)
+	defer stopFetch()
+
+	batches := make(chan *stream.Batch, 1)
+	outputs := make(chan *outBatch, 1)
+	g.Go(func() error {
+		defer close(batches)
+		err := p.src.Run(fetch, batches)
+		if fetch.Err() != nil {
+			return nil // stopping: not a failure
+		}
+		if err == nil {
+			return errors.New("pipeline: the consumer stopped without being asked to")
+		}
+		return err
+	})
+	g.Go(func() error {
+		defer close(outputs)
+		return p.processLoop(gctx, batches, outputs)
+	})
+	g.Go(func() error { return p.writeLoop(gctx, outputs) })
+	err := g.Wait()
+
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ShutdownTimeout)
+	defer cancel()
+	if cerr := p.snk.Close(closeCtx); cerr != nil && err == nil && ctx.Err() == nil {
+		err = cerr
+	}
+	if cerr := p.src.Close(closeCtx); cerr != nil && err == nil && ctx.Err() == nil {
+		err = cerr
+	}
+	if ctx.Err() != nil {
+		if drain.Err() != nil {
+			p.log.Warn("shutdown deadline passed before everything was written; uncommitted readings will be consumed again",
+				"shutdown_timeout", p.cfg.ShutdownTimeout)
+		}
+		return nil
+	}
+	return err
+}
+
+// processLoop turns batches of readings into batches of forecasts.
+func (p *Pipeline) processLoop(ctx context.Context, in <-chan *stream.Batch, out chan<- *outBatch) error {
+	nextExpire := p.now().Add(p.cfg.ExpireEvery)
+	for b := range in {
+		var ob *outBatch
+		select {
+		case ob = <-p.free:
+		case <-ctx.Done():
+			b.Release()
+			return ctx.Err()
+		}
+		p.process(b, ob)
+		if now := p.now(); !now.Before(nextExpire) {
+			p.expire(now)
+			nextExpire = now.Add(p.cfg.ExpireEvery)
+		}
+		select {
+		case out <- ob:
+		case <-ctx.Done():
+			p.recycle(ob)
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// writeLoop writes each batch's forecasts, waits for the acknowledgements,
+// then commits the batch's input offsets, in order.
+func (p *Pipeline) writeLoop(ctx context.Context, in <-chan *outBatch) error {
+	for ob := range in {
+		if err := p.write(ctx, ob); err != nil {
+			p.recycle(ob)
+			for rest := range in {
+				p.recycle(rest)
+			}
+			return err
+		}
+		p.recycle(ob)
+	}
+	return nil
+}
+
+func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
+	if len(ob.all) > 0 {
+		if err := retry(ctx, p.log, "write forecasts", func() error { return p.snk.Write(ctx, ob.all) }); err != nil {
+			return err
+		}
+	}
+	now := p.now()
+	for i := range ob.all {
+		p.met.endToEnd.Observe(now.Sub(ob.ingest[i]).Seconds())
+		if p.observe != nil {
+			p.observe(&ob.all[i])
+		}
+	}
+	if err := retry(ctx, p.log, "commit offsets", func() error { return ob.in.Commit(ctx) }); err != nil {
+		return err
+	}
+	p.stats.forecasts.Add(int64(len(ob.all)))
+	p.stats.lastCommit.Store(now.UnixNano())
+	p.met.lastCommit.Set(float64(now.UnixNano()) / 1e9)
+	return nil
+}
+
+// retry calls f until it succeeds or ctx ends, backing off from 100ms to 5s.
+// Delivery is at-least-once: giving up would drop readings.
+func retry(ctx context.Context, log *slog.Logger, what string, f func() error) error {
+	wait := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("pipeline: %s: %w", what, err)
+		}
+		log.Warn("retrying", "what", what, "attempt", attempt, "err", err, "wait", wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fmt.Errorf("pipeline: %s: %w", what, err)
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// recycle releases a written batch's input and returns its buffers.
+func (p *Pipeline) recycle(ob *outBatch) {
+	if ob.in != nil {
+		ob.in.Release()
+		ob.in = nil
+	}
+	p.free <- ob
+}
+
+// process routes the batch's rows to the workers, runs them in parallel and
+// gathers their forecasts into ob.
+func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
+	start := p.now()
+	ob.reset(b)
+	rec := b.Record
+	v := p.current.Load()
+	W := len(p.workers)
+	for _, w := range p.workers {
+		w.rows = w.rows[:0]
+	}
+	if rec != nil && rec.NumRows() > 0 {
+		series := rec.Column(0).(*array.String)
+		for i := range int(rec.NumRows()) {
+			w := int(maphash.String(p.seed, series.Value(i)) % uint64(W))
+			p.workers[w].rows = append(p.workers[w].rows, i)
+		}
+		p.stats.readings.Add(rec.NumRows())
+	}
+	var wg sync.WaitGroup
+	for i, w := range p.workers {
+		if len(w.rows) == 0 {
+			continue
+		}
+		part := &ob.parts[i]
+		if i == W-1 {
+			w.run(p, v, rec, part)
+			continue
+		}
+		wg.Go(func() { w.run(p, v, rec, part) })
+	}
+	wg.Wait()
+	ob.gather()
+	p.stats.batches.Add(1)
+	p.stats.windows.Add(int64(len(ob.all)))
+	active := 0
+	for _, w := range p.workers {
+		active += w.stats.Active
+	}
+	p.stats.active.Store(int64(active))
+	p.met.windowStats.update(p.workers)
+	p.met.processing.Observe(p.now().Sub(start).Seconds())
+}
+
+// expire forgets idle series on every worker.
+func (p *Pipeline) expire(now time.Time) {
+	for _, w := range p.workers {
+		w.set.Expire(now)
+		w.stats = w.set.Stats()
+	}
+	p.met.windowStats.update(p.workers)
+}

@@ -1,0 +1,269 @@
+package stream
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+func newArrow(t testing.TB, cfg Config) *ArrowDecoder {
+	t.Helper()
+	d, err := NewArrowDecoder(cfg, WithClock(testClock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// ipcStream writes one record batch per builder call as an IPC stream.
+func ipcStream(t testing.TB, mem memory.Allocator, fields []arrow.Field, batches ...func(rb *array.RecordBuilder)) []byte {
+	t.Helper()
+	schema := arrow.NewSchema(fields, nil)
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	for _, fill := range batches {
+		rb := array.NewRecordBuilder(mem, schema)
+		fill(rb)
+		rec := rb.NewRecord()
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		rb.Release()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+var (
+	fSeries = arrow.Field{Name: "series", Type: arrow.BinaryTypes.String}
+	fTS     = arrow.Field{Name: "ts", Type: TimestampType}
+	fValue  = arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Float64}
+)
+
+func TestArrowDecode(t *testing.T) {
+	ing := testIngest.UnixMilli()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+
+	threeRows := func(rb *array.RecordBuilder) {
+		rb.Field(0).(*array.StringBuilder).AppendValues([]string{"a", "b", "a"}, nil)
+		rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0, t0, t0 + 1000}, nil)
+		rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2, 3}, nil)
+	}
+	valid := ipcStream(t, mem, []arrow.Field{fSeries, fTS, fValue}, threeRows)
+	withValues := func(vals []float64, valid []bool) func(rb *array.RecordBuilder) {
+		return func(rb *array.RecordBuilder) {
+			n := len(vals)
+			for i := 0; i < n; i++ {
+				rb.Field(0).(*array.StringBuilder).Append("s")
+				rb.Field(1).(*array.TimestampBuilder).Append(t0)
+			}
+			rb.Field(2).(*array.Float64Builder).AppendValues(vals, valid)
+		}
+	}
+	std := []arrow.Field{fSeries, fTS, fValue}
+
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		key   string
+		in    []byte
+		want  []row
+		wantR string
+	}{
+		{name: "three readings", in: valid, want: []row{{"a", t0, ing, []float64{1}}, {"b", t0, ing, []float64{2}}, {"a", t0 + 1000, ing, []float64{3}}}},
+		{name: "two record batches", in: ipcStream(t, mem, std, threeRows, withValues([]float64{9}, nil)),
+			want: []row{{"a", t0, ing, []float64{1}}, {"b", t0, ing, []float64{2}}, {"a", t0 + 1000, ing, []float64{3}}, {"s", t0, ing, []float64{9}}}},
+		{name: "schema only", in: ipcStream(t, mem, std), want: nil},
+		{name: "int64 epoch, extra columns, no series: the key", key: "k",
+			cfg: Config{ValueFields: []string{"temp", "humidity"}},
+			in: ipcStream(t, mem, []arrow.Field{
+				{Name: "humidity", Type: arrow.PrimitiveTypes.Float64},
+				{Name: "site", Type: arrow.PrimitiveTypes.Int32},
+				{Name: "ts", Type: arrow.PrimitiveTypes.Int64},
+				{Name: "temp", Type: arrow.PrimitiveTypes.Float64},
+			}, func(rb *array.RecordBuilder) {
+				rb.Field(0).(*array.Float64Builder).Append(81)
+				rb.Field(1).(*array.Int32Builder).AppendNull()
+				rb.Field(2).(*array.Int64Builder).Append(t0)
+				rb.Field(3).(*array.Float64Builder).Append(3.5)
+			}),
+			want: []row{{"k", t0, ing, []float64{3.5, 81}}}},
+		{name: "microsecond timestamps round down", in: ipcStream(t, mem, []arrow.Field{fSeries,
+			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}}, fValue},
+			func(rb *array.RecordBuilder) {
+				rb.Field(0).(*array.StringBuilder).AppendValues([]string{"a", "a"}, nil)
+				rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0*1000 + 1999, -1}, nil)
+				rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2}, nil)
+			}),
+			want: []row{{"a", t0 + 1, ing, []float64{1}}, {"a", -1, ing, []float64{2}}}},
+		{name: "second timestamps", in: ipcStream(t, mem, []arrow.Field{
+			{Name: "series", Type: arrow.BinaryTypes.LargeString},
+			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "Europe/Paris"}}, fValue},
+			func(rb *array.RecordBuilder) {
+				rb.Field(0).(*array.LargeStringBuilder).Append("a")
+				rb.Field(1).(*array.TimestampBuilder).Append(t0 / 1000)
+				rb.Field(2).(*array.Float64Builder).Append(1)
+			}),
+			want: []row{{"a", t0, ing, []float64{1}}}},
+
+		{name: "empty", in: nil, wantR: ReasonUnparsable},
+		{name: "garbage", in: []byte("{\"series\":\"a\"}"), wantR: ReasonUnparsable},
+		{name: "truncated", in: valid[:len(valid)-20], wantR: ReasonUnparsable},
+		{name: "garbage after the end", in: append(append([]byte(nil), valid...), "xyz"...), wantR: ReasonUnparsable},
+		{name: "huge metadata length", in: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 2, 3}, wantR: ReasonUnparsable},
+		{name: "no value column", in: ipcStream(t, mem, []arrow.Field{fSeries, fTS}), wantR: ReasonBadSchema},
+		{name: "no time column", in: ipcStream(t, mem, []arrow.Field{fSeries, fValue}), wantR: ReasonBadSchema},
+		{name: "value column of ints", in: ipcStream(t, mem, []arrow.Field{fSeries, fTS, {Name: "value", Type: arrow.PrimitiveTypes.Int64}}), wantR: ReasonBadSchema},
+		{name: "series column of ints", in: ipcStream(t, mem, []arrow.Field{{Name: "series", Type: arrow.PrimitiveTypes.Int64}, fTS, fValue}), wantR: ReasonBadSchema},
+		{name: "time column of strings", in: ipcStream(t, mem, []arrow.Field{fSeries, {Name: "ts", Type: arrow.BinaryTypes.String}, fValue}), wantR: ReasonBadSchema},
+		{name: "one null value", in: ipcStream(t, mem, std, withValues([]float64{1, 2, 3}, []bool{true, false, true})), wantR: ReasonMissingField},
+		{name: "one NaN among many", in: ipcStream(t, mem, std, withValues([]float64{1, 2, math.NaN(), 4}, nil)), wantR: ReasonNonFinite},
+		{name: "one bad row in the second batch", in: ipcStream(t, mem, std, threeRows, withValues([]float64{math.Inf(1)}, nil)), wantR: ReasonNonFinite},
+		{name: "no series column and no key", in: ipcStream(t, mem, []arrow.Field{fTS, fValue}, func(rb *array.RecordBuilder) {
+			rb.Field(0).(*array.TimestampBuilder).Append(t0)
+			rb.Field(1).(*array.Float64Builder).Append(1)
+		}), wantR: ReasonMissingField},
+		{name: "empty series", in: ipcStream(t, mem, std, func(rb *array.RecordBuilder) {
+			rb.Field(0).(*array.StringBuilder).AppendValues([]string{"a", ""}, nil)
+			rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0, t0}, nil)
+			rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2}, nil)
+		}), wantR: ReasonEmptySeries},
+		{name: "a row too far ahead", in: ipcStream(t, mem, std, func(rb *array.RecordBuilder) {
+			rb.Field(0).(*array.StringBuilder).AppendValues([]string{"a", "a"}, nil)
+			rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0, arrow.Timestamp(testNow.Add(2 * time.Hour).UnixMilli())}, nil)
+			rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2}, nil)
+		}), wantR: ReasonFutureTimestamp},
+		{name: "seconds beyond int64 milliseconds", in: ipcStream(t, mem, []arrow.Field{fSeries,
+			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Second}}, fValue},
+			func(rb *array.RecordBuilder) {
+				rb.Field(0).(*array.StringBuilder).Append("a")
+				rb.Field(1).(*array.TimestampBuilder).Append(math.MinInt64 / 10)
+				rb.Field(2).(*array.Float64Builder).Append(1)
+			}), wantR: ReasonBadTimestamp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Format = FormatArrow
+			dec := newArrow(t, tc.cfg)
+			got, err := decodeOne(t, mem, dec, tc.cfg.ValueFields, []byte(tc.key), tc.in)
+			if r := reasonOf(err); r != tc.wantR {
+				t.Fatalf("reason = %q (%v), want %q", r, err, tc.wantR)
+			}
+			if !sameRows(got, tc.want) {
+				t.Errorf("rows = %v, want %v", got, tc.want)
+			}
+			if err == nil {
+				checkRoundTrip(t, tc.cfg, dec, got)
+			}
+		})
+	}
+}
+
+func TestAppendArrowRoundTripRandom(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, cfg := range []Config{{}, {SeriesField: "id", TimeField: "time", ValueFields: []string{"a", "b", "c"}}} {
+		cfg.Format = FormatArrow
+		dec := newArrow(t, cfg)
+		rs := randomReadings(rng, 3000, len(cfg.withDefaults().ValueFields))
+		msg, err := AppendArrow([]byte("prefix"), rs, cfg, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(msg[:6]) != "prefix" {
+			t.Fatalf("AppendArrow did not append to dst")
+		}
+		got, err := decodeOne(t, mem, dec, cfg.ValueFields, nil, msg[6:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := rowsFromReadings(rs); !sameRows(got, want) {
+			t.Fatalf("decode∘encode is not the identity over %d readings", len(rs))
+		}
+	}
+}
+
+func TestAppendArrowWrongValueCount(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	_, err := AppendArrow(nil, []Reading{{Series: "a", Values: []float64{1, 2}}}, Config{}, mem)
+	if err == nil {
+		t.Fatal("AppendArrow with 2 values for 1 field: no error")
+	}
+}
+
+func TestArrowBudget(t *testing.T) {
+	a := &budgetAllocator{mem: memory.NewGoAllocator(), left: 100}
+	b := a.Allocate(60)
+	b = a.Reallocate(90, b)
+	func() {
+		defer func() {
+			if recover() != errAllocBudget {
+				t.Error("allocating past the budget did not panic with errAllocBudget")
+			}
+		}()
+		a.Allocate(20)
+	}()
+	a.Free(b)
+}
+
+// TestArrowMetadataChecks: the metadata checks let real schemas through
+// (nested and dictionary extra columns, metadata) and refuse what Arrow
+// could not read safely.
+func TestArrowMetadataChecks(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dict := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
+	md := arrow.NewMetadata([]string{"origin"}, []string{"test"})
+	rich := []arrow.Field{
+		fSeries, fTS, fValue,
+		{Name: "tags", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true, Metadata: md},
+		{Name: "site", Type: arrow.StructOf(arrow.Field{Name: "id", Type: arrow.BinaryTypes.String}), Nullable: true},
+		{Name: "kind", Type: dict, Nullable: true},
+	}
+	in := ipcStream(t, mem, rich, func(rb *array.RecordBuilder) {
+		rb.Field(0).(*array.StringBuilder).Append("a")
+		rb.Field(1).(*array.TimestampBuilder).Append(t0)
+		rb.Field(2).(*array.Float64Builder).Append(1)
+		rb.Field(3).AppendNull()
+		rb.Field(4).AppendNull()
+		rb.Field(5).(*array.BinaryDictionaryBuilder).AppendString("x")
+	})
+	got, err := decodeOne(t, mem, newArrow(t, Config{}), nil, nil, in)
+	if err != nil {
+		t.Fatalf("a schema with nested, dictionary and metadata extras: %v", err)
+	}
+	if want := []row{{"a", t0, testIngest.UnixMilli(), []float64{1}}}; !sameRows(got, want) {
+		t.Errorf("rows = %v, want %v", got, want)
+	}
+
+	var deep arrow.DataType = arrow.PrimitiveTypes.Int64
+	for i := 0; i < maxIPCDepth+2; i++ {
+		deep = arrow.ListOf(deep)
+	}
+	in = ipcStream(t, mem, []arrow.Field{fSeries, fTS, fValue, {Name: "deep", Type: deep, Nullable: true}})
+	if _, err := decodeOne(t, mem, newArrow(t, Config{}), nil, nil, in); reasonOf(err) != ReasonUnparsable {
+		t.Errorf("nesting deeper than %d: %v, want %s", maxIPCDepth, err, ReasonUnparsable)
+	}
+
+	many := []arrow.Field{fSeries, fTS, fValue}
+	for i := 0; len(many) <= maxIPCFields; i++ {
+		many = append(many, arrow.Field{Name: fmt.Sprint("x", i), Type: arrow.PrimitiveTypes.Int8, Nullable: true})
+	}
+	in = ipcStream(t, mem, many)
+	if _, err := decodeOne(t, mem, newArrow(t, Config{}), nil, nil, in); reasonOf(err) != ReasonUnparsable {
+		t.Errorf("more than %d fields: %v, want %s", maxIPCFields, err, ReasonUnparsable)
+	}
+}

@@ -1,0 +1,110 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Broker is an in-process, single-node, Kafka-protocol broker
+// (github.com/twmb/franz-go/pkg/kfake) for single-machine runs, the demo and
+// tests. It keeps everything in memory: messages and committed offsets are
+// gone when it closes. Production uses a real Kafka cluster through the
+// same client code. Its methods are safe for concurrent use.
+type Broker struct {
+	c     *kfake.Cluster
+	addrs []string
+}
+
+// StartBroker starts a broker listening on addr ("127.0.0.1:9092"; port 0
+// picks a free port, see Addrs) and creates topics (name → partitions). It
+// advertises the address it listens on, so clients must reach it by that
+// address: listen on a concrete interface rather than ":9092" when they are
+// not on this machine.
+func StartBroker(addr string, topics map[string]int) (*Broker, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf(`stream: broker address %q: %w; use "host:port", for example "127.0.0.1:9092"`, addr, err)
+	}
+	if err := checkTopics(topics); err != nil {
+		return nil, err
+	}
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				return nil, fmt.Errorf("is another broker or program listening on %s? %w", addr, err)
+			}
+			return ln, nil
+		}),
+		kfake.ClusterID("freqlens"),
+	}
+	for _, name := range sortedTopics(topics) {
+		opts = append(opts, kfake.SeedTopics(int32(topics[name]), name))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("stream: start embedded broker on %s: %w", addr, err)
+	}
+	return &Broker{c: c, addrs: c.ListenAddrs()}, nil
+}
+
+// Addrs returns the broker's "host:port" addresses (one), the Brokers of a
+// Config.
+func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
+
+// Close stops the broker and drops everything it holds. It is idempotent.
+func (b *Broker) Close() { b.c.Close() }
+
+// CreateTopics creates topics (name → partitions). A topic that already
+// exists is left as it is.
+func (b *Broker) CreateTopics(topics map[string]int) error {
+	if err := checkTopics(topics); err != nil {
+		return err
+	}
+	req := &kafka.CreateTopicsRequest{}
+	for _, name := range sortedTopics(topics) {
+		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: name, NumPartitions: topics[name], ReplicationFactor: 1})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := &kafka.Client{Addr: kafka.TCP(b.addrs...), Timeout: 10 * time.Second}
+	resp, err := client.CreateTopics(ctx, req)
+	if err != nil {
+		return fmt.Errorf("stream: create topics on the embedded broker: %w", err)
+	}
+	var errs []error
+	for _, name := range sortedTopics(topics) {
+		if err := resp.Errors[name]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("stream: create topic %q: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkTopics(topics map[string]int) error {
+	for _, name := range sortedTopics(topics) {
+		if name == "" {
+			return errors.New("stream: a topic name is empty; name every topic")
+		}
+		if n := topics[name]; n < 1 {
+			return fmt.Errorf("stream: topic %q has %d partitions; give it at least 1", name, n)
+		}
+	}
+	return nil
+}
+
+func sortedTopics(topics map[string]int) []string {
+	names := make([]string, 0, len(topics))
+	for name := range topics {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,607 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+)
+
+// newBroker starts an embedded broker for one test.
+func newBroker(t *testing.T, topics map[string]int) []string {
+	t.Helper()
+	b, err := StartBroker("127.0.0.1:0", topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b.Addrs()
+}
+
+// produce writes msgs to topic with the real kafka-go client, keyed
+// messages to partitions by hash. RequireAll matters: with kafka-go's
+// default (no acks) the writer does not wait for one batch before sending
+// the next, possibly on another connection, so a partition's messages can
+// land out of order.
+func produce(t *testing.T, brokers []string, topic string, msgs ...kafka.Message) {
+	t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatalf("produce %d messages to %s: %v", len(msgs), topic, err)
+	}
+}
+
+// running is a Consumer whose Run runs in the background.
+type running struct {
+	c    *Consumer
+	out  chan *Batch
+	done chan error
+	stop func() error
+}
+
+// start creates a Consumer and runs it until the test ends or stop is
+// called; stop cancels Run, checks it returns context.Canceled, and closes
+// the consumer.
+func start(t *testing.T, cfg Config, opts ...Option) *running {
+	t.Helper()
+	c, err := NewConsumer(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{c: c, out: make(chan *Batch, 100), done: make(chan error, 1)}
+	go func() { r.done <- c.Run(ctx, r.out) }()
+	stopped := false
+	r.stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-r.done:
+			if !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("Run returned %v, want context.Canceled", err)
+			}
+		case <-time.After(5 * time.Second):
+			return errors.New("Run did not return within 5s of cancel")
+		}
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer ccancel()
+		for len(r.out) > 0 {
+			(<-r.out).Release()
+		}
+		return c.Close(cctx)
+	}
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+// next returns the next batch, failing after timeout.
+func (r *running) next(t *testing.T, timeout time.Duration) *Batch {
+	t.Helper()
+	select {
+	case b := <-r.out:
+		return b
+	case err := <-r.done:
+		t.Fatalf("Run returned %v while a batch was awaited", err)
+	case <-time.After(timeout):
+		t.Fatalf("no batch within %v", timeout)
+	}
+	return nil
+}
+
+// collect reads batches until they cover n messages, committing each.
+func (r *running) collect(t *testing.T, n int) (rows []row, batches []*Batch) {
+	t.Helper()
+	got := 0
+	for got < n {
+		b := r.next(t, 20*time.Second)
+		got += b.Messages
+		rows = append(rows, rowsOf(t, b.Record)...)
+		if err := b.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+		batches = append(batches, b)
+	}
+	if got != n {
+		t.Fatalf("batches cover %d messages, want %d", got, n)
+	}
+	return rows, batches
+}
+
+// dlqMessages reads n messages from partition 0 of topic.
+func dlqMessages(t *testing.T, brokers []string, topic string, n int) []kafka.Message {
+	t.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var msgs []kafka.Message
+	for len(msgs) < n {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read dead letter %d of %d: %v", len(msgs)+1, n, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+func header(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return "<missing>"
+}
+
+// base is the event time of produced readings: in the past of the real
+// clock the Consumer uses.
+var base = time.Now().Add(-48 * time.Hour).Truncate(time.Hour).UTC()
+
+// readingsFor returns n readings over series s-0 … s-(series-1), each
+// series in time order.
+func readingsFor(n, series, channels int) []Reading {
+	rs := make([]Reading, n)
+	for i := range rs {
+		vals := make([]float64, channels)
+		for j := range vals {
+			vals[j] = float64(i)*1.25 - float64(j) + 1e-9*float64(i%7)
+		}
+		rs[i] = Reading{Series: fmt.Sprintf("s-%d", i%series), Time: base.Add(time.Duration(i/series) * time.Minute), Values: vals}
+	}
+	return rs
+}
+
+// byOrder sorts rows by series, then time (the Kafka order within a
+// series).
+func sortRows(rows []row) {
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Series != rows[j].Series {
+			return rows[i].Series < rows[j].Series
+		}
+		return rows[i].TS < rows[j].TS
+	})
+}
+
+func TestConsumerEndToEnd(t *testing.T) {
+	type poisonMsg struct {
+		key, value string
+		reason     string
+	}
+	for _, tc := range []struct {
+		format Format
+		poison []poisonMsg
+	}{
+		{format: FormatJSON, poison: []poisonMsg{
+			{"p-1", `not json`, ReasonUnparsable},
+			{"p-2", `{"series":"p-2","ts":"2026-01-05T08:00:00Z","temp":"NaN","humidity":1}`, ReasonNonFinite},
+			{"p-3", `{"series":"p-3","ts":"yesterday","temp":1,"humidity":1}`, ReasonBadTimestamp},
+			{"p-4", `{"series":"p-4","ts":"2099-01-01T00:00:00Z","temp":1,"humidity":1}`, ReasonFutureTimestamp},
+		}},
+		{format: FormatCSV, poison: []poisonMsg{
+			{"p-1", `p-1,2026-01-05T08:00:00Z,1`, ReasonBadSchema},
+			{"p-2", `p-2,2026-01-05T08:00:00Z,1,+Inf`, ReasonNonFinite},
+			{"p-3", `,2026-01-05T08:00:00Z,1,2`, ReasonEmptySeries},
+		}},
+		{format: FormatArrow, poison: []poisonMsg{
+			{"p-1", "ARROW1\x00\x00garbage", ReasonUnparsable},
+		}},
+	} {
+		t.Run(string(tc.format), func(t *testing.T) {
+			brokers := newBroker(t, map[string]int{"readings": 3, "readings.dlq": 1})
+			cfg := Config{
+				Brokers: brokers, Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+				Format: tc.format, ValueFields: []string{"temp", "humidity"}, BatchRows: 64,
+			}
+			rs := readingsFor(600, 7, 2)
+			var msgs []kafka.Message
+			if tc.format == FormatArrow {
+				// One message per series, many readings each.
+				bySeries := map[string][]Reading{}
+				for _, r := range rs {
+					bySeries[r.Series] = append(bySeries[r.Series], r)
+				}
+				for s, rr := range bySeries {
+					v, err := AppendArrow(nil, rr, cfg, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					msgs = append(msgs, kafka.Message{Key: []byte(s), Value: v})
+				}
+				// A bad Arrow message: one NaN among valid rows.
+				bad := slices.Clone(rs[:5])
+				bad[3] = Reading{Series: bad[3].Series, Time: bad[3].Time, Values: []float64{math.NaN(), 1}}
+				v, err := AppendArrow(nil, bad, cfg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.poison = append(tc.poison, poisonMsg{"p-2", string(v), ReasonNonFinite})
+			} else {
+				for _, r := range rs {
+					var v []byte
+					if tc.format == FormatCSV {
+						v = AppendCSV(nil, r, cfg)
+					} else {
+						v = AppendJSON(nil, r, cfg)
+					}
+					msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: v})
+				}
+			}
+			// Poison in the middle of the traffic, with a header to keep.
+			for i, p := range tc.poison {
+				m := kafka.Message{Key: []byte(p.key), Value: []byte(p.value), Headers: []kafka.Header{{Key: "origin", Value: []byte("test")}}}
+				msgs = slices.Insert(msgs, (i+1)*len(msgs)/(len(tc.poison)+1), m)
+			}
+			produce(t, brokers, "readings", msgs...)
+
+			reg := prometheus.NewPedanticRegistry()
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			r := start(t, cfg, WithRegisterer(reg), WithAllocator(mem))
+			got, _ := r.collect(t, len(msgs))
+
+			// Rows: every reading, bit-exact, each series in Kafka (= time) order.
+			want := rowsFromReadings(rs)
+			for i := range got {
+				if got[i].Ingest <= 0 {
+					t.Fatalf("row %d has ingest_ts %d", i, got[i].Ingest)
+				}
+			}
+			for i := range got {
+				got[i].Ingest = 0
+			}
+			for i := range want {
+				want[i].Ingest = 0
+			}
+			for s := range 7 {
+				var ts []int64
+				for _, g := range got {
+					if g.Series == fmt.Sprintf("s-%d", s) {
+						ts = append(ts, g.TS)
+					}
+				}
+				if !slices.IsSorted(ts) {
+					t.Errorf("series s-%d arrived out of order: %v", s, ts)
+				}
+			}
+			sortRows(got)
+			sortRows(want)
+			if !sameRows(got, want) {
+				t.Fatalf("got %d rows, want %d; they differ", len(got), len(want))
+			}
+
+			// Dead letters: original key, value and headers, plus ours.
+			dead := dlqMessages(t, brokers, "readings.dlq", len(tc.poison))
+			sort.Slice(dead, func(i, j int) bool { return string(dead[i].Key) < string(dead[j].Key) })
+			reasons := map[string]float64{}
+			for i, p := range tc.poison {
+				d := dead[i]
+				reasons[p.reason]++
+				if string(d.Key) != p.key || string(d.Value) != p.value {
+					t.Errorf("dead letter %d = %q: %q, want %q: %q", i, d.Key, d.Value, p.key, p.value)
+				}
+				if got := header(d, HeaderReason); got != p.reason {
+					t.Errorf("dead letter %q: %s = %q, want %q", p.key, HeaderReason, got, p.reason)
+				}
+				if got := header(d, HeaderError); !strings.HasPrefix(got, "decode readings/") || !strings.Contains(got, p.reason) {
+					t.Errorf("dead letter %q: %s = %q, want the DecodeError", p.key, HeaderError, got)
+				}
+				if got := header(d, HeaderSourceTopic); got != "readings" {
+					t.Errorf("dead letter %q: %s = %q, want readings", p.key, HeaderSourceTopic, got)
+				}
+				part, err1 := strconv.Atoi(header(d, HeaderSourcePartition))
+				off, err2 := strconv.ParseInt(header(d, HeaderSourceOffset), 10, 64)
+				if err1 != nil || err2 != nil || part < 0 || part > 2 || off < 0 {
+					t.Errorf("dead letter %q: source partition %q offset %q", p.key, header(d, HeaderSourcePartition), header(d, HeaderSourceOffset))
+				}
+				if got := header(d, "origin"); got != "test" {
+					t.Errorf("dead letter %q lost its original header: origin = %q", p.key, got)
+				}
+			}
+
+			// Metrics.
+			for _, c := range []struct {
+				name string
+				got  float64
+				want float64
+			}{
+				{"readings consumed", testutil.ToFloat64(r.c.m.readings), float64(len(rs))},
+				{"messages consumed", testutil.ToFloat64(r.c.m.messages), float64(len(msgs))},
+				{"dead letters", testutil.ToFloat64(r.c.m.deadLetters), float64(len(tc.poison))},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+				}
+			}
+			for _, reason := range Reasons {
+				if got := testutil.ToFloat64(r.c.m.decodeErrors[reason]); got != reasons[reason] {
+					t.Errorf("decode errors{reason=%q} = %v, want %v", reason, got, reasons[reason])
+				}
+			}
+			if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+				t.Errorf("GatherAndLint: %v %v", problems, err)
+			}
+			if n, err := testutil.GatherAndCount(reg, "freqlens_stream_readings_consumed_total"); err != nil || n != 1 {
+				t.Errorf("freqlens_stream_readings_consumed_total: %d series, %v", n, err)
+			}
+			if err := r.stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestConsumerResumesAfterCommit: a restarted consumer in the same group
+// resumes after the committed offsets, and gets the uncommitted batch again
+// (at-least-once).
+func TestConsumerResumesAfterCommit(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 1, "dlq": 1})
+	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchRows: 5, BatchLatency: time.Hour}
+	rs := readingsFor(12, 1, 1)
+	var msgs []kafka.Message
+	for _, r := range rs {
+		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, r, cfg)})
+	}
+	produce(t, brokers, "in", msgs...)
+
+	first := start(t, cfg)
+	b1 := first.next(t, 20*time.Second)
+	if err := b1.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b2 := first.next(t, 20*time.Second) // never committed
+	if got := rowsOf(t, b2.Record); got[0].TS != rs[5].Time.UnixMilli() {
+		t.Fatalf("second batch starts at %s, want %s", formatMs(got[0].TS), rs[5].Time)
+	}
+	b1.Release()
+	b2.Release()
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	second := start(t, cfg)
+	b := second.next(t, 20*time.Second)
+	defer b.Release()
+	got := rowsOf(t, b.Record)
+	want := rowsFromReadings(rs[5:10])
+	for i := range got {
+		got[i].Ingest = 0
+	}
+	for i := range want {
+		want[i].Ingest = 0
+	}
+	if !sameRows(got, want) {
+		t.Errorf("after the restart: %v, want the uncommitted batch again: %v", got, want)
+	}
+}
+
+func TestConsumerBatchesByRows(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 1})
+	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true, BatchRows: 10, BatchLatency: time.Hour}
+	var msgs []kafka.Message
+	for _, r := range readingsFor(25, 3, 1) {
+		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, r, cfg)})
+	}
+	produce(t, brokers, "in", msgs...)
+	r := start(t, cfg)
+	for i := 0; i < 2; i++ {
+		b := r.next(t, 20*time.Second)
+		if b.Record.NumRows() != 10 || b.Messages != 10 {
+			t.Errorf("batch %d: %d rows of %d messages, want 10 of 10", i, b.Record.NumRows(), b.Messages)
+		}
+		b.Release()
+	}
+	select {
+	case b := <-r.out:
+		t.Errorf("a third batch of %d rows came before BatchLatency", b.Record.NumRows())
+		b.Release()
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+func TestConsumerBatchesByLatency(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 1})
+	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true, BatchRows: 1000, BatchLatency: 20 * time.Millisecond}
+	r := start(t, cfg)
+	// Wait for the group to be joined: one message through.
+	produce(t, brokers, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	r.next(t, 20*time.Second).Release()
+
+	var msgs []kafka.Message
+	for _, rd := range readingsFor(3, 3, 1) {
+		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, rd, cfg)})
+	}
+	sent := time.Now()
+	produce(t, brokers, "in", msgs...)
+	rows := 0
+	for rows < 3 {
+		b := r.next(t, 5*time.Second)
+		rows += int(b.Record.NumRows())
+		b.Release()
+	}
+	if d := time.Since(sent); d > time.Second {
+		t.Errorf("3 readings took %v to arrive with BatchLatency 20ms", d)
+	}
+}
+
+// TestConsumerPoisonOnlyBatch: a batch of only poison is sent, and
+// committing it moves the group past the poison.
+func TestConsumerPoisonOnlyBatch(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 1, "dlq": 1})
+	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
+	produce(t, brokers, "in", kafka.Message{Key: []byte("a"), Value: []byte("{")}, kafka.Message{Key: []byte("b"), Value: []byte("}")})
+	r := start(t, cfg)
+	got, _ := r.collect(t, 2)
+	if len(got) != 0 {
+		t.Errorf("poison-only batches hold %d rows", len(got))
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, brokers, "in", kafka.Message{Key: []byte("c"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	r2 := start(t, cfg)
+	b := r2.next(t, 20*time.Second)
+	defer b.Release()
+	if b.Messages != 1 || b.Record.NumRows() != 1 {
+		t.Errorf("after the restart: %d messages, %d rows; want only the new reading", b.Messages, b.Record.NumRows())
+	}
+	if n := len(dlqMessages(t, brokers, "dlq", 2)); n != 2 {
+		t.Errorf("%d dead letters, want 2", n)
+	}
+}
+
+func TestConsumerDropPoison(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 1})
+	reg := prometheus.NewRegistry()
+	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond}
+	produce(t, brokers, "in", kafka.Message{Key: []byte("a"), Value: []byte(`{"series":"a","ts":1,"value":"NaN"}`)})
+	r := start(t, cfg, WithRegisterer(reg))
+	r.collect(t, 1)
+	if got := testutil.ToFloat64(r.c.m.decodeErrors[ReasonNonFinite]); got != 1 {
+		t.Errorf("decode errors{non_finite} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(r.c.m.deadLetters); got != 0 {
+		t.Errorf("dead letters = %v with DropPoison, want 0", got)
+	}
+}
+
+func TestConsumerShutdown(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 2, "dlq": 1})
+	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
+	c, err := NewConsumer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	out := make(chan *Batch) // nobody reads: Run must still stop
+	go func() { done <- c.Run(ctx, out) }()
+	produce(t, brokers, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not return within 2s of cancel")
+	}
+	if err := c.Run(context.Background(), out); err == nil || !strings.Contains(err.Error(), "once") {
+		t.Errorf("second Run = %v, want an error saying it runs once", err)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer ccancel()
+	began := time.Now()
+	if err := c.Close(cctx); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if d := time.Since(began); d > 3*time.Second {
+		t.Errorf("Close took %v, past its deadline", d)
+	}
+	if err := c.Close(cctx); err != nil {
+		t.Errorf("second Close = %v, want nil (idempotent)", err)
+	}
+}
+
+func TestConsumerCloseStopsRun(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 1})
+	c, err := NewConsumer(Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Run(context.Background(), make(chan *Batch)) }()
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("Run = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after Close")
+	}
+}
+
+func TestCloseHonoursDeadline(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 1})
+	c, err := NewConsumer(Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Close(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("Close with a done context = %v, want nil or context.Canceled", err)
+	}
+	done, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := c.Close(done); err != nil {
+		t.Errorf("Close after the background close = %v", err)
+	}
+}
+
+func TestConsumerMetricsLint(t *testing.T) {
+	brokers := newBroker(t, map[string]int{"in": 1})
+	reg := prometheus.NewPedanticRegistry()
+	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true}
+	r := start(t, cfg, WithRegisterer(reg))
+	produce(t, brokers, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	r.collect(t, 1)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	for _, name := range []string{
+		"freqlens_stream_readings_consumed_total", "freqlens_stream_messages_consumed_total",
+		"freqlens_stream_decode_errors_total", "freqlens_stream_dead_letters_total",
+		"freqlens_stream_batch_rows", "freqlens_stream_consumer_lag_records",
+	} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
+			t.Errorf("metric %s: %d series, %v", name, n, err)
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// A restarted consumer registers with the same registry.
+	c2, err := NewConsumer(cfg, WithRegisterer(reg))
+	if err != nil {
+		t.Fatalf("second consumer on the same registry: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c2.Close(ctx); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,435 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+)
+
+// Decoder turns the value of one Kafka message into rows of a batch.
+//
+// Decode appends the message's readings to rb, which must have been built
+// from Schema(cfg.ValueFields...) (Decode panics on another schema, a
+// programmer error). key is the message key (the series id when the
+// payload has none) and ingest the message timestamp (the clock's now when
+// zero). A message is decoded whole or not at all: on error Decode appends
+// nothing and returns a *DecodeError whose Reason says why.
+//
+// A Decoder keeps scratch space between calls; it is not safe for
+// concurrent use. It does not retain key or value.
+type Decoder interface {
+	Decode(rb *array.RecordBuilder, key, value []byte, ingest time.Time) error
+}
+
+// NewDecoder returns the decoder of cfg.Format: a *JSONDecoder, a
+// *CSVDecoder or an *ArrowDecoder. Only the decoding fields of cfg are
+// used (Format, SeriesField, TimeField, ValueFields, CSVColumns,
+// MaxFuture), and of the options only WithClock.
+func NewDecoder(cfg Config, opts ...Option) (Decoder, error) {
+	cfg = cfg.withDefaults()
+	switch cfg.Format {
+	case FormatCSV:
+		return NewCSVDecoder(cfg, opts...)
+	case FormatArrow:
+		return NewArrowDecoder(cfg, opts...)
+	case FormatJSON:
+		return NewJSONDecoder(cfg, opts...)
+	}
+	return nil, cfg.validateDecode()
+}
+
+// fields is what every decoder needs from Config.
+type fields struct {
+	series, time string
+	values       []string
+	maxFutureMs  int64
+	clock        func() time.Time
+}
+
+func newFields(cfg Config, format Format, opts []Option) (fields, error) {
+	cfg = cfg.withDefaults()
+	cfg.Format = format
+	if err := cfg.validateDecode(); err != nil {
+		return fields{}, err
+	}
+	o := newOptions(opts)
+	return fields{
+		series:      cfg.SeriesField,
+		time:        cfg.TimeField,
+		values:      append([]string(nil), cfg.ValueFields...),
+		maxFutureMs: cfg.MaxFuture.Milliseconds(),
+		clock:       o.clock,
+	}, nil
+}
+
+// nowMs returns the clock's now in epoch milliseconds.
+func (f *fields) nowMs() int64 { return f.clock().UnixMilli() }
+
+// ingestMs returns the ingest time of a message in epoch milliseconds.
+func (f *fields) ingestMs(ingest time.Time, nowMs int64) int64 {
+	if ingest.IsZero() {
+		return nowMs
+	}
+	return ingest.UnixMilli()
+}
+
+// checkFuture reports a reading later than now + MaxFuture.
+func (f *fields) checkFuture(ts, nowMs int64) *DecodeError {
+	if ts > nowMs && ts-nowMs > f.maxFutureMs {
+		ahead := "centuries"
+		if d := ts - nowMs; d < math.MaxInt64/int64(time.Millisecond) {
+			ahead = (time.Duration(d) * time.Millisecond).String()
+		}
+		return poison(ReasonFutureTimestamp, "%s %s is %s after now, more than MaxFuture = %v",
+			f.time, formatMs(ts), ahead, time.Duration(f.maxFutureMs)*time.Millisecond)
+	}
+	return nil
+}
+
+// appendRow appends one reading to rb, whose schema is Schema(values...).
+func appendRow(rb *array.RecordBuilder, series []byte, ts, ingest int64, vals []float64) {
+	rb.Field(SeriesColumn).(*array.StringBuilder).BinaryBuilder.Append(series)
+	rb.Field(TimeColumn).(*array.TimestampBuilder).Append(arrow.Timestamp(ts))
+	rb.Field(IngestColumn).(*array.TimestampBuilder).Append(arrow.Timestamp(ingest))
+	for j, v := range vals {
+		rb.Field(FirstValueColumn + j).(*array.Float64Builder).Append(v)
+	}
+}
+
+// bytesOf views s as bytes without copying; the bytes must not be written.
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// stringOf views b as a string without copying; b must not change while
+// the string is in use.
+func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// parseValue parses the text of a value: a number, or a non-finite spelling
+// (which is poison).
+func parseValue(field string, b []byte) (float64, *DecodeError) {
+	v, err := strconv.ParseFloat(stringOf(b), 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) && (math.IsInf(v, 0)) {
+			return 0, poison(ReasonNonFinite, "%s = %s is beyond the float64 range", field, quote(b))
+		}
+		return 0, poison(ReasonWrongType, "%s = %s is not a number", field, quote(b))
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, poison(ReasonNonFinite, "%s = %s is not finite", field, quote(b))
+	}
+	return v, nil
+}
+
+// parseTimeText parses RFC 3339 or (optionally signed) epoch milliseconds
+// into epoch milliseconds.
+func parseTimeText(field string, b []byte) (int64, *DecodeError) {
+	if len(b) == 0 {
+		return 0, poison(ReasonMissingField, "%s is empty", field)
+	}
+	if ms, ok := parseInt(b); ok {
+		return ms, nil
+	}
+	if ms, ok := parseRFC3339(b); ok {
+		return ms, nil
+	}
+	return 0, poison(ReasonBadTimestamp, "%s = %s is neither RFC 3339 nor integral epoch milliseconds", field, quote(b))
+}
+
+// parseEpochNumber parses a JSON number of epoch milliseconds. A fraction
+// or exponent is accepted when the value is integral and exact in a
+// float64.
+func parseEpochNumber(field string, b []byte) (int64, *DecodeError) {
+	if ms, ok := parseInt(b); ok {
+		return ms, nil
+	}
+	v, err := strconv.ParseFloat(stringOf(b), 64)
+	if err != nil || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
+		return 0, poison(ReasonBadTimestamp, "%s = %s is not integral epoch milliseconds", field, quote(b))
+	}
+	return int64(v), nil
+}
+
+// parseInt parses an optionally signed decimal int64.
+func parseInt(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// parseRFC3339 parses YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM) ('t' or a space
+// may replace 'T', 'z' may replace 'Z') into epoch milliseconds, rounding
+// the fraction down. Leap seconds (:60) are rejected, as time.Parse does.
+func parseRFC3339(b []byte) (int64, bool) {
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[13] != ':' || b[16] != ':' {
+		return 0, false
+	}
+	switch b[10] {
+	case 'T', 't', ' ':
+	default:
+		return 0, false
+	}
+	year, ok1 := digits(b[0:4])
+	month, ok2 := digits(b[5:7])
+	day, ok3 := digits(b[8:10])
+	hour, ok4 := digits(b[11:13])
+	minute, ok5 := digits(b[14:16])
+	sec, ok6 := digits(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
+		return 0, false
+	}
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+		return 0, false
+	}
+	p := 19
+	frac := int64(0)
+	if b[p] == '.' {
+		p++
+		start := p
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
+			if p-start < 3 {
+				frac = frac*10 + int64(b[p]-'0')
+			}
+			p++
+		}
+		n := p - start
+		if n == 0 {
+			return 0, false
+		}
+		for ; n < 3; n++ {
+			frac *= 10
+		}
+	}
+	if p >= len(b) {
+		return 0, false
+	}
+	offset := int64(0)
+	switch b[p] {
+	case 'Z', 'z':
+		p++
+	case '+', '-':
+		if len(b)-p != 6 || b[p+3] != ':' {
+			return 0, false
+		}
+		oh, ok1 := digits(b[p+1 : p+3])
+		om, ok2 := digits(b[p+4 : p+6])
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return 0, false
+		}
+		offset = int64(oh*3600 + om*60)
+		if b[p] == '-' {
+			offset = -offset
+		}
+		p += 6
+	default:
+		return 0, false
+	}
+	if p != len(b) {
+		return 0, false
+	}
+	secs := daysFromCivil(int64(year), int64(month), int64(day))*86400 +
+		int64(hour*3600+minute*60+sec) - offset
+	return secs*1000 + frac, true
+}
+
+// digits parses a fixed-width run of decimal digits.
+func digits(b []byte) (int, bool) {
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
+// date (H. Hinnant's algorithm).
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// civilFromDays is the inverse of daysFromCivil.
+func civilFromDays(z int64) (y, m, d int64) {
+	z += 719468
+	era := z / 146097
+	if z < 0 {
+		era = (z - 146096) / 146097
+	}
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = doy - (153*mp+2)/5 + 1
+	m = mp + 3
+	if m > 12 {
+		m -= 12
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
+
+// minRFC3339Ms and maxRFC3339Ms bound the times appendTime writes as
+// RFC 3339 (years 0000 to 9999); others are written as epoch milliseconds.
+const (
+	minRFC3339Ms = -62167219200000 // 0000-01-01T00:00:00Z
+	maxRFC3339Ms = 253402300799999 // 9999-12-31T23:59:59.999Z
+)
+
+// appendTime appends ms as RFC 3339 in UTC with a millisecond fraction
+// when it is not zero, or as a decimal number outside years 0 to 9999.
+// quoted says whether an RFC 3339 time is wrapped in double quotes.
+func appendTime(dst []byte, ms int64, quoted bool) []byte {
+	if ms < minRFC3339Ms || ms > maxRFC3339Ms {
+		return strconv.AppendInt(dst, ms, 10)
+	}
+	secs := floorDiv(ms, 1000)
+	frac := ms - secs*1000
+	days := floorDiv(secs, 86400)
+	sod := secs - days*86400
+	y, m, d := civilFromDays(days)
+	if quoted {
+		dst = append(dst, '"')
+	}
+	dst = append4(dst, y)
+	dst = append(dst, '-')
+	dst = append2(dst, m)
+	dst = append(dst, '-')
+	dst = append2(dst, d)
+	dst = append(dst, 'T')
+	dst = append2(dst, sod/3600)
+	dst = append(dst, ':')
+	dst = append2(dst, sod/60%60)
+	dst = append(dst, ':')
+	dst = append2(dst, sod%60)
+	if frac != 0 {
+		dst = append(dst, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	}
+	dst = append(dst, 'Z')
+	if quoted {
+		dst = append(dst, '"')
+	}
+	return dst
+}
+
+func append2(dst []byte, v int64) []byte { return append(dst, byte('0'+v/10), byte('0'+v%10)) }
+
+func append4(dst []byte, v int64) []byte {
+	return append(dst, byte('0'+v/1000), byte('0'+v/100%10), byte('0'+v/10%10), byte('0'+v%10))
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+// formatMs renders epoch milliseconds for error messages.
+func formatMs(ms int64) string { return string(appendTime(nil, ms, false)) }
+
+// appendFloat appends v as a JSON-compatible number (as encoding/json
+// does), or a non-finite v as "NaN", "+Inf" or "-Inf", quoted when quoted
+// is set.
+func appendFloat(dst []byte, v float64, quoted bool) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		if quoted {
+			dst = append(dst, '"')
+		}
+		switch {
+		case math.IsNaN(v):
+			dst = append(dst, "NaN"...)
+		case v > 0:
+			dst = append(dst, "+Inf"...)
+		default:
+			dst = append(dst, "-Inf"...)
+		}
+		if quoted {
+			dst = append(dst, '"')
+		}
+		return dst
+	}
+	format := byte('f')
+	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.AppendFloat(dst, v, format, -1, 64)
+}
+
+// configNames returns the field names of cfg, defaults applied, without
+// allocating.
+func configNames(cfg Config) (series, ts string, values []string) {
+	series, ts, values = cfg.SeriesField, cfg.TimeField, cfg.ValueFields
+	if series == "" {
+		series = DefaultSeriesField
+	}
+	if ts == "" {
+		ts = DefaultTimeField
+	}
+	if len(values) == 0 {
+		values = defaultValueFields
+	}
+	return series, ts, values
+}
+
+func checkValues(r Reading, values []string) {
+	if len(r.Values) != len(values) {
+		panic(fmt.Sprintf("stream: reading of series %q has %d values for %d value fields %q",
+			r.Series, len(r.Values), len(values), values))
+	}
+}
