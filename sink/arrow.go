@@ -1,0 +1,628 @@
+package sink
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// The schema metadata keys of the Arrow layouts.
+const (
+	// MetaMessage is "forecast" or "attribution".
+	MetaMessage = "freqlens.message"
+	// MetaCadence is the step length as a Go duration string ("1h0m0s").
+	MetaCadence = "freqlens.cadence"
+	// MetaAttributions is "full" or "summary" (attribution messages only).
+	MetaAttributions = "freqlens.attributions"
+)
+
+var (
+	timestampNS = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
+	durationNS  = &arrow.DurationType{Unit: arrow.Nanosecond}
+	float64List = arrow.ListOf(arrow.PrimitiveTypes.Float64)
+)
+
+// The fixed columns of the forecast layout, then one float64 column per field.
+var forecastColumns = []arrow.Field{
+	{Name: "series", Type: arrow.BinaryTypes.String},
+	{Name: "ts", Type: timestampNS},
+	{Name: "origin_ts", Type: timestampNS},
+	{Name: "model_version", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "step", Type: arrow.PrimitiveTypes.Int32},
+}
+
+// The fixed columns of the attribution layout, then (full mode) one
+// list<float64> column per field.
+var attributionColumns = []arrow.Field{
+	{Name: "series", Type: arrow.BinaryTypes.String},
+	{Name: "origin_ts", Type: timestampNS},
+	{Name: "model_version", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "alpha", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "frequency_id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "period_steps", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "period", Type: durationNS, Nullable: true},
+	{Name: "share", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+}
+
+func isReservedColumn(name string) bool {
+	for _, cols := range [...][]arrow.Field{forecastColumns, attributionColumns} {
+		for _, c := range cols {
+			if c.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ArrowEncoder writes the Arrow layouts (see the package documentation):
+// one Arrow IPC stream — schema, one record batch, end-of-stream marker — per
+// message. It keeps the schema and the column builders of the last layout it
+// wrote, so a run of forecasts with the same fields and cadence reuses them.
+// It is not safe for concurrent use.
+type ArrowEncoder struct {
+	mem      memory.Allocator
+	forecast arrowLayout
+	attr     arrowLayout
+	out      appendWriter
+}
+
+type arrowLayout struct {
+	fields  []string
+	cadence time.Duration
+	mode    AttributionMode
+	schema  *arrow.Schema
+	b       *array.RecordBuilder
+
+	// w writes the record batches; it wrote the schema before the first one,
+	// and schemaMsg (the encapsulated schema message) goes before the others.
+	w         *ipc.Writer
+	out       *appendWriter
+	started   bool
+	schemaMsg []byte
+}
+
+// NewArrowEncoder returns an encoder allocating its Arrow buffers from mem
+// (memory.DefaultAllocator when nil). Call Release when done.
+func NewArrowEncoder(mem memory.Allocator) *ArrowEncoder {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	return &ArrowEncoder{mem: mem}
+}
+
+// Release frees the encoder's builders; the encoder may be used again.
+func (e *ArrowEncoder) Release() {
+	e.forecast.release()
+	e.attr.release()
+}
+
+func (l *arrowLayout) release() {
+	if l.b != nil {
+		l.b.Release()
+	}
+	if l.w != nil {
+		l.out.b = nil
+		l.w.Close() // writes an end-of-stream marker nobody reads
+	}
+	*l = arrowLayout{}
+}
+
+// builder returns the record builder of the layout, rebuilding it when the
+// fields, the cadence or the mode changed.
+func (l *arrowLayout) builder(mem memory.Allocator, fields []string, cadence time.Duration, mode AttributionMode,
+	schema func() *arrow.Schema) *array.RecordBuilder {
+	if l.b != nil && l.cadence == cadence && l.mode == mode && equalStrings(l.fields, fields) {
+		return l.b
+	}
+	l.release()
+	l.fields = append([]string(nil), fields...)
+	l.cadence, l.mode = cadence, mode
+	l.schema = schema()
+	l.b = array.NewRecordBuilder(mem, l.schema)
+	return l.b
+}
+
+// ForecastSchema returns the Arrow schema of forecast messages with these
+// fields and cadence.
+func ForecastSchema(fields []string, cadence time.Duration) *arrow.Schema {
+	cols := append([]arrow.Field(nil), forecastColumns...)
+	for _, name := range fields {
+		cols = append(cols, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64})
+	}
+	md := arrow.NewMetadata([]string{MetaMessage, MetaCadence}, []string{"forecast", cadence.String()})
+	return arrow.NewSchema(cols, &md)
+}
+
+// AttributionSchema returns the Arrow schema of attribution messages with
+// these fields and cadence in mode (full or summary).
+func AttributionSchema(fields []string, cadence time.Duration, mode AttributionMode) *arrow.Schema {
+	cols := append([]arrow.Field(nil), attributionColumns...)
+	if mode == AttributionsFull {
+		for _, name := range fields {
+			cols = append(cols, arrow.Field{Name: name, Type: float64List, Nullable: true})
+		}
+	}
+	md := arrow.NewMetadata([]string{MetaMessage, MetaCadence, MetaAttributions},
+		[]string{"attribution", cadence.String(), string(mode)})
+	return arrow.NewSchema(cols, &md)
+}
+
+// AppendForecast appends the forecast message of f (the forecast Arrow
+// layout) to dst and returns the extended buffer. It returns dst unchanged
+// and an error when f fails the checks of AppendForecastJSON or a field has
+// the name of a fixed column.
+func (e *ArrowEncoder) AppendForecast(dst []byte, f *Forecast) ([]byte, error) {
+	if err := f.checkForecast(); err != nil {
+		return dst, fmt.Errorf("sink: encode forecast arrow: %w", err)
+	}
+	if err := checkArrowFields(f.Fields); err != nil {
+		return dst, err
+	}
+	b := e.forecast.builder(e.mem, f.Fields, f.Cadence, "", func() *arrow.Schema {
+		return ForecastSchema(f.Fields, f.Cadence)
+	})
+	h, c := f.Horizon, len(f.Fields)
+	series := b.Field(0).(*array.StringBuilder)
+	ts := b.Field(1).(*array.TimestampBuilder)
+	origin := b.Field(2).(*array.TimestampBuilder)
+	version := b.Field(3).(*array.Int64Builder)
+	step := b.Field(4).(*array.Int32Builder)
+	for _, col := range []array.Builder{series, ts, origin, version, step} {
+		col.Reserve(h)
+	}
+	o := f.TS.UnixNano()
+	for i := 0; i < h; i++ {
+		series.Append(f.Series)
+		ts.Append(arrow.Timestamp(o + int64(i+1)*int64(f.Cadence)))
+		origin.Append(arrow.Timestamp(o))
+		version.Append(f.ModelVersion)
+		step.Append(int32(i + 1))
+	}
+	for j := 0; j < c; j++ {
+		col := b.Field(len(forecastColumns) + j).(*array.Float64Builder)
+		col.Reserve(h)
+		for i := 0; i < h; i++ {
+			col.UnsafeAppend(f.Values[i*c+j])
+		}
+	}
+	return e.write(dst, &e.forecast, "forecast")
+}
+
+// AppendAttribution appends the attribution message of f in mode (the
+// attribution Arrow layout) to dst and returns the extended buffer. It
+// returns dst unchanged and an error when f fails the checks of
+// AppendAttributionJSON or a field has the name of a fixed column.
+func (e *ArrowEncoder) AppendAttribution(dst []byte, f *Forecast, mode AttributionMode) ([]byte, error) {
+	if err := checkEncodeMode(mode); err != nil {
+		return dst, err
+	}
+	if err := f.checkAttributionLayout(mode); err != nil {
+		return dst, fmt.Errorf("sink: encode attribution arrow: %w", err)
+	}
+	full := mode == AttributionsFull
+	if full {
+		if err := checkArrowFields(f.Fields); err != nil {
+			return dst, err
+		}
+	}
+	fields := f.Fields
+	if !full {
+		fields = nil
+	}
+	b := e.attr.builder(e.mem, fields, f.Cadence, mode, func() *arrow.Schema {
+		return AttributionSchema(fields, f.Cadence, mode)
+	})
+	rows := 1 + len(f.Frequencies)
+	series := b.Field(0).(*array.StringBuilder)
+	origin := b.Field(1).(*array.TimestampBuilder)
+	version := b.Field(2).(*array.Int64Builder)
+	alpha := b.Field(3).(*array.Float64Builder)
+	id := b.Field(4).(*array.Int64Builder)
+	periodSteps := b.Field(5).(*array.Float64Builder)
+	period := b.Field(6).(*array.DurationBuilder)
+	share := b.Field(7).(*array.Float64Builder)
+	for _, col := range []array.Builder{series, origin, version, alpha, id, periodSteps, period, share} {
+		col.Reserve(rows)
+	}
+	o := arrow.Timestamp(f.TS.UnixNano())
+	for r := 0; r < rows; r++ {
+		series.Append(f.Series)
+		origin.Append(o)
+		version.Append(f.ModelVersion)
+		alpha.Append(f.Alpha)
+	}
+	id.AppendNull()
+	periodSteps.AppendNull()
+	period.AppendNull()
+	share.AppendNull()
+	for k := range f.Frequencies {
+		fr := &f.Frequencies[k]
+		id.Append(int64(fr.ID))
+		periodSteps.Append(fr.PeriodSteps)
+		period.Append(arrow.Duration(fr.Period))
+		share.Append(fr.Share)
+	}
+	if full {
+		h, c := f.Horizon, len(f.Fields)
+		for j := 0; j < c; j++ {
+			list := b.Field(len(attributionColumns) + j).(*array.ListBuilder)
+			vals := list.ValueBuilder().(*array.Float64Builder)
+			vals.Reserve(rows * h)
+			for r := 0; r < rows; r++ {
+				src := f.Residual
+				if r > 0 {
+					src = f.Frequencies[r-1].Values
+				}
+				list.Append(true)
+				for i := 0; i < h; i++ {
+					vals.UnsafeAppend(src[i*c+j])
+				}
+			}
+		}
+	}
+	return e.write(dst, &e.attr, "attribution")
+}
+
+// eos is the end-of-stream marker of the IPC stream format.
+var eos = []byte{0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0}
+
+// write appends the IPC stream of the layout's record: the schema message,
+// the record batch and the end-of-stream marker.
+func (e *ArrowEncoder) write(dst []byte, l *arrowLayout, what string) ([]byte, error) {
+	rec := l.b.NewRecord()
+	defer rec.Release()
+	if l.w == nil {
+		var s appendWriter
+		sw := ipc.NewWriter(&s, ipc.WithSchema(l.schema), ipc.WithAllocator(e.mem))
+		if err := sw.Close(); err != nil { // the schema and an end-of-stream marker
+			return dst, fmt.Errorf("sink: encode %s arrow: %w", what, err)
+		}
+		l.schemaMsg = s.b[:len(s.b)-len(eos)]
+		l.out = &appendWriter{}
+		l.w = ipc.NewWriter(l.out, ipc.WithSchema(l.schema), ipc.WithAllocator(e.mem))
+	}
+	l.out.b = dst
+	if l.started {
+		l.out.b = append(l.out.b, l.schemaMsg...)
+	}
+	err := l.w.Write(rec)
+	l.started = true
+	out := append(l.out.b, eos...)
+	l.out.b = nil
+	if err != nil {
+		l.release() // the writer's state is unknown: start afresh
+		return dst, fmt.Errorf("sink: encode %s arrow: %w", what, err)
+	}
+	return out, nil
+}
+
+func checkArrowFields(fields []string) error {
+	for _, name := range fields {
+		if isReservedColumn(name) {
+			return fmt.Errorf("sink: field %q has the name of a fixed column of the arrow layouts; rename the value field", name)
+		}
+	}
+	return nil
+}
+
+// appendWriter is an io.Writer appending to a byte slice.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// DecodeForecastArrow decodes a forecast message of the Arrow layout into a
+// Forecast with Series, TS (in UTC), ModelVersion, Cadence, Fields, Horizon
+// and Values set, allocating Arrow buffers from mem (memory.DefaultAllocator
+// when nil) and releasing them before it returns.
+//
+// It never panics and every error is a *DecodeError. For every forecast f,
+// DecodeForecastArrow(AppendForecast(nil, f)) equals f's forecast part bit
+// for bit, NaN payloads included (times compare with Equal). The stream must
+// hold exactly one uncompressed record batch and nothing after its end.
+func DecodeForecastArrow(data []byte, mem memory.Allocator) (Forecast, error) {
+	var f Forecast
+	err := readArrow(data, mem, func(rec arrow.Record) (err error) {
+		f, err = forecastFromRecord(rec)
+		return err
+	})
+	if err != nil {
+		return Forecast{}, &DecodeError{Layout: "forecast arrow", Err: err}
+	}
+	return f, nil
+}
+
+// DecodeAttributionArrow decodes an attribution message of the Arrow layout
+// into a Forecast with Series, TS (in UTC), ModelVersion, Cadence, Alpha and
+// Frequencies set and, for a full message, Fields, Horizon, Residual and
+// every Contribution's Values too (a summary message leaves them zero),
+// allocating Arrow buffers from mem (memory.DefaultAllocator when nil) and
+// releasing them before it returns.
+//
+// It never panics and every error is a *DecodeError. For every forecast f,
+// DecodeAttributionArrow(AppendAttribution(nil, f, mode)) equals f's
+// attribution part in mode bit for bit.
+func DecodeAttributionArrow(data []byte, mem memory.Allocator) (Forecast, error) {
+	var f Forecast
+	err := readArrow(data, mem, func(rec arrow.Record) (err error) {
+		f, err = attributionFromRecord(rec)
+		return err
+	})
+	if err != nil {
+		return Forecast{}, &DecodeError{Layout: "attribution arrow", Err: err}
+	}
+	return f, nil
+}
+
+// schemaMeta checks that the schema starts with the fixed columns and is the
+// message kind, and returns the cadence and the remaining columns.
+func schemaMeta(s *arrow.Schema, kind string, fixed []arrow.Field) (time.Duration, []arrow.Field, error) {
+	md := s.Metadata()
+	if v, _ := md.GetValue(MetaMessage); v != kind {
+		return 0, nil, fmt.Errorf("schema metadata %s = %q, want %q", MetaMessage, v, kind)
+	}
+	v, ok := md.GetValue(MetaCadence)
+	if !ok {
+		return 0, nil, fmt.Errorf("schema metadata has no %s", MetaCadence)
+	}
+	cadence, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, nil, fmt.Errorf("schema metadata %s: %w", MetaCadence, err)
+	}
+	cols := s.Fields()
+	if len(cols) < len(fixed) {
+		return 0, nil, fmt.Errorf("%d columns, want at least %d", len(cols), len(fixed))
+	}
+	for i, want := range fixed {
+		if cols[i].Name != want.Name || !arrow.TypeEqual(cols[i].Type, want.Type) {
+			return 0, nil, fmt.Errorf("column %d is %s %s, want %s %s", i, cols[i].Name, cols[i].Type, want.Name, want.Type)
+		}
+	}
+	return cadence, cols[len(fixed):], nil
+}
+
+func fieldNames(cols []arrow.Field) []string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	return names
+}
+
+func noNulls(rec arrow.Record, cols ...int) error {
+	for _, i := range cols {
+		if rec.Column(i).NullN() != 0 {
+			return fmt.Errorf("column %s has nulls", rec.ColumnName(i))
+		}
+	}
+	return nil
+}
+
+// constant checks that the series, origin_ts and model_version columns hold
+// one value and returns it.
+func constant(rec arrow.Record, seriesCol, originCol, versionCol int) (string, int64, int64, error) {
+	series := rec.Column(seriesCol).(*array.String)
+	origin := rec.Column(originCol).(*array.Timestamp).TimestampValues()
+	version := rec.Column(versionCol).(*array.Int64).Int64Values()
+	n := int(rec.NumRows())
+	if len(origin) < n || len(version) < n {
+		return "", 0, 0, errors.New("columns shorter than the record")
+	}
+	s, o, v := series.Value(0), int64(origin[0]), version[0]
+	for r := 1; r < n; r++ {
+		if series.Value(r) != s || int64(origin[r]) != o || version[r] != v {
+			return "", 0, 0, fmt.Errorf("row %d has another series, origin_ts or model_version than row 0", r)
+		}
+	}
+	return s, o, v, nil
+}
+
+func forecastFromRecord(rec arrow.Record) (Forecast, error) {
+	cadence, cols, err := schemaMeta(rec.Schema(), "forecast", forecastColumns)
+	if err != nil {
+		return Forecast{}, err
+	}
+	for _, c := range cols {
+		if !arrow.TypeEqual(c.Type, arrow.PrimitiveTypes.Float64) {
+			return Forecast{}, fmt.Errorf("field column %s is %s, want float64", c.Name, c.Type)
+		}
+	}
+	h := int(rec.NumRows())
+	if h < 1 {
+		return Forecast{}, errors.New("no rows")
+	}
+	all := make([]int, rec.NumCols())
+	for i := range all {
+		all[i] = i
+	}
+	if err := noNulls(rec, all...); err != nil {
+		return Forecast{}, err
+	}
+	series, origin, version, err := constant(rec, 0, 2, 3)
+	if err != nil {
+		return Forecast{}, err
+	}
+	f := Forecast{
+		Series:       series,
+		TS:           time.Unix(0, origin).UTC(),
+		ModelVersion: version,
+		Cadence:      cadence,
+		Fields:       fieldNames(cols),
+		Horizon:      h,
+	}
+	if err := checkArrowFields(f.Fields); err != nil {
+		return Forecast{}, err
+	}
+	if err := f.checkID(); err != nil {
+		return Forecast{}, err
+	}
+	if err := f.checkShape(); err != nil {
+		return Forecast{}, err
+	}
+	if err := f.checkCadence(); err != nil {
+		return Forecast{}, err
+	}
+	ts := rec.Column(1).(*array.Timestamp).TimestampValues()
+	step := rec.Column(4).(*array.Int32).Int32Values()
+	if len(ts) < h || len(step) < h {
+		return Forecast{}, errors.New("columns shorter than the record")
+	}
+	for i := 0; i < h; i++ {
+		if step[i] != int32(i+1) {
+			return Forecast{}, fmt.Errorf("row %d: step = %d, want %d", i, step[i], i+1)
+		}
+		if want := origin + int64(i+1)*int64(cadence); int64(ts[i]) != want {
+			return Forecast{}, fmt.Errorf("row %d: ts = %d ns, want origin_ts + %d×cadence = %d ns", i, ts[i], i+1, want)
+		}
+	}
+	c := len(cols)
+	f.Values = make([]float64, h*c)
+	for j := 0; j < c; j++ {
+		v := rec.Column(len(forecastColumns) + j).(*array.Float64).Float64Values()
+		if len(v) < h {
+			return Forecast{}, errors.New("columns shorter than the record")
+		}
+		for i := 0; i < h; i++ {
+			f.Values[i*c+j] = v[i]
+		}
+	}
+	return f, nil
+}
+
+func attributionFromRecord(rec arrow.Record) (Forecast, error) {
+	cadence, cols, err := schemaMeta(rec.Schema(), "attribution", attributionColumns)
+	if err != nil {
+		return Forecast{}, err
+	}
+	mode, _ := rec.Schema().Metadata().GetValue(MetaAttributions)
+	full := AttributionMode(mode) == AttributionsFull
+	switch {
+	case AttributionMode(mode) != AttributionsFull && AttributionMode(mode) != AttributionsSummary:
+		return Forecast{}, fmt.Errorf("schema metadata %s = %q, want %q or %q", MetaAttributions, mode, AttributionsFull, AttributionsSummary)
+	case !full && len(cols) > 0:
+		return Forecast{}, fmt.Errorf("a summary has %d value columns, want none", len(cols))
+	case full && len(cols) == 0:
+		return Forecast{}, errors.New("a full attribution has no value columns")
+	}
+	for _, c := range cols {
+		lt, ok := c.Type.(*arrow.ListType)
+		if !ok || !arrow.TypeEqual(lt.Elem(), arrow.PrimitiveTypes.Float64) {
+			return Forecast{}, fmt.Errorf("field column %s is %s, want list<float64>", c.Name, c.Type)
+		}
+	}
+	rows := int(rec.NumRows())
+	if rows < 1 {
+		return Forecast{}, errors.New("no rows (row 0 is the residual)")
+	}
+	if err := noNulls(rec, 0, 1, 2, 3); err != nil {
+		return Forecast{}, err
+	}
+	series, origin, version, err := constant(rec, 0, 1, 2)
+	if err != nil {
+		return Forecast{}, err
+	}
+	alpha := rec.Column(3).(*array.Float64).Float64Values()
+	id := rec.Column(4).(*array.Int64)
+	periodSteps := rec.Column(5).(*array.Float64)
+	period := rec.Column(6).(*array.Duration)
+	share := rec.Column(7).(*array.Float64)
+	if len(alpha) < rows || id.Len() < rows || periodSteps.Len() < rows || period.Len() < rows || share.Len() < rows {
+		return Forecast{}, errors.New("columns shorter than the record")
+	}
+	f := Forecast{
+		Series:       series,
+		TS:           time.Unix(0, origin).UTC(),
+		ModelVersion: version,
+		Cadence:      cadence,
+		Alpha:        alpha[0],
+	}
+	for r := 0; r < rows; r++ {
+		if math.Float64bits(alpha[r]) != math.Float64bits(f.Alpha) {
+			return Forecast{}, fmt.Errorf("row %d has another alpha than row 0", r)
+		}
+		null := r == 0
+		for _, col := range []arrow.Array{id, periodSteps, period, share} {
+			if col.IsNull(r) != null {
+				if null {
+					return Forecast{}, errors.New("row 0 (the residual) has frequency columns set")
+				}
+				return Forecast{}, fmt.Errorf("row %d has null frequency columns", r)
+			}
+		}
+	}
+	if err := f.checkID(); err != nil {
+		return Forecast{}, err
+	}
+	if rows > 1 {
+		f.Frequencies = make([]Contribution, rows-1)
+	}
+	for k := range f.Frequencies {
+		r := k + 1
+		if v := id.Value(r); v < math.MinInt || v > math.MaxInt {
+			return Forecast{}, fmt.Errorf("row %d: frequency_id %d overflows int", r, v)
+		}
+		f.Frequencies[k] = Contribution{
+			ID:          int(id.Value(r)),
+			PeriodSteps: periodSteps.Value(r),
+			Period:      time.Duration(period.Value(r)),
+			Share:       share.Value(r),
+		}
+	}
+	if !full {
+		return f, nil
+	}
+	f.Fields = fieldNames(cols)
+	if err := checkArrowFields(f.Fields); err != nil {
+		return Forecast{}, err
+	}
+	c := len(cols)
+	for j := 0; j < c; j++ {
+		list := rec.Column(len(attributionColumns) + j).(*array.List)
+		if list.NullN() != 0 {
+			return Forecast{}, fmt.Errorf("column %s has nulls", cols[j].Name)
+		}
+		vals, ok := list.ListValues().(*array.Float64)
+		if !ok {
+			return Forecast{}, fmt.Errorf("column %s does not hold float64 values", cols[j].Name)
+		}
+		raw := vals.Float64Values()
+		for r := 0; r < rows; r++ {
+			start, end := list.ValueOffsets(r)
+			if start < 0 || end < start || end > int64(len(raw)) {
+				return Forecast{}, fmt.Errorf("column %s row %d: offsets out of range", cols[j].Name, r)
+			}
+			n := int(end - start)
+			if j == 0 && r == 0 {
+				f.Horizon = n
+				if err := f.checkShape(); err != nil {
+					return Forecast{}, err
+				}
+				f.Residual = make([]float64, n*c)
+				for k := range f.Frequencies {
+					f.Frequencies[k].Values = make([]float64, n*c)
+				}
+			}
+			if n != f.Horizon {
+				return Forecast{}, fmt.Errorf("column %s row %d has %d steps, row 0 of %s has %d",
+					cols[j].Name, r, n, cols[0].Name, f.Horizon)
+			}
+			dst := f.Residual
+			if r > 0 {
+				dst = f.Frequencies[r-1].Values
+			}
+			for i := 0; i < n; i++ {
+				dst[i*c+j] = raw[int(start)+i]
+			}
+		}
+	}
+	return f, nil
+}

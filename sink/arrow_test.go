@@ -1,0 +1,287 @@
+package sink_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/ipc"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/sink/sinktest"
+)
+
+func TestArrowRoundTrip(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := sink.NewArrowEncoder(mem)
+	defer enc.Release()
+
+	nan := exampleMulti()
+	nan.Values[0] = math.Float64frombits(0x7ff8000000000123) // a NaN with a payload
+	nan.Values[1] = math.Inf(-1)
+	nan.Residual[2] = math.Copysign(0, -1)
+	nan.Alpha = math.NaN()
+	nan.Frequencies[0].Share = math.Inf(1)
+	fs := []sink.Forecast{exampleSingle(), exampleMulti(), nan, extremes(), subSecond()}
+	fs = append(fs, randomForecasts(7, 10, []string{"value"}, 24, 4)...)
+	fs = append(fs, randomForecasts(8, 10, []string{"temp", "humidity", "wind"}, 12, 3)...)
+	fs = append(fs, randomForecasts(9, 2, []string{"x"}, 3, 0)...)
+	for i := range fs {
+		f := &fs[i]
+		b, err := enc.AppendForecast(nil, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sink.DecodeForecastArrow(b, mem)
+		if err != nil {
+			t.Fatalf("forecast %d: %v", i, err)
+		}
+		if d := sinktest.Diff(got, forecastPart(*f)); d != "" {
+			t.Errorf("forecast %d: %s", i, d)
+		}
+		for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
+			b, err := enc.AppendAttribution(nil, f, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := sink.DecodeAttributionArrow(b, mem)
+			if err != nil {
+				t.Fatalf("attribution %d (%s): %v", i, mode, err)
+			}
+			if d := sinktest.Diff(got, attributionPart(*f, mode, true)); d != "" {
+				t.Errorf("attribution %d (%s): %s", i, mode, d)
+			}
+		}
+	}
+}
+
+// readTable reads an IPC stream with the plain Arrow reader, as a consumer
+// would.
+func readTable(t *testing.T, mem memory.Allocator, b []byte) (*arrow.Schema, arrow.Record) {
+	t.Helper()
+	r, err := ipc.NewReader(bytes.NewReader(b), ipc.WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release()
+	if !r.Next() {
+		t.Fatalf("no record: %v", r.Err())
+	}
+	rec := r.Record()
+	rec.Retain()
+	return r.Schema(), rec
+}
+
+func TestArrowForecastLayout(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := sink.NewArrowEncoder(mem)
+	defer enc.Release()
+	f := exampleMulti()
+	b, err := enc.AppendForecast(nil, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, rec := readTable(t, mem, b)
+	defer rec.Release()
+	want := "schema:\n  fields: 7\n" +
+		"    - series: type=utf8\n" +
+		"    - ts: type=timestamp[ns, tz=UTC]\n" +
+		"    - origin_ts: type=timestamp[ns, tz=UTC]\n" +
+		"    - model_version: type=int64\n" +
+		"    - step: type=int32\n" +
+		"    - temp: type=float64\n" +
+		"    - humidity: type=float64\n" +
+		"  metadata: [\"freqlens.message\": \"forecast\", \"freqlens.cadence\": \"1h0m0s\"]"
+	if got := schema.String(); got != want {
+		t.Errorf("schema:\n%s\nwant\n%s", got, want)
+	}
+	if rec.NumRows() != 2 {
+		t.Fatalf("%d rows, want 2 (one per step)", rec.NumRows())
+	}
+	ts := rec.Column(1).(*array.Timestamp)
+	if got := ts.Value(1).ToTime(arrow.Nanosecond); !got.Equal(origin.Add(2 * time.Hour)) {
+		t.Errorf("ts of step 2 = %s", got)
+	}
+	if got := rec.Column(6).(*array.Float64).Value(0); got != 80.25 {
+		t.Errorf("humidity at step 1 = %v, want 80.25", got)
+	}
+}
+
+func TestArrowAttributionLayout(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := sink.NewArrowEncoder(mem)
+	defer enc.Release()
+	f := exampleMulti()
+	for _, tc := range []struct {
+		mode   sink.AttributionMode
+		fields string
+	}{
+		{sink.AttributionsFull, "    - temp: type=list<item: float64, nullable>, nullable\n" +
+			"    - humidity: type=list<item: float64, nullable>, nullable\n"},
+		{sink.AttributionsSummary, ""},
+	} {
+		b, err := enc.AppendAttribution(nil, &f, tc.mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema, rec := readTable(t, mem, b)
+		n := 8
+		if tc.mode == sink.AttributionsFull {
+			n = 10
+		}
+		want := fmt.Sprintf("schema:\n  fields: %d\n", n) +
+			"    - series: type=utf8\n" +
+			"    - origin_ts: type=timestamp[ns, tz=UTC]\n" +
+			"    - model_version: type=int64\n" +
+			"    - alpha: type=float64\n" +
+			"    - frequency_id: type=int64, nullable\n" +
+			"    - period_steps: type=float64, nullable\n" +
+			"    - period: type=duration[ns], nullable\n" +
+			"    - share: type=float64, nullable\n" + tc.fields +
+			"  metadata: [\"freqlens.message\": \"attribution\", \"freqlens.cadence\": \"1h0m0s\", \"freqlens.attributions\": \"" + string(tc.mode) + "\"]"
+		if got := schema.String(); got != want {
+			t.Errorf("%s schema:\n%s\nwant\n%s", tc.mode, got, want)
+		}
+		if rec.NumRows() != 3 {
+			t.Errorf("%s: %d rows, want 3 (residual, then one per frequency)", tc.mode, rec.NumRows())
+		}
+		if !rec.Column(4).IsNull(0) || rec.Column(4).(*array.Int64).Value(1) != 7 {
+			t.Errorf("%s: frequency_id = %v, want [null 7 2]", tc.mode, rec.Column(4))
+		}
+		if tc.mode == sink.AttributionsFull {
+			// Σ over rows of each list, element by element, is the forecast.
+			for j := 0; j < 2; j++ {
+				list := rec.Column(8 + j).(*array.List)
+				vals := list.ListValues().(*array.Float64)
+				for h := 0; h < 2; h++ {
+					var sum float64
+					for r := 0; r < 3; r++ {
+						start, _ := list.ValueOffsets(r)
+						sum += vals.Value(int(start) + h)
+					}
+					if want := f.Values[h*2+j]; sum != want {
+						t.Errorf("Σ rows of %s at step %d = %v, want %v", rec.ColumnName(8+j), h, sum, want)
+					}
+				}
+			}
+		}
+		rec.Release()
+	}
+}
+
+func TestArrowRejects(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := sink.NewArrowEncoder(mem)
+	defer enc.Release()
+
+	f := exampleSingle()
+	f.Fields = []string{"share"}
+	if _, err := enc.AppendForecast(nil, &f); err == nil || !strings.Contains(err.Error(), `"share"`) {
+		t.Errorf("AppendForecast with a field named share = %v, want an error naming it", err)
+	}
+	if err := sink.ValidateFields([]string{"temp", "step"}, sink.FormatArrow); err == nil {
+		t.Error(`ValidateFields([temp step], arrow) = nil, want an error`)
+	}
+	if err := sink.ValidateFields([]string{"temp", "step"}, sink.FormatJSON); err != nil {
+		t.Errorf(`ValidateFields([temp step], json) = %v, want nil`, err)
+	}
+
+	f = exampleSingle()
+	fb, _ := enc.AppendForecast(nil, &f)
+	ab, _ := enc.AppendAttribution(nil, &f, sink.AttributionsFull)
+	rec := func() arrow.Record {
+		_, r := readTable(t, mem, fb)
+		return r
+	}
+	var lz4 bytes.Buffer
+	{
+		r := rec()
+		w := ipc.NewWriter(&lz4, ipc.WithSchema(r.Schema()), ipc.WithAllocator(mem), ipc.WithLZ4())
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		r.Release()
+	}
+	var twice bytes.Buffer
+	{
+		r := rec()
+		w := ipc.NewWriter(&twice, ipc.WithSchema(r.Schema()), ipc.WithAllocator(mem))
+		w.Write(r)
+		w.Write(r)
+		w.Close()
+		r.Release()
+	}
+	for _, tc := range []struct {
+		name        string
+		in          []byte
+		attribution bool
+		want        string
+	}{
+		{"empty", nil, false, "schema"},
+		{"truncated", fb[:len(fb)-20], false, "left"},
+		{"schema only", fb[:8+binary.LittleEndian.Uint32(fb[4:])], false, "no record batch"},
+		{"garbage after", append(append([]byte(nil), fb...), 1, 2, 3), false, "bytes after the end"},
+		{"attribution as forecast", ab, false, `"attribution", want "forecast"`},
+		{"forecast as attribution", fb, true, `"forecast", want "attribution"`},
+		{"compressed", lz4.Bytes(), false, "compressed"},
+		{"two records", twice.Bytes(), false, "more than one record batch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.attribution {
+				_, err = sink.DecodeAttributionArrow(tc.in, mem)
+			} else {
+				_, err = sink.DecodeForecastArrow(tc.in, mem)
+			}
+			var de *sink.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error = %v, want a *sink.DecodeError", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestArrowEncoderSwitchesLayouts writes forecasts of alternating fields and
+// cadences through one encoder.
+func TestArrowEncoderSwitchesLayouts(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := sink.NewArrowEncoder(mem)
+	defer enc.Release()
+	for i := 0; i < 6; i++ {
+		f := exampleSingle()
+		if i%2 == 1 {
+			f = exampleMulti()
+		}
+		if i%3 == 2 {
+			f.Cadence = 5 * time.Minute
+		}
+		b, err := enc.AppendForecast(nil, &f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := sink.DecodeForecastArrow(b, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := sinktest.Diff(got, forecastPart(f)); d != "" {
+			t.Errorf("forecast %d: %s", i, d)
+		}
+	}
+}

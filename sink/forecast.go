@@ -1,0 +1,336 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Forecast is one issued forecast with its attribution, in the input's units.
+//
+// Values, Residual and every Contribution's Values are Horizon×len(Fields),
+// row-major (step, then field), and
+//
+//	Residual[i] + Σ_k Frequencies[k].Values[i] = Values[i]
+//
+// element by element, to float rounding. Step h (0-based) of the horizon is
+// the time TS + (h+1)·Cadence.
+//
+// A Sink reads a Forecast only during Write: the caller may reuse every slice
+// once Write has returned.
+type Forecast struct {
+	// Series is the series id; it is the Kafka key of both output messages.
+	Series string
+	// TS is the time of the last observed step (the forecast origin).
+	TS time.Time
+	// ModelVersion identifies the model that issued the forecast.
+	ModelVersion int64
+	// Cadence is the step length.
+	Cadence time.Duration
+	// Fields names the channels, in the order of the value layout. With one
+	// field the JSON layouts write "value"; with several, "values": {field: v}.
+	Fields []string
+	// Horizon is H, the number of forecast steps.
+	Horizon int
+	// Values is the forecast, H×C row-major.
+	Values []float64
+	// Alpha is the fusion weight of the frequency part.
+	Alpha float64
+	// Residual is everything not credited to a frequency, H×C row-major.
+	Residual []float64
+	// Frequencies holds one entry per selected frequency, in the order they
+	// are written.
+	Frequencies []Contribution
+}
+
+// Contribution is one selected frequency's part of a forecast.
+type Contribution struct {
+	// ID is the frequency's index in the model; it names the same frequency
+	// in every forecast of one model version.
+	ID int
+	// PeriodSteps is the frequency's period in steps (1/f).
+	PeriodSteps float64
+	// Period is PeriodSteps × Cadence (0 when unknown).
+	Period time.Duration
+	// Share is the frequency's part of the total absolute attribution, in [0, 1].
+	Share float64
+	// Values is the frequency's contribution, H×C row-major. The summary
+	// attribution layouts do not carry it, and their decoders leave it nil.
+	Values []float64
+}
+
+// Sink delivers forecasts and their attributions.
+//
+// Every Sink in this package is safe for concurrent use, validates all
+// forecasts of a Write before delivering any, keeps no reference to them
+// once Write has returned, and fails every Write after Close with ErrClosed.
+type Sink interface {
+	// Write delivers the forecasts (and their attributions) and returns once
+	// every one is acknowledged; after an error none of them may be assumed
+	// delivered. Write with a done ctx delivers nothing and returns ctx's error.
+	Write(ctx context.Context, fs []Forecast) error
+	// Close waits for the Writes in flight and releases the sink's
+	// resources; when ctx ends first it returns ctx's error (the Kafka sink
+	// also cancels those Writes). Calling it again returns nil.
+	Close(ctx context.Context) error
+}
+
+// SinkFunc adapts a function to a Sink whose Close does nothing.
+type SinkFunc func(context.Context, []Forecast) error
+
+// Write calls fn(ctx, fs).
+func (fn SinkFunc) Write(ctx context.Context, fs []Forecast) error { return fn(ctx, fs) }
+
+// Close returns nil.
+func (fn SinkFunc) Close(context.Context) error { return nil }
+
+// ErrClosed is returned by Write on a closed sink.
+var ErrClosed = errors.New("sink: closed")
+
+var errAttributionsOff = errors.New("sink: attribution mode is off: there is no attribution message to encode")
+
+// minTime and maxTime bound the times the layouts accept: every timestamp
+// must be representable as int64 nanoseconds since the Unix epoch (the Arrow
+// layouts' unit), i.e. lie between 1677-09-21 and 2262-04-11.
+var (
+	minTime = time.Unix(0, math.MinInt64).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// Validate reports whether f is complete and consistent: a non-empty
+// series, a positive horizon and cadence, distinct non-empty field names,
+// Values and Residual of Horizon×len(Fields) each, every Contribution's
+// Values of that length too, and every step time within the years
+// 1678–2262. Every Sink calls it before delivering anything.
+func (f *Forecast) Validate() error {
+	err := f.checkForecast()
+	if err == nil {
+		err = f.checkAttribution(AttributionsFull)
+	}
+	if err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	return nil
+}
+
+// The checks below return errors without the package prefix; Validate, the
+// encoders and the decoders add their own.
+
+// checkID checks what identifies a forecast: its series and its ts.
+func (f *Forecast) checkID() error {
+	if f.Series == "" {
+		return errors.New("forecast has an empty series id")
+	}
+	if f.TS.Before(minTime) || f.TS.After(maxTime) {
+		return fmt.Errorf("forecast %s: ts is outside the years 1678–2262", f.label())
+	}
+	return nil
+}
+
+// checkShape checks the horizon and the fields.
+func (f *Forecast) checkShape() error {
+	if f.Horizon < 1 {
+		return fmt.Errorf("forecast %s: horizon = %d, want at least 1", f.label(), f.Horizon)
+	}
+	if len(f.Fields) == 0 {
+		return fmt.Errorf("forecast %s has no fields; name at least one channel", f.label())
+	}
+	for i, name := range f.Fields {
+		if name == "" {
+			return fmt.Errorf("forecast %s: field %d has an empty name", f.label(), i)
+		}
+		for _, prev := range f.Fields[:i] {
+			if prev == name {
+				return fmt.Errorf("forecast %s: field %q appears twice", f.label(), name)
+			}
+		}
+	}
+	return nil
+}
+
+// checkCadence checks the cadence and the time of the last step; it needs
+// checkID and checkShape to have passed.
+func (f *Forecast) checkCadence() error {
+	if f.Cadence <= 0 {
+		return fmt.Errorf("forecast %s: cadence = %s, want a positive step length", f.label(), f.Cadence)
+	}
+	// The last step, TS + H·Cadence, must not overflow int64 nanoseconds.
+	left := math.MaxInt64 - f.TS.UnixNano()
+	if int64(f.Horizon) > left/int64(f.Cadence) {
+		return fmt.Errorf("forecast %s: the last step (ts + %d×%s) is after the year 2262", f.label(), f.Horizon, f.Cadence)
+	}
+	return nil
+}
+
+func (f *Forecast) checkValues() error {
+	if want := f.Horizon * len(f.Fields); len(f.Values) != want {
+		return fmt.Errorf("forecast %s: len(Values) = %d, want Horizon×len(Fields) = %d×%d = %d",
+			f.label(), len(f.Values), f.Horizon, len(f.Fields), want)
+	}
+	return nil
+}
+
+// checkAttribution checks the per-step parts of the attribution that mode
+// writes (none in summary mode); it needs checkShape to have passed.
+func (f *Forecast) checkAttribution(mode AttributionMode) error {
+	if mode != AttributionsFull {
+		return nil
+	}
+	want := f.Horizon * len(f.Fields)
+	if len(f.Residual) != want {
+		return fmt.Errorf("forecast %s: len(Residual) = %d, want Horizon×len(Fields) = %d",
+			f.label(), len(f.Residual), want)
+	}
+	for k := range f.Frequencies {
+		if n := len(f.Frequencies[k].Values); n != want {
+			return fmt.Errorf("forecast %s: frequency %d (id %d): len(Values) = %d, want Horizon×len(Fields) = %d",
+				f.label(), k, f.Frequencies[k].ID, n, want)
+		}
+	}
+	return nil
+}
+
+// checkForecast runs the checks of the forecast layouts.
+func (f *Forecast) checkForecast() error {
+	if err := f.checkID(); err != nil {
+		return err
+	}
+	if err := f.checkShape(); err != nil {
+		return err
+	}
+	if err := f.checkCadence(); err != nil {
+		return err
+	}
+	return f.checkValues()
+}
+
+// checkAttributionLayout runs the checks of the attribution layouts in mode
+// (full or summary); summary needs only the id.
+func (f *Forecast) checkAttributionLayout(mode AttributionMode) error {
+	if err := f.checkID(); err != nil {
+		return err
+	}
+	if mode == AttributionsSummary {
+		return nil
+	}
+	if err := f.checkShape(); err != nil {
+		return err
+	}
+	return f.checkAttribution(mode)
+}
+
+// label names a forecast in error messages: series@ts.
+func (f *Forecast) label() string {
+	return fmt.Sprintf("%q@%s", f.Series, f.TS.UTC().Format(time.RFC3339Nano))
+}
+
+// StepTime returns the time of horizon step h (0-based): TS + (h+1)·Cadence.
+func (f *Forecast) StepTime(h int) time.Time {
+	return f.TS.Add(time.Duration(h+1) * f.Cadence)
+}
+
+// Merge joins a forecast decoded from the forecast topic with the attribution
+// of the same forecast decoded from the attribution topic: the result is
+// forecast with Alpha, Residual and Frequencies taken from attribution. The
+// two must agree on series, ts and model version, and unless attribution is
+// a summary (Horizon 0), on horizon and fields.
+func Merge(forecast, attribution Forecast) (Forecast, error) {
+	switch {
+	case forecast.Series != attribution.Series || !forecast.TS.Equal(attribution.TS) ||
+		forecast.ModelVersion != attribution.ModelVersion:
+		return Forecast{}, fmt.Errorf("sink: merge: forecast %s v%d and attribution %s v%d are different forecasts",
+			forecast.label(), forecast.ModelVersion, attribution.label(), attribution.ModelVersion)
+	case attribution.Horizon == 0 && attribution.Fields == nil && attribution.Residual == nil:
+		// A summary carries no per-step values to check.
+	case forecast.Horizon != attribution.Horizon:
+		return Forecast{}, fmt.Errorf("sink: merge %s: forecast horizon %d, attribution horizon %d",
+			forecast.label(), forecast.Horizon, attribution.Horizon)
+	case !equalStrings(forecast.Fields, attribution.Fields):
+		return Forecast{}, fmt.Errorf("sink: merge %s: forecast fields %q, attribution fields %q",
+			forecast.label(), forecast.Fields, attribution.Fields)
+	}
+	forecast.Alpha = attribution.Alpha
+	forecast.Residual = attribution.Residual
+	forecast.Frequencies = attribution.Frequencies
+	return forecast, nil
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Format is the encoding of the output messages.
+type Format string
+
+// The output formats.
+const (
+	// FormatJSON writes one JSON object per message (content type
+	// application/json).
+	FormatJSON Format = "json"
+	// FormatArrow writes one Arrow IPC stream per message (content type
+	// application/vnd.apache.arrow.stream).
+	FormatArrow Format = "arrow"
+)
+
+// ContentType returns the content-type header value of the format.
+func (f Format) ContentType() string {
+	if f == FormatArrow {
+		return "application/vnd.apache.arrow.stream"
+	}
+	return "application/json"
+}
+
+// AttributionMode says how much of an attribution is written.
+type AttributionMode string
+
+// The attribution modes.
+const (
+	// AttributionsFull writes alpha, the residual and every frequency's
+	// per-step values.
+	AttributionsFull AttributionMode = "full"
+	// AttributionsSummary writes alpha and every frequency's id, period and
+	// share, without any per-step values (no residual either): a few hundred
+	// bytes per forecast for high-volume deployments.
+	AttributionsSummary AttributionMode = "summary"
+	// AttributionsOff writes no attributions.
+	AttributionsOff AttributionMode = "off"
+)
+
+func (m AttributionMode) check(key string) error {
+	switch m {
+	case AttributionsFull, AttributionsSummary, AttributionsOff:
+		return nil
+	}
+	return fmt.Errorf("sink: %s = %q is not an attribution mode; use %q, %q or %q",
+		key, string(m), AttributionsFull, AttributionsSummary, AttributionsOff)
+}
+
+// ValidateFields reports whether names can be the fields of forecasts written
+// in format: at least one, distinct and non-empty, and for FormatArrow none
+// of the fixed column names of the Arrow layouts (series, ts, origin_ts,
+// model_version, step, alpha, frequency_id, period_steps, period, share).
+// Callers check their configuration with it once, at start-up.
+func ValidateFields(names []string, format Format) error {
+	f := Forecast{Series: "x", Horizon: 1, Fields: names}
+	if err := f.checkShape(); err != nil {
+		return fmt.Errorf("sink: %w", err)
+	}
+	if format == FormatArrow {
+		for _, name := range names {
+			if isReservedColumn(name) {
+				return fmt.Errorf("sink: field %q has the name of a fixed column of the arrow layouts; rename the value field", name)
+			}
+		}
+	}
+	return nil
+}

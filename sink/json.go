@@ -1,0 +1,226 @@
+package sink
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendForecastJSON appends the forecast-topic JSON message of f to dst and
+// returns the extended buffer. With one field:
+//
+//	{"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"cadence":"1h0m0s",
+//	 "horizon":[{"ts":"2026-01-05T09:00:00Z","value":412.5},…]}
+//
+// with several, each horizon entry holds "values":{"temp":3.5,"humidity":80.1}
+// (fields in f.Fields order) instead of "value". Step h's ts is
+// TS + (h+1)·Cadence. Times are RFC 3339 in UTC with as many fractional digits
+// as needed (none for whole seconds), the cadence is Go's duration string,
+// numbers are the shortest decimal that parses back to the same float64, and
+// NaN and ±Inf are written as null.
+//
+// It allocates nothing when dst has room. It returns dst unchanged and an
+// error when f fails the checks of Validate that concern the forecast (the
+// attribution is not looked at).
+func AppendForecastJSON(dst []byte, f *Forecast) ([]byte, error) {
+	if err := f.checkForecast(); err != nil {
+		return dst, fmt.Errorf("sink: encode forecast json: %w", err)
+	}
+	c := len(f.Fields)
+	dst = append(dst, `{"series":`...)
+	dst = appendString(dst, f.Series)
+	dst = append(dst, `,"ts":"`...)
+	dst = appendTime(dst, f.TS)
+	dst = append(dst, `","model_version":`...)
+	dst = strconv.AppendInt(dst, f.ModelVersion, 10)
+	dst = append(dst, `,"cadence":"`...)
+	dst = appendDuration(dst, f.Cadence)
+	dst = append(dst, `","horizon":[`...)
+	for h := 0; h < f.Horizon; h++ {
+		if h > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"ts":"`...)
+		dst = appendTime(dst, f.StepTime(h))
+		if c == 1 {
+			dst = append(dst, `","value":`...)
+			dst = appendFloat(dst, f.Values[h])
+		} else {
+			dst = append(dst, `","values":`...)
+			dst = appendFieldObject(dst, f.Fields, f.Values[h*c:(h+1)*c])
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...), nil
+}
+
+// AppendAttributionJSON appends the attribution-topic JSON message of f to
+// dst and returns the extended buffer. In full mode, with one field:
+//
+//	{"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.62,
+//	 "residual":[401.5,…],
+//	 "frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":0.71,"values":[9.5,…]},…]}
+//
+// where residual[h] + Σ_k frequencies[k].values[h] = horizon[h].value of the
+// forecast message. With several fields every per-step entry is an object
+// keyed by field, like the forecast's "values":
+//
+//	"residual":[{"temp":3.1,"humidity":75},…], "values":[{"temp":0.4,"humidity":5.1},…]
+//
+// so residual[h][f] + Σ_k frequencies[k].values[h][f] = horizon[h].values[f].
+// In summary mode "residual" and every "values" are left out. Frequencies
+// keep the order of f.Frequencies. Numbers, times and durations are written
+// as by AppendForecastJSON; the cadence is not part of this message.
+//
+// It allocates nothing when dst has room. It returns dst unchanged and an
+// error when mode is not full or summary, or f fails the checks of Validate
+// that concern the attribution in mode (Values and Cadence are not looked
+// at; in summary mode neither are Horizon, Fields nor Residual).
+func AppendAttributionJSON(dst []byte, f *Forecast, mode AttributionMode) ([]byte, error) {
+	if err := checkEncodeMode(mode); err != nil {
+		return dst, err
+	}
+	if err := f.checkAttributionLayout(mode); err != nil {
+		return dst, fmt.Errorf("sink: encode attribution json: %w", err)
+	}
+	full := mode == AttributionsFull
+	dst = append(dst, `{"series":`...)
+	dst = appendString(dst, f.Series)
+	dst = append(dst, `,"ts":"`...)
+	dst = appendTime(dst, f.TS)
+	dst = append(dst, `","model_version":`...)
+	dst = strconv.AppendInt(dst, f.ModelVersion, 10)
+	dst = append(dst, `,"alpha":`...)
+	dst = appendFloat(dst, f.Alpha)
+	if full {
+		dst = append(dst, `,"residual":`...)
+		dst = appendSteps(dst, f.Fields, f.Residual)
+	}
+	dst = append(dst, `,"frequencies":[`...)
+	for k := range f.Frequencies {
+		fr := &f.Frequencies[k]
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = strconv.AppendInt(dst, int64(fr.ID), 10)
+		dst = append(dst, `,"period_steps":`...)
+		dst = appendFloat(dst, fr.PeriodSteps)
+		dst = append(dst, `,"period":"`...)
+		dst = appendDuration(dst, fr.Period)
+		dst = append(dst, `","share":`...)
+		dst = appendFloat(dst, fr.Share)
+		if full {
+			dst = append(dst, `,"values":`...)
+			dst = appendSteps(dst, f.Fields, fr.Values)
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...), nil
+}
+
+func checkEncodeMode(mode AttributionMode) error {
+	if mode == AttributionsFull || mode == AttributionsSummary {
+		return nil
+	}
+	if err := mode.check("attribution mode"); err != nil {
+		return err
+	}
+	return errAttributionsOff
+}
+
+// appendSteps writes an H×C row-major block: an array of numbers for one
+// field, an array of field objects for several.
+func appendSteps(dst []byte, fields []string, v []float64) []byte {
+	c := len(fields)
+	dst = append(dst, '[')
+	for h := 0; h < len(v)/c; h++ {
+		if h > 0 {
+			dst = append(dst, ',')
+		}
+		if c == 1 {
+			dst = appendFloat(dst, v[h])
+		} else {
+			dst = appendFieldObject(dst, fields, v[h*c:(h+1)*c])
+		}
+	}
+	return append(dst, ']')
+}
+
+func appendFieldObject(dst []byte, fields []string, v []float64) []byte {
+	dst = append(dst, '{')
+	for i, name := range fields {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, name)
+		dst = append(dst, ':')
+		dst = appendFloat(dst, v[i])
+	}
+	return append(dst, '}')
+}
+
+// appendFloat writes the shortest decimal that parses back to v, or null for
+// NaN and ±Inf, which JSON cannot represent.
+func appendFloat(dst []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(dst, "null"...)
+	}
+	return strconv.AppendFloat(dst, v, 'g', -1, 64)
+}
+
+func appendTime(dst []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(dst, time.RFC3339Nano)
+}
+
+func appendDuration(dst []byte, d time.Duration) []byte {
+	return append(dst, d.String()...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string, escaping quotes, backslashes and
+// control characters, and replacing invalid UTF-8 with U+FFFD as
+// encoding/json does.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

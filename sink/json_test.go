@@ -1,0 +1,368 @@
+package sink_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/sink/sinktest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if want = bytes.TrimSuffix(want, []byte("\n")); !bytes.Equal(got, want) {
+		t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+	}
+}
+
+func TestJSONGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    sink.Forecast
+	}{
+		{"single", exampleSingle()},
+		{"multi", exampleMulti()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := sink.AppendForecastJSON(nil, &tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "forecast_"+tc.name+".json", got)
+			for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
+				got, err := sink.AppendAttributionJSON(nil, &tc.f, mode)
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, "attribution_"+tc.name+"_"+string(mode)+".json", got)
+				if !json.Valid(got) {
+					t.Errorf("attribution %s is not valid JSON", mode)
+				}
+			}
+		})
+	}
+}
+
+// TestJSONLayoutSums reads the golden multichannel messages with plain
+// encoding/json, as a consumer would, and checks that residual plus the
+// frequency values gives the forecast, field by field.
+func TestJSONLayoutSums(t *testing.T) {
+	f := exampleMulti()
+	fb, _ := sink.AppendForecastJSON(nil, &f)
+	ab, _ := sink.AppendAttributionJSON(nil, &f, sink.AttributionsFull)
+	var fc struct {
+		Horizon []struct {
+			TS     time.Time          `json:"ts"`
+			Values map[string]float64 `json:"values"`
+		} `json:"horizon"`
+	}
+	var at struct {
+		Residual    []map[string]float64 `json:"residual"`
+		Frequencies []struct {
+			Values []map[string]float64 `json:"values"`
+		} `json:"frequencies"`
+	}
+	if err := json.Unmarshal(fb, &fc); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(ab, &at); err != nil {
+		t.Fatal(err)
+	}
+	for h, step := range fc.Horizon {
+		if want := origin.Add(time.Duration(h+1) * time.Hour); !step.TS.Equal(want) {
+			t.Errorf("horizon[%d].ts = %s, want %s", h, step.TS, want)
+		}
+		for field, v := range step.Values {
+			sum := at.Residual[h][field]
+			for _, fr := range at.Frequencies {
+				sum += fr.Values[h][field]
+			}
+			if sum != v {
+				t.Errorf("step %d %s: residual + Σ values = %v, forecast %v", h, field, sum, v)
+			}
+		}
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	cases := map[string][]sink.Forecast{
+		"examples":   {exampleSingle(), exampleMulti()},
+		"one field":  randomForecasts(1, 20, []string{"value"}, 24, 4),
+		"multi":      randomForecasts(2, 20, []string{"temp", "humidity", "wind"}, 12, 3),
+		"no freq":    randomForecasts(3, 2, []string{"value"}, 5, 0),
+		"horizon 1":  randomForecasts(4, 2, []string{"a", "b"}, 1, 2),
+		"extremes":   {extremes()},
+		"sub-second": {subSecond()},
+	}
+	for name, fs := range cases {
+		t.Run(name, func(t *testing.T) {
+			for i := range fs {
+				f := &fs[i]
+				b, err := sink.AppendForecastJSON(nil, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := sink.DecodeForecastJSON(b)
+				if err != nil {
+					t.Fatalf("DecodeForecastJSON(%s): %v", b, err)
+				}
+				if d := sinktest.Diff(got, forecastPart(*f)); d != "" {
+					t.Errorf("forecast %d: %s", i, d)
+				}
+				for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
+					b, err := sink.AppendAttributionJSON(nil, f, mode)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := sink.DecodeAttributionJSON(b)
+					if err != nil {
+						t.Fatalf("DecodeAttributionJSON(%s): %v", b, err)
+					}
+					if d := sinktest.Diff(got, attributionPart(*f, mode, false)); d != "" {
+						t.Errorf("attribution %d (%s): %s", i, mode, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// extremes has numbers and strings that stress the encoding.
+func extremes() sink.Forecast {
+	f := exampleMulti()
+	f.Series = "naïve \"s\"\t\\ \x01 \u2028 end"
+	f.Fields = []string{"température", "a\"b\\c\nd"}
+	f.ModelVersion = math.MinInt64
+	f.Values = []float64{math.Copysign(0, -1), 5e-324, math.MaxFloat64, -math.SmallestNonzeroFloat64}
+	f.Residual = []float64{1e21, 1e-7, 123456789012345680, 0.1 + 0.2}
+	f.Alpha = 1.0 / 3
+	f.Frequencies[0].PeriodSteps = math.Pi
+	f.Frequencies[0].Period = 75398223686 * time.Nanosecond
+	f.Frequencies[1].Period = 0
+	f.Frequencies[1].ID = -1
+	return f
+}
+
+// subSecond has a cadence and times with fractional seconds.
+func subSecond() sink.Forecast {
+	f := exampleSingle()
+	f.TS = time.Date(2026, 1, 5, 8, 0, 0, 123456789, time.FixedZone("CET", 3600))
+	f.TS = f.TS.UTC()
+	f.Cadence = 250*time.Millisecond + time.Nanosecond
+	f.Frequencies[0].Period = 1500 * time.Microsecond
+	return f
+}
+
+func TestJSONNonFinite(t *testing.T) {
+	f := exampleSingle()
+	f.Values = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}
+	f.Alpha = math.NaN()
+	b, err := sink.AppendForecastJSON(nil, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(b) || !bytes.Contains(b, []byte(`"value":null`)) {
+		t.Fatalf("forecast with NaN/Inf = %s, want valid JSON with null values", b)
+	}
+	got, err := sink.DecodeForecastJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got.Values {
+		if !math.IsNaN(v) {
+			t.Errorf("Values[%d] = %v, want NaN (from null)", i, v)
+		}
+	}
+	ab, err := sink.AppendAttributionJSON(nil, &f, sink.AttributionsSummary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sink.DecodeAttributionJSON(ab)
+	if err != nil || !math.IsNaN(a.Alpha) {
+		t.Errorf("alpha NaN → %s → %v, %v; want NaN", ab, a.Alpha, err)
+	}
+}
+
+func TestJSONTimesAreUTC(t *testing.T) {
+	f := exampleSingle()
+	f.TS = origin.In(time.FixedZone("X", -5*3600))
+	b, _ := sink.AppendForecastJSON(nil, &f)
+	if !bytes.Contains(b, []byte(`"ts":"2026-01-05T08:00:00Z"`)) || !bytes.Contains(b, []byte(`"ts":"2026-01-05T09:00:00Z"`)) {
+		t.Errorf("times not in UTC: %s", b)
+	}
+}
+
+func TestEncodeRejectsInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*sink.Forecast)
+		want   string
+	}{
+		{"empty series", func(f *sink.Forecast) { f.Series = "" }, "empty series"},
+		{"zero horizon", func(f *sink.Forecast) { f.Horizon = 0 }, "horizon = 0"},
+		{"no fields", func(f *sink.Forecast) { f.Fields = nil }, "no fields"},
+		{"empty field", func(f *sink.Forecast) { f.Fields = []string{"a", ""} }, "empty name"},
+		{"duplicate field", func(f *sink.Forecast) { f.Fields = []string{"a", "a"} }, `"a" appears twice`},
+		{"short values", func(f *sink.Forecast) { f.Values = f.Values[1:] }, "len(Values) = 3, want"},
+		{"short residual", func(f *sink.Forecast) { f.Residual = nil }, "len(Residual) = 0"},
+		{"short contribution", func(f *sink.Forecast) { f.Frequencies[1].Values = nil }, "frequency 1 (id 2)"},
+		{"zero cadence", func(f *sink.Forecast) { f.Cadence = 0 }, "cadence = 0s"},
+		{"ts too late", func(f *sink.Forecast) { f.TS = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC) }, "outside the years"},
+		{"last step too late", func(f *sink.Forecast) { f.TS = time.Date(2262, 4, 11, 23, 0, 0, 0, time.UTC) }, "after the year 2262"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := exampleMulti()
+			tc.modify(&f)
+			err := f.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	f := exampleSingle()
+	f.Values = nil
+	if b, err := sink.AppendForecastJSON([]byte("keep"), &f); err == nil || string(b) != "keep" {
+		t.Errorf("AppendForecastJSON(invalid) = %q, %v; want dst unchanged and an error", b, err)
+	}
+	if _, err := sink.AppendAttributionJSON(nil, &f, sink.AttributionsOff); err == nil {
+		t.Error("AppendAttributionJSON(off) = nil error, want one")
+	}
+	if _, err := sink.AppendAttributionJSON(nil, &f, "some"); err == nil || !strings.Contains(err.Error(), `"some"`) {
+		t.Errorf("AppendAttributionJSON(some) = %v, want an error naming the mode", err)
+	}
+}
+
+func TestDecodeJSONErrors(t *testing.T) {
+	single, _ := sink.AppendForecastJSON(nil, ptr(exampleSingle()))
+	attr, _ := sink.AppendAttributionJSON(nil, ptr(exampleMulti()), sink.AttributionsFull)
+	for _, tc := range []struct {
+		name        string
+		attribution bool
+		in          string
+		want        string
+	}{
+		{"empty", false, ``, "unexpected end"},
+		{"truncated", false, string(single[:len(single)/2]), "unexpected end"},
+		{"garbage after", false, string(single) + "x", "invalid character"},
+		{"missing cadence", false, strings.Replace(string(single), `"cadence":"1h0m0s",`, ``, 1), `missing "cadence"`},
+		{"bad cadence", false, strings.Replace(string(single), `"1h0m0s"`, `"1 hour"`, 1), `"cadence"`},
+		{"zero cadence", false, strings.Replace(string(single), `"1h0m0s"`, `"0s"`, 1), "cadence = 0s"},
+		{"wrong step ts", false, strings.Replace(string(single), `T10:00:00Z`, `T10:30:00Z`, 1), "horizon[1]: ts"},
+		{"string value", false, strings.Replace(string(single), `"value":412.5`, `"value":"412.5"`, 1), "want a number"},
+		{"huge value", false, strings.Replace(string(single), `"value":412.5`, `"value":1e999`, 1), "does not fit"},
+		{"value and values", false, strings.Replace(string(single), `"value":412.5`, `"value":1,"values":{"a":1}`, 1), "both"},
+		{"missing residual values", true, strings.Replace(string(attr), `,"values":[{"temp":0.5,"humidity":5},{"temp":-0.25,"humidity":1.75}]`, ``, 1), `missing "values"`},
+		{"field missing in a step", true, strings.Replace(string(attr), `{"temp":2.5,"humidity":78}`, `{"temp":2.5}`, 1), "step 1"},
+		{"duplicate field", true, strings.Replace(string(attr), `{"temp":2.5,"humidity":78}`, `{"temp":2.5,"temp":78}`, 1), "twice"},
+		{"mixed steps", true, strings.Replace(string(attr), `{"temp":2.5,"humidity":78}`, `2.5`, 1), "step 1 is a number"},
+		{"missing alpha", true, strings.Replace(string(attr), `"alpha":0.625,`, ``, 1), `missing "alpha"`},
+		{"short values", true, strings.Replace(string(attr), `,{"temp":0.5,"humidity":-1.75}`, ``, 1), "1 steps, residual has 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.attribution {
+				_, err = sink.DecodeAttributionJSON([]byte(tc.in))
+			} else {
+				_, err = sink.DecodeForecastJSON([]byte(tc.in))
+			}
+			var de *sink.DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error = %v, want a *sink.DecodeError", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDecodeJSONToleratesKeyOrder(t *testing.T) {
+	in := `{"frequencies":[{"values":[{"humidity":5,"temp":0.5}],"share":1,"period":"24h0m0s","period_steps":24,"id":7}],` +
+		`"residual":[{"temp":3,"humidity":75}],"alpha":0.5,"model_version":1,"ts":"2026-01-05T09:00:00+01:00","series":"s","extra":[1,2]}`
+	got, err := sink.DecodeAttributionJSON([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sink.Forecast{Series: "s", TS: origin, ModelVersion: 1, Fields: []string{"temp", "humidity"}, Horizon: 1,
+		Alpha: 0.5, Residual: []float64{3, 75},
+		Frequencies: []sink.Contribution{{ID: 7, PeriodSteps: 24, Period: 24 * time.Hour, Share: 1, Values: []float64{0.5, 5}}}}
+	if d := sinktest.Diff(got, want); d != "" {
+		t.Error(d)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	f := exampleMulti()
+	fb, _ := sink.AppendForecastJSON(nil, &f)
+	fc, _ := sink.DecodeForecastJSON(fb)
+	for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
+		ab, _ := sink.AppendAttributionJSON(nil, &f, mode)
+		at, _ := sink.DecodeAttributionJSON(ab)
+		got, err := sink.Merge(fc, at)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		want := f
+		if mode == sink.AttributionsSummary {
+			want = attributionPart(f, mode, true)
+			want.Fields, want.Horizon, want.Values = f.Fields, f.Horizon, f.Values
+		}
+		if d := sinktest.Diff(got, want); d != "" {
+			t.Errorf("%s: %s", mode, d)
+		}
+	}
+	other := exampleSingle()
+	other.ModelVersion = 4
+	ob, _ := sink.AppendAttributionJSON(nil, &other, sink.AttributionsFull)
+	oa, _ := sink.DecodeAttributionJSON(ob)
+	if _, err := sink.Merge(fc, oa); err == nil {
+		t.Error("Merge of different forecasts = nil error, want one")
+	}
+}
+
+func TestJSONZeroAllocs(t *testing.T) {
+	f := randomForecasts(5, 1, []string{"value"}, 96, 8)[0]
+	m := randomForecasts(6, 1, []string{"temp", "humidity"}, 96, 8)[0]
+	buf := make([]byte, 0, 64<<10)
+	for _, tc := range []struct {
+		name string
+		fn   func()
+	}{
+		{"forecast", func() { buf, _ = sink.AppendForecastJSON(buf[:0], &f) }},
+		{"forecast multi", func() { buf, _ = sink.AppendForecastJSON(buf[:0], &m) }},
+		{"attribution full", func() { buf, _ = sink.AppendAttributionJSON(buf[:0], &f, sink.AttributionsFull) }},
+		{"attribution multi", func() { buf, _ = sink.AppendAttributionJSON(buf[:0], &m, sink.AttributionsFull) }},
+		{"attribution summary", func() { buf, _ = sink.AppendAttributionJSON(buf[:0], &f, sink.AttributionsSummary) }},
+		{"forecast-id", func() { buf = sink.AppendForecastID(buf[:0], f.Series, f.TS, f.ModelVersion) }},
+		{"validate", func() { _ = f.Validate() }},
+	} {
+		tc.fn()
+		if got := testing.AllocsPerRun(100, tc.fn); got != 0 {
+			t.Errorf("%s: %v allocs per run, want 0", tc.name, got)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

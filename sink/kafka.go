@@ -1,0 +1,433 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// The headers of every message the Kafka sink produces.
+const (
+	// HeaderForecastID is the forecast's deterministic id (AppendForecastID),
+	// the same on both topics.
+	HeaderForecastID = "forecast-id"
+	// HeaderModelVersion is the model version, in decimal.
+	HeaderModelVersion = "model-version"
+	// HeaderContentType is application/json or
+	// application/vnd.apache.arrow.stream.
+	HeaderContentType = "content-type"
+)
+
+// Producer is the Kafka sink: one kafka-go Writer per output topic, keyed by
+// series and partitioned by kafka-go's Hash balancer (FNV-1a of the key), so
+// a series' forecasts keep their order. Write returns once every message is
+// acknowledged by all in-sync replicas. It is safe for concurrent use.
+type Producer struct {
+	cfg         Config
+	log         *slog.Logger
+	metrics     *metrics
+	fm, am      topicMetrics
+	transport   *kafka.Transport
+	forecasts   *kafka.Writer
+	attribution *kafka.Writer // nil when attributions are off
+	contentType []byte
+
+	pool sync.Pool // *kafkaBatch
+
+	// stop cancels the Writes in flight when Close runs out of time.
+	stopCtx context.Context
+	stop    context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	inflight int
+	drained  chan struct{} // closed once closed and inflight == 0
+}
+
+var _ Sink = (*Producer)(nil)
+
+// New returns a Kafka sink writing to cfg's topics. It checks cfg and fills
+// in its defaults but does not connect: the first Write does, and reports a
+// missing topic or an unreachable broker.
+func New(cfg Config, opts ...Option) (*Producer, error) {
+	cfg, codec, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	o := newOptions(opts)
+	m, err := newMetrics(o.reg)
+	if err != nil {
+		return nil, fmt.Errorf("sink: register metrics: %w", err)
+	}
+	p := &Producer{
+		cfg:         cfg,
+		log:         o.log,
+		metrics:     m,
+		fm:          m.topic(cfg.ForecastTopic),
+		contentType: []byte(cfg.Format.ContentType()),
+		drained:     make(chan struct{}),
+		transport: &kafka.Transport{
+			ClientID: "freqlens-sink",
+			TLS:      cfg.TLS,
+			SASL:     cfg.SASL,
+		},
+	}
+	p.stopCtx, p.stop = context.WithCancel(context.Background())
+	p.forecasts = p.newWriter(cfg.ForecastTopic, codec)
+	if cfg.AttributionTopic != "" {
+		p.am = m.topic(cfg.AttributionTopic)
+		p.attribution = p.newWriter(cfg.AttributionTopic, codec)
+	}
+	p.pool.New = func() any {
+		b := &kafkaBatch{}
+		if cfg.Format == FormatArrow {
+			b.arrow = NewArrowEncoder(nil)
+		}
+		return b
+	}
+	return p, nil
+}
+
+func (p *Producer) newWriter(topic string, codec kafka.Compression) *kafka.Writer {
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(p.cfg.Brokers...),
+		Topic:        topic,
+		Balancer:     &kafka.Hash{},
+		MaxAttempts:  p.cfg.MaxAttempts,
+		BatchSize:    p.cfg.BatchSize,
+		BatchBytes:   p.cfg.BatchBytes,
+		BatchTimeout: p.cfg.BatchTimeout,
+		WriteTimeout: p.cfg.WriteTimeout,
+		RequiredAcks: kafka.RequireAll,
+		Compression:  codec,
+		Transport:    p.transport,
+		ErrorLogger:  printfLogger(p.log, slog.LevelWarn, topic),
+	}
+	if p.log.Enabled(context.Background(), slog.LevelDebug) {
+		w.Logger = printfLogger(p.log, slog.LevelDebug, topic)
+	}
+	return w
+}
+
+func printfLogger(l *slog.Logger, level slog.Level, topic string) kafka.LoggerFunc {
+	return func(format string, args ...any) {
+		if l.Enabled(context.Background(), level) {
+			l.Log(context.Background(), level, fmt.Sprintf(format, args...), "component", "sink", "topic", topic)
+		}
+	}
+}
+
+// Config returns the configuration in use, defaults filled in.
+func (p *Producer) Config() Config { return p.cfg }
+
+// Write encodes every forecast (and its attribution, when on), produces them
+// to both topics at once and returns when every message is acknowledged. A
+// forecast that fails Validate fails the Write before anything is sent. After
+// an error some messages may have been delivered; the caller must treat the
+// whole batch as undelivered (at-least-once).
+func (p *Producer) Write(ctx context.Context, fs []Forecast) error {
+	if err := p.enter(); err != nil {
+		return err
+	}
+	defer p.leave()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sink: write %d forecasts: %w", len(fs), err)
+	}
+	if len(fs) == 0 {
+		return nil
+	}
+	start := time.Now()
+	defer func() { p.metrics.duration.Observe(time.Since(start).Seconds()) }()
+
+	b := p.pool.Get().(*kafkaBatch)
+	if err := b.encode(fs, &p.cfg, p.attribution != nil, p.contentType); err != nil {
+		p.pool.Put(b)
+		p.fm.errors.Add(float64(len(fs)))
+		if p.attribution != nil {
+			p.am.errors.Add(float64(len(fs)))
+		}
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(p.stopCtx, cancel)()
+	var (
+		aerr error
+		done chan struct{}
+	)
+	if p.attribution != nil {
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			if aerr = p.attribution.WriteMessages(ctx, b.amsgs...); aerr != nil {
+				cancel()
+			}
+		}()
+	}
+	ferr := p.forecasts.WriteMessages(ctx, b.fmsgs...)
+	if ferr != nil {
+		cancel()
+	}
+	if done != nil {
+		<-done
+	}
+	p.account(p.fm, len(fs), b.fbytes, ferr)
+	if p.attribution != nil {
+		p.account(p.am, len(fs), b.abytes, aerr)
+	}
+	if ferr == nil && aerr == nil {
+		p.pool.Put(b)
+		return nil
+	}
+	// kafka-go may still hold b's bytes (a cancelled write goes on in the
+	// background), so b is not reused.
+	if p.stopCtx.Err() != nil {
+		return fmt.Errorf("sink: write %d forecasts: cancelled by Close before every message was acknowledged: %w", len(fs), ErrClosed)
+	}
+	topic, err := p.cfg.ForecastTopic, ferr
+	if ferr == nil || (errors.Is(ferr, context.Canceled) && aerr != nil && !errors.Is(aerr, context.Canceled)) {
+		// The attribution write failed first and cancelled this one.
+		topic, err = p.cfg.AttributionTopic, aerr
+	}
+	return writeError(len(fs), topic, err, p.cfg.BatchBytes)
+}
+
+// account updates the counters of one topic after a write of n messages.
+func (p *Producer) account(m topicMetrics, n, bytes int, err error) {
+	if err == nil {
+		m.forecasts.Add(float64(n))
+		m.messages.Add(float64(n))
+		m.bytes.Add(float64(bytes))
+		return
+	}
+	var werr kafka.WriteErrors
+	if errors.As(err, &werr) {
+		failed := werr.Count()
+		m.errors.Add(float64(failed))
+		// The others were acknowledged, but the Write failed as a whole.
+		m.messages.Add(float64(len(werr) - failed))
+		return
+	}
+	m.errors.Add(float64(n))
+}
+
+func writeError(n int, topic string, err error, batchBytes int64) error {
+	var werr kafka.WriteErrors
+	if errors.As(err, &werr) {
+		var first error
+		for _, e := range werr {
+			if e != nil {
+				first = e
+				break
+			}
+		}
+		return fmt.Errorf("sink: write %d forecasts to topic %s: %d of %d messages were not acknowledged: %w",
+			n, topic, werr.Count(), len(werr), first)
+	}
+	var tooLarge kafka.MessageTooLargeError
+	if errors.As(err, &tooLarge) {
+		return fmt.Errorf("sink: write %d forecasts to topic %s: a message of series %q is larger than Config.BatchBytes = %d; "+
+			"raise BatchBytes (and the topic's max.message.bytes) or write summary attributions: %w",
+			n, topic, tooLarge.Message.Key, batchBytes, err)
+	}
+	if errors.Is(err, kafka.UnknownTopicOrPartition) {
+		return fmt.Errorf("sink: write %d forecasts: topic %s does not exist: create it, or check the topic names in the configuration: %w",
+			n, topic, err)
+	}
+	return fmt.Errorf("sink: write %d forecasts to topic %s: %w", n, topic, err)
+}
+
+func (p *Producer) enter() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.inflight++
+	return nil
+}
+
+func (p *Producer) leave() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflight--
+	if p.closed && p.inflight == 0 {
+		close(p.drained)
+	}
+}
+
+// Close stops new Writes (they fail with ErrClosed), waits for the Writes in
+// flight and closes the Kafka writers. Every Write is synchronous, so there is
+// nothing else to flush. If ctx ends first, Close cancels the Writes in flight
+// — they return errors, so their input is not committed and will be
+// reprocessed: a forced stop may duplicate, never drop — and returns ctx's
+// error; kafka-go then finishes the produce requests already sent (at most
+// WriteTimeout each) in the background. Calling Close again returns nil.
+func (p *Producer) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	if p.inflight == 0 {
+		close(p.drained)
+	}
+	p.mu.Unlock()
+
+	var err error
+	select {
+	case <-p.drained: // idle: a done ctx does not matter
+	default:
+		select {
+		case <-p.drained:
+		case <-ctx.Done():
+			p.stop()
+			<-p.drained // cancelled Writes return at once
+			err = fmt.Errorf("sink: close: writes were still waiting for acknowledgements: %w", ctx.Err())
+		}
+	}
+	p.stop()
+	closeWriters := func() {
+		p.forecasts.Close()
+		if p.attribution != nil {
+			p.attribution.Close()
+		}
+		p.transport.CloseIdleConnections()
+	}
+	if err != nil {
+		go closeWriters()
+		return err
+	}
+	closeWriters()
+	return nil
+}
+
+// kafkaBatch is the scratch of one Write: every message's key, value and
+// header bytes in one buffer, and the messages pointing into it. It is reused
+// by later Writes once kafka-go has let go of it.
+type kafkaBatch struct {
+	buf            []byte
+	spans          []msgSpan
+	headers        []kafka.Header
+	fmsgs, amsgs   []kafka.Message
+	fbytes, abytes int
+	arrow          *ArrowEncoder
+}
+
+// msgSpan locates one forecast's bytes in kafkaBatch.buf.
+type msgSpan struct {
+	key, id, version, forecast, attribution [2]int
+}
+
+// headerOverhead bounds what a message costs beyond its key, value and
+// header bytes in a produce request (kafka-go's totalSize).
+const headerOverhead = 64
+
+func (b *kafkaBatch) encode(fs []Forecast, cfg *Config, attributions bool, contentType []byte) error {
+	b.buf = b.buf[:0]
+	b.spans = b.spans[:0]
+	b.fbytes, b.abytes = 0, 0
+	for i := range fs {
+		f := &fs[i]
+		if err := f.Validate(); err != nil {
+			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+		}
+		if cfg.Format == FormatArrow {
+			if err := checkArrowFields(f.Fields); err != nil {
+				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+			}
+		}
+		var s msgSpan
+		var err error
+		s.key[0] = len(b.buf)
+		b.buf = append(b.buf, f.Series...)
+		s.key[1] = len(b.buf)
+		b.buf = AppendForecastID(b.buf, f.Series, f.TS, f.ModelVersion)
+		s.id = [2]int{s.key[1], len(b.buf)}
+		b.buf = strconv.AppendInt(b.buf, f.ModelVersion, 10)
+		s.version = [2]int{s.id[1], len(b.buf)}
+		if cfg.Format == FormatArrow {
+			b.buf, err = b.arrow.AppendForecast(b.buf, f)
+		} else {
+			b.buf, err = AppendForecastJSON(b.buf, f)
+		}
+		if err != nil {
+			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+		}
+		s.forecast = [2]int{s.version[1], len(b.buf)}
+		s.attribution = [2]int{len(b.buf), len(b.buf)}
+		if attributions {
+			if cfg.Format == FormatArrow {
+				b.buf, err = b.arrow.AppendAttribution(b.buf, f, cfg.Attributions)
+			} else {
+				b.buf, err = AppendAttributionJSON(b.buf, f, cfg.Attributions)
+			}
+			if err != nil {
+				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+			}
+			s.attribution[1] = len(b.buf)
+		}
+		b.spans = append(b.spans, s)
+	}
+
+	// The buffer no longer moves: point the messages into it.
+	n := len(fs)
+	b.headers = grow(b.headers, 3*n)
+	b.fmsgs = grow(b.fmsgs, n)
+	b.amsgs = b.amsgs[:0]
+	if attributions {
+		b.amsgs = grow(b.amsgs, n)
+	}
+	sub := func(r [2]int) []byte { return b.buf[r[0]:r[1]:r[1]] }
+	for i, s := range b.spans {
+		h := b.headers[3*i : 3*i+3 : 3*i+3]
+		h[0] = kafka.Header{Key: HeaderForecastID, Value: sub(s.id)}
+		h[1] = kafka.Header{Key: HeaderModelVersion, Value: sub(s.version)}
+		h[2] = kafka.Header{Key: HeaderContentType, Value: contentType}
+		hdrBytes := len(HeaderForecastID) + len(HeaderModelVersion) + len(HeaderContentType) +
+			(s.version[1] - s.id[0]) + len(contentType)
+		key := sub(s.key)
+		b.fmsgs[i] = kafka.Message{Key: key, Value: sub(s.forecast), Headers: h}
+		if err := checkSize(len(key)+hdrBytes, s.forecast, cfg, fs[i].Series, "forecast"); err != nil {
+			return err
+		}
+		b.fbytes += len(key) + s.forecast[1] - s.forecast[0]
+		if attributions {
+			b.amsgs[i] = kafka.Message{Key: key, Value: sub(s.attribution), Headers: h}
+			if err := checkSize(len(key)+hdrBytes, s.attribution, cfg, fs[i].Series, "attribution"); err != nil {
+				return err
+			}
+			b.abytes += len(key) + s.attribution[1] - s.attribution[0]
+		}
+	}
+	return nil
+}
+
+func checkSize(extra int, value [2]int, cfg *Config, series, what string) error {
+	size := int64(extra + value[1] - value[0] + headerOverhead)
+	if size <= cfg.BatchBytes {
+		return nil
+	}
+	hint := " or write summary attributions (output.attributions: summary)"
+	if what == "forecast" {
+		hint = ""
+	}
+	return fmt.Errorf("sink: the %s message of series %q is %d bytes, more than Config.BatchBytes = %d allows; "+
+		"raise BatchBytes (and the topic's max.message.bytes)%s", what, series, size, cfg.BatchBytes, hint)
+}
+
+// grow returns s with length n, reusing its storage when it is large enough.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,352 @@
+package sink_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/sink/sinktest"
+)
+
+func TestNewValidates(t *testing.T) {
+	ok := sink.Config{Brokers: []string{"127.0.0.1:9092"}}
+	for _, tc := range []struct {
+		name   string
+		modify func(*sink.Config)
+		want   string
+	}{
+		{"no brokers", func(c *sink.Config) { c.Brokers = nil }, "Config.Brokers is empty"},
+		{"broker without port", func(c *sink.Config) { c.Brokers = []string{"kafka"} }, `"kafka:9092"`},
+		{"same topics", func(c *sink.Config) { c.AttributionTopic = "forecasts" }, "topic of their own"},
+		{"bad format", func(c *sink.Config) { c.Format = "avro" }, `Config.Format = "avro"`},
+		{"bad attributions", func(c *sink.Config) { c.Attributions = "some" }, `Config.Attributions (output.attributions) = "some"`},
+		{"negative batch timeout", func(c *sink.Config) { c.BatchTimeout = -time.Second }, "Config.BatchTimeout = -1s"},
+		{"tiny batch bytes", func(c *sink.Config) { c.BatchBytes = 100 }, "Config.BatchBytes = 100"},
+		{"bad compression", func(c *sink.Config) { c.Compression = "brotli" }, `Config.Compression = "brotli"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := ok
+			tc.modify(&cfg)
+			_, err := sink.New(cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	p, err := sink.New(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Config()
+	if got.ForecastTopic != "forecasts" || got.Format != sink.FormatJSON || got.Attributions != sink.AttributionsFull ||
+		got.BatchTimeout != 2*time.Millisecond || got.BatchSize != 1000 || got.BatchBytes != 1<<20 || got.MaxAttempts != 10 {
+		t.Errorf("defaults = %+v", got)
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestKafkaPartitionsBySeries checks that every message of a series lands in
+// one partition, with the same forecast-id on both topics.
+func TestKafkaPartitionsBySeries(t *testing.T) {
+	p, cfg, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	fs := randomForecasts(11, 60, []string{"value"}, 4, 2)
+	if err := p.Write(context.Background(), fs); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, topic := range []string{"forecasts", "attributions"} {
+		partition := map[string]int{}
+		msgs := sinktest.ReadTopic(t, cfg.Brokers, topic)
+		if len(msgs) != len(fs) {
+			t.Fatalf("topic %s has %d messages, want %d", topic, len(msgs), len(fs))
+		}
+		for _, m := range msgs {
+			if p, ok := partition[string(m.Key)]; ok && p != m.Partition {
+				t.Errorf("topic %s: series %s in partitions %d and %d", topic, m.Key, p, m.Partition)
+			}
+			partition[string(m.Key)] = m.Partition
+			for _, h := range m.Headers {
+				if h.Key == sink.HeaderForecastID {
+					ids[topic+"/"+string(h.Value)] = string(m.Key)
+				}
+			}
+		}
+		if len(partition) < 2 {
+			t.Errorf("topic %s: all series in one partition", topic)
+		}
+	}
+	for _, f := range fs {
+		id := sink.ForecastID(f.Series, f.TS, f.ModelVersion)
+		if ids["forecasts/"+id] != f.Series || ids["attributions/"+id] != f.Series {
+			t.Errorf("forecast-id %s of %s@%s missing on a topic", id, f.Series, f.TS)
+		}
+	}
+}
+
+func TestKafkaAttributionModes(t *testing.T) {
+	fs := randomForecasts(12, 10, []string{"temp", "humidity"}, 8, 3)
+	for _, tc := range []struct {
+		name     string
+		cfg      sink.Config
+		want     func(sink.Forecast) sink.Forecast
+		attrMsgs int
+	}{
+		{"summary", sink.Config{AttributionTopic: "attributions", Attributions: sink.AttributionsSummary, Format: sink.FormatArrow},
+			func(f sink.Forecast) sink.Forecast {
+				s := attributionPart(f, sink.AttributionsSummary, true)
+				s.Values, s.Fields, s.Horizon = f.Values, f.Fields, f.Horizon
+				return s
+			}, len(fs)},
+		{"no attribution topic", sink.Config{}, forecastPart, 0},
+		{"off", sink.Config{AttributionTopic: "attributions", Attributions: sink.AttributionsOff}, forecastPart, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, cfg, _ := newProducer(t, tc.cfg)
+			if err := p.Write(context.Background(), fs); err != nil {
+				t.Fatal(err)
+			}
+			got := sinktest.ReadKafka(t, cfg)
+			if len(got) != len(fs) {
+				t.Fatalf("delivered %d, want %d", len(got), len(fs))
+			}
+			bySeries := map[string]sink.Forecast{} // one forecast per series
+			for _, f := range got {
+				bySeries[f.Series] = f
+			}
+			for i, f := range fs {
+				if d := sinktest.Diff(bySeries[f.Series], tc.want(f)); d != "" {
+					t.Errorf("forecast %d: %s", i, d)
+				}
+			}
+			if n := len(sinktest.ReadTopic(t, cfg.Brokers, "attributions")); n != tc.attrMsgs {
+				t.Errorf("attributions topic has %d messages, want %d", n, tc.attrMsgs)
+			}
+		})
+	}
+}
+
+// sleepProduce makes the broker hold the first produce request until
+// release is closed, and closes held once it holds it.
+func sleepProduce(t *testing.T, c *kfake.Cluster) (held <-chan struct{}, release func()) {
+	h, r := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var taken atomic.Bool
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		if taken.CompareAndSwap(false, true) {
+			close(h)
+			c.SleepControl(func() { <-r })
+		}
+		return nil, nil, false
+	})
+	rel := func() { once.Do(func() { close(r) }) }
+	t.Cleanup(rel)
+	return h, rel
+}
+
+func TestKafkaCloseWaitsForWriteInFlight(t *testing.T) {
+	p, cfg, c := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	held, release := sleepProduce(t, c)
+	fs := randomForecasts(13, 20, []string{"value"}, 4, 2)
+	werr := make(chan error)
+	go func() { werr <- p.Write(context.Background(), fs) }()
+	<-held
+	cerr := make(chan error)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cerr <- p.Close(ctx)
+	}()
+	select {
+	case err := <-cerr:
+		t.Fatalf("Close returned %v while a write was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if err := <-werr; err != nil {
+		t.Errorf("Write = %v, want nil", err)
+	}
+	if err := <-cerr; err != nil {
+		t.Errorf("Close = %v, want nil", err)
+	}
+	if got := sinktest.ReadKafka(t, cfg); len(got) != len(fs) {
+		t.Errorf("delivered %d, want %d", len(got), len(fs))
+	}
+}
+
+func TestKafkaCloseDeadlineCancelsWrite(t *testing.T) {
+	p, _, c := newProducer(t, sink.Config{})
+	held, _ := sleepProduce(t, c)
+	werr := make(chan error)
+	go func() { werr <- p.Write(context.Background(), randomForecasts(14, 5, []string{"value"}, 4, 2)) }()
+	<-held
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := p.Close(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close = %v, want context.DeadlineExceeded", err)
+	}
+	if err := <-werr; !errors.Is(err, sink.ErrClosed) {
+		t.Errorf("Write = %v, want sink.ErrClosed", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Close took %s with a 100ms deadline", d)
+	}
+}
+
+func TestKafkaWriteCancelled(t *testing.T) {
+	p, _, c := newProducer(t, sink.Config{})
+	held, _ := sleepProduce(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	werr := make(chan error)
+	go func() { werr <- p.Write(ctx, randomForecasts(15, 5, []string{"value"}, 4, 2)) }()
+	<-held
+	cancel()
+	if err := <-werr; !errors.Is(err, context.Canceled) {
+		t.Errorf("Write = %v, want context.Canceled", err)
+	}
+}
+
+func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p, _, c := newProducer(t, sink.Config{AttributionTopic: "attributions", MaxAttempts: 1}, sink.WithRegisterer(reg))
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			if rt.Topic != "forecasts" {
+				return nil, nil, false // attributions go through
+			}
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = 29 // TOPIC_AUTHORIZATION_FAILED: not retriable
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	fs := randomForecasts(16, 12, []string{"value"}, 4, 2)
+	err := p.Write(context.Background(), fs)
+	if err == nil || !strings.Contains(err.Error(), "topic forecasts") {
+		t.Fatalf("Write = %v, want an error naming topic forecasts", err)
+	}
+	if got := metric(t, reg, "freqlens_sink_write_errors_total", "forecasts"); got != float64(len(fs)) {
+		t.Errorf("write errors on forecasts = %v, want %d", got, len(fs))
+	}
+	if got := metric(t, reg, "freqlens_sink_forecasts_written_total", "forecasts"); got != 0 {
+		t.Errorf("forecasts written on forecasts = %v, want 0", got)
+	}
+}
+
+func TestKafkaMissingTopic(t *testing.T) {
+	_, brokers := newCluster(t, "forecasts")
+	p, err := sink.New(sink.Config{Brokers: brokers, ForecastTopic: "nope", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = p.Write(ctx, randomForecasts(17, 1, []string{"value"}, 4, 2))
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("Write to a missing topic = %v, want an error naming it", err)
+	}
+	t.Log(err)
+}
+
+func TestKafkaMessageTooLarge(t *testing.T) {
+	p, cfg, _ := newProducer(t, sink.Config{AttributionTopic: "attributions", BatchBytes: 8192})
+	fs := randomForecasts(18, 3, []string{"value"}, 96, 8)
+	err := p.Write(context.Background(), fs)
+	if err == nil || !strings.Contains(err.Error(), "BatchBytes = 8192") || !strings.Contains(err.Error(), "summary") {
+		t.Errorf("Write of large attributions = %v, want an error naming BatchBytes and summary attributions", err)
+	}
+	if n := len(sinktest.ReadTopic(t, cfg.Brokers, "forecasts")); n != 0 {
+		t.Errorf("%d forecasts delivered, want 0", n)
+	}
+}
+
+// metric returns the value of the counter name{topic=topic} in reg (0 when
+// absent).
+func metric(t *testing.T, reg *prometheus.Registry, name, topic string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "topic" && l.GetValue() == topic {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p, _, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"}, sink.WithRegisterer(reg))
+	// A second sink on the same registry shares the collectors.
+	w, err := sink.NewWriter(&lockedBuffer{}, sink.WriterConfig{}, sink.WithRegisterer(reg))
+	if err != nil {
+		t.Fatalf("NewWriter on a registry that has the sink metrics: %v", err)
+	}
+	fs := randomForecasts(19, 7, []string{"value"}, 4, 2)
+	for _, s := range []sink.Sink{p, w} {
+		if err := s.Write(context.Background(), fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range problems {
+		t.Errorf("lint: %s: %s", pr.Metric, pr.Text)
+	}
+	for _, tc := range []struct {
+		name, topic string
+		want        float64
+	}{
+		{"freqlens_sink_forecasts_written_total", "forecasts", 7},
+		{"freqlens_sink_forecasts_written_total", "attributions", 7},
+		{"freqlens_sink_forecasts_written_total", "stdout", 7},
+		{"freqlens_sink_messages_written_total", "forecasts", 7},
+		{"freqlens_sink_messages_written_total", "stdout", 14},
+		{"freqlens_sink_write_errors_total", "forecasts", 0},
+	} {
+		if got := metric(t, reg, tc.name, tc.topic); got != tc.want {
+			t.Errorf("%s{topic=%q} = %v, want %v", tc.name, tc.topic, got, tc.want)
+		}
+	}
+	if got := metric(t, reg, "freqlens_sink_bytes_written_total", "forecasts"); got < 7*100 {
+		t.Errorf("bytes written to forecasts = %v, want more than 700", got)
+	}
+	n, err := testutil.GatherAndCount(reg, "freqlens_sink_write_duration_seconds")
+	if err != nil || n != 1 {
+		t.Errorf("freqlens_sink_write_duration_seconds: %d series, %v", n, err)
+	}
+}

@@ -1,0 +1,111 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Memory is the memory sink: it keeps a copy of every forecast written, for
+// tests. It is safe for concurrent use.
+type Memory struct {
+	mu     sync.Mutex
+	fs     []Forecast
+	fail   error
+	closed bool
+}
+
+var _ Sink = (*Memory)(nil)
+
+// NewMemory returns an empty memory sink.
+func NewMemory() *Memory { return &Memory{} }
+
+// Write stores a deep copy of every forecast, or none of them when a forecast
+// fails Validate, ctx is done, or FailWith set an error.
+func (m *Memory) Write(ctx context.Context, fs []Forecast) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sink: write %d forecasts: %w", len(fs), err)
+	}
+	for i := range fs {
+		if err := fs[i].Validate(); err != nil {
+			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if m.fail != nil {
+		return m.fail
+	}
+	for i := range fs {
+		m.fs = append(m.fs, Clone(fs[i]))
+	}
+	return nil
+}
+
+// Forecasts returns deep copies of the forecasts written so far, in the
+// order they were written.
+func (m *Memory) Forecasts() []Forecast {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Forecast, len(m.fs))
+	for i := range m.fs {
+		out[i] = Clone(m.fs[i])
+	}
+	return out
+}
+
+// Len returns the number of forecasts written so far.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.fs)
+}
+
+// FailWith makes every later Write fail with err and store nothing, until
+// it is called again with nil.
+func (m *Memory) FailWith(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fail = err
+}
+
+// Close makes every later Write fail with ErrClosed; the forecasts stay
+// readable. Calling Close again returns nil.
+func (m *Memory) Close(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}
+
+// Clone returns a deep copy of f: no slice of the copy shares storage with f.
+func Clone(f Forecast) Forecast {
+	n := len(f.Values) + len(f.Residual)
+	for k := range f.Frequencies {
+		n += len(f.Frequencies[k].Values)
+	}
+	store := make([]float64, 0, n)
+	take := func(v []float64) []float64 {
+		if v == nil {
+			return nil
+		}
+		start := len(store)
+		store = append(store, v...)
+		return store[start:len(store):len(store)]
+	}
+	c := f
+	c.Fields = append([]string(nil), f.Fields...)
+	c.Values = take(f.Values)
+	c.Residual = take(f.Residual)
+	if f.Frequencies != nil {
+		c.Frequencies = make([]Contribution, len(f.Frequencies))
+		for k, fr := range f.Frequencies {
+			fr.Values = take(fr.Values)
+			c.Frequencies[k] = fr
+		}
+	}
+	return c
+}

@@ -1,0 +1,42 @@
+package sink
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Option sets a collaborator of a sink.
+type Option func(*options)
+
+type options struct {
+	reg prometheus.Registerer
+	log *slog.Logger
+}
+
+// WithRegisterer registers the sink's metrics with reg. Without it they are
+// kept in a private registry. Sinks given the same registerer share their
+// metrics, told apart by the topic label.
+func WithRegisterer(reg prometheus.Registerer) Option {
+	return func(o *options) { o.reg = reg }
+}
+
+// WithLogger logs through l: kafka-go's errors at warning level and its
+// chatter at debug level. Without it nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+func newOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.reg == nil {
+		o.reg = prometheus.NewRegistry()
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	return o
+}

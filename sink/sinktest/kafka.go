@@ -1,0 +1,178 @@
+package sinktest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/sink"
+)
+
+// ReadKafka reads the topics of cfg (the Kafka sink's configuration) from
+// their beginning to their current end with kafka-go Readers, checks every
+// message's key and headers, decodes it in cfg.Format and returns the
+// forecasts merged with their attributions (matched by forecast-id),
+// partition after partition in offset order. Any problem fails tb.
+func ReadKafka(tb testing.TB, cfg sink.Config) []sink.Forecast {
+	tb.Helper()
+	if cfg.ForecastTopic == "" {
+		cfg.ForecastTopic = sink.DefaultForecastTopic
+	}
+	if cfg.Format == "" {
+		cfg.Format = sink.FormatJSON
+	}
+	if cfg.Attributions == sink.AttributionsOff {
+		cfg.AttributionTopic = ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(tb, 0)
+
+	decode := func(kind string, data []byte) (sink.Forecast, error) {
+		switch {
+		case kind == "forecast" && cfg.Format == sink.FormatArrow:
+			return sink.DecodeForecastArrow(data, mem)
+		case kind == "forecast":
+			return sink.DecodeForecastJSON(data)
+		case cfg.Format == sink.FormatArrow:
+			return sink.DecodeAttributionArrow(data, mem)
+		default:
+			return sink.DecodeAttributionJSON(data)
+		}
+	}
+	read := func(topic, kind string) ([]sink.Forecast, []string) {
+		var fs []sink.Forecast
+		var ids []string
+		for _, m := range readTopic(ctx, tb, cfg.Brokers, topic) {
+			f, err := decode(kind, m.Value)
+			if err != nil {
+				tb.Fatalf("topic %s partition %d offset %d: %v", topic, m.Partition, m.Offset, err)
+			}
+			id := checkHeaders(tb, m, f, cfg.Format)
+			fs, ids = append(fs, f), append(ids, id)
+		}
+		return fs, ids
+	}
+	forecasts, ids := read(cfg.ForecastTopic, "forecast")
+	if cfg.AttributionTopic == "" {
+		return forecasts
+	}
+	attrs, aids := read(cfg.AttributionTopic, "attribution")
+	byID := map[string][]sink.Forecast{}
+	for i, a := range attrs {
+		byID[aids[i]] = append(byID[aids[i]], a)
+	}
+	for i, f := range forecasts {
+		as := byID[ids[i]]
+		if len(as) == 0 {
+			tb.Errorf("forecast %q@%s (forecast-id %s) has no attribution on topic %s",
+				f.Series, f.TS.Format(time.RFC3339), ids[i], cfg.AttributionTopic)
+			continue
+		}
+		merged, err := sink.Merge(f, as[0])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		forecasts[i], byID[ids[i]] = merged, as[1:]
+	}
+	for id, as := range byID {
+		if len(as) > 0 {
+			tb.Errorf("%d attributions with forecast-id %s have no forecast", len(as), id)
+		}
+	}
+	return forecasts
+}
+
+// checkHeaders checks the key and headers of m against its decoded forecast
+// and returns its forecast-id.
+func checkHeaders(tb testing.TB, m kafka.Message, f sink.Forecast, format sink.Format) string {
+	tb.Helper()
+	where := fmt.Sprintf("topic %s partition %d offset %d", m.Topic, m.Partition, m.Offset)
+	if string(m.Key) != f.Series {
+		tb.Errorf("%s: key %q, series %q", where, m.Key, f.Series)
+	}
+	h := map[string]string{}
+	for _, kv := range m.Headers {
+		if _, dup := h[kv.Key]; dup {
+			tb.Errorf("%s: header %s appears twice", where, kv.Key)
+		}
+		h[kv.Key] = string(kv.Value)
+	}
+	if got, want := h[sink.HeaderForecastID], sink.ForecastID(f.Series, f.TS, f.ModelVersion); got != want {
+		tb.Errorf("%s: header %s = %q, want %q", where, sink.HeaderForecastID, got, want)
+	}
+	if got, want := h[sink.HeaderModelVersion], strconv.FormatInt(f.ModelVersion, 10); got != want {
+		tb.Errorf("%s: header %s = %q, want %q", where, sink.HeaderModelVersion, got, want)
+	}
+	if got, want := h[sink.HeaderContentType], format.ContentType(); got != want {
+		tb.Errorf("%s: header %s = %q, want %q", where, sink.HeaderContentType, got, want)
+	}
+	return h[sink.HeaderForecastID]
+}
+
+// ReadTopic returns every message of every partition of topic, from the
+// beginning to the partition's current end, partition after partition.
+func ReadTopic(tb testing.TB, brokers []string, topic string) []kafka.Message {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return readTopic(ctx, tb, brokers, topic)
+}
+
+func readTopic(ctx context.Context, tb testing.TB, brokers []string, topic string) []kafka.Message {
+	tb.Helper()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		tb.Fatalf("metadata of topic %s: %v", topic, err)
+	}
+	if len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
+		tb.Fatalf("metadata of topic %s: %+v", topic, meta.Topics)
+	}
+	var reqs []kafka.OffsetRequest
+	for _, p := range meta.Topics[0].Partitions {
+		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+	}
+	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		tb.Fatalf("offsets of topic %s: %v", topic, err)
+	}
+	var out []kafka.Message
+	for _, po := range offs.Topics[topic] {
+		if po.Error != nil {
+			tb.Fatalf("offsets of topic %s partition %d: %v", topic, po.Partition, po.Error)
+		}
+		if po.LastOffset <= po.FirstOffset {
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{
+			Brokers:   brokers,
+			Topic:     topic,
+			Partition: po.Partition,
+			MaxBytes:  64 << 20,
+			MaxWait:   50 * time.Millisecond,
+		})
+		if err := r.SetOffset(po.FirstOffset); err != nil {
+			tb.Fatal(err)
+		}
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				tb.Fatalf("read topic %s partition %d: %v", topic, po.Partition, err)
+			}
+			out = append(out, m)
+			if m.Offset >= po.LastOffset-1 {
+				break
+			}
+		}
+		r.Close()
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package sink_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/sink/sinktest"
+)
+
+func TestWriterModes(t *testing.T) {
+	f := exampleSingle()
+	for _, tc := range []struct {
+		mode  sink.AttributionMode
+		lines []string
+	}{
+		{sink.AttributionsFull, []string{"forecast_single.json", "attribution_single_full.json"}},
+		{sink.AttributionsSummary, []string{"forecast_single.json", "attribution_single_summary.json"}},
+		{sink.AttributionsOff, []string{"forecast_single.json"}},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			var buf bytes.Buffer
+			bw := bufio.NewWriter(&buf) // Write must flush it
+			w, err := sink.NewWriter(bw, sink.WriterConfig{Attributions: tc.mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Write(context.Background(), []sink.Forecast{f}); err != nil {
+				t.Fatal(err)
+			}
+			var want []byte
+			for _, name := range tc.lines {
+				want = append(want, readGolden(t, name)...)
+			}
+			if got := buf.Bytes(); !bytes.Equal(got, want) {
+				t.Errorf("output:\n%s\nwant\n%s", got, want)
+			}
+			fs, err := sinktest.ReadLines(buf.Bytes())
+			if err != nil || len(fs) != 1 {
+				t.Errorf("ReadLines = %d forecasts, %v; want 1", len(fs), err)
+			}
+		})
+	}
+	if _, err := sink.NewWriter(&bytes.Buffer{}, sink.WriterConfig{Attributions: "most"}); err == nil || !strings.Contains(err.Error(), `"most"`) {
+		t.Errorf("NewWriter with a bad mode = %v, want an error naming it", err)
+	}
+}
+
+func readGolden(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestWriterError(t *testing.T) {
+	w, err := sink.NewWriter(failingWriter{}, sink.WriterConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(context.Background(), []sink.Forecast{exampleSingle()}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("Write = %v, want the writer's error", err)
+	}
+}
+
+func TestMemoryFailWith(t *testing.T) {
+	m := sink.NewMemory()
+	boom := errors.New("boom")
+	m.FailWith(boom)
+	if err := m.Write(context.Background(), []sink.Forecast{exampleSingle()}); !errors.Is(err, boom) {
+		t.Errorf("Write = %v, want boom", err)
+	}
+	m.FailWith(nil)
+	if err := m.Write(context.Background(), []sink.Forecast{exampleSingle()}); err != nil || m.Len() != 1 {
+		t.Errorf("Write = %v, Len = %d; want nil, 1", err, m.Len())
+	}
+}
+
+func TestSinkFunc(t *testing.T) {
+	var n int
+	var s sink.Sink = sink.SinkFunc(func(_ context.Context, fs []sink.Forecast) error {
+		n += len(fs)
+		return nil
+	})
+	if err := s.Write(context.Background(), []sink.Forecast{exampleSingle(), exampleMulti()}); err != nil || n != 2 {
+		t.Errorf("Write = %v, n = %d; want nil, 2", err, n)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+}
