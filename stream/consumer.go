@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,8 +172,15 @@ func NewConsumer(cfg Config, opts ...Option) (*Consumer, error) {
 // kafkaLogger forwards kafka-go's printf logging to l at level.
 func kafkaLogger(l *slog.Logger, level slog.Level) kafka.Logger {
 	return kafka.LoggerFunc(func(format string, args ...any) {
-		if l.Enabled(context.Background(), level) {
-			l.Log(context.Background(), level, "kafka-go: "+fmt.Sprintf(format, args...))
+		msg := fmt.Sprintf(format, args...)
+		lv := level
+		if strings.Contains(msg, "i/o timeout") {
+			// An idle long-poll fetch that outlived its read deadline: kafka-go
+			// reconnects and carries on, nothing is lost.
+			lv = slog.LevelDebug
+		}
+		if l.Enabled(context.Background(), lv) {
+			l.Log(context.Background(), lv, "kafka-go: "+msg)
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -168,9 +167,12 @@ func simulate(ctx context.Context, brokers []string, topic string, n int, rate f
 	if err != nil {
 		return err
 	}
-	start := time.Now().Truncate(demoCadence).Add(-span * demoCadence)
+	// Move the simulation to end now, keeping the generator's weekday and
+	// time of day (its rush hours are at 08:00 and 17:30): shift by whole weeks.
+	week := 7 * 24 * time.Hour
+	shift := time.Now().Sub(frame.Times[span-1]).Truncate(week)
 	for i := range frame.Times {
-		frame.Times[i] = start.Add(time.Duration(i) * demoCadence)
+		frame.Times[i] = frame.Times[i].Add(shift)
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	defer w.Close()
@@ -231,29 +233,35 @@ type watcher struct {
 
 func newWatcher(series string) *watcher { return &watcher{series: series} }
 
-// observe is called by the pipeline for every acknowledged forecast.
+// observe is called by the pipeline for every acknowledged forecast. It
+// groups the contributions into cycle families: frequencies within 15% of a
+// known period (12h, 24h, 168h) and the rest. Attributions add up, so a
+// family's share is exactly the sum of its members'.
 func (w *watcher) observe(f *sink.Forecast) {
 	if f.Series != w.series {
 		return
 	}
-	type part struct {
-		label string
-		share float64
-	}
-	var ps []part
-	for _, c := range f.Frequencies {
-		ps = append(ps, part{model.FormatPeriod(c.Period) + " cycle", c.Share})
-	}
-	slices.SortFunc(ps, func(a, b part) int { return cmpFloat(b.share, a.share) })
+	family := make([]float64, len(knownPeriods)+1) // known periods, then "other"
 	residual := 1.0
+	for _, c := range f.Frequencies {
+		residual -= c.Share
+		k := len(knownPeriods)
+		for i, p := range knownPeriods {
+			if math.Abs(float64(c.Period-p)) < matchTolerance*float64(p) {
+				k = i
+				break
+			}
+		}
+		family[k] += c.Share
+	}
 	var parts []string
-	for i, p := range ps {
-		residual -= p.share
-		if i < 3 {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", p.label, 100*p.share))
+	for i, p := range knownPeriods {
+		if family[i] > 0.005 {
+			parts = append(parts, fmt.Sprintf("%s cycle %.0f%%", model.FormatPeriod(p), 100*family[i]))
 		}
 	}
-	parts = append(parts, fmt.Sprintf("residual %.0f%%", 100*max(residual, 0)))
+	parts = append(parts, fmt.Sprintf("other cycles %.0f%%", 100*family[len(knownPeriods)]),
+		fmt.Sprintf("residual %.0f%%", 100*max(residual, 0)))
 	peak, at := math.Inf(-1), 0
 	for h, v := range f.Values {
 		if v > peak {
@@ -264,16 +272,6 @@ func (w *watcher) observe(f *sink.Forecast) {
 	defer w.mu.Unlock()
 	w.ts, w.next, w.parts, w.count = f.TS, f.Values[0], parts, w.count+1
 	w.peak, w.peakAt = peak, f.TS.Add(time.Duration(at+1)*f.Cadence)
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // summarise prints one line a second: throughput, lag, and the watched
