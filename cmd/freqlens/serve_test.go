@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/sink"
+)
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServe runs `freqlens serve` with an embedded broker until the test
+// ends and returns the broker address.
+func startServe(t *testing.T, yaml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	modelPath := filepath.Join(dir, "m.safetensors")
+	if err := m.Save(modelPath); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\n%s", modelPath, yaml)), 0o644)
+	broker := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg, "--embedded-broker", broker, "--metrics-addr", ""}, &bytes.Buffer{}, &stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d after SIGINT-like cancellation, want 0; stderr:\n%s", code, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop within 20s")
+		}
+	})
+	// Wait for the broker to accept connections.
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", broker)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i > 200 {
+			t.Fatalf("embedded broker did not come up: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return broker
+}
+
+// TestServeWithKcat drives the service with an independent Kafka client:
+// kcat (librdkafka) produces readings and consumes forecasts and
+// attributions.
+func TestServeWithKcat(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat is not installed (Debian package kcat; CI installs it)")
+	}
+	broker := startServe(t, "input: {cadence: 1h, max_future: 100000h}\n")
+
+	var in bytes.Buffer
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	for step := range 30 {
+		for _, s := range []string{"k-1", "k-2"} {
+			fmt.Fprintf(&in, `%s|{"series":"%s","ts":"%s","value":%g}`+"\n", s, s,
+				t0.Add(time.Duration(step)*time.Hour).Format(time.RFC3339), 10+math.Sin(float64(step)/24*2*math.Pi))
+		}
+	}
+	prod := exec.Command(kcat, "-P", "-b", broker, "-t", "readings", "-K|")
+	prod.Stdin = &in
+	if out, err := prod.CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P: %v\n%s", err, out)
+	}
+	const want = 2 * (30 - 24 + 1)
+	consume := func(topic string) [][]byte {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, kcat, "-C", "-b", broker, "-t", topic, "-o", "beginning", "-c", fmt.Sprint(want), "-q", "-f", "%s\n")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kcat -C %s: %v", topic, err)
+		}
+		return bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	}
+	forecasts := consume("forecasts")
+	if len(forecasts) != want {
+		t.Fatalf("kcat read %d forecasts, want %d", len(forecasts), want)
+	}
+	byKey := map[string]sink.Forecast{}
+	for _, line := range forecasts {
+		f, err := sink.DecodeForecastJSON(line)
+		if err != nil {
+			t.Fatalf("forecast %q: %v", line, err)
+		}
+		if len(f.Values) != 6 || f.ModelVersion != 1 {
+			t.Errorf("forecast %+v", f)
+		}
+		byKey[f.Series+f.TS.String()] = f
+	}
+	for _, line := range consume("attributions") {
+		var a struct {
+			Series      string
+			TS          time.Time
+			Residual    []float64
+			Frequencies []struct {
+				Values []float64
+			}
+		}
+		if err := json.Unmarshal(line, &a); err != nil {
+			t.Fatalf("attribution %q: %v", line, err)
+		}
+		f, ok := byKey[a.Series+a.TS.String()]
+		if !ok {
+			t.Fatalf("attribution for %s at %s has no forecast", a.Series, a.TS)
+		}
+		for h, v := range f.Values {
+			sum := a.Residual[h]
+			for _, fr := range a.Frequencies {
+				sum += fr.Values[h]
+			}
+			if math.Abs(sum-v) > 1e-9*math.Max(1, math.Abs(v)) {
+				t.Fatalf("%s step %d: residual + frequencies = %v, forecast %v", a.Series, h, sum, v)
+			}
+		}
+	}
+}
+
+// TestDemo runs the one-command demo briefly: it trains, forecasts within
+// seconds and stops cleanly.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo trains a model; skipped in -short mode")
+	}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"demo", "--duration", "12s", "--series", "4", "--train-epochs", "1",
+		"--rate", "20", "--metrics-addr", ""}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("demo exited %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"epoch 1/1", "first forecast", "readings/s", "s-0 at", "residual", "stopped:"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, text)
+		}
+	}
+}
