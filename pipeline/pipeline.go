@@ -334,6 +334,10 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, sink.ErrInvalid) {
+			// A forecast the sink can never write is a bug here, not an outage.
+			return fmt.Errorf("pipeline: %s: %w", what, err)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("pipeline: %s: %w", what, err)
 		}

@@ -261,6 +261,41 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Colle
 	return nil
 }
 
+// TestForecastsOnly: with no attribution topic the pipeline skips the
+// attributions and the sink writes forecasts alone.
+func TestForecastsOnly(t *testing.T) {
+	b := startBroker(t)
+	reg := prometheus.NewRegistry()
+	src, err := stream.NewConsumer(stream.Config{Brokers: b.Addrs(), Group: "g", Topic: "readings", DeadLetterTopic: "readings.dlq",
+		MaxFuture: 1e5 * time.Hour, BatchLatency: 5 * time.Millisecond}, stream.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snk, err := sink.New(sink.Config{Brokers: b.Addrs(), ForecastTopic: "forecasts"}, sink.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: true},
+		src, window.Config{}, testModel(t, model.Independent, 1), snk, pipeline.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	produce(t, b.Addrs(), []string{"s-1", "s-2"}, []string{"value"}, 0, lookback+2)
+	msgs := readTopic(t, b.Addrs(), "forecasts", 6, 60*time.Second)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := sink.DecodeForecastJSON(m.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestPoisonGoesToDeadLetters: a malformed reading is dead-lettered and the
 // service keeps forecasting the good ones.
 func TestPoisonGoesToDeadLetters(t *testing.T) {

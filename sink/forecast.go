@@ -89,6 +89,11 @@ func (fn SinkFunc) Close(context.Context) error { return nil }
 // ErrClosed is returned by Write on a closed sink.
 var ErrClosed = errors.New("sink: closed")
 
+// ErrInvalid is wrapped by errors about a forecast that can never be
+// written (its shapes disagree, a field name cannot be encoded): retrying
+// the write cannot help.
+var ErrInvalid = errors.New("invalid forecast")
+
 var errAttributionsOff = errors.New("sink: attribution mode is off: there is no attribution message to encode")
 
 // minTime and maxTime bound the times the layouts accept: every timestamp

@@ -337,16 +337,19 @@ func (b *kafkaBatch) encode(fs []Forecast, cfg *Config, attributions bool, conte
 	b.fbytes, b.abytes = 0, 0
 	for i := range fs {
 		f := &fs[i]
-		if err := f.Validate(); err != nil {
-			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+		err := f.checkForecast()
+		if err == nil && attributions {
+			err = f.checkAttribution(cfg.Attributions)
+		}
+		if err != nil {
+			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w: %w", len(fs), i, ErrInvalid, err)
 		}
 		if cfg.Format == FormatArrow {
 			if err := checkArrowFields(f.Fields); err != nil {
-				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w: %w", len(fs), i, ErrInvalid, err)
 			}
 		}
 		var s msgSpan
-		var err error
 		s.key[0] = len(b.buf)
 		b.buf = append(b.buf, f.Series...)
 		s.key[1] = len(b.buf)

@@ -1,0 +1,260 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/window"
+)
+
+// The streaming benchmarks run the whole service in-process against the
+// embedded broker: 1,000 independent-mode series (L=96, H=96, default model
+// sizes), JSON readings in, JSON forecasts out. They are one-shot
+// measurements: run them with -benchtime 1x.
+//
+//	go test -run '^$' -bench 'Throughput|Latency' -benchtime 1x ./pipeline/
+
+const benchSeries = 1000
+
+// benchWorld is a broker, a producer of readings and a model.
+type benchWorld struct {
+	b      *stream.Broker
+	w      *kafka.Writer
+	m      *model.Model
+	t0     time.Time
+	series []string
+	cfg    stream.Config
+}
+
+func newBenchWorld(b *testing.B) *benchWorld {
+	b.Helper()
+	br, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 6, "forecasts": 6, "attributions": 6, "readings.dlq": 1, "copy": 6})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(br.Close)
+	m, err := model.New(model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	w := &kafka.Writer{Addr: kafka.TCP(br.Addrs()...), Topic: "readings", Balancer: &kafka.Hash{},
+		BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
+	b.Cleanup(func() { w.Close() })
+	bw := &benchWorld{b: br, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: stream.Config{ValueFields: []string{"value"}}}
+	for i := range benchSeries {
+		bw.series = append(bw.series, fmt.Sprintf("sensor-%04d", i))
+	}
+	return bw
+}
+
+// step produces one reading of every series for hour `step`.
+func (bw *benchWorld) step(ctx context.Context, step int) error {
+	msgs := make([]kafka.Message, len(bw.series))
+	ts := bw.t0.Add(time.Duration(step) * time.Hour)
+	for i, s := range bw.series {
+		v := 200 + 50*math.Sin(2*math.Pi*float64(step)/24+float64(i)) + float64(i%7)
+		msgs[i] = kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, stream.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)}
+	}
+	return bw.w.WriteMessages(ctx, msgs...)
+}
+
+// service starts the pipeline; observe (optional) sees every acked forecast.
+func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe func(*sink.Forecast)) (*pipeline.Pipeline, func()) {
+	b.Helper()
+	reg := prometheus.NewRegistry()
+	src, err := stream.NewConsumer(stream.Config{Brokers: bw.b.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+		MaxFuture: 1e5 * time.Hour, BatchLatency: 2 * time.Millisecond}, stream.WithRegisterer(reg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	attr := "attributions"
+	if mode == sink.AttributionsOff {
+		attr = ""
+	}
+	snk, err := sink.New(sink.Config{Brokers: bw.b.Addrs(), ForecastTopic: "forecasts", AttributionTopic: attr, Attributions: mode}, sink.WithRegisterer(reg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := []pipeline.Option{pipeline.WithRegisterer(reg)}
+	if observe != nil {
+		opts = append(opts, pipeline.WithObserver(observe))
+	}
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == sink.AttributionsOff},
+		src, window.Config{}, bw.m, snk, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	return p, func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// warm fills every series' window (L−1 steps: no forecast yet) and waits
+// until the service has consumed them.
+func (bw *benchWorld) warm(b *testing.B, p *pipeline.Pipeline) int {
+	b.Helper()
+	L := bw.m.Lookback()
+	for step := range L - 1 {
+		if err := bw.step(context.Background(), step); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitUntil(b, func() bool { return p.Stats().Readings >= int64((L-1)*benchSeries) })
+	return L - 1
+}
+
+func waitUntil(b *testing.B, cond func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatal("condition not met within 5 minutes")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// passThrough consumes the readings topic and produces the same bytes to
+// another topic, committing after each acknowledged batch: the floor any
+// Kafka service on this machine pays. It returns readings/s over n readings.
+func (bw *benchWorld) passThrough(b *testing.B, n int) float64 {
+	b.Helper()
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: bw.b.Addrs(), GroupID: "passthrough", Topic: "readings",
+		StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20})
+	defer r.Close()
+	w := &kafka.Writer{Addr: kafka.TCP(bw.b.Addrs()...), Topic: "copy", Balancer: &kafka.Hash{},
+		BatchTimeout: 2 * time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	ctx := context.Background()
+	start := time.Now()
+	batch := make([]kafka.Message, 0, 4096)
+	for done := 0; done < n; {
+		batch = batch[:0]
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+		for len(batch) < cap(batch) {
+			m, err := r.FetchMessage(fctx)
+			if err != nil {
+				break
+			}
+			batch = append(batch, m)
+		}
+		cancel()
+		if len(batch) == 0 {
+			continue
+		}
+		out := make([]kafka.Message, len(batch))
+		for i, m := range batch {
+			out[i] = kafka.Message{Key: m.Key, Value: m.Value}
+		}
+		if err := w.WriteMessages(ctx, out...); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.CommitMessages(ctx, batch...); err != nil {
+			b.Fatal(err)
+		}
+		done += len(batch)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkThroughput measures sustained readings/s with one forecast per
+// reading, for each attribution mode, next to a pass-through of the same
+// readings measured in the same run.
+func BenchmarkThroughput(b *testing.B) {
+	const steps = 40 // readings measured per series
+	for _, mode := range []sink.AttributionMode{sink.AttributionsOff, sink.AttributionsSummary, sink.AttributionsFull} {
+		b.Run("attributions="+string(mode), func(b *testing.B) {
+			for b.Loop() {
+				bw := newBenchWorld(b)
+				p, stop := bw.service(b, mode, nil)
+				first := bw.warm(b, p)
+				n := steps * benchSeries
+				start := time.Now()
+				go func() {
+					for s := range steps {
+						if err := bw.step(context.Background(), first+s); err != nil {
+							b.Error(err)
+						}
+					}
+				}()
+				waitUntil(b, func() bool { return p.Stats().Forecasts >= int64(n) })
+				rate := float64(n) / time.Since(start).Seconds()
+				stop()
+				pass := bw.passThrough(b, (first+steps)*benchSeries)
+				b.ReportMetric(rate, "readings/s")
+				b.ReportMetric(pass, "passthrough_readings/s")
+				b.ReportMetric(rate/pass, "ratio")
+			}
+		})
+	}
+}
+
+// BenchmarkLatency paces 1,000 series at 5 readings/s each (5,000
+// readings/s) and reports the time from a reading's produce to the
+// acknowledgement of the forecast it completed.
+func BenchmarkLatency(b *testing.B) {
+	const rate, seconds = 5000, 10
+	for b.Loop() {
+		bw := newBenchWorld(b)
+		var mu sync.Mutex
+		sent := map[string]time.Time{} // series|ts → produce time
+		var lat []float64
+		var measuring atomic.Bool
+		p, stop := bw.service(b, sink.AttributionsSummary, func(f *sink.Forecast) {
+			if !measuring.Load() {
+				return
+			}
+			now := time.Now()
+			mu.Lock()
+			if t, ok := sent[f.Series+f.TS.String()]; ok {
+				lat = append(lat, now.Sub(t).Seconds()*1e3)
+			}
+			mu.Unlock()
+		})
+		first := bw.warm(b, p)
+		measuring.Store(true)
+		tick := time.NewTicker(time.Second * benchSeries / rate)
+		steps := seconds * rate / benchSeries
+		for s := range steps {
+			<-tick.C
+			ts := bw.t0.Add(time.Duration(first+s) * time.Hour)
+			mu.Lock()
+			now := time.Now()
+			for _, name := range bw.series {
+				sent[name+ts.String()] = now
+			}
+			mu.Unlock()
+			if err := bw.step(context.Background(), first+s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tick.Stop()
+		waitUntil(b, func() bool { mu.Lock(); defer mu.Unlock(); return len(lat) >= steps*benchSeries })
+		stop()
+		slices.Sort(lat)
+		q := func(p float64) float64 { return lat[int(p*float64(len(lat)-1))] }
+		b.ReportMetric(q(0.5), "p50_ms")
+		b.ReportMetric(q(0.99), "p99_ms")
+		b.ReportMetric(lat[len(lat)-1], "max_ms")
+	}
+}
