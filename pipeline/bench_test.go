@@ -41,7 +41,7 @@ type benchWorld struct {
 
 func newBenchWorld(b *testing.B) *benchWorld {
 	b.Helper()
-	br, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 6, "forecasts": 6, "attributions": 6, "readings.dlq": 1, "copy": 6})
+	br, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 6, "forecasts": 6, "attributions": 6, "readings.dlq": 1, "copy": 6, "copy.attributions": 6})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,17 +134,23 @@ func waitUntil(b *testing.B, cond func() bool) {
 	}
 }
 
-// passThrough consumes the readings topic and produces the same bytes to
-// another topic, committing after each acknowledged batch: the floor any
-// Kafka service on this machine pays. It returns readings/s over n readings.
-func (bw *benchWorld) passThrough(b *testing.B, n int) float64 {
+// passThrough consumes the readings topic and, committing after each
+// acknowledged batch, produces for every reading either the same bytes
+// (outputs == nil: the floor any Kafka service on this machine pays) or the
+// given pre-encoded messages, one per output topic (the service's own output
+// volume without windows or a model). It returns readings/s over n readings.
+func (bw *benchWorld) passThrough(b *testing.B, group string, n int, outputs [][]byte) float64 {
 	b.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: bw.b.Addrs(), GroupID: "passthrough", Topic: "readings",
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: bw.b.Addrs(), GroupID: group, Topic: "readings",
 		StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20})
 	defer r.Close()
-	w := &kafka.Writer{Addr: kafka.TCP(bw.b.Addrs()...), Topic: "copy", Balancer: &kafka.Hash{},
-		BatchTimeout: 2 * time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
-	defer w.Close()
+	topics := []string{"copy", "copy.attributions"}
+	writers := make([]*kafka.Writer, max(1, len(outputs)))
+	for i := range writers {
+		writers[i] = &kafka.Writer{Addr: kafka.TCP(bw.b.Addrs()...), Topic: topics[i], Balancer: &kafka.Hash{},
+			BatchTimeout: 2 * time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
+		defer writers[i].Close()
+	}
 	ctx := context.Background()
 	start := time.Now()
 	batch := make([]kafka.Message, 0, 4096)
@@ -162,13 +168,24 @@ func (bw *benchWorld) passThrough(b *testing.B, n int) float64 {
 		if len(batch) == 0 {
 			continue
 		}
-		out := make([]kafka.Message, len(batch))
-		for i, m := range batch {
-			out[i] = kafka.Message{Key: m.Key, Value: m.Value}
+		var wg sync.WaitGroup
+		for wi, w := range writers {
+			out := make([]kafka.Message, len(batch))
+			for i, m := range batch {
+				out[i] = kafka.Message{Key: m.Key, Value: m.Value}
+				if outputs != nil {
+					out[i].Value = outputs[wi]
+				}
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := w.WriteMessages(ctx, out...); err != nil {
+					b.Error(err)
+				}
+			}()
 		}
-		if err := w.WriteMessages(ctx, out...); err != nil {
-			b.Fatal(err)
-		}
+		wg.Wait()
 		if err := r.CommitMessages(ctx, batch...); err != nil {
 			b.Fatal(err)
 		}
@@ -177,16 +194,45 @@ func (bw *benchWorld) passThrough(b *testing.B, n int) float64 {
 	return float64(n) / time.Since(start).Seconds()
 }
 
+// encodedOutputs returns the messages the service wrote for one forecast in
+// the given attribution mode: the forecast, and the attribution unless off.
+func encodedOutputs(b *testing.B, f *sink.Forecast, mode sink.AttributionMode) [][]byte {
+	b.Helper()
+	fc, err := sink.AppendForecastJSON(nil, f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := [][]byte{fc}
+	if mode != sink.AttributionsOff {
+		at, err := sink.AppendAttributionJSON(nil, f, mode)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, at)
+	}
+	return out
+}
+
 // BenchmarkThroughput measures sustained readings/s with one forecast per
-// reading, for each attribution mode, next to a pass-through of the same
-// readings measured in the same run.
+// reading, for each attribution mode, next to two pass-throughs of the same
+// readings measured in the same run: one echoing each reading's bytes
+// ("passthrough_readings/s", ratio "ratio") and one producing, per reading,
+// the same output messages the service wrote ("equal_output_readings/s",
+// ratio "ratio_equal_output"), which isolates the cost of windows, the model
+// and encoding from the cost of moving the output bytes.
 func BenchmarkThroughput(b *testing.B) {
 	const steps = 40 // readings measured per series
 	for _, mode := range []sink.AttributionMode{sink.AttributionsOff, sink.AttributionsSummary, sink.AttributionsFull} {
 		b.Run("attributions="+string(mode), func(b *testing.B) {
 			for b.Loop() {
 				bw := newBenchWorld(b)
-				p, stop := bw.service(b, mode, nil)
+				var (
+					once    sync.Once
+					outputs [][]byte
+				)
+				p, stop := bw.service(b, mode, func(f *sink.Forecast) {
+					once.Do(func() { outputs = encodedOutputs(b, f, mode) })
+				})
 				first := bw.warm(b, p)
 				n := steps * benchSeries
 				start := time.Now()
@@ -200,10 +246,14 @@ func BenchmarkThroughput(b *testing.B) {
 				waitUntil(b, func() bool { return p.Stats().Forecasts >= int64(n) })
 				rate := float64(n) / time.Since(start).Seconds()
 				stop()
-				pass := bw.passThrough(b, (first+steps)*benchSeries)
+				total := (first + steps) * benchSeries
+				echo := bw.passThrough(b, "passthrough", total, nil)
+				equal := bw.passThrough(b, "equal-output", total, outputs)
 				b.ReportMetric(rate, "readings/s")
-				b.ReportMetric(pass, "passthrough_readings/s")
-				b.ReportMetric(rate/pass, "ratio")
+				b.ReportMetric(echo, "passthrough_readings/s")
+				b.ReportMetric(rate/echo, "ratio")
+				b.ReportMetric(equal, "equal_output_readings/s")
+				b.ReportMetric(rate/equal, "ratio_equal_output")
 			}
 		})
 	}
