@@ -513,6 +513,7 @@ func (t *trainer) apply(lr float64) error {
 	// Clip and update; the update pass also clears the gradient.
 	var sq [parts]float64
 	t.parallelParts(len(g.Data), func(part, lo, hi int) {
+		t.opt.clearFrozen(g.Data, lo, hi)
 		sq[part] = gemm.Dot(g.Data[lo:hi], g.Data[lo:hi])
 	})
 	norm := math.Sqrt(sq[0] + sq[1])
@@ -576,6 +577,7 @@ type adam struct {
 type adamSegment struct {
 	lo, hi       int
 	scale, decay float64
+	frozen       bool // fine-tuning leaves this tensor as it is
 }
 
 const (
@@ -614,7 +616,7 @@ func (a *adam) update(p, g []float64, clip, lr float64, lo, hi int) {
 	}
 	for _, sg := range a.segs {
 		l, h := max(lo, sg.lo), min(hi, sg.hi)
-		if l >= h {
+		if l >= h || sg.frozen {
 			continue
 		}
 		k.Step = sg.scale * lr / bc1

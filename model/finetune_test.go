@@ -1,0 +1,97 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestFineTuneChangesOnlyTheFrequencyParameters(t *testing.T) {
+	cfg := Config{Lookback: 48, Horizon: 12, Channels: 1, Mode: Independent, Hidden: 16, Frequencies: 12, TopK: 4}
+	src := sineSource(200, 48, 12, 1, 5)
+	for _, heads := range []bool{false, true} {
+		m, err := New(cfg, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := m.Clone()
+		if _, err := FineTune(context.Background(), m, src, FineTuneConfig{Steps: 5, TrainHeads: heads, Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+		trained := fineTuned(heads)
+		for _, tn := range tensors(cfg) {
+			got, was := *tn.view(m.params), *tn.view(before.params)
+			changed := !slices.Equal(got, was)
+			if changed != trained(tn.component) {
+				t.Errorf("heads=%v: tensor %s (%s) changed=%v, want %v", heads, tn.name, tn.component, changed, trained(tn.component))
+			}
+		}
+	}
+}
+
+func TestFineTuneFollowsAPeriodChange(t *testing.T) {
+	// A model trained on a 24-step cycle, fine-tuned on the same cycle
+	// stretched to 28 steps, forecasts the new cycle much better, and the
+	// fine-tuning loss falls.
+	cfg := Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: Independent, Hidden: 16, Frequencies: 8, TopK: 3}
+	old, fresh := periodSource(600, 96, 24, 24, 1), periodSource(600, 96, 24, 28, 2)
+	m, err := New(cfg, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Train(context.Background(), m, old, periodSource(100, 96, 24, 24, 3), TrainConfig{Epochs: 6, Seed: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := Evaluate(context.Background(), m, fresh, EvalOptions{})
+	tuned := m.Clone()
+	res, err := FineTune(context.Background(), tuned, fresh, FineTuneConfig{Steps: 300, LearningRate: 3e-3, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := Evaluate(context.Background(), tuned, fresh, EvalOptions{})
+	t.Logf("MSE on the 28-step cycle %.4f → %.4f; loss %.4f → %.4f", before.MSE, after.MSE, res.FirstLoss, res.LastLoss)
+	if after.MSE > 0.8*before.MSE || res.LastLoss >= res.FirstLoss {
+		t.Errorf("fine-tuning on the new cycle took MSE from %.4f to %.4f (loss %.4f → %.4f); want at least 20%% lower",
+			before.MSE, after.MSE, res.FirstLoss, res.LastLoss)
+	}
+}
+
+func TestFineTuneAbortsOnDivergence(t *testing.T) {
+	cfg := Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 6, TopK: 2}
+	src := sineSource(50, 24, 6, 1, 1)
+	m, _ := New(cfg, 1)
+	m.params.Fusion[0] = math.NaN()
+	m.refresh()
+	if m.Finite() {
+		t.Error("Finite() = true with a NaN fusion weight")
+	}
+	if _, err := FineTune(context.Background(), m, src, FineTuneConfig{Steps: 3}); !errors.Is(err, ErrDiverged) {
+		t.Errorf("fine-tuning a NaN model: error %v, want ErrDiverged", err)
+	}
+	if _, err := FineTune(context.Background(), m, src, FineTuneConfig{LearningRate: 5}); err == nil {
+		t.Error("a learning rate of 5 was accepted")
+	}
+	ok, _ := New(cfg, 1)
+	if !ok.Finite() {
+		t.Error("Finite() = false for a fresh model")
+	}
+}
+
+// periodSource cuts windows from a cycle of the given period (a daily-like
+// shape with a sharper peak) plus noise.
+func periodSource(n, L, H int, period float64, seed uint64) sliceSource {
+	s := sineSource(n, L, H, 1, seed) // for the noise and the layout
+	T := n + L + H
+	series := make([]float64, T)
+	for t := range T {
+		ph := 2 * math.Pi * float64(t) / period
+		series[t] = math.Sin(ph) + 0.4*math.Sin(2*ph+0.5) + 0.05*math.Cos(float64(t)*1.7)
+	}
+	for i := range n {
+		copy(s.x[i*L:(i+1)*L], series[i:i+L])
+		copy(s.y[i*H:(i+1)*H], series[i+L:i+L+H])
+	}
+	return s
+}
