@@ -136,6 +136,9 @@ func (m *Model) metadata(weightsSHA string) map[string]string {
 	if m.Meta.Training != nil {
 		md["training"] = js(m.Meta.Training)
 	}
+	if m.Meta.Version > 0 {
+		md["version"] = strconv.FormatInt(m.Meta.Version, 10)
+	}
 	return md
 }
 
@@ -342,6 +345,13 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 			return cfg, meta, fmt.Errorf("corrupted header: metadata seed %q", s)
 		}
 		meta.Seed = v
+	}
+	if s := md["version"]; s != "" {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 1 {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata version %q is not a positive integer", s)
+		}
+		meta.Version = v
 	}
 	meta.DataSHA256, meta.DataName = md["data_sha256"], md["data_name"]
 	return cfg, meta, nil

@@ -44,6 +44,9 @@ type Meta struct {
 	Training map[string]float64 `json:"training,omitempty"`
 	// Selected counts, per frequency id, how many test windows selected it.
 	Selected []int `json:"selected,omitempty"`
+	// Version is the serving version of an online fine-tuned model (0 for
+	// a model straight from training); each promotion increments it.
+	Version int64 `json:"version,omitempty"`
 }
 
 // New returns a model of cfg with freshly initialised parameters drawn from

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
@@ -97,6 +98,11 @@ func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now =
 // The forecast's slices are reused afterwards: copy what you keep.
 func WithObserver(f func(*sink.Forecast)) Option { return func(p *Pipeline) { p.observe = f } }
 
+// WithOnline hands every issued forecast, with its window, to the online
+// learner, and runs the learner beside the pipeline: its promotions swap the
+// serving model through SetModel.
+func WithOnline(l *online.Learner) Option { return func(p *Pipeline) { p.learner = l } }
+
 // Pipeline is one running service instance.
 type Pipeline struct {
 	cfg     Config
@@ -107,6 +113,7 @@ type Pipeline struct {
 	reg     prometheus.Registerer
 	now     func() time.Time
 	observe func(*sink.Forecast)
+	learner *online.Learner
 	met     *metrics
 	seed    maphash.Seed
 
@@ -241,7 +248,18 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return p.processLoop(gctx, batches, outputs)
 	})
 	g.Go(func() error { return p.writeLoop(gctx, outputs) })
+	learnerDone := make(chan struct{})
+	if p.learner != nil {
+		go func() {
+			defer close(learnerDone)
+			p.learner.Run(fetch, p)
+		}()
+	} else {
+		close(learnerDone)
+	}
 	err := g.Wait()
+	cancelFetch()
+	<-learnerDone
 
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ShutdownTimeout)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
@@ -23,6 +24,7 @@ type worker struct {
 	ex      *model.Explainer // for exModel; rebuilt when the model changes
 	exModel *model.Model
 	expl    *model.Explanation
+	obs     online.Observation // reused for every forecast handed to the learner
 }
 
 // part is one worker's forecasts of one batch, with the storage they point into.
@@ -138,6 +140,13 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 					})
 				}
 				f.Frequencies = pt.contribs[first:len(pt.contribs):len(pt.contribs)]
+			}
+			if p.learner != nil {
+				w.obs = online.Observation{Series: f.Series, End: f.TS, Window: w.ready.Values[i*L*C : (i+1)*L*C], Forecast: f.Values}
+				if !p.cfg.SkipAttributions {
+					w.obs.Contributions = w.expl.Contributions
+				}
+				p.learner.Observe(&w.obs)
 			}
 			pt.fs = append(pt.fs, f)
 			pt.ingest = append(pt.ingest, w.ready.Ingest[i])

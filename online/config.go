@@ -1,0 +1,192 @@
+package online
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config sets the online learner. The zero value of a field means its
+// default; the YAML keys of `freqlens serve` (online.*) map onto it.
+type Config struct {
+	// Enabled turns fine-tuning on. Without it the learner still tracks the
+	// online error and the drift of the serving model.
+	Enabled bool
+	// Interval is the most time between fine-tuning rounds.
+	//
+	// Default: 5m
+	Interval time.Duration
+	// MinNewSamples starts a round early once this many new pairs arrived.
+	//
+	// Default: 500
+	MinNewSamples int
+	// ReplaySize caps the (window, target) pairs kept.
+	//
+	// Default: 20000
+	ReplaySize int
+	// Replay is how the buffer chooses what to keep when full: "recent"
+	// keeps the newest pairs, "reservoir" a uniform sample of all pairs seen.
+	//
+	// Default: recent
+	Replay string
+	// LearningRate, Steps and TrainHeads set a round (model.FineTuneConfig).
+	//
+	// Default: 0.001, 50, false
+	LearningRate float64
+	Steps        int
+	TrainHeads   bool
+	// BatchSize is the windows per fine-tuning step.
+	//
+	// Default: 32
+	BatchSize int
+	// Holdout is the fraction of the newest pairs a round does not train on
+	// and judges the candidate by, at least MinHoldout pairs.
+	//
+	// Default: 0.2 and 64
+	Holdout    float64
+	MinHoldout int
+	// PromoteMargin: a candidate is promoted if its holdout MSE is at most
+	// the serving model's times (1 + PromoteMargin).
+	//
+	// Default: 0
+	PromoteMargin float64
+	// Workers is how many cores a round may use; the rest stay with serving.
+	//
+	// Default: 1
+	Workers int
+	// CheckpointDir, when set, receives every promoted version as a
+	// safetensors file; Keep is how many of them stay.
+	//
+	// Default: "" (no checkpoints), 5
+	CheckpointDir string
+	Keep          int
+	// DriftThreshold is the relative change of a dominant frequency's period
+	// from its reference that raises a drift event once it has lasted
+	// MinDuration (in the data's time).
+	//
+	// Default: 0.05 and 30m
+	DriftThreshold float64
+	MinDuration    time.Duration
+	// Dominant is how many frequencies, by recent attribution share, count
+	// as dominant; a frequency also needs DominantMinShare of the
+	// attribution to count.
+	//
+	// Default: 3 and 0.02
+	Dominant         int
+	DominantMinShare float64
+	// TrackSeries caps the series whose forecasts are remembered and scored.
+	//
+	// Default: 500
+	TrackSeries int
+	// ErrorHalfLife is how many scored values per horizon step the rolling
+	// error averages over (an exponential half-life).
+	//
+	// Default: 2000
+	ErrorHalfLife int
+	// Seed drives the fine-tuning rounds' sampling.
+	Seed uint64
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Interval == 0 {
+		c.Interval = 5 * time.Minute
+	}
+	if c.MinNewSamples == 0 {
+		c.MinNewSamples = 500
+	}
+	if c.ReplaySize == 0 {
+		c.ReplaySize = 20000
+	}
+	if c.Replay == "" {
+		c.Replay = ReplayRecent
+	}
+	if c.LearningRate == 0 {
+		c.LearningRate = 1e-3
+	}
+	if c.Steps == 0 {
+		c.Steps = 50
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 32
+	}
+	if c.Holdout == 0 {
+		c.Holdout = 0.2
+	}
+	if c.MinHoldout == 0 {
+		c.MinHoldout = 64
+	}
+	if c.Workers == 0 {
+		c.Workers = 1
+	}
+	if c.Keep == 0 {
+		c.Keep = 5
+	}
+	if c.DriftThreshold == 0 {
+		c.DriftThreshold = 0.05
+	}
+	if c.MinDuration == 0 {
+		c.MinDuration = 30 * time.Minute
+	}
+	if c.Dominant == 0 {
+		c.Dominant = 3
+	}
+	if c.DominantMinShare == 0 {
+		c.DominantMinShare = 0.02
+	}
+	if c.TrackSeries == 0 {
+		c.TrackSeries = 500
+	}
+	if c.ErrorHalfLife == 0 {
+		c.ErrorHalfLife = 2000
+	}
+	return c
+}
+
+// Replay policies.
+const (
+	ReplayRecent    = "recent"
+	ReplayReservoir = "reservoir"
+)
+
+// Validate reports the first setting that cannot work, naming its YAML key.
+func (c Config) Validate() error {
+	switch {
+	case c.Interval < 0:
+		return fmt.Errorf("online.interval %v is negative; use a duration such as 5m", c.Interval)
+	case c.MinNewSamples < 1:
+		return fmt.Errorf("online.min_new_samples %d; use at least 1", c.MinNewSamples)
+	case c.Replay != ReplayRecent && c.Replay != ReplayReservoir:
+		return fmt.Errorf("online.replay %q; use %q or %q", c.Replay, ReplayRecent, ReplayReservoir)
+	case !(c.LearningRate > 0 && c.LearningRate <= 0.1):
+		return fmt.Errorf("online.learning_rate %g; use a small positive rate such as 0.001", c.LearningRate)
+	case c.Steps < 1:
+		return fmt.Errorf("online.steps %d; use at least 1", c.Steps)
+	case c.BatchSize < 1:
+		return fmt.Errorf("online.batch_size %d; use at least 1", c.BatchSize)
+	case !(c.Holdout > 0 && c.Holdout < 1):
+		return fmt.Errorf("online.holdout %g; use a fraction between 0 and 1 such as 0.2", c.Holdout)
+	case c.MinHoldout < 1:
+		return fmt.Errorf("online.min_holdout %d; use at least 1", c.MinHoldout)
+	case c.ReplaySize < 2*c.MinHoldout:
+		return fmt.Errorf("online.replay_size %d must hold at least twice min_holdout (%d)", c.ReplaySize, c.MinHoldout)
+	case c.PromoteMargin < 0:
+		return fmt.Errorf("online.promote_margin %g is negative; use 0 or a small fraction such as 0.01", c.PromoteMargin)
+	case c.Workers < 1:
+		return fmt.Errorf("online.workers %d; use at least 1", c.Workers)
+	case c.Keep < 1:
+		return fmt.Errorf("online.keep %d; keep at least 1 checkpoint", c.Keep)
+	case !(c.DriftThreshold > 0 && c.DriftThreshold < 1):
+		return fmt.Errorf("online.drift_threshold %g; use a fraction such as 0.05", c.DriftThreshold)
+	case c.MinDuration < 0:
+		return fmt.Errorf("online.min_duration %v is negative; use a duration such as 30m", c.MinDuration)
+	case c.Dominant < 1:
+		return fmt.Errorf("online.dominant %d; use at least 1", c.Dominant)
+	case c.DominantMinShare < 0 || c.DominantMinShare >= 1:
+		return fmt.Errorf("online.dominant_min_share %g; use a fraction such as 0.02", c.DominantMinShare)
+	case c.TrackSeries < 1:
+		return fmt.Errorf("online.track_series %d; use at least 1", c.TrackSeries)
+	case c.ErrorHalfLife < 1:
+		return fmt.Errorf("online.error_half_life %d; use at least 1", c.ErrorHalfLife)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+// Package online keeps a serving FreqLens model learning from the values it
+// forecast, and tells operators when the periods it relies on move.
+//
+// # Where it sits
+//
+//	window ──► model ──► sink
+//	   │          │
+//	   └──────────┴──► online: realised values joined to issued forecasts,
+//	                   rolling error, replay buffer, guarded fine-tuning,
+//	                   drift tracking ──► promoted model (pipeline.SetModel),
+//	                                       drift events, checkpoints
+//
+// The pipeline calls Learner.Observe for every forecast it issues, with the
+// window it forecast from. Observe is cheap and allocates nothing for a
+// series it already tracks: it stores the forecast until its horizon has been
+// observed, scores every realised step against every forecast that predicted
+// it, and turns each forecast whose horizon is complete into a (window,
+// realised target) pair in the replay buffer. Learner.Run fine-tunes a copy of
+// the serving model in the background and promotes it only when it scores at
+// least as well as the serving model on the newest pairs, which it was not
+// tuned on. The serving path never waits for it.
+//
+// online imports model only: no Kafka, no Arrow. Drift events leave through a
+// callback (the pipeline writes them to the drift topic) and promotions
+// through the Server interface (the pipeline's atomic model swap).
+//
+// # Units
+//
+// Errors are reported in normalised units so that they compare with the
+// model's own test MSE: a mixed model's errors are divided by the per-channel
+// standard deviation it was trained with, an independent model's by each
+// series' running standard deviation. Pairs are stored in the input's units
+// and normalised the same way when a round learns from them.
+//
+// # Memory
+//
+// Every tracked series keeps its last L+H values and its last H forecasts
+// (float32); Config.TrackSeries caps how many series are tracked (the first
+// ones seen; idle series are dropped), and Config.ReplaySize caps the pairs.
+package online

@@ -1,0 +1,360 @@
+package online
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/model"
+)
+
+// Server is the serving side a Learner fine-tunes for: the pipeline's
+// current model and its atomic swap.
+type Server interface {
+	Model() (*model.Model, int64)
+	SetModel(m *model.Model, version int64) error
+}
+
+// Observation is one issued forecast with the window it came from, both in
+// the input's units. The Learner copies what it keeps; the slices may be
+// reused as soon as Observe returns.
+type Observation struct {
+	Series string
+	// End is the time of the window's last step.
+	End time.Time
+	// Window is L×C and Forecast H×C, row-major (step, then channel).
+	Window, Forecast []float64
+	// Contributions are the forecast's attribution (nil when attributions
+	// are off; drift then follows periods only).
+	Contributions []model.Contribution
+}
+
+// Learner is the online module: it scores issued forecasts against what
+// happened, keeps the replay buffer, fine-tunes and promotes in the
+// background, and tracks the drift of the learned periods.
+type Learner struct {
+	cfg     Config
+	ref     *model.Model
+	tr      *tracker
+	rp      *replay
+	dr      *drift
+	met     *metrics
+	log     *slog.Logger
+	events  func(DriftEvent)
+	hook    func(*model.Model)
+	now     func() time.Time
+	kick    chan struct{}
+	rounds  atomic.Int64
+	lastNew atomic.Int64 // replay.seen at the last round
+
+	mu          sync.Mutex
+	counts      map[string]int64
+	exported    struct{ count, sq, abs, pairs, refused float64 } // totals already added to the counters
+	lastHoldout [2]float64
+}
+
+// Option configures a Learner.
+type Option func(*Learner)
+
+// WithRegisterer registers the online metrics with reg (default: a private
+// registry, so nothing is exported).
+func WithRegisterer(reg prometheus.Registerer) Option {
+	return func(l *Learner) { l.met, _ = newMetrics(reg) }
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(log *slog.Logger) Option { return func(l *Learner) { l.log = log } }
+
+// WithDriftEvents calls f for every drift event (the pipeline writes them to
+// the drift topic). f runs on the learner's goroutine.
+func WithDriftEvents(f func(DriftEvent)) Option { return func(l *Learner) { l.events = f } }
+
+// WithCandidateHook calls f on every candidate after fine-tuning and before
+// it is judged: a test seam to corrupt candidates, and a place to log them.
+func WithCandidateHook(f func(*model.Model)) Option { return func(l *Learner) { l.hook = f } }
+
+// New returns a Learner for models shaped like reference, whose periods are
+// the drift reference and whose stored statistics (if any) normalise errors.
+func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	mc := reference.Config()
+	if reference.Meta.Cadence <= 0 {
+		return nil, errors.New("online: the model has no cadence; set input.cadence so forecasts can be joined to realised values")
+	}
+	l := &Learner{cfg: cfg, ref: reference, log: slog.Default(), now: time.Now, kick: make(chan struct{}, 1),
+		counts: make(map[string]int64)}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.met == nil {
+		var err error
+		if l.met, err = newMetrics(prometheus.NewRegistry()); err != nil {
+			return nil, err
+		}
+	}
+	var norm normaliser
+	if mc.Mode == model.Mixed && len(reference.Meta.Std) == mc.Channels {
+		norm = normaliser{mean: reference.Meta.Mean, std: reference.Meta.Std}
+	}
+	l.rp = newReplay(cfg.ReplaySize, mc.Lookback, mc.Horizon, mc.Channels, cfg.Replay, cfg.Seed)
+	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, reference.Meta.Cadence, norm, cfg.TrackSeries, cfg.ErrorHalfLife, l.rp)
+	l.tr.errs.hist = l.met.absErr
+	l.dr = newDrift(cfg, reference)
+	if v, ok := reference.Meta.Metrics["test_mse"]; ok {
+		l.met.testMSE.Set(v)
+	}
+	return l, nil
+}
+
+// Observe records one issued forecast. It is safe for concurrent use and
+// allocates nothing for a series it already tracks.
+func (l *Learner) Observe(o *Observation) {
+	if len(o.Window) != l.tr.L*l.tr.C || len(o.Forecast) != l.tr.H*l.tr.C {
+		return // a model of another shape is serving; nothing to join
+	}
+	l.tr.observe(o.Series, o.End, o.Window, o.Forecast)
+	l.dr.observeShares(o.Contributions)
+	if l.cfg.Enabled {
+		if _, seen := l.rp.len(); seen-l.lastNew.Load() >= int64(l.cfg.MinNewSamples) {
+			select {
+			case l.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Run fine-tunes (when enabled) every Interval or after MinNewSamples new
+// pairs, and evaluates drift and refreshes the metrics every second, until
+// ctx ends.
+func (l *Learner) Run(ctx context.Context, srv Server) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var rounds <-chan time.Time
+	if l.cfg.Enabled {
+		t := time.NewTicker(l.cfg.Interval)
+		defer t.Stop()
+		rounds = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			l.Refresh(srv)
+		case <-rounds:
+			l.Round(ctx, srv)
+		case <-l.kick:
+			l.Round(ctx, srv)
+		}
+	}
+}
+
+// Refresh evaluates drift against the serving model, emits due events,
+// forgets idle series and updates the metrics. Run calls it every second.
+func (l *Learner) Refresh(srv Server) {
+	m, version := srv.Model()
+	l.tr.mu.Lock()
+	now := l.tr.newest
+	l.tr.mu.Unlock()
+	for _, e := range l.dr.evaluate(now, m, version) {
+		l.met.events.WithLabelValues(e.Kind).Inc()
+		l.log.Warn("period drift", "kind", e.Kind, "frequency", e.FrequencyID, "reference_period_steps", e.ReferencePeriod,
+			"period_steps", e.Period, "relative_change", e.RelativeChange, "share", e.Share, "model_version", e.ModelVersion)
+		if l.events != nil {
+			l.events(e)
+		}
+	}
+	l.tr.expire()
+	l.updateMetrics()
+}
+
+func (l *Learner) updateMetrics() {
+	cad := l.ref.Meta.Cadence.Seconds()
+	for _, f := range l.dr.frequencies() {
+		id := fmt.Sprint(f.ID)
+		l.met.period.WithLabelValues(id).Set(f.PeriodSteps)
+		l.met.periodSec.WithLabelValues(id).Set(f.PeriodSteps * cad)
+		l.met.ratio.WithLabelValues(id).Set(f.DriftRatio)
+		l.met.share.WithLabelValues(id).Set(f.Share)
+		dom := 0.0
+		if f.Dominant {
+			dom = 1
+		}
+		l.met.dominant.WithLabelValues(id).Set(dom)
+	}
+	l.dr.mu.Lock()
+	l.met.alpha.Set(l.dr.alpha)
+	l.dr.mu.Unlock()
+
+	t := l.tr
+	t.mu.Lock()
+	names, bounds := horizonBuckets(t.H)
+	for i, b := range bounds {
+		if mse, mae, ok := t.errs.bucket(b[0], b[1]); ok {
+			l.met.mse.WithLabelValues(names[i]).Set(mse)
+			l.met.mae.WithLabelValues(names[i]).Set(mae)
+		}
+	}
+	count, sq, abs := t.errs.count, t.errs.sumSq, t.errs.sumAbs
+	pairs, refused, tracked := t.pairs, t.refused, len(t.series)
+	t.mu.Unlock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// The counters follow the totals: add what is new since the last update.
+	ex := &l.exported
+	for _, c := range []struct {
+		counter prometheus.Counter
+		total   float64
+		done    *float64
+	}{{l.met.errors, float64(count), &ex.count}, {l.met.sqErr, sq, &ex.sq}, {l.met.absErrSum, abs, &ex.abs},
+		{l.met.pairs, float64(pairs), &ex.pairs}, {l.met.refused, float64(refused), &ex.refused}} {
+		if d := c.total - *c.done; d > 0 {
+			c.counter.Add(d)
+			*c.done = c.total
+		}
+	}
+	held, _ := l.rp.len()
+	l.met.replay.Set(float64(held))
+	l.met.tracked.Set(float64(tracked))
+}
+
+// Round runs one fine-tuning round against the serving model and returns
+// its outcome. Run calls it on schedule; tests call it directly.
+func (l *Learner) Round(ctx context.Context, srv Server) string {
+	outcome, detail := l.round(ctx, srv)
+	l.mu.Lock()
+	l.counts[outcome]++
+	l.mu.Unlock()
+	l.met.rounds.WithLabelValues(outcome).Inc()
+	level := slog.LevelInfo
+	if outcome != OutcomePromoted && outcome != OutcomeRejectedWorse && outcome != OutcomeSkipped {
+		level = slog.LevelWarn
+	}
+	l.log.Log(ctx, level, "fine-tuning round", append([]any{"outcome", outcome}, detail...)...)
+	return outcome
+}
+
+func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
+	_, seen := l.rp.len()
+	l.lastNew.Store(seen)
+	n := l.rounds.Add(1)
+	cur, version := srv.Model()
+	held, _ := l.rp.len()
+	if held < l.cfg.MinHoldout+l.cfg.BatchSize {
+		return OutcomeSkipped, []any{"pairs", held, "need", l.cfg.MinHoldout + l.cfg.BatchSize}
+	}
+	train, hold := l.rp.split(l.cfg.Holdout, l.cfg.MinHoldout, l.cfg.Steps*l.cfg.BatchSize, l.tr.norm)
+	if train.Len() < l.cfg.BatchSize {
+		return OutcomeSkipped, []any{"train_pairs", train.Len(), "need", l.cfg.BatchSize}
+	}
+	start := l.now()
+	cand := cur.Clone()
+	res, err := model.FineTune(ctx, cand, train, model.FineTuneConfig{
+		Steps: l.cfg.Steps, BatchSize: l.cfg.BatchSize, LearningRate: l.cfg.LearningRate,
+		TrainHeads: l.cfg.TrainHeads, Seed: l.cfg.Seed + uint64(n), Workers: l.cfg.Workers,
+	})
+	detail := []any{"round", n, "version", version, "train_pairs", train.Len(), "holdout_pairs", hold.Len(),
+		"first_loss", res.FirstLoss, "last_loss", res.LastLoss}
+	switch {
+	case errors.Is(err, model.ErrDiverged):
+		return OutcomeAbortedNonFinite, append(detail, "err", err)
+	case errors.Is(err, model.ErrExploding):
+		return OutcomeAbortedExploding, append(detail, "err", err)
+	case err != nil:
+		return OutcomeError, append(detail, "err", err)
+	}
+	if l.hook != nil {
+		l.hook(cand)
+	}
+	if !cand.Finite() {
+		return OutcomeAbortedNonFinite, append(detail, "err", "the candidate has non-finite parameters")
+	}
+	opts := model.EvalOptions{Workers: l.cfg.Workers}
+	curM, err := model.Evaluate(ctx, cur, hold, opts)
+	if err != nil {
+		return OutcomeError, append(detail, "err", err)
+	}
+	candM, err := model.Evaluate(ctx, cand, hold, opts)
+	if err != nil {
+		return OutcomeError, append(detail, "err", err)
+	}
+	l.met.holdoutMSE.WithLabelValues("serving").Set(curM.MSE)
+	l.met.holdoutMSE.WithLabelValues("candidate").Set(candM.MSE)
+	l.mu.Lock()
+	l.lastHoldout = [2]float64{curM.MSE, candM.MSE}
+	l.mu.Unlock()
+	detail = append(detail, "serving_mse", curM.MSE, "candidate_mse", candM.MSE, "seconds", l.now().Sub(start).Seconds())
+	if math.IsNaN(candM.MSE) || math.IsInf(candM.MSE, 0) {
+		return OutcomeAbortedNonFinite, detail
+	}
+	if candM.MSE > curM.MSE*(1+l.cfg.PromoteMargin) {
+		return OutcomeRejectedWorse, detail
+	}
+	next := version + 1
+	cand.Meta.Version = next
+	if err := srv.SetModel(cand, next); err != nil {
+		return OutcomeError, append(detail, "err", err)
+	}
+	l.met.lastPromotion.Set(float64(l.now().UnixNano()) / 1e9)
+	if l.cfg.CheckpointDir != "" {
+		path, err := SaveCheckpoint(l.cfg.CheckpointDir, cand, next, l.cfg.Keep)
+		if err != nil {
+			l.log.Error("checkpoint failed; the promoted version serves but will not survive a restart", "err", err)
+		} else {
+			detail = append(detail, "checkpoint", path)
+		}
+	}
+	l.Refresh(srv)
+	return OutcomePromoted, append(detail, "new_version", next)
+}
+
+// Outcomes returns how many rounds ended in each outcome.
+func (l *Learner) Outcomes() map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int64, len(l.counts))
+	for k, v := range l.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// ErrorTotals are the running totals of the online error: scored steps and
+// the sums of their squared and absolute normalised errors. The MSE over a
+// stretch is the difference of SumSq over the difference of Count.
+type ErrorTotals struct {
+	Count         int64
+	SumSq, SumAbs float64
+	Pairs         int64
+}
+
+// Totals returns the running totals of the online error.
+func (l *Learner) Totals() ErrorTotals {
+	t := l.tr
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return ErrorTotals{Count: t.errs.count, SumSq: t.errs.sumSq, SumAbs: t.errs.sumAbs, Pairs: t.pairs}
+}
+
+// MSE returns the MSE of the stretch between two totals.
+func (a ErrorTotals) MSE(since ErrorTotals) float64 {
+	return (a.SumSq - since.SumSq) / float64(a.Count-since.Count)
+}
+
+// Frequencies returns the drift tracker's view of every frequency.
+func (l *Learner) Frequencies() []FrequencyState { return l.dr.frequencies() }
+
+// WorstSeries returns the n tracked series with the highest rolling MSE.
+func (l *Learner) WorstSeries(n int) []SeriesError { return l.tr.worst(n) }

@@ -1,0 +1,106 @@
+package online
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Round outcomes, the values of freqlens_finetune_rounds_total's outcome label.
+const (
+	OutcomePromoted         = "promoted"
+	OutcomeRejectedWorse    = "rejected_worse"
+	OutcomeAbortedNonFinite = "aborted_nonfinite"
+	OutcomeAbortedExploding = "aborted_exploding"
+	OutcomeSkipped          = "skipped_insufficient_data"
+	OutcomeError            = "error"
+)
+
+var outcomes = []string{OutcomePromoted, OutcomeRejectedWorse, OutcomeAbortedNonFinite, OutcomeAbortedExploding, OutcomeSkipped, OutcomeError}
+
+// horizonBuckets cut the horizon into quarters for the error gauges.
+func horizonBuckets(H int) (names []string, bounds [][2]int) {
+	names, bounds = append(names, "all"), append(bounds, [2]int{0, H})
+	for q := range 4 {
+		lo, hi := q*H/4, (q+1)*H/4
+		if hi > lo {
+			names = append(names, strconv.Itoa(lo+1)+"-"+strconv.Itoa(hi))
+			bounds = append(bounds, [2]int{lo, hi})
+		}
+	}
+	return names, bounds
+}
+
+type metrics struct {
+	period, periodSec, ratio, share, dominant *prometheus.GaugeVec
+	alpha, lastPromotion, testMSE             prometheus.Gauge
+	mse, mae                                  *prometheus.GaugeVec
+	absErr                                    prometheus.Histogram
+	errors, sqErr, absErrSum                  prometheus.Counter
+	rounds                                    *prometheus.CounterVec
+	holdoutMSE                                *prometheus.GaugeVec
+	events                                    *prometheus.CounterVec
+	pairs                                     prometheus.Counter
+	replay, tracked                           prometheus.Gauge
+	refused                                   prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	freq := []string{"frequency"}
+	m := &metrics{
+		period: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_period_steps",
+			Help: "Learned period of each frequency of the serving model, in steps."}, freq),
+		periodSec: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_period_seconds",
+			Help: "Learned period of each frequency of the serving model, in seconds (when the cadence is known)."}, freq),
+		ratio: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_period_drift_ratio",
+			Help: "Period / reference period − 1 of each frequency (signed relative change)."}, freq),
+		share: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_share",
+			Help: "Recent part of the absolute attribution carried by each frequency."}, freq),
+		dominant: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_dominant",
+			Help: "1 when the frequency is among the dominant ones (by recent attribution share), else 0."}, freq),
+		alpha: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_fusion_alpha",
+			Help: "Fusion weight α of the serving model: the frequency part's weight against the residual."}),
+		lastPromotion: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_finetune_last_promotion_timestamp_seconds",
+			Help: "Unix time of the last promoted fine-tuned model (0: none yet)."}),
+		testMSE: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_model_test_mse",
+			Help: "Test MSE of the trained model as recorded in its file (normalised units), for comparison with freqlens_forecast_mse."}),
+		mse: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_forecast_mse",
+			Help: "Rolling online MSE of issued forecasts against realised values, normalised units, by horizon bucket."}, []string{"horizon_bucket"}),
+		mae: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_forecast_mae",
+			Help: "Rolling online MAE of issued forecasts against realised values, normalised units, by horizon bucket."}, []string{"horizon_bucket"}),
+		absErr: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "freqlens_forecast_abs_error",
+			Help:    "Absolute error of each forecast step against its realised value, normalised units.",
+			Buckets: []float64{0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5}}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_forecast_errors_total",
+			Help: "Forecast steps scored against realised values."}),
+		sqErr: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_forecast_squared_error_total",
+			Help: "Sum of squared normalised errors; divide its increase by freqlens_forecast_errors_total's for the MSE over any range."}),
+		absErrSum: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_forecast_absolute_error_total",
+			Help: "Sum of absolute normalised errors."}),
+		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_finetune_rounds_total",
+			Help: "Fine-tuning rounds by outcome."}, []string{"outcome"}),
+		holdoutMSE: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_finetune_holdout_mse",
+			Help: "Holdout MSE of the serving model and of the candidate in the last scored round."}, []string{"model"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_drift_events_total",
+			Help: "Drift events raised, by kind."}, []string{"kind"}),
+		pairs: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_online_pairs_total",
+			Help: "Completed (window, realised target) pairs added to the replay buffer."}),
+		replay: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_online_replay_pairs",
+			Help: "Pairs held in the replay buffer."}),
+		tracked: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_online_tracked_series",
+			Help: "Series whose forecasts are remembered and scored."}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_online_untracked_forecasts_total",
+			Help: "Forecasts not scored because their series is beyond online.track_series."}),
+	}
+	for _, o := range outcomes {
+		m.rounds.WithLabelValues(o)
+	}
+	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant, m.alpha, m.lastPromotion,
+		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
+		m.replay, m.tracked, m.refused} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,276 @@
+package online
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// tracker remembers the forecasts of up to TrackSeries series until their
+// horizon has been observed, scores them against the realised values, and
+// turns every completed forecast into a replay pair.
+type tracker struct {
+	mu      sync.Mutex
+	L, H, C int
+	cadence time.Duration
+	norm    normaliser
+	cap     int
+	series  map[string]*seriesState
+	errs    *errorStats
+	replay  *replay
+	newest  time.Time // latest observed step over all series (data time)
+	pairs   int64     // pairs made
+	refused int64     // forecasts of series beyond the cap
+	scratch struct{ in, tgt, scale []float64 }
+}
+
+// seriesState is one tracked series: a ring of its last L+H values, the
+// forecasts issued at each of its last H steps, and its running scale.
+type seriesState struct {
+	last    int64 // latest observed step
+	first   int64 // earliest step in the ring since the last reset
+	values  []float64
+	pending []float32 // H slots × H×C forecast values
+	issued  []int64   // step each slot was issued at; math.MinInt64 when free
+	welford []welford // per channel
+	sqErr   float64   // rolling normalised squared error of the series
+	seen    time.Time
+}
+
+type welford struct{ n, mean, m2 float64 }
+
+func (w *welford) add(v float64) {
+	w.n++
+	d := v - w.mean
+	w.mean += d / w.n
+	w.m2 += d * (v - w.mean)
+}
+
+func (w *welford) std() float64 {
+	if w.n < 2 {
+		return 0
+	}
+	return math.Sqrt(w.m2 / (w.n - 1))
+}
+
+func newTracker(L, H, C int, cadence time.Duration, norm normaliser, cap, halfLife int, r *replay) *tracker {
+	t := &tracker{L: L, H: H, C: C, cadence: cadence, norm: norm, cap: cap,
+		series: make(map[string]*seriesState), errs: newErrorStats(H, halfLife), replay: r}
+	t.scratch.in = make([]float64, L*C)
+	t.scratch.tgt = make([]float64, H*C)
+	t.scratch.scale = make([]float64, C)
+	return t
+}
+
+func (t *tracker) newState() *seriesState {
+	s := &seriesState{
+		values:  make([]float64, (t.L+t.H)*t.C),
+		pending: make([]float32, t.H*t.H*t.C),
+		issued:  make([]int64, t.H),
+		welford: make([]welford, t.C),
+	}
+	s.reset(math.MinInt64)
+	return s
+}
+
+func (s *seriesState) reset(step int64) {
+	s.last, s.first = step, step+1
+	for i := range s.issued {
+		s.issued[i] = math.MinInt64
+	}
+}
+
+func mod(a int64, n int) int { return int(((a % int64(n)) + int64(n)) % int64(n)) }
+
+// observe records the forecast fc (H×C) issued for the window x (L×C) of
+// series that ends at end, after scoring earlier forecasts against the
+// window's new steps.
+func (t *tracker) observe(series string, end time.Time, x, fc []float64) {
+	step := end.UnixNano() / int64(t.cadence)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if end.After(t.newest) {
+		t.newest = end
+	}
+	s := t.series[series]
+	if s == nil {
+		if len(t.series) >= t.cap {
+			t.refused++
+			return
+		}
+		s = t.newState()
+		t.series[series] = s
+	}
+	s.seen = end
+	L, H, C := t.L, t.H, t.C
+	switch {
+	case s.last == math.MinInt64 || step-s.last > int64(L):
+		// New, or back after a gap longer than a window: nothing joins.
+		s.reset(step - int64(L))
+	case step <= s.last:
+		return // not a new step: nothing to score, the forecast is a repeat
+	}
+	ring := L + H
+	// Write the window: it holds the latest values of steps end−L+1 … end,
+	// late corrections included.
+	for i := range L {
+		st := step - int64(L-1-i)
+		copy(s.values[mod(st, ring)*C:][:C], x[i*C:(i+1)*C])
+	}
+	// Score the new steps against every forecast that predicted them.
+	for st := s.last + 1; st <= step; st++ {
+		v := s.values[mod(st, ring)*C:][:C]
+		for c := range C {
+			s.welford[c].add(v[c])
+		}
+		for slot, at := range s.issued {
+			if at == math.MinInt64 || st <= at || st > at+int64(H) {
+				continue
+			}
+			h := int(st - at) // 1 … H
+			f := s.pending[slot*H*C+(h-1)*C:][:C]
+			for c := range C {
+				e := (float64(f[c]) - v[c]) / t.scale(s, c)
+				t.errs.add(h-1, e)
+				s.sqErr += (e*e - s.sqErr) / 256
+			}
+			if h == H {
+				t.complete(s, at)
+				s.issued[slot] = math.MinInt64
+			}
+		}
+	}
+	s.last = step
+	slot := mod(step, H)
+	s.issued[slot] = step
+	dst := s.pending[slot*H*C : (slot+1)*H*C]
+	for i, v := range fc {
+		dst[i] = float32(v)
+	}
+}
+
+// scale is the divisor that normalises channel c's errors.
+func (t *tracker) scale(s *seriesState, c int) float64 {
+	if t.norm.std != nil {
+		return t.norm.std[c]
+	}
+	if sd := s.welford[c].std(); sd > 1e-12 {
+		return sd
+	}
+	return 1
+}
+
+// complete turns the forecast issued at step at, whose horizon has just been
+// observed, into a replay pair.
+func (t *tracker) complete(s *seriesState, at int64) {
+	L, H, C, ring := t.L, t.H, t.C, t.L+t.H
+	if at-int64(L-1) < s.first {
+		return
+	}
+	for i := range L {
+		copy(t.scratch.in[i*C:(i+1)*C], s.values[mod(at-int64(L-1-i), ring)*C:][:C])
+	}
+	for i := range H {
+		copy(t.scratch.tgt[i*C:(i+1)*C], s.values[mod(at+1+int64(i), ring)*C:][:C])
+	}
+	for c := range C {
+		t.scratch.scale[c] = t.scale(s, c)
+	}
+	t.replay.add(t.scratch.in, t.scratch.tgt, t.scratch.scale)
+	t.pairs++
+}
+
+// expire forgets series not seen within the last L+H steps of data time.
+func (t *tracker) expire() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cut := t.newest.Add(-time.Duration(t.L+t.H) * t.cadence)
+	for k, s := range t.series {
+		if s.seen.Before(cut) {
+			delete(t.series, k)
+		}
+	}
+}
+
+// SeriesError is one series' rolling normalised MSE.
+type SeriesError struct {
+	Series string  `json:"series"`
+	MSE    float64 `json:"mse"`
+}
+
+// worst returns the n tracked series with the highest rolling MSE.
+func (t *tracker) worst(n int) []SeriesError {
+	t.mu.Lock()
+	out := make([]SeriesError, 0, len(t.series))
+	for k, s := range t.series {
+		out = append(out, SeriesError{Series: k, MSE: s.sqErr})
+	}
+	t.mu.Unlock()
+	slices.SortFunc(out, func(a, b SeriesError) int {
+		if a.MSE != b.MSE {
+			if a.MSE > b.MSE {
+				return -1
+			}
+			return 1
+		}
+		return compareStrings(a.Series, b.Series)
+	})
+	return out[:min(n, len(out))]
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// errorStats is the online error: per horizon step, exponentially weighted
+// means of the squared and absolute normalised error, and running totals.
+type errorStats struct {
+	decay           float64
+	sq, abs, weight []float64 // per horizon step
+	count           int64
+	sumSq, sumAbs   float64
+	hist            prometheus.Observer // absolute errors; nil without metrics
+}
+
+func newErrorStats(H, halfLife int) *errorStats {
+	return &errorStats{decay: math.Pow(0.5, 1/float64(halfLife)),
+		sq: make([]float64, H), abs: make([]float64, H), weight: make([]float64, H)}
+}
+
+func (e *errorStats) add(h int, err float64) {
+	a := math.Abs(err)
+	e.sq[h] = e.decay*e.sq[h] + err*err
+	e.abs[h] = e.decay*e.abs[h] + a
+	e.weight[h] = e.decay*e.weight[h] + 1
+	e.count++
+	e.sumSq += err * err
+	e.sumAbs += a
+	if e.hist != nil {
+		e.hist.Observe(a)
+	}
+}
+
+// bucket returns the rolling MSE and MAE over horizon steps [lo, hi).
+func (e *errorStats) bucket(lo, hi int) (mse, mae float64, ok bool) {
+	var w float64
+	for h := lo; h < hi; h++ {
+		if e.weight[h] > 0 {
+			mse += e.sq[h] / e.weight[h]
+			mae += e.abs[h] / e.weight[h]
+			w++
+		}
+	}
+	if w == 0 {
+		return 0, 0, false
+	}
+	return mse / w, mae / w, true
+}
