@@ -26,6 +26,7 @@ type File struct {
 	Output  Output  `yaml:"output"`
 	Metrics Metrics `yaml:"metrics"`
 	Service Service `yaml:"service"`
+	Online  Online  `yaml:"online"`
 }
 
 // Kafka is where the service connects.
@@ -58,6 +59,11 @@ type Topics struct {
 	Attributions *string `yaml:"attributions"`
 	// DeadLetter receives unreadable readings with a reason header. Default: readings.dlq
 	DeadLetter string `yaml:"dead_letter"`
+	// Drift receives the online learner's drift events; "" turns it off. Default: drift
+	Drift *string `yaml:"drift"`
+	// Models would receive promoted models on a compacted topic. Not
+	// supported yet: must be "" (use online.checkpoint_dir). Default: ""
+	Models string `yaml:"models"`
 }
 
 // Input says how to read a reading.
@@ -125,6 +131,39 @@ type Service struct {
 	MaxBatch int `yaml:"max_batch"`
 	// ShutdownTimeout bounds draining, flushing and committing on shutdown. Default: 10s
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+}
+
+// Online configures online fine-tuning and drift tracking (package online).
+// The online error and drift are tracked whatever Enabled says.
+type Online struct {
+	// Enabled turns fine-tuning on. Default: false
+	Enabled bool `yaml:"enabled"`
+	// Interval is the most time between fine-tuning rounds. Default: 5m
+	Interval Duration `yaml:"interval"`
+	// MinNewSamples starts a round after this many new (window, target) pairs. Default: 500
+	MinNewSamples int `yaml:"min_new_samples"`
+	// ReplaySize caps the pairs kept for fine-tuning. Default: 20000
+	ReplaySize int `yaml:"replay_size"`
+	// Replay is recent (keep the newest pairs) or reservoir (a uniform sample). Default: recent
+	Replay string `yaml:"replay"`
+	// LearningRate is the fine-tuning step size (θ and φ at 5×). Default: 0.001
+	LearningRate float64 `yaml:"learning_rate"`
+	// Steps is the Adam steps per round. Default: 50
+	Steps int `yaml:"steps"`
+	// TrainHeads also fine-tunes the per-frequency heads. Default: false
+	TrainHeads bool `yaml:"train_heads"`
+	// PromoteMargin promotes a candidate if its holdout error <= current × (1 + margin). Default: 0
+	PromoteMargin float64 `yaml:"promote_margin"`
+	// CheckpointDir receives every promoted version; serve resumes from its newest. Default: "" (none)
+	CheckpointDir string `yaml:"checkpoint_dir"`
+	// KeepCheckpoints is how many checkpoints stay. Default: 5
+	KeepCheckpoints int `yaml:"keep_checkpoints"`
+	// DriftThreshold is the relative period change that raises a drift event. Default: 0.05
+	DriftThreshold float64 `yaml:"drift_threshold"`
+	// MinDuration is how long (in the data's time) a change must last. Default: 30m
+	MinDuration Duration `yaml:"min_duration"`
+	// TrackSeries caps the series whose forecasts are scored. Default: 500
+	TrackSeries int `yaml:"track_series"`
 }
 
 // Duration is a time.Duration written as "250ms", "1h" in YAML.
@@ -197,6 +236,10 @@ func (f *File) defaults() {
 		f.Topics.Attributions = &a
 	}
 	str(&f.Topics.DeadLetter, "readings.dlq")
+	if f.Topics.Drift == nil {
+		d := "drift"
+		f.Topics.Drift = &d
+	}
 	str(&f.Input.Format, "json")
 	str(&f.Input.SeriesField, "series")
 	str(&f.Input.TimeField, "ts")
@@ -325,9 +368,21 @@ func (f *File) Validate() error {
 		func() error { return positive("service.max_batch", f.Service.MaxBatch) },
 		func() error { return nonNegative("service.shutdown_timeout", f.Service.ShutdownTimeout) },
 		func() error {
+			if f.Topics.Models != "" {
+				return &Error{"topics.models", "publishing models to Kafka is not supported yet; leave it empty and set online.checkpoint_dir (a shared directory) so restarts and replicas load the newest version"}
+			}
+			return nil
+		},
+		func() error {
+			if err := f.OnlineConfig().WithDefaults().Validate(); err != nil {
+				return &Error{"online", err.Error()}
+			}
+			return nil
+		},
+		func() error {
 			names := map[string]string{}
 			for key, t := range map[string]string{"topics.input": f.Topics.Input, "topics.forecasts": f.Topics.Forecasts,
-				"topics.attributions": *f.Topics.Attributions, "topics.dead_letter": f.Topics.DeadLetter} {
+				"topics.attributions": *f.Topics.Attributions, "topics.dead_letter": f.Topics.DeadLetter, "topics.drift": *f.Topics.Drift} {
 				if t == "" {
 					continue
 				}
@@ -408,6 +463,12 @@ func setFromString(v reflect.Value, s string) error {
 			return errors.New("not a whole number")
 		}
 		v.SetInt(int64(n))
+	case v.Kind() == reflect.Float64:
+		x, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return errors.New("not a number")
+		}
+		v.SetFloat(x)
 	case v.Kind() == reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {

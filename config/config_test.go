@@ -37,6 +37,14 @@ func TestExampleLoads(t *testing.T) {
 	if *f.Metrics.Listen != "127.0.0.1:9464" || f.Output.Attributions != "full" {
 		t.Errorf("metrics/output = %+v %+v", f.Metrics, f.Output)
 	}
+	o := f.OnlineConfig()
+	if !o.Enabled || o.Interval != 5*time.Minute || o.MinNewSamples != 500 || o.ReplaySize != 20000 || o.LearningRate != 0.001 ||
+		o.Steps != 50 || o.TrainHeads || o.PromoteMargin != 0 || o.CheckpointDir != "" || o.DriftThreshold != 0.05 || o.MinDuration != 30*time.Minute {
+		t.Errorf("online = %+v", o)
+	}
+	if *f.Topics.Drift != "drift" || f.Topics.Models != "" {
+		t.Errorf("topics.drift %q, topics.models %q", *f.Topics.Drift, f.Topics.Models)
+	}
 }
 
 func TestDefaults(t *testing.T) {
@@ -115,6 +123,11 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad attributions mode", minimal + "output: {attributions: some}", nil, "output.attributions"},
 		{"bad env number", minimal, map[string]string{"FREQLENS_WINDOW_MAX_GAP": "three"}, "FREQLENS_WINDOW_MAX_GAP"},
 		{"bad env duration", minimal, map[string]string{"FREQLENS_INPUT_CADENCE": "soon"}, "input.cadence"},
+		{"huge learning rate", minimal + "online: {learning_rate: 5}", nil, "online.learning_rate"},
+		{"bad env learning rate", minimal, map[string]string{"FREQLENS_ONLINE_LEARNING_RATE": "fast"}, "FREQLENS_ONLINE_LEARNING_RATE"},
+		{"bad replay policy", minimal + "online: {replay: oldest}", nil, "online.replay"},
+		{"models topic", minimal + "topics: {models: models}", nil, "topics.models"},
+		{"drift topic reused", minimal + "topics: {drift: forecasts}", nil, "topics"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := noEnv

@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
 
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
@@ -102,7 +103,31 @@ func (f *File) TopicNames() []string {
 	if *f.Topics.Attributions != "" {
 		names = append(names, *f.Topics.Attributions)
 	}
+	if *f.Topics.Drift != "" {
+		names = append(names, *f.Topics.Drift)
+	}
 	return names
+}
+
+// OnlineConfig returns the online learner's configuration.
+func (f *File) OnlineConfig() online.Config {
+	o := f.Online
+	return online.Config{
+		Enabled:        o.Enabled,
+		Interval:       time.Duration(o.Interval),
+		MinNewSamples:  o.MinNewSamples,
+		ReplaySize:     o.ReplaySize,
+		Replay:         o.Replay,
+		LearningRate:   o.LearningRate,
+		Steps:          o.Steps,
+		TrainHeads:     o.TrainHeads,
+		PromoteMargin:  o.PromoteMargin,
+		CheckpointDir:  o.CheckpointDir,
+		Keep:           o.KeepCheckpoints,
+		DriftThreshold: o.DriftThreshold,
+		MinDuration:    time.Duration(o.MinDuration),
+		TrackSeries:    o.TrackSeries,
+	}
 }
 
 func (f *File) saslMechanism() (sasl.Mechanism, error) {

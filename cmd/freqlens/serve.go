@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
@@ -55,14 +57,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(f.Kafka.Brokers) == 0 {
 		return errors.New("kafka.brokers is empty: list your brokers (or FREQLENS_KAFKA_BROKERS), or pass --embedded-broker 127.0.0.1:9092")
 	}
-	m, err := model.Load(f.Model.Path)
+	base, err := model.Load(f.Model.Path)
 	if err != nil {
 		return err
 	}
+	if base.Meta.Cadence == 0 {
+		base.Meta.Cadence = time.Duration(f.Input.Cadence)
+	}
 	reg := newRegistry()
-	p, err := buildPipeline(f, m, reg, log)
+	learner, m, version, closeEvents, err := buildOnline(ctx, f, base, reg, log)
 	if err != nil {
 		return err
+	}
+	defer closeEvents()
+	p, err := buildPipeline(f, m, reg, log, pipeline.WithOnline(learner))
+	if err != nil {
+		return err
+	}
+	if m != base { // resumed from a checkpoint: keep its version number
+		if err := p.SetModel(m, version); err != nil {
+			return err
+		}
 	}
 	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log)
 	if err != nil {
@@ -76,6 +91,54 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log.Info("stopped cleanly", "forecasts", p.Stats().Forecasts)
 	return nil
+}
+
+// buildOnline creates the online learner for the trained model base and
+// returns the model to serve: the newest checkpoint in
+// online.checkpoint_dir when there is one (so a restart keeps what was
+// learned), else base. Drift events go to topics.drift.
+func buildOnline(ctx context.Context, f *config.File, base *model.Model, reg prometheus.Registerer, log *slog.Logger) (
+	l *online.Learner, serve *model.Model, version int64, closeEvents func(), err error) {
+	oc := f.OnlineConfig()
+	serve, version, closeEvents = base, base.Meta.Version, func() {}
+	if oc.CheckpointDir != "" {
+		cp, err := online.LatestCheckpoint(oc.CheckpointDir, func(path string, err error) {
+			log.Warn("skipping an unreadable checkpoint", "path", path, "err", err)
+		})
+		if err != nil {
+			return nil, nil, 0, nil, err
+		}
+		if cp != nil && cp.Config() == base.Config() {
+			serve, version = cp, cp.Meta.Version
+			log.Info("resuming from the newest checkpoint", "dir", oc.CheckpointDir, "version", version)
+		} else if cp != nil {
+			log.Warn("the newest checkpoint has another shape than model.path; serving model.path", "dir", oc.CheckpointDir)
+		}
+	}
+	opts := []online.Option{online.WithRegisterer(reg), online.WithLogger(log)}
+	if topic := *f.Topics.Drift; topic != "" {
+		sc, err := f.SinkConfig()
+		if err != nil {
+			return nil, nil, 0, nil, err
+		}
+		ev, err := sink.NewEvents(sc, topic)
+		if err != nil {
+			return nil, nil, 0, nil, err
+		}
+		closeEvents = func() { ev.Close() }
+		opts = append(opts, online.WithDriftEvents(func(e online.DriftEvent) {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := ev.Write(wctx, strconv.Itoa(e.FrequencyID), e); err != nil {
+				log.Error("drift event not written", "topic", topic, "err", err)
+			}
+		}))
+	}
+	l, err = online.New(oc, base, opts...)
+	if err != nil {
+		return nil, nil, 0, nil, fmt.Errorf("online: %w", err)
+	}
+	return l, serve, version, closeEvents, nil
 }
 
 // startEmbedded starts the in-process broker and points the configuration at it.

@@ -1,0 +1,49 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Events writes occasional JSON events, such as the online learner's drift
+// events, to one topic, keyed so that a compacting or partitioned consumer
+// sees one key's events in order. It shares the Producer's connection
+// settings. Events are rare, so each Write waits for its acknowledgement.
+type Events struct {
+	w *kafka.Writer
+}
+
+// NewEvents returns a writer of JSON events to topic with cfg's brokers,
+// TLS and SASL settings.
+func NewEvents(cfg Config, topic string) (*Events, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("sink: events need a topic")
+	}
+	if len(cfg.Brokers) == 0 {
+		return nil, fmt.Errorf("sink: no brokers for the %s topic", topic)
+	}
+	return &Events{w: &kafka.Writer{
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        topic,
+		Balancer:     &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: 1,
+		Transport:    &kafka.Transport{ClientID: "freqlens-events", TLS: cfg.TLS, SASL: cfg.SASL},
+	}}, nil
+}
+
+// Write encodes v as JSON and produces it under key.
+func (e *Events) Write(ctx context.Context, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("sink: encode event: %w", err)
+	}
+	return e.w.WriteMessages(ctx, kafka.Message{Key: []byte(key), Value: b,
+		Headers: []kafka.Header{{Key: HeaderContentType, Value: []byte("application/json")}}})
+}
+
+// Close flushes and closes the writer.
+func (e *Events) Close() error { return e.w.Close() }
