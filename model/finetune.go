@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // FineTuneConfig sets one round of online fine-tuning: a few Adam steps on
@@ -56,6 +57,10 @@ type FineTuneConfig struct {
 	//
 	// Default: 2
 	Workers int
+	// AfterStep, if set, is called after every step with the step's wall
+	// time; an error ends the round with that error. A service uses it to
+	// pace a round so that serving keeps its cores.
+	AfterStep func(ctx context.Context, took time.Duration) error
 }
 
 func (c FineTuneConfig) withDefaults() FineTuneConfig {
@@ -168,6 +173,7 @@ func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (Fi
 		for i := range idx {
 			idx[i] = t.rng.IntN(samples)
 		}
+		start := time.Now()
 		l, err := t.step(idx, cfg.LearningRate, cfg.Tau)
 		if s == 0 {
 			res.FirstLoss = l.total
@@ -180,6 +186,11 @@ func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (Fi
 		if l.total > cfg.MaxLossGrowth*res.FirstLoss {
 			return res, fmt.Errorf("fine-tune step %d: loss %.4g is %.1f× the first step's %.4g: %w",
 				s+1, l.total, l.total/res.FirstLoss, res.FirstLoss, ErrExploding)
+		}
+		if cfg.AfterStep != nil {
+			if err := cfg.AfterStep(ctx, time.Since(start)); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, nil

@@ -53,6 +53,12 @@ type Config struct {
 	//
 	// Default: 1
 	Workers int
+	// Duty is the fraction of its time a round computes: after each step
+	// it sleeps so that computing takes Duty of the round's wall time, and
+	// forecasting keeps the cores it needs. 1 never sleeps.
+	//
+	// Default: 0.25
+	Duty float64
 	// CheckpointDir, when set, receives every promoted version as a
 	// safetensors file; Keep is how many of them stay.
 	//
@@ -118,6 +124,9 @@ func (c Config) WithDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = 1
 	}
+	if c.Duty == 0 {
+		c.Duty = 0.25
+	}
 	if c.Keep == 0 {
 		c.Keep = 5
 	}
@@ -171,6 +180,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.replay_size %d must hold at least twice min_holdout (%d)", c.ReplaySize, c.MinHoldout)
 	case c.PromoteMargin < 0:
 		return fmt.Errorf("online.promote_margin %g is negative; use 0 or a small fraction such as 0.01", c.PromoteMargin)
+	case !(c.Duty > 0 && c.Duty <= 1):
+		return fmt.Errorf("online.duty %g; use a fraction of time in (0, 1] such as 0.5", c.Duty)
 	case c.Workers < 1:
 		return fmt.Errorf("online.workers %d; use at least 1", c.Workers)
 	case c.Keep < 1:

@@ -264,6 +264,7 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 	res, err := model.FineTune(ctx, cand, train, model.FineTuneConfig{
 		Steps: l.cfg.Steps, BatchSize: l.cfg.BatchSize, LearningRate: l.cfg.LearningRate,
 		TrainHeads: l.cfg.TrainHeads, Seed: l.cfg.Seed + uint64(n), Workers: l.cfg.Workers,
+		AfterStep: l.pace,
 	})
 	detail := []any{"round", n, "version", version, "train_pairs", train.Len(), "holdout_pairs", hold.Len(),
 		"first_loss", res.FirstLoss, "last_loss", res.LastLoss}
@@ -318,6 +319,22 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 	}
 	l.Refresh(srv)
 	return OutcomePromoted, append(detail, "new_version", next)
+}
+
+// pace sleeps after a fine-tuning step so that computing takes Duty of a
+// round's wall time.
+func (l *Learner) pace(ctx context.Context, took time.Duration) error {
+	if l.cfg.Duty >= 1 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(float64(took) * (1/l.cfg.Duty - 1)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Outcomes returns how many rounds ended in each outcome.

@@ -12,7 +12,7 @@ import (
 
 func scenarioConfig(enabled bool) online.Config {
 	return online.Config{Enabled: enabled, Steps: 50, LearningRate: 3e-3, ReplaySize: 4000, MinHoldout: 128,
-		MinDuration: 12 * time.Hour, Seed: 1}
+		MinDuration: 12 * time.Hour, Duty: 1, Seed: 1}
 }
 
 func TestDriftScenario(t *testing.T) {

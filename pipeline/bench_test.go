@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
@@ -73,7 +75,7 @@ func (bw *benchWorld) step(ctx context.Context, step int) error {
 }
 
 // service starts the pipeline; observe (optional) sees every acked forecast.
-func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe func(*sink.Forecast)) (*pipeline.Pipeline, func()) {
+func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe func(*sink.Forecast), extra ...pipeline.Option) (*pipeline.Pipeline, func()) {
 	b.Helper()
 	reg := prometheus.NewRegistry()
 	src, err := stream.NewConsumer(stream.Config{Brokers: bw.b.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
@@ -93,6 +95,7 @@ func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe f
 	if observe != nil {
 		opts = append(opts, pipeline.WithObserver(observe))
 	}
+	opts = append(opts, extra...)
 	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == sink.AttributionsOff},
 		src, window.Config{}, bw.m, snk, opts...)
 	if err != nil {
@@ -263,24 +266,56 @@ func BenchmarkThroughput(b *testing.B) {
 // the time from a reading's produce to the acknowledgement of the forecast
 // it completed (summary attributions). "steady" sends 50 readings every
 // 10 ms; "bursts" sends all 1,000 series at once every 200 ms, so each
-// reading also waits for the other 999 forecasts of its burst.
+// reading also waits for the other 999 forecasts of its burst;
+// "steady+finetune" is "steady" with the online learner attached and
+// fine-tuning rounds running back to back for the whole measurement.
 func BenchmarkLatency(b *testing.B) {
 	for _, pace := range []struct {
-		name  string
-		every time.Duration
-		chunk int
-	}{{"steady", 10 * time.Millisecond, 50}, {"bursts", 200 * time.Millisecond, benchSeries}} {
+		name     string
+		every    time.Duration
+		chunk    int
+		finetune bool
+	}{{"steady", 10 * time.Millisecond, 50, false}, {"steady+finetune", 10 * time.Millisecond, 50, true},
+		{"bursts", 200 * time.Millisecond, benchSeries, false}} {
 		b.Run(pace.name, func(b *testing.B) {
 			for b.Loop() {
-				latencyRun(b, pace.every, pace.chunk)
+				latencyRun(b, pace.every, pace.chunk, pace.finetune)
 			}
 		})
 	}
 }
 
-func latencyRun(b *testing.B, every time.Duration, chunk int) {
+// newBenchLearner returns an online learner for bw's model whose replay
+// buffer already holds pairs, so that every round fine-tunes and judges.
+func newBenchLearner(b *testing.B, bw *benchWorld) *online.Learner {
+	b.Helper()
+	l, err := online.New(online.Config{Enabled: true, Interval: time.Hour, MinNewSamples: 1 << 30, Seed: 1}, bw.m,
+		online.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	L, H := bw.m.Lookback(), bw.m.Horizon()
+	x, fc := make([]float64, L), make([]float64, H)
+	for s := range 8 {
+		for step := L; step < L+2*H+100; step++ {
+			for i := range x {
+				x[i] = 200 + 50*math.Sin(2*math.Pi*float64(step-L+1+i)/24+float64(s))
+			}
+			l.Observe(&online.Observation{Series: fmt.Sprint("warm-", s), End: bw.t0.Add(time.Duration(step) * time.Hour), Window: x, Forecast: fc})
+		}
+	}
+	return l
+}
+
+func latencyRun(b *testing.B, every time.Duration, chunk int, finetune bool) {
 	const seconds = 10
 	bw := newBenchWorld(b)
+	var extra []pipeline.Option
+	var learner *online.Learner
+	if finetune {
+		learner = newBenchLearner(b, bw)
+		extra = append(extra, pipeline.WithOnline(learner))
+	}
 	var mu sync.Mutex
 	sent := map[string]time.Time{} // series|ts → produce time
 	var lat []float64
@@ -295,9 +330,26 @@ func latencyRun(b *testing.B, every time.Duration, chunk int) {
 			lat = append(lat, now.Sub(t).Seconds()*1e3)
 		}
 		mu.Unlock()
-	})
+	}, extra...)
 	first := bw.warm(b, p)
 	measuring.Store(true)
+	roundsDone := make(chan int)
+	stopRounds := make(chan struct{})
+	go func() {
+		n := 0
+		for learner != nil {
+			select {
+			case <-stopRounds:
+				roundsDone <- n
+				return
+			default:
+			}
+			learner.Round(context.Background(), p)
+			n++
+		}
+		<-stopRounds
+		roundsDone <- n
+	}()
 	ticks := int(seconds * time.Second / every)
 	tick := time.NewTicker(every)
 	msgs := make([]kafka.Message, 0, chunk)
@@ -325,8 +377,13 @@ func latencyRun(b *testing.B, every time.Duration, chunk int) {
 		expected += chunk
 	}
 	tick.Stop()
+	close(stopRounds)
+	rounds := <-roundsDone
 	waitUntil(b, func() bool { mu.Lock(); defer mu.Unlock(); return len(lat) >= expected })
 	stop()
+	if finetune {
+		b.ReportMetric(float64(rounds), "finetune_rounds")
+	}
 	slices.Sort(lat)
 	q := func(p float64) float64 { return lat[int(p*float64(len(lat)-1))] }
 	b.ReportMetric(q(0.5), "p50_ms")
