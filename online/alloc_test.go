@@ -1,0 +1,42 @@
+package online_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
+)
+
+func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
+	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Frequencies: 4, TopK: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	l, err := online.New(online.Config{ReplaySize: 200, MinHoldout: 10}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, fc := make([]float64, 24), make([]float64, 6)
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	o := &online.Observation{Series: "s", Window: x, Forecast: fc, Contributions: []model.Contribution{{Frequency: model.Frequency{ID: 1}, Share: 0.5}}}
+	step := 0
+	next := func() {
+		for i := range x {
+			x[i] = float64((step + i) % 7)
+		}
+		o.End = t0.Add(time.Duration(step) * time.Hour)
+		step++
+		l.Observe(o)
+	}
+	for range 400 { // past the replay buffer's growth
+		next()
+	}
+	if a := testing.AllocsPerRun(200, next); a != 0 {
+		t.Errorf("Observe allocates %.1f times per forecast of a tracked series; want 0", a)
+	}
+	if tot := l.Totals(); tot.Count == 0 || tot.Pairs == 0 {
+		t.Errorf("totals %+v: nothing was scored", tot)
+	}
+}
