@@ -153,14 +153,15 @@ func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (Fi
 		return FineTuneResult{}, errors.New("fine-tune: no windows to learn from")
 	}
 	B := min(cfg.BatchSize, samples)
+	lambdaDiv := cfg.LambdaDiv
+	if lambdaDiv == 0 {
+		lambdaDiv = -1 // off; TrainConfig reads 0 as its default
+	}
 	tc := TrainConfig{
 		BatchSize: B, LearningRate: cfg.LearningRate, FreqRateScale: cfg.FreqRateScale, ClipNorm: cfg.ClipNorm,
-		LambdaDiv: cfg.LambdaDiv, LambdaRecon: -1, LambdaSparse: -1, LambdaVar: -1, Dropout: -1,
+		LambdaDiv: lambdaDiv, LambdaRecon: -1, LambdaSparse: -1, LambdaVar: -1, Dropout: -1,
 		ChannelShuffle: -1, Seed: cfg.Seed, Workers: cfg.Workers,
 	}.withDefaults()
-	if cfg.LambdaDiv == 0 {
-		tc.LambdaDiv = 0
-	}
 	t := newTrainer(m, tc, b)
 	t.opt.freezeExcept(m.cfg, fineTuned(cfg.TrainHeads))
 

@@ -1,6 +1,7 @@
 package online
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -130,15 +131,7 @@ func (d *drift) updateDominant(now time.Time, events []DriftEvent) []DriftEvent 
 	for i := range ids {
 		ids[i] = i
 	}
-	slices.SortStableFunc(ids, func(a, b int) int {
-		switch {
-		case d.share[a] > d.share[b]:
-			return -1
-		case d.share[a] < d.share[b]:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(ids, func(a, b int) int { return cmp.Compare(d.share[b], d.share[a]) }) // largest first
 	next := make([]bool, len(d.share))
 	for _, id := range ids[:min(d.cfg.Dominant, len(ids))] {
 		if d.share[id] >= d.cfg.DominantMinShare {

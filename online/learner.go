@@ -54,10 +54,9 @@ type Learner struct {
 	rounds  atomic.Int64
 	lastNew atomic.Int64 // replay.seen at the last round
 
-	mu          sync.Mutex
-	counts      map[string]int64
-	exported    struct{ count, sq, abs, pairs, refused float64 } // totals already added to the counters
-	lastHoldout [2]float64
+	mu       sync.Mutex
+	counts   map[string]int64
+	exported struct{ count, sq, abs, pairs, refused float64 } // totals already added to the counters
 }
 
 // Option configures a Learner.
@@ -234,6 +233,9 @@ func (l *Learner) updateMetrics() {
 // its outcome. Run calls it on schedule; tests call it directly.
 func (l *Learner) Round(ctx context.Context, srv Server) string {
 	outcome, detail := l.round(ctx, srv)
+	if outcome == outcomeCanceled {
+		return outcome // shutting down: not a round that succeeded or failed
+	}
 	l.mu.Lock()
 	l.counts[outcome]++
 	l.mu.Unlock()
@@ -247,11 +249,10 @@ func (l *Learner) Round(ctx context.Context, srv Server) string {
 }
 
 func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
-	_, seen := l.rp.len()
+	held, seen := l.rp.len()
 	l.lastNew.Store(seen)
 	n := l.rounds.Add(1)
 	cur, version := srv.Model()
-	held, _ := l.rp.len()
 	if held < l.cfg.MinHoldout+l.cfg.BatchSize {
 		return OutcomeSkipped, []any{"pairs", held, "need", l.cfg.MinHoldout + l.cfg.BatchSize}
 	}
@@ -273,6 +274,8 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 		return OutcomeAbortedNonFinite, append(detail, "err", err)
 	case errors.Is(err, model.ErrExploding):
 		return OutcomeAbortedExploding, append(detail, "err", err)
+	case ctx.Err() != nil:
+		return outcomeCanceled, detail
 	case err != nil:
 		return OutcomeError, append(detail, "err", err)
 	}
@@ -293,9 +296,6 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 	}
 	l.met.holdoutMSE.WithLabelValues("serving").Set(curM.MSE)
 	l.met.holdoutMSE.WithLabelValues("candidate").Set(candM.MSE)
-	l.mu.Lock()
-	l.lastHoldout = [2]float64{curM.MSE, candM.MSE}
-	l.mu.Unlock()
 	detail = append(detail, "serving_mse", curM.MSE, "candidate_mse", candM.MSE, "seconds", l.now().Sub(start).Seconds())
 	if math.IsNaN(candM.MSE) || math.IsInf(candM.MSE, 0) {
 		return OutcomeAbortedNonFinite, detail

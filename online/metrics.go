@@ -14,6 +14,8 @@ const (
 	OutcomeAbortedExploding = "aborted_exploding"
 	OutcomeSkipped          = "skipped_insufficient_data"
 	OutcomeError            = "error"
+	// outcomeCanceled is a round cut short by shutdown; it is not counted.
+	outcomeCanceled = "canceled"
 )
 
 var outcomes = []string{OutcomePromoted, OutcomeRejectedWorse, OutcomeAbortedNonFinite, OutcomeAbortedExploding, OutcomeSkipped, OutcomeError}

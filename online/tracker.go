@@ -1,6 +1,7 @@
 package online
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -210,25 +211,9 @@ func (t *tracker) worst(n int) []SeriesError {
 	}
 	t.mu.Unlock()
 	slices.SortFunc(out, func(a, b SeriesError) int {
-		if a.MSE != b.MSE {
-			if a.MSE > b.MSE {
-				return -1
-			}
-			return 1
-		}
-		return compareStrings(a.Series, b.Series)
+		return cmp.Or(cmp.Compare(b.MSE, a.MSE), cmp.Compare(a.Series, b.Series)) // worst first
 	})
 	return out[:min(n, len(out))]
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // errorStats is the online error: per horizon step, exponentially weighted

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -30,7 +31,7 @@ func NewEvents(cfg Config, topic string) (*Events, error) {
 		Topic:        topic,
 		Balancer:     &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll,
-		BatchTimeout: 1,
+		BatchTimeout: time.Millisecond, // events are rare: do not wait to fill a batch
 		Transport:    &kafka.Transport{ClientID: "freqlens-events", TLS: cfg.TLS, SASL: cfg.SASL},
 	}}, nil
 }
