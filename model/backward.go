@@ -32,6 +32,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
 	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden
 	HC, C1, LC, nN := H*C, C+1, L*C, n*N
+	M, D := 2*N, 2*d // atoms, coefficients per frequency
 	alpha := sigmoid(p.Fusion[0])
 
 	// Undo the denormalisation: ŷ = σ·ŷₙ + μ, and μ, σ depend on data only.
@@ -58,11 +59,11 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	for i, v := range dyn {
 		dr[i] = (1 - alpha) * v
 	}
-	clear(tr.dcoef[:nN*d])
+	clear(tr.dcoef[:nN*D])
 	ws.draws, ws.bk = draws, k
 	ws.do(secBackward)
 	ws.draws = nil
-	dcoef := tr.dcoef[:nN*d]
+	dcoef := tr.dcoef[:nN*D]
 
 	// Straight-through selection and the sparsity loss.
 	dscore := tr.dscore[:nN]
@@ -101,14 +102,14 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		}
 		gemm.Axpy(1, row, g.ScB1)
 	}
-	gemm.TN(d, S, nN, ws.coef, d, dz, S, g.ScW1, S)
-	gemm.NT(nN, d, S, dz, S, p.ScW1, S, dcoef, d)
+	gemm.TN(D, S, nN, ws.coef, D, dz, S, g.ScW1, S)
+	gemm.NT(nN, D, S, dz, S, p.ScW1, S, dcoef, D)
 
-	// Coefficients c = Y·W̃.
-	Y, dY := ws.y[:nN*C1], tr.dY[:nN*C1]
-	gemm.TN(C1, d, nN, Y, C1, dcoef, d, g.Data[:C1*d], d)
+	// Coefficients: one row of d per atom, c = Y·W̃.
+	Y, dY := ws.y[:n*M*C1], tr.dY[:n*M*C1]
+	gemm.TN(C1, d, n*M, Y, C1, dcoef, d, g.Data[:C1*d], d)
 	clear(dY)
-	gemm.NT(nN, C1, d, dcoef, d, p.Data[:C1*d], d, dY, C1)
+	gemm.NT(n*M, C1, d, dcoef, d, p.Data[:C1*d], d, dY, C1)
 
 	// Reconstruction ‖Ψ̄ᵀΨ̄·H − H‖² with H = X̃·W̃, through E_b = Ψ̄ᵀY_b − X̃_b.
 	clear(tr.recQ)
@@ -117,9 +118,9 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		scale := 2 * k.lambdaRecon / float64(k.batch*L*d)
 		E, Gb := tr.recE, tr.recG
 		for b := range n {
-			yb, xb := Y[b*N*C1:(b+1)*N*C1], ws.xn[b*LC:(b+1)*LC]
+			yb, xb := Y[b*M*C1:(b+1)*M*C1], ws.xn[b*LC:(b+1)*LC]
 			clear(E)
-			gemm.TN(L, C1, N, bs.psibar, L, yb, C1, E, C1)
+			gemm.TN(L, C1, M, bs.psibar, L, yb, C1, E, C1)
 			for t := range L {
 				for c := range C {
 					E[t*C1+c] -= xb[t*C+c]
@@ -132,18 +133,18 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 			for i := range Gb {
 				Gb[i] *= scale
 			}
-			gemm.NN(N, C1, L, bs.psibar, L, Gb, C1, dY[b*N*C1:(b+1)*N*C1], C1)
-			gemm.NT(N, L, C1, yb, C1, Gb, C1, tr.dPsibar, L)
+			gemm.NN(M, C1, L, bs.psibar, L, Gb, C1, dY[b*M*C1:(b+1)*M*C1], C1)
+			gemm.NT(M, L, C1, yb, C1, Gb, C1, tr.dPsibar, L)
 		}
 	}
 
 	// Y_b = Ψ̄·[x̂_b | 1]: the basis gradient.
 	clear(tr.onesAcc)
 	for b := range n {
-		db := dY[b*N*C1 : (b+1)*N*C1]
-		gemm.NT(N, L, C, db, C1, ws.xn[b*LC:(b+1)*LC], C, tr.dPsibar, L)
-		for i := range N {
-			tr.onesAcc[i] += db[i*C1+C]
+		db := dY[b*M*C1 : (b+1)*M*C1]
+		gemm.NT(M, L, C, db, C1, ws.xn[b*LC:(b+1)*LC], C, tr.dPsibar, L)
+		for j := range M {
+			tr.onesAcc[j] += db[j*C1+C]
 		}
 	}
 }
@@ -154,7 +155,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
 	cfg, p, tr, g, n := m.cfg, m.params, ws.tr, ws.tr.grad, ws.n
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, E, R := cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
+	D, N, E, R := 2*cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
 	HC, LC := H*C, L*C
 	alpha := sigmoid(p.Fusion[0])
 	dyn, dr, drh := tr.dyn[:n*HC], tr.dr[:n*HC], tr.drh[:n*R]
@@ -193,8 +194,8 @@ func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
 		if cnt == 0 {
 			continue
 		}
-		G, A, O := ws.gcoef[lo*d:hi*d], ws.hidden[lo*E:hi*E], ws.contrib[lo*HC:hi*HC]
-		dO, dA, dG := tr.dO[lo*HC:hi*HC], tr.dA[lo*E:hi*E], tr.dG[lo*d:hi*d]
+		G, A, O := ws.gcoef[lo*D:hi*D], ws.hidden[lo*E:hi*E], ws.contrib[lo*HC:hi*HC]
+		dO, dA, dG := tr.dO[lo*HC:hi*HC], tr.dA[lo*E:hi*E], tr.dG[lo*D:hi*D]
 		for j := range cnt {
 			b := int(ws.groupWin[lo+j])
 			row := dO[j*HC : (j+1)*HC]
@@ -203,7 +204,7 @@ func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
 			}
 			tr.dm[lo+j] = gemm.Dot(row, O[j*HC:(j+1)*HC])
 		}
-		w1, w2 := p.HeadW1[f*d*E:(f+1)*d*E], p.HeadW2[f*E*HC:(f+1)*E*HC]
+		w1, w2 := p.HeadW1[f*D*E:(f+1)*D*E], p.HeadW2[f*E*HC:(f+1)*E*HC]
 		gemm.TN(E, HC, cnt, A, E, dO, HC, g.HeadW2[f*E*HC:(f+1)*E*HC], HC)
 		clear(dA)
 		gemm.NT(cnt, E, HC, dO, HC, w2, HC, dA, E)
@@ -222,12 +223,12 @@ func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
 				}
 			}
 		}
-		gemm.TN(d, E, cnt, G, d, dA, E, g.HeadW1[f*d*E:(f+1)*d*E], E)
+		gemm.TN(D, E, cnt, G, D, dA, E, g.HeadW1[f*D*E:(f+1)*D*E], E)
 		clear(dG)
-		gemm.NT(cnt, d, E, dA, E, w1, E, dG, d)
+		gemm.NT(cnt, D, E, dA, E, w1, E, dG, D)
 		for j := range cnt {
 			b := int(ws.groupWin[lo+j])
-			gemm.Axpy(1, dG[j*d:(j+1)*d], ws.tr.dcoef[(b*N+f)*d:(b*N+f+1)*d])
+			gemm.Axpy(1, dG[j*D:(j+1)*D], ws.tr.dcoef[(b*N+f)*D:(b*N+f+1)*D])
 		}
 	}
 }

@@ -8,17 +8,23 @@ import (
 // basisEps keeps the normalisation of a (near) zero basis vector finite.
 const basisEps = 1e-8
 
-// basis is the cosine dictionary derived from θ and φ. It is recomputed
-// whenever θ or φ change and is read-only otherwise, so many workspaces may
-// share one.
+// basis is the dictionary derived from θ and φ: for every frequency a
+// quadrature pair of atoms, a cosine and a sine, so that a frequency's
+// coefficients carry both the amplitude and the phase of its cycle in the
+// window. It is recomputed whenever θ or φ change and is read-only
+// otherwise, so many workspaces may share one.
+//
+// Atoms are interleaved: atom 2i is frequency i's cosine, atom 2i+1 its
+// sine, so a frequency's coefficients are contiguous wherever the atoms are
+// rows.
 type basis struct {
 	freq   []float64 // N, f_i = fmin + (fmax−fmin)·σ(θ_i), cycles per step
 	sig    []float64 // N, σ(θ_i)
-	raw    []float64 // N×L, ψ_i(t) = cos(2π f_i t + φ_i)
-	sin    []float64 // N×L, sin(2π f_i t + φ_i), for the backward pass
-	norm   []float64 // N, ‖ψ_i‖
-	psibar []float64 // N×L, ψ̄_i = ψ_i / (‖ψ_i‖ + ε)
-	sum    []float64 // N, Σ_t ψ̄_i(t): the coefficient of a constant window
+	raw    []float64 // 2N×L, ψ_2i(s) = cos(a_i(s)), ψ_2i+1(s) = sin(a_i(s))
+	slope  []float64 // 2N×L, ∂ψ/∂a: −sin(a) and cos(a), for the backward pass
+	norm   []float64 // 2N, ‖ψ_j‖
+	psibar []float64 // 2N×L, ψ̄_j = ψ_j / (‖ψ_j‖ + ε)
+	sum    []float64 // 2N, Σ_t ψ̄_j(t): the coefficient of a constant window
 }
 
 func newBasis(cfg Config) *basis {
@@ -26,11 +32,11 @@ func newBasis(cfg Config) *basis {
 	return &basis{
 		freq:   make([]float64, N),
 		sig:    make([]float64, N),
-		raw:    make([]float64, N*L),
-		sin:    make([]float64, N*L),
-		norm:   make([]float64, N),
-		psibar: make([]float64, N*L),
-		sum:    make([]float64, N),
+		raw:    make([]float64, 2*N*L),
+		slope:  make([]float64, 2*N*L),
+		norm:   make([]float64, 2*N),
+		psibar: make([]float64, 2*N*L),
+		sum:    make([]float64, 2*N),
 	}
 }
 
@@ -42,11 +48,21 @@ func sigmoid(x float64) float64 {
 	return e / (1 + e)
 }
 
+// stepFromEnd is the time of window step t measured from the window's last
+// step: s = t − (L−1), so s = 0 is the newest reading. Anchoring the phase
+// there makes φ and the coefficients describe the cycle where the forecast
+// continues it, and keeps that meaning when fine-tuning moves f: with the
+// phase anchored at the oldest step instead, a change Δf would turn the
+// phase seen at the newest step by 2π·Δf·(L−1), which for 24 → 28 steps
+// over L = 96 is more than half a cycle.
+func stepFromEnd(t, lookback int) float64 { return float64(t - (lookback - 1)) }
+
 // compute fills b from θ and φ:
 //
-//	f_i    = fmin + (fmax − fmin)·σ(θ_i)
-//	ψ_i(t) = cos(2π f_i t + φ_i),  t = 0 … L−1
-//	ψ̄_i    = ψ_i / (‖ψ_i‖₂ + ε)
+//	f_i      = fmin + (fmax − fmin)·σ(θ_i)
+//	a_i(s)   = 2π f_i s + φ_i,  s = t − (L−1), t = 0 … L−1
+//	ψ_2i     = cos a_i,  ψ_2i+1 = sin a_i
+//	ψ̄_j      = ψ_j / (‖ψ_j‖₂ + ε)
 func (b *basis) compute(theta, phi []float64, lookback int) {
 	fmin, fmax := freqBounds(lookback)
 	L := lookback
@@ -55,58 +71,66 @@ func (b *basis) compute(theta, phi []float64, lookback int) {
 		b.sig[i] = s
 		f := fmin + (fmax-fmin)*s
 		b.freq[i] = f
-		raw := b.raw[i*L : (i+1)*L]
-		sn := b.sin[i*L : (i+1)*L]
+		cos, sin := b.raw[2*i*L:(2*i+1)*L], b.raw[(2*i+1)*L:(2*i+2)*L]
+		dcos, dsin := b.slope[2*i*L:(2*i+1)*L], b.slope[(2*i+1)*L:(2*i+2)*L]
+		for t := range L {
+			sa, ca := math.Sincos(2*math.Pi*f*stepFromEnd(t, L) + phi[i])
+			cos[t], sin[t] = ca, sa
+			dcos[t], dsin[t] = -sa, ca
+		}
+	}
+	for j := range b.norm {
+		raw := b.raw[j*L : (j+1)*L]
 		ss := 0.0
-		for t := range raw {
-			a := 2*math.Pi*f*float64(t) + phi[i]
-			sa, ca := math.Sincos(a)
-			raw[t], sn[t] = ca, sa
-			ss += ca * ca
+		for _, v := range raw {
+			ss += v * v
 		}
 		nrm := math.Sqrt(ss)
-		b.norm[i] = nrm
+		b.norm[j] = nrm
 		inv := 1 / (nrm + basisEps)
-		bar := b.psibar[i*L : (i+1)*L]
+		bar := b.psibar[j*L : (j+1)*L]
 		sum := 0.0
 		for t := range bar {
 			bar[t] = raw[t] * inv
 			sum += bar[t]
 		}
-		b.sum[i] = sum
+		b.sum[j] = sum
 	}
 }
 
-// backward turns ∂L/∂ψ̄ (N×L, consumed as scratch) into ∂L/∂θ and ∂L/∂φ,
+// backward turns ∂L/∂ψ̄ (2N×L, consumed as scratch) into ∂L/∂θ and ∂L/∂φ,
 // added to dTheta and dPhi.
 //
 // With r = ‖ψ‖ the normalisation has Jacobian
 //
 //	∂ψ̄_t/∂ψ_s = δ_ts/(r+ε) − ψ_t ψ_s / (r (r+ε)²)
 //
-// and ∂ψ(t)/∂f = −2πt·sin(·), ∂ψ(t)/∂φ = −sin(·), ∂f/∂θ = (fmax−fmin)·σ(1−σ).
+// and ∂ψ(t)/∂f = 2πs·∂ψ/∂a, ∂ψ(t)/∂φ = ∂ψ/∂a, ∂f/∂θ = (fmax−fmin)·σ(1−σ),
+// summed over the frequency's two atoms.
 func (b *basis) backward(dPsibar, dTheta, dPhi []float64, lookback int) {
 	fmin, fmax := freqBounds(lookback)
 	L := lookback
 	for i := range b.freq {
-		g := dPsibar[i*L : (i+1)*L]
-		raw := b.raw[i*L : (i+1)*L]
-		sn := b.sin[i*L : (i+1)*L]
-		r := b.norm[i]
-		dot := 0.0
-		for t := range g {
-			dot += raw[t] * g[t]
-		}
-		a := 1 / (r + basisEps)
-		c := 0.0
-		if r > 0 {
-			c = dot / (r * (r + basisEps) * (r + basisEps))
-		}
 		df, dp := 0.0, 0.0
-		for t := range g {
-			dpsi := g[t]*a - raw[t]*c
-			df -= dpsi * sn[t] * 2 * math.Pi * float64(t)
-			dp -= dpsi * sn[t]
+		for j := 2 * i; j < 2*i+2; j++ {
+			g := dPsibar[j*L : (j+1)*L]
+			raw := b.raw[j*L : (j+1)*L]
+			slope := b.slope[j*L : (j+1)*L]
+			r := b.norm[j]
+			dot := 0.0
+			for t := range g {
+				dot += raw[t] * g[t]
+			}
+			a := 1 / (r + basisEps)
+			c := 0.0
+			if r > 0 {
+				c = dot / (r * (r + basisEps) * (r + basisEps))
+			}
+			for t := range g {
+				dpsi := (g[t]*a - raw[t]*c) * slope[t]
+				df += dpsi * 2 * math.Pi * stepFromEnd(t, L)
+				dp += dpsi
+			}
 		}
 		s := b.sig[i]
 		dTheta[i] += df * (fmax - fmin) * s * (1 - s)

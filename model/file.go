@@ -22,8 +22,18 @@ import (
 // one) opens it. FreqLens keeps its shapes, provenance and a checksum of the
 // tensor bytes in the header's "__metadata__" map of strings.
 
-// FormatVersion is the model file version this build writes and reads.
-const FormatVersion = 1
+// FormatVersion is the model file version this build writes. It reads
+// every version up to it:
+//
+//   - 1: one cosine atom per frequency, phase anchored at the window's first
+//     step; scorer.w1 is [d, S] and heads.w1 [N, d, E].
+//   - 2: a cosine and a sine atom per frequency, phase anchored at the
+//     window's last step; scorer.w1 is [2d, S] and heads.w1 [N, 2d, E].
+//
+// A version 1 model loads as the version 2 model that forecasts exactly as
+// it did: its cosine atoms are the old atoms (φ moved to the new anchor),
+// and the weights that read the sine atoms are zero, for training to grow.
+const FormatVersion = 2
 
 const (
 	formatName     = "freqlens"
@@ -245,10 +255,11 @@ func Decode(b []byte) (*Model, error) {
 		if th.DType != "F64" {
 			return nil, fmt.Errorf("incompatible model: tensor %q has dtype %s; FreqLens stores F64", t.name, th.DType)
 		}
-		if !equalInts(th.Shape, t.shape) {
-			return nil, fmt.Errorf("incompatible model: tensor %q has shape %v, the metadata implies %v", t.name, th.Shape, t.shape)
+		shape := fileShape(t, cfg, ver)
+		if !equalInts(th.Shape, shape) {
+			return nil, fmt.Errorf("incompatible model: tensor %q has shape %v, the metadata implies %v", t.name, th.Shape, shape)
 		}
-		n := int64(8 * numel(t.shape))
+		n := int64(8 * numel(shape))
 		lo, hi := th.Offsets[0], th.Offsets[1]
 		if lo < 0 || hi-lo != n || hi > int64(len(data)) {
 			if hi > int64(len(data)) && lo >= 0 && hi-lo == n {
@@ -256,9 +267,15 @@ func Decode(b []byte) (*Model, error) {
 			}
 			return nil, fmt.Errorf("corrupted header: tensor %q has byte range [%d, %d), want %d bytes", t.name, lo, hi, n)
 		}
-		dst := *t.view(m.params)
-		for i := range dst {
-			dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[lo+int64(8*i):]))
+		vals := *t.view(m.params)
+		if numel(shape) != len(vals) {
+			vals = make([]float64, numel(shape))
+		}
+		for i := range vals {
+			vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[lo+int64(8*i):]))
+		}
+		if dst := *t.view(m.params); len(vals) != len(dst) {
+			widenWithZeros(dst, vals, cfg.Hidden*shape[len(shape)-1])
 		}
 		covered += n
 	}
@@ -278,8 +295,45 @@ func Decode(b []byte) (*Model, error) {
 			}
 		}
 	}
+	if ver == 1 {
+		reanchorV1(m.params, cfg)
+	}
 	m.refresh()
 	return m, nil
+}
+
+// fileShape is the shape tensor t has in a file of format version ver.
+func fileShape(t tensor, cfg Config, ver int) []int {
+	if ver == 1 {
+		switch t.name {
+		case "scorer.w1":
+			return []int{cfg.Hidden, cfg.ScorerHidden}
+		case "heads.w1":
+			return []int{cfg.Frequencies, cfg.Hidden, cfg.HeadHidden}
+		}
+	}
+	return t.shape
+}
+
+// widenWithZeros copies a version 1 weight that reads a frequency's d
+// cosine coefficients into dst, which also reads its d sine coefficients:
+// each block of block numbers in src (d rows) becomes the first half of a
+// block of 2·block in dst, whose second half (the sine rows) is zero.
+func widenWithZeros(dst, src []float64, block int) {
+	clear(dst)
+	for b := 0; b*block < len(src); b++ {
+		copy(dst[2*b*block:], src[b*block:(b+1)*block])
+	}
+}
+
+// reanchorV1 moves version 1 phases, anchored at the window's first step,
+// to the last step: cos(2πf·t + φ) = cos(2πf·(t−(L−1)) + φ + 2πf·(L−1)).
+func reanchorV1(p *Params, cfg Config) {
+	fmin, fmax := freqBounds(cfg.Lookback)
+	for i, th := range p.Theta {
+		f := fmin + (fmax-fmin)*sigmoid(th)
+		p.Phi[i] = math.Remainder(p.Phi[i]+2*math.Pi*f*float64(cfg.Lookback-1), 2*math.Pi)
+	}
 }
 
 // parseMetadata rebuilds the Config and Meta recorded by metadata.

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,4 +194,103 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeUpgradesVersion1: a version 1 file (one cosine atom per
+// frequency, phase anchored at the window's first step) loads as a model
+// whose cosine atoms are the old atoms and whose sine weights are zero, so
+// it forecasts exactly as it did.
+func TestDecodeUpgradesVersion1(t *testing.T) {
+	cfg := smallConfigs[0].cfg
+	m := randomModel(t, cfg, 21)
+	c := m.cfg
+	d, N, S, E, L := c.Hidden, c.Frequencies, c.ScorerHidden, c.HeadHidden, c.Lookback
+	rng := rand.New(rand.NewPCG(3, 4))
+	v1 := map[string][]float64{}
+	var names []string
+	shapes := map[string][]int{}
+	for _, tn := range tensors(c) {
+		vals := slices.Clone(*tn.view(m.params))
+		shape := tn.shape
+		switch tn.name {
+		case "scorer.w1":
+			shape = []int{d, S}
+		case "heads.w1":
+			shape = []int{N, d, E}
+		case "freq.phi":
+			for i := range vals {
+				vals[i] = 6 * rng.Float64()
+			}
+		}
+		if n := numel(shape); n != len(vals) {
+			vals = make([]float64, n)
+			for i := range vals {
+				vals[i] = rng.NormFloat64()
+			}
+		}
+		names = append(names, tn.name)
+		v1[tn.name], shapes[tn.name] = vals, shape
+	}
+	md := m.metadata("")
+	md["format_version"] = "1"
+	got, err := Decode(safetensorsFile(t, md, names, shapes, v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fmin, fmax := freqBounds(L)
+	for i := range N {
+		f := fmin + (fmax-fmin)*sigmoid(v1["freq.theta"][i])
+		old := make([]float64, L)
+		nrm := 0.0
+		for tt := range L {
+			old[tt] = math.Cos(2*math.Pi*f*float64(tt) + v1["freq.phi"][i])
+			nrm += old[tt] * old[tt]
+		}
+		for tt := range L {
+			want := old[tt] / (math.Sqrt(nrm) + basisEps)
+			if g := got.basis.psibar[2*i*L+tt]; math.Abs(g-want) > 1e-9 {
+				t.Fatalf("frequency %d step %d: cosine atom %v, the version 1 atom is %v", i, tt, g, want)
+			}
+		}
+	}
+	for _, w := range []struct {
+		name       string
+		got, old   []float64
+		block, all int
+	}{
+		{"scorer.w1", got.params.ScW1, v1["scorer.w1"], d * S, d * S},
+		{"heads.w1", got.params.HeadW1, v1["heads.w1"], d * E, N * d * E},
+	} {
+		for b := 0; b*w.block < w.all; b++ {
+			cos, sin := w.got[2*b*w.block:(2*b+1)*w.block], w.got[(2*b+1)*w.block:(2*b+2)*w.block]
+			if !slices.Equal(cos, w.old[b*w.block:(b+1)*w.block]) {
+				t.Errorf("%s block %d: the cosine rows are not the version 1 weights", w.name, b)
+			}
+			if slices.ContainsFunc(sin, func(v float64) bool { return v != 0 }) {
+				t.Errorf("%s block %d: the sine rows are not zero", w.name, b)
+			}
+		}
+	}
+}
+
+// safetensorsFile writes tensors (in names order) and metadata md as a
+// safetensors file.
+func safetensorsFile(t *testing.T, md map[string]string, names []string, shapes map[string][]int, vals map[string][]float64) []byte {
+	t.Helper()
+	hdr := map[string]any{"__metadata__": md}
+	var data []byte
+	for _, n := range names {
+		lo := len(data)
+		for _, v := range vals[n] {
+			data = binary.LittleEndian.AppendUint64(data, math.Float64bits(v))
+		}
+		hdr[n] = tensorHeader{DType: "F64", Shape: shapes[n], Offsets: [2]int64{int64(lo), int64(len(data))}}
+	}
+	h, err := json.Marshal(hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	return append(append(out, h...), data...)
 }

@@ -70,6 +70,7 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
 	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden
 	HC, C1, LC := H*C, C+1, L*C
+	M, D := 2*N, 2*d // atoms (a cosine and a sine per frequency), coefficients per frequency
 
 	// 1. Normalise each window (or copy it as it is).
 	xn, mu, sd := ws.xn[:n*LC], ws.mu[:n*C], ws.sd[:n*C]
@@ -89,21 +90,23 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 		}
 	}
 
-	// 2. Project each window onto the bases: Y_b = Ψ̄·[x̂_b | 1] (N×(C+1)).
-	Y := ws.y[:n*N*C1]
+	// 2. Project each window onto the atoms: Y_b = Ψ̄·[x̂_b | 1] (2N×(C+1)).
+	Y := ws.y[:n*M*C1]
 	clear(Y)
 	for b := range n {
-		yb := Y[b*N*C1 : (b+1)*N*C1]
-		gemm.NN(N, C, L, bs.psibar, L, xn[b*LC:(b+1)*LC], C, yb, C1)
-		for i := range N {
-			yb[i*C1+C] = bs.sum[i]
+		yb := Y[b*M*C1 : (b+1)*M*C1]
+		gemm.NN(M, C, L, bs.psibar, L, xn[b*LC:(b+1)*LC], C, yb, C1)
+		for j := range M {
+			yb[j*C1+C] = bs.sum[j]
 		}
 	}
 
-	// 3. Coefficients c = Ψ̄·(x̂·W + 1·bᵀ) = Y·W̃ for every window at once.
-	coef := ws.coef[:n*N*d]
+	// 3. Coefficients Ψ̄·(x̂·W + 1·bᵀ) = Y·W̃ for every window at once. The
+	// cosine and sine rows of frequency i are adjacent, so its coefficient
+	// vector c_i = [cos part | sin part] is the contiguous 2d at (b·N+i)·2d.
+	coef := ws.coef[:n*N*D]
 	clear(coef)
-	gemm.NN(n*N, d, C1, Y, C1, p.Data[:C1*d], d, coef, d)
+	gemm.NN(n*M, d, C1, Y, C1, p.Data[:C1*d], d, coef, d)
 
 	// 4. Scorer: logit_i = GELU(c_i·W1 + b1)·w2 + bias_i.
 	nN := n * N
@@ -111,7 +114,7 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 	for r := range nN {
 		copy(zpre[r*S:(r+1)*S], p.ScB1)
 	}
-	gemm.NN(nN, S, d, coef, d, p.ScW1, S, zpre, S)
+	gemm.NN(nN, S, D, coef, D, p.ScW1, S, zpre, S)
 	gemm.GELU(z, zt, zpre)
 	for r := range nN {
 		score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
@@ -163,7 +166,7 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 func (m *Model) headsAndHidden(ws *Workspace, part int) {
 	cfg, p, n := m.cfg, m.params, ws.n
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, E, R := cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
+	D, N, E, R := 2*cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
 	HC, LC := H*C, L*C
 	var headMask, resMask []float64
 	if ws.draws != nil {
@@ -176,14 +179,14 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 		if cnt == 0 {
 			continue
 		}
-		G := ws.gcoef[lo*d : hi*d]
+		G := ws.gcoef[lo*D : hi*D]
 		for j := lo; j < hi; j++ {
 			b := int(ws.groupWin[j])
-			copy(G[(j-lo)*d:(j-lo+1)*d], ws.coef[(b*N+f)*d:(b*N+f+1)*d])
+			copy(G[(j-lo)*D:(j-lo+1)*D], ws.coef[(b*N+f)*D:(b*N+f+1)*D])
 		}
 		A := ws.hidden[lo*E : hi*E]
 		clear(A)
-		gemm.NN(cnt, E, d, G, d, p.HeadW1[f*d*E:(f+1)*d*E], E, A, E)
+		gemm.NN(cnt, E, D, G, D, p.HeadW1[f*D*E:(f+1)*D*E], E, A, E)
 		for i, v := range A {
 			if v < 0 {
 				A[i] = 0

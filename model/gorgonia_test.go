@@ -108,7 +108,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 	inB := param("inB", p.InB, d)
 	theta := param("theta", p.Theta, N)
 	phi := param("phi", p.Phi, N)
-	scW1 := param("scW1", p.ScW1, d, S)
+	scW1 := param("scW1", p.ScW1, 2*d, S)
 	scB1 := param("scB1", p.ScB1, S)
 	scW2 := param("scW2", p.ScW2, S)
 	freqBias := param("freqBias", p.FreqBias, N)
@@ -127,7 +127,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 	}
 	for f := range N {
 		if used[f] {
-			headW1[f] = param(fmt.Sprintf("headW1_%d", f), p.HeadW1[f*d*E:(f+1)*d*E], d, E)
+			headW1[f] = param(fmt.Sprintf("headW1_%d", f), p.HeadW1[f*2*d*E:(f+1)*2*d*E], 2*d, E)
 			headW2[f] = param(fmt.Sprintf("headW2_%d", f), p.HeadW2[f*E*HC:(f+1)*E*HC], E, HC)
 		}
 	}
@@ -138,19 +138,22 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 		return must(G.Mul(scalar(0.5), must(G.HadamardProd(v, must(G.Add(scalar(1), th))))))
 	}
 
-	// Basis: ψ̄ = cos(2π f tᵀ + φ) / (‖·‖ + ε).
+	// Atoms: ψ̄ = cos(2π f sᵀ + φ) / (‖·‖ + ε) and the same with sin, where
+	// s = t − (L−1) counts steps back from the window's last reading.
 	fmin, fmax := freqBounds(L)
 	freq := must(G.Add(scalar(fmin), must(G.Mul(scalar(fmax-fmin), must(G.Sigmoid(theta))))))
 	ts := make([]float64, L)
 	for i := range ts {
-		ts[i] = 2 * math.Pi * float64(i)
+		ts[i] = 2 * math.Pi * float64(i-(L-1))
 	}
 	angle := must(G.Mul(must(G.Reshape(freq, gt.Shape{N, 1})), constant("t", ts, 1, L)))
 	angle = must(G.BroadcastAdd(angle, must(G.Reshape(phi, gt.Shape{N, 1})), nil, []byte{1}))
-	psi := must(G.Cos(angle))
-	norm := must(G.Sqrt(must(G.Sum(must(G.Square(psi)), 1))))
-	norm = must(G.Add(norm, scalar(basisEps)))
-	psibar := must(G.BroadcastHadamardDiv(psi, must(G.Reshape(norm, gt.Shape{N, 1})), nil, []byte{1}))
+	unit := func(psi *G.Node) *G.Node {
+		norm := must(G.Sqrt(must(G.Sum(must(G.Square(psi)), 1))))
+		norm = must(G.Add(norm, scalar(basisEps)))
+		return must(G.BroadcastHadamardDiv(psi, must(G.Reshape(norm, gt.Shape{N, 1})), nil, []byte{1}))
+	}
+	psibarCos, psibarSin := unit(must(G.Cos(angle))), unit(must(G.Sin(angle)))
 	wTilde := must(G.Concat(0, inW, must(G.Reshape(inB, gt.Shape{1, d}))))
 
 	alpha := must(G.Sigmoid(fusion))
@@ -181,9 +184,11 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 			copy(xt[tt*C1:tt*C1+C], xn[tt*C:(tt+1)*C])
 			xt[tt*C1+C] = 1
 		}
-		hid := must(G.Mul(constant("xt", xt, L, C1), wTilde)) // L×d
-		coef := must(G.Mul(psibar, hid))                      // N×d
-		rec := must(G.Sub(must(G.Mul(must(G.Transpose(psibar)), coef)), hid))
+		hid := must(G.Mul(constant("xt", xt, L, C1), wTilde))                        // L×d
+		coefCos, coefSin := must(G.Mul(psibarCos, hid)), must(G.Mul(psibarSin, hid)) // N×d each
+		coef := must(G.Concat(1, coefCos, coefSin))                                  // N×2d
+		rec := must(G.Add(must(G.Mul(must(G.Transpose(psibarCos)), coefCos)), must(G.Mul(must(G.Transpose(psibarSin)), coefSin))))
+		rec = must(G.Sub(rec, hid))
 		acc(&recon, must(G.Sum(must(G.Square(rec)))))
 
 		z := gelu(must(G.BroadcastAdd(must(G.Mul(coef, scW1)), must(G.Reshape(scB1, gt.Shape{1, S})), nil, []byte{0})))
@@ -197,7 +202,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 			pf := must(G.Slice(prob, G.S(f)))
 			inside = must(G.Add(inside, pf))
 			gate := must(G.Add(pf, scalar(1-fix.pbar[b][k])))
-			cf := must(G.Reshape(must(G.Slice(coef, G.S(f))), gt.Shape{1, d}))
+			cf := must(G.Reshape(must(G.Slice(coef, G.S(f))), gt.Shape{1, 2 * d}))
 			a := must(G.Rectify(must(G.Mul(cf, headW1[f]))))
 			if fix.headMask != nil {
 				a = must(G.HadamardProd(a, input(fmt.Sprintf("hmask_%d_%d", b, k), fix.headMask[b][k], 1, E)))
@@ -313,7 +318,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 	}
 	for f := range N {
 		if used[f] {
-			read(headW1[f], grad.HeadW1[f*d*E:(f+1)*d*E])
+			read(headW1[f], grad.HeadW1[f*2*d*E:(f+1)*2*d*E])
 			read(headW2[f], grad.HeadW2[f*E*HC:(f+1)*E*HC])
 		}
 	}

@@ -22,11 +22,12 @@ type Params struct {
 	InW, InB []float64
 	// Theta [N] sets the frequencies through a sigmoid; Phi [N] the phases.
 	Theta, Phi []float64
-	// ScW1 [d, S], ScB1 [S] and ScW2 [S] are the selection scorer, applied
-	// to each frequency's coefficients; FreqBias [N] is the per-frequency
-	// prior added to its score.
+	// ScW1 [2d, S], ScB1 [S] and ScW2 [S] are the selection scorer, applied
+	// to each frequency's coefficients (d from its cosine atom, then d from
+	// its sine atom); FreqBias [N] is the per-frequency prior added to its
+	// score.
 	ScW1, ScB1, ScW2, FreqBias []float64
-	// HeadW1 [N, d, E] and HeadW2 [N, E, H·C] are the N bias-free heads.
+	// HeadW1 [N, 2d, E] and HeadW2 [N, E, H·C] are the N bias-free heads.
 	HeadW1, HeadW2 []float64
 	// ResW1 [L·C, R], ResB1 [R], ResW2 [R, H·C] and ResB2 [H·C] are the
 	// residual MLP on the flattened window.
@@ -52,11 +53,11 @@ func tensors(cfg Config) []tensor {
 		{"input.bias", "input projection", []int{d}, func(p *Params) *[]float64 { return &p.InB }},
 		{"freq.theta", "frequencies", []int{N}, func(p *Params) *[]float64 { return &p.Theta }},
 		{"freq.phi", "frequencies", []int{N}, func(p *Params) *[]float64 { return &p.Phi }},
-		{"scorer.w1", "scorer", []int{d, S}, func(p *Params) *[]float64 { return &p.ScW1 }},
+		{"scorer.w1", "scorer", []int{2 * d, S}, func(p *Params) *[]float64 { return &p.ScW1 }},
 		{"scorer.b1", "scorer", []int{S}, func(p *Params) *[]float64 { return &p.ScB1 }},
 		{"scorer.w2", "scorer", []int{S}, func(p *Params) *[]float64 { return &p.ScW2 }},
 		{"scorer.freq_bias", "scorer", []int{N}, func(p *Params) *[]float64 { return &p.FreqBias }},
-		{"heads.w1", "heads", []int{N, d, E}, func(p *Params) *[]float64 { return &p.HeadW1 }},
+		{"heads.w1", "heads", []int{N, 2 * d, E}, func(p *Params) *[]float64 { return &p.HeadW1 }},
 		{"heads.w2", "heads", []int{N, E, H * C}, func(p *Params) *[]float64 { return &p.HeadW2 }},
 		{"residual.w1", "residual", []int{L * C, R}, func(p *Params) *[]float64 { return &p.ResW1 }},
 		{"residual.b1", "residual", []int{R}, func(p *Params) *[]float64 { return &p.ResB1 }},
@@ -169,13 +170,13 @@ func initParams(p *Params, cfg Config, rng *rand.Rand) {
 		p.Phi[i] = 0
 	}
 
-	glorot(p.ScW1, d, S, 1)
+	glorot(p.ScW1, 2*d, S, 1)
 	clear(p.ScB1)
 	glorot(p.ScW2, S, 1, 1)
 	clear(p.FreqBias)
 
 	for f := range N {
-		glorot(p.HeadW1[f*d*E:(f+1)*d*E], d, E, 1)
+		glorot(p.HeadW1[f*2*d*E:(f+1)*2*d*E], 2*d, E, 1)
 		glorot(p.HeadW2[f*E*H*C:(f+1)*E*H*C], E, H*C, 0.1)
 	}
 

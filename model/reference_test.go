@@ -38,21 +38,25 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 	HC := H * C
 	fmin, fmax := freqBounds(L)
 
+	// Atoms 2i and 2i+1: frequency i's cosine and sine, phase anchored at
+	// the window's last step.
 	freq := make([]float64, N)
-	psibar := make([][]float64, N)
+	psibar := make([][]float64, 2*N)
 	for i := range N {
 		freq[i] = fmin + (fmax-fmin)/(1+math.Exp(-p.Theta[i]))
-		psi := make([]float64, L)
-		nrm := 0.0
-		for t := range L {
-			psi[t] = math.Cos(2*math.Pi*freq[i]*float64(t) + p.Phi[i])
-			nrm += psi[t] * psi[t]
+		for q, wave := range []func(float64) float64{math.Cos, math.Sin} {
+			psi := make([]float64, L)
+			nrm := 0.0
+			for t := range L {
+				psi[t] = wave(2*math.Pi*freq[i]*float64(t-L+1) + p.Phi[i])
+				nrm += psi[t] * psi[t]
+			}
+			nrm = math.Sqrt(nrm)
+			for t := range L {
+				psi[t] /= nrm + basisEps
+			}
+			psibar[2*i+q] = psi
 		}
-		nrm = math.Sqrt(nrm)
-		for t := range L {
-			psi[t] /= nrm + basisEps
-		}
-		psibar[i] = psi
 	}
 	geluF := func(v float64) float64 {
 		return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
@@ -93,21 +97,24 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 				hid[t][j] = v
 			}
 		}
+		// coef[i] is frequency i's 2d coefficients: cosine part, sine part.
 		coef := make([][]float64, N)
 		for i := range N {
-			coef[i] = make([]float64, d)
-			for j := range d {
-				for t := range L {
-					coef[i][j] += psibar[i][t] * hid[t][j]
+			coef[i] = make([]float64, 2*d)
+			for q := range 2 {
+				for j := range d {
+					for t := range L {
+						coef[i][q*d+j] += psibar[2*i+q][t] * hid[t][j]
+					}
 				}
 			}
 		}
-		// Reconstruction from all N components.
+		// Reconstruction from all 2N atoms.
 		for t := range L {
 			for j := range d {
 				rec := 0.0
 				for i := range N {
-					rec += psibar[i][t] * coef[i][j]
+					rec += psibar[2*i][t]*coef[i][j] + psibar[2*i+1][t]*coef[i][d+j]
 				}
 				out.recon += (rec - hid[t][j]) * (rec - hid[t][j])
 			}
@@ -118,7 +125,7 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 			s := p.FreqBias[i]
 			for k := range S {
 				v := p.ScB1[k]
-				for j := range d {
+				for j := range 2 * d {
 					v += coef[i][j] * p.ScW1[j*S+k]
 				}
 				s += geluF(v) * p.ScW2[k]
@@ -147,8 +154,8 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 			gate := 1 + prob[f] - fix.pbar[b][k]
 			a := make([]float64, E)
 			for e := range E {
-				for j := range d {
-					a[e] += coef[f][j] * p.HeadW1[f*d*E+j*E+e]
+				for j := range 2 * d {
+					a[e] += coef[f][j] * p.HeadW1[f*2*d*E+j*E+e]
 				}
 				a[e] = math.Max(a[e], 0)
 				if fix.headMask != nil {

@@ -371,7 +371,7 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 		dOut:  make([]float64, B*H*C),
 		noise: make([]float64, B*N),
 		wwT:   make([]float64, (C+1)*(C+1)),
-		dPsi:  make([]float64, N*L),
+		dPsi:  make([]float64, 2*N*L),
 		qw:    make([]float64, (C+1)*c.Hidden),
 		order: make([]int, N),
 		opt:   newAdam(m.cfg, cfg.FreqRateScale, cfg.WeightDecay),
@@ -477,9 +477,9 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 	g := ws.tr.grad
 	q := ws.tr.recQ
 	copy(t.dPsi, ws.tr.dPsibar)
-	for i := range N {
-		a := ws.tr.onesAcc[i]
-		row := t.dPsi[i*L : (i+1)*L]
+	for j := range 2 * N {
+		a := ws.tr.onesAcc[j]
+		row := t.dPsi[j*L : (j+1)*L]
 		for j := range row {
 			row[j] += a
 		}

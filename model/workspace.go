@@ -14,8 +14,8 @@ type Workspace struct {
 	m   *Model
 
 	xn, mu, sd           []float64 // normalised windows n·L·C; per-window channel mean, std n·C
-	y                    []float64 // n·N·(C+1): Ψ̄·[x̂ | 1]
-	coef                 []float64 // n·N·d: the coefficients c_i
+	y                    []float64 // n·2N·(C+1): Ψ̄·[x̂ | 1]
+	coef                 []float64 // n·N·2d: the coefficients c_i
 	zpre, ztanh, z       []float64 // n·N·S: scorer pre-activation, its tanh, GELU output
 	score                []float64 // n·N: selection logits
 	sel                  []int32   // n·K: selected frequency ids, best first
@@ -24,7 +24,7 @@ type Workspace struct {
 	groupStart           []int32   // N+1: first grouped slot of each head
 	cursor               []int32   // N: fill cursor while grouping
 	groupWin             []int32   // n·K: window of each grouped slot
-	gcoef, hidden        []float64 // n·K·d, n·K·E: head inputs and ReLU outputs, grouped
+	gcoef, hidden        []float64 // n·K·2d, n·K·E: head inputs and ReLU outputs, grouped
 	contrib              []float64 // n·K·H·C: head outputs g_f(c_f), grouped
 	freqSum              []float64 // n·H·C: Σ_{f∈S} g_f(c_f)
 	rpre, rtanh, rh, res []float64 // residual MLP: n·R, n·R, n·R, n·H·C
@@ -47,16 +47,16 @@ type trainScratch struct {
 	noisy, prob          []float64 // n·N: perturbed logits, their tempered softmax
 	dyn, dr              []float64 // n·H·C
 	drh                  []float64 // n·R
-	dO, dA, dG           []float64 // grouped n·K·H·C, n·K·E, n·K·d
+	dO, dA, dG           []float64 // grouped n·K·H·C, n·K·E, n·K·2d
 	dm                   []float64 // n·K, grouped: ∂L/∂gate
 	dscore               []float64 // n·N
 	dz                   []float64 // n·N·S
-	dcoef                []float64 // n·N·d
-	dY                   []float64 // n·N·(C+1)
+	dcoef                []float64 // n·N·2d
+	dY                   []float64 // n·2N·(C+1)
 	recE, recG           []float64 // L·(C+1) per-window scratch of the reconstruction loss
 	recQ                 []float64 // (C+1)·(C+1): Σ_b E_bᵀE_b
-	dPsibar              []float64 // N·L
-	onesAcc              []float64 // N: gradient reaching the basis through the constant column
+	dPsibar              []float64 // 2N·L
+	onesAcc              []float64 // 2N: gradient reaching the atoms through the constant column
 	sparse               float64   // Σ_b Σ_{i∉S_b} p_bi of the last backward
 	grad                 *Params
 	shardLoss, shardVarL float64
@@ -82,8 +82,8 @@ func (ws *Workspace) grow(n int) {
 	ws.xn = make([]float64, n*L*C)
 	ws.mu = make([]float64, n*C)
 	ws.sd = make([]float64, n*C)
-	ws.y = make([]float64, n*N*C1)
-	ws.coef = make([]float64, n*N*d)
+	ws.y = make([]float64, n*2*N*C1)
+	ws.coef = make([]float64, n*N*2*d)
 	ws.zpre = make([]float64, n*N*S)
 	ws.ztanh = make([]float64, n*N*S)
 	ws.z = make([]float64, n*N*S)
@@ -94,7 +94,7 @@ func (ws *Workspace) grow(n int) {
 	ws.groupStart = make([]int32, N+1)
 	ws.cursor = make([]int32, N)
 	ws.groupWin = make([]int32, n*K)
-	ws.gcoef = make([]float64, n*K*d)
+	ws.gcoef = make([]float64, n*K*2*d)
 	ws.hidden = make([]float64, n*K*E)
 	ws.contrib = make([]float64, n*K*HC)
 	ws.freqSum = make([]float64, n*HC)
@@ -129,17 +129,17 @@ func (ws *Workspace) enableTraining() {
 		drh:     make([]float64, n*R),
 		dO:      make([]float64, n*K*HC),
 		dA:      make([]float64, n*K*E),
-		dG:      make([]float64, n*K*d),
+		dG:      make([]float64, n*K*2*d),
 		dm:      make([]float64, n*K),
 		dscore:  make([]float64, n*N),
 		dz:      make([]float64, n*N*S),
-		dcoef:   make([]float64, n*N*d),
-		dY:      make([]float64, n*N*C1),
+		dcoef:   make([]float64, n*N*2*d),
+		dY:      make([]float64, n*2*N*C1),
 		recE:    make([]float64, L*C1),
 		recG:    make([]float64, L*C1),
 		recQ:    make([]float64, C1*C1),
-		dPsibar: make([]float64, N*L),
-		onesAcc: make([]float64, N),
+		dPsibar: make([]float64, 2*N*L),
+		onesAcc: make([]float64, 2*N),
 		grad:    newParams(cfg),
 	}
 }
