@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Model is a FreqLens forecaster: its shapes, its parameters, the cosine
+// Model is a FreqLens forecaster: its shapes, its parameters, the quadrature
 // basis derived from them and what is known about the data it was trained on.
 //
 // A Model is safe for concurrent use by forecasting goroutines that each own
@@ -132,7 +132,7 @@ func (m *Model) frequency(id int) Frequency {
 // call Refresh afterwards when θ or φ changed.
 func (m *Model) Params() *Params { return m.params }
 
-// Refresh recomputes the cosine basis after θ or φ were changed through
+// Refresh recomputes the atoms after θ or φ were changed through
 // Params.
 func (m *Model) Refresh() { m.refresh() }
 

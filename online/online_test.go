@@ -47,22 +47,34 @@ func TestDriftScenario(t *testing.T) {
 	if !(mseTuned <= 0.7*mseFrozen) {
 		t.Errorf("post-switch online MSE %.4f with fine-tuning vs %.4f without; want at least 30%% lower", mseTuned, mseFrozen)
 	}
-	// A period drift event for a dominant frequency, raised after the switch.
-	switchTime := sc.frame.Times[switchAt]
-	raised := 0
-	for _, e := range events {
-		if e.Kind == "period" && !e.TS.Before(switchTime) && math.Abs(e.RelativeChange) > 0.05 {
-			raised++
+	// The frequency that carries the new cycle: the dominant one nearest
+	// 28 steps. Its learned period is within 3% of 28, and a period drift
+	// event named it after the switch.
+	var dominant []online.FrequencyState
+	for _, f := range tuned.Frequencies() {
+		if f.Dominant {
+			dominant = append(dominant, f)
 		}
 	}
-	if raised == 0 {
-		t.Error("no period drift event was raised after the switch")
+	if len(dominant) == 0 {
+		t.Fatal("no dominant frequency after adaptation")
 	}
-	// Not asserted, reported: how close the learned spectrum came to the new
-	// period. (The issue asks for a frequency within 3% of 28 steps; this
-	// model's fine-tuning does not reach it. See the README.)
-	near := nearestPeriod(tuned.Frequencies(), 28)
-	t.Logf("frequency nearest 28 steps: %d at %.2f (reference %.2f, share %.3f)", near.ID, near.PeriodSteps, near.ReferencePeriod, near.Share)
+	near := nearestPeriod(dominant, 28)
+	t.Logf("dominant frequency nearest 28 steps: %d at %.2f steps (%+.1f%%; reference %.2f, share %.3f)",
+		near.ID, near.PeriodSteps, 100*(near.PeriodSteps/28-1), near.ReferencePeriod, near.Share)
+	if math.Abs(near.PeriodSteps/28-1) > 0.03 {
+		t.Errorf("the dominant frequency nearest 28 steps learned %.2f steps, more than 3%% off", near.PeriodSteps)
+	}
+	switchTime := sc.frame.Times[switchAt]
+	raised := false
+	for _, e := range events {
+		if e.Kind == "period" && e.FrequencyID == near.ID && !e.TS.Before(switchTime) && math.Abs(e.RelativeChange) > 0.05 {
+			raised = true
+		}
+	}
+	if !raised {
+		t.Errorf("no period drift event for frequency %d after the switch", near.ID)
+	}
 }
 
 func TestStationaryScenario(t *testing.T) {

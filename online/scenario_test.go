@@ -78,12 +78,12 @@ func (sc *scenario) baseModel(t *testing.T) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := model.Train(context.Background(), m, tr, va, model.TrainConfig{Epochs: 8, Seed: 1}, nil)
+	res, err := model.Train(context.Background(), m, tr, va, model.TrainConfig{Epochs: 30, Seed: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	t.Logf("base model: best epoch %d, validation MSE %.4f", res.BestEpoch, res.BestValMSE)
+	t.Logf("base model: best epoch %d, validation MSE %.4f, fusion α %.3f", res.BestEpoch, res.BestValMSE, m.Alpha())
 	return m
 }
 
