@@ -1,0 +1,96 @@
+package pipeline_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/window"
+)
+
+// TestOnlineLearningEndToEnd: with a learner attached, the readings that
+// arrive through Kafka are joined to the forecasts they realise, a
+// fine-tuning round runs on those pairs, its candidate is promoted and
+// checkpointed, and the forecasts that follow on the forecasts topic carry
+// the new model_version.
+func TestOnlineLearningEndToEnd(t *testing.T) {
+	b := startBroker(t)
+	base := testModel(t, model.Independent, 1)
+	dir := t.TempDir()
+	reg := prometheus.NewRegistry()
+	// A huge promotion margin promotes any finite candidate: this test is
+	// about the wiring; whether rounds help is the online package's
+	// scenario tests' business.
+	l, err := online.New(online.Config{Enabled: true, Interval: time.Hour, MinNewSamples: 60, Steps: 3, BatchSize: 8,
+		MinHoldout: 8, PromoteMargin: 1e6, Duty: 1, CheckpointDir: dir, Seed: 1}, base, online.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := stream.NewConsumer(stream.Config{Brokers: b.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+		BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, stream.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snk, err := sink.New(sink.Config{Brokers: b.Addrs(), ForecastTopic: "forecasts"}, sink.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: true, ShutdownTimeout: 5 * time.Second},
+		src, window.Config{}, base, snk, pipeline.WithRegisterer(reg), pipeline.WithOnline(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run after cancel = %v, want nil", err)
+		}
+	}()
+
+	// 4 series × 30 windows: 4 × (30 − horizon) realised pairs ≥ 60.
+	series := []string{"a", "b", "c", "d"}
+	produce(t, b.Addrs(), series, []string{"value"}, 0, lookback+29)
+	waitFor(t, func() bool { return l.Outcomes()[online.OutcomePromoted] >= 1 })
+	_, v := p.Model()
+	if v < 2 {
+		t.Fatalf("after a promotion the pipeline serves version %d, want at least 2", v)
+	}
+	cp, err := online.LatestCheckpoint(dir, nil)
+	if err != nil || cp == nil {
+		t.Fatalf("no checkpoint after a promotion: %v", err)
+	}
+	if cp.Meta.Version < v {
+		t.Errorf("the newest checkpoint is version %d, older than the version %d the pipeline serves", cp.Meta.Version, v)
+	}
+
+	// New readings are forecast by the promoted version.
+	produce(t, b.Addrs(), series, []string{"value"}, lookback+29, lookback+31)
+	msgs := readTopic(t, b.Addrs(), "forecasts", len(series)*32, 60*time.Second)
+	after := 0
+	for _, m := range msgs {
+		f, err := sink.DecodeForecastJSON(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.ModelVersion >= v {
+			after++
+		}
+	}
+	if after < len(series)*2 {
+		t.Errorf("%d forecasts carry version %d or later; want at least the %d made after the promotion", after, v, len(series)*2)
+	}
+	if got := testutil.ToFloat64(gauge(t, reg, "freqlens_model_version")); got < float64(v) {
+		t.Errorf("freqlens_model_version = %v, want at least %d", got, v)
+	}
+}
