@@ -2,6 +2,7 @@ package online_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -15,65 +16,77 @@ func scenarioConfig(enabled bool) online.Config {
 		MinDuration: 12 * time.Hour, Duty: 1, Seed: 1}
 }
 
+// TestDriftScenario: a feed whose 24-step cycle becomes a 28-step cycle.
+// Fine-tuning θ, φ and α (the default) and, in a second run, the heads too
+// must each cut the post-switch online error by at least 30% against the
+// frozen model, move a dominant frequency to within 3% of 28 steps and
+// raise a period drift event for it.
 func TestDriftScenario(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains a model and runs 1,500 online steps")
+		t.Skip("trains a model and runs 3 × 1,500 online steps")
 	}
 	const switchAt = trainSteps + 300
 	sc := newScenario(t, 8, switchAt+1200, switchAt)
 	base := sc.baseModel(t)
-
-	var events []online.DriftEvent
-	tunedSrv, frozenSrv := &server{m: base.Clone()}, &server{m: base.Clone()}
-	tuned, err := online.New(scenarioConfig(true), base, online.WithDriftEvents(func(e online.DriftEvent) { events = append(events, e) }))
-	if err != nil {
-		t.Fatal(err)
-	}
+	frozenSrv := &server{m: base.Clone()}
 	frozen, err := online.New(scenarioConfig(false), base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s0, s1 := sc.run(t, tuned, tunedSrv, 24, true)
 	f0, f1 := sc.run(t, frozen, frozenSrv, 24, false)
-	mseTuned, mseFrozen := s1.MSE(s0), f1.MSE(f0)
-	t.Logf("post-switch online MSE: fine-tuned %.4f, frozen %.4f (%.0f%% lower); rounds %v; version %d",
-		mseTuned, mseFrozen, 100*(1-mseTuned/mseFrozen), tuned.Outcomes(), tunedSrv.version)
-	for _, e := range events {
-		t.Logf("event %+v", e)
-	}
-	for _, f := range tuned.Frequencies() {
-		t.Logf("frequency %2d: %6.2f → %6.2f steps, share %.3f dominant %v", f.ID, f.ReferencePeriod, f.PeriodSteps, f.Share, f.Dominant)
-	}
-	if !(mseTuned <= 0.7*mseFrozen) {
-		t.Errorf("post-switch online MSE %.4f with fine-tuning vs %.4f without; want at least 30%% lower", mseTuned, mseFrozen)
-	}
-	// The frequency that carries the new cycle: the dominant one nearest
-	// 28 steps. Its learned period is within 3% of 28, and a period drift
-	// event named it after the switch.
-	var dominant []online.FrequencyState
-	for _, f := range tuned.Frequencies() {
-		if f.Dominant {
-			dominant = append(dominant, f)
-		}
-	}
-	if len(dominant) == 0 {
-		t.Fatal("no dominant frequency after adaptation")
-	}
-	near := nearestPeriod(dominant, 28)
-	t.Logf("dominant frequency nearest 28 steps: %d at %.2f steps (%+.1f%%; reference %.2f, share %.3f)",
-		near.ID, near.PeriodSteps, 100*(near.PeriodSteps/28-1), near.ReferencePeriod, near.Share)
-	if math.Abs(near.PeriodSteps/28-1) > 0.03 {
-		t.Errorf("the dominant frequency nearest 28 steps learned %.2f steps, more than 3%% off", near.PeriodSteps)
-	}
-	switchTime := sc.frame.Times[switchAt]
-	raised := false
-	for _, e := range events {
-		if e.Kind == "period" && e.FrequencyID == near.ID && !e.TS.Before(switchTime) && math.Abs(e.RelativeChange) > 0.05 {
-			raised = true
-		}
-	}
-	if !raised {
-		t.Errorf("no period drift event for frequency %d after the switch", near.ID)
+	mseFrozen := f1.MSE(f0)
+	for _, trainHeads := range []bool{false, true} {
+		t.Run(fmt.Sprintf("train_heads=%v", trainHeads), func(t *testing.T) {
+			var events []online.DriftEvent
+			cfg := scenarioConfig(true)
+			cfg.TrainHeads = trainHeads
+			tunedSrv := &server{m: base.Clone()}
+			tuned, err := online.New(cfg, base, online.WithDriftEvents(func(e online.DriftEvent) { events = append(events, e) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s0, s1 := sc.run(t, tuned, tunedSrv, 24, true)
+			mseTuned := s1.MSE(s0)
+			t.Logf("post-switch online MSE: fine-tuned %.4f, frozen %.4f (%.0f%% lower); rounds %v; version %d",
+				mseTuned, mseFrozen, 100*(1-mseTuned/mseFrozen), tuned.Outcomes(), tunedSrv.version)
+			for _, e := range events {
+				t.Logf("event %+v", e)
+			}
+			for _, f := range tuned.Frequencies() {
+				t.Logf("frequency %2d: %6.2f → %6.2f steps, share %.3f dominant %v", f.ID, f.ReferencePeriod, f.PeriodSteps, f.Share, f.Dominant)
+			}
+			if !(mseTuned <= 0.7*mseFrozen) {
+				t.Errorf("post-switch online MSE %.4f with fine-tuning vs %.4f without; want at least 30%% lower", mseTuned, mseFrozen)
+			}
+			// The frequency that carries the new cycle: the dominant one
+			// nearest 28 steps. Its learned period is within 3% of 28, and a
+			// period drift event named it after the switch.
+			var dominant []online.FrequencyState
+			for _, f := range tuned.Frequencies() {
+				if f.Dominant {
+					dominant = append(dominant, f)
+				}
+			}
+			if len(dominant) == 0 {
+				t.Fatal("no dominant frequency after adaptation")
+			}
+			near := nearestPeriod(dominant, 28)
+			t.Logf("dominant frequency nearest 28 steps: %d at %.2f steps (%+.1f%%; reference %.2f, share %.3f)",
+				near.ID, near.PeriodSteps, 100*(near.PeriodSteps/28-1), near.ReferencePeriod, near.Share)
+			if math.Abs(near.PeriodSteps/28-1) > 0.03 {
+				t.Errorf("the dominant frequency nearest 28 steps learned %.2f steps, more than 3%% off", near.PeriodSteps)
+			}
+			switchTime := sc.frame.Times[switchAt]
+			raised := false
+			for _, e := range events {
+				if e.Kind == "period" && e.FrequencyID == near.ID && !e.TS.Before(switchTime) && math.Abs(e.RelativeChange) > 0.05 {
+					raised = true
+				}
+			}
+			if !raised {
+				t.Errorf("no period drift event for frequency %d after the switch", near.ID)
+			}
+		})
 	}
 }
 
