@@ -61,8 +61,10 @@ type Topics struct {
 	DeadLetter string `yaml:"dead_letter"`
 	// Drift receives the online learner's drift events; "" turns it off. Default: drift
 	Drift *string `yaml:"drift"`
-	// Models would receive promoted models on a compacted topic. Not
-	// supported yet: must be "" (use online.checkpoint_dir). Default: ""
+	// Models receives every promoted model version, in chunks, on a
+	// compacted topic (cleanup.policy=compact), and a starting service
+	// loads the newest version from it; "" turns it off. It must differ
+	// from the other topics. Default: ""
 	Models string `yaml:"models"`
 }
 
@@ -368,12 +370,6 @@ func (f *File) Validate() error {
 		func() error { return positive("service.max_batch", f.Service.MaxBatch) },
 		func() error { return nonNegative("service.shutdown_timeout", f.Service.ShutdownTimeout) },
 		func() error {
-			if f.Topics.Models != "" {
-				return &Error{"topics.models", "publishing models to Kafka is not supported yet; leave it empty and set online.checkpoint_dir (a shared directory) so restarts and replicas load the newest version"}
-			}
-			return nil
-		},
-		func() error {
 			if err := f.OnlineConfig().WithDefaults().Validate(); err != nil {
 				return &Error{"online", err.Error()}
 			}
@@ -382,7 +378,8 @@ func (f *File) Validate() error {
 		func() error {
 			names := map[string]string{}
 			for key, t := range map[string]string{"topics.input": f.Topics.Input, "topics.forecasts": f.Topics.Forecasts,
-				"topics.attributions": *f.Topics.Attributions, "topics.dead_letter": f.Topics.DeadLetter, "topics.drift": *f.Topics.Drift} {
+				"topics.attributions": *f.Topics.Attributions, "topics.dead_letter": f.Topics.DeadLetter, "topics.drift": *f.Topics.Drift,
+				"topics.models": f.Topics.Models} {
 				if t == "" {
 					continue
 				}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"huge learning rate", minimal + "online: {learning_rate: 5}", nil, "online.learning_rate"},
 		{"bad env learning rate", minimal, map[string]string{"FREQLENS_ONLINE_LEARNING_RATE": "fast"}, "FREQLENS_ONLINE_LEARNING_RATE"},
 		{"bad replay policy", minimal + "online: {replay: oldest}", nil, "online.replay"},
-		{"models topic", minimal + "topics: {models: models}", nil, "topics.models"},
+		{"models topic reused", minimal + "topics: {models: drift}", nil, "topics.models"},
 		{"drift topic reused", minimal + "topics: {drift: forecasts}", nil, "topics"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,5 +144,15 @@ func TestErrorsNameTheKey(t *testing.T) {
 				t.Errorf("environment error %v is not a *config.Error", err)
 			}
 		})
+	}
+}
+
+func TestModelsTopic(t *testing.T) {
+	f, err := Parse([]byte(minimal+"topics: {models: freqlens.models}"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Topics.Models != "freqlens.models" || !slices.Contains(f.TopicNames(), "freqlens.models") {
+		t.Errorf("topics.models = %q, topic names %v; want freqlens.models among them", f.Topics.Models, f.TopicNames())
 	}
 }

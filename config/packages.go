@@ -106,6 +106,9 @@ func (f *File) TopicNames() []string {
 	if *f.Topics.Drift != "" {
 		names = append(names, *f.Topics.Drift)
 	}
+	if f.Topics.Models != "" {
+		names = append(names, f.Topics.Models)
+	}
 	return names
 }
 

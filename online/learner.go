@@ -49,6 +49,7 @@ type Learner struct {
 	log     *slog.Logger
 	events  func(DriftEvent)
 	hook    func(*model.Model)
+	publish func(context.Context, *model.Model) error
 	now     func() time.Time
 	kick    chan struct{}
 	rounds  atomic.Int64
@@ -78,6 +79,15 @@ func WithDriftEvents(f func(DriftEvent)) Option { return func(l *Learner) { l.ev
 // WithCandidateHook calls f on every candidate after fine-tuning and before
 // it is judged: a test seam to corrupt candidates, and a place to log them.
 func WithCandidateHook(f func(*model.Model)) Option { return func(l *Learner) { l.hook = f } }
+
+// WithPublisher calls publish with every promoted version (its
+// Meta.Version set) after it serves and is checkpointed: the service
+// publishes it to the models topic, so other replicas and restarts load it.
+// publish runs on the learner's goroutine; an error is logged and counted,
+// and the version keeps serving.
+func WithPublisher(publish func(context.Context, *model.Model) error) Option {
+	return func(l *Learner) { l.publish = publish }
+}
 
 // New returns a Learner for models shaped like reference, whose periods are
 // the drift reference and whose stored statistics (if any) normalise errors.
@@ -315,6 +325,14 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 			l.log.Error("checkpoint failed; the promoted version serves but will not survive a restart", "err", err)
 		} else {
 			detail = append(detail, "checkpoint", path)
+		}
+	}
+	if l.publish != nil {
+		if err := l.publish(ctx, cand); err != nil {
+			l.met.publishErrors.Inc()
+			l.log.Error("publishing the promoted version failed; it serves here but other replicas will not load it", "version", next, "err", err)
+		} else {
+			detail = append(detail, "published", true)
 		}
 	}
 	l.Refresh(srv)

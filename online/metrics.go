@@ -45,6 +45,7 @@ type metrics struct {
 	pairs                                     prometheus.Counter
 	replay, tracked                           prometheus.Gauge
 	refused                                   prometheus.Counter
+	publishErrors                             prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -93,13 +94,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Series whose forecasts are remembered and scored."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_online_untracked_forecasts_total",
 			Help: "Forecasts not scored because their series is beyond online.track_series."}),
+		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_model_publish_errors_total",
+			Help: "Promoted versions that could not be published to the models topic."}),
 	}
 	for _, o := range outcomes {
 		m.rounds.WithLabelValues(o)
 	}
 	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
-		m.replay, m.tracked, m.refused} {
+		m.replay, m.tracked, m.refused, m.publishErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

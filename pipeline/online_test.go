@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,7 +23,16 @@ import (
 // checkpointed, and the forecasts that follow on the forecasts topic carry
 // the new model_version.
 func TestOnlineLearningEndToEnd(t *testing.T) {
-	b := startBroker(t)
+	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "readings.dlq": 1, "models": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	models, err := sink.NewModels(sink.Config{Brokers: b.Addrs()}, "models", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer models.Close()
 	base := testModel(t, model.Independent, 1)
 	dir := t.TempDir()
 	reg := prometheus.NewRegistry()
@@ -30,7 +40,8 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	// about the wiring; whether rounds help is the online package's
 	// scenario tests' business.
 	l, err := online.New(online.Config{Enabled: true, Interval: time.Hour, MinNewSamples: 60, Steps: 3, BatchSize: 8,
-		MinHoldout: 8, PromoteMargin: 1e6, Duty: 1, CheckpointDir: dir, Seed: 1}, base, online.WithRegisterer(reg))
+		MinHoldout: 8, PromoteMargin: 1e6, Duty: 1, CheckpointDir: dir, Seed: 1}, base, online.WithRegisterer(reg),
+		online.WithPublisher(models.Publish))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +83,16 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	}
 	if cp.Meta.Version < v {
 		t.Errorf("the newest checkpoint is version %d, older than the version %d the pipeline serves", cp.Meta.Version, v)
+	}
+	// What another replica would load: the promoted version from the
+	// models topic, identical to the checkpoint.
+	waitFor(t, func() bool {
+		pub, err := models.Latest(context.Background(), nil)
+		return err == nil && pub != nil && pub.Meta.Version >= v
+	})
+	pub, _ := models.Latest(context.Background(), nil)
+	if got, _ := online.LatestCheckpoint(dir, nil); got.Meta.Version == pub.Meta.Version && !slices.Equal(got.Params().Data, pub.Params().Data) {
+		t.Errorf("version %d on the models topic differs from its checkpoint", pub.Meta.Version)
 	}
 
 	// New readings are forecast by the promoted version.

@@ -94,13 +94,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // buildOnline creates the online learner for the trained model base and
-// returns the model to serve: the newest checkpoint in
-// online.checkpoint_dir when there is one (so a restart keeps what was
-// learned), else base. Drift events go to topics.drift.
+// returns the model to serve: the newest version in online.checkpoint_dir
+// or on topics.models, when there is one (so a restart or another replica
+// keeps what was learned), else base. Drift events go to topics.drift,
+// promoted versions to topics.models.
 func buildOnline(ctx context.Context, f *config.File, base *model.Model, reg prometheus.Registerer, log *slog.Logger) (
 	l *online.Learner, serve *model.Model, version int64, closeEvents func(), err error) {
 	oc := f.OnlineConfig()
-	serve, version, closeEvents = base, base.Meta.Version, func() {}
+	serve, version = base, base.Meta.Version
 	if oc.CheckpointDir != "" {
 		cp, err := online.LatestCheckpoint(oc.CheckpointDir, func(path string, err error) {
 			log.Warn("skipping an unreadable checkpoint", "path", path, "err", err)
@@ -116,6 +117,43 @@ func buildOnline(ctx context.Context, f *config.File, base *model.Model, reg pro
 		}
 	}
 	opts := []online.Option{online.WithRegisterer(reg), online.WithLogger(log)}
+	var closers []func()
+	closeEvents = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeEvents()
+		}
+	}()
+	if topic := f.Topics.Models; topic != "" {
+		sc, err := f.SinkConfig()
+		if err != nil {
+			return nil, nil, 0, nil, err
+		}
+		models, err := sink.NewModels(sc, topic, oc.WithDefaults().Keep)
+		if err != nil {
+			return nil, nil, 0, nil, err
+		}
+		closers = append(closers, func() { models.Close() })
+		lctx, cancel := context.WithTimeout(ctx, time.Minute)
+		newest, err := models.Latest(lctx, func(v int64, err error) {
+			log.Warn("skipping an incomplete model version on the models topic", "topic", topic, "version", v, "err", err)
+		})
+		cancel()
+		switch {
+		case err != nil:
+			return nil, nil, 0, nil, fmt.Errorf("reading the newest model version from topic %s: %w", topic, err)
+		case newest != nil && newest.Config() != base.Config():
+			log.Warn("the newest version on the models topic has another shape than model.path; ignoring it", "topic", topic, "version", newest.Meta.Version)
+		case newest != nil && newest.Meta.Version > version:
+			serve, version = newest, newest.Meta.Version
+			log.Info("resuming from the models topic", "topic", topic, "version", version)
+		}
+		opts = append(opts, online.WithPublisher(models.Publish))
+	}
 	if topic := *f.Topics.Drift; topic != "" {
 		sc, err := f.SinkConfig()
 		if err != nil {
@@ -125,7 +163,7 @@ func buildOnline(ctx context.Context, f *config.File, base *model.Model, reg pro
 		if err != nil {
 			return nil, nil, 0, nil, err
 		}
-		closeEvents = func() { ev.Close() }
+		closers = append(closers, func() { ev.Close() })
 		opts = append(opts, online.WithDriftEvents(func(e online.DriftEvent) {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()

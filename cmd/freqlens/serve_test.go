@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
 )
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
@@ -29,20 +32,27 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startServe runs `freqlens serve` with an embedded broker until the test
-// ends and returns the broker address.
-func startServe(t *testing.T, yaml string) string {
+// saveTestModel writes a small untrained hourly model to dir.
+func saveTestModel(t *testing.T, dir string) (*model.Model, string) {
 	t.Helper()
-	dir := t.TempDir()
 	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	modelPath := filepath.Join(dir, "m.safetensors")
-	if err := m.Save(modelPath); err != nil {
+	path := filepath.Join(dir, "m.safetensors")
+	if err := m.Save(path); err != nil {
 		t.Fatal(err)
 	}
+	return m, path
+}
+
+// startServe runs `freqlens serve` with an embedded broker until the test
+// ends and returns the broker address.
+func startServe(t *testing.T, yaml string) string {
+	t.Helper()
+	dir := t.TempDir()
+	_, modelPath := saveTestModel(t, dir)
 	cfg := filepath.Join(dir, "serve.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\n%s", modelPath, yaml)), 0o644)
 	broker := freeAddr(t)
@@ -172,5 +182,75 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+// TestServeResumesFromModelsTopic: a service that starts with topics.models
+// set serves the newest version another replica published there, not the
+// model file's.
+func TestServeResumesFromModelsTopic(t *testing.T) {
+	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 1, "forecasts": 1, "attributions": 1,
+		"readings.dlq": 1, "drift": 1, "models": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	m, modelPath := saveTestModel(t, dir)
+	// Another replica promoted version 7.
+	learned := m.Clone()
+	learned.Params().Theta[0] += 0.5
+	learned.Refresh()
+	learned.Meta.Version = 7
+	pub, err := sink.NewModels(sink.Config{Brokers: b.Addrs()}, "models", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	if err := pub.Publish(context.Background(), learned); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\nkafka: {brokers: [%q]}\ninput: {cadence: 1h, max_future: 100000h}\n"+
+		"topics: {models: models}\n", modelPath, b.Addrs()[0])), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &stderr)
+	}()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d, want 0; stderr:\n%s", code, stderr.String())
+		}
+	}()
+
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addrs()...), Topic: "readings", BatchTimeout: time.Millisecond}
+	defer w.Close()
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	var msgs []kafka.Message
+	for step := range 24 {
+		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: fmt.Appendf(nil, `{"series":"s","ts":"%s","value":%g}`,
+			t0.Add(time.Duration(step)*time.Hour).Format(time.RFC3339), 10+math.Sin(float64(step)))})
+	}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: b.Addrs(), Topic: "forecasts", Partition: 0, MaxWait: 50 * time.Millisecond})
+	defer r.Close()
+	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer rcancel()
+	msg, err := r.ReadMessage(rctx)
+	if err != nil {
+		t.Fatalf("no forecast: %v\n%s", err, stderr.String())
+	}
+	f, err := sink.DecodeForecastJSON(msg.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ModelVersion != 7 {
+		t.Errorf("the forecast carries model_version %d, want 7 (the newest on the models topic)", f.ModelVersion)
 	}
 }

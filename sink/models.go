@@ -1,0 +1,323 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/model"
+)
+
+// ModelChunkBytes is the largest piece of a model file in one message:
+// well under Kafka's default 1 MB message limit, with room for the key and
+// headers. A 32-frequency single-channel model (~3.7 MB) is 15 chunks.
+const ModelChunkBytes = 256 << 10
+
+// Models publishes promoted model versions to a topic and reads the newest
+// one back, so that a service that starts, or another replica, serves what
+// the online learner has learned.
+//
+// A model file is larger than a Kafka message may be, so version v travels
+// as chunks keyed "v<v>/chunk/<i>" and then a manifest keyed
+// "v<v>/manifest" that names the chunk count, the byte length and the
+// SHA-256 of the whole file. A reader assembles a version only once its
+// manifest is there and every chunk matches it, so a publisher that died
+// halfway never yields half a model. The topic should be compacted
+// (cleanup.policy=compact): after publishing, Models writes tombstones for
+// the keys of versions older than the newest keep, and compaction then
+// removes them, so the topic holds a bounded number of versions.
+type Models struct {
+	w       *kafka.Writer
+	dialer  *kafka.Dialer
+	brokers []string
+	topic   string
+	keep    int
+	chunks  map[int64]int // versions published or seen, and their chunk counts
+}
+
+// modelManifest is the value of a version's manifest message.
+type modelManifest struct {
+	Version int64  `json:"version"`
+	Chunks  int    `json:"chunks"`
+	Bytes   int    `json:"bytes"`
+	SHA256  string `json:"sha256"`
+}
+
+// NewModels returns a publisher and reader of model versions on topic with
+// cfg's brokers, TLS and SASL, keeping the newest keep versions (at least 1).
+func NewModels(cfg Config, topic string, keep int) (*Models, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("sink: models need a topic")
+	}
+	if len(cfg.Brokers) == 0 {
+		return nil, fmt.Errorf("sink: no brokers for the %s topic", topic)
+	}
+	return &Models{
+		w: &kafka.Writer{
+			Addr:         kafka.TCP(cfg.Brokers...),
+			Topic:        topic,
+			Balancer:     &kafka.Hash{},
+			RequiredAcks: kafka.RequireAll,
+			BatchTimeout: time.Millisecond,
+			BatchBytes:   2 * ModelChunkBytes,
+			Transport:    &kafka.Transport{ClientID: "freqlens-models", TLS: cfg.TLS, SASL: cfg.SASL},
+		},
+		dialer:  &kafka.Dialer{Timeout: 10 * time.Second, ClientID: "freqlens-models", TLS: cfg.TLS, SASLMechanism: cfg.SASL},
+		brokers: cfg.Brokers,
+		topic:   topic,
+		keep:    max(keep, 1),
+		chunks:  map[int64]int{},
+	}, nil
+}
+
+func chunkKey(version int64, i int) string { return fmt.Sprintf("v%d/chunk/%d", version, i) }
+func manifestKey(version int64) string     { return fmt.Sprintf("v%d/manifest", version) }
+
+// Publish writes m, whose Meta.Version must be positive, as a new version,
+// then tombstones the versions beyond the newest keep.
+func (s *Models) Publish(ctx context.Context, m *model.Model) error {
+	v := m.Meta.Version
+	if v <= 0 {
+		return fmt.Errorf("sink: publish a model: version %d; only promoted versions (≥ 1) are published", v)
+	}
+	var buf bytes.Buffer
+	if _, err := m.WriteTo(&buf); err != nil {
+		return fmt.Errorf("sink: publish model version %d: %w", v, err)
+	}
+	file := buf.Bytes()
+	sum := sha256.Sum256(file)
+	n := (len(file) + ModelChunkBytes - 1) / ModelChunkBytes
+	for i := range n {
+		part := file[i*ModelChunkBytes : min((i+1)*ModelChunkBytes, len(file))]
+		if err := s.w.WriteMessages(ctx, kafka.Message{Key: []byte(chunkKey(v, i)), Value: part}); err != nil {
+			return fmt.Errorf("sink: publish model version %d, chunk %d of %d: %w", v, i+1, n, err)
+		}
+	}
+	man, _ := json.Marshal(modelManifest{Version: v, Chunks: n, Bytes: len(file), SHA256: hex.EncodeToString(sum[:])})
+	if err := s.w.WriteMessages(ctx, kafka.Message{Key: []byte(manifestKey(v)), Value: man,
+		Headers: []kafka.Header{{Key: HeaderContentType, Value: []byte("application/json")}}}); err != nil {
+		return fmt.Errorf("sink: publish model version %d, manifest: %w", v, err)
+	}
+	s.chunks[v] = n
+	return s.forgetOld(ctx)
+}
+
+// forgetOld writes tombstones for every known version but the newest keep.
+func (s *Models) forgetOld(ctx context.Context) error {
+	versions := make([]int64, 0, len(s.chunks))
+	for v := range s.chunks {
+		versions = append(versions, v)
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i] > versions[j] })
+	for _, v := range versions[min(s.keep, len(versions)):] {
+		msgs := []kafka.Message{{Key: []byte(manifestKey(v))}} // the manifest first: a half-deleted version is never complete
+		for i := range s.chunks[v] {
+			msgs = append(msgs, kafka.Message{Key: []byte(chunkKey(v, i))})
+		}
+		if err := s.w.WriteMessages(ctx, msgs...); err != nil {
+			return fmt.Errorf("sink: tombstones for model version %d: %w", v, err)
+		}
+		delete(s.chunks, v)
+	}
+	return nil
+}
+
+// Latest reads the topic from its start to its current end and returns the
+// newest complete version, or nil when there is none. Versions whose
+// chunks are missing or do not match their manifest are passed to skipped
+// (which may be nil) and passed over.
+func (s *Models) Latest(ctx context.Context, skipped func(version int64, err error)) (*model.Model, error) {
+	msgs, err := s.readAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	manifests := map[int64]modelManifest{}
+	parts := map[int64]map[int][]byte{}
+	for _, m := range msgs {
+		key := string(m.Key)
+		v, rest, ok := parseModelKey(key)
+		if !ok {
+			continue // not ours: ignore
+		}
+		switch {
+		case rest == "manifest" && len(m.Value) == 0:
+			delete(manifests, v)
+		case rest == "manifest":
+			var man modelManifest
+			if err := json.Unmarshal(m.Value, &man); err != nil || man.Version != v {
+				if skipped != nil {
+					skipped(v, fmt.Errorf("unreadable manifest: %q", m.Value))
+				}
+				continue
+			}
+			manifests[v] = man
+		case strings.HasPrefix(rest, "chunk/"):
+			i, err := strconv.Atoi(strings.TrimPrefix(rest, "chunk/"))
+			if err != nil {
+				continue
+			}
+			if parts[v] == nil {
+				parts[v] = map[int][]byte{}
+			}
+			if len(m.Value) == 0 {
+				delete(parts[v], i)
+			} else {
+				parts[v][i] = m.Value
+			}
+		}
+	}
+	versions := make([]int64, 0, len(manifests))
+	for v, man := range manifests {
+		versions = append(versions, v)
+		s.chunks[v] = man.Chunks
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i] > versions[j] })
+	for _, v := range versions {
+		m, err := assemble(manifests[v], parts[v])
+		if err == nil {
+			return m, nil
+		}
+		if skipped != nil {
+			skipped(v, err)
+		}
+	}
+	return nil, nil
+}
+
+// parseModelKey splits "v<version>/<rest>".
+func parseModelKey(key string) (version int64, rest string, ok bool) {
+	head, rest, found := strings.Cut(key, "/")
+	if !found || !strings.HasPrefix(head, "v") {
+		return 0, "", false
+	}
+	v, err := strconv.ParseInt(head[1:], 10, 64)
+	if err != nil || v <= 0 {
+		return 0, "", false
+	}
+	return v, rest, true
+}
+
+// assemble joins a version's chunks and checks them against its manifest.
+func assemble(man modelManifest, parts map[int][]byte) (*model.Model, error) {
+	var file []byte
+	for i := range man.Chunks {
+		p, ok := parts[i]
+		if !ok {
+			return nil, fmt.Errorf("chunk %d of %d is missing", i+1, man.Chunks)
+		}
+		file = append(file, p...)
+	}
+	if len(file) != man.Bytes {
+		return nil, fmt.Errorf("the chunks hold %d bytes, the manifest %d", len(file), man.Bytes)
+	}
+	sum := sha256.Sum256(file)
+	if got := hex.EncodeToString(sum[:]); got != man.SHA256 {
+		return nil, fmt.Errorf("the chunks do not match the manifest's checksum")
+	}
+	m, err := model.Decode(file)
+	if err != nil {
+		return nil, err
+	}
+	m.Meta.Version = man.Version
+	return m, nil
+}
+
+// readAll returns every message of every partition of the topic, from the
+// first retained offset to the end as it was when the call began.
+func (s *Models) readAll(ctx context.Context) ([]kafka.Message, error) {
+	conn, err := s.dialFirst(ctx)
+	if err != nil {
+		return nil, err
+	}
+	partitions, err := conn.ReadPartitions(s.topic)
+	conn.Close()
+	if err != nil {
+		return nil, fmt.Errorf("sink: models topic %q: %w (create it, compacted, or leave topics.models empty)", s.topic, err)
+	}
+	var out []kafka.Message
+	for _, p := range partitions {
+		msgs, err := s.readPartition(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
+}
+
+func (s *Models) dialFirst(ctx context.Context) (*kafka.Conn, error) {
+	var errs []error
+	for _, b := range s.brokers {
+		conn, err := s.dialer.DialContext(ctx, "tcp", b)
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("sink: no broker of %v answered: %w", s.brokers, errors.Join(errs...))
+}
+
+func (s *Models) readPartition(ctx context.Context, p kafka.Partition) ([]kafka.Message, error) {
+	conn, err := s.dialer.DialLeader(ctx, "tcp", s.brokers[0], s.topic, p.ID)
+	if err != nil {
+		return nil, fmt.Errorf("sink: models topic %q partition %d: %w", s.topic, p.ID, err)
+	}
+	defer conn.Close()
+	first, last, err := conn.ReadOffsets()
+	if err != nil {
+		return nil, fmt.Errorf("sink: models topic %q partition %d offsets: %w", s.topic, p.ID, err)
+	}
+	var out []kafka.Message
+	next := first
+	for next < last {
+		if dl, ok := ctx.Deadline(); ok {
+			conn.SetReadDeadline(dl)
+		} else {
+			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		}
+		if _, err := conn.Seek(next, kafka.SeekAbsolute); err != nil {
+			return nil, err
+		}
+		batch := conn.ReadBatch(1, 4*ModelChunkBytes)
+		from := next
+		for {
+			m, err := batch.ReadMessage()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					batch.Close()
+					return nil, fmt.Errorf("sink: read models topic %q partition %d at offset %d: %w", s.topic, p.ID, next, err)
+				}
+				break
+			}
+			if m.Offset >= last {
+				break
+			}
+			out = append(out, m)
+			next = m.Offset + 1
+		}
+		if err := batch.Close(); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("sink: read models topic %q partition %d: %w", s.topic, p.ID, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if next == from {
+			break // nothing left before last: the tail was compacted away
+		}
+	}
+	return out, nil
+}
+
+// Close flushes and closes the writer.
+func (s *Models) Close() error { return s.w.Close() }

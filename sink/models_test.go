@@ -1,0 +1,164 @@
+package sink_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/sink"
+)
+
+func modelVersion(t *testing.T, seed uint64, version int64) *model.Model {
+	t.Helper()
+	// Large enough to need several chunks: ~1.6 MB.
+	m, err := model.New(model.Config{Lookback: 96, Horizon: 96, Channels: 1, Mode: model.Independent, Frequencies: 16, TopK: 4}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Version = version
+	return m
+}
+
+// TestModelsRoundTrip: published versions come back bit for bit, the newest
+// complete one wins, and versions beyond keep are tombstoned.
+func TestModelsRoundTrip(t *testing.T) {
+	_, brokers := newCluster(t, "models")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pub, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	if m, err := pub.Latest(ctx, nil); err != nil || m != nil {
+		t.Fatalf("empty topic: Latest = %v, %v; want nil, nil", m, err)
+	}
+	var want *model.Model
+	for v := int64(1); v <= 3; v++ {
+		want = modelVersion(t, uint64(v), v)
+		if err := pub.Publish(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A fresh reader, as a restarted service or another replica would be.
+	rd, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	got, err := rd.Latest(ctx, func(v int64, err error) { t.Errorf("version %d skipped: %v", v, err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Meta.Version != 3 {
+		t.Fatalf("Latest = %v, want version 3", got)
+	}
+	if !slices.Equal(got.Params().Data, want.Params().Data) {
+		t.Error("version 3 read back differs from the published model")
+	}
+
+	// Version 1 was tombstoned (keep 2): its manifest's last record is empty.
+	last := map[string]int{}
+	for _, m := range readAll(t, brokers, "models") {
+		last[string(m.Key)] = len(m.Value)
+	}
+	if n, ok := last["v1/manifest"]; !ok || n != 0 {
+		t.Errorf("v1/manifest: last value %d bytes (present %v), want a tombstone", n, ok)
+	}
+	if last["v2/manifest"] == 0 || last["v3/manifest"] == 0 {
+		t.Error("versions 2 and 3 should keep their manifests")
+	}
+}
+
+// TestModelsSkipsIncompleteVersion: a version whose publisher died before
+// all chunks (or with a manifest that does not match) is passed over for
+// the newest complete one.
+func TestModelsSkipsIncompleteVersion(t *testing.T) {
+	_, brokers := newCluster(t, "models")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pub, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	good := modelVersion(t, 1, 4)
+	if err := pub.Publish(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	// Version 5: a manifest promising chunks that were never written.
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "models", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
+	defer w.Close()
+	if err := w.WriteMessages(ctx,
+		kafka.Message{Key: []byte("v5/chunk/0"), Value: []byte("half a model")},
+		kafka.Message{Key: []byte("v5/manifest"), Value: []byte(`{"version":5,"chunks":3,"bytes":900000,"sha256":"00"}`)},
+	); err != nil {
+		t.Fatal(err)
+	}
+	var skipped []int64
+	got, err := pub.Latest(ctx, func(v int64, err error) { skipped = append(skipped, v) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || got.Meta.Version != 4 || !slices.Equal(got.Params().Data, good.Params().Data) {
+		t.Fatalf("Latest = %v, want the complete version 4", got)
+	}
+	if len(skipped) != 1 || skipped[0] != 5 {
+		t.Errorf("skipped versions %v, want [5]", skipped)
+	}
+}
+
+func TestModelsRejectsUnpromotedModel(t *testing.T) {
+	_, brokers := newCluster(t, "models")
+	pub, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	if err := pub.Publish(context.Background(), modelVersion(t, 1, 0)); err == nil {
+		t.Error("Publish accepted a model with version 0")
+	}
+}
+
+// readAll returns every record of topic's partitions, in offset order per
+// partition.
+func readAll(t *testing.T, brokers []string, topic string) []kafka.Message {
+	t.Helper()
+	conn, err := kafka.Dial("tcp", brokers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := conn.ReadPartitions(topic)
+	conn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []kafka.Message
+	for _, p := range parts {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.ID, MaxWait: 50 * time.Millisecond})
+		lc, err := kafka.DialLeader(context.Background(), "tcp", brokers[0], topic, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, err := lc.ReadLastOffset()
+		lc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		for off := int64(0); off < last; off++ {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, m)
+		}
+		cancel()
+		r.Close()
+	}
+	return out
+}
