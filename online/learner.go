@@ -297,11 +297,14 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 	}
 	opts := model.EvalOptions{Workers: l.cfg.Workers}
 	curM, err := model.Evaluate(ctx, cur, hold, opts)
-	if err != nil {
-		return OutcomeError, append(detail, "err", err)
+	var candM model.Metrics
+	if err == nil {
+		candM, err = model.Evaluate(ctx, cand, hold, opts)
 	}
-	candM, err := model.Evaluate(ctx, cand, hold, opts)
-	if err != nil {
+	switch {
+	case ctx.Err() != nil:
+		return outcomeCanceled, detail
+	case err != nil:
 		return OutcomeError, append(detail, "err", err)
 	}
 	l.met.holdoutMSE.WithLabelValues("serving").Set(curM.MSE)

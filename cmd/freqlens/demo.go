@@ -19,6 +19,7 @@ import (
 	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
@@ -38,11 +39,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	duration := fs.Duration("duration", 0, "stop after this long; 0 runs until Ctrl-C")
 	epochs := fs.Int("train-epochs", 6, "epochs of the small model trained at start")
 	seed := fs.Uint64("seed", 7, "seed of the simulation and the training")
+	finetune := fs.Duration("finetune-interval", 20*time.Second, "how often the online learner fine-tunes on realised values; 0 turns fine-tuning off (errors and drift are still tracked)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if *series < 1 || *rate <= 0 || *epochs < 1 {
-		return fmt.Errorf("--series, --rate and --train-epochs must be positive")
+	if *series < 1 || *rate <= 0 || *epochs < 1 || *finetune < 0 {
+		return fmt.Errorf("--series, --rate and --train-epochs must be positive, --finetune-interval not negative")
 	}
 	if *duration > 0 {
 		var cancel context.CancelFunc
@@ -62,6 +64,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if m, err = model.Load(*modelPath); err != nil {
 			return err
 		}
+		if m.Meta.Cadence == 0 {
+			m.Meta.Cadence = demoCadence
+		}
 	} else {
 		fmt.Fprintf(stdout, "training a small model on simulated traffic (8 sensors, 12 weeks, hourly)...\n")
 		var err error
@@ -77,7 +82,8 @@ model: {path: in-memory}
 window: {max_gap: 3}
 output: {attributions: summary}
 metrics: {listen: %q}
-`, demoCadence, *metricsAddr)
+online: {enabled: %v, interval: %s}
+`, demoCadence, *metricsAddr, *finetune > 0, max(*finetune, time.Second))
 	f, err := config.Parse([]byte(yaml), nil)
 	if err != nil {
 		return err
@@ -89,7 +95,12 @@ metrics: {listen: %q}
 	defer broker.Close()
 	reg := newRegistry()
 	watch := newWatcher("s-0")
-	p, err := buildPipeline(f, m, reg, log, pipeline.WithObserver(watch.observe))
+	learner, _, _, closeOnline, err := buildOnline(ctx, f, m, reg, log)
+	if err != nil {
+		return err
+	}
+	defer closeOnline()
+	p, err := buildPipeline(f, m, reg, log, pipeline.WithObserver(watch.observe), pipeline.WithOnline(learner))
 	if err != nil {
 		return err
 	}
@@ -102,7 +113,11 @@ metrics: {listen: %q}
 	if *f.Metrics.Listen != "" {
 		fmt.Fprintf(stdout, "; metrics on http://%s/metrics", *f.Metrics.Listen)
 	}
-	fmt.Fprintf(stdout, "\n%d sensors, one reading per simulated hour, %g simulated hours per second; Ctrl-C stops\n", *series, *rate)
+	fmt.Fprintf(stdout, "\n%d sensors, one reading per simulated hour, %g simulated hours per second; drift events on %q", *series, *rate, *f.Topics.Drift)
+	if *finetune > 0 {
+		fmt.Fprintf(stdout, "; fine-tuning every %s", *finetune)
+	}
+	fmt.Fprintf(stdout, "; Ctrl-C stops\n")
 
 	// 3. Sensors, service and summary until ctx ends.
 	g, gctx := errgroup.WithContext(ctx)
@@ -110,10 +125,15 @@ metrics: {listen: %q}
 	g.Go(func() error {
 		return simulate(gctx, broker.Addrs(), f.Topics.Input, *series, *rate, *seed+1, m.Lookback())
 	})
-	g.Go(func() error { return summarise(gctx, stdout, p, watch, started) })
+	g.Go(func() error { return summarise(gctx, stdout, p, learner, watch, started) })
 	err = g.Wait()
 	s := p.Stats()
 	fmt.Fprintf(stdout, "\nstopped: %d readings, %d forecasts written in %s\n", s.Readings, s.Forecasts, time.Since(started).Round(time.Second))
+	if t := learner.Totals(); t.Count > 0 {
+		_, version := p.Model()
+		fmt.Fprintf(stdout, "online: MSE %.3f over %d realised forecast steps (normalised units; the model's test MSE is in its file); "+
+			"serving version %d; fine-tuning rounds %v\n", t.MSE(online.ErrorTotals{}), t.Count, version, learner.Outcomes())
+	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -276,10 +296,10 @@ func (w *watcher) observe(f *sink.Forecast) {
 
 // summarise prints one line a second: throughput, lag, and the watched
 // sensor's latest forecast with its top attributions.
-func summarise(ctx context.Context, out io.Writer, p *pipeline.Pipeline, w *watcher, started time.Time) error {
+func summarise(ctx context.Context, out io.Writer, p *pipeline.Pipeline, l *online.Learner, w *watcher, started time.Time) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	prev, prevAt := p.Stats(), time.Now()
+	prev, prevAt, prevErr := p.Stats(), time.Now(), l.Totals()
 	first := false
 	for {
 		select {
@@ -292,6 +312,11 @@ func summarise(ctx context.Context, out io.Writer, p *pipeline.Pipeline, w *watc
 		w.mu.Lock()
 		line := fmt.Sprintf("%6.0f readings/s %6.0f forecasts/s  %d series", float64(s.Readings-prev.Readings)/dt,
 			float64(s.Forecasts-prev.Forecasts)/dt, s.ActiveSeries)
+		if e := l.Totals(); e.Count > prevErr.Count {
+			_, version := p.Model()
+			line += fmt.Sprintf("  online MSE %.3f v%d", e.MSE(prevErr), version)
+			prevErr = e
+		}
 		if w.count > 0 {
 			if !first {
 				first = true

@@ -178,7 +178,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo exited %d: %s\n%s", code, errOut.String(), out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"epoch 1/1", "first forecast", "readings/s", "s-0 at", "residual", "stopped:"} {
+	for _, want := range []string{"epoch 1/1", "first forecast", "readings/s", "s-0 at", "residual", "stopped:", "online: MSE"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
