@@ -122,6 +122,7 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	if v, ok := reference.Meta.Metrics["test_mse"]; ok {
 		l.met.testMSE.Set(v)
 	}
+	l.met.driftThreshold.Set(cfg.DriftThreshold)
 	return l, nil
 }
 

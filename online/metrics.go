@@ -36,6 +36,7 @@ func horizonBuckets(H int) (names []string, bounds [][2]int) {
 type metrics struct {
 	period, periodSec, ratio, share, dominant *prometheus.GaugeVec
 	alpha, lastPromotion, testMSE             prometheus.Gauge
+	driftThreshold                            prometheus.Gauge
 	mse, mae                                  *prometheus.GaugeVec
 	absErr                                    prometheus.Histogram
 	errors, sqErr, absErrSum                  prometheus.Counter
@@ -94,6 +95,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Series whose forecasts are remembered and scored."}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_online_untracked_forecasts_total",
 			Help: "Forecasts not scored because their series is beyond online.track_series."}),
+		driftThreshold: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_drift_threshold_ratio",
+			Help: "The configured online.drift_threshold: the relative period change beyond which a dominant frequency drifts (the alert rules read it)."}),
 		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_model_publish_errors_total",
 			Help: "Promoted versions that could not be published to the models topic."}),
 	}
@@ -102,7 +105,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
-		m.replay, m.tracked, m.refused, m.publishErrors} {
+		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
