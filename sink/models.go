@@ -96,7 +96,6 @@ func (s *Models) Publish(ctx context.Context, m *model.Model) error {
 		return fmt.Errorf("sink: publish model version %d: %w", v, err)
 	}
 	file := buf.Bytes()
-	sum := sha256.Sum256(file)
 	n := (len(file) + ModelChunkBytes - 1) / ModelChunkBytes
 	for i := range n {
 		part := file[i*ModelChunkBytes : min((i+1)*ModelChunkBytes, len(file))]
@@ -104,7 +103,7 @@ func (s *Models) Publish(ctx context.Context, m *model.Model) error {
 			return fmt.Errorf("sink: publish model version %d, chunk %d of %d: %w", v, i+1, n, err)
 		}
 	}
-	man, _ := json.Marshal(modelManifest{Version: v, Chunks: n, Bytes: len(file), SHA256: hex.EncodeToString(sum[:])})
+	man, _ := json.Marshal(modelManifest{Version: v, Chunks: n, Bytes: len(file), SHA256: sha256Hex(file)})
 	if err := s.w.WriteMessages(ctx, kafka.Message{Key: []byte(manifestKey(v)), Value: man,
 		Headers: []kafka.Header{{Key: HeaderContentType, Value: []byte("application/json")}}}); err != nil {
 		return fmt.Errorf("sink: publish model version %d, manifest: %w", v, err)
@@ -221,8 +220,7 @@ func assemble(man modelManifest, parts map[int][]byte) (*model.Model, error) {
 	if len(file) != man.Bytes {
 		return nil, fmt.Errorf("the chunks hold %d bytes, the manifest %d", len(file), man.Bytes)
 	}
-	sum := sha256.Sum256(file)
-	if got := hex.EncodeToString(sum[:]); got != man.SHA256 {
+	if sha256Hex(file) != man.SHA256 {
 		return nil, fmt.Errorf("the chunks do not match the manifest's checksum")
 	}
 	m, err := model.Decode(file)
@@ -231,6 +229,11 @@ func assemble(man modelManifest, parts map[int][]byte) (*model.Model, error) {
 	}
 	m.Meta.Version = man.Version
 	return m, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // readAll returns every message of every partition of the topic, from the
