@@ -397,3 +397,29 @@ func (l *Learner) Frequencies() []FrequencyState { return l.dr.frequencies() }
 
 // WorstSeries returns the n tracked series with the highest rolling MSE.
 func (l *Learner) WorstSeries(n int) []SeriesError { return l.tr.worst(n) }
+
+// Report is what the learner knows, for an operator: the serving version,
+// the online error, the rounds by outcome, every frequency's drift state
+// and the series the model forecasts worst. Per-series errors would be too
+// many Prometheus series; the service serves this as JSON on /online.
+type Report struct {
+	ModelVersion int64            `json:"model_version"`
+	ScoredSteps  int64            `json:"scored_steps"`
+	MSE          float64          `json:"mse"` // since start, normalised units
+	Pairs        int64            `json:"pairs"`
+	Rounds       map[string]int64 `json:"rounds"`
+	Frequencies  []FrequencyState `json:"frequencies"`
+	WorstSeries  []SeriesError    `json:"worst_series"`
+}
+
+// Report returns the learner's state with the worst n series.
+func (l *Learner) Report(srv Server, n int) Report {
+	_, version := srv.Model()
+	t := l.Totals()
+	r := Report{ModelVersion: version, ScoredSteps: t.Count, Pairs: t.Pairs, Rounds: l.Outcomes(),
+		Frequencies: l.Frequencies(), WorstSeries: l.WorstSeries(n)}
+	if t.Count > 0 {
+		r.MSE = t.MSE(ErrorTotals{})
+	}
+	return r
+}

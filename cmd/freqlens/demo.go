@@ -104,7 +104,7 @@ online: {enabled: %v, interval: %s}
 	if err != nil {
 		return err
 	}
-	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log)
+	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log, onlineReport(learner, p))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -79,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log)
+	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log, onlineReport(learner, p))
 	if err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func newRegistry() *prometheus.Registry {
 
 // serveMetrics serves /metrics on addr until ctx ends; "" serves nothing.
 // The listener is bound before it returns, so a busy port is an error now.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, log *slog.Logger, report http.Handler) (stop func(), err error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -243,6 +244,9 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if report != nil {
+		mux.Handle("/online", report)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -258,4 +262,24 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, lo
 		srv.Shutdown(sctx)
 		<-done
 	}, nil
+}
+
+// onlineReport serves the learner's Report as JSON: GET /online?worst=N
+// (default 20) lists the N series with the highest online error.
+func onlineReport(l *online.Learner, srv online.Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := 20
+		if v := r.URL.Query().Get("worst"); v != "" {
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 0 {
+				http.Error(w, fmt.Sprintf("worst=%q: want a number of series, 0 or more", v), http.StatusBadRequest)
+				return
+			}
+			n = k
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(l.Report(srv, n))
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 )
@@ -187,7 +189,7 @@ func TestDemo(t *testing.T) {
 
 // TestServeResumesFromModelsTopic: a service that starts with topics.models
 // set serves the newest version another replica published there, not the
-// model file's.
+// model file's, and its /online report says so and names the worst series.
 func TestServeResumesFromModelsTopic(t *testing.T) {
 	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 1, "forecasts": 1, "attributions": 1,
 		"readings.dlq": 1, "drift": 1, "models": 1})
@@ -217,8 +219,9 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
+	metrics := freeAddr(t)
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &stderr)
+		done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", metrics}, &bytes.Buffer{}, &stderr)
 	}()
 	defer func() {
 		cancel()
@@ -231,7 +234,7 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	defer w.Close()
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
-	for step := range 24 {
+	for step := range 30 {
 		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: fmt.Appendf(nil, `{"series":"s","ts":"%s","value":%g}`,
 			t0.Add(time.Duration(step)*time.Hour).Format(time.RFC3339), 10+math.Sin(float64(step)))})
 	}
@@ -252,5 +255,34 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	}
 	if f.ModelVersion != 7 {
 		t.Errorf("the forecast carries model_version %d, want 7 (the newest on the models topic)", f.ModelVersion)
+	}
+
+	// The /online report: version, scored steps, the worst series.
+	var rep online.Report
+	for deadline := time.Now().Add(30 * time.Second); rep.ScoredSteps == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("/online never reported a scored forecast step: %+v\n%s", rep, stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+		resp, err := http.Get("http://" + metrics + "/online?worst=5")
+		if err != nil {
+			continue
+		}
+		err = json.NewDecoder(resp.Body).Decode(&rep)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("/online: %v", err)
+		}
+	}
+	if rep.ModelVersion != 7 || len(rep.Frequencies) != 8 || len(rep.WorstSeries) != 1 || rep.WorstSeries[0].Series != "s" {
+		t.Errorf("/online = %+v; want version 7, 8 frequencies and series s among the worst", rep)
+	}
+	resp, err := http.Get("http://" + metrics + "/online?worst=many")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("/online?worst=many: %s, want 400", resp.Status)
 	}
 }
