@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -37,7 +38,10 @@ const ModelChunkBytes = 256 << 10
 // (cleanup.policy=compact): after publishing, Models writes tombstones for
 // the keys of versions older than the newest keep, and compaction then
 // removes them, so the topic holds a bounded number of versions.
+//
+// A Models may be used by several goroutines: calls are serialised.
 type Models struct {
+	mu      sync.Mutex
 	w       *kafka.Writer
 	dialer  *kafka.Dialer
 	brokers []string
@@ -87,6 +91,8 @@ func manifestKey(version int64) string     { return fmt.Sprintf("v%d/manifest", 
 // Publish writes m, whose Meta.Version must be positive, as a new version,
 // then tombstones the versions beyond the newest keep.
 func (s *Models) Publish(ctx context.Context, m *model.Model) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	v := m.Meta.Version
 	if v <= 0 {
 		return fmt.Errorf("sink: publish a model: version %d; only promoted versions (≥ 1) are published", v)
@@ -137,6 +143,8 @@ func (s *Models) forgetOld(ctx context.Context) error {
 // chunks are missing or do not match their manifest are passed to skipped
 // (which may be nil) and passed over.
 func (s *Models) Latest(ctx context.Context, skipped func(version int64, err error)) (*model.Model, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	msgs, err := s.readAll(ctx)
 	if err != nil {
 		return nil, err
@@ -243,6 +251,7 @@ func (s *Models) readAll(ctx context.Context) ([]kafka.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	broker := conn.RemoteAddr().String()
 	partitions, err := conn.ReadPartitions(s.topic)
 	conn.Close()
 	if err != nil {
@@ -250,7 +259,7 @@ func (s *Models) readAll(ctx context.Context) ([]kafka.Message, error) {
 	}
 	var out []kafka.Message
 	for _, p := range partitions {
-		msgs, err := s.readPartition(ctx, p)
+		msgs, err := s.readPartition(ctx, broker, p)
 		if err != nil {
 			return nil, err
 		}
@@ -271,8 +280,9 @@ func (s *Models) dialFirst(ctx context.Context) (*kafka.Conn, error) {
 	return nil, fmt.Errorf("sink: no broker of %v answered: %w", s.brokers, errors.Join(errs...))
 }
 
-func (s *Models) readPartition(ctx context.Context, p kafka.Partition) ([]kafka.Message, error) {
-	conn, err := s.dialer.DialLeader(ctx, "tcp", s.brokers[0], s.topic, p.ID)
+// readPartition reads partition p from its leader, found through broker.
+func (s *Models) readPartition(ctx context.Context, broker string, p kafka.Partition) ([]kafka.Message, error) {
+	conn, err := s.dialer.DialLeader(ctx, "tcp", broker, s.topic, p.ID)
 	if err != nil {
 		return nil, fmt.Errorf("sink: models topic %q partition %d: %w", s.topic, p.ID, err)
 	}
