@@ -185,7 +185,7 @@ func (c Config) Validate() error {
 	case c.Workers < 1:
 		return fmt.Errorf("online.workers %d; use at least 1", c.Workers)
 	case c.Keep < 1:
-		return fmt.Errorf("online.keep %d; keep at least 1 checkpoint", c.Keep)
+		return fmt.Errorf("online.keep_checkpoints %d; keep at least 1 version", c.Keep)
 	case !(c.DriftThreshold > 0 && c.DriftThreshold < 1):
 		return fmt.Errorf("online.drift_threshold %g; use a fraction such as 0.05", c.DriftThreshold)
 	case c.MinDuration < 0:

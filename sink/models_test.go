@@ -23,17 +23,24 @@ func modelVersion(t *testing.T, seed uint64, version int64) *model.Model {
 	return m
 }
 
+// newModels returns a Models on the "models" topic, closed when the test ends.
+func newModels(t *testing.T, brokers []string, keep int) *sink.Models {
+	t.Helper()
+	m, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 // TestModelsRoundTrip: published versions come back bit for bit, the newest
 // complete one wins, and versions beyond keep are tombstoned.
 func TestModelsRoundTrip(t *testing.T) {
 	_, brokers := newCluster(t, "models")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pub, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := newModels(t, brokers, 2)
 	if m, err := pub.Latest(ctx, nil); err != nil || m != nil {
 		t.Fatalf("empty topic: Latest = %v, %v; want nil, nil", m, err)
 	}
@@ -45,11 +52,7 @@ func TestModelsRoundTrip(t *testing.T) {
 		}
 	}
 	// A fresh reader, as a restarted service or another replica would be.
-	rd, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
+	rd := newModels(t, brokers, 2)
 	got, err := rd.Latest(ctx, func(v int64, err error) { t.Errorf("version %d skipped: %v", v, err) })
 	if err != nil {
 		t.Fatal(err)
@@ -81,11 +84,7 @@ func TestModelsSkipsIncompleteVersion(t *testing.T) {
 	_, brokers := newCluster(t, "models")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pub, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := newModels(t, brokers, 5)
 	good := modelVersion(t, 1, 4)
 	if err := pub.Publish(ctx, good); err != nil {
 		t.Fatal(err)
@@ -114,11 +113,7 @@ func TestModelsSkipsIncompleteVersion(t *testing.T) {
 
 func TestModelsRejectsUnpromotedModel(t *testing.T) {
 	_, brokers := newCluster(t, "models")
-	pub, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
+	pub := newModels(t, brokers, 1)
 	if err := pub.Publish(context.Background(), modelVersion(t, 1, 0)); err == nil {
 		t.Error("Publish accepted a model with version 0")
 	}
