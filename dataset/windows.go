@@ -104,6 +104,13 @@ func (w *Windows) Lookback() int { return w.lookback }
 // Horizon returns the number of target rows per window.
 func (w *Windows) Horizon() int { return w.horizon }
 
+// Rows returns the rows the windows were cut from, [Start, End), as a
+// read-only row-major view. Its capacity ends with the view.
+func (w *Windows) Rows() []float64 {
+	lo, hi := w.r.Start*w.channels, w.r.End*w.channels
+	return w.data[lo:hi:hi]
+}
+
 // Range returns the row range the windows were cut from.
 func (w *Windows) Range() Range { return w.r }
 

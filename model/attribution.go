@@ -111,6 +111,46 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 	return dst
 }
 
+// addShares adds window i's attribution shares of the last Forward call to
+// acc (N, by frequency id) and returns the residual's share: the same
+// shares as Attribution gives, without building the contributions.
+func (ws *Workspace) addShares(i int, acc []float64) float64 {
+	m := ws.m
+	cfg := m.cfg
+	H, C, K := cfg.Horizon, cfg.Channels, cfg.TopK
+	HC := H * C
+	alpha := sigmoid(m.params.Fusion[0])
+	sd, res := ws.sd[i*C:(i+1)*C], ws.res[i*HC:(i+1)*HC]
+	resid := 0.0
+	for j, v := range res {
+		resid += math.Abs((1 - alpha) * v * sd[j%C])
+	}
+	var parts [64]float64 // per rank; K ≤ 64 is checked below
+	shares := parts[:0]
+	if K > len(parts) {
+		shares = make([]float64, K)
+	} else {
+		shares = parts[:K]
+	}
+	total := resid
+	for k := range K {
+		slot := int(ws.pos[i*K+k])
+		a := 0.0
+		for j, v := range ws.contrib[slot*HC : (slot+1)*HC] {
+			a += math.Abs(alpha * v * sd[j%C])
+		}
+		shares[k] = a
+		total += a
+	}
+	if total <= 0 {
+		return 0
+	}
+	for k := range K {
+		acc[ws.sel[i*K+k]] += shares[k] / total
+	}
+	return resid / total
+}
+
 // resize returns s with length n, reusing its storage when it is large enough.
 func resize(s []float64, n int) []float64 {
 	if cap(s) < n {

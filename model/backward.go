@@ -110,6 +110,9 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	gemm.TN(C1, d, n*M, Y, C1, dcoef, d, g.Data[:C1*d], d)
 	clear(dY)
 	gemm.NT(n*M, C1, d, dcoef, d, p.Data[:C1*d], d, dY, C1)
+	if !cfg.v2 {
+		energyBackward(ws, n, dscore, dY)
+	}
 
 	// Reconstruction ‖Ψ̄ᵀΨ̄·H − H‖² with H = X̃·W̃, through E_b = Ψ̄ᵀY_b − X̃_b.
 	clear(tr.recQ)
@@ -136,6 +139,10 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 			gemm.NN(M, C1, L, bs.psibar, L, Gb, C1, dY[b*M*C1:(b+1)*M*C1], C1)
 			gemm.NT(M, L, C1, yb, C1, Gb, C1, tr.dPsibar, L)
 		}
+	}
+
+	if !cfg.v2 {
+		m.leftoverBackward(ws, n, dY)
 	}
 
 	// Y_b = Ψ̄·[x̂_b | 1]: the basis gradient.
@@ -184,7 +191,7 @@ func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
 		}
 		gemm.Axpy(1, drh[b*R+r0:b*R+r1], g.ResB1[r0:r1])
 	}
-	gemm.TN(LC, r1-r0, n, ws.xn, LC, drh[r0:], R, g.ResW1[r0:], R)
+	gemm.TN(LC, r1-r0, n, ws.resIn, LC, drh[r0:], R, g.ResW1[r0:], R)
 
 	// Heads, one product per selected head.
 	fLo, fHi := ws.headRange(part)
@@ -229,6 +236,69 @@ func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
 		for j := range cnt {
 			b := int(ws.groupWin[lo+j])
 			gemm.Axpy(1, dG[j*D:(j+1)*D], ws.tr.dcoef[(b*N+f)*D:(b*N+f+1)*D])
+		}
+	}
+}
+
+// energyBackward adds to dY the gradient of the selection scores' energy
+// term, log(e_i + floor), given ∂L/∂s in dscore (see windowEnergy):
+//
+//	∂e_i/∂Y_jc = 2·v_jc/E,   ∂e_i/∂Y_jC = −Σ_c 2·v_jc·m_c/E,   v_jc = Y_jc − Y_jC·m_c
+//
+// for the two atoms j of frequency i; the window's energy E and channel
+// means m depend on the data only.
+func energyBackward(ws *Workspace, n int, dscore, dY []float64) {
+	cfg := ws.cfg
+	C, N := cfg.Channels, cfg.Frequencies
+	C1, M := C+1, 2*cfg.Frequencies
+	for b := range n {
+		yb, db, xc := ws.y[b*M*C1:(b+1)*M*C1], dY[b*M*C1:(b+1)*M*C1], ws.xc[b*C:(b+1)*C]
+		for i := range N {
+			gi := dscore[b*N+i] / (ws.eshare[b*N+i] + energyFloor) * 2 / ws.energy[b]
+			for j := 2 * i; j < 2*i+2; j++ {
+				ones := 0.0
+				for c := range C {
+					v := yb[j*C1+c] - yb[j*C1+C]*xc[c]
+					db[j*C1+c] += gi * v
+					ones -= gi * v * xc[c]
+				}
+				db[j*C1+C] += ones
+			}
+		}
+	}
+}
+
+// leftoverBackward adds the gradient that reaches the atoms through the
+// residual MLP's input u = x̂ − Σ_{j selected} ψ̄_j ⊗ Y_j (see leftover),
+// given ∂L/∂(its pre-activation) in ws.tr.drh:
+//
+//	G = ∂L/∂u = drh·R₁ᵀ,   ∂L/∂Y_jc −= Σ_t ψ̄_j(t)·G_tc,   ∂L/∂ψ̄_j(t) −= Σ_c G_tc·Y_jc
+//
+// The gradient reaching x̂ is not needed: x̂ is data.
+func (m *Model) leftoverBackward(ws *Workspace, n int, dY []float64) {
+	cfg, tr := m.cfg, ws.tr
+	L, C, K, R := cfg.Lookback, cfg.Channels, cfg.TopK, cfg.ResidualHidden
+	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
+	G := tr.dxr[:n*LC]
+	clear(G)
+	gemm.NT(n, LC, R, tr.drh[:n*R], R, m.params.ResW1, R, G, LC)
+	psibar := m.basis.psibar
+	for b := range n {
+		gb, yb, db := G[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1], dY[b*M*C1:(b+1)*M*C1]
+		for _, f := range ws.sel[b*K : (b+1)*K] {
+			for j := 2 * int(f); j < 2*int(f)+2; j++ {
+				psi, yj, dyj := psibar[j*L:(j+1)*L], yb[j*C1:j*C1+C], db[j*C1:j*C1+C]
+				dpsi := tr.dPsibar[j*L : (j+1)*L]
+				for t, v := range psi {
+					row := gb[t*C : (t+1)*C]
+					acc := 0.0
+					for c, g := range row {
+						dyj[c] -= v * g
+						acc += g * yj[c]
+					}
+					dpsi[t] -= acc
+				}
+			}
 		}
 	}
 }

@@ -23,6 +23,12 @@ type Metrics struct {
 	Seconds, WindowsPerSecond float64
 	// Selected counts, per frequency id, the windows that selected it.
 	Selected []int
+	// Shares is, per frequency id, its mean share of the attribution
+	// (level excluded) over the windows, counting 0 where it was not
+	// selected; ResidualShare is the residual MLP's. Together they sum to 1.
+	// For an independent model each channel of a window counts as a window.
+	Shares        []float64
+	ResidualShare float64
 }
 
 // EvalOptions sets how an evaluation runs. The zero value means the defaults.
@@ -65,6 +71,7 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 	partial := make([]float64, nb*2*srcC) // per batch: squared then absolute error per source channel
 	N, K := m.cfg.Frequencies, m.cfg.TopK
 	counts := make([]int, workers*N)
+	shareAcc := make([]float64, nb*(N+1)) // per batch: shares by frequency, then the residual's
 	for len(*cache) < workers {
 		*cache = append(*cache, m.NewWorkspace(batch))
 	}
@@ -93,6 +100,10 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 				m.forward(ws, out[:n*H*C], x[:n*L*C], n, nil)
 				for _, f := range ws.sel[:n*K] {
 					cnt[f]++
+				}
+				sa := shareAcc[k*(N+1) : (k+1)*(N+1)]
+				for j := range n {
+					sa[N] += ws.addShares(j, sa[:N])
 				}
 				p := partial[k*2*srcC : (k+1)*2*srcC]
 				for j := range n {
@@ -130,6 +141,20 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 	}
 	if secs > 0 {
 		met.WindowsPerSecond = float64(src.Len()) / secs
+	}
+	met.Shares = make([]float64, N)
+	for k := range nb {
+		sa := shareAcc[k*(N+1) : (k+1)*(N+1)]
+		for f := range N {
+			met.Shares[f] += sa[f]
+		}
+		met.ResidualShare += sa[N]
+	}
+	if samples > 0 {
+		for f := range N {
+			met.Shares[f] /= float64(samples)
+		}
+		met.ResidualShare /= float64(samples)
 	}
 	for k := range nb {
 		p := partial[k*2*srcC : (k+1)*2*srcC]

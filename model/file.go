@@ -29,11 +29,17 @@ import (
 //     step; scorer.w1 is [d, S] and heads.w1 [N, d, E].
 //   - 2: a cosine and a sine atom per frequency, phase anchored at the
 //     window's last step; scorer.w1 is [2d, S] and heads.w1 [N, 2d, E].
+//   - 3: the tensors of version 2; the selection score adds the log of
+//     each frequency's share of the window's energy, and the residual MLP
+//     reads what the selected frequencies leave of the window.
 //
 // A version 1 model loads as the version 2 model that forecasts exactly as
 // it did: its cosine atoms are the old atoms (φ moved to the new anchor),
 // and the weights that read the sine atoms are zero, for training to grow.
-const FormatVersion = 2
+// A version 2 model keeps the version 2 maths (and is saved as version 2),
+// so it forecasts exactly as it did; models trained by this build are
+// version 3.
+const FormatVersion = 3
 
 const (
 	formatName     = "freqlens"
@@ -114,7 +120,7 @@ func (m *Model) metadata(weightsSHA string) map[string]string {
 	}
 	md := map[string]string{
 		"format":          formatName,
-		"format_version":  strconv.Itoa(FormatVersion),
+		"format_version":  strconv.Itoa(c.formatVersion()),
 		"lookback":        strconv.Itoa(c.Lookback),
 		"horizon":         strconv.Itoa(c.Horizon),
 		"channels":        strconv.Itoa(c.Channels),
@@ -224,6 +230,7 @@ func Decode(b []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.v2 = ver <= 2
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("incompatible model: %w", err)
 	}
@@ -300,6 +307,16 @@ func Decode(b []byte) (*Model, error) {
 	}
 	m.refresh()
 	return m, nil
+}
+
+// formatVersion is the file format that holds a model of cfg: 2 for one
+// loaded from a version 1 or 2 file, which keeps that maths, FormatVersion
+// otherwise.
+func (cfg Config) formatVersion() int {
+	if cfg.v2 {
+		return 2
+	}
+	return FormatVersion
 }
 
 // fileShape is the shape tensor t has in a file of format version ver.

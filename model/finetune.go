@@ -163,7 +163,7 @@ func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (Fi
 		ChannelShuffle: -1, Seed: cfg.Seed, Workers: cfg.Workers,
 	}.withDefaults()
 	t := newTrainer(m, tc, b)
-	t.opt.freezeExcept(m.cfg, fineTuned(cfg.TrainHeads))
+	t.opt.freezeExcept(m.cfg, func(tn tensor) bool { return fineTuned(cfg.TrainHeads)(tn.component) })
 
 	var res FineTuneResult
 	idx := make([]int, B)
@@ -212,9 +212,9 @@ func fineTuned(heads bool) func(component string) bool {
 
 // freezeExcept marks every tensor whose component is not trainable as
 // frozen: apply clears its gradient before clipping and Adam leaves it.
-func (a *adam) freezeExcept(cfg Config, trainable func(component string) bool) {
+func (a *adam) freezeExcept(cfg Config, trainable func(tensor) bool) {
 	for i, t := range tensors(cfg) {
-		a.segs[i].frozen = !trainable(t.component)
+		a.segs[i].frozen = !trainable(t)
 	}
 }
 

@@ -101,6 +101,10 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 		}
 	}
 
+	if !cfg.v2 {
+		windowEnergy(ws, n)
+	}
+
 	// 3. Coefficients Ψ̄·(x̂·W + 1·bᵀ) = Y·W̃ for every window at once. The
 	// cosine and sine rows of frequency i are adjacent, so its coefficient
 	// vector c_i = [cos part | sin part] is the contiguous 2d at (b·N+i)·2d.
@@ -119,6 +123,11 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 	for r := range nN {
 		score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
 	}
+	if !cfg.v2 {
+		for r, e := range ws.eshare[:nN] {
+			score[r] += math.Log(e + energyFloor)
+		}
+	}
 
 	// 5. Select K frequencies per window.
 	sel := ws.sel[:n*K]
@@ -134,6 +143,13 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 			logits = noisy
 		}
 		topK(sel[b*K:(b+1)*K], logits, ws.topv)
+	}
+
+	// The residual reads what the selected frequencies leave of the window.
+	ws.resIn = ws.xn
+	if !cfg.v2 {
+		ws.resIn = ws.xr
+		leftover(ws, n)
 	}
 
 	// 6. Group the selections by head so each head runs one product.
@@ -210,7 +226,7 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 	for b := range n {
 		copy(rpre[b*R+c0:b*R+c1], p.ResB1[c0:c1])
 	}
-	gemm.NN(n, c1-c0, LC, ws.xn, LC, p.ResW1[c0:], R, rpre[c0:], R)
+	gemm.NN(n, c1-c0, LC, ws.resIn, LC, p.ResW1[c0:], R, rpre[c0:], R)
 	for b := range n {
 		lo, hi := b*R+c0, b*R+c1
 		gemm.GELU(rh[lo:hi], rt[lo:hi], rpre[lo:hi])
@@ -248,6 +264,93 @@ func (m *Model) residualOut(ws *Workspace, part int) {
 func split(n, part, parts int) (lo, hi int) {
 	per := (n + parts - 1) / parts
 	return min(part*per, n), min((part+1)*per, n)
+}
+
+// energyFloor is added to a frequency's energy share before its log
+// enters the selection score: shares below about 1% (white noise spreads
+// 2/L over each frequency) all count as "nothing here".
+const energyFloor = 0.01
+
+// windowEnergy fills, for each of the n windows of the last projection,
+// the channel means of x̂ (ws.xc), the energy Σ (x̂ − mean)² (ws.energy) and
+// each frequency's share of it (ws.eshare):
+//
+//	e_i = Σ_{j ∈ {2i, 2i+1}} Σ_c (Y_jc − Y_jC·m_c)² / Σ_{t,c} (x̂_tc − m_c)²
+//
+// where Y_jC = Σ_t ψ̄_j(t), so Y_jc − Y_jC·m_c is atom j's projection of
+// the centred channel. The share is the part of the window that frequency
+// i's two atoms capture; the selection score adds its log, so a window's
+// strong cycles are picked from the first step on and the learned scorer
+// adjusts from there.
+func windowEnergy(ws *Workspace, n int) {
+	cfg := ws.cfg
+	L, C, N := cfg.Lookback, cfg.Channels, cfg.Frequencies
+	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
+	for b := range n {
+		xb, xc := ws.xn[b*LC:(b+1)*LC], ws.xc[b*C:(b+1)*C]
+		clear(xc)
+		for t := range L {
+			for c := range C {
+				xc[c] += xb[t*C+c]
+			}
+		}
+		for c := range xc {
+			xc[c] /= float64(L)
+		}
+		en := 0.0
+		for t := range L {
+			for c := range C {
+				v := xb[t*C+c] - xc[c]
+				en += v * v
+			}
+		}
+		en = max(en, energyTiny)
+		ws.energy[b] = en
+		yb := ws.y[b*M*C1 : (b+1)*M*C1]
+		for i := range N {
+			e := 0.0
+			for j := 2 * i; j < 2*i+2; j++ {
+				for c := range C {
+					v := yb[j*C1+c] - yb[j*C1+C]*xc[c]
+					e += v * v
+				}
+			}
+			ws.eshare[b*N+i] = e / en
+		}
+	}
+}
+
+// energyTiny keeps the energy share of a flat window finite.
+const energyTiny = 1e-12
+
+// leftover writes the residual MLP's input of each of the n windows to
+// ws.xr: the window less its projection on the atoms of its selected
+// frequencies,
+//
+//	u = x̂ − Σ_{f∈S} Σ_{j ∈ {2f, 2f+1}} ψ̄_j ⊗ Y_j,   Y_j = ψ̄_jᵀ·x̂
+//
+// so the residual MLP cannot continue a cycle the frequencies carry: it
+// models what they leave, and the attribution names the cycles.
+func leftover(ws *Workspace, n int) {
+	cfg := ws.cfg
+	L, C, K := cfg.Lookback, cfg.Channels, cfg.TopK
+	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
+	psibar := ws.m.basis.psibar
+	copy(ws.xr[:n*LC], ws.xn[:n*LC])
+	for b := range n {
+		ub, yb := ws.xr[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1]
+		for _, f := range ws.sel[b*K : (b+1)*K] {
+			for j := 2 * int(f); j < 2*int(f)+2; j++ {
+				psi, yj := psibar[j*L:(j+1)*L], yb[j*C1:j*C1+C]
+				for t, v := range psi {
+					row := ub[t*C : (t+1)*C]
+					for c, w := range yj {
+						row[c] -= v * w
+					}
+				}
+			}
+		}
+	}
 }
 
 // instanceNorm writes each window's channels with their own mean removed

@@ -193,6 +193,26 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 
 		z := gelu(must(G.BroadcastAdd(must(G.Mul(coef, scW1)), must(G.Reshape(scB1, gt.Shape{1, S})), nil, []byte{0})))
 		score := must(G.Add(must(G.Mul(z, scW2)), freqBias))
+		if !cfg.v2 {
+			// Each frequency's share of the centred window's energy.
+			xc := make([]float64, L*C)
+			den := 0.0
+			for c := range C {
+				mean := 0.0
+				for tt := range L {
+					mean += xn[tt*C+c] / float64(L)
+				}
+				for tt := range L {
+					xc[tt*C+c] = xn[tt*C+c] - mean
+					den += xc[tt*C+c] * xc[tt*C+c]
+				}
+			}
+			xcN := constant("xc", xc, L, C)
+			pc, ps := must(G.Mul(psibarCos, xcN)), must(G.Mul(psibarSin, xcN)) // N×C each
+			e := must(G.Add(must(G.Sum(must(G.Square(pc)), 1)), must(G.Sum(must(G.Square(ps)), 1))))
+			e = must(G.Add(must(G.Mul(e, scalar(1/max(den, energyTiny)))), scalar(energyFloor)))
+			score = must(G.Add(score, must(G.Log(e))))
+		}
 		u := must(G.Add(score, constant("noise", noise[b*N:(b+1)*N], N)))
 		prob := must(G.SoftMax(must(G.Mul(u, scalar(1/tau)))))
 
@@ -213,6 +233,19 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 		acc(&sparse, must(G.Sub(scalar(1), inside)))
 
 		xflat := constant("xflat", xn, 1, L*C)
+		if !cfg.v2 {
+			// The residual reads the window less its selected frequencies.
+			xm := constant("xm", xn, L, C)
+			u := xm
+			for _, f := range fix.sel[b] {
+				for _, atoms := range []*G.Node{psibarCos, psibarSin} {
+					row := must(G.Reshape(must(G.Slice(atoms, G.S(f))), gt.Shape{1, L}))
+					proj := must(G.Mul(row, xm))                                  // 1×C
+					u = must(G.Sub(u, must(G.Mul(must(G.Transpose(row)), proj)))) // L×C
+				}
+			}
+			xflat = must(G.Reshape(u, gt.Shape{1, L * C}))
+		}
 		rh := gelu(must(G.Add(must(G.Mul(xflat, resW1)), must(G.Reshape(resB1, gt.Shape{1, R})))))
 		if fix.resMask != nil {
 			rh = must(G.HadamardProd(rh, input(fmt.Sprintf("rmask_%d", b), fix.resMask[b], 1, R)))

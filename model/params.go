@@ -170,9 +170,15 @@ func initParams(p *Params, cfg Config, rng *rand.Rand) {
 		p.Phi[i] = 0
 	}
 
+	// The scorer's output layer starts at zero: at first the selection
+	// follows each window's energy (see windowEnergy), which picks the
+	// cycles a window holds, and the scorer learns corrections from there.
+	// A random output layer scores strong cycles at random, often far
+	// below noise, and the straight-through gradient rarely recovers them:
+	// a frequency that is not selected trains neither its head nor its score.
 	glorot(p.ScW1, 2*d, S, 1)
 	clear(p.ScB1)
-	glorot(p.ScW2, S, 1, 1)
+	clear(p.ScW2)
 	clear(p.FreqBias)
 
 	for f := range N {

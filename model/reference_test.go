@@ -130,6 +130,9 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 				}
 				s += geluF(v) * p.ScW2[k]
 			}
+			if !cfg.v2 {
+				s += math.Log(refEnergyShare(psibar, xn, i, L, C) + energyFloor)
+			}
 			u[i] = s + noise[b*N+i]
 		}
 		mx := slices.Max(u)
@@ -170,12 +173,28 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 				yfreq[o] += gate * v
 			}
 		}
-		// Residual MLP.
+		// Residual MLP, on what the selected frequencies leave of the window.
+		xr := slices.Clone(xn)
+		if !cfg.v2 {
+			for _, f := range fix.sel[b] {
+				for _, psi := range psibar[2*f : 2*f+2] {
+					for c := range C {
+						proj := 0.0
+						for t := range L {
+							proj += psi[t] * xn[t*C+c]
+						}
+						for t := range L {
+							xr[t*C+c] -= psi[t] * proj
+						}
+					}
+				}
+			}
+		}
 		rh := make([]float64, R)
 		for k := range R {
 			v := p.ResB1[k]
 			for i := range L * C {
-				v += xn[i] * p.ResW1[i*R+k]
+				v += xr[i] * p.ResW1[i*R+k]
 			}
 			rh[k] = geluF(v)
 			if fix.resMask != nil {
@@ -225,6 +244,30 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 	}
 	out.total = out.mse + tc.LambdaDiv*out.div + tc.LambdaRecon*out.recon + tc.LambdaSparse*out.sparse + tc.LambdaVar*out.vr
 	return out
+}
+
+// refEnergyShare is frequency i's share of the window's energy: the
+// squared projections of each centred channel on its two atoms over
+// Σ (x̂ − mean)².
+func refEnergyShare(psibar [][]float64, xn []float64, i, L, C int) float64 {
+	num, den := 0.0, 0.0
+	for c := range C {
+		mean := 0.0
+		for t := range L {
+			mean += xn[t*C+c] / float64(L)
+		}
+		for t := range L {
+			den += (xn[t*C+c] - mean) * (xn[t*C+c] - mean)
+		}
+		for _, psi := range psibar[2*i : 2*i+2] {
+			proj := 0.0
+			for t := range L {
+				proj += psi[t] * (xn[t*C+c] - mean)
+			}
+			num += proj * proj
+		}
+	}
+	return num / max(den, energyTiny)
 }
 
 // randomModel returns a model whose every parameter is drawn at a scale

@@ -16,6 +16,15 @@ type Source interface {
 	Target(i int) []float64
 }
 
+// RowSource is a Source whose windows are the stride-1 windows of one
+// stretch of rows in time order. Rows returns those rows, row-major with
+// Channels() values per row; Train reads their spectrum to place the
+// frequencies on the data's cycles. dataset.Windows is one.
+type RowSource interface {
+	Source
+	Rows() []float64
+}
+
 // batcher copies windows of a Source into the contiguous batch layout the
 // model reads. For an Independent model a C-channel source becomes C
 // single-channel windows per source window: sample s is channel s%C of

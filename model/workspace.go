@@ -14,6 +14,11 @@ type Workspace struct {
 	m   *Model
 
 	xn, mu, sd           []float64 // normalised windows n·L·C; per-window channel mean, std n·C
+	xr                   []float64 // n·L·C: the residual MLP's input, x̂ less its selected cycles
+	resIn                []float64 // what the residual MLP read: xr, or xn for a format 2 model
+	xc                   []float64 // n·C: per-window channel means of x̂ (0 with instance norm)
+	energy               []float64 // n: Σ (x̂ − mean)² of each window
+	eshare               []float64 // n·N: each frequency's share of its window's energy
 	y                    []float64 // n·2N·(C+1): Ψ̄·[x̂ | 1]
 	coef                 []float64 // n·N·2d: the coefficients c_i
 	zpre, ztanh, z       []float64 // n·N·S: scorer pre-activation, its tanh, GELU output
@@ -53,6 +58,7 @@ type trainScratch struct {
 	dz                   []float64 // n·N·S
 	dcoef                []float64 // n·N·2d
 	dY                   []float64 // n·2N·(C+1)
+	dxr                  []float64 // n·L·C: ∂L/∂(residual input)
 	recE, recG           []float64 // L·(C+1) per-window scratch of the reconstruction loss
 	recQ                 []float64 // (C+1)·(C+1): Σ_b E_bᵀE_b
 	dPsibar              []float64 // 2N·L
@@ -80,6 +86,10 @@ func (ws *Workspace) grow(n int) {
 	HC, C1 := H*C, C+1
 	ws.cap = n
 	ws.xn = make([]float64, n*L*C)
+	ws.xr = make([]float64, n*L*C)
+	ws.xc = make([]float64, n*C)
+	ws.energy = make([]float64, n)
+	ws.eshare = make([]float64, n*N)
 	ws.mu = make([]float64, n*C)
 	ws.sd = make([]float64, n*C)
 	ws.y = make([]float64, n*2*N*C1)
@@ -135,6 +145,7 @@ func (ws *Workspace) enableTraining() {
 		dz:      make([]float64, n*N*S),
 		dcoef:   make([]float64, n*N*2*d),
 		dY:      make([]float64, n*2*N*C1),
+		dxr:     make([]float64, n*L*C),
 		recE:    make([]float64, L*C1),
 		recG:    make([]float64, L*C1),
 		recQ:    make([]float64, C1*C1),

@@ -1,0 +1,135 @@
+package model
+
+import (
+	"os"
+	"strconv"
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Placement says which frequencies training placed on the data's cycles.
+type Placement struct {
+	// Peaks are the cycles found in the training rows, strongest first,
+	// before the window-resolution rule dropped any.
+	Peaks []Peak
+	// Placed maps frequency id to the peak it was placed on (−1: a free
+	// frequency spread over the rest of the spectrum).
+	Placed []int
+}
+
+// PlaceFrequencies sets θ from the peaks of the training rows' spectrum:
+// each kept peak gets one frequency, exactly on it, and the other
+// frequencies are spread log-uniformly over [1/L, ½] outside a band of
+// ±1/L around every placed one, so that no free frequency starts where a
+// window cannot tell it from a cycle. Ids stay in order of frequency. Phases
+// are reset to 0.
+//
+// Peaks outside the model's frequency range are ignored. A peak closer
+// than 1/L to a stronger kept one (a window cannot separate the two) is
+// kept only when it is a cycle in its own right rather than leakage or a
+// modulation sideband: at least a quarter of the stronger one's share.
+// At most half of the frequencies are placed.
+//
+// PlaceFrequencies is meant for a new model before training: the heads of a
+// trained model would no longer match their frequencies.
+func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
+	cfg := m.cfg
+	N, L := cfg.Frequencies, cfg.Lookback
+	res := 1 / float64(L)
+	fmin, fmax := freqBounds(L)
+	pl := Placement{Peaks: slices.Clone(peaks), Placed: make([]int, N)}
+	for i := range pl.Placed {
+		pl.Placed[i] = -1
+	}
+
+	// Keep the peaks the model can hold, strongest first.
+	type kept struct {
+		f    float64
+		peak int
+	}
+	var keep []kept
+	for i, p := range peaks {
+		if len(keep) >= N/2 {
+			break
+		}
+		if !(p.Frequency > fmin && p.Frequency < fmax) {
+			continue
+		}
+		ok := true
+		for _, k := range keep {
+			if math.Abs(k.f-p.Frequency) < res && p.Share < 0.25*peaks[k.peak].Share {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			keep = append(keep, kept{p.Frequency, i})
+		}
+	}
+
+	// Spread the free frequencies over [1/L, ½] in log-frequency, skipping
+	// the bands around the kept peaks.
+	free := N - len(keep)
+	lo, hi := math.Log(res), math.Log(0.5)
+	blocked := func(f float64) bool {
+		for _, k := range keep {
+			if math.Abs(f-k.f) < res {
+				return true
+			}
+		}
+		return false
+	}
+	// Sample the allowed part of the range finely and pick free points at
+	// equal steps of allowed log-length.
+	const grid = 4096
+	var allowed []float64
+	for j := range grid {
+		u := lo + (hi-lo)*float64(j)/float64(grid-1)
+		if !blocked(math.Exp(u)) {
+			allowed = append(allowed, u)
+		}
+	}
+	fs := make([]float64, 0, N)
+	for _, k := range keep {
+		fs = append(fs, k.f)
+	}
+	for j := range free {
+		var u float64
+		switch {
+		case len(allowed) == 0:
+			u = lo + (hi-lo)*float64(j)/math.Max(1, float64(free-1))
+		case free == 1:
+			u = allowed[len(allowed)/2]
+		default:
+			u = allowed[j*(len(allowed)-1)/(free-1)]
+		}
+		fs = append(fs, math.Exp(u))
+	}
+
+	// Assign ids in order of frequency.
+	order := make([]int, N)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(fs[a], fs[b]) })
+	p := m.params
+	for id, j := range order {
+		u := (fs[j] - fmin) / (fmax - fmin)
+		u = math.Min(math.Max(u, 1e-9), 1-1e-9)
+		p.Theta[id] = math.Log(u / (1 - u))
+		p.Phi[id] = 0
+		p.FreqBias[id] = 0
+		if j < len(keep) {
+			pl.Placed[id] = keep[j].peak
+			p.FreqBias[id] = expBias
+		}
+	}
+	if os.Getenv("EXP_ZSC") != "" {
+		clear(p.ScW2)
+	}
+	m.refresh()
+	return pl
+}
+
+var expBias = func() float64 { v, _ := strconv.ParseFloat(os.Getenv("EXP_BIAS"), 64); return v }()

@@ -1,0 +1,327 @@
+package model
+
+import (
+	"cmp"
+	"math"
+	"math/cmplx"
+	"slices"
+
+	"gonum.org/v1/gonum/dsp/fourier"
+)
+
+// Peak is a cycle found in a stretch of training rows: a sharp maximum of a
+// channel's periodogram that stands far above the spectrum around it.
+//
+// The periodogram of T rows resolves frequencies 1/T apart, and the peak is
+// refined between its bins, so a cycle's frequency is known to a small
+// fraction of 1/T: far finer than the 1/L a single window can tell apart.
+// That is what lets training place a frequency on the data's cycle instead
+// of searching for it through the weak gradient a window gives.
+type Peak struct {
+	// Frequency is in cycles per step.
+	Frequency float64
+	// Share is the part of the channel's variance the cycle carries
+	// (amplitude²/2 over the variance), the largest over the channels that
+	// show the peak.
+	Share float64
+	// Prominence is the peak's power over the median power of the spectrum
+	// around it, the largest over the channels that show the peak.
+	Prominence float64
+	// Channels is how many channels show the peak.
+	Channels int
+}
+
+// PeakOptions sets what counts as a peak. The zero value of every field
+// means its default.
+type PeakOptions struct {
+	// MinFrequency and MaxFrequency bound the frequencies searched, in
+	// cycles per step.
+	//
+	// Default: 2/T (two cycles in the rows) and 0.5
+	MinFrequency, MaxFrequency float64
+	// MinProminence is how far above the surrounding spectrum a peak must
+	// stand. The periodogram of noise is exponentially distributed around
+	// its local level, so a noise bin exceeds 30 times the local median
+	// with probability e^(−30·ln 2) ≈ 1e-9: a peak above it is a cycle.
+	//
+	// Default: 30
+	MinProminence float64
+	// MinShare is the least part of a channel's variance a peak must carry.
+	//
+	// Default: 0.002
+	MinShare float64
+	// Max is the most peaks returned, the strongest first.
+	//
+	// Default: unlimited
+	Max int
+}
+
+// FindPeaks returns the cycles carried by rows, a row-major buffer of
+// channels values per row in time order, strongest share first. NaN values
+// (missing readings) count as the channel's mean. Each channel is
+// detrended, tapered with a Hann window and zero-padded four times; the
+// local maxima of its periodogram that pass opts are refined to the
+// frequency that maximises the tapered transform, and peaks that several
+// channels show within two bins (the taper's main lobe) are merged.
+func FindPeaks(rows []float64, channels int, opts PeakOptions) []Peak {
+	if channels < 1 || len(rows) < channels {
+		return nil
+	}
+	T := len(rows) / channels
+	if T < 8 {
+		return nil
+	}
+	if opts.MinFrequency <= 0 {
+		opts.MinFrequency = 2 / float64(T)
+	}
+	if opts.MaxFrequency <= 0 || opts.MaxFrequency > 0.5 {
+		opts.MaxFrequency = 0.5
+	}
+	if opts.MinProminence <= 0 {
+		opts.MinProminence = 30
+	}
+	if opts.MinShare <= 0 {
+		opts.MinShare = 0.002
+	}
+	sp := newSpectrum(T)
+	var all []Peak
+	for c := range channels {
+		if !sp.load(rows, channels, c) {
+			continue
+		}
+		all = append(all, sp.peaks(opts)...)
+	}
+	return mergePeaks(all, 2/float64(T), opts.Max)
+}
+
+// spectrum holds one channel's tapered series and its periodogram.
+type spectrum struct {
+	T, nfft  int
+	fft      *fourier.FFT
+	x        []float64 // tapered, detrended channel, zero-padded to nfft
+	taper    []float64 // Hann window over T
+	taperSum float64
+	coef     []complex128
+	power    []float64 // |X_k|², k = 0 … nfft/2
+	variance float64   // of the detrended channel
+	scratch  []float64
+	bands    []float64 // background medians by 2% frequency band, −1 until computed
+}
+
+func newSpectrum(T int) *spectrum {
+	nfft := 1
+	for nfft < 4*T {
+		nfft *= 2
+	}
+	s := &spectrum{T: T, nfft: nfft, fft: fourier.NewFFT(nfft), x: make([]float64, nfft), taper: make([]float64, T),
+		power: make([]float64, nfft/2+1)}
+	for t := range T {
+		s.taper[t] = 0.5 - 0.5*math.Cos(2*math.Pi*(float64(t)+0.5)/float64(T))
+		s.taperSum += s.taper[t]
+	}
+	return s
+}
+
+// load detrends and tapers channel c of rows and computes its periodogram.
+// It reports false when the channel is constant or has no finite value.
+func (s *spectrum) load(rows []float64, channels, c int) bool {
+	T := s.T
+	// Least-squares line through the finite values, in centred time.
+	var n, st, sx, stt, stx float64
+	for t := range T {
+		v := rows[t*channels+c]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		tt := float64(t) - float64(T-1)/2
+		n++
+		st += tt
+		sx += v
+		stt += tt * tt
+		stx += tt * v
+	}
+	if n < 8 {
+		return false
+	}
+	slope := 0.0
+	if den := n*stt - st*st; den > 0 {
+		slope = (n*stx - st*sx) / den
+	}
+	icpt := (sx - slope*st) / n
+	clear(s.x)
+	ss := 0.0
+	for t := range T {
+		v := rows[t*channels+c]
+		d := 0.0
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			d = v - icpt - slope*(float64(t)-float64(T-1)/2)
+		}
+		ss += d * d
+		s.x[t] = d * s.taper[t]
+	}
+	s.variance = ss / n
+	if s.variance <= 0 {
+		return false
+	}
+	s.coef = s.fft.Coefficients(s.coef, s.x)
+	for k := range s.power {
+		a := cmplx.Abs(s.coef[k])
+		s.power[k] = a * a
+	}
+	return true
+}
+
+// amplitude returns the amplitude of a sinusoid at frequency f (cycles per
+// step) in the loaded channel, from its tapered transform.
+func (s *spectrum) amplitude(f float64) float64 {
+	// Σ_t x_t·e^(−2πi f t) by rotation, accumulated in float64.
+	var re, im float64
+	sn, cs := math.Sincos(-2 * math.Pi * f)
+	wr, wi := 1.0, 0.0
+	for t := range s.T {
+		v := s.x[t]
+		re += v * wr
+		im += v * wi
+		wr, wi = wr*cs-wi*sn, wr*sn+wi*cs
+		if t&1023 == 1023 { // keep the rotation on the unit circle
+			a, b := math.Sincos(-2 * math.Pi * f * float64(t+1))
+			wr, wi = b, a
+		}
+	}
+	return 2 * math.Hypot(re, im) / s.taperSum
+}
+
+// peaks returns the loaded channel's peaks that pass opts.
+func (s *spectrum) peaks(opts PeakOptions) []Peak {
+	T, nfft := s.T, s.nfft
+	pad := nfft / T // padded bins per natural bin (≥ 4)
+	lo := max(1, int(math.Ceil(opts.MinFrequency*float64(nfft))))
+	hi := min(len(s.power)-2, int(math.Floor(opts.MaxFrequency*float64(nfft))))
+	if lo >= hi {
+		return nil
+	}
+	s.bands = s.bands[:0]
+	var out []Peak
+	for k := lo; k <= hi; k++ {
+		p := s.power[k]
+		if p < s.power[k-1] || p < s.power[k+1] {
+			continue
+		}
+		// A maximum of the main lobe (±2 natural bins wide) only.
+		isMax := true
+		for j := max(0, k-2*pad); j <= min(len(s.power)-1, k+2*pad); j++ {
+			if s.power[j] > p {
+				isMax = false
+				break
+			}
+		}
+		if !isMax {
+			continue
+		}
+		bg := s.background(k)
+		if bg <= 0 || p/bg < opts.MinProminence {
+			continue
+		}
+		f := s.refine(float64(k) / float64(nfft))
+		if f < opts.MinFrequency || f > opts.MaxFrequency {
+			continue
+		}
+		a := s.amplitude(f)
+		share := a * a / 2 / s.variance
+		if share < opts.MinShare {
+			continue
+		}
+		out = append(out, Peak{Frequency: f, Share: min(share, 1), Prominence: p / bg, Channels: 1})
+	}
+	return out
+}
+
+// background is the median power of the natural bins around padded bin k:
+// those between 3 and max(12, 0.3·k/pad) natural bins away on either side,
+// so the peak's own main lobe is left out. Wide neighbourhoods share a
+// median computed once per band of 2% in frequency, where one peak cannot
+// move the median of hundreds of bins.
+func (s *spectrum) background(k int) float64 {
+	pad := s.nfft / s.T
+	kn := k / pad
+	far := max(12, int(0.3*float64(kn)))
+	if far <= 100 {
+		return s.median(kn, far, 3)
+	}
+	band := int(math.Log(float64(kn)) / math.Log(1.02))
+	for len(s.bands) <= band {
+		s.bands = append(s.bands, -1)
+	}
+	if s.bands[band] < 0 {
+		s.bands[band] = s.median(kn, far, 0)
+	}
+	return s.bands[band]
+}
+
+// median returns the median power of the natural bins within far of bin kn
+// but not within gap of it.
+func (s *spectrum) median(kn, far, gap int) float64 {
+	pad := s.nfft / s.T
+	s.scratch = s.scratch[:0]
+	last := (len(s.power) - 1) / pad
+	for j := max(1, kn-far); j <= min(last, kn+far); j++ {
+		if d := j - kn; d >= -gap && d <= gap {
+			continue
+		}
+		s.scratch = append(s.scratch, s.power[j*pad])
+	}
+	if len(s.scratch) == 0 {
+		return 0
+	}
+	slices.Sort(s.scratch)
+	return s.scratch[len(s.scratch)/2]
+}
+
+// refine returns the frequency within half a padded bin of f0 that
+// maximises the tapered transform's amplitude (golden-section search).
+func (s *spectrum) refine(f0 float64) float64 {
+	h := 1 / float64(s.nfft)
+	a, b := f0-h, f0+h
+	const g = 0.6180339887498949
+	x1, x2 := b-g*(b-a), a+g*(b-a)
+	v1, v2 := s.amplitude(x1), s.amplitude(x2)
+	for range 40 {
+		if v1 > v2 {
+			b, x2, v2 = x2, x1, v1
+			x1 = b - g*(b-a)
+			v1 = s.amplitude(x1)
+		} else {
+			a, x1, v1 = x1, x2, v2
+			x2 = a + g*(b-a)
+			v2 = s.amplitude(x2)
+		}
+	}
+	return (a + b) / 2
+}
+
+// mergePeaks joins peaks closer than tol cycles per step (the same cycle
+// seen in several channels), keeping the frequency of the most prominent,
+// and returns at most max of them (0: all), largest share first.
+func mergePeaks(ps []Peak, tol float64, maxN int) []Peak {
+	slices.SortFunc(ps, func(a, b Peak) int { return cmp.Compare(b.Prominence, a.Prominence) })
+	var out []Peak
+	for _, p := range ps {
+		merged := false
+		for i := range out {
+			if math.Abs(out[i].Frequency-p.Frequency) < tol {
+				out[i].Share = max(out[i].Share, p.Share)
+				out[i].Channels++
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Peak) int { return cmp.Compare(b.Share, a.Share) })
+	if maxN > 0 && len(out) > maxN {
+		out = out[:maxN]
+	}
+	return out
+}
