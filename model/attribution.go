@@ -125,30 +125,31 @@ func (ws *Workspace) addShares(i int, acc []float64) float64 {
 	for j, v := range res {
 		resid += math.Abs((1 - alpha) * v * sd[j%C])
 	}
-	var parts [64]float64 // per rank; K ≤ 64 is checked below
-	shares := parts[:0]
-	if K > len(parts) {
-		shares = make([]float64, K)
-	} else {
-		shares = parts[:K]
-	}
+	// Two passes over the selected heads: the total first, then the shares,
+	// so nothing is allocated for any K.
 	total := resid
 	for k := range K {
-		slot := int(ws.pos[i*K+k])
-		a := 0.0
-		for j, v := range ws.contrib[slot*HC : (slot+1)*HC] {
-			a += math.Abs(alpha * v * sd[j%C])
-		}
-		shares[k] = a
-		total += a
+		total += ws.headAbs(i, k, alpha)
 	}
 	if total <= 0 {
 		return 0
 	}
 	for k := range K {
-		acc[ws.sel[i*K+k]] += shares[k] / total
+		acc[ws.sel[i*K+k]] += ws.headAbs(i, k, alpha) / total
 	}
 	return resid / total
+}
+
+// headAbs is Σ|α·σ·g_f| of window i's rank-k selection.
+func (ws *Workspace) headAbs(i, k int, alpha float64) float64 {
+	C, K, HC := ws.cfg.Channels, ws.cfg.TopK, ws.cfg.Horizon*ws.cfg.Channels
+	sd := ws.sd[i*C : (i+1)*C]
+	slot := int(ws.pos[i*K+k])
+	a := 0.0
+	for j, v := range ws.contrib[slot*HC : (slot+1)*HC] {
+		a += math.Abs(alpha * v * sd[j%C])
+	}
+	return a
 }
 
 // resize returns s with length n, reusing its storage when it is large enough.

@@ -110,7 +110,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	gemm.TN(C1, d, n*M, Y, C1, dcoef, d, g.Data[:C1*d], d)
 	clear(dY)
 	gemm.NT(n*M, C1, d, dcoef, d, p.Data[:C1*d], d, dY, C1)
-	if !cfg.v2 {
+	if !cfg.noEnergyPrior {
 		energyBackward(ws, n, dscore, dY)
 	}
 
@@ -141,7 +141,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		}
 	}
 
-	if !cfg.v2 {
+	if !cfg.residualReadsAll {
 		m.leftoverBackward(ws, n, dY)
 	}
 

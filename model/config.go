@@ -76,12 +76,14 @@ type Config struct {
 	// Default: NormInstance
 	Norm Norm
 
-	// v2 selects the maths of model file format 2, which older files load
-	// with: the selection score is the learned scorer alone, and the
-	// residual MLP reads the whole window. New models leave it false: the
-	// score adds the log of each frequency's share of the window's energy,
-	// and the residual reads what the selected frequencies leave.
-	v2 bool
+	// noEnergyPrior and residualReadsAll select the maths of model file
+	// format 2, which older files load with (both set): the selection
+	// score is the learned scorer alone, and the residual MLP reads the
+	// whole window. New models leave both false: the score adds the log of
+	// each frequency's share of the window's energy (windowEnergy), and the
+	// residual reads what the selected frequencies leave (leftover). Tests
+	// set one at a time to measure what each part buys.
+	noEnergyPrior, residualReadsAll bool
 }
 
 // withDefaults returns cfg with every zero field set to its default.

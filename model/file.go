@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -76,6 +77,9 @@ func (m *Model) Save(path string) error {
 
 // WriteTo writes m to w in the safetensors format.
 func (m *Model) WriteTo(w io.Writer) (int64, error) {
+	if m.cfg.formatVersion() == 0 {
+		return 0, errors.New("model: a mixture of format 2 and 3 maths (a test's ablation) has no file format")
+	}
 	data := make([]byte, 8*len(m.params.Data))
 	for i, v := range m.params.Data {
 		binary.LittleEndian.PutUint64(data[8*i:], math.Float64bits(v))
@@ -230,7 +234,7 @@ func Decode(b []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.v2 = ver <= 2
+	cfg.noEnergyPrior, cfg.residualReadsAll = ver <= 2, ver <= 2
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("incompatible model: %w", err)
 	}
@@ -311,12 +315,16 @@ func Decode(b []byte) (*Model, error) {
 
 // formatVersion is the file format that holds a model of cfg: 2 for one
 // loaded from a version 1 or 2 file, which keeps that maths, FormatVersion
-// otherwise.
+// for a model of the current maths, and 0 for a test's mixture, which no
+// format holds.
 func (cfg Config) formatVersion() int {
-	if cfg.v2 {
+	switch {
+	case cfg.noEnergyPrior && cfg.residualReadsAll:
 		return 2
+	case !cfg.noEnergyPrior && !cfg.residualReadsAll:
+		return FormatVersion
 	}
-	return FormatVersion
+	return 0
 }
 
 // fileShape is the shape tensor t has in a file of format version ver.

@@ -101,7 +101,7 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 		}
 	}
 
-	if !cfg.v2 {
+	if !cfg.noEnergyPrior {
 		windowEnergy(ws, n)
 	}
 
@@ -123,7 +123,7 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 	for r := range nN {
 		score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
 	}
-	if !cfg.v2 {
+	if !cfg.noEnergyPrior {
 		for r, e := range ws.eshare[:nN] {
 			score[r] += math.Log(e + energyFloor)
 		}
@@ -147,7 +147,7 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 
 	// The residual reads what the selected frequencies leave of the window.
 	ws.resIn = ws.xn
-	if !cfg.v2 {
+	if !cfg.residualReadsAll {
 		ws.resIn = ws.xr
 		leftover(ws, n)
 	}

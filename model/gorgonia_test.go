@@ -193,7 +193,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 
 		z := gelu(must(G.BroadcastAdd(must(G.Mul(coef, scW1)), must(G.Reshape(scB1, gt.Shape{1, S})), nil, []byte{0})))
 		score := must(G.Add(must(G.Mul(z, scW2)), freqBias))
-		if !cfg.v2 {
+		if !cfg.noEnergyPrior {
 			// Each frequency's share of the centred window's energy.
 			xc := make([]float64, L*C)
 			den := 0.0
@@ -233,7 +233,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 		acc(&sparse, must(G.Sub(scalar(1), inside)))
 
 		xflat := constant("xflat", xn, 1, L*C)
-		if !cfg.v2 {
+		if !cfg.residualReadsAll {
 			// The residual reads the window less its selected frequencies.
 			xm := constant("xm", xn, L, C)
 			u := xm

@@ -130,7 +130,7 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 				}
 				s += geluF(v) * p.ScW2[k]
 			}
-			if !cfg.v2 {
+			if !cfg.noEnergyPrior {
 				s += math.Log(refEnergyShare(psibar, xn, i, L, C) + energyFloor)
 			}
 			u[i] = s + noise[b*N+i]
@@ -175,7 +175,7 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 		}
 		// Residual MLP, on what the selected frequencies leave of the window.
 		xr := slices.Clone(xn)
-		if !cfg.v2 {
+		if !cfg.residualReadsAll {
 			for _, f := range fix.sel[b] {
 				for _, psi := range psibar[2*f : 2*f+2] {
 					for c := range C {

@@ -35,9 +35,10 @@ type Peak struct {
 // means its default.
 type PeakOptions struct {
 	// MinFrequency and MaxFrequency bound the frequencies searched, in
-	// cycles per step.
+	// cycles per step. Below eight cycles in the rows a slow wander (a
+	// random walk, a season) cannot be told from a cycle.
 	//
-	// Default: 2/T (two cycles in the rows) and 0.5
+	// Default: 8/T (eight cycles in the rows) and 0.5
 	MinFrequency, MaxFrequency float64
 	// MinProminence is how far above the surrounding spectrum a peak must
 	// stand. The periodogram of noise is exponentially distributed around
@@ -71,9 +72,7 @@ func FindPeaks(rows []float64, channels int, opts PeakOptions) []Peak {
 	if T < 8 {
 		return nil
 	}
-	if opts.MinFrequency <= 0 {
-		opts.MinFrequency = 2 / float64(T)
-	}
+	opts.MinFrequency = max(opts.MinFrequency, 8/float64(T))
 	if opts.MaxFrequency <= 0 || opts.MaxFrequency > 0.5 {
 		opts.MaxFrequency = 0.5
 	}
@@ -237,14 +236,18 @@ func (s *spectrum) peaks(opts PeakOptions) []Peak {
 }
 
 // background is the median power of the natural bins around padded bin k:
-// those between 3 and max(12, 0.3·k/pad) natural bins away on either side,
-// so the peak's own main lobe is left out. Wide neighbourhoods share a
-// median computed once per band of 2% in frequency, where one peak cannot
-// move the median of hundreds of bins.
+// those between 3 and max(12, 0.3·k/pad) natural bins away on either side
+// (as many below as above, so a steep red-noise slope does not tilt it),
+// leaving the peak's own main lobe out. Wide neighbourhoods share a median
+// computed once per band of 2% in frequency, where one peak cannot move the
+// median of hundreds of bins.
 func (s *spectrum) background(k int) float64 {
 	pad := s.nfft / s.T
 	kn := k / pad
-	far := max(12, int(0.3*float64(kn)))
+	far := min(max(12, int(0.3*float64(kn))), kn-1)
+	if far <= 3 {
+		return 0
+	}
 	if far <= 100 {
 		return s.median(kn, far, 3)
 	}

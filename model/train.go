@@ -113,10 +113,22 @@ type TrainConfig struct {
 	// initialised (near zero) while the frequency path learns alone: the
 	// heads learn the cycles and the scorer learns to select them before
 	// the residual MLP, which can continue any sinusoid by itself, starts
-	// to learn what they leave. A negative value turns it off.
+	// to learn what they leave. After the warm-up the scorer's MLP stays
+	// as it is (its per-frequency bias still learns) unless
+	// TrainScorerThroughout is set. A negative value turns the warm-up off.
 	//
 	// Default: 5
 	ResidualWarmup int
+	// TrainScorerThroughout keeps training the scorer's MLP after the
+	// residual warm-up, as the reference code does. Off by default: the
+	// straight-through gradient credits only selected frequencies, so once
+	// the residual MLP learns to carry a cycle in the windows where it was
+	// not selected, dropping it costs nothing and the scorer learns to
+	// drop it more often. Measured on random two- and three-cycle feeds:
+	// selection of the true cycles fell from 100% to 56–89% of windows and
+	// the residual's share rose from 0.12 to 0.18 (worst case 0.21 → 0.26)
+	// at the same MSE.
+	TrainScorerThroughout bool
 	// TrainPlacedFrequencies also trains θ after FrequencyInit placed the
 	// frequencies on the spectrum. By default θ then stays where the
 	// spectrum put it and only φ and the other weights learn: the
@@ -308,7 +320,15 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		}
 		warm := epoch < cfg.ResidualWarmup
 		t.opt.freezeExcept(m.cfg, func(tn tensor) bool {
-			return !(warm && tn.component == "residual") && !(holdTheta && tn.name == "freq.theta")
+			switch {
+			case warm && tn.component == "residual":
+				return false
+			case holdTheta && tn.name == "freq.theta":
+				return false
+			case !warm && cfg.ResidualWarmup > 0 && !cfg.TrainScorerThroughout && scorerMLP(tn.name):
+				return false
+			}
+			return true
 		})
 		t.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		var sum stepLoss
@@ -378,6 +398,12 @@ func (c TrainConfig) Settings() map[string]float64 {
 		"dropout": c.Dropout, "weight_decay": c.WeightDecay, "input_noise": c.InputNoise,
 		"channel_shuffle": c.ChannelShuffle, "ema": c.EMA, "residual_warmup": float64(c.ResidualWarmup),
 	}
+}
+
+// scorerMLP reports whether tensor name is a weight of the scorer's MLP
+// (not its per-frequency bias).
+func scorerMLP(name string) bool {
+	return name == "scorer.w1" || name == "scorer.b1" || name == "scorer.w2"
 }
 
 // cosineRate is the learning rate of global step s of total.

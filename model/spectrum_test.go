@@ -1,0 +1,229 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// cycleRows returns T rows of C channels: every cycle in every channel
+// (channel c scales it by 1 + 0.2·c and shifts its phase), Gaussian noise,
+// a linear trend and, with missing > 0, that share of NaN readings.
+func cycleRows(rng *rand.Rand, T, C int, periods, amps []float64, noise, trend, missing float64) []float64 {
+	rows := make([]float64, T*C)
+	phases := make([]float64, len(periods)*C)
+	for i := range phases {
+		phases[i] = 2 * math.Pi * rng.Float64()
+	}
+	for t := range T {
+		for c := range C {
+			v := trend*float64(t) + noise*rng.NormFloat64()
+			for k, p := range periods {
+				v += amps[k] * (1 + 0.2*float64(c)) * math.Sin(2*math.Pi*float64(t)/p+phases[k*C+c])
+			}
+			if rng.Float64() < missing {
+				v = math.NaN()
+			}
+			rows[t*C+c] = v
+		}
+	}
+	return rows
+}
+
+// TestFindPeaksRecoversRandomCycles draws random cycle sets (periods from 3
+// steps to a tenth of the rows, amplitudes a factor of four apart, noise,
+// trend, missing readings, one to three channels) and requires every cycle
+// to be found within 0.3% of its period, and nothing else of note. The
+// precision is statistical: at amplitude 0.53 over noise 0.94, a 139-step
+// cycle in 2391 rows is found with an RMS error of 0.27%, so the draws keep
+// the amplitude above the noise.
+func TestFindPeaksRecoversRandomCycles(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		T, C := 1500+rng.IntN(4000), 1+rng.IntN(3)
+		var periods, amps []float64
+		for len(periods) < 1+rng.IntN(3) {
+			p := math.Exp(math.Log(3) + rng.Float64()*(math.Log(float64(T)/10)-math.Log(3)))
+			if slices.ContainsFunc(periods, func(q float64) bool { return math.Abs(1/p-1/q) < 8/float64(T) }) {
+				continue // closer than the taper's main lobe: one peak
+			}
+			periods, amps = append(periods, p), append(amps, 0.5+1.5*rng.Float64())
+		}
+		noise := 0.1 + 0.4*rng.Float64() // amplitude over noise at least 1
+		rows := cycleRows(rng, T, C, periods, amps, noise, 0.01*rng.NormFloat64(), 0.02*rng.Float64())
+		peaks := FindPeaks(rows, C, PeakOptions{})
+		for k, p := range periods {
+			found := slices.IndexFunc(peaks, func(pk Peak) bool { return math.Abs(1/pk.Frequency/p-1) < 0.003 })
+			if found < 0 {
+				t.Errorf("seed %d (T=%d, C=%d, noise %.2f): cycle of %.3f steps, amplitude %.2f, not found within 0.3%% in %v",
+					seed, T, C, noise, p, amps[k], periodsOf(peaks))
+				continue
+			}
+			if got := peaks[found].Channels; got != C {
+				t.Errorf("seed %d: cycle of %.3f steps seen in %d channels, want all %d", seed, p, got, C)
+			}
+		}
+		// Anything else found is weak: leakage or a noise fluctuation.
+		for _, pk := range peaks {
+			if slices.ContainsFunc(periods, func(p float64) bool { return math.Abs(1/pk.Frequency/p-1) < 0.003 }) {
+				continue
+			}
+			if pk.Share > 0.01 {
+				t.Errorf("seed %d: a peak at %.3f steps carrying %.1f%% of the variance where no cycle is (true %v)",
+					seed, 1/pk.Frequency, 100*pk.Share, periods)
+			}
+		}
+	}
+}
+
+func periodsOf(ps []Peak) []float64 {
+	out := make([]float64, len(ps))
+	for i, p := range ps {
+		out[i] = math.Round(1000/p.Frequency) / 1000
+	}
+	return out
+}
+
+// TestFindPeaksIgnoresNoise: white noise and random walks hold no cycle.
+func TestFindPeaksIgnoresNoise(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		T := 2000 + rng.IntN(3000)
+		white := make([]float64, T)
+		walk := make([]float64, T)
+		for i := range white {
+			white[i] = rng.NormFloat64()
+			walk[i] = rng.NormFloat64()
+			if i > 0 {
+				walk[i] += walk[i-1]
+			}
+		}
+		for name, rows := range map[string][]float64{"white noise": white, "random walk": walk} {
+			if ps := FindPeaks(rows, 1, PeakOptions{}); len(ps) > 0 {
+				t.Errorf("seed %d: %s of %d steps gave peaks at %v steps", seed, name, T, periodsOf(ps))
+			}
+		}
+	}
+}
+
+func TestFindPeaksEdgeCases(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name     string
+		rows     []float64
+		channels int
+		want     int
+	}{
+		{"nothing", nil, 1, 0},
+		{"shorter than 8 rows", []float64{1, 2, 3, 1, 2, 3}, 1, 0},
+		{"no channels", []float64{1, 2}, 0, 0},
+		{"constant", slices.Repeat([]float64{4}, 500), 1, 0},
+		{"every value missing", slices.Repeat([]float64{nan}, 500), 1, 0},
+		{"infinite values are missing", append(slices.Repeat([]float64{math.Inf(1)}, 20), sine(480, 12)...), 1, 1},
+		{"a cycle beside a constant channel", interleave(sine(600, 10), slices.Repeat([]float64{1}, 600)), 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FindPeaks(tc.rows, tc.channels, PeakOptions{}); len(got) != tc.want {
+				t.Errorf("FindPeaks found %d peaks %v, want %d", len(got), periodsOf(got), tc.want)
+			}
+		})
+	}
+}
+
+func sine(n int, period float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.Sin(2 * math.Pi * float64(i) / period)
+	}
+	return out
+}
+
+func interleave(a, b []float64) []float64 {
+	out := make([]float64, 0, 2*len(a))
+	for i := range a {
+		out = append(out, a[i], b[i])
+	}
+	return out
+}
+
+// TestPlaceFrequencies checks the placement rules: each kept peak gets one
+// frequency exactly, free frequencies keep ±1/L away from every placed one,
+// ids run in order of frequency, and the rules for peaks out of range,
+// sidebands and too many peaks.
+func TestPlaceFrequencies(t *testing.T) {
+	const L = 96
+	for _, tc := range []struct {
+		name   string
+		peaks  []Peak
+		placed []float64 // periods that must hold a placed frequency
+		absent []float64 // periods that must not
+	}{
+		{"two cycles", []Peak{{Frequency: 1 / 24.0, Share: 0.3}, {Frequency: 1 / 7.3, Share: 0.1}}, []float64{24, 7.3}, nil},
+		{"longer than the lookback", []Peak{{Frequency: 1 / 168.0, Share: 0.2}}, []float64{168}, nil},
+		{"beyond the lowest frequency", []Peak{{Frequency: 1 / 2000.0, Share: 0.5}, {Frequency: 1 / 24.0, Share: 0.1}}, []float64{24}, []float64{2000}},
+		{"a weak sideband within 1/L is left out", []Peak{{Frequency: 1 / 24.0, Share: 0.25}, {Frequency: 1 / 24.3, Share: 0.017}}, []float64{24}, []float64{24.3}},
+		{"a strong neighbour within 1/L is a cycle", []Peak{{Frequency: 1 / 60.0, Share: 0.3}, {Frequency: 1 / 80.0, Share: 0.2}}, []float64{60, 80}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(Config{Horizon: 24, Channels: 1, Mode: Independent}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := m.PlaceFrequencies(tc.peaks)
+			fs := m.Frequencies()
+			var placed []float64
+			for id, f := range fs {
+				if id > 0 && f.Frequency <= fs[id-1].Frequency {
+					t.Errorf("id %d at %.5f is not above id %d at %.5f", id, f.Frequency, id-1, fs[id-1].Frequency)
+				}
+				if pl.Placed[id] >= 0 {
+					placed = append(placed, f.Frequency)
+					if want := tc.peaks[pl.Placed[id]].Frequency; math.Abs(f.Frequency/want-1) > 1e-9 {
+						t.Errorf("id %d placed at %.6f, its peak is at %.6f", id, f.Frequency, want)
+					}
+				}
+			}
+			for id, f := range fs {
+				if pl.Placed[id] >= 0 {
+					continue
+				}
+				for _, p := range placed {
+					if math.Abs(f.Frequency-p) < 1.0/L-1e-9 {
+						t.Errorf("free id %d at %.2f steps is within 1/L of the placed %.2f steps", id, f.PeriodSteps, 1/p)
+					}
+				}
+			}
+			has := func(period float64) bool {
+				return slices.ContainsFunc(placed, func(f float64) bool { return math.Abs(1/f/period-1) < 1e-6 })
+			}
+			for _, p := range tc.placed {
+				if !has(p) {
+					t.Errorf("no frequency placed at %.1f steps; placed %v", p, placed)
+				}
+			}
+			for _, p := range tc.absent {
+				if has(p) {
+					t.Errorf("a frequency placed at %.1f steps", p)
+				}
+			}
+		})
+	}
+
+	t.Run("at most half the frequencies", func(t *testing.T) {
+		m, _ := New(Config{Horizon: 24, Channels: 1, Mode: Independent, Frequencies: 8, TopK: 2}, 1)
+		var peaks []Peak
+		for i := range 10 {
+			peaks = append(peaks, Peak{Frequency: 0.04 + 0.04*float64(i), Share: 0.1})
+		}
+		n := 0
+		for _, p := range m.PlaceFrequencies(peaks).Placed {
+			if p >= 0 {
+				n++
+			}
+		}
+		if n != 4 {
+			t.Errorf("placed %d of 8 frequencies for 10 peaks, want 4", n)
+		}
+	})
+}
