@@ -1,8 +1,6 @@
 package model
 
 import (
-	"os"
-	"strconv"
 	"cmp"
 	"math"
 	"slices"
@@ -119,17 +117,10 @@ func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
 		u = math.Min(math.Max(u, 1e-9), 1-1e-9)
 		p.Theta[id] = math.Log(u / (1 - u))
 		p.Phi[id] = 0
-		p.FreqBias[id] = 0
 		if j < len(keep) {
 			pl.Placed[id] = keep[j].peak
-			p.FreqBias[id] = expBias
 		}
-	}
-	if os.Getenv("EXP_ZSC") != "" {
-		clear(p.ScW2)
 	}
 	m.refresh()
 	return pl
 }
-
-var expBias = func() float64 { v, _ := strconv.ParseFloat(os.Getenv("EXP_BIAS"), 64); return v }()
