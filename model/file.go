@@ -159,6 +159,13 @@ func (m *Model) metadata(weightsSHA string) map[string]string {
 	if m.Meta.Version > 0 {
 		md["version"] = strconv.FormatInt(m.Meta.Version, 10)
 	}
+	if len(m.Meta.Peaks) > 0 {
+		md["peaks"] = js(m.Meta.Peaks)
+	}
+	if m.Meta.Shares != nil {
+		md["shares"] = js(m.Meta.Shares)
+		md["residual_share"] = strconv.FormatFloat(m.Meta.ResidualShare, 'g', -1, 64)
+	}
 	return md
 }
 
@@ -396,10 +403,22 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 			}
 		}
 	}
-	if s := md["selected"]; s != "" {
-		if err := json.Unmarshal([]byte(s), &meta.Selected); err != nil {
-			return cfg, meta, fmt.Errorf("corrupted header: metadata selected: %v", err)
+	for _, f := range []struct {
+		key string
+		dst any
+	}{{"selected", &meta.Selected}, {"peaks", &meta.Peaks}, {"shares", &meta.Shares}} {
+		if s := md[f.key]; s != "" {
+			if err := json.Unmarshal([]byte(s), f.dst); err != nil {
+				return cfg, meta, fmt.Errorf("corrupted header: metadata %s: %v", f.key, err)
+			}
 		}
+	}
+	if s := md["residual_share"]; s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v >= 0 && v <= 1) {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata residual_share %q is not a share", s)
+		}
+		meta.ResidualShare = v
 	}
 	if s := md["training"]; s != "" {
 		if err := json.Unmarshal([]byte(s), &meta.Training); err != nil {
@@ -452,6 +471,14 @@ func equalInts(a, b []int) bool {
 func (meta Meta) check(cfg Config) error {
 	if n := len(meta.Selected); n != 0 && n != cfg.Frequencies {
 		return fmt.Errorf("corrupted header: metadata selected has %d counts for %d frequencies", n, cfg.Frequencies)
+	}
+	if n := len(meta.Shares); n != 0 && n != cfg.Frequencies {
+		return fmt.Errorf("corrupted header: metadata shares has %d values for %d frequencies", n, cfg.Frequencies)
+	}
+	for _, pk := range meta.Peaks {
+		if pk.ID < 0 || pk.ID >= cfg.Frequencies || !(pk.PeriodSteps > 0) || math.IsInf(pk.PeriodSteps, 0) {
+			return fmt.Errorf("corrupted header: metadata peaks names frequency %d with period %v of %d frequencies", pk.ID, pk.PeriodSteps, cfg.Frequencies)
+		}
 	}
 	if len(meta.Mean) != len(meta.Std) {
 		return fmt.Errorf("corrupted header: metadata mean has %d values but std has %d", len(meta.Mean), len(meta.Std))

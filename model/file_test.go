@@ -25,16 +25,19 @@ func encoded(t testing.TB, m *Model) []byte {
 func TestSaveLoadRoundTrip(t *testing.T) {
 	m := randomModel(t, smallConfigs[0].cfg, 9)
 	m.Meta = Meta{
-		ChannelNames: []string{"HUFL", "OT"},
-		Cadence:      time.Hour,
-		Mean:         []float64{1.5, -2},
-		Std:          []float64{0.5, 3},
-		DataSHA256:   "abc123",
-		DataName:     "ETTh1.csv",
-		Metrics:      map[string]float64{"test_mse": 0.39, "test_mae": 0.41},
-		Training:     TrainConfig{Seed: 42}.Settings(),
-		Selected:     []int{1, 2, 3, 4, 5, 6},
-		Seed:         42,
+		ChannelNames:  []string{"HUFL", "OT"},
+		Cadence:       time.Hour,
+		Mean:          []float64{1.5, -2},
+		Std:           []float64{0.5, 3},
+		DataSHA256:    "abc123",
+		DataName:      "ETTh1.csv",
+		Metrics:       map[string]float64{"test_mse": 0.39, "test_mae": 0.41},
+		Training:      TrainConfig{Seed: 42}.Settings(),
+		Selected:      []int{1, 2, 3, 4, 5, 6},
+		Seed:          42,
+		Peaks:         []PlacedPeak{{ID: 4, PeriodSteps: 23.985, VarianceShare: 0.25, Prominence: 806}},
+		Shares:        []float64{0, 0.1, 0.2, 0, 0.386, 0.05},
+		ResidualShare: 0.264,
 	}
 	path := filepath.Join(t.TempDir(), "m.safetensors")
 	if err := m.Save(path); err != nil {
@@ -271,6 +274,62 @@ func TestDecodeUpgradesVersion1(t *testing.T) {
 				t.Errorf("%s block %d: the sine rows are not zero", w.name, b)
 			}
 		}
+	}
+}
+
+// TestFormat2KeepsItsMaths: a version 2 file loads as a model with the
+// version 2 maths (no energy term in the selection, a residual MLP that
+// reads the whole window), forecasts exactly as the plain reference of
+// that maths does, and is saved as version 2 again; the same parameters
+// under the version 3 maths forecast differently.
+func TestFormat2KeepsItsMaths(t *testing.T) {
+	for _, sc := range smallConfigs {
+		if sc.cfg.formatVersion() != FormatVersion {
+			continue
+		}
+		t.Run(sc.name, func(t *testing.T) {
+			m := randomModel(t, sc.cfg, 31)
+			var buf bytes.Buffer
+			if _, err := m.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			file := bytes.Replace(buf.Bytes(), []byte(`"format_version":"3"`), []byte(`"format_version":"2"`), 1)
+			if bytes.Equal(file, buf.Bytes()) {
+				t.Fatal("the written header holds no format_version 3")
+			}
+			old, err := Decode(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !old.cfg.noEnergyPrior || !old.cfg.residualReadsAll {
+				t.Fatalf("a version 2 file loaded with config %+v, want the version 2 maths", old.cfg)
+			}
+			const n = 4
+			x, y := randomBatch(m.cfg, n, 5)
+			got := old.Forward(old.NewWorkspace(n), nil, x)
+			// The reference of the version 2 maths, with the selection the
+			// forecast made (a training pass without noise or dropout
+			// selects the same top-K, with gates of exactly 1).
+			noise := make([]float64, n*old.cfg.Frequencies)
+			tr := newGradTrainer(t, old, x, y, noise, n, TrainConfig{Dropout: -1})
+			tr.gradient(n, 1)
+			want := refLoss(old.cfg, old.params, x, y, n, noise, 1, selectionOf(tr, n), tr.cfg)
+			for i := range got {
+				if !close(got[i], want.forecast[i], 1e-9) {
+					t.Fatalf("forecast %d = %v, the version 2 reference gives %v", i, got[i], want.forecast[i])
+				}
+			}
+			if now := m.Forward(m.NewWorkspace(n), nil, x); slices.Equal(now, got) {
+				t.Error("the version 3 maths forecast exactly as version 2 on the same parameters; the test cannot tell them apart")
+			}
+			buf.Reset()
+			if _, err := old.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(buf.Bytes(), []byte(`"format_version":"2"`)) {
+				t.Error("a version 2 model was not saved as version 2")
+			}
+		})
 	}
 }
 

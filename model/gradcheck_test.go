@@ -17,6 +17,8 @@ var smallConfigs = []struct {
 	{"mixed instance-norm", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}},
 	{"mixed no norm", Config{Lookback: 10, Horizon: 3, Channels: 3, Hidden: 5, Frequencies: 5, TopK: 2, ScorerHidden: 2, HeadHidden: 3, ResidualHidden: 4, Norm: NormNone}},
 	{"independent", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 7, TopK: 4, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent}},
+	{"mixed, format 2 maths", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
+		noEnergyPrior: true, residualReadsAll: true}},
 }
 
 func TestForwardMatchesReference(t *testing.T) {

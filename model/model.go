@@ -47,6 +47,30 @@ type Meta struct {
 	// Version is the serving version of an online fine-tuned model (0 for
 	// a model straight from training); each promotion increments it.
 	Version int64 `json:"version,omitempty"`
+	// Peaks are the cycles of the training rows that training placed a
+	// frequency on (see Model.PlaceFrequencies), strongest first.
+	Peaks []PlacedPeak `json:"peaks,omitempty"`
+	// Shares is each frequency's mean share of the attribution on the test
+	// split at training time, ResidualShare the residual MLP's (see
+	// Metrics.Shares); nil when unknown.
+	Shares        []float64 `json:"shares,omitempty"`
+	ResidualShare float64   `json:"residual_share,omitempty"`
+}
+
+// PlacedPeak is a peak of the training rows' spectrum and the frequency
+// placed on it.
+type PlacedPeak struct {
+	// ID is the frequency placed on the peak. Online fine-tuning may move
+	// it since; it still carries the cycle.
+	ID int `json:"id"`
+	// PeriodSteps is the peak's period in steps.
+	PeriodSteps float64 `json:"period_steps"`
+	// VarianceShare is the cycle's share of its channel's variance in the
+	// training rows (the largest over the channels).
+	VarianceShare float64 `json:"variance_share"`
+	// Prominence is the peak's power over the median of the spectrum
+	// around it.
+	Prominence float64 `json:"prominence"`
 }
 
 // New returns a model of cfg with freshly initialised parameters drawn from
@@ -76,6 +100,8 @@ func (m *Model) Clone() *Model {
 	c.Meta.Mean = append([]float64(nil), m.Meta.Mean...)
 	c.Meta.Std = append([]float64(nil), m.Meta.Std...)
 	c.Meta.Selected = append([]int(nil), m.Meta.Selected...)
+	c.Meta.Peaks = append([]PlacedPeak(nil), m.Meta.Peaks...)
+	c.Meta.Shares = append([]float64(nil), m.Meta.Shares...)
 	if m.Meta.Training != nil {
 		c.Meta.Training = make(map[string]float64, len(m.Meta.Training))
 		for k, v := range m.Meta.Training {

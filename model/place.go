@@ -16,7 +16,8 @@ type Placement struct {
 	Placed []int
 }
 
-// PlaceFrequencies sets θ from the peaks of the training rows' spectrum:
+// PlaceFrequencies sets θ from the peaks of the training rows' spectrum
+// and records the placed peaks in m.Meta.Peaks:
 // each kept peak gets one frequency, exactly on it, and the other
 // frequencies are spread log-uniformly over [1/L, ½] outside a band of
 // ±1/L around every placed one, so that no free frequency starts where a
@@ -112,6 +113,7 @@ func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(fs[a], fs[b]) })
 	p := m.params
+	m.Meta.Peaks = m.Meta.Peaks[:0]
 	for id, j := range order {
 		u := (fs[j] - fmin) / (fmax - fmin)
 		u = math.Min(math.Max(u, 1e-9), 1-1e-9)
@@ -119,8 +121,46 @@ func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
 		p.Phi[id] = 0
 		if j < len(keep) {
 			pl.Placed[id] = keep[j].peak
+			pk := peaks[keep[j].peak]
+			m.Meta.Peaks = append(m.Meta.Peaks, PlacedPeak{ID: id, PeriodSteps: 1 / pk.Frequency,
+				VarianceShare: pk.Share, Prominence: pk.Prominence})
 		}
 	}
+	slices.SortStableFunc(m.Meta.Peaks, func(a, b PlacedPeak) int { return cmp.Compare(b.VarianceShare, a.VarianceShare) })
 	m.refresh()
 	return pl
+}
+
+// Cycle is a cycle of the data that the model carries: a frequency placed
+// on a peak of the training rows' spectrum, with its part of the forecasts.
+type Cycle struct {
+	// Frequency is the frequency now (online fine-tuning may have moved it
+	// from the peak).
+	Frequency
+	// Peak is where training placed it.
+	Peak PlacedPeak
+	// Share is its mean share of the attribution over the windows the
+	// shares were counted on.
+	Share float64
+}
+
+// MinCycleShare is the least mean share of the attribution a placed
+// frequency carries to count as a discovered cycle; placed frequencies
+// below it are peaks of the spectrum the forecasts do not use.
+const MinCycleShare = 0.01
+
+// Cycles returns the discovered cycles: the frequencies placed on peaks of
+// the training rows' spectrum that carry at least minShare of the
+// attribution, by shares (per frequency id, as Metrics.Shares gives them),
+// largest share first. A model trained without placement has none.
+func (m *Model) Cycles(shares []float64, minShare float64) []Cycle {
+	var out []Cycle
+	for _, pk := range m.Meta.Peaks {
+		if pk.ID < 0 || pk.ID >= len(shares) || shares[pk.ID] < minShare {
+			continue
+		}
+		out = append(out, Cycle{Frequency: m.frequency(pk.ID), Peak: pk, Share: shares[pk.ID]})
+	}
+	slices.SortStableFunc(out, func(a, b Cycle) int { return cmp.Compare(b.Share, a.Share) })
+	return out
 }
