@@ -27,6 +27,11 @@ type evalReport struct {
 	PerChannelMAE    map[string]float64 `json:"per_channel_mae"`
 	Seconds          float64            `json:"seconds"`
 	WindowsPerSecond float64            `json:"windows_per_second"`
+	// ResidualShare is the residual MLP's mean share of the attribution
+	// (level excluded) over the test windows; Cycles the discovered cycles
+	// with theirs.
+	ResidualShare float64       `json:"residual_share"`
+	Cycles        []cycleReport `json:"cycles"`
 }
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,6 +60,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		PerChannel:    perChannel(frame.Columns, met.PerChannelMSE),
 		PerChannelMAE: perChannel(frame.Columns, met.PerChannelMAE),
 		Seconds:       met.Seconds, WindowsPerSecond: met.WindowsPerSecond,
+		ResidualShare: met.ResidualShare, Cycles: cyclesOf(m, met.Shares),
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
@@ -65,6 +71,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for i, name := range frame.Columns {
 		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", name, met.PerChannelMSE[i], met.PerChannelMAE[i])
 	}
+	fmt.Fprintln(stdout)
+	printCycles(stdout, rep.Cycles, rep.ResidualShare, "the test split")
 	return nil
 }
 

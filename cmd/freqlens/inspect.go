@@ -29,6 +29,10 @@ type inspectFrequency struct {
 	Phase         float64  `json:"phase"`
 	Selected      int      `json:"selected"`
 	SelectedShare float64  `json:"selected_share"`
+	// Share is the mean share of the attribution; Cycle says the frequency
+	// was placed on a peak of the training data's spectrum.
+	Share float64 `json:"share"`
+	Cycle bool    `json:"cycle"`
 }
 
 type inspectMatch struct {
@@ -42,21 +46,27 @@ type inspectMatch struct {
 }
 
 type inspectReport struct {
-	Model          string                 `json:"model"`
-	TrainedOn      string                 `json:"trained_on,omitempty"`
-	Mode           string                 `json:"mode"`
-	Lookback       int                    `json:"lookback"`
-	Horizon        int                    `json:"horizon"`
-	Channels       int                    `json:"channels"`
-	CadenceSeconds float64                `json:"cadence_seconds,omitempty"`
-	Alpha          float64                `json:"alpha"`
-	SelectionFrom  string                 `json:"selection_counted_on"`
-	Frequencies    []inspectFrequency     `json:"frequencies"`
-	MostSelected   []inspectFrequency     `json:"most_selected"`
-	KnownPeriods   []inspectMatch         `json:"known_periods"`
-	Params         int                    `json:"params"`
-	Components     []model.ComponentCount `json:"components"`
-	Metrics        map[string]float64     `json:"metrics,omitempty"`
+	Model          string  `json:"model"`
+	TrainedOn      string  `json:"trained_on,omitempty"`
+	Mode           string  `json:"mode"`
+	Lookback       int     `json:"lookback"`
+	Horizon        int     `json:"horizon"`
+	Channels       int     `json:"channels"`
+	CadenceSeconds float64 `json:"cadence_seconds,omitempty"`
+	Alpha          float64 `json:"alpha"`
+	SelectionFrom  string  `json:"selection_counted_on"`
+	// SharesFrom says where the attribution shares of Cycles,
+	// ResidualShare and Frequencies[].Share were counted; empty when the
+	// model file holds none and no --data was given.
+	SharesFrom    string                 `json:"shares_counted_on,omitempty"`
+	Cycles        []cycleReport          `json:"cycles"`
+	ResidualShare float64                `json:"residual_share"`
+	Frequencies   []inspectFrequency     `json:"frequencies"`
+	MostSelected  []inspectFrequency     `json:"most_selected"`
+	KnownPeriods  []inspectMatch         `json:"known_periods"`
+	Params        int                    `json:"params"`
+	Components    []model.ComponentCount `json:"components"`
+	Metrics       map[string]float64     `json:"metrics,omitempty"`
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -72,6 +82,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var m *model.Model
 	selected, from := []int(nil), "test split at training time"
+	var shares []float64
+	residualShare := 0.0
 	if *data != "" {
 		var err error
 		mm, _, bm, err := loadModelAndData(*modelPath, *data)
@@ -83,15 +95,20 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		m, selected, from = mm, met.Selected, "test split of "+*data
+		shares, residualShare = met.Shares, met.ResidualShare
 	} else {
 		var err error
 		if m, err = model.Load(*modelPath); err != nil {
 			return err
 		}
-		selected = m.Meta.Selected
+		selected, shares, residualShare = m.Meta.Selected, m.Meta.Shares, m.Meta.ResidualShare
 		if selected == nil {
 			from = "unknown (the model file holds no counts; pass --data)"
 		}
+	}
+	placed := map[int]bool{}
+	for _, pk := range m.Meta.Peaks {
+		placed[pk.ID] = true
 	}
 
 	cfg := m.Config()
@@ -104,10 +121,16 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Model: *modelPath, TrainedOn: m.Meta.DataName, Mode: string(cfg.Mode),
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
 		CadenceSeconds: m.Meta.Cadence.Seconds(), Alpha: m.Alpha(), SelectionFrom: from,
-		Metrics: m.Meta.Metrics,
+		Metrics: m.Meta.Metrics, Cycles: []cycleReport{}, ResidualShare: residualShare,
+	}
+	if shares != nil {
+		rep.Cycles, rep.SharesFrom = cyclesOf(m, shares), from
 	}
 	for _, f := range m.Frequencies() {
-		jf := inspectFrequency{ID: f.ID, Frequency: f.Frequency, PeriodSteps: f.PeriodSteps, Phase: f.Phase}
+		jf := inspectFrequency{ID: f.ID, Frequency: f.Frequency, PeriodSteps: f.PeriodSteps, Phase: f.Phase, Cycle: placed[f.ID]}
+		if shares != nil {
+			jf.Share = shares[f.ID]
+		}
 		if f.Period > 0 {
 			s := f.Period.Seconds()
 			jf.PeriodSeconds, jf.Period = &s, model.FormatPeriod(f.Period)
@@ -151,12 +174,23 @@ func printInspect(w io.Writer, r inspectReport) {
 	if v, ok := r.Metrics["test_mse"]; ok {
 		fmt.Fprintf(w, "test MSE %.4f  MAE %.4f\n", v, r.Metrics["test_mae"])
 	}
-	fmt.Fprintf(w, "alpha %.3f: %.0f%% of each forecast comes through the frequency heads, %.0f%% through the residual MLP\n\n",
-		r.Alpha, 100*r.Alpha, 100*(1-r.Alpha))
-	fmt.Fprintf(w, "learned frequencies, by period (selection counted on the %s):\n", r.SelectionFrom)
-	fmt.Fprintf(w, "  %3s  %10s  %12s  %10s  %9s\n", "id", "frequency", "period_steps", "period", "selected")
+	fmt.Fprintf(w, "alpha %.3f (the fusion weight of the frequency heads)\n\n", r.Alpha)
+	if r.SharesFrom != "" {
+		printCycles(w, r.Cycles, r.ResidualShare, "the "+r.SharesFrom)
+	} else {
+		fmt.Fprintln(w, "discovered cycles: unknown (the model file holds no attribution shares; pass --data, or retrain with this version)")
+	}
+	fmt.Fprintf(w, "\nthe rest of the spectrum, by period (counted on the %s):\n", r.SelectionFrom)
+	fmt.Fprintf(w, "  %3s  %10s  %12s  %10s  %9s  %7s\n", "id", "frequency", "period_steps", "period", "selected", "share")
 	for _, f := range r.Frequencies {
-		fmt.Fprintf(w, "  %3d  %10.5f  %12.2f  %10s  %8.1f%%\n", f.ID, f.Frequency, f.PeriodSteps, f.Period, 100*f.SelectedShare)
+		if slices.ContainsFunc(r.Cycles, func(c cycleReport) bool { return c.ID == f.ID }) {
+			continue
+		}
+		note := ""
+		if f.Cycle {
+			note = "  a spectral peak the forecasts barely use"
+		}
+		fmt.Fprintf(w, "  %3d  %10.5f  %12.2f  %10s  %8.1f%%  %6.1f%%%s\n", f.ID, f.Frequency, f.PeriodSteps, f.Period, 100*f.SelectedShare, 100*f.Share, note)
 	}
 	if len(r.MostSelected) > 0 {
 		fmt.Fprintln(w, "\nmost often selected:")

@@ -13,13 +13,16 @@ import (
 )
 
 type predictContribution struct {
-	ID            int         `json:"id"`
-	Frequency     float64     `json:"frequency"`
-	PeriodSteps   float64     `json:"period_steps"`
-	Period        string      `json:"period,omitempty"`
-	PeriodSeconds *float64    `json:"period_seconds,omitempty"`
-	Share         float64     `json:"share"`
-	Values        [][]float64 `json:"values"`
+	ID            int      `json:"id"`
+	Frequency     float64  `json:"frequency"`
+	PeriodSteps   float64  `json:"period_steps"`
+	Period        string   `json:"period,omitempty"`
+	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
+	Share         float64  `json:"share"`
+	// Cycle says the frequency sits on a cycle of the training data (a
+	// peak of its spectrum); other frequencies carry what has no cycle.
+	Cycle  bool        `json:"cycle"`
+	Values [][]float64 `json:"values"`
 }
 
 // predictReport is what `predict --json` prints. Values are in the data's
@@ -114,8 +117,13 @@ func predict(m *model.Model, frame *dataset.Frame, at int) (predictReport, error
 		At: at, Channels: frame.Columns, Alpha: ex.Alpha, Level: ex.Level,
 		Forecast: rows(ex.Forecast), Residual: rows(ex.Residual), ResidualShare: ex.ResidualShare,
 	}
+	placed := map[int]bool{}
+	for _, pk := range m.Meta.Peaks {
+		placed[pk.ID] = true
+	}
 	for _, ct := range ex.Contributions {
-		pc := predictContribution{ID: ct.ID, Frequency: ct.Frequency.Frequency, PeriodSteps: ct.PeriodSteps, Share: ct.Share, Values: rows(ct.Values)}
+		pc := predictContribution{ID: ct.ID, Frequency: ct.Frequency.Frequency, PeriodSteps: ct.PeriodSteps, Share: ct.Share,
+			Cycle: placed[ct.ID], Values: rows(ct.Values)}
 		if ct.Period > 0 {
 			s := ct.Period.Seconds()
 			pc.Period, pc.PeriodSeconds = model.FormatPeriod(ct.Period), &s
@@ -153,14 +161,18 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		fmt.Fprintf(w, " (%s)", r.Time)
 	}
 	fmt.Fprintf(w, ", alpha %.3f\n\nwhat drives it (share of the total absolute attribution):\n", r.Alpha)
+	others := false
 	for _, c := range r.Contributions {
-		label := fmt.Sprintf("%.1f-step cycle", c.PeriodSteps)
-		if c.Period != "" {
-			label = c.Period + " cycle"
+		label := periodLabel(c.Period, c.PeriodSteps) + " cycle"
+		if !c.Cycle {
+			label, others = periodLabel(c.Period, c.PeriodSteps)+" frequency*", true
 		}
-		fmt.Fprintf(w, "  %-16s (id %2d) %5.1f%%\n", label, c.ID, 100*c.Share)
+		fmt.Fprintf(w, "  %-22s (id %2d) %5.1f%%\n", label, c.ID, 100*c.Share)
 	}
-	fmt.Fprintf(w, "  %-16s         %5.1f%%\n", "residual MLP", 100*r.ResidualShare)
+	fmt.Fprintf(w, "  %-22s         %5.1f%%\n", "residual MLP", 100*r.ResidualShare)
+	if others {
+		fmt.Fprintln(w, "  * not a cycle of the training data: a frequency that carries what has no peak in its spectrum")
+	}
 	show := min(H, 6)
 	fmt.Fprintf(w, "\nfirst %d steps (forecast", show)
 	if r.Actual != nil {

@@ -40,6 +40,8 @@ type trainReport struct {
 	TestRMSE           float64            `json:"test_rmse"`
 	PerChannelMSE      map[string]float64 `json:"per_channel_mse"`
 	Alpha              float64            `json:"alpha"`
+	ResidualShare      float64            `json:"residual_share"`
+	Cycles             []cycleReport      `json:"cycles"`
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -124,6 +126,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"best_epoch": float64(res.BestEpoch), "epochs_run": float64(res.EpochsRun),
 	}
 	m.Meta.Selected = met.Selected
+	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
 	m.Meta.Training = tc.Settings()
 	if err := m.Save(*out); err != nil {
 		return err
@@ -138,6 +141,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Stopped: res.Stopped, BestEpoch: res.BestEpoch, ValMSE: res.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
 		PerChannelMSE: perChannel(frame.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
+		ResidualShare: met.ResidualShare, Cycles: cyclesOf(m, met.Shares),
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
@@ -145,6 +149,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "trained %d epochs (best %d, %s), median epoch %.2fs\n", rep.EpochsRun, rep.BestEpoch, rep.Stopped, rep.EpochSecondsMedian)
 	fmt.Fprintf(stdout, "validation MSE %.4f\n", rep.ValMSE)
 	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, all %d channels)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, rep.Channels)
+	printCycles(stdout, rep.Cycles, rep.ResidualShare, "the test split")
 	fmt.Fprintf(stdout, "model written to %s\n", *out)
 	if trainErr != nil {
 		fmt.Fprintf(stderr, "freqlens train: interrupted; saved the best epoch so far\n")
