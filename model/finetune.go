@@ -163,7 +163,13 @@ func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (Fi
 		ChannelShuffle: -1, Seed: cfg.Seed, Workers: cfg.Workers,
 	}.withDefaults()
 	t := newTrainer(m, tc, b)
-	t.opt.freezeExcept(m.cfg, func(tn tensor) bool { return fineTuned(cfg.TrainHeads)(tn.component) })
+	// A model whose frequencies sit on the data's cycles keeps θ: the
+	// cycles move with the recent spectrum (Model.TrackCycles), which
+	// places a period far more finely than this loss can.
+	placed := len(m.Meta.Peaks) > 0
+	t.opt.freezeExcept(m.cfg, func(tn tensor) bool {
+		return fineTuned(cfg.TrainHeads)(tn.component) && !(placed && tn.name == "freq.theta")
+	})
 
 	var res FineTuneResult
 	idx := make([]int, B)

@@ -164,3 +164,60 @@ func (m *Model) Cycles(shares []float64, minShare float64) []Cycle {
 	slices.SortStableFunc(out, func(a, b Cycle) int { return cmp.Compare(b.Share, a.Share) })
 	return out
 }
+
+// CycleMove is a discovered cycle's frequency moved to where the recent
+// spectrum shows the cycle now.
+type CycleMove struct {
+	ID                    int
+	FromPeriod, ToPeriod  float64 // steps
+	PeakShare, Prominence float64 // of the recent peak
+}
+
+// TrackCycles moves each frequency placed on a cycle (m.Meta.Peaks) to the
+// strongest of peaks (found in recent rows by FindPeaks) within the
+// window's resolution 1/L of where it is now, so that a cycle whose period
+// drifts keeps its frequency, its head and its name. A peak goes to at most
+// one frequency, the strongest peaks first; a frequency with no peak near
+// stays. Free frequencies never move. It returns the moves made.
+//
+// The forecast loss cannot place a frequency more finely than about ½/L
+// (its head absorbs the offset), while the periodogram of a few windows'
+// worth of recent rows can: this is how online learning follows a period.
+func (m *Model) TrackCycles(peaks []Peak) []CycleMove {
+	res := 1 / float64(m.cfg.Lookback)
+	fmin, fmax := freqBounds(m.cfg.Lookback)
+	ps := slices.Clone(peaks)
+	slices.SortStableFunc(ps, func(a, b Peak) int { return cmp.Compare(b.Share, a.Share) })
+	claimed := make([]bool, len(m.Meta.Peaks))
+	var moves []CycleMove
+	for _, pk := range ps {
+		if !(pk.Frequency > fmin && pk.Frequency < fmax) {
+			continue
+		}
+		best, dist := -1, res
+		for j, pp := range m.Meta.Peaks {
+			if claimed[j] || pp.ID < 0 || pp.ID >= m.cfg.Frequencies {
+				continue
+			}
+			if d := math.Abs(m.basis.freq[pp.ID] - pk.Frequency); d < dist {
+				best, dist = j, d
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		claimed[best] = true
+		id := m.Meta.Peaks[best].ID
+		from := m.basis.freq[id]
+		if math.Abs(from/pk.Frequency-1) < 1e-9 {
+			continue
+		}
+		u := (pk.Frequency - fmin) / (fmax - fmin)
+		m.params.Theta[id] = math.Log(u / (1 - u))
+		moves = append(moves, CycleMove{ID: id, FromPeriod: 1 / from, ToPeriod: 1 / pk.Frequency, PeakShare: pk.Share, Prominence: pk.Prominence})
+	}
+	if len(moves) > 0 {
+		m.refresh()
+	}
+	return moves
+}

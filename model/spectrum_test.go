@@ -227,3 +227,39 @@ func TestPlaceFrequencies(t *testing.T) {
 		}
 	})
 }
+
+// TestTrackCycles: a frequency placed on a cycle moves to the strongest
+// recent peak within 1/L of it; farther peaks, and free frequencies, stay
+// as they are; one peak moves one frequency.
+func TestTrackCycles(t *testing.T) {
+	m, err := New(Config{Horizon: 24, Channels: 1, Mode: Independent}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.PlaceFrequencies([]Peak{{Frequency: 1 / 24.0, Share: 0.4}, {Frequency: 1 / 12.0, Share: 0.1}})
+	ids := map[float64]int{}
+	for _, pk := range m.Meta.Peaks {
+		ids[math.Round(pk.PeriodSteps)] = pk.ID
+	}
+	before := m.Frequencies()
+	moves := m.TrackCycles([]Peak{
+		{Frequency: 1 / 28.0, Share: 0.3}, // 0.57/L from 24: the 24-step cycle moved
+		{Frequency: 1 / 27.0, Share: 0.1}, // weaker, same neighbourhood: claimed already
+		{Frequency: 1 / 6.0, Share: 0.2},  // far from every cycle: nobody moves there
+	})
+	after := m.Frequencies()
+	if len(moves) != 1 || moves[0].ID != ids[24] || math.Abs(moves[0].ToPeriod-28) > 1e-9 {
+		t.Fatalf("moves = %+v, want frequency %d from 24 to 28 steps only", moves, ids[24])
+	}
+	for id := range after {
+		if id == ids[24] {
+			if math.Abs(after[id].PeriodSteps-28) > 1e-9 {
+				t.Errorf("the 24-step cycle's frequency is at %.4f steps, want 28", after[id].PeriodSteps)
+			}
+			continue
+		}
+		if after[id].Frequency != before[id].Frequency {
+			t.Errorf("frequency %d moved from %.4f to %.4f steps", id, before[id].PeriodSteps, after[id].PeriodSteps)
+		}
+	}
+}

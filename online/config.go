@@ -66,19 +66,28 @@ type Config struct {
 	CheckpointDir string
 	Keep          int
 	// DriftThreshold is the relative change of a dominant frequency's period
-	// from its reference that raises a drift event once it has lasted
-	// MinDuration (in the data's time).
+	// that raises a "period" event once the period has settled for
+	// MinDuration (in the data's time); see DriftEvent for the rules.
 	//
 	// Default: 0.05 and 30m
 	DriftThreshold float64
 	MinDuration    time.Duration
-	// Dominant is how many frequencies, by recent attribution share, count
-	// as dominant; a frequency also needs DominantMinShare of the
-	// attribution to count.
+	// A frequency is dominant, and its period changes are events, while it
+	// carries the attribution: it joins at DominantMinShare of the recent
+	// attribution (among the Dominant largest) and leaves below half of it.
+	// Frequencies that carry a few percent come and go with the data and
+	// are not worth paging anyone about.
 	//
-	// Default: 3 and 0.02
+	// Default: 3 and 0.10
 	Dominant         int
 	DominantMinShare float64
+	// SpectrumSteps is how many recent steps of each tracked series a
+	// round reads the spectrum of, to move the cycles the model carries to
+	// their current periods (model.Model.TrackCycles). Longer resolves a
+	// period more finely; shorter follows a change sooner.
+	//
+	// Default: 8 × the model's lookback
+	SpectrumSteps int
 	// TrackSeries caps the series whose forecasts are remembered and scored.
 	//
 	// Default: 500
@@ -140,7 +149,7 @@ func (c Config) WithDefaults() Config {
 		c.Dominant = 3
 	}
 	if c.DominantMinShare == 0 {
-		c.DominantMinShare = 0.02
+		c.DominantMinShare = 0.10
 	}
 	if c.TrackSeries == 0 {
 		c.TrackSeries = 500
@@ -192,8 +201,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.min_duration %v is negative; use a duration such as 30m", c.MinDuration)
 	case c.Dominant < 1:
 		return fmt.Errorf("online.dominant %d; use at least 1", c.Dominant)
+	case c.SpectrumSteps < 0:
+		return fmt.Errorf("online.spectrum_steps %d is negative; use a count of steps such as 384, or 0 for 4 × the lookback", c.SpectrumSteps)
 	case c.DominantMinShare < 0 || c.DominantMinShare >= 1:
-		return fmt.Errorf("online.dominant_min_share %g; use a fraction such as 0.02", c.DominantMinShare)
+		return fmt.Errorf("online.dominant_min_share %g; use a fraction such as 0.10", c.DominantMinShare)
 	case c.TrackSeries < 1:
 		return fmt.Errorf("online.track_series %d; use at least 1", c.TrackSeries)
 	case c.ErrorHalfLife < 1:

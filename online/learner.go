@@ -116,7 +116,11 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 		norm = normaliser{mean: reference.Meta.Mean, std: reference.Meta.Std}
 	}
 	l.rp = newReplay(cfg.ReplaySize, mc.Lookback, mc.Horizon, mc.Channels, cfg.Replay, cfg.Seed)
-	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, reference.Meta.Cadence, norm, cfg.TrackSeries, cfg.ErrorHalfLife, l.rp)
+	if cfg.SpectrumSteps == 0 {
+		cfg.SpectrumSteps = 8 * mc.Lookback
+		l.cfg.SpectrumSteps = cfg.SpectrumSteps
+	}
+	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, cfg.ErrorHalfLife, l.rp)
 	l.tr.errs.hist = l.met.absErr
 	l.dr = newDrift(cfg, reference)
 	if v, ok := reference.Meta.Metrics["test_mse"]; ok {
@@ -273,6 +277,7 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 	}
 	start := l.now()
 	cand := cur.Clone()
+	moves := l.trackCycles(cand)
 	res, err := model.FineTune(ctx, cand, train, model.FineTuneConfig{
 		Steps: l.cfg.Steps, BatchSize: l.cfg.BatchSize, LearningRate: l.cfg.LearningRate,
 		TrainHeads: l.cfg.TrainHeads, Seed: l.cfg.Seed + uint64(n), Workers: l.cfg.Workers,
@@ -280,6 +285,9 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 	})
 	detail := []any{"round", n, "version", version, "train_pairs", train.Len(), "holdout_pairs", hold.Len(),
 		"first_loss", res.FirstLoss, "last_loss", res.LastLoss}
+	for _, mv := range moves {
+		detail = append(detail, fmt.Sprintf("cycle_%d", mv.ID), fmt.Sprintf("%.3f→%.3f steps", mv.FromPeriod, mv.ToPeriod))
+	}
 	switch {
 	case errors.Is(err, model.ErrDiverged):
 		return OutcomeAbortedNonFinite, append(detail, "err", err)
@@ -341,6 +349,23 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 	}
 	l.Refresh(srv)
 	return OutcomePromoted, append(detail, "new_version", next)
+}
+
+// spectrumSeries caps the series whose recent history the spectrum of a
+// round reads: enough to average out noise, few enough to stay cheap.
+const spectrumSeries = 64
+
+// trackCycles moves the candidate's cycles to where the spectrum of the
+// recent realised values shows them (see model.Model.TrackCycles).
+func (l *Learner) trackCycles(cand *model.Model) []model.CycleMove {
+	if len(cand.Meta.Peaks) == 0 {
+		return nil
+	}
+	rows, width := l.tr.recentRows(l.cfg.SpectrumSteps, spectrumSeries)
+	if width == 0 {
+		return nil
+	}
+	return cand.TrackCycles(model.FindPeaks(rows, width, model.PeakOptions{}))
 }
 
 // pace sleeps after a fine-tuning step so that computing takes Duty of a

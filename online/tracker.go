@@ -16,6 +16,7 @@ import (
 type tracker struct {
 	mu      sync.Mutex
 	L, H, C int
+	ring    int // steps of history kept per series: max(L+H, the spectrum's)
 	cadence time.Duration
 	norm    normaliser
 	cap     int
@@ -28,7 +29,8 @@ type tracker struct {
 	scratch struct{ in, tgt, scale []float64 }
 }
 
-// seriesState is one tracked series: a ring of its last L+H values, the
+// seriesState is one tracked series: a ring of its last values (L+H, or
+// the spectrum's history when longer), the
 // forecasts issued at each of its last H steps, and its running scale.
 type seriesState struct {
 	last    int64 // latest observed step
@@ -57,8 +59,8 @@ func (w *welford) std() float64 {
 	return math.Sqrt(w.m2 / (w.n - 1))
 }
 
-func newTracker(L, H, C int, cadence time.Duration, norm normaliser, cap, halfLife int, r *replay) *tracker {
-	t := &tracker{L: L, H: H, C: C, cadence: cadence, norm: norm, cap: cap,
+func newTracker(L, H, C, history int, cadence time.Duration, norm normaliser, cap, halfLife int, r *replay) *tracker {
+	t := &tracker{L: L, H: H, C: C, ring: max(L+H, history), cadence: cadence, norm: norm, cap: cap,
 		series: make(map[string]*seriesState), errs: newErrorStats(H, halfLife), replay: r}
 	t.scratch.in = make([]float64, L*C)
 	t.scratch.tgt = make([]float64, H*C)
@@ -68,7 +70,7 @@ func newTracker(L, H, C int, cadence time.Duration, norm normaliser, cap, halfLi
 
 func (t *tracker) newState() *seriesState {
 	s := &seriesState{
-		values:  make([]float64, (t.L+t.H)*t.C),
+		values:  make([]float64, t.ring*t.C),
 		pending: make([]float32, t.H*t.H*t.C),
 		issued:  make([]int64, t.H),
 		welford: make([]welford, t.C),
@@ -114,7 +116,7 @@ func (t *tracker) observe(series string, end time.Time, x, fc []float64) {
 	case step <= s.last:
 		return // not a new step: nothing to score, the forecast is a repeat
 	}
-	ring := L + H
+	ring := t.ring
 	// Write the window: it holds the latest values of steps end−L+1 … end,
 	// late corrections included.
 	for i := range L {
@@ -167,7 +169,7 @@ func (t *tracker) scale(s *seriesState, c int) float64 {
 // complete turns the forecast issued at step at, whose horizon has just been
 // observed, into a replay pair.
 func (t *tracker) complete(s *seriesState, at int64) {
-	L, H, C, ring := t.L, t.H, t.C, t.L+t.H
+	L, H, C, ring := t.L, t.H, t.C, t.ring
 	if at-int64(L-1) < s.first {
 		return
 	}
@@ -182,6 +184,41 @@ func (t *tracker) complete(s *seriesState, at int64) {
 	}
 	t.replay.add(t.scratch.in, t.scratch.tgt, t.scratch.scale)
 	t.pairs++
+}
+
+// recentRows returns the last steps values of up to maxSeries tracked
+// series whose history holds that many contiguous steps, side by side as
+// channels (row-major: steps rows of k·C values), for the spectrum of the
+// recent data. Series are taken in name order, so the result does not
+// depend on map order. It returns nil when no series has the history.
+func (t *tracker) recentRows(steps, maxSeries int) (rows []float64, channels int) {
+	if steps > t.ring {
+		return nil, 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var names []string
+	for k, s := range t.series {
+		if s.last != math.MinInt64 && s.last-s.first+1 >= int64(steps) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	names = names[:min(len(names), maxSeries)]
+	if len(names) == 0 {
+		return nil, 0
+	}
+	C := t.C
+	width := len(names) * C
+	rows = make([]float64, steps*width)
+	for j, k := range names {
+		s := t.series[k]
+		for i := range steps {
+			st := s.last - int64(steps-1-i)
+			copy(rows[i*width+j*C:][:C], s.values[mod(st, t.ring)*C:][:C])
+		}
+	}
+	return rows, width
 }
 
 // expire forgets series not seen within the last L+H steps of data time.
