@@ -1,14 +1,9 @@
 package config
 
 import (
-	"crypto/tls"
-	"fmt"
 	"time"
 
-	"github.com/segmentio/kafka-go/sasl"
-	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
-
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
@@ -16,18 +11,18 @@ import (
 	"github.com/freqlens/freqlens/window"
 )
 
-// tlsConfig is the TLS setting for every Kafka connection, nil for plaintext.
-func (f *File) tlsConfig() *tls.Config {
-	if !f.Kafka.TLS {
-		return nil
+// KafkaConfig returns the connection settings of every Kafka client.
+func (f *File) KafkaConfig() kafkaconn.Config {
+	return kafkaconn.Config{
+		Brokers: f.Kafka.Brokers,
+		TLS:     f.Kafka.TLS,
+		SASL:    kafkaconn.SASL{Mechanism: f.Kafka.SASL.Mechanism, Username: f.Kafka.SASL.Username, Password: f.Kafka.SASL.Password},
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12}
 }
 
 // StreamConfig returns the consumer's configuration.
 func (f *File) StreamConfig() stream.Config {
 	return stream.Config{
-		Brokers:         f.Kafka.Brokers,
 		Group:           f.Kafka.Group,
 		Topic:           f.Topics.Input,
 		DeadLetterTopic: f.Topics.DeadLetter,
@@ -39,8 +34,6 @@ func (f *File) StreamConfig() stream.Config {
 		MaxFuture:       time.Duration(f.Input.MaxFuture),
 		BatchRows:       f.Input.BatchRows,
 		BatchLatency:    time.Duration(f.Input.BatchLatency),
-		TLS:             f.tlsConfig(),
-		SASL:            stream.SASL{Mechanism: f.Kafka.SASL.Mechanism, Username: f.Kafka.SASL.Username, Password: f.Kafka.SASL.Password},
 	}
 }
 
@@ -64,24 +57,17 @@ func (f *File) WindowConfig() window.Config {
 }
 
 // SinkConfig returns the producer's configuration.
-func (f *File) SinkConfig() (sink.Config, error) {
-	mech, err := f.saslMechanism()
-	if err != nil {
-		return sink.Config{}, err
-	}
+func (f *File) SinkConfig() sink.Config {
 	mode := sink.AttributionMode(f.Output.Attributions)
 	if *f.Topics.Attributions == "" {
 		mode = sink.AttributionsOff
 	}
 	return sink.Config{
-		Brokers:          f.Kafka.Brokers,
 		ForecastTopic:    f.Topics.Forecasts,
 		AttributionTopic: *f.Topics.Attributions,
 		Format:           sink.Format(f.Output.Format),
 		Attributions:     mode,
-		TLS:              f.tlsConfig(),
-		SASL:             mech,
-	}, nil
+	}
 }
 
 // PipelineConfig returns the service's own configuration.
@@ -131,25 +117,4 @@ func (f *File) OnlineConfig() online.Config {
 		MinDuration:    time.Duration(o.MinDuration),
 		TrackSeries:    o.TrackSeries,
 	}
-}
-
-func (f *File) saslMechanism() (sasl.Mechanism, error) {
-	s := f.Kafka.SASL
-	switch s.Mechanism {
-	case "":
-		return nil, nil
-	case "plain":
-		return plain.Mechanism{Username: s.Username, Password: s.Password}, nil
-	case "scram-sha-256", "scram-sha-512":
-		algo := scram.SHA256
-		if s.Mechanism == "scram-sha-512" {
-			algo = scram.SHA512
-		}
-		m, err := scram.Mechanism(algo, s.Username, s.Password)
-		if err != nil {
-			return nil, &Error{"kafka.sasl", fmt.Sprintf("cannot set up %s: %v", s.Mechanism, err)}
-		}
-		return m, nil
-	}
-	return nil, &Error{"kafka.sasl.mechanism", fmt.Sprintf("%q is not plain, scram-sha-256 or scram-sha-512", s.Mechanism)}
 }

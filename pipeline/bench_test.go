@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
@@ -34,6 +36,7 @@ const benchSeries = 1000
 // benchWorld is a broker, a producer of readings and a model.
 type benchWorld struct {
 	b      *stream.Broker
+	kc     *kafkaconn.Client
 	w      *kafka.Writer
 	m      *model.Model
 	t0     time.Time
@@ -53,10 +56,11 @@ func newBenchWorld(b *testing.B) *benchWorld {
 		b.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	w := &kafka.Writer{Addr: kafka.TCP(br.Addrs()...), Topic: "readings", Balancer: &kafka.Hash{},
-		BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
+	kc := kafkatest.Client(b, br.Addrs())
+	w := kc.NewWriter("readings")
+	w.BatchTimeout, w.BatchSize = time.Millisecond, 5000
 	b.Cleanup(func() { w.Close() })
-	bw := &benchWorld{b: br, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: stream.Config{ValueFields: []string{"value"}}}
+	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: stream.Config{ValueFields: []string{"value"}}}
 	for i := range benchSeries {
 		bw.series = append(bw.series, fmt.Sprintf("sensor-%04d", i))
 	}
@@ -78,8 +82,8 @@ func (bw *benchWorld) step(ctx context.Context, step int) error {
 func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe func(*sink.Forecast), extra ...pipeline.Option) (*pipeline.Pipeline, func()) {
 	b.Helper()
 	reg := prometheus.NewRegistry()
-	src, err := stream.NewConsumer(stream.Config{Brokers: bw.b.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		MaxFuture: 1e5 * time.Hour, BatchLatency: 2 * time.Millisecond}, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+		MaxFuture: 1e5 * time.Hour, BatchLatency: 2 * time.Millisecond}, bw.kc, stream.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,7 +91,7 @@ func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe f
 	if mode == sink.AttributionsOff {
 		attr = ""
 	}
-	snk, err := sink.New(sink.Config{Brokers: bw.b.Addrs(), ForecastTopic: "forecasts", AttributionTopic: attr, Attributions: mode}, sink.WithRegisterer(reg))
+	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts", AttributionTopic: attr, Attributions: mode}, bw.kc, sink.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,14 +148,15 @@ func waitUntil(b *testing.B, cond func() bool) {
 // volume without windows or a model). It returns readings/s over n readings.
 func (bw *benchWorld) passThrough(b *testing.B, group string, n int, outputs [][]byte) float64 {
 	b.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: bw.b.Addrs(), GroupID: group, Topic: "readings",
-		StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20})
+	rc := bw.kc.ReaderConfig(group, "readings")
+	rc.StartOffset, rc.MaxWait, rc.MinBytes, rc.MaxBytes = kafka.FirstOffset, 50*time.Millisecond, 1, 10<<20
+	r := kafka.NewReader(rc)
 	defer r.Close()
 	topics := []string{"copy", "copy.attributions"}
 	writers := make([]*kafka.Writer, max(1, len(outputs)))
 	for i := range writers {
-		writers[i] = &kafka.Writer{Addr: kafka.TCP(bw.b.Addrs()...), Topic: topics[i], Balancer: &kafka.Hash{},
-			BatchTimeout: 2 * time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
+		writers[i] = bw.kc.NewWriter(topics[i])
+		writers[i].BatchTimeout, writers[i].BatchSize = 2*time.Millisecond, 1000
 		defer writers[i].Close()
 	}
 	ctx := context.Background()

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
@@ -28,7 +29,8 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	models, err := sink.NewModels(sink.Config{Brokers: b.Addrs()}, "models", 3)
+	kc := kafkatest.Client(t, b.Addrs())
+	models, err := sink.NewModels(kc, "models", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +47,12 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := stream.NewConsumer(stream.Config{Brokers: b.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+		BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	snk, err := sink.New(sink.Config{Brokers: b.Addrs(), ForecastTopic: "forecasts"}, sink.WithRegisterer(reg))
+	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts"}, kc, sink.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 
 	// 4 series × 30 windows: 4 × (30 − horizon) realised pairs ≥ 60.
 	series := []string{"a", "b", "c", "d"}
-	produce(t, b.Addrs(), series, []string{"value"}, 0, lookback+29)
+	produce(t, kc, series, []string{"value"}, 0, lookback+29)
 	waitFor(t, func() bool { return l.Outcomes()[online.OutcomePromoted] >= 1 })
 	_, v := p.Model()
 	if v < 2 {
@@ -96,8 +98,8 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	}
 
 	// New readings are forecast by the promoted version.
-	produce(t, b.Addrs(), series, []string{"value"}, lookback+29, lookback+31)
-	msgs := readTopic(t, b.Addrs(), "forecasts", len(series)*32, 60*time.Second)
+	produce(t, kc, series, []string{"value"}, lookback+29, lookback+31)
+	msgs := readTopic(t, kc, "forecasts", len(series)*32, 60*time.Second)
 	after := 0
 	for _, m := range msgs {
 		f, err := sink.DecodeForecastJSON(m.Value)

@@ -106,7 +106,7 @@ func BenchmarkKafka(b *testing.B) {
 	} {
 		for _, batch := range []int{64, 512} {
 			b.Run(fmt.Sprintf("%s/batch=%d/H=96/K=8", tc.name, batch), func(b *testing.B) {
-				p, _, _ := newProducer(b, tc.cfg)
+				p, _, _, _ := newProducer(b, tc.cfg)
 				fs := benchForecasts(batch, []string{"value"})
 				ctx := context.Background()
 				n := 0

@@ -1,20 +1,16 @@
 package sink
 
 import (
-	"crypto/tls"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/sasl"
 )
 
-// Config configures the Kafka sink. The zero value of every field but
-// Brokers means its default.
+// Config configures the Kafka sink. The zero value of every field means its
+// default. Brokers, TLS and SASL come from the kafkaconn.Client given to New.
 type Config struct {
-	// Brokers is the seed list, "host:port" each (kafka.brokers). Required.
-	Brokers []string
 	// ForecastTopic receives one message per forecast (topics.forecasts).
 	//
 	// Default: forecasts
@@ -65,15 +61,6 @@ type Config struct {
 	//
 	// Default: none
 	Compression string
-	// TLS, when set, connects to the brokers with TLS.
-	//
-	// Default: nil (plaintext)
-	TLS *tls.Config
-	// SASL, when set, authenticates every connection (see
-	// github.com/segmentio/kafka-go/sasl/plain and …/sasl/scram).
-	//
-	// Default: nil (none)
-	SASL sasl.Mechanism
 }
 
 // The defaults of Config.
@@ -119,14 +106,6 @@ func (cfg Config) withDefaults() (Config, kafka.Compression, error) {
 		cfg.Compression = "none"
 	}
 
-	if len(cfg.Brokers) == 0 {
-		return cfg, 0, fmt.Errorf("sink: Config.Brokers is empty: give at least one host:port (kafka.brokers)")
-	}
-	for i, b := range cfg.Brokers {
-		if !strings.Contains(b, ":") {
-			return cfg, 0, fmt.Errorf("sink: Config.Brokers[%d] = %q has no port: write it as host:port, e.g. %q", i, b, b+":9092")
-		}
-	}
 	if cfg.AttributionTopic == cfg.ForecastTopic {
 		return cfg, 0, fmt.Errorf("sink: Config.AttributionTopic = Config.ForecastTopic = %q: attributions need a topic of their own "+
 			"(topics.attributions), or an empty one to turn them off", cfg.ForecastTopic)

@@ -7,33 +7,26 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 )
 
 // Events writes occasional JSON events, such as the online learner's drift
 // events, to one topic, keyed so that a compacting or partitioned consumer
 // sees one key's events in order. It shares the Producer's connection
-// settings. Events are rare, so each Write waits for its acknowledgement.
+// client. Events are rare, so each Write waits for its acknowledgement.
 type Events struct {
 	w *kafka.Writer
 }
 
-// NewEvents returns a writer of JSON events to topic with cfg's brokers,
-// TLS and SASL settings.
-func NewEvents(cfg Config, topic string) (*Events, error) {
+// NewEvents returns a writer of JSON events to topic through kc.
+func NewEvents(kc *kafkaconn.Client, topic string) (*Events, error) {
 	if topic == "" {
 		return nil, fmt.Errorf("sink: events need a topic")
 	}
-	if len(cfg.Brokers) == 0 {
-		return nil, fmt.Errorf("sink: no brokers for the %s topic", topic)
-	}
-	return &Events{w: &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
-		Topic:        topic,
-		Balancer:     &kafka.Hash{},
-		RequiredAcks: kafka.RequireAll,
-		BatchTimeout: time.Millisecond, // events are rare: do not wait to fill a batch
-		Transport:    &kafka.Transport{ClientID: "freqlens-events", TLS: cfg.TLS, SASL: cfg.SASL},
-	}}, nil
+	w := kc.NewWriter(topic)
+	w.BatchTimeout = time.Millisecond // events are rare: do not wait to fill a batch
+	return &Events{w: w}, nil
 }
 
 // Write encodes v as JSON and produces it under key.

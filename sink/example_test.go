@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/sink"
 )
 
@@ -80,13 +81,17 @@ func ExampleNewWriter() {
 }
 
 func ExampleNew() {
+	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: []string{"127.0.0.1:9092"}}) // the kafka.* keys
+	if err != nil {
+		panic(err)
+	}
+	defer kc.Close()
 	p, err := sink.New(sink.Config{
-		Brokers:          []string{"127.0.0.1:9092"},
 		ForecastTopic:    "forecasts",
 		AttributionTopic: "attributions",
 		Format:           sink.FormatJSON,
 		Attributions:     sink.AttributionsFull,
-	})
+	}, kc)
 	if err != nil {
 		panic(err)
 	}

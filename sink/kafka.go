@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 )
 
 // The headers of every message the Kafka sink produces.
@@ -30,10 +31,8 @@ const (
 // acknowledged by all in-sync replicas. It is safe for concurrent use.
 type Producer struct {
 	cfg         Config
-	log         *slog.Logger
 	metrics     *metrics
 	fm, am      topicMetrics
-	transport   *kafka.Transport
 	forecasts   *kafka.Writer
 	attribution *kafka.Writer // nil when attributions are off
 	contentType []byte
@@ -52,10 +51,11 @@ type Producer struct {
 
 var _ Sink = (*Producer)(nil)
 
-// New returns a Kafka sink writing to cfg's topics. It checks cfg and fills
-// in its defaults but does not connect: the first Write does, and reports a
-// missing topic or an unreachable broker.
-func New(cfg Config, opts ...Option) (*Producer, error) {
+// New returns a Kafka sink writing to cfg's topics through kc. It checks cfg
+// and fills in its defaults but does not connect: the first Write does, and
+// reports a missing topic or an unreachable broker. Close closes the
+// writers, not kc.
+func New(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Producer, error) {
 	cfg, codec, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -67,22 +67,16 @@ func New(cfg Config, opts ...Option) (*Producer, error) {
 	}
 	p := &Producer{
 		cfg:         cfg,
-		log:         o.log,
 		metrics:     m,
 		fm:          m.topic(cfg.ForecastTopic),
 		contentType: []byte(cfg.Format.ContentType()),
 		drained:     make(chan struct{}),
-		transport: &kafka.Transport{
-			ClientID: "freqlens-sink",
-			TLS:      cfg.TLS,
-			SASL:     cfg.SASL,
-		},
 	}
 	p.stopCtx, p.stop = context.WithCancel(context.Background())
-	p.forecasts = p.newWriter(cfg.ForecastTopic, codec)
+	p.forecasts = p.newWriter(kc, cfg.ForecastTopic, codec)
 	if cfg.AttributionTopic != "" {
 		p.am = m.topic(cfg.AttributionTopic)
-		p.attribution = p.newWriter(cfg.AttributionTopic, codec)
+		p.attribution = p.newWriter(kc, cfg.AttributionTopic, codec)
 	}
 	p.pool.New = func() any {
 		b := &kafkaBatch{}
@@ -94,33 +88,15 @@ func New(cfg Config, opts ...Option) (*Producer, error) {
 	return p, nil
 }
 
-func (p *Producer) newWriter(topic string, codec kafka.Compression) *kafka.Writer {
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(p.cfg.Brokers...),
-		Topic:        topic,
-		Balancer:     &kafka.Hash{},
-		MaxAttempts:  p.cfg.MaxAttempts,
-		BatchSize:    p.cfg.BatchSize,
-		BatchBytes:   p.cfg.BatchBytes,
-		BatchTimeout: p.cfg.BatchTimeout,
-		WriteTimeout: p.cfg.WriteTimeout,
-		RequiredAcks: kafka.RequireAll,
-		Compression:  codec,
-		Transport:    p.transport,
-		ErrorLogger:  printfLogger(p.log, slog.LevelWarn, topic),
-	}
-	if p.log.Enabled(context.Background(), slog.LevelDebug) {
-		w.Logger = printfLogger(p.log, slog.LevelDebug, topic)
-	}
+func (p *Producer) newWriter(kc *kafkaconn.Client, topic string, codec kafka.Compression) *kafka.Writer {
+	w := kc.NewWriter(topic)
+	w.MaxAttempts = p.cfg.MaxAttempts
+	w.BatchSize = p.cfg.BatchSize
+	w.BatchBytes = p.cfg.BatchBytes
+	w.BatchTimeout = p.cfg.BatchTimeout
+	w.WriteTimeout = p.cfg.WriteTimeout
+	w.Compression = codec
 	return w
-}
-
-func printfLogger(l *slog.Logger, level slog.Level, topic string) kafka.LoggerFunc {
-	return func(format string, args ...any) {
-		if l.Enabled(context.Background(), level) {
-			l.Log(context.Background(), level, fmt.Sprintf(format, args...), "component", "sink", "topic", topic)
-		}
-	}
 }
 
 // Config returns the configuration in use, defaults filled in.
@@ -300,7 +276,6 @@ func (p *Producer) Close(ctx context.Context) error {
 		if p.attribution != nil {
 			p.attribution.Close()
 		}
-		p.transport.CloseIdleConnections()
 	}
 	if err != nil {
 		go closeWriters()

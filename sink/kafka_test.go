@@ -14,19 +14,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/sink/sinktest"
 )
 
 func TestNewValidates(t *testing.T) {
-	ok := sink.Config{Brokers: []string{"127.0.0.1:9092"}}
+	ok := sink.Config{}
 	for _, tc := range []struct {
 		name   string
 		modify func(*sink.Config)
 		want   string
 	}{
-		{"no brokers", func(c *sink.Config) { c.Brokers = nil }, "Config.Brokers is empty"},
-		{"broker without port", func(c *sink.Config) { c.Brokers = []string{"kafka"} }, `"kafka:9092"`},
 		{"same topics", func(c *sink.Config) { c.AttributionTopic = "forecasts" }, "topic of their own"},
 		{"bad format", func(c *sink.Config) { c.Format = "avro" }, `Config.Format = "avro"`},
 		{"bad attributions", func(c *sink.Config) { c.Attributions = "some" }, `Config.Attributions (output.attributions) = "some"`},
@@ -37,13 +36,13 @@ func TestNewValidates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
 			tc.modify(&cfg)
-			_, err := sink.New(cfg)
+			_, err := sink.New(cfg, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New() = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
-	p, err := sink.New(ok)
+	p, err := sink.New(ok, kafkatest.Client(t, []string{"127.0.0.1:9092"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func TestNewValidates(t *testing.T) {
 // TestKafkaPartitionsBySeries checks that every message of a series lands in
 // one partition, with the same forecast-id on both topics.
 func TestKafkaPartitionsBySeries(t *testing.T) {
-	p, cfg, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
 	fs := randomForecasts(11, 60, []string{"value"}, 4, 2)
 	if err := p.Write(context.Background(), fs); err != nil {
 		t.Fatal(err)
@@ -68,7 +67,7 @@ func TestKafkaPartitionsBySeries(t *testing.T) {
 	ids := map[string]string{}
 	for _, topic := range []string{"forecasts", "attributions"} {
 		partition := map[string]int{}
-		msgs := sinktest.ReadTopic(t, cfg.Brokers, topic)
+		msgs := kafkatest.ReadAll(t, kc, topic)
 		if len(msgs) != len(fs) {
 			t.Fatalf("topic %s has %d messages, want %d", topic, len(msgs), len(fs))
 		}
@@ -113,11 +112,11 @@ func TestKafkaAttributionModes(t *testing.T) {
 		{"off", sink.Config{AttributionTopic: "attributions", Attributions: sink.AttributionsOff}, forecastPart, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, cfg, _ := newProducer(t, tc.cfg)
+			p, cfg, _, kc := newProducer(t, tc.cfg)
 			if err := p.Write(context.Background(), fs); err != nil {
 				t.Fatal(err)
 			}
-			got := sinktest.ReadKafka(t, cfg)
+			got := sinktest.ReadKafka(t, kc, cfg)
 			if len(got) != len(fs) {
 				t.Fatalf("delivered %d, want %d", len(got), len(fs))
 			}
@@ -130,7 +129,7 @@ func TestKafkaAttributionModes(t *testing.T) {
 					t.Errorf("forecast %d: %s", i, d)
 				}
 			}
-			if n := len(sinktest.ReadTopic(t, cfg.Brokers, "attributions")); n != tc.attrMsgs {
+			if n := len(kafkatest.ReadAll(t, kc, "attributions")); n != tc.attrMsgs {
 				t.Errorf("attributions topic has %d messages, want %d", n, tc.attrMsgs)
 			}
 		})
@@ -156,7 +155,7 @@ func sleepProduce(t *testing.T, c *kfake.Cluster) (held <-chan struct{}, release
 }
 
 func TestKafkaCloseWaitsForWriteInFlight(t *testing.T) {
-	p, cfg, c := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	p, cfg, c, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
 	held, release := sleepProduce(t, c)
 	fs := randomForecasts(13, 20, []string{"value"}, 4, 2)
 	werr := make(chan error)
@@ -180,13 +179,13 @@ func TestKafkaCloseWaitsForWriteInFlight(t *testing.T) {
 	if err := <-cerr; err != nil {
 		t.Errorf("Close = %v, want nil", err)
 	}
-	if got := sinktest.ReadKafka(t, cfg); len(got) != len(fs) {
+	if got := sinktest.ReadKafka(t, kc, cfg); len(got) != len(fs) {
 		t.Errorf("delivered %d, want %d", len(got), len(fs))
 	}
 }
 
 func TestKafkaCloseDeadlineCancelsWrite(t *testing.T) {
-	p, _, c := newProducer(t, sink.Config{})
+	p, _, c, _ := newProducer(t, sink.Config{})
 	held, _ := sleepProduce(t, c)
 	werr := make(chan error)
 	go func() { werr <- p.Write(context.Background(), randomForecasts(14, 5, []string{"value"}, 4, 2)) }()
@@ -207,7 +206,7 @@ func TestKafkaCloseDeadlineCancelsWrite(t *testing.T) {
 }
 
 func TestKafkaWriteCancelled(t *testing.T) {
-	p, _, c := newProducer(t, sink.Config{})
+	p, _, c, _ := newProducer(t, sink.Config{})
 	held, _ := sleepProduce(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	werr := make(chan error)
@@ -221,7 +220,7 @@ func TestKafkaWriteCancelled(t *testing.T) {
 
 func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, _, c := newProducer(t, sink.Config{AttributionTopic: "attributions", MaxAttempts: 1}, sink.WithRegisterer(reg))
+	p, _, c, _ := newProducer(t, sink.Config{AttributionTopic: "attributions", MaxAttempts: 1}, sink.WithRegisterer(reg))
 	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := kreq.(*kmsg.ProduceRequest)
@@ -256,8 +255,8 @@ func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 }
 
 func TestKafkaMissingTopic(t *testing.T) {
-	_, brokers := newCluster(t, "forecasts")
-	p, err := sink.New(sink.Config{Brokers: brokers, ForecastTopic: "nope", MaxAttempts: 1})
+	_, kc := newCluster(t, "forecasts")
+	p, err := sink.New(sink.Config{ForecastTopic: "nope", MaxAttempts: 1}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,13 +271,13 @@ func TestKafkaMissingTopic(t *testing.T) {
 }
 
 func TestKafkaMessageTooLarge(t *testing.T) {
-	p, cfg, _ := newProducer(t, sink.Config{AttributionTopic: "attributions", BatchBytes: 8192})
+	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions", BatchBytes: 8192})
 	fs := randomForecasts(18, 3, []string{"value"}, 96, 8)
 	err := p.Write(context.Background(), fs)
 	if err == nil || !strings.Contains(err.Error(), "BatchBytes = 8192") || !strings.Contains(err.Error(), "summary") {
 		t.Errorf("Write of large attributions = %v, want an error naming BatchBytes and summary attributions", err)
 	}
-	if n := len(sinktest.ReadTopic(t, cfg.Brokers, "forecasts")); n != 0 {
+	if n := len(kafkatest.ReadAll(t, kc, "forecasts")); n != 0 {
 		t.Errorf("%d forecasts delivered, want 0", n)
 	}
 }
@@ -308,7 +307,7 @@ func metric(t *testing.T, reg *prometheus.Registry, name, topic string) float64 
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, _, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"}, sink.WithRegisterer(reg))
+	p, _, _, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"}, sink.WithRegisterer(reg))
 	// A second sink on the same registry shares the collectors.
 	w, err := sink.NewWriter(&lockedBuffer{}, sink.WriterConfig{}, sink.WithRegisterer(reg))
 	if err != nil {

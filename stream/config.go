@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -30,8 +29,6 @@ const (
 // Config configures a Consumer and the decoders. The zero value of every
 // field that is not marked Required means its default.
 type Config struct {
-	// Brokers is the seed list of Kafka brokers, "host:port" each. Required.
-	Brokers []string
 	// Group is the consumer group id; the group's committed offsets say
 	// where a restarted consumer resumes. Required.
 	Group string
@@ -115,20 +112,6 @@ type Config struct {
 	//
 	// Default: "first"
 	StartOffset string
-
-	// TLS enables TLS to the brokers. Default: nil (plaintext).
-	TLS *tls.Config
-	// SASL authenticates to the brokers. Default: none.
-	SASL SASL
-}
-
-// SASL holds SASL credentials for the brokers. The zero value disables SASL.
-type SASL struct {
-	// Mechanism is "plain", "scram-sha-256" or "scram-sha-512".
-	Mechanism string
-	// Username and Password are the credentials. Required with a Mechanism.
-	Username string
-	Password string
 }
 
 // Defaults of Config.
@@ -262,14 +245,6 @@ func (cfg Config) isReadingField(name string) bool {
 // validate reports the first setting of a Consumer that cannot work,
 // saying what to change. cfg has its defaults.
 func (cfg Config) validate() error {
-	if len(cfg.Brokers) == 0 {
-		return fmt.Errorf(`stream: Brokers is empty; list at least one "host:port"`)
-	}
-	for i, b := range cfg.Brokers {
-		if b == "" {
-			return fmt.Errorf(`stream: Brokers[%d] is empty; give a "host:port"`, i)
-		}
-	}
 	if cfg.Group == "" {
 		return fmt.Errorf("stream: Group is empty; name the consumer group (its committed offsets are where a restart resumes)")
 	}
@@ -302,23 +277,6 @@ func (cfg Config) validate() error {
 	case "first", "last":
 	default:
 		return fmt.Errorf(`stream: StartOffset = %q is not supported; use "first" or "last"`, cfg.StartOffset)
-	}
-	return cfg.SASL.validate()
-}
-
-func (s SASL) validate() error {
-	switch s.Mechanism {
-	case "":
-		if s.Username != "" || s.Password != "" {
-			return fmt.Errorf(`stream: SASL.Username is set but SASL.Mechanism is empty; set it to "plain", "scram-sha-256" or "scram-sha-512"`)
-		}
-		return nil
-	case "plain", "scram-sha-256", "scram-sha-512":
-	default:
-		return fmt.Errorf(`stream: SASL.Mechanism = %q is not supported; use "plain", "scram-sha-256" or "scram-sha-512"`, s.Mechanism)
-	}
-	if s.Username == "" {
-		return fmt.Errorf("stream: SASL.Username is empty with SASL.Mechanism %q; set the user name", s.Mechanism)
 	}
 	return nil
 }

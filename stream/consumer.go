@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 )
 
 // Dead-letter headers: a poison message is written to the dead-letter topic
@@ -31,10 +32,8 @@ const (
 const (
 	maxErrorHeader  = 1024             // bytes of HeaderError kept
 	fetchQueue      = 1024             // messages between fetching and batching
-	dialTimeout     = 10 * time.Second // to one broker, TLS and SASL included
 	maxFetchBackoff = time.Second      // between failed fetches
 	dlqBatchTimeout = time.Millisecond // the dead-letter writer's linger
-	clientID        = "freqlens"       // sent to the brokers
 	poisonWarnEvery = 10 * time.Second // poison is logged at warning level at most this often
 )
 
@@ -100,9 +99,10 @@ type Consumer struct {
 	closeErr  error
 }
 
-// NewConsumer validates cfg and joins the consumer group (in the
-// background; Run waits for the assignment).
-func NewConsumer(cfg Config, opts ...Option) (*Consumer, error) {
+// NewConsumer validates cfg and joins the consumer group through kc (in the
+// background; Run waits for the assignment). The reader and the dead-letter
+// writer are built from kc; Close closes them, not kc.
+func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -119,70 +119,26 @@ func NewConsumer(cfg Config, opts ...Option) (*Consumer, error) {
 		mem:    o.mem,
 		schema: Schema(cfg.ValueFields...),
 	}
-	mech := cfg.SASL.mechanism()
-	start := kafka.FirstOffset
+	rc := kc.ReaderConfig(cfg.Group, cfg.Topic)
+	rc.QueueCapacity = fetchQueue
+	rc.MinBytes, rc.MaxBytes, rc.MaxWait = cfg.MinBytes, cfg.MaxBytes, cfg.MaxWait
+	rc.StartOffset = kafka.FirstOffset
 	if cfg.StartOffset == "last" {
-		start = kafka.LastOffset
+		rc.StartOffset = kafka.LastOffset
 	}
-	c.reader = kafka.NewReader(kafka.ReaderConfig{
-		Brokers: cfg.Brokers,
-		GroupID: cfg.Group,
-		Topic:   cfg.Topic,
-		Dialer: &kafka.Dialer{
-			ClientID:      clientID,
-			Timeout:       dialTimeout,
-			DualStack:     true,
-			TLS:           cfg.TLS,
-			SASLMechanism: mech,
-		},
-		QueueCapacity:         fetchQueue,
-		MinBytes:              cfg.MinBytes,
-		MaxBytes:              cfg.MaxBytes,
-		MaxWait:               cfg.MaxWait,
-		StartOffset:           start,
-		WatchPartitionChanges: true,
-		JoinGroupBackoff:      time.Second,
-		Logger:                kafkaLogger(c.log, slog.LevelDebug),
-		ErrorLogger:           kafkaLogger(c.log, slog.LevelWarn),
-	})
+	rc.WatchPartitionChanges = true
+	rc.JoinGroupBackoff = time.Second
+	c.reader = kafka.NewReader(rc)
 	if cfg.DeadLetterTopic != "" {
-		c.dlq = &kafka.Writer{
-			Addr:         kafka.TCP(cfg.Brokers...),
-			Topic:        cfg.DeadLetterTopic,
-			Balancer:     &kafka.Murmur2Balancer{},
-			BatchTimeout: dlqBatchTimeout,
-			RequiredAcks: kafka.RequireAll,
-			Transport: &kafka.Transport{
-				ClientID:    clientID,
-				DialTimeout: dialTimeout,
-				TLS:         cfg.TLS,
-				SASL:        mech,
-			},
-			Logger:      kafkaLogger(c.log, slog.LevelDebug),
-			ErrorLogger: kafkaLogger(c.log, slog.LevelWarn),
-		}
+		c.dlq = kc.NewWriter(cfg.DeadLetterTopic)
+		c.dlq.Balancer = &kafka.Murmur2Balancer{}
+		c.dlq.BatchTimeout = dlqBatchTimeout
 	}
 	if c.m, err = newMetrics(o.reg, cfg.Topic, c.Lag); err != nil {
 		c.reader.Close()
 		return nil, err
 	}
 	return c, nil
-}
-
-// kafkaLogger forwards kafka-go's printf logging to l at level.
-func kafkaLogger(l *slog.Logger, level slog.Level) kafka.Logger {
-	return kafka.LoggerFunc(func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		lv := level
-		if strings.Contains(msg, "i/o timeout") {
-			// An idle long-poll fetch that outlived its read deadline: kafka-go
-			// reconnects and carries on, nothing is lost.
-			lv = slog.LevelDebug
-		}
-		if l.Enabled(context.Background(), lv) {
-			l.Log(context.Background(), lv, "kafka-go: "+msg)
-		}
-	})
 }
 
 // Lag returns how many records the consumer is behind the high watermark of

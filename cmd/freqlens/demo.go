@@ -18,6 +18,7 @@ import (
 
 	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
@@ -93,14 +94,19 @@ online: {enabled: %v, interval: %s}
 		return err
 	}
 	defer broker.Close()
+	kc, err := kafkaconn.New(f.KafkaConfig(), kafkaconn.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
 	reg := newRegistry()
 	watch := newWatcher("s-0")
-	learner, _, _, closeOnline, err := buildOnline(ctx, f, m, reg, log)
+	learner, _, _, closeOnline, err := buildOnline(ctx, f, kc, m, reg, log)
 	if err != nil {
 		return err
 	}
 	defer closeOnline()
-	p, err := buildPipeline(f, m, reg, log, pipeline.WithObserver(watch.observe), pipeline.WithOnline(learner))
+	p, err := buildPipeline(f, kc, m, reg, log, pipeline.WithObserver(watch.observe), pipeline.WithOnline(learner))
 	if err != nil {
 		return err
 	}
@@ -123,7 +129,7 @@ online: {enabled: %v, interval: %s}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.Run(ctx) })
 	g.Go(func() error {
-		return simulate(gctx, broker.Addrs(), f.Topics.Input, *series, *rate, *seed+1, m.Lookback())
+		return simulate(gctx, kc, f.Topics.Input, *series, *rate, *seed+1, m.Lookback())
 	})
 	g.Go(func() error { return summarise(gctx, stdout, p, learner, watch, started) })
 	err = g.Wait()
@@ -181,7 +187,7 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 // full windows, then one reading per sensor per simulated hour, rate hours
 // per second. Simulated time ends at the present, so readings are never in
 // the future; missing readings (the generator's 1%) are not sent.
-func simulate(ctx context.Context, brokers []string, topic string, n int, rate float64, seed uint64, lookback int) error {
+func simulate(ctx context.Context, kc *kafkaconn.Client, topic string, n int, rate float64, seed uint64, lookback int) error {
 	const span = 365 * 24 // a year of hourly steps
 	frame, err := dataset.Synthetic(dataset.Traffic(n, span, demoCadence, seed))
 	if err != nil {
@@ -194,7 +200,8 @@ func simulate(ctx context.Context, brokers []string, topic string, n int, rate f
 	for i := range frame.Times {
 		frame.Times[i] = frame.Times[i].Add(shift)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := kc.NewWriter(topic)
+	w.BatchTimeout = time.Millisecond
 	defer w.Close()
 	cfg := stream.Config{ValueFields: []string{"value"}}
 	msgs := make([]kafka.Message, 0, n)

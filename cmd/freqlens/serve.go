@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/freqlens/freqlens/config"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
@@ -65,13 +66,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if base.Meta.Cadence == 0 {
 		base.Meta.Cadence = time.Duration(f.Input.Cadence)
 	}
+	kc, err := kafkaconn.New(f.KafkaConfig(), kafkaconn.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
 	reg := newRegistry()
-	learner, m, version, closeEvents, err := buildOnline(ctx, f, base, reg, log)
+	learner, m, version, closeEvents, err := buildOnline(ctx, f, kc, base, reg, log)
 	if err != nil {
 		return err
 	}
 	defer closeEvents()
-	p, err := buildPipeline(f, m, reg, log, pipeline.WithOnline(learner))
+	p, err := buildPipeline(f, kc, m, reg, log, pipeline.WithOnline(learner))
 	if err != nil {
 		return err
 	}
@@ -99,7 +105,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // or on topics.models, when there is one (so a restart or another replica
 // keeps what was learned), else base. Drift events go to topics.drift,
 // promoted versions to topics.models.
-func buildOnline(ctx context.Context, f *config.File, base *model.Model, reg prometheus.Registerer, log *slog.Logger) (
+func buildOnline(ctx context.Context, f *config.File, kc *kafkaconn.Client, base *model.Model, reg prometheus.Registerer, log *slog.Logger) (
 	l *online.Learner, serve *model.Model, version int64, closeEvents func(), err error) {
 	oc := f.OnlineConfig()
 	serve, version = base, base.Meta.Version
@@ -130,11 +136,7 @@ func buildOnline(ctx context.Context, f *config.File, base *model.Model, reg pro
 		}
 	}()
 	if topic := f.Topics.Models; topic != "" {
-		sc, err := f.SinkConfig()
-		if err != nil {
-			return nil, nil, 0, nil, err
-		}
-		models, err := sink.NewModels(sc, topic, oc.WithDefaults().Keep)
+		models, err := sink.NewModels(kc, topic, oc.WithDefaults().Keep)
 		if err != nil {
 			return nil, nil, 0, nil, err
 		}
@@ -156,11 +158,7 @@ func buildOnline(ctx context.Context, f *config.File, base *model.Model, reg pro
 		opts = append(opts, online.WithPublisher(models.Publish))
 	}
 	if topic := *f.Topics.Drift; topic != "" {
-		sc, err := f.SinkConfig()
-		if err != nil {
-			return nil, nil, 0, nil, err
-		}
-		ev, err := sink.NewEvents(sc, topic)
+		ev, err := sink.NewEvents(kc, topic)
 		if err != nil {
 			return nil, nil, 0, nil, err
 		}
@@ -195,16 +193,12 @@ func startEmbedded(addr string, f *config.File) (*stream.Broker, error) {
 }
 
 // buildPipeline wires consumer, sink and pipeline from the configuration.
-func buildPipeline(f *config.File, m *model.Model, reg prometheus.Registerer, log *slog.Logger, opts ...pipeline.Option) (*pipeline.Pipeline, error) {
-	src, err := stream.NewConsumer(f.StreamConfig(), stream.WithRegisterer(reg), stream.WithLogger(log))
+func buildPipeline(f *config.File, kc *kafkaconn.Client, m *model.Model, reg prometheus.Registerer, log *slog.Logger, opts ...pipeline.Option) (*pipeline.Pipeline, error) {
+	src, err := stream.NewConsumer(f.StreamConfig(), kc, stream.WithRegisterer(reg), stream.WithLogger(log))
 	if err != nil {
 		return nil, err
 	}
-	sc, err := f.SinkConfig()
-	if err != nil {
-		return nil, err
-	}
-	snk, err := sink.New(sc, sink.WithRegisterer(reg), sink.WithLogger(log))
+	snk, err := sink.New(f.SinkConfig(), kc, sink.WithRegisterer(reg))
 	if err != nil {
 		return nil, err
 	}

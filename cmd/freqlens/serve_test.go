@@ -17,6 +17,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/sink"
@@ -204,7 +205,8 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	learned.Params().Theta[0] += 0.5
 	learned.Refresh()
 	learned.Meta.Version = 7
-	pub, err := sink.NewModels(sink.Config{Brokers: b.Addrs()}, "models", 3)
+	kc := kafkatest.Client(t, b.Addrs())
+	pub, err := sink.NewModels(kc, "models", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,25 +232,14 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 		}
 	}()
 
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addrs()...), Topic: "readings", BatchTimeout: time.Millisecond}
-	defer w.Close()
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
 	for step := range 30 {
 		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: fmt.Appendf(nil, `{"series":"s","ts":"%s","value":%g}`,
 			t0.Add(time.Duration(step)*time.Hour).Format(time.RFC3339), 10+math.Sin(float64(step)))})
 	}
-	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
-		t.Fatal(err)
-	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: b.Addrs(), Topic: "forecasts", Partition: 0, MaxWait: 50 * time.Millisecond})
-	defer r.Close()
-	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer rcancel()
-	msg, err := r.ReadMessage(rctx)
-	if err != nil {
-		t.Fatalf("no forecast: %v\n%s", err, stderr.String())
-	}
+	kafkatest.Produce(t, kc, "readings", msgs...)
+	msg := kafkatest.ReadN(t, kc, "forecasts", 1, 60*time.Second)[0]
 	f, err := sink.DecodeForecastJSON(msg.Value)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package sinktest
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -10,6 +9,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/sink"
 )
 
@@ -18,7 +19,7 @@ import (
 // message's key and headers, decodes it in cfg.Format and returns the
 // forecasts merged with their attributions (matched by forecast-id),
 // partition after partition in offset order. Any problem fails tb.
-func ReadKafka(tb testing.TB, cfg sink.Config) []sink.Forecast {
+func ReadKafka(tb testing.TB, kc *kafkaconn.Client, cfg sink.Config) []sink.Forecast {
 	tb.Helper()
 	if cfg.ForecastTopic == "" {
 		cfg.ForecastTopic = sink.DefaultForecastTopic
@@ -29,8 +30,6 @@ func ReadKafka(tb testing.TB, cfg sink.Config) []sink.Forecast {
 	if cfg.Attributions == sink.AttributionsOff {
 		cfg.AttributionTopic = ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(tb, 0)
 
@@ -49,7 +48,7 @@ func ReadKafka(tb testing.TB, cfg sink.Config) []sink.Forecast {
 	read := func(topic, kind string) ([]sink.Forecast, []string) {
 		var fs []sink.Forecast
 		var ids []string
-		for _, m := range readTopic(ctx, tb, cfg.Brokers, topic) {
+		for _, m := range kafkatest.ReadAll(tb, kc, topic) {
 			f, err := decode(kind, m.Value)
 			if err != nil {
 				tb.Fatalf("topic %s partition %d offset %d: %v", topic, m.Partition, m.Offset, err)
@@ -114,65 +113,4 @@ func checkHeaders(tb testing.TB, m kafka.Message, f sink.Forecast, format sink.F
 		tb.Errorf("%s: header %s = %q, want %q", where, sink.HeaderContentType, got, want)
 	}
 	return h[sink.HeaderForecastID]
-}
-
-// ReadTopic returns every message of every partition of topic, from the
-// beginning to the partition's current end, partition after partition.
-func ReadTopic(tb testing.TB, brokers []string, topic string) []kafka.Message {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return readTopic(ctx, tb, brokers, topic)
-}
-
-func readTopic(ctx context.Context, tb testing.TB, brokers []string, topic string) []kafka.Message {
-	tb.Helper()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		tb.Fatalf("metadata of topic %s: %v", topic, err)
-	}
-	if len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
-		tb.Fatalf("metadata of topic %s: %+v", topic, meta.Topics)
-	}
-	var reqs []kafka.OffsetRequest
-	for _, p := range meta.Topics[0].Partitions {
-		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-	}
-	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-	if err != nil {
-		tb.Fatalf("offsets of topic %s: %v", topic, err)
-	}
-	var out []kafka.Message
-	for _, po := range offs.Topics[topic] {
-		if po.Error != nil {
-			tb.Fatalf("offsets of topic %s partition %d: %v", topic, po.Partition, po.Error)
-		}
-		if po.LastOffset <= po.FirstOffset {
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{
-			Brokers:   brokers,
-			Topic:     topic,
-			Partition: po.Partition,
-			MaxBytes:  64 << 20,
-			MaxWait:   50 * time.Millisecond,
-		})
-		if err := r.SetOffset(po.FirstOffset); err != nil {
-			tb.Fatal(err)
-		}
-		for {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				r.Close()
-				tb.Fatalf("read topic %s partition %d: %v", topic, po.Partition, err)
-			}
-			out = append(out, m)
-			if m.Offset >= po.LastOffset-1 {
-				break
-			}
-		}
-		r.Close()
-	}
-	return out
 }
