@@ -9,6 +9,7 @@ import (
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // KafkaConfig returns the connection settings of every Kafka client.
@@ -58,14 +59,14 @@ func (f *File) WindowConfig() window.Config {
 
 // SinkConfig returns the producer's configuration.
 func (f *File) SinkConfig() sink.Config {
-	mode := sink.AttributionMode(f.Output.Attributions)
+	mode := wire.AttributionMode(f.Output.Attributions)
 	if *f.Topics.Attributions == "" {
-		mode = sink.AttributionsOff
+		mode = wire.AttributionsOff
 	}
 	return sink.Config{
 		ForecastTopic:    f.Topics.Forecasts,
 		AttributionTopic: *f.Topics.Attributions,
-		Format:           sink.Format(f.Output.Format),
+		Format:           wire.Format(f.Output.Format),
 		Attributions:     mode,
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // The streaming benchmarks run the whole service in-process against the
@@ -79,7 +80,7 @@ func (bw *benchWorld) step(ctx context.Context, step int) error {
 }
 
 // service starts the pipeline; observe (optional) sees every acked forecast.
-func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe func(*sink.Forecast), extra ...pipeline.Option) (*pipeline.Pipeline, func()) {
+func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe func(*wire.Forecast), extra ...pipeline.Option) (*pipeline.Pipeline, func()) {
 	b.Helper()
 	reg := prometheus.NewRegistry()
 	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
@@ -88,7 +89,7 @@ func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe f
 		b.Fatal(err)
 	}
 	attr := "attributions"
-	if mode == sink.AttributionsOff {
+	if mode == wire.AttributionsOff {
 		attr = ""
 	}
 	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts", AttributionTopic: attr, Attributions: mode}, bw.kc, sink.WithRegisterer(reg))
@@ -100,7 +101,7 @@ func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe f
 		opts = append(opts, pipeline.WithObserver(observe))
 	}
 	opts = append(opts, extra...)
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == sink.AttributionsOff},
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == wire.AttributionsOff},
 		src, window.Config{}, bw.m, snk, opts...)
 	if err != nil {
 		b.Fatal(err)
@@ -204,15 +205,15 @@ func (bw *benchWorld) passThrough(b *testing.B, group string, n int, outputs [][
 
 // encodedOutputs returns the messages the service wrote for one forecast in
 // the given attribution mode: the forecast, and the attribution unless off.
-func encodedOutputs(b *testing.B, f *sink.Forecast, mode sink.AttributionMode) [][]byte {
+func encodedOutputs(b *testing.B, f *wire.Forecast, mode wire.AttributionMode) [][]byte {
 	b.Helper()
-	fc, err := sink.AppendForecastJSON(nil, f)
+	fc, err := wire.AppendForecastJSON(nil, f)
 	if err != nil {
 		b.Fatal(err)
 	}
 	out := [][]byte{fc}
-	if mode != sink.AttributionsOff {
-		at, err := sink.AppendAttributionJSON(nil, f, mode)
+	if mode != wire.AttributionsOff {
+		at, err := wire.AppendAttributionJSON(nil, f, mode)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -230,7 +231,7 @@ func encodedOutputs(b *testing.B, f *sink.Forecast, mode sink.AttributionMode) [
 // and encoding from the cost of moving the output bytes.
 func BenchmarkThroughput(b *testing.B) {
 	const steps = 40 // readings measured per series
-	for _, mode := range []sink.AttributionMode{sink.AttributionsOff, sink.AttributionsSummary, sink.AttributionsFull} {
+	for _, mode := range []wire.AttributionMode{wire.AttributionsOff, wire.AttributionsSummary, wire.AttributionsFull} {
 		b.Run("attributions="+string(mode), func(b *testing.B) {
 			for b.Loop() {
 				bw := newBenchWorld(b)
@@ -238,7 +239,7 @@ func BenchmarkThroughput(b *testing.B) {
 					once    sync.Once
 					outputs [][]byte
 				)
-				p, stop := bw.service(b, mode, func(f *sink.Forecast) {
+				p, stop := bw.service(b, mode, func(f *wire.Forecast) {
 					once.Do(func() { outputs = encodedOutputs(b, f, mode) })
 				})
 				first := bw.warm(b, p)
@@ -325,7 +326,7 @@ func latencyRun(b *testing.B, every time.Duration, chunk int, finetune bool) {
 	sent := map[string]time.Time{} // series|ts → produce time
 	var lat []float64
 	var measuring atomic.Bool
-	p, stop := bw.service(b, sink.AttributionsSummary, func(f *sink.Forecast) {
+	p, stop := bw.service(b, wire.AttributionsSummary, func(f *wire.Forecast) {
 		if !measuring.Load() {
 			return
 		}

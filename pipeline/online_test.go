@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
@@ -16,6 +17,7 @@ import (
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // TestOnlineLearningEndToEnd: with a learner attached, the readings that
@@ -30,7 +32,7 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	}
 	t.Cleanup(b.Close)
 	kc := kafkatest.Client(t, b.Addrs())
-	models, err := sink.NewModels(kc, "models", 3)
+	models, err := broadcast.NewModels(kc, "models", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	msgs := readTopic(t, kc, "forecasts", len(series)*32, 60*time.Second)
 	after := 0
 	for _, m := range msgs {
-		f, err := sink.DecodeForecastJSON(m.Value)
+		f, err := wire.DecodeForecastJSON(m.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // Config sets how the pipeline runs. The zero value of every field except
@@ -96,7 +97,7 @@ func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now =
 
 // WithObserver calls f with every forecast after the sink acknowledged it.
 // The forecast's slices are reused afterwards: copy what you keep.
-func WithObserver(f func(*sink.Forecast)) Option { return func(p *Pipeline) { p.observe = f } }
+func WithObserver(f func(*wire.Forecast)) Option { return func(p *Pipeline) { p.observe = f } }
 
 // WithOnline hands every issued forecast, with its window, to the online
 // learner, and runs the learner beside the pipeline: its promotions swap the
@@ -112,7 +113,7 @@ type Pipeline struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	now     func() time.Time
-	observe func(*sink.Forecast)
+	observe func(*wire.Forecast)
 	learner *online.Learner
 	met     *metrics
 	seed    maphash.Seed

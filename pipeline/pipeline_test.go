@@ -20,6 +20,7 @@ import (
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 const (
@@ -73,7 +74,7 @@ func newConsumer(t *testing.T, kc *kafkaconn.Client, reg prometheus.Registerer, 
 }
 
 // startService runs a pipeline through kc until the test ends.
-func startService(t *testing.T, kc *kafkaconn.Client, m *model.Model, fields []string, format sink.Format) *service {
+func startService(t *testing.T, kc *kafkaconn.Client, m *model.Model, fields []string, format wire.Format) *service {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg, fields...)
@@ -148,11 +149,11 @@ func TestEndToEnd(t *testing.T) {
 		name   string
 		mode   model.Mode
 		fields []string
-		format sink.Format
+		format wire.Format
 	}{
-		{"independent single field json", model.Independent, []string{"value"}, sink.FormatJSON},
-		{"independent two fields arrow", model.Independent, []string{"temp", "humidity"}, sink.FormatArrow},
-		{"mixed three fields json", model.Mixed, []string{"a", "b", "c"}, sink.FormatJSON},
+		{"independent single field json", model.Independent, []string{"value"}, wire.FormatJSON},
+		{"independent two fields arrow", model.Independent, []string{"temp", "humidity"}, wire.FormatArrow},
+		{"mixed three fields json", model.Mixed, []string{"a", "b", "c"}, wire.FormatJSON},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kc := startBroker(t)
@@ -168,11 +169,11 @@ func TestEndToEnd(t *testing.T) {
 
 			fc := readTopic(t, svc.kc, "forecasts", want, 60*time.Second)
 			at := readTopic(t, svc.kc, "attributions", want, 30*time.Second)
-			byID := map[string]sink.Forecast{}
-			decodeF, decodeA := sink.DecodeForecastJSON, sink.DecodeAttributionJSON
-			if tc.format == sink.FormatArrow {
-				decodeF = func(b []byte) (sink.Forecast, error) { return sink.DecodeForecastArrow(b, nil) }
-				decodeA = func(b []byte) (sink.Forecast, error) { return sink.DecodeAttributionArrow(b, nil) }
+			byID := map[string]wire.Forecast{}
+			decodeF, decodeA := wire.DecodeForecastJSON, wire.DecodeAttributionJSON
+			if tc.format == wire.FormatArrow {
+				decodeF = func(b []byte) (wire.Forecast, error) { return wire.DecodeForecastArrow(b, nil) }
+				decodeA = func(b []byte) (wire.Forecast, error) { return wire.DecodeAttributionArrow(b, nil) }
 			}
 			for _, m := range fc {
 				f, err := decodeF(m.Value)
@@ -182,8 +183,8 @@ func TestEndToEnd(t *testing.T) {
 				if string(m.Key) != f.Series {
 					t.Errorf("forecast key %q, series %q", m.Key, f.Series)
 				}
-				id := header(m, sink.HeaderForecastID)
-				if id != sink.ForecastID(f.Series, f.TS, 1) {
+				id := header(m, wire.HeaderForecastID)
+				if id != wire.ForecastID(f.Series, f.TS, 1) {
 					t.Errorf("forecast-id %q is not the deterministic id of (%s, %s, 1)", id, f.Series, f.TS)
 				}
 				if len(f.Values) != horizon*len(tc.fields) {
@@ -199,11 +200,11 @@ func TestEndToEnd(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f, ok := byID[header(m, sink.HeaderForecastID)]
+				f, ok := byID[header(m, wire.HeaderForecastID)]
 				if !ok {
-					t.Fatalf("attribution %s has no forecast", header(m, sink.HeaderForecastID))
+					t.Fatalf("attribution %s has no forecast", header(m, wire.HeaderForecastID))
 				}
-				full, err := sink.Merge(f, a)
+				full, err := wire.Merge(f, a)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -271,7 +272,7 @@ func TestForecastsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range msgs {
-		if _, err := sink.DecodeForecastJSON(m.Value); err != nil {
+		if _, err := wire.DecodeForecastJSON(m.Value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -281,7 +282,7 @@ func TestForecastsOnly(t *testing.T) {
 // service keeps forecasting the good ones.
 func TestPoisonGoesToDeadLetters(t *testing.T) {
 	kc := startBroker(t)
-	svc := startService(t, kc, testModel(t, model.Independent, 1), []string{"value"}, sink.FormatJSON)
+	svc := startService(t, kc, testModel(t, model.Independent, 1), []string{"value"}, wire.FormatJSON)
 	bad := []kafka.Message{
 		{Key: []byte("s-1"), Value: []byte(`{"series":"s-1","ts":"2026-01-05T00:00:00Z","value":"NaN"}`)},
 		{Key: []byte("s-1"), Value: []byte(`not json at all`)},
@@ -306,7 +307,7 @@ func windowIDs(series []string, from, to int) map[string]bool {
 	ids := map[string]bool{}
 	for _, s := range series {
 		for end := from; end < to; end++ {
-			ids[sink.ForecastID(s, t0.Add(time.Duration(end)*time.Hour), 1)] = true
+			ids[wire.ForecastID(s, t0.Add(time.Duration(end)*time.Hour), 1)] = true
 		}
 	}
 	return ids
@@ -318,7 +319,7 @@ func forecastIDs(t *testing.T, kc *kafkaconn.Client) map[string]int {
 	t.Helper()
 	ids := map[string]int{}
 	for _, m := range kafkatest.ReadAll(t, kc, "forecasts") {
-		ids[header(m, sink.HeaderForecastID)]++
+		ids[header(m, wire.HeaderForecastID)]++
 	}
 	return ids
 }
@@ -332,7 +333,7 @@ func TestRestartForecastsWhatWasNotCommitted(t *testing.T) {
 	kc := startBroker(t)
 	m := testModel(t, model.Independent, 1)
 	series := []string{"a", "b", "c"}
-	first := startService(t, kc, m, []string{"value"}, sink.FormatJSON)
+	first := startService(t, kc, m, []string{"value"}, wire.FormatJSON)
 	produce(t, kc, series, []string{"value"}, 0, lookback+4) // windows ending at steps L-1 … L+3: 5 per series
 	readTopic(t, kc, "forecasts", 15, 60*time.Second)
 	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") <= 0 })
@@ -352,7 +353,7 @@ func TestRestartForecastsWhatWasNotCommitted(t *testing.T) {
 	}
 	want := windowIDs(series, from+lookback-1, to)
 
-	second := startService(t, kc, m, []string{"value"}, sink.FormatJSON)
+	second := startService(t, kc, m, []string{"value"}, wire.FormatJSON)
 	eventually(30*time.Second, func() bool {
 		return len(forecastIDs(t, kc)) >= len(before)+len(want) && kafkatest.Uncommitted(t, kc, "freqlens", "readings") <= 0
 	})
@@ -385,7 +386,7 @@ type gatedSink struct {
 	release chan struct{}
 }
 
-func (g *gatedSink) Write(ctx context.Context, fs []sink.Forecast) error {
+func (g *gatedSink) Write(ctx context.Context, fs []wire.Forecast) error {
 	g.once.Do(func() { close(g.entered) })
 	select {
 	case <-g.release:
@@ -452,7 +453,7 @@ func TestObserverAndModelSwap(t *testing.T) {
 	src := newConsumer(t, kc, reg)
 	mem := sink.NewMemory()
 	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{}, m, mem,
-		pipeline.WithRegisterer(reg), pipeline.WithObserver(func(f *sink.Forecast) { mu.Lock(); versions[f.ModelVersion]++; mu.Unlock() }))
+		pipeline.WithRegisterer(reg), pipeline.WithObserver(func(f *wire.Forecast) { mu.Lock(); versions[f.ModelVersion]++; mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
-	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // worker owns the windows of the series hashed onto it and a model
@@ -29,17 +29,17 @@ type worker struct {
 
 // part is one worker's forecasts of one batch, with the storage they point into.
 type part struct {
-	fs       []sink.Forecast
+	fs       []wire.Forecast
 	ingest   []time.Time
 	arena    []float64
-	contribs []sink.Contribution
+	contribs []wire.Contribution
 }
 
 // outBatch is the forecasts of one input batch, on its way to the sink.
 type outBatch struct {
 	in     *stream.Batch
 	parts  []part
-	all    []sink.Forecast
+	all    []wire.Forecast
 	ingest []time.Time
 }
 
@@ -106,7 +106,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 		pt.arena = make([]float64, 0, need)
 	}
 	if need := n * maxContribs; cap(pt.contribs) < need {
-		pt.contribs = make([]sink.Contribution, 0, need)
+		pt.contribs = make([]wire.Contribution, 0, need)
 	}
 
 	for lo := 0; lo < n; lo += p.cfg.MaxBatch {
@@ -116,7 +116,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 		p.met.forward.Observe(p.now().Sub(start).Seconds())
 		p.met.batchWindows.Observe(float64(hi - lo))
 		for i := lo; i < hi; i++ {
-			f := sink.Forecast{
+			f := wire.Forecast{
 				Series: w.ready.Series[i], TS: w.ready.End[i], ModelVersion: v.version,
 				Cadence: p.cfg.Cadence, Fields: p.cfg.Fields, Horizon: H,
 			}
@@ -134,7 +134,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 				for _, c := range e.Contributions {
 					vals := pt.take(HC)
 					copy(vals, c.Values)
-					pt.contribs = append(pt.contribs, sink.Contribution{
+					pt.contribs = append(pt.contribs, wire.Contribution{
 						ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: vals,
 						Period: time.Duration(math.Round(c.PeriodSteps * float64(p.cfg.Cadence))),
 					})

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/wire"
 )
 
 // Config configures the Kafka sink. The zero value of every field means its
@@ -20,17 +22,17 @@ type Config struct {
 	//
 	// Default: "" (off)
 	AttributionTopic string
-	// Format is the encoding of both topics (output.format): FormatJSON or
-	// FormatArrow.
+	// Format is the encoding of both topics (output.format): wire.FormatJSON or
+	// wire.FormatArrow.
 	//
 	// Default: json
-	Format Format
+	Format wire.Format
 	// Attributions is how much of each attribution is written
-	// (output.attributions): AttributionsFull or AttributionsSummary;
-	// AttributionsOff writes none, as an empty AttributionTopic does.
+	// (output.attributions): wire.AttributionsFull or wire.AttributionsSummary;
+	// wire.AttributionsOff writes none, as an empty AttributionTopic does.
 	//
 	// Default: full
-	Attributions AttributionMode
+	Attributions wire.AttributionMode
 	// BatchTimeout is how long a partly filled batch waits for more messages
 	// before it is sent. Write waits for its last batch, so this is the
 	// latency the sink adds.
@@ -79,12 +81,12 @@ func (cfg Config) withDefaults() (Config, kafka.Compression, error) {
 		cfg.ForecastTopic = DefaultForecastTopic
 	}
 	if cfg.Format == "" {
-		cfg.Format = FormatJSON
+		cfg.Format = wire.FormatJSON
 	}
 	if cfg.Attributions == "" {
-		cfg.Attributions = AttributionsFull
+		cfg.Attributions = wire.AttributionsFull
 	}
-	if cfg.Attributions == AttributionsOff {
+	if cfg.Attributions == wire.AttributionsOff {
 		cfg.AttributionTopic = ""
 	}
 	if cfg.BatchTimeout == 0 {
@@ -110,11 +112,11 @@ func (cfg Config) withDefaults() (Config, kafka.Compression, error) {
 		return cfg, 0, fmt.Errorf("sink: Config.AttributionTopic = Config.ForecastTopic = %q: attributions need a topic of their own "+
 			"(topics.attributions), or an empty one to turn them off", cfg.ForecastTopic)
 	}
-	if cfg.Format != FormatJSON && cfg.Format != FormatArrow {
+	if cfg.Format != wire.FormatJSON && cfg.Format != wire.FormatArrow {
 		return cfg, 0, fmt.Errorf("sink: Config.Format = %q is not an output format; use %q or %q (output.format)",
-			string(cfg.Format), FormatJSON, FormatArrow)
+			string(cfg.Format), wire.FormatJSON, wire.FormatArrow)
 	}
-	if err := cfg.Attributions.check("Config.Attributions (output.attributions)"); err != nil {
+	if err := checkMode(cfg.Attributions, "Config.Attributions (output.attributions)"); err != nil {
 		return cfg, 0, err
 	}
 	switch {
@@ -146,4 +148,14 @@ func (cfg Config) withDefaults() (Config, kafka.Compression, error) {
 		return cfg, 0, fmt.Errorf("sink: Config.Compression = %q is not a codec; use none, gzip, snappy, lz4 or zstd", cfg.Compression)
 	}
 	return cfg, codec, nil
+}
+
+// checkMode reports whether m is an attribution mode, naming key.
+func checkMode(m wire.AttributionMode, key string) error {
+	switch m {
+	case wire.AttributionsFull, wire.AttributionsSummary, wire.AttributionsOff:
+		return nil
+	}
+	return fmt.Errorf("sink: %s = %q is not an attribution mode; use %q, %q or %q",
+		key, string(m), wire.AttributionsFull, wire.AttributionsSummary, wire.AttributionsOff)
 }

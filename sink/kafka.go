@@ -11,18 +11,8 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
-)
 
-// The headers of every message the Kafka sink produces.
-const (
-	// HeaderForecastID is the forecast's deterministic id (AppendForecastID),
-	// the same on both topics.
-	HeaderForecastID = "forecast-id"
-	// HeaderModelVersion is the model version, in decimal.
-	HeaderModelVersion = "model-version"
-	// HeaderContentType is application/json or
-	// application/vnd.apache.arrow.stream.
-	HeaderContentType = "content-type"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // Producer is the Kafka sink: one kafka-go Writer per output topic, keyed by
@@ -80,8 +70,8 @@ func New(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Producer, error) {
 	}
 	p.pool.New = func() any {
 		b := &kafkaBatch{}
-		if cfg.Format == FormatArrow {
-			b.arrow = NewArrowEncoder(nil)
+		if cfg.Format == wire.FormatArrow {
+			b.arrow = wire.NewArrowEncoder(nil)
 		}
 		return b
 	}
@@ -107,7 +97,7 @@ func (p *Producer) Config() Config { return p.cfg }
 // forecast that fails Validate fails the Write before anything is sent. After
 // an error some messages may have been delivered; the caller must treat the
 // whole batch as undelivered (at-least-once).
-func (p *Producer) Write(ctx context.Context, fs []Forecast) error {
+func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := p.enter(); err != nil {
 		return err
 	}
@@ -294,7 +284,7 @@ type kafkaBatch struct {
 	headers        []kafka.Header
 	fmsgs, amsgs   []kafka.Message
 	fbytes, abytes int
-	arrow          *ArrowEncoder
+	arrow          *wire.ArrowEncoder
 }
 
 // msgSpan locates one forecast's bytes in kafkaBatch.buf.
@@ -306,36 +296,25 @@ type msgSpan struct {
 // header bytes in a produce request (kafka-go's totalSize).
 const headerOverhead = 64
 
-func (b *kafkaBatch) encode(fs []Forecast, cfg *Config, attributions bool, contentType []byte) error {
+func (b *kafkaBatch) encode(fs []wire.Forecast, cfg *Config, attributions bool, contentType []byte) error {
 	b.buf = b.buf[:0]
 	b.spans = b.spans[:0]
 	b.fbytes, b.abytes = 0, 0
 	for i := range fs {
 		f := &fs[i]
-		err := f.checkForecast()
-		if err == nil && attributions {
-			err = f.checkAttribution(cfg.Attributions)
-		}
-		if err != nil {
-			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w: %w", len(fs), i, ErrInvalid, err)
-		}
-		if cfg.Format == FormatArrow {
-			if err := checkArrowFields(f.Fields); err != nil {
-				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w: %w", len(fs), i, ErrInvalid, err)
-			}
-		}
+		var err error
 		var s msgSpan
 		s.key[0] = len(b.buf)
 		b.buf = append(b.buf, f.Series...)
 		s.key[1] = len(b.buf)
-		b.buf = AppendForecastID(b.buf, f.Series, f.TS, f.ModelVersion)
+		b.buf = wire.AppendForecastID(b.buf, f.Series, f.TS, f.ModelVersion)
 		s.id = [2]int{s.key[1], len(b.buf)}
 		b.buf = strconv.AppendInt(b.buf, f.ModelVersion, 10)
 		s.version = [2]int{s.id[1], len(b.buf)}
-		if cfg.Format == FormatArrow {
+		if cfg.Format == wire.FormatArrow {
 			b.buf, err = b.arrow.AppendForecast(b.buf, f)
 		} else {
-			b.buf, err = AppendForecastJSON(b.buf, f)
+			b.buf, err = wire.AppendForecastJSON(b.buf, f)
 		}
 		if err != nil {
 			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
@@ -343,10 +322,10 @@ func (b *kafkaBatch) encode(fs []Forecast, cfg *Config, attributions bool, conte
 		s.forecast = [2]int{s.version[1], len(b.buf)}
 		s.attribution = [2]int{len(b.buf), len(b.buf)}
 		if attributions {
-			if cfg.Format == FormatArrow {
+			if cfg.Format == wire.FormatArrow {
 				b.buf, err = b.arrow.AppendAttribution(b.buf, f, cfg.Attributions)
 			} else {
-				b.buf, err = AppendAttributionJSON(b.buf, f, cfg.Attributions)
+				b.buf, err = wire.AppendAttributionJSON(b.buf, f, cfg.Attributions)
 			}
 			if err != nil {
 				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
@@ -367,10 +346,10 @@ func (b *kafkaBatch) encode(fs []Forecast, cfg *Config, attributions bool, conte
 	sub := func(r [2]int) []byte { return b.buf[r[0]:r[1]:r[1]] }
 	for i, s := range b.spans {
 		h := b.headers[3*i : 3*i+3 : 3*i+3]
-		h[0] = kafka.Header{Key: HeaderForecastID, Value: sub(s.id)}
-		h[1] = kafka.Header{Key: HeaderModelVersion, Value: sub(s.version)}
-		h[2] = kafka.Header{Key: HeaderContentType, Value: contentType}
-		hdrBytes := len(HeaderForecastID) + len(HeaderModelVersion) + len(HeaderContentType) +
+		h[0] = kafka.Header{Key: wire.HeaderForecastID, Value: sub(s.id)}
+		h[1] = kafka.Header{Key: wire.HeaderModelVersion, Value: sub(s.version)}
+		h[2] = kafka.Header{Key: wire.HeaderContentType, Value: contentType}
+		hdrBytes := len(wire.HeaderForecastID) + len(wire.HeaderModelVersion) + len(wire.HeaderContentType) +
 			(s.version[1] - s.id[0]) + len(contentType)
 		key := sub(s.key)
 		b.fmsgs[i] = kafka.Message{Key: key, Value: sub(s.forecast), Headers: h}

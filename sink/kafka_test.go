@@ -17,6 +17,8 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/sink/sinktest"
+	"github.com/freqlens/freqlens/wire"
+	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -47,7 +49,7 @@ func TestNewValidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := p.Config()
-	if got.ForecastTopic != "forecasts" || got.Format != sink.FormatJSON || got.Attributions != sink.AttributionsFull ||
+	if got.ForecastTopic != "forecasts" || got.Format != wire.FormatJSON || got.Attributions != wire.AttributionsFull ||
 		got.BatchTimeout != 2*time.Millisecond || got.BatchSize != 1000 || got.BatchBytes != 1<<20 || got.MaxAttempts != 10 {
 		t.Errorf("defaults = %+v", got)
 	}
@@ -60,7 +62,7 @@ func TestNewValidates(t *testing.T) {
 // one partition, with the same forecast-id on both topics.
 func TestKafkaPartitionsBySeries(t *testing.T) {
 	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
-	fs := randomForecasts(11, 60, []string{"value"}, 4, 2)
+	fs := wiretest.Forecasts(11, 60, []string{"value"}, 4, 2)
 	if err := p.Write(context.Background(), fs); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestKafkaPartitionsBySeries(t *testing.T) {
 			}
 			partition[string(m.Key)] = m.Partition
 			for _, h := range m.Headers {
-				if h.Key == sink.HeaderForecastID {
+				if h.Key == wire.HeaderForecastID {
 					ids[topic+"/"+string(h.Value)] = string(m.Key)
 				}
 			}
@@ -87,7 +89,7 @@ func TestKafkaPartitionsBySeries(t *testing.T) {
 		}
 	}
 	for _, f := range fs {
-		id := sink.ForecastID(f.Series, f.TS, f.ModelVersion)
+		id := wire.ForecastID(f.Series, f.TS, f.ModelVersion)
 		if ids["forecasts/"+id] != f.Series || ids["attributions/"+id] != f.Series {
 			t.Errorf("forecast-id %s of %s@%s missing on a topic", id, f.Series, f.TS)
 		}
@@ -95,21 +97,21 @@ func TestKafkaPartitionsBySeries(t *testing.T) {
 }
 
 func TestKafkaAttributionModes(t *testing.T) {
-	fs := randomForecasts(12, 10, []string{"temp", "humidity"}, 8, 3)
+	fs := wiretest.Forecasts(12, 10, []string{"temp", "humidity"}, 8, 3)
 	for _, tc := range []struct {
 		name     string
 		cfg      sink.Config
-		want     func(sink.Forecast) sink.Forecast
+		want     func(wire.Forecast) wire.Forecast
 		attrMsgs int
 	}{
-		{"summary", sink.Config{AttributionTopic: "attributions", Attributions: sink.AttributionsSummary, Format: sink.FormatArrow},
-			func(f sink.Forecast) sink.Forecast {
-				s := attributionPart(f, sink.AttributionsSummary, true)
+		{"summary", sink.Config{AttributionTopic: "attributions", Attributions: wire.AttributionsSummary, Format: wire.FormatArrow},
+			func(f wire.Forecast) wire.Forecast {
+				s := wiretest.AttributionPart(f, wire.AttributionsSummary, true)
 				s.Values, s.Fields, s.Horizon = f.Values, f.Fields, f.Horizon
 				return s
 			}, len(fs)},
-		{"no attribution topic", sink.Config{}, forecastPart, 0},
-		{"off", sink.Config{AttributionTopic: "attributions", Attributions: sink.AttributionsOff}, forecastPart, 0},
+		{"no attribution topic", sink.Config{}, wiretest.ForecastPart, 0},
+		{"off", sink.Config{AttributionTopic: "attributions", Attributions: wire.AttributionsOff}, wiretest.ForecastPart, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, cfg, _, kc := newProducer(t, tc.cfg)
@@ -120,12 +122,12 @@ func TestKafkaAttributionModes(t *testing.T) {
 			if len(got) != len(fs) {
 				t.Fatalf("delivered %d, want %d", len(got), len(fs))
 			}
-			bySeries := map[string]sink.Forecast{} // one forecast per series
+			bySeries := map[string]wire.Forecast{} // one forecast per series
 			for _, f := range got {
 				bySeries[f.Series] = f
 			}
 			for i, f := range fs {
-				if d := sinktest.Diff(bySeries[f.Series], tc.want(f)); d != "" {
+				if d := wiretest.Diff(bySeries[f.Series], tc.want(f)); d != "" {
 					t.Errorf("forecast %d: %s", i, d)
 				}
 			}
@@ -157,7 +159,7 @@ func sleepProduce(t *testing.T, c *kfake.Cluster) (held <-chan struct{}, release
 func TestKafkaCloseWaitsForWriteInFlight(t *testing.T) {
 	p, cfg, c, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
 	held, release := sleepProduce(t, c)
-	fs := randomForecasts(13, 20, []string{"value"}, 4, 2)
+	fs := wiretest.Forecasts(13, 20, []string{"value"}, 4, 2)
 	werr := make(chan error)
 	go func() { werr <- p.Write(context.Background(), fs) }()
 	<-held
@@ -188,7 +190,7 @@ func TestKafkaCloseDeadlineCancelsWrite(t *testing.T) {
 	p, _, c, _ := newProducer(t, sink.Config{})
 	held, _ := sleepProduce(t, c)
 	werr := make(chan error)
-	go func() { werr <- p.Write(context.Background(), randomForecasts(14, 5, []string{"value"}, 4, 2)) }()
+	go func() { werr <- p.Write(context.Background(), wiretest.Forecasts(14, 5, []string{"value"}, 4, 2)) }()
 	<-held
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -210,7 +212,7 @@ func TestKafkaWriteCancelled(t *testing.T) {
 	held, _ := sleepProduce(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	werr := make(chan error)
-	go func() { werr <- p.Write(ctx, randomForecasts(15, 5, []string{"value"}, 4, 2)) }()
+	go func() { werr <- p.Write(ctx, wiretest.Forecasts(15, 5, []string{"value"}, 4, 2)) }()
 	<-held
 	cancel()
 	if err := <-werr; !errors.Is(err, context.Canceled) {
@@ -241,7 +243,7 @@ func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	fs := randomForecasts(16, 12, []string{"value"}, 4, 2)
+	fs := wiretest.Forecasts(16, 12, []string{"value"}, 4, 2)
 	err := p.Write(context.Background(), fs)
 	if err == nil || !strings.Contains(err.Error(), "topic forecasts") {
 		t.Fatalf("Write = %v, want an error naming topic forecasts", err)
@@ -263,7 +265,7 @@ func TestKafkaMissingTopic(t *testing.T) {
 	defer p.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = p.Write(ctx, randomForecasts(17, 1, []string{"value"}, 4, 2))
+	err = p.Write(ctx, wiretest.Forecasts(17, 1, []string{"value"}, 4, 2))
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("Write to a missing topic = %v, want an error naming it", err)
 	}
@@ -272,7 +274,7 @@ func TestKafkaMissingTopic(t *testing.T) {
 
 func TestKafkaMessageTooLarge(t *testing.T) {
 	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions", BatchBytes: 8192})
-	fs := randomForecasts(18, 3, []string{"value"}, 96, 8)
+	fs := wiretest.Forecasts(18, 3, []string{"value"}, 96, 8)
 	err := p.Write(context.Background(), fs)
 	if err == nil || !strings.Contains(err.Error(), "BatchBytes = 8192") || !strings.Contains(err.Error(), "summary") {
 		t.Errorf("Write of large attributions = %v, want an error naming BatchBytes and summary attributions", err)
@@ -313,7 +315,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewWriter on a registry that has the sink metrics: %v", err)
 	}
-	fs := randomForecasts(19, 7, []string{"value"}, 4, 2)
+	fs := wiretest.Forecasts(19, 7, []string{"value"}, 4, 2)
 	for _, s := range []sink.Sink{p, w} {
 		if err := s.Write(context.Background(), fs); err != nil {
 			t.Fatal(err)

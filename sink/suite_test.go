@@ -17,12 +17,13 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/sink/sinktest"
+	"github.com/freqlens/freqlens/wire"
 )
 
 func TestMemorySuite(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
 		m := sink.NewMemory()
-		return m, func(testing.TB) []sink.Forecast { return m.Forecasts() }
+		return m, func(testing.TB) []wire.Forecast { return m.Forecasts() }
 	})
 }
 
@@ -51,7 +52,7 @@ func TestWriterSuite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return w, func(tb testing.TB) []sink.Forecast {
+		return w, func(tb testing.TB) []wire.Forecast {
 			fs, err := sinktest.ReadLines(out.Bytes())
 			if err != nil {
 				tb.Fatal(err)
@@ -90,11 +91,11 @@ func newProducer(t testing.TB, cfg sink.Config, opts ...sink.Option) (*sink.Prod
 }
 
 func TestKafkaSuite(t *testing.T) {
-	for _, format := range []sink.Format{sink.FormatJSON, sink.FormatArrow} {
+	for _, format := range []wire.Format{wire.FormatJSON, wire.FormatArrow} {
 		t.Run(string(format), func(t *testing.T) {
 			sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
 				p, cfg, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions", Format: format})
-				return p, func(tb testing.TB) []sink.Forecast { return sinktest.ReadKafka(tb, kc, cfg) }
+				return p, func(tb testing.TB) []wire.Forecast { return sinktest.ReadKafka(tb, kc, cfg) }
 			})
 		})
 	}
@@ -136,6 +137,6 @@ func TestKafkaSuiteRealBrokers(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close(context.Background()) })
-		return p, func(tb testing.TB) []sink.Forecast { return sinktest.ReadKafka(tb, kc, cfg) }
+		return p, func(tb testing.TB) []wire.Forecast { return sinktest.ReadKafka(tb, kc, cfg) }
 	})
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
-	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // demoCadence is the simulated step: an hour, so a day is 24 steps and a
@@ -264,7 +264,7 @@ func newWatcher(series string) *watcher { return &watcher{series: series} }
 // groups the contributions into cycle families: frequencies within 15% of a
 // known period (12h, 24h, 168h) and the rest. Attributions add up, so a
 // family's share is exactly the sum of its members'.
-func (w *watcher) observe(f *sink.Forecast) {
+func (w *watcher) observe(f *wire.Forecast) {
 	if f.Series != w.series {
 		return
 	}

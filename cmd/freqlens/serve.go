@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
@@ -136,7 +137,7 @@ func buildOnline(ctx context.Context, f *config.File, kc *kafkaconn.Client, base
 		}
 	}()
 	if topic := f.Topics.Models; topic != "" {
-		models, err := sink.NewModels(kc, topic, oc.WithDefaults().Keep)
+		models, err := broadcast.NewModels(kc, topic, oc.WithDefaults().Keep)
 		if err != nil {
 			return nil, nil, 0, nil, err
 		}
@@ -158,7 +159,7 @@ func buildOnline(ctx context.Context, f *config.File, kc *kafkaconn.Client, base
 		opts = append(opts, online.WithPublisher(models.Publish))
 	}
 	if topic := *f.Topics.Drift; topic != "" {
-		ev, err := sink.NewEvents(kc, topic)
+		ev, err := broadcast.NewEvents(kc, topic)
 		if err != nil {
 			return nil, nil, 0, nil, err
 		}

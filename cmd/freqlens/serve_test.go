@@ -17,11 +17,12 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
-	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
@@ -129,9 +130,9 @@ func TestServeWithKcat(t *testing.T) {
 	if len(forecasts) != want {
 		t.Fatalf("kcat read %d forecasts, want %d", len(forecasts), want)
 	}
-	byKey := map[string]sink.Forecast{}
+	byKey := map[string]wire.Forecast{}
 	for _, line := range forecasts {
-		f, err := sink.DecodeForecastJSON(line)
+		f, err := wire.DecodeForecastJSON(line)
 		if err != nil {
 			t.Fatalf("forecast %q: %v", line, err)
 		}
@@ -206,7 +207,7 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	learned.Refresh()
 	learned.Meta.Version = 7
 	kc := kafkatest.Client(t, b.Addrs())
-	pub, err := sink.NewModels(kc, "models", 3)
+	pub, err := broadcast.NewModels(kc, "models", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	}
 	kafkatest.Produce(t, kc, "readings", msgs...)
 	msg := kafkatest.ReadN(t, kc, "forecasts", 1, 60*time.Second)[0]
-	f, err := sink.DecodeForecastJSON(msg.Value)
+	f, err := wire.DecodeForecastJSON(msg.Value)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 //	func TestSuite(t *testing.T) {
 //		sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
 //			m := sink.NewMemory()
-//			return m, func(testing.TB) []sink.Forecast { return m.Forecasts() }
+//			return m, func(testing.TB) []wire.Forecast { return m.Forecasts() }
 //		})
 //	}
 //

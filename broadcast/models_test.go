@@ -1,4 +1,4 @@
-package sink_test
+package broadcast_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
-	"github.com/freqlens/freqlens/sink"
 )
 
 func modelVersion(t *testing.T, seed uint64, version int64) *model.Model {
@@ -26,9 +26,9 @@ func modelVersion(t *testing.T, seed uint64, version int64) *model.Model {
 }
 
 // newModels returns a Models on the "models" topic, closed when the test ends.
-func newModels(t *testing.T, kc *kafkaconn.Client, keep int) *sink.Models {
+func newModels(t *testing.T, kc *kafkaconn.Client, keep int) *broadcast.Models {
 	t.Helper()
-	m, err := sink.NewModels(kc, "models", keep)
+	m, err := broadcast.NewModels(kc, "models", keep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func newModels(t *testing.T, kc *kafkaconn.Client, keep int) *sink.Models {
 // TestModelsRoundTrip: published versions come back bit for bit, the newest
 // complete one wins, and versions beyond keep are tombstoned.
 func TestModelsRoundTrip(t *testing.T) {
-	_, kc := newCluster(t, "models")
+	kc := kafkatest.Client(t, kafkatest.NewCluster(t, []string{"models"}).ListenAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pub := newModels(t, kc, 2)
@@ -83,7 +83,7 @@ func TestModelsRoundTrip(t *testing.T) {
 // all chunks (or with a manifest that does not match) is passed over for
 // the newest complete one.
 func TestModelsSkipsIncompleteVersion(t *testing.T) {
-	_, kc := newCluster(t, "models")
+	kc := kafkatest.Client(t, kafkatest.NewCluster(t, []string{"models"}).ListenAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pub := newModels(t, kc, 5)
@@ -110,7 +110,7 @@ func TestModelsSkipsIncompleteVersion(t *testing.T) {
 }
 
 func TestModelsRejectsUnpromotedModel(t *testing.T) {
-	_, kc := newCluster(t, "models")
+	kc := kafkatest.Client(t, kafkatest.NewCluster(t, []string{"models"}).ListenAddrs())
 	pub := newModels(t, kc, 1)
 	if err := pub.Publish(context.Background(), modelVersion(t, 1, 0)); err == nil {
 		t.Error("Publish accepted a model with version 0")

@@ -1,4 +1,4 @@
-package sink
+package broadcast
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // ModelChunkBytes is the largest piece of a model file in one message:
@@ -60,7 +61,7 @@ type modelManifest struct {
 // through kc, keeping the newest keep versions (at least 1).
 func NewModels(kc *kafkaconn.Client, topic string, keep int) (*Models, error) {
 	if topic == "" {
-		return nil, fmt.Errorf("sink: models need a topic")
+		return nil, fmt.Errorf("broadcast: models need a topic")
 	}
 	w := kc.NewWriter(topic)
 	w.BatchTimeout = time.Millisecond
@@ -78,24 +79,24 @@ func (s *Models) Publish(ctx context.Context, m *model.Model) error {
 	defer s.mu.Unlock()
 	v := m.Meta.Version
 	if v <= 0 {
-		return fmt.Errorf("sink: publish a model: version %d; only promoted versions (≥ 1) are published", v)
+		return fmt.Errorf("broadcast: publish a model: version %d; only promoted versions (≥ 1) are published", v)
 	}
 	var buf bytes.Buffer
 	if _, err := m.WriteTo(&buf); err != nil {
-		return fmt.Errorf("sink: publish model version %d: %w", v, err)
+		return fmt.Errorf("broadcast: publish model version %d: %w", v, err)
 	}
 	file := buf.Bytes()
 	n := (len(file) + ModelChunkBytes - 1) / ModelChunkBytes
 	for i := range n {
 		part := file[i*ModelChunkBytes : min((i+1)*ModelChunkBytes, len(file))]
 		if err := s.w.WriteMessages(ctx, kafka.Message{Key: []byte(chunkKey(v, i)), Value: part}); err != nil {
-			return fmt.Errorf("sink: publish model version %d, chunk %d of %d: %w", v, i+1, n, err)
+			return fmt.Errorf("broadcast: publish model version %d, chunk %d of %d: %w", v, i+1, n, err)
 		}
 	}
 	man, _ := json.Marshal(modelManifest{Version: v, Chunks: n, Bytes: len(file), SHA256: sha256Hex(file)})
 	if err := s.w.WriteMessages(ctx, kafka.Message{Key: []byte(manifestKey(v)), Value: man,
-		Headers: []kafka.Header{{Key: HeaderContentType, Value: []byte("application/json")}}}); err != nil {
-		return fmt.Errorf("sink: publish model version %d, manifest: %w", v, err)
+		Headers: []kafka.Header{{Key: wire.HeaderContentType, Value: []byte("application/json")}}}); err != nil {
+		return fmt.Errorf("broadcast: publish model version %d, manifest: %w", v, err)
 	}
 	s.chunks[v] = n
 	return s.forgetOld(ctx)
@@ -114,7 +115,7 @@ func (s *Models) forgetOld(ctx context.Context) error {
 			msgs = append(msgs, kafka.Message{Key: []byte(chunkKey(v, i))})
 		}
 		if err := s.w.WriteMessages(ctx, msgs...); err != nil {
-			return fmt.Errorf("sink: tombstones for model version %d: %w", v, err)
+			return fmt.Errorf("broadcast: tombstones for model version %d: %w", v, err)
 		}
 		delete(s.chunks, v)
 	}
@@ -232,7 +233,7 @@ func sha256Hex(b []byte) string {
 func (s *Models) readAll(ctx context.Context) ([]kafka.Message, error) {
 	parts, err := s.kc.Partitions(ctx, s.topic)
 	if err != nil {
-		return nil, fmt.Errorf("sink: models topic: %w (create it, compacted, or leave topics.models empty)", err)
+		return nil, fmt.Errorf("broadcast: models topic: %w (create it, compacted, or leave topics.models empty)", err)
 	}
 	var out []kafka.Message
 	for _, p := range parts {
@@ -241,7 +242,7 @@ func (s *Models) readAll(ctx context.Context) ([]kafka.Message, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sink: models topic: %w", err)
+			return nil, fmt.Errorf("broadcast: models topic: %w", err)
 		}
 	}
 	return out, nil
