@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,10 +47,11 @@ var _ Sink = (*Producer)(nil)
 // reports a missing topic or an unreachable broker. Close closes the
 // writers, not kc.
 func New(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Producer, error) {
-	cfg, codec, err := cfg.withDefaults()
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
+	codec := codecs[strings.ToLower(cfg.Compression)]
 	o := newOptions(opts)
 	m, err := newMetrics(o.reg)
 	if err != nil {

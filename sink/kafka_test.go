@@ -28,19 +28,20 @@ func TestNewValidates(t *testing.T) {
 		modify func(*sink.Config)
 		want   string
 	}{
-		{"same topics", func(c *sink.Config) { c.AttributionTopic = "forecasts" }, "topic of their own"},
-		{"bad format", func(c *sink.Config) { c.Format = "avro" }, `Config.Format = "avro"`},
-		{"bad attributions", func(c *sink.Config) { c.Attributions = "some" }, `Config.Attributions (output.attributions) = "some"`},
-		{"negative batch timeout", func(c *sink.Config) { c.BatchTimeout = -time.Second }, "Config.BatchTimeout = -1s"},
-		{"tiny batch bytes", func(c *sink.Config) { c.BatchBytes = 100 }, "Config.BatchBytes = 100"},
-		{"bad compression", func(c *sink.Config) { c.Compression = "brotli" }, `Config.Compression = "brotli"`},
+		{"same topics", func(c *sink.Config) { c.AttributionTopic = "forecasts" }, "topics.attributions = topics.forecasts"},
+		{"bad format", func(c *sink.Config) { c.Format = "avro" }, `output.format = "avro"`},
+		{"bad attributions", func(c *sink.Config) { c.Attributions = "some" }, `output.attributions = "some"`},
+		{"negative batch timeout", func(c *sink.Config) { c.BatchTimeout = -time.Second }, "output.batch_timeout = -1s"},
+		{"tiny batch bytes", func(c *sink.Config) { c.BatchBytes = 100 }, "output.batch_bytes = 100"},
+		{"negative max attempts", func(c *sink.Config) { c.MaxAttempts = -1 }, "output.max_attempts = -1"},
+		{"bad compression", func(c *sink.Config) { c.Compression = "brotli" }, `output.compression = "brotli"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
 			tc.modify(&cfg)
 			_, err := sink.New(cfg, nil)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("New() = %v, want an error containing %q", err, tc.want)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("New() = %v, want an error starting with %q", err, tc.want)
 			}
 		})
 	}

@@ -49,7 +49,7 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			rb := array.NewRecordBuilder(memory.DefaultAllocator, Schema(tc.cfg.ValueFields...))
 			defer rb.Release()
-			rb.Reserve(DefaultBatchRows)
+			rb.Reserve(DefaultConfig().BatchRows)
 			rows := 0
 			now := time.Now()
 			b.SetBytes(int64(bytes / len(msgs)))
@@ -60,9 +60,9 @@ func BenchmarkDecode(b *testing.B) {
 					b.Fatal(err)
 				}
 				i++
-				if rows += tc.perMsg; rows >= DefaultBatchRows {
+				if rows += tc.perMsg; rows >= DefaultConfig().BatchRows {
 					rb.NewRecord().Release()
-					rb.Reserve(DefaultBatchRows)
+					rb.Reserve(DefaultConfig().BatchRows)
 					rows = 0
 				}
 			}

@@ -103,10 +103,10 @@ type Consumer struct {
 // background; Run waits for the assignment). The reader and the dead-letter
 // writer are built from kc; Close closes them, not kc.
 func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	o := newOptions(opts)
 	dec, err := NewDecoder(cfg, opts...)
 	if err != nil {

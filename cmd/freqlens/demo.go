@@ -16,12 +16,12 @@ import (
 	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/service"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/wire"
 )
@@ -77,49 +77,28 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	// 2. The service, on an embedded broker.
-	yaml := fmt.Sprintf(`
-input: {cadence: %s, max_future: 87600h, batch_latency: 5ms}
-model: {path: in-memory}
-window: {max_gap: 3}
-output: {attributions: summary}
-metrics: {listen: %q}
-online: {enabled: %v, interval: %s}
-`, demoCadence, *metricsAddr, *finetune > 0, max(*finetune, time.Second))
-	f, err := config.Parse([]byte(yaml), nil)
-	if err != nil {
-		return err
-	}
-	broker, err := startEmbedded(*brokerAddr, f)
-	if err != nil {
-		return err
-	}
-	defer broker.Close()
-	kc, err := kafkaconn.New(f.KafkaConfig(), kafkaconn.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	defer kc.Close()
-	reg := newRegistry()
+	cfg := service.DefaultConfig()
+	cfg.EmbeddedBroker = *brokerAddr
+	cfg.Pipeline.Cadence = demoCadence
+	cfg.Stream.MaxFuture = 10 * 365 * 24 * time.Hour
+	cfg.Stream.BatchLatency = 5 * time.Millisecond
+	cfg.Sink.Attributions = wire.AttributionsSummary
+	cfg.MetricsListen = *metricsAddr
+	cfg.Online.Enabled = *finetune > 0
+	cfg.Online.Interval = max(*finetune, time.Second)
 	watch := newWatcher("s-0")
-	learner, _, _, closeOnline, err := buildOnline(ctx, f, kc, m, reg, log)
+	svc, err := service.New(ctx, cfg, service.WithModel(m), service.WithLogger(log), service.WithObserver(watch.observe))
 	if err != nil {
 		return err
 	}
-	defer closeOnline()
-	p, err := buildPipeline(f, kc, m, reg, log, pipeline.WithObserver(watch.observe), pipeline.WithOnline(learner))
-	if err != nil {
-		return err
+	defer svc.Close()
+	cfg = svc.Config()
+	p, learner := svc.Pipeline(), svc.Learner()
+	fmt.Fprintf(stdout, "broker %s; forecasts on topic %q, attributions on %q", strings.Join(cfg.Kafka.Brokers, ","), cfg.Sink.ForecastTopic, cfg.Sink.AttributionTopic)
+	if addr := svc.MetricsAddr(); addr != "" {
+		fmt.Fprintf(stdout, "; metrics on http://%s/metrics", addr)
 	}
-	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log, onlineReport(learner, p))
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
-	fmt.Fprintf(stdout, "broker %s; forecasts on topic %q, attributions on %q", strings.Join(broker.Addrs(), ","), f.Topics.Forecasts, *f.Topics.Attributions)
-	if *f.Metrics.Listen != "" {
-		fmt.Fprintf(stdout, "; metrics on http://%s/metrics", *f.Metrics.Listen)
-	}
-	fmt.Fprintf(stdout, "\n%d sensors, one reading per simulated hour, %g simulated hours per second; drift events on %q", *series, *rate, *f.Topics.Drift)
+	fmt.Fprintf(stdout, "\n%d sensors, one reading per simulated hour, %g simulated hours per second; drift events on %q", *series, *rate, cfg.DriftTopic)
 	if *finetune > 0 {
 		fmt.Fprintf(stdout, "; fine-tuning every %s", *finetune)
 	}
@@ -127,9 +106,9 @@ online: {enabled: %v, interval: %s}
 
 	// 3. Sensors, service and summary until ctx ends.
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return p.Run(ctx) })
+	g.Go(func() error { return svc.Run(ctx) })
 	g.Go(func() error {
-		return simulate(gctx, kc, f.Topics.Input, *series, *rate, *seed+1, m.Lookback())
+		return simulate(gctx, svc.Kafka(), cfg.Stream.Topic, *series, *rate, *seed+1, m.Lookback())
 	})
 	g.Go(func() error { return summarise(gctx, stdout, p, learner, watch, started) })
 	err = g.Wait()

@@ -45,9 +45,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		kcfg = f.KafkaConfig()
+		kcfg = f.Kafka
 		if *topic == "" {
-			*topic = f.Topics.Input
+			*topic = f.Stream.Topic
 		}
 	}
 	if *brokers != "" {

@@ -58,7 +58,7 @@ func startServe(t *testing.T, yaml string) string {
 	dir := t.TempDir()
 	_, modelPath := saveTestModel(t, dir)
 	cfg := filepath.Join(dir, "serve.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\n%s", modelPath, yaml)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\nmetrics: {listen: \"\"}\n%s", modelPath, yaml)), 0o644)
 	broker := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)

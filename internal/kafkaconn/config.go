@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/freqlens/freqlens/internal/defaults"
 )
 
 // Config says how to reach and authenticate to the brokers: the kafka.* keys
@@ -63,13 +65,7 @@ func DefaultConfig() Config {
 
 // withDefaults returns c with every zero field that has a default set to it.
 func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	if c.ClientID == "" {
-		c.ClientID = d.ClientID
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = d.DialTimeout
-	}
+	defaults.Fill(&c, DefaultConfig())
 	return c
 }
 

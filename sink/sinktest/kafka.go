@@ -23,7 +23,7 @@ import (
 func ReadKafka(tb testing.TB, kc *kafkaconn.Client, cfg sink.Config) []wire.Forecast {
 	tb.Helper()
 	if cfg.ForecastTopic == "" {
-		cfg.ForecastTopic = sink.DefaultForecastTopic
+		cfg.ForecastTopic = sink.DefaultConfig().ForecastTopic
 	}
 	if cfg.Format == "" {
 		cfg.Format = wire.FormatJSON
