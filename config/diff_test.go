@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"reflect"
-)
+import "reflect"
 
 // diff names the first field that differs between a and b, "" when none.
 func diff(a, b any) string {
@@ -20,7 +17,7 @@ func diffValue(path string, a, b reflect.Value) string {
 		return ""
 	}
 	if !reflect.DeepEqual(a.Interface(), b.Interface()) {
-		return fmt.Sprintf("%s", path)
+		return path
 	}
 	return ""
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
@@ -115,7 +114,7 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if after < len(series)*2 {
 		t.Errorf("%d forecasts carry version %d or later; want at least the %d made after the promotion", after, v, len(series)*2)
 	}
-	if got := testutil.ToFloat64(gauge(t, reg, "freqlens_model_version")); got < float64(v) {
+	if got := metric(t, reg, "freqlens_model_version"); got < float64(v) {
 		t.Errorf("freqlens_model_version = %v, want at least %d", got, v)
 	}
 }

@@ -351,6 +351,20 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 			return err
 		}
 	}
+	if ob.err != nil {
+		// Readings that never reached a window are not committed silently:
+		// they go to the dead-letter topic first.
+		var n int
+		err := retry(ctx, p.log, "dead-letter a batch", func() (err error) {
+			n, err = ob.in.DeadLetter(ctx, stream.ReasonWindow, ob.err)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		p.met.windowErrors.Inc()
+		p.met.deadLettered.Add(float64(n))
+	}
 	now := p.now()
 	for i := range ob.all {
 		p.met.endToEnd.Observe(now.Sub(ob.ingest[i]).Seconds())

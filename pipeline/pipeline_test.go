@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
@@ -221,15 +224,15 @@ func TestEndToEnd(t *testing.T) {
 			if problems, err := testutil.GatherAndLint(svc.reg); err != nil || len(problems) > 0 {
 				t.Errorf("metrics lint: %v %v", problems, err)
 			}
-			if got := testutil.ToFloat64(gauge(t, svc.reg, "freqlens_window_series_active")); got != float64(len(series)) {
+			if got := metric(t, svc.reg, "freqlens_window_series_active"); got != float64(len(series)) {
 				t.Errorf("freqlens_window_series_active = %v, want %d", got, len(series))
 			}
 		})
 	}
 }
 
-// gauge finds a metric by name in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+// metric returns the value of the counter or gauge name in reg.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -237,14 +240,12 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Colle
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			v := mf.GetMetric()[0].GetGauge().GetValue()
-			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "copy"})
-			g.Set(v)
-			return g
+			m := mf.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	t.Fatalf("metric %s not registered", name)
-	return nil
+	return 0
 }
 
 // TestForecastsOnly: with no attribution topic the pipeline skips the
@@ -520,5 +521,83 @@ func TestNewRejectsMismatches(t *testing.T) {
 				t.Errorf("New error %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// corruptingSource is a consumer whose first batch with rows reaches the
+// pipeline with a record that lacks the value column, as a bug upstream
+// would deliver it.
+type corruptingSource struct {
+	*stream.Consumer
+	corrupted chan int // the number of messages of the corrupted batch
+}
+
+func (s *corruptingSource) Run(ctx context.Context, out chan<- *stream.Batch) error {
+	mid := make(chan *stream.Batch)
+	errc := make(chan error, 1)
+	go func() { errc <- s.Consumer.Run(ctx, mid) }()
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case b := <-mid:
+			if s.corrupted != nil && b.Record.NumRows() > 0 {
+				rb := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(stream.Schema().Fields()[:3], nil))
+				for i := range 3 {
+					rb.Field(i).AppendNulls(int(b.Record.NumRows()))
+				}
+				b.Release()
+				b.Record = rb.NewRecord()
+				rb.Release()
+				s.corrupted <- b.Messages
+				s.corrupted = nil
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				b.Release()
+				return <-errc
+			}
+		}
+	}
+}
+
+// TestWindowErrorIsDeadLettered: a batch the windows refuse is not
+// committed unread: its messages go to the dead-letter topic with reason
+// window_error, it is counted, and only then is it committed.
+func TestWindowErrorIsDeadLettered(t *testing.T) {
+	kc := startBroker(t)
+	reg := prometheus.NewRegistry()
+	corrupted := make(chan int, 1)
+	src := &corruptingSource{Consumer: newConsumer(t, kc, reg), corrupted: corrupted}
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{},
+		testModel(t, model.Independent, 1), sink.NewMemory(), pipeline.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	produce(t, kc, []string{"a", "b"}, []string{"value"}, 0, 3)
+	n := <-corrupted
+	dlq := readTopic(t, kc, "readings.dlq", n, 30*time.Second)
+	if len(dlq) != n {
+		t.Errorf("%d messages on the dead-letter topic, want the corrupted batch's %d", len(dlq), n)
+	}
+	for _, m := range dlq {
+		if got := header(m, "freqlens-dlq-reason"); got != stream.ReasonWindow {
+			t.Errorf("dead letter at offset %s has reason %q, want %q", header(m, "freqlens-source-offset"), got, stream.ReasonWindow)
+		}
+	}
+	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := metric(t, reg, "freqlens_pipeline_window_errors_total"); got != 1 {
+		t.Errorf("freqlens_pipeline_window_errors_total = %v, want 1", got)
+	}
+	if got := metric(t, reg, "freqlens_pipeline_dead_lettered_readings_total"); got != float64(n) {
+		t.Errorf("freqlens_pipeline_dead_lettered_readings_total = %v, want %d", got, n)
 	}
 }

@@ -39,11 +39,10 @@ func TestNewConsumerValidates(t *testing.T) {
 		{name: "unknown start offset", cfg: with(func(c *Config) { c.StartOffset = "middle" }), want: []string{`input.start_offset = "middle"`, `"first" or "last"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewConsumer(tc.cfg, nil)
-			if err == nil {
+			if _, err := NewConsumer(tc.cfg, nil); err == nil {
 				t.Fatalf("NewConsumer accepted %+v", tc.cfg)
-				_ = c
 			}
+			_, err := NewConsumer(tc.cfg, nil)
 			if !strings.HasPrefix(err.Error(), tc.want[0]) {
 				t.Errorf("error %q does not start with the YAML key %s", err, tc.want[0])
 			}

@@ -73,7 +73,6 @@ type ArrowEncoder struct {
 	mem      memory.Allocator
 	forecast arrowLayout
 	attr     arrowLayout
-	out      appendWriter
 }
 
 type arrowLayout struct {

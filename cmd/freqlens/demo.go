@@ -175,7 +175,7 @@ func simulate(ctx context.Context, kc *kafkaconn.Client, topic string, n int, ra
 	// Move the simulation to end now, keeping the generator's weekday and
 	// time of day (its rush hours are at 08:00 and 17:30): shift by whole weeks.
 	week := 7 * 24 * time.Hour
-	shift := time.Now().Sub(frame.Times[span-1]).Truncate(week)
+	shift := time.Since(frame.Times[span-1]).Truncate(week)
 	for i := range frame.Times {
 		frame.Times[i] = frame.Times[i].Add(shift)
 	}

@@ -69,7 +69,7 @@ func Check(b []byte) error {
 	p := 0
 	for p < len(b) {
 		if len(b)-p < 4 {
-			return fmt.Errorf("Arrow IPC stream truncated at byte %d", p)
+			return fmt.Errorf("the Arrow IPC stream is truncated at byte %d", p)
 		}
 		cid := binary.LittleEndian.Uint32(b[p:])
 		p += 4
@@ -79,7 +79,7 @@ func Check(b []byte) error {
 			return trailing(b, p)
 		case 0xFFFFFFFF:
 			if len(b)-p < 4 {
-				return fmt.Errorf("Arrow IPC stream truncated at byte %d", p)
+				return fmt.Errorf("the Arrow IPC stream is truncated at byte %d", p)
 			}
 			n = int(int32(binary.LittleEndian.Uint32(b[p:])))
 			p += 4
@@ -90,15 +90,15 @@ func Check(b []byte) error {
 			n = int(int32(cid)) // pre-0.15 framing without the marker
 		}
 		if n < 0 || n > len(b)-p {
-			return fmt.Errorf("Arrow IPC message metadata at byte %d claims %d bytes, %d remain", p, n, len(b)-p)
+			return fmt.Errorf("the Arrow IPC message metadata at byte %d claims %d bytes, %d remain", p, n, len(b)-p)
 		}
 		body, ok := messageBodyLength(b[p : p+n])
 		if !ok || !verifyMetadata(b[p:p+n]) {
-			return fmt.Errorf("Arrow IPC message metadata at byte %d is corrupt", p)
+			return fmt.Errorf("the Arrow IPC message metadata at byte %d is corrupt", p)
 		}
 		p += n
 		if body < 0 || body > int64(len(b)-p) {
-			return fmt.Errorf("Arrow IPC message body at byte %d claims %d bytes, %d remain", p, body, len(b)-p)
+			return fmt.Errorf("the Arrow IPC message body at byte %d claims %d bytes, %d remain", p, body, len(b)-p)
 		}
 		p += int(body)
 	}
