@@ -278,3 +278,40 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 		t.Errorf("/online?worst=many: %s, want 400", resp.Status)
 	}
 }
+
+// TestReplay: replay produces one reading per column and row through the
+// Kafka layer, with the brokers from --brokers or from a serve --config
+// (kafka.brokers and topics.input), and refuses to run without either.
+func TestReplay(t *testing.T) {
+	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 1, "sensors": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "s.csv", 3, 10)
+	cfg := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("kafka: {brokers: [%q]}\ntopics: {input: sensors}\n", b.Addrs()[0])), 0o644)
+	kc := kafkatest.Client(t, b.Addrs())
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		topic string
+	}{
+		{"brokers flag", []string{"--brokers", b.Addrs()[0], "--topic", "readings"}, "readings"},
+		{"serve config", []string{"--config", cfg}, "sensors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(append([]string{"replay", "--data", data, "--limit", "4"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("replay exited %d: %s%s", code, out, errOut)
+			}
+			if n := len(kafkatest.ReadAll(t, kc, tc.topic)); n != 3*4 {
+				t.Errorf("topic %s holds %d readings, want 12 (3 columns × 4 rows)", tc.topic, n)
+			}
+		})
+	}
+	if code, _, errOut := runCLI("replay", "--data", data); code != 2 || !strings.Contains(errOut, "--brokers") {
+		t.Errorf("replay without brokers exited %d: %s; want 2 and a message naming --brokers", code, errOut)
+	}
+}
