@@ -2,10 +2,16 @@ package config
 
 import (
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/freqlens/freqlens/service"
+	"github.com/freqlens/freqlens/wire"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -15,144 +21,241 @@ func envOf(m map[string]string) func(string) (string, bool) {
 }
 
 const minimal = `
+kafka: {brokers: ["127.0.0.1:9092"]}
 input: {cadence: 1h}
 model: {path: m.safetensors}
 `
 
-// TestExampleLoads keeps the repository's commented example valid and
-// checks it says what the issue's sample says.
+// flatten lists the leaf keys of a YAML mapping as dotted paths.
+func flatten(prefix string, n *yaml.Node) []string {
+	if n.Kind != yaml.MappingNode {
+		return []string{prefix}
+	}
+	var out []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i].Value
+		if prefix != "" {
+			key = prefix + "." + key
+		}
+		out = append(out, flatten(key, n.Content[i+1])...)
+	}
+	return out
+}
+
+// TestExampleLoads keeps the repository's commented example loadable and
+// valid, and makes it list every key there is, no more.
 func TestExampleLoads(t *testing.T) {
-	f, err := Load("../config.example.yaml", noEnv)
+	cfg, err := Load("../config.example.yaml", noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := f.Kafka.Brokers; len(got) != 1 || got[0] != "127.0.0.1:9092" {
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the example does not validate: %v", err)
+	}
+	if got := cfg.Kafka.Brokers; len(got) != 1 || got[0] != "127.0.0.1:9092" {
 		t.Errorf("kafka.brokers = %v", got)
 	}
-	if f.Topics.Input != "readings" || f.Topics.Forecasts != "forecasts" || *f.Topics.Attributions != "attributions" || f.Topics.DeadLetter != "readings.dlq" {
-		t.Errorf("topics = %+v", f.Topics)
+	if cfg.Stream.Topic != "readings" || cfg.Sink.ForecastTopic != "forecasts" || cfg.Sink.AttributionTopic != "attributions" ||
+		cfg.Stream.DeadLetterTopic != "readings.dlq" || cfg.DriftTopic != "drift" || cfg.ModelsTopic != "" {
+		t.Errorf("topics = %+v %+v %q %q", cfg.Stream, cfg.Sink, cfg.DriftTopic, cfg.ModelsTopic)
 	}
-	if time.Duration(f.Input.Cadence) != time.Hour || time.Duration(f.Window.AllowedLateness) != 2*time.Hour || *f.Window.MaxGap != 3 {
-		t.Errorf("input/window = %+v %+v", f.Input, f.Window)
+	if cfg.Pipeline.Cadence != time.Hour || cfg.Window.AllowedLateness != 2*time.Hour || cfg.Window.MaxGap != 3 {
+		t.Errorf("input/window = %+v %+v", cfg.Pipeline, cfg.Window)
 	}
-	if *f.Metrics.Listen != "127.0.0.1:9464" || f.Output.Attributions != "full" {
-		t.Errorf("metrics/output = %+v %+v", f.Metrics, f.Output)
-	}
-	o := f.OnlineConfig()
+	o := cfg.Online
 	if !o.Enabled || o.Interval != 5*time.Minute || o.MinNewSamples != 500 || o.ReplaySize != 20000 || o.LearningRate != 0.001 ||
 		o.Steps != 50 || o.TrainHeads || o.PromoteMargin != 0 || o.CheckpointDir != "" || o.DriftThreshold != 0.05 || o.MinDuration != 30*time.Minute {
 		t.Errorf("online = %+v", o)
 	}
-	if *f.Topics.Drift != "drift" || f.Topics.Models != "" {
-		t.Errorf("topics.drift %q, topics.models %q", *f.Topics.Drift, f.Topics.Models)
-	}
-}
 
-func TestDefaults(t *testing.T) {
-	f, err := Parse([]byte(minimal), noEnv)
+	b, err := os.ReadFile("../config.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name      string
-		got, want any
-	}{
-		{"kafka.group", f.Kafka.Group, "freqlens"},
-		{"topics.input", f.Topics.Input, "readings"},
-		{"topics.attributions", *f.Topics.Attributions, "attributions"},
-		{"input.format", f.Input.Format, "json"},
-		{"input.value_fields", strings.Join(f.Input.ValueFields, ","), "value"},
-		{"input.csv_columns", strings.Join(f.Input.CSVColumns, ","), "series,ts,value"},
-		{"input.batch_latency", time.Duration(f.Input.BatchLatency), 10 * time.Millisecond},
-		{"window.max_gap", *f.Window.MaxGap, 3},
-		{"window.series_ttl", time.Duration(f.Window.SeriesTTL), 24 * time.Hour},
-		{"window.max_series", f.Window.MaxSeries, 1000000},
-		{"metrics.listen", *f.Metrics.Listen, "127.0.0.1:9464"},
-		{"service.shutdown_timeout", time.Duration(f.Service.ShutdownTimeout), 10 * time.Second},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	listed := flatten("", doc.Content[0])
+	slices.Sort(listed)
+	if keys := Keys(); !slices.Equal(listed, keys) {
+		for _, k := range keys {
+			if !slices.Contains(listed, k) {
+				t.Errorf("config.example.yaml does not list the key %s", k)
+			}
+		}
+		for _, k := range listed {
+			if !slices.Contains(keys, k) {
+				t.Errorf("config.example.yaml lists %s, which is not a key", k)
+			}
 		}
 	}
 }
 
-func TestExplicitZeroesAreKept(t *testing.T) {
-	f, err := Parse([]byte(minimal+"window: {max_gap: 0}\ntopics: {attributions: \"\"}\nmetrics: {listen: \"\"}\n"), noEnv)
+// TestDefaultsAreThePackages: a file that sets only the required keys gives
+// the packages' own defaults.
+func TestDefaultsAreThePackages(t *testing.T) {
+	cfg, err := Parse([]byte(minimal), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *f.Window.MaxGap != 0 || *f.Topics.Attributions != "" || *f.Metrics.Listen != "" {
-		t.Errorf("explicit zero values were replaced by defaults: %d %q %q", *f.Window.MaxGap, *f.Topics.Attributions, *f.Metrics.Listen)
+	want := service.DefaultConfig()
+	want.Kafka.Brokers, want.Pipeline.Cadence, want.ModelPath = []string{"127.0.0.1:9092"}, time.Hour, "m.safetensors"
+	for _, c := range []struct {
+		key       string
+		got, want any
+	}{
+		{"kafka", cfg.Kafka.ClientID + cfg.Kafka.DialTimeout.String(), want.Kafka.ClientID + want.Kafka.DialTimeout.String()},
+		{"kafka.group", cfg.Stream.Group, "freqlens"},
+		{"topics.input", cfg.Stream.Topic, "readings"},
+		{"topics.attributions", cfg.Sink.AttributionTopic, "attributions"},
+		{"input.format", cfg.Stream.Format, want.Stream.Format},
+		{"input.value_fields", strings.Join(cfg.Stream.ValueFields, ","), "value"},
+		{"input.batch_latency", cfg.Stream.BatchLatency, 10 * time.Millisecond},
+		{"window.max_gap", cfg.Window.MaxGap, 3},
+		{"window.series_ttl", cfg.Window.SeriesTTL, 24 * time.Hour},
+		{"window.max_series", cfg.Window.MaxSeries, 1000000},
+		{"output.attributions", cfg.Sink.Attributions, wire.AttributionsFull},
+		{"metrics.listen", cfg.MetricsListen, "127.0.0.1:9464"},
+		{"service.shutdown_timeout", cfg.Pipeline.ShutdownTimeout, 10 * time.Second},
+		{"online.keep_checkpoints", cfg.Online.Keep, 5},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.key, c.got, c.want)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the minimal file does not validate: %v", err)
+	}
+}
+
+func TestExplicitZeroesAreKept(t *testing.T) {
+	cfg, err := Parse([]byte(minimal+"window: {max_gap: 0}\ntopics: {attributions: \"\", drift: \"\"}\nmetrics: {listen: \"\"}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Window.MaxGap != -1 || cfg.Sink.AttributionTopic != "" || cfg.DriftTopic != "" || cfg.MetricsListen != "" {
+		t.Errorf("explicit zero values were replaced by defaults: max_gap→%d %q %q %q", cfg.Window.MaxGap, cfg.Sink.AttributionTopic, cfg.DriftTopic, cfg.MetricsListen)
 	}
 }
 
 func TestEnvironmentOverrides(t *testing.T) {
-	f, err := Parse([]byte(minimal), envOf(map[string]string{
-		"FREQLENS_KAFKA_BROKERS":       "10.0.0.1:9092, 10.0.0.2:9092",
-		"FREQLENS_INPUT_CADENCE":       "5m",
-		"FREQLENS_WINDOW_MAX_GAP":      "7",
-		"FREQLENS_KAFKA_TLS":           "true",
-		"FREQLENS_KAFKA_SASL_USERNAME": "svc",
-		"FREQLENS_TOPICS_INPUT":        "sensors",
+	cfg, err := Parse([]byte(minimal), envOf(map[string]string{
+		"FREQLENS_KAFKA_BROKERS":        "10.0.0.1:9092, 10.0.0.2:9092",
+		"FREQLENS_INPUT_CADENCE":        "5m",
+		"FREQLENS_WINDOW_MAX_GAP":       "7",
+		"FREQLENS_KAFKA_TLS":            "true",
+		"FREQLENS_KAFKA_SASL_USERNAME":  "svc",
+		"FREQLENS_TOPICS_INPUT":         "sensors",
+		"FREQLENS_ONLINE_LEARNING_RATE": "0.01",
+		"FREQLENS_ONLINE_SEED":          "9",
+		"FREQLENS_OUTPUT_FORMAT":        "arrow",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Kafka.Brokers) != 2 || f.Kafka.Brokers[1] != "10.0.0.2:9092" || time.Duration(f.Input.Cadence) != 5*time.Minute ||
-		*f.Window.MaxGap != 7 || !f.Kafka.TLS || f.Kafka.SASL.Username != "svc" || f.Topics.Input != "sensors" {
-		t.Errorf("overrides not applied: %+v", f)
+	if len(cfg.Kafka.Brokers) != 2 || cfg.Kafka.Brokers[1] != "10.0.0.2:9092" || cfg.Pipeline.Cadence != 5*time.Minute ||
+		cfg.Window.MaxGap != 7 || !cfg.Kafka.TLS || cfg.Kafka.SASL.Username != "svc" || cfg.Stream.Topic != "sensors" ||
+		cfg.Online.LearningRate != 0.01 || cfg.Online.Seed != 9 || cfg.Sink.Format != wire.FormatArrow {
+		t.Errorf("overrides not applied: %+v", cfg)
 	}
 }
 
+// TestErrorsNameTheKey: every problem, whether the file cannot be read
+// into the configuration or a package's Validate refuses a value, names the
+// key first, once, without the package wrapping it again.
 func TestErrorsNameTheKey(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		yaml string
 		env  map[string]string
-		want string
+		want string // the key the error starts with (after "config: ")
 	}{
-		{"missing cadence", "model: {path: m}", nil, "input.cadence"},
-		{"missing model", "input: {cadence: 1h}", nil, "model.path"},
-		{"unknown key", minimal + "window: {max_gaps: 3}", nil, "max_gaps"},
-		{"bad duration", "input: {cadence: hourly}\nmodel: {path: m}", nil, "duration"},
-		{"bad format", "model: {path: m}\ninput: {cadence: 1h, format: xml}", nil, "input.format"},
+		{"missing cadence", "kafka: {brokers: [k:1]}\nmodel: {path: m}", nil, "input.cadence"},
+		{"missing model", "kafka: {brokers: [k:1]}\ninput: {cadence: 1h}", nil, "model.path"},
+		{"missing brokers", "input: {cadence: 1h}\nmodel: {path: m}", nil, "kafka.brokers"},
+		{"unknown key", minimal + "window: {max_gaps: 3}", nil, "window.max_gaps"},
+		{"unknown section", minimal + "windows: {max_gap: 3}", nil, "windows"},
+		{"key given twice", minimal + "window: {fill: hold, fill: linear}", nil, "window.fill"},
+		{"section as a value", minimal + "output: json", nil, "output"},
+		{"bad duration", "input: {cadence: hourly}", nil, "input.cadence"},
+		{"bad number", "input: {cadence: 1h, batch_rows: many}", nil, "input.batch_rows"},
+		{"list as a value", "input: {cadence: 1h, value_fields: value}", nil, "input.value_fields"},
+		{"bad format", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, format: xml}", nil, "input.format"},
 		{"negative gap", minimal + "window: {max_gap: -1}", nil, "window.max_gap"},
 		{"bad fill", minimal + "window: {fill: cubic}", nil, "window.fill"},
-		{"broker without port", minimal + "kafka: {brokers: [localhost]}", nil, "kafka.brokers[0]"},
-		{"same topic twice", minimal + "topics: {forecasts: readings}", nil, "topics"},
-		{"repeated value field", "model: {path: m}\ninput: {cadence: 1h, value_fields: [a, a]}", nil, "input.value_fields"},
+		{"broker without port", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [localhost]}", nil, "kafka.brokers[0]"},
+		{"unknown SASL mechanism", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [k:1], sasl: {mechanism: gssapi, username: u}}", nil, "kafka.sasl.mechanism"},
+		{"same topic twice", minimal + "topics: {forecasts: readings}", nil, "topics.forecasts"},
+		{"repeated value field", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, value_fields: [a, a]}", nil, "input.value_fields"},
+		{"field named like an arrow column", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, value_fields: [step]}\noutput: {format: arrow}", nil, "input.value_fields"},
 		{"bad attributions mode", minimal + "output: {attributions: some}", nil, "output.attributions"},
-		{"bad env number", minimal, map[string]string{"FREQLENS_WINDOW_MAX_GAP": "three"}, "FREQLENS_WINDOW_MAX_GAP"},
+		{"bad compression", minimal + "output: {compression: brotli}", nil, "output.compression"},
+		{"no workers", minimal + "service: {workers: -1}", nil, "service.workers"},
+		{"bad env number", minimal, map[string]string{"FREQLENS_WINDOW_MAX_GAP": "three"}, "window.max_gap"},
 		{"bad env duration", minimal, map[string]string{"FREQLENS_INPUT_CADENCE": "soon"}, "input.cadence"},
 		{"huge learning rate", minimal + "online: {learning_rate: 5}", nil, "online.learning_rate"},
-		{"bad env learning rate", minimal, map[string]string{"FREQLENS_ONLINE_LEARNING_RATE": "fast"}, "FREQLENS_ONLINE_LEARNING_RATE"},
+		{"bad env learning rate", minimal, map[string]string{"FREQLENS_ONLINE_LEARNING_RATE": "fast"}, "online.learning_rate"},
 		{"bad replay policy", minimal + "online: {replay: oldest}", nil, "online.replay"},
+		{"holdout out of range", minimal + "online: {holdout: 1.5}", nil, "online.holdout"},
+		{"too few checkpoints", minimal + "online: {keep_checkpoints: -1}", nil, "online.keep_checkpoints"},
 		{"models topic reused", minimal + "topics: {models: drift}", nil, "topics.models"},
-		{"drift topic reused", minimal + "topics: {drift: forecasts}", nil, "topics"},
+		{"drift topic reused", minimal + "topics: {drift: forecasts}", nil, "topics.drift"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := noEnv
 			if tc.env != nil {
 				env = envOf(tc.env)
 			}
-			_, err := Parse([]byte(tc.yaml), env)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want one naming %q", err, tc.want)
+			cfg, err := Parse([]byte(tc.yaml), env)
+			if err != nil {
+				var ce *Error
+				if !errors.As(err, &ce) || ce.Key != tc.want {
+					t.Fatalf("Parse error %v, want a *config.Error of key %s", err, tc.want)
+				}
+				if strings.HasPrefix(tc.name, "bad env") && !strings.Contains(err.Error(), EnvName(tc.want)) {
+					t.Errorf("environment error %v does not name %s", err, EnvName(tc.want))
+				}
+				return
 			}
-			var ce *Error
-			if strings.HasPrefix(tc.name, "bad env") && !errors.As(err, &ce) {
-				t.Errorf("environment error %v is not a *config.Error", err)
+			err = cfg.Validate()
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error starting with %s", err, tc.want)
+			}
+			if n := strings.Count(err.Error(), tc.want); n != 1 && !strings.Contains(err.Error(), tc.want+"[") {
+				t.Errorf("error %q names %s %d times; wrapped twice?", err, tc.want, n)
 			}
 		})
 	}
 }
 
-func TestModelsTopic(t *testing.T) {
-	f, err := Parse([]byte(minimal+"topics: {models: freqlens.models}"), noEnv)
+// TestEveryKeyReachesItsField: setting any key from the environment changes
+// the configuration (so no key is mapped to nothing or to another key's
+// field).
+func TestEveryKeyReachesItsField(t *testing.T) {
+	base, err := Parse(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Topics.Models != "freqlens.models" || !slices.Contains(f.TopicNames(), "freqlens.models") {
-		t.Errorf("topics.models = %q, topic names %v; want freqlens.models among them", f.Topics.Models, f.TopicNames())
+	values := []string{"7", "true", "3s", "x", "0.5", "a,b"}
+	seen := map[string]string{}
+	for _, key := range Keys() {
+		changed := false
+		for _, v := range values {
+			cfg, err := Parse(nil, envOf(map[string]string{EnvName(key): v}))
+			if err != nil {
+				continue
+			}
+			if d := diff(base, cfg); d != "" {
+				if other, dup := seen[d]; dup {
+					t.Errorf("keys %s and %s set the same field", other, key)
+				}
+				seen[d], changed = key, true
+				break
+			}
+		}
+		if !changed {
+			t.Errorf("key %s changes nothing in service.Config", key)
+		}
 	}
 }

@@ -13,11 +13,16 @@ import (
 var dataDir = filepath.Join("..", "..", "shared", "data")
 
 // dataPath returns the path of a shared benchmark file, skipping the test
-// when the shared data folder is absent (as in a user's clone).
+// when the shared data folder is absent (as in a user's clone), or failing
+// it when FREQLENS_REQUIRE_DATA is set (as .ci/run does), so that CI cannot
+// pass by skipping.
 func dataPath(tb testing.TB, name string) string {
 	tb.Helper()
 	p := filepath.Join(dataDir, name)
 	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("FREQLENS_REQUIRE_DATA") != "" {
+			tb.Fatalf("benchmark file %s not found (%v), and FREQLENS_REQUIRE_DATA is set: put the shared data folder beside the repository (../shared/data)", p, err)
+		}
 		tb.Skipf("benchmark file %s not found (%v): the shared data folder ../shared/data is absent, "+
 			"as in a clone without it; skipping", p, err)
 	}

@@ -3,10 +3,14 @@ package online
 import (
 	"fmt"
 	"time"
+
+	"github.com/freqlens/freqlens/internal/defaults"
 )
 
-// Config sets the online learner. The zero value of a field means its
-// default; the YAML keys of `freqlens serve` (online.*) map onto it.
+// Config sets the online learner. A zero field means its default
+// (DefaultConfig); every field is the YAML key online.<name in snake case>
+// of `freqlens serve` (Keep is online.keep_checkpoints), which Validate's
+// errors name.
 type Config struct {
 	// Enabled turns fine-tuning on. Without it the learner still tracks the
 	// online error and the drift of the serving model.
@@ -84,9 +88,11 @@ type Config struct {
 	// SpectrumSteps is how many recent steps of each tracked series a
 	// round reads the spectrum of, to move the cycles the model carries to
 	// their current periods (model.Model.TrackCycles). Longer resolves a
-	// period more finely; shorter follows a change sooner.
+	// period more finely, and tells an old and a new period apart instead
+	// of reporting the blur between them; shorter follows a change sooner.
+	// 0 means 8 × the model's lookback.
 	//
-	// Default: 8 × the model's lookback
+	// Default: 0
 	SpectrumSteps int
 	// TrackSeries caps the series whose forecasts are remembered and scored.
 	//
@@ -98,65 +104,24 @@ type Config struct {
 	// Default: 2000
 	ErrorHalfLife int
 	// Seed drives the fine-tuning rounds' sampling.
+	//
+	// Default: 0
 	Seed uint64
 }
 
-// WithDefaults returns c with every zero field set to its default.
-func (c Config) WithDefaults() Config {
-	if c.Interval == 0 {
-		c.Interval = 5 * time.Minute
+// DefaultConfig returns the default of every field.
+func DefaultConfig() Config {
+	return Config{
+		Interval: 5 * time.Minute, MinNewSamples: 500, ReplaySize: 20000, Replay: ReplayRecent,
+		LearningRate: 1e-3, Steps: 50, BatchSize: 32, Holdout: 0.2, MinHoldout: 64, Workers: 1, Duty: 0.25,
+		Keep: 5, DriftThreshold: 0.05, MinDuration: 30 * time.Minute, Dominant: 3, DominantMinShare: 0.10,
+		TrackSeries: 500, ErrorHalfLife: 2000,
 	}
-	if c.MinNewSamples == 0 {
-		c.MinNewSamples = 500
-	}
-	if c.ReplaySize == 0 {
-		c.ReplaySize = 20000
-	}
-	if c.Replay == "" {
-		c.Replay = ReplayRecent
-	}
-	if c.LearningRate == 0 {
-		c.LearningRate = 1e-3
-	}
-	if c.Steps == 0 {
-		c.Steps = 50
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 32
-	}
-	if c.Holdout == 0 {
-		c.Holdout = 0.2
-	}
-	if c.MinHoldout == 0 {
-		c.MinHoldout = 64
-	}
-	if c.Workers == 0 {
-		c.Workers = 1
-	}
-	if c.Duty == 0 {
-		c.Duty = 0.25
-	}
-	if c.Keep == 0 {
-		c.Keep = 5
-	}
-	if c.DriftThreshold == 0 {
-		c.DriftThreshold = 0.05
-	}
-	if c.MinDuration == 0 {
-		c.MinDuration = 30 * time.Minute
-	}
-	if c.Dominant == 0 {
-		c.Dominant = 3
-	}
-	if c.DominantMinShare == 0 {
-		c.DominantMinShare = 0.10
-	}
-	if c.TrackSeries == 0 {
-		c.TrackSeries = 500
-	}
-	if c.ErrorHalfLife == 0 {
-		c.ErrorHalfLife = 2000
-	}
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	defaults.Fill(&c, DefaultConfig())
 	return c
 }
 
@@ -166,8 +131,10 @@ const (
 	ReplayReservoir = "reservoir"
 )
 
-// Validate reports the first setting that cannot work, naming its YAML key.
+// Validate reports the first setting that cannot work, with zero fields
+// taken as their defaults, naming its YAML key.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	switch {
 	case c.Interval < 0:
 		return fmt.Errorf("online.interval %v is negative; use a duration such as 5m", c.Interval)
@@ -186,7 +153,7 @@ func (c Config) Validate() error {
 	case c.MinHoldout < 1:
 		return fmt.Errorf("online.min_holdout %d; use at least 1", c.MinHoldout)
 	case c.ReplaySize < 2*c.MinHoldout:
-		return fmt.Errorf("online.replay_size %d must hold at least twice min_holdout (%d)", c.ReplaySize, c.MinHoldout)
+		return fmt.Errorf("online.replay_size %d must hold at least twice online.min_holdout (%d)", c.ReplaySize, c.MinHoldout)
 	case c.PromoteMargin < 0:
 		return fmt.Errorf("online.promote_margin %g is negative; use 0 or a small fraction such as 0.01", c.PromoteMargin)
 	case !(c.Duty > 0 && c.Duty <= 1):
@@ -201,10 +168,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.min_duration %v is negative; use a duration such as 30m", c.MinDuration)
 	case c.Dominant < 1:
 		return fmt.Errorf("online.dominant %d; use at least 1", c.Dominant)
-	case c.SpectrumSteps < 0:
-		return fmt.Errorf("online.spectrum_steps %d is negative; use a count of steps such as 384, or 0 for 4 × the lookback", c.SpectrumSteps)
 	case c.DominantMinShare < 0 || c.DominantMinShare >= 1:
 		return fmt.Errorf("online.dominant_min_share %g; use a fraction such as 0.10", c.DominantMinShare)
+	case c.SpectrumSteps < 0:
+		return fmt.Errorf("online.spectrum_steps %d is negative; use a count of steps such as 768, or 0 for 8 × the lookback", c.SpectrumSteps)
 	case c.TrackSeries < 1:
 		return fmt.Errorf("online.track_series %d; use at least 1", c.TrackSeries)
 	case c.ErrorHalfLife < 1:

@@ -21,8 +21,11 @@
 // tuned on. The serving path never waits for it.
 //
 // online imports model only: no Kafka, no Arrow. Drift events leave through a
-// callback (the pipeline writes them to the drift topic) and promotions
-// through the Server interface (the pipeline's atomic model swap).
+// callback and promoted versions through a publisher (package service
+// connects both to package broadcast, which writes the drift and models
+// topics), and promotions take effect through the Server interface (the
+// pipeline's atomic model swap). Learner.Round returns a RoundResult whose
+// Outcome is also the label of freqlens_finetune_rounds_total.
 //
 // # Units
 //

@@ -56,7 +56,7 @@ type Learner struct {
 	lastNew atomic.Int64 // replay.seen at the last round
 
 	mu       sync.Mutex
-	counts   map[string]int64
+	counts   map[Outcome]int64
 	exported struct{ count, sq, abs, pairs, refused float64 } // totals already added to the counters
 }
 
@@ -92,16 +92,16 @@ func WithPublisher(publish func(context.Context, *model.Model) error) Option {
 // New returns a Learner for models shaped like reference, whose periods are
 // the drift reference and whose stored statistics (if any) normalise errors.
 func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
-	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	mc := reference.Config()
 	if reference.Meta.Cadence <= 0 {
 		return nil, errors.New("online: the model has no cadence; set input.cadence so forecasts can be joined to realised values")
 	}
 	l := &Learner{cfg: cfg, ref: reference, log: slog.Default(), now: time.Now, kick: make(chan struct{}, 1),
-		counts: make(map[string]int64)}
+		counts: make(map[Outcome]int64)}
 	for _, o := range opts {
 		o(l)
 	}
@@ -245,64 +245,66 @@ func (l *Learner) updateMetrics() {
 }
 
 // Round runs one fine-tuning round against the serving model and returns
-// its outcome. Run calls it on schedule; tests call it directly.
-func (l *Learner) Round(ctx context.Context, srv Server) string {
-	outcome, detail := l.round(ctx, srv)
-	if outcome == outcomeCanceled {
-		return outcome // shutting down: not a round that succeeded or failed
+// what happened. Run calls it on schedule; tests call it directly. A round
+// cut short by shutdown returns OutcomeCanceled and is neither counted nor
+// logged.
+func (l *Learner) Round(ctx context.Context, srv Server) RoundResult {
+	start := l.now()
+	r := l.round(ctx, srv)
+	r.Duration = l.now().Sub(start)
+	if r.Outcome == OutcomeCanceled {
+		return r // shutting down: not a round that succeeded or failed
 	}
 	l.mu.Lock()
-	l.counts[outcome]++
+	l.counts[r.Outcome]++
 	l.mu.Unlock()
-	l.met.rounds.WithLabelValues(outcome).Inc()
+	l.met.rounds.WithLabelValues(string(r.Outcome)).Inc()
 	level := slog.LevelInfo
-	if outcome != OutcomePromoted && outcome != OutcomeRejectedWorse && outcome != OutcomeSkipped {
+	if !r.Outcome.ok() {
 		level = slog.LevelWarn
 	}
-	l.log.Log(ctx, level, "fine-tuning round", append([]any{"outcome", outcome}, detail...)...)
-	return outcome
+	l.log.Log(ctx, level, "fine-tuning round", slog.Any("", r)) // the result's fields, inlined
+	return r
 }
 
-func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
+func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	held, seen := l.rp.len()
 	l.lastNew.Store(seen)
-	n := l.rounds.Add(1)
 	cur, version := srv.Model()
-	if held < l.cfg.MinHoldout+l.cfg.BatchSize {
-		return OutcomeSkipped, []any{"pairs", held, "need", l.cfg.MinHoldout + l.cfg.BatchSize}
+	r := RoundResult{Round: l.rounds.Add(1), Version: version, Pairs: held}
+	if need := l.cfg.MinHoldout + l.cfg.BatchSize; held < need {
+		r.Outcome, r.Need = OutcomeSkipped, need
+		return r
 	}
 	train, hold := l.rp.split(l.cfg.Holdout, l.cfg.MinHoldout, l.cfg.Steps*l.cfg.BatchSize, l.tr.norm)
+	r.TrainPairs, r.HoldoutPairs = train.Len(), hold.Len()
 	if train.Len() < l.cfg.BatchSize {
-		return OutcomeSkipped, []any{"train_pairs", train.Len(), "need", l.cfg.BatchSize}
+		r.Outcome, r.Need = OutcomeSkipped, l.cfg.BatchSize
+		return r
 	}
-	start := l.now()
 	cand := cur.Clone()
 	moves := l.trackCycles(cand)
 	res, err := model.FineTune(ctx, cand, train, model.FineTuneConfig{
 		Steps: l.cfg.Steps, BatchSize: l.cfg.BatchSize, LearningRate: l.cfg.LearningRate,
-		TrainHeads: l.cfg.TrainHeads, Seed: l.cfg.Seed + uint64(n), Workers: l.cfg.Workers,
+		TrainHeads: l.cfg.TrainHeads, Seed: l.cfg.Seed + uint64(r.Round), Workers: l.cfg.Workers,
 		AfterStep: l.pace,
 	})
-	detail := []any{"round", n, "version", version, "train_pairs", train.Len(), "holdout_pairs", hold.Len(),
-		"first_loss", res.FirstLoss, "last_loss", res.LastLoss}
-	for _, mv := range moves {
-		detail = append(detail, fmt.Sprintf("cycle_%d", mv.ID), fmt.Sprintf("%.3f→%.3f steps", mv.FromPeriod, mv.ToPeriod))
-	}
+	r.FirstLoss, r.LastLoss, r.CycleMoves = res.FirstLoss, res.LastLoss, moves
 	switch {
 	case errors.Is(err, model.ErrDiverged):
-		return OutcomeAbortedNonFinite, append(detail, "err", err)
+		return r.end(OutcomeAbortedNonFinite, err)
 	case errors.Is(err, model.ErrExploding):
-		return OutcomeAbortedExploding, append(detail, "err", err)
+		return r.end(OutcomeAbortedExploding, err)
 	case ctx.Err() != nil:
-		return outcomeCanceled, detail
+		return r.end(OutcomeCanceled, nil)
 	case err != nil:
-		return OutcomeError, append(detail, "err", err)
+		return r.end(OutcomeError, err)
 	}
 	if l.hook != nil {
 		l.hook(cand)
 	}
 	if !cand.Finite() {
-		return OutcomeAbortedNonFinite, append(detail, "err", "the candidate has non-finite parameters")
+		return r.end(OutcomeAbortedNonFinite, errors.New("the candidate has non-finite parameters"))
 	}
 	opts := model.EvalOptions{Workers: l.cfg.Workers}
 	curM, err := model.Evaluate(ctx, cur, hold, opts)
@@ -312,31 +314,32 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return outcomeCanceled, detail
+		return r.end(OutcomeCanceled, nil)
 	case err != nil:
-		return OutcomeError, append(detail, "err", err)
+		return r.end(OutcomeError, err)
 	}
 	l.met.holdoutMSE.WithLabelValues("serving").Set(curM.MSE)
 	l.met.holdoutMSE.WithLabelValues("candidate").Set(candM.MSE)
-	detail = append(detail, "serving_mse", curM.MSE, "candidate_mse", candM.MSE, "seconds", l.now().Sub(start).Seconds())
+	r.ServingMSE, r.CandidateMSE = curM.MSE, candM.MSE
 	if math.IsNaN(candM.MSE) || math.IsInf(candM.MSE, 0) {
-		return OutcomeAbortedNonFinite, detail
+		return r.end(OutcomeAbortedNonFinite, nil)
 	}
 	if candM.MSE > curM.MSE*(1+l.cfg.PromoteMargin) {
-		return OutcomeRejectedWorse, detail
+		return r.end(OutcomeRejectedWorse, nil)
 	}
 	next := version + 1
 	cand.Meta.Version = next
 	if err := srv.SetModel(cand, next); err != nil {
-		return OutcomeError, append(detail, "err", err)
+		return r.end(OutcomeError, err)
 	}
+	r.NewVersion = next
 	l.met.lastPromotion.Set(float64(l.now().UnixNano()) / 1e9)
 	if l.cfg.CheckpointDir != "" {
 		path, err := SaveCheckpoint(l.cfg.CheckpointDir, cand, next, l.cfg.Keep)
 		if err != nil {
 			l.log.Error("checkpoint failed; the promoted version serves but will not survive a restart", "err", err)
 		} else {
-			detail = append(detail, "checkpoint", path)
+			r.Checkpoint = path
 		}
 	}
 	if l.publish != nil {
@@ -344,11 +347,11 @@ func (l *Learner) round(ctx context.Context, srv Server) (string, []any) {
 			l.met.publishErrors.Inc()
 			l.log.Error("publishing the promoted version failed; it serves here but other replicas will not load it", "version", next, "err", err)
 		} else {
-			detail = append(detail, "published", true)
+			r.Published = true
 		}
 	}
 	l.Refresh(srv)
-	return OutcomePromoted, append(detail, "new_version", next)
+	return r.end(OutcomePromoted, nil)
 }
 
 // spectrumSeries caps the series whose recent history the spectrum of a
@@ -385,10 +388,10 @@ func (l *Learner) pace(ctx context.Context, took time.Duration) error {
 }
 
 // Outcomes returns how many rounds ended in each outcome.
-func (l *Learner) Outcomes() map[string]int64 {
+func (l *Learner) Outcomes() map[Outcome]int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]int64, len(l.counts))
+	out := make(map[Outcome]int64, len(l.counts))
 	for k, v := range l.counts {
 		out[k] = v
 	}
@@ -428,13 +431,13 @@ func (l *Learner) WorstSeries(n int) []SeriesError { return l.tr.worst(n) }
 // and the series the model forecasts worst. Per-series errors would be too
 // many Prometheus series; the service serves this as JSON on /online.
 type Report struct {
-	ModelVersion int64            `json:"model_version"`
-	ScoredSteps  int64            `json:"scored_steps"`
-	MSE          float64          `json:"mse"` // since start, normalised units
-	Pairs        int64            `json:"pairs"`
-	Rounds       map[string]int64 `json:"rounds"`
-	Frequencies  []FrequencyState `json:"frequencies"`
-	WorstSeries  []SeriesError    `json:"worst_series"`
+	ModelVersion int64             `json:"model_version"`
+	ScoredSteps  int64             `json:"scored_steps"`
+	MSE          float64           `json:"mse"` // since start, normalised units
+	Pairs        int64             `json:"pairs"`
+	Rounds       map[Outcome]int64 `json:"rounds"`
+	Frequencies  []FrequencyState  `json:"frequencies"`
+	WorstSeries  []SeriesError     `json:"worst_series"`
 }
 
 // Report returns the learner's state with the worst n series.

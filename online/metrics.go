@@ -6,20 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Round outcomes, the values of freqlens_finetune_rounds_total's outcome label.
-const (
-	OutcomePromoted         = "promoted"
-	OutcomeRejectedWorse    = "rejected_worse"
-	OutcomeAbortedNonFinite = "aborted_nonfinite"
-	OutcomeAbortedExploding = "aborted_exploding"
-	OutcomeSkipped          = "skipped_insufficient_data"
-	OutcomeError            = "error"
-	// outcomeCanceled is a round cut short by shutdown; it is not counted.
-	outcomeCanceled = "canceled"
-)
-
-var outcomes = []string{OutcomePromoted, OutcomeRejectedWorse, OutcomeAbortedNonFinite, OutcomeAbortedExploding, OutcomeSkipped, OutcomeError}
-
 // horizonBuckets cut the horizon into quarters for the error gauges.
 func horizonBuckets(H int) (names []string, bounds [][2]int) {
 	names, bounds = append(names, "all"), append(bounds, [2]int{0, H})
@@ -101,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Promoted versions that could not be published to the models topic."}),
 	}
 	for _, o := range outcomes {
-		m.rounds.WithLabelValues(o)
+		m.rounds.WithLabelValues(string(o))
 	}
 	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,

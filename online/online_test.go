@@ -148,8 +148,8 @@ func TestCorruptCandidateIsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc.run(t, l, srv, 1000, false)
-	if got := l.Round(context.Background(), srv); got != online.OutcomeAbortedNonFinite {
-		t.Errorf("a NaN candidate ended its round %q, want %q", got, online.OutcomeAbortedNonFinite)
+	if got := l.Round(context.Background(), srv); got.Outcome != online.OutcomeAbortedNonFinite || got.Err == nil || got.NewVersion != 0 {
+		t.Errorf("a NaN candidate ended its round %+v, want outcome %q with an error and no new version", got, online.OutcomeAbortedNonFinite)
 	}
 	if cur, v := srv.Model(); cur != m || v != 3 || !cur.Finite() {
 		t.Errorf("after a rejected candidate the server holds version %d (same model: %v); want the old version 3", v, cur == m)

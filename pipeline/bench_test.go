@@ -14,12 +14,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // The streaming benchmarks run the whole service in-process against the
@@ -34,6 +37,7 @@ const benchSeries = 1000
 // benchWorld is a broker, a producer of readings and a model.
 type benchWorld struct {
 	b      *stream.Broker
+	kc     *kafkaconn.Client
 	w      *kafka.Writer
 	m      *model.Model
 	t0     time.Time
@@ -53,10 +57,11 @@ func newBenchWorld(b *testing.B) *benchWorld {
 		b.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	w := &kafka.Writer{Addr: kafka.TCP(br.Addrs()...), Topic: "readings", Balancer: &kafka.Hash{},
-		BatchTimeout: time.Millisecond, BatchSize: 5000, RequiredAcks: kafka.RequireAll}
+	kc := kafkatest.Client(b, br.Addrs())
+	w := kc.NewWriter("readings")
+	w.BatchTimeout, w.BatchSize = time.Millisecond, 5000
 	b.Cleanup(func() { w.Close() })
-	bw := &benchWorld{b: br, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: stream.Config{ValueFields: []string{"value"}}}
+	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: stream.Config{ValueFields: []string{"value"}}}
 	for i := range benchSeries {
 		bw.series = append(bw.series, fmt.Sprintf("sensor-%04d", i))
 	}
@@ -75,19 +80,19 @@ func (bw *benchWorld) step(ctx context.Context, step int) error {
 }
 
 // service starts the pipeline; observe (optional) sees every acked forecast.
-func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe func(*sink.Forecast), extra ...pipeline.Option) (*pipeline.Pipeline, func()) {
+func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe func(*wire.Forecast), extra ...pipeline.Option) (*pipeline.Pipeline, func()) {
 	b.Helper()
 	reg := prometheus.NewRegistry()
-	src, err := stream.NewConsumer(stream.Config{Brokers: bw.b.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		MaxFuture: 1e5 * time.Hour, BatchLatency: 2 * time.Millisecond}, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+		MaxFuture: 1e5 * time.Hour, BatchLatency: 2 * time.Millisecond}, bw.kc, stream.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}
 	attr := "attributions"
-	if mode == sink.AttributionsOff {
+	if mode == wire.AttributionsOff {
 		attr = ""
 	}
-	snk, err := sink.New(sink.Config{Brokers: bw.b.Addrs(), ForecastTopic: "forecasts", AttributionTopic: attr, Attributions: mode}, sink.WithRegisterer(reg))
+	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts", AttributionTopic: attr, Attributions: mode}, bw.kc, sink.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +101,7 @@ func (bw *benchWorld) service(b *testing.B, mode sink.AttributionMode, observe f
 		opts = append(opts, pipeline.WithObserver(observe))
 	}
 	opts = append(opts, extra...)
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == sink.AttributionsOff},
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == wire.AttributionsOff},
 		src, window.Config{}, bw.m, snk, opts...)
 	if err != nil {
 		b.Fatal(err)
@@ -144,14 +149,15 @@ func waitUntil(b *testing.B, cond func() bool) {
 // volume without windows or a model). It returns readings/s over n readings.
 func (bw *benchWorld) passThrough(b *testing.B, group string, n int, outputs [][]byte) float64 {
 	b.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: bw.b.Addrs(), GroupID: group, Topic: "readings",
-		StartOffset: kafka.FirstOffset, MaxWait: 50 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20})
+	rc := bw.kc.ReaderConfig(group, "readings")
+	rc.StartOffset, rc.MaxWait, rc.MinBytes, rc.MaxBytes = kafka.FirstOffset, 50*time.Millisecond, 1, 10<<20
+	r := kafka.NewReader(rc)
 	defer r.Close()
 	topics := []string{"copy", "copy.attributions"}
 	writers := make([]*kafka.Writer, max(1, len(outputs)))
 	for i := range writers {
-		writers[i] = &kafka.Writer{Addr: kafka.TCP(bw.b.Addrs()...), Topic: topics[i], Balancer: &kafka.Hash{},
-			BatchTimeout: 2 * time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
+		writers[i] = bw.kc.NewWriter(topics[i])
+		writers[i].BatchTimeout, writers[i].BatchSize = 2*time.Millisecond, 1000
 		defer writers[i].Close()
 	}
 	ctx := context.Background()
@@ -199,15 +205,15 @@ func (bw *benchWorld) passThrough(b *testing.B, group string, n int, outputs [][
 
 // encodedOutputs returns the messages the service wrote for one forecast in
 // the given attribution mode: the forecast, and the attribution unless off.
-func encodedOutputs(b *testing.B, f *sink.Forecast, mode sink.AttributionMode) [][]byte {
+func encodedOutputs(b *testing.B, f *wire.Forecast, mode wire.AttributionMode) [][]byte {
 	b.Helper()
-	fc, err := sink.AppendForecastJSON(nil, f)
+	fc, err := wire.AppendForecastJSON(nil, f)
 	if err != nil {
 		b.Fatal(err)
 	}
 	out := [][]byte{fc}
-	if mode != sink.AttributionsOff {
-		at, err := sink.AppendAttributionJSON(nil, f, mode)
+	if mode != wire.AttributionsOff {
+		at, err := wire.AppendAttributionJSON(nil, f, mode)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -225,7 +231,7 @@ func encodedOutputs(b *testing.B, f *sink.Forecast, mode sink.AttributionMode) [
 // and encoding from the cost of moving the output bytes.
 func BenchmarkThroughput(b *testing.B) {
 	const steps = 40 // readings measured per series
-	for _, mode := range []sink.AttributionMode{sink.AttributionsOff, sink.AttributionsSummary, sink.AttributionsFull} {
+	for _, mode := range []wire.AttributionMode{wire.AttributionsOff, wire.AttributionsSummary, wire.AttributionsFull} {
 		b.Run("attributions="+string(mode), func(b *testing.B) {
 			for b.Loop() {
 				bw := newBenchWorld(b)
@@ -233,7 +239,7 @@ func BenchmarkThroughput(b *testing.B) {
 					once    sync.Once
 					outputs [][]byte
 				)
-				p, stop := bw.service(b, mode, func(f *sink.Forecast) {
+				p, stop := bw.service(b, mode, func(f *wire.Forecast) {
 					once.Do(func() { outputs = encodedOutputs(b, f, mode) })
 				})
 				first := bw.warm(b, p)
@@ -320,7 +326,7 @@ func latencyRun(b *testing.B, every time.Duration, chunk int, finetune bool) {
 	sent := map[string]time.Time{} // series|ts → produce time
 	var lat []float64
 	var measuring atomic.Bool
-	p, stop := bw.service(b, sink.AttributionsSummary, func(f *sink.Forecast) {
+	p, stop := bw.service(b, wire.AttributionsSummary, func(f *wire.Forecast) {
 		if !measuring.Load() {
 			return
 		}

@@ -1,5 +1,7 @@
-// Package pipeline runs the service: it wires stream → window → model → sink
-// for one process and is the only package that knows all of them.
+// Package pipeline runs the stages of the service: it wires stream → window
+// → model → sink (and feeds the online learner) for one process. Package
+// service builds it from the configuration; pipeline itself knows nothing
+// of YAML, Kafka connections or the models topic.
 //
 //	stream.Consumer ──batches──► process ──outputs──► write
 //	  (fetch, decode,            (route rows by      (sink.Write: encode,
@@ -16,6 +18,11 @@
 // restarted service reprocess readings (forecasts carry a deterministic
 // forecast-id header so consumers can drop the duplicates); it never drops
 // one.
+//
+// A batch whose readings cannot be put into windows (a bug upstream: the
+// stream guarantees the schema) is never committed unread: the write stage
+// dead-letters its messages (stream.Batch.DeadLetter, reason window_error)
+// and counts it before committing.
 //
 // # Concurrency
 //

@@ -17,6 +17,8 @@ type metrics struct {
 	endToEnd     prometheus.Histogram
 	lastCommit   prometheus.Gauge
 	modelVersion prometheus.Gauge
+	windowErrors prometheus.Counter
+	deadLettered prometheus.Counter
 	windowStats  *windowCollector
 }
 
@@ -50,11 +52,19 @@ func newMetrics(p *Pipeline) *metrics {
 			Name: "freqlens_model_version",
 			Help: "Version number of the model serving new batches.",
 		}),
+		windowErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "freqlens_pipeline_window_errors_total",
+			Help: "Batches whose readings could not be put into windows; their messages went to the dead-letter topic.",
+		}),
+		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "freqlens_pipeline_dead_lettered_readings_total",
+			Help: "Messages of such batches written to the dead-letter topic (or dropped with input.drop_poison).",
+		}),
 		windowStats: newWindowCollector(),
 	}
 	m.modelVersion.Set(float64(p.cfg.ModelVersion))
 	if p.reg != nil {
-		p.reg.MustRegister(m.forward, m.batchWindows, m.processing, m.endToEnd, m.lastCommit, m.modelVersion, m.windowStats)
+		p.reg.MustRegister(m.forward, m.batchWindows, m.processing, m.endToEnd, m.lastCommit, m.modelVersion, m.windowErrors, m.deadLettered, m.windowStats)
 	}
 	return m
 }

@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/freqlens/freqlens/broadcast"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // TestOnlineLearningEndToEnd: with a learner attached, the readings that
@@ -28,7 +30,8 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	models, err := sink.NewModels(sink.Config{Brokers: b.Addrs()}, "models", 3)
+	kc := kafkatest.Client(t, b.Addrs())
+	models, err := broadcast.NewModels(kc, "models", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +48,12 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := stream.NewConsumer(stream.Config{Brokers: b.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+		BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	snk, err := sink.New(sink.Config{Brokers: b.Addrs(), ForecastTopic: "forecasts"}, sink.WithRegisterer(reg))
+	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts"}, kc, sink.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,19 +74,17 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 
 	// 4 series × 30 windows: 4 × (30 − horizon) realised pairs ≥ 60.
 	series := []string{"a", "b", "c", "d"}
-	produce(t, b.Addrs(), series, []string{"value"}, 0, lookback+29)
+	produce(t, kc, series, []string{"value"}, 0, lookback+29)
 	waitFor(t, func() bool { return l.Outcomes()[online.OutcomePromoted] >= 1 })
 	_, v := p.Model()
 	if v < 2 {
 		t.Fatalf("after a promotion the pipeline serves version %d, want at least 2", v)
 	}
-	cp, err := online.LatestCheckpoint(dir, nil)
-	if err != nil || cp == nil {
-		t.Fatalf("no checkpoint after a promotion: %v", err)
-	}
-	if cp.Meta.Version < v {
-		t.Errorf("the newest checkpoint is version %d, older than the version %d the pipeline serves", cp.Meta.Version, v)
-	}
+	// A round swaps the model in, then saves its checkpoint: wait for it.
+	waitFor(t, func() bool {
+		cp, err := online.LatestCheckpoint(dir, nil)
+		return err == nil && cp != nil && cp.Meta.Version >= v
+	})
 	// What another replica would load: the promoted version from the
 	// models topic, identical to the checkpoint.
 	waitFor(t, func() bool {
@@ -96,11 +97,11 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	}
 
 	// New readings are forecast by the promoted version.
-	produce(t, b.Addrs(), series, []string{"value"}, lookback+29, lookback+31)
-	msgs := readTopic(t, b.Addrs(), "forecasts", len(series)*32, 60*time.Second)
+	produce(t, kc, series, []string{"value"}, lookback+29, lookback+31)
+	msgs := readTopic(t, kc, "forecasts", len(series)*32, 60*time.Second)
 	after := 0
 	for _, m := range msgs {
-		f, err := sink.DecodeForecastJSON(m.Value)
+		f, err := wire.DecodeForecastJSON(m.Value)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +112,7 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if after < len(series)*2 {
 		t.Errorf("%d forecasts carry version %d or later; want at least the %d made after the promotion", after, v, len(series)*2)
 	}
-	if got := testutil.ToFloat64(gauge(t, reg, "freqlens_model_version")); got < float64(v) {
+	if got := metric(t, reg, "freqlens_model_version"); got < float64(v) {
 		t.Errorf("freqlens_model_version = %v, want at least %d", got, v)
 	}
 }

@@ -14,64 +14,91 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
-// Config sets how the pipeline runs. The zero value of every field except
-// Fields and Cadence means its default.
+// Config sets how the pipeline runs. A zero field means its default
+// (DefaultConfig); each field names its YAML key, which Validate's errors
+// name too.
 type Config struct {
-	// Fields are the value fields of a reading, in order. Required.
+	// Fields are the value fields of a reading, in order
+	// (input.value_fields). Required.
 	Fields []string
-	// Cadence is the step length readings are aligned to. Required.
+	// Cadence is the step length readings are aligned to (input.cadence).
+	// Required.
 	Cadence time.Duration
 	// Workers is how many shards series are hashed onto; each owns its
-	// windows and model workspace.
+	// windows and model workspace (service.workers).
 	//
 	// Default: 2
 	Workers int
-	// MaxBatch is the most windows one forward pass takes.
+	// MaxBatch is the most windows one forward pass takes
+	// (service.max_batch).
 	//
 	// Default: 256
 	MaxBatch int
 	// ShutdownTimeout bounds draining, writing and committing after the
-	// context is cancelled.
+	// context is cancelled (service.shutdown_timeout).
 	//
 	// Default: 10s
 	ShutdownTimeout time.Duration
-	// ExpireEvery is how often idle series are expired.
+	// ExpireEvery is how often idle series are expired
+	// (service.expire_every).
 	//
 	// Default: 1m
 	ExpireEvery time.Duration
 	// SkipAttributions computes forecasts only, for sinks that do not write
-	// attributions. Default: false
+	// attributions (the service sets it when topics.attributions is empty).
+	//
+	// Default: false
 	SkipAttributions bool
-	// ModelVersion is the version number of the model given to New.
+	// ModelVersion is the version number of the model given to New (the
+	// service sets it to the version it resumes from).
 	//
 	// Default: 1
 	ModelVersion int64
 }
 
+// DefaultConfig returns the default of every field that has one; Fields and
+// Cadence are left for the caller.
+func DefaultConfig() Config {
+	return Config{Workers: 2, MaxBatch: 256, ShutdownTimeout: 10 * time.Second, ExpireEvery: time.Minute, ModelVersion: 1}
+}
+
+// withDefaults returns c with every zero field that has a default set to it.
 func (c Config) withDefaults() Config {
-	if c.Workers <= 0 {
-		c.Workers = 2
-	}
-	if c.MaxBatch <= 0 {
-		c.MaxBatch = 256
-	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = 10 * time.Second
-	}
-	if c.ExpireEvery <= 0 {
-		c.ExpireEvery = time.Minute
-	}
-	if c.ModelVersion <= 0 {
-		c.ModelVersion = 1
-	}
+	defaults.Fill(&c, DefaultConfig())
 	return c
+}
+
+// Validate reports the first setting that cannot work, with zero fields
+// taken as their defaults, naming its YAML key and saying what to change.
+// Whether the model fits Fields and Cadence is New's check.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case len(c.Fields) == 0:
+		return errors.New("input.value_fields is empty; list the reading's value fields, e.g. [value]")
+	case c.Cadence <= 0:
+		return fmt.Errorf("input.cadence = %v; it is required: the step length readings are aligned to, e.g. 5m or 1h", c.Cadence)
+	case c.Workers < 1:
+		return fmt.Errorf("service.workers = %d; use at least 1", c.Workers)
+	case c.MaxBatch < 1:
+		return fmt.Errorf("service.max_batch = %d; use at least 1 window per forward pass", c.MaxBatch)
+	case c.ShutdownTimeout < 0:
+		return fmt.Errorf("service.shutdown_timeout = %v is negative; use a duration such as 10s", c.ShutdownTimeout)
+	case c.ExpireEvery < 0:
+		return fmt.Errorf("service.expire_every = %v is negative; use a duration such as 1m", c.ExpireEvery)
+	case c.ModelVersion < 0:
+		return fmt.Errorf("pipeline: model version %d is negative; versions count from 1", c.ModelVersion)
+	}
+	return nil
 }
 
 // Source delivers batches of readings; *stream.Consumer is one.
@@ -96,7 +123,7 @@ func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now =
 
 // WithObserver calls f with every forecast after the sink acknowledged it.
 // The forecast's slices are reused afterwards: copy what you keep.
-func WithObserver(f func(*sink.Forecast)) Option { return func(p *Pipeline) { p.observe = f } }
+func WithObserver(f func(*wire.Forecast)) Option { return func(p *Pipeline) { p.observe = f } }
 
 // WithOnline hands every issued forecast, with its window, to the online
 // learner, and runs the learner beside the pipeline: its promotions swap the
@@ -112,7 +139,7 @@ type Pipeline struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	now     func() time.Time
-	observe func(*sink.Forecast)
+	observe func(*wire.Forecast)
 	learner *online.Learner
 	met     *metrics
 	seed    maphash.Seed
@@ -131,19 +158,16 @@ type versioned struct {
 // New checks that the model fits the readings and the windows and returns a
 // pipeline ready to Run.
 func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sink, opts ...Option) (*Pipeline, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
-	if len(cfg.Fields) == 0 {
-		return nil, errors.New("pipeline: no value fields; list the reading's fields (input.value_fields)")
-	}
-	if cfg.Cadence <= 0 {
-		return nil, errors.New("pipeline: cadence is required (input.cadence), e.g. 5m or 1h")
-	}
 	if _, err := m.NewExplainer(len(cfg.Fields)); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
 	if mc := m.Meta.Cadence; mc > 0 && mc != cfg.Cadence {
-		return nil, fmt.Errorf("pipeline: the model was trained on %s steps but input.cadence is %s; "+
-			"its learned periods would be read in the wrong units; set input.cadence: %s or train on data of this cadence", mc, cfg.Cadence, mc)
+		return nil, fmt.Errorf("input.cadence is %[2]s but the model was trained on %[1]s steps; "+
+			"its learned periods would be read in the wrong units; set input.cadence: %[1]s or train on data of this cadence", mc, cfg.Cadence)
 	}
 	p := &Pipeline{cfg: cfg, src: src, snk: snk, log: slog.Default(), now: time.Now, seed: maphash.MakeSeed()}
 	for _, o := range opts {
@@ -155,7 +179,7 @@ func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sin
 	for range cfg.Workers {
 		set, err := window.New(win, window.WithLogger(p.log), window.WithClock(p.now))
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: %w", err)
+			return nil, err
 		}
 		p.workers = append(p.workers, &worker{set: set})
 	}
@@ -326,6 +350,20 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 		if err := retry(ctx, p.log, "write forecasts", func() error { return p.snk.Write(ctx, ob.all) }); err != nil {
 			return err
 		}
+	}
+	if ob.err != nil {
+		// Readings that never reached a window are not committed silently:
+		// they go to the dead-letter topic first.
+		var n int
+		err := retry(ctx, p.log, "dead-letter a batch", func() (err error) {
+			n, err = ob.in.DeadLetter(ctx, stream.ReasonWindow, ob.err)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		p.met.windowErrors.Inc()
+		p.met.deadLettered.Add(float64(n))
 	}
 	now := p.now()
 	for i := range ob.all {

@@ -3,22 +3,27 @@ package pipeline_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 const (
@@ -28,11 +33,11 @@ const (
 
 // service is a pipeline running against an in-process broker.
 type service struct {
-	brokers []string
-	cancel  context.CancelFunc
-	done    chan error
-	p       *pipeline.Pipeline
-	reg     *prometheus.Registry
+	kc     *kafkaconn.Client
+	cancel context.CancelFunc
+	done   chan error
+	p      *pipeline.Pipeline
+	reg    *prometheus.Registry
 }
 
 // testModel returns an untrained model: the plumbing does not care how
@@ -47,29 +52,37 @@ func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 	return m
 }
 
-func startBroker(t *testing.T) *stream.Broker {
+// startBroker starts an embedded broker with the service's topics and
+// returns a client of it.
+func startBroker(t *testing.T) *kafkaconn.Client {
 	t.Helper()
 	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "attributions": 3, "readings.dlq": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	return b
+	return kafkatest.Client(t, b.Addrs())
 }
 
-// startService runs a pipeline on broker b until the test ends.
-func startService(t *testing.T, b *stream.Broker, m *model.Model, fields []string, format sink.Format) *service {
+// newConsumer returns a consumer of the readings topic in group freqlens
+// (fields default to value), its metrics registered with reg.
+func newConsumer(t *testing.T, kc *kafkaconn.Client, reg prometheus.Registerer, fields ...string) *stream.Consumer {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	src, err := stream.NewConsumer(stream.Config{
-		Brokers: b.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		ValueFields: fields, BatchLatency: 5 * time.Millisecond, MaxFuture: 100000 * time.Hour,
-	}, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+		ValueFields: fields, BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	snk, err := sink.New(sink.Config{Brokers: b.Addrs(), ForecastTopic: "forecasts", AttributionTopic: "attributions", Format: format},
-		sink.WithRegisterer(reg))
+	return src
+}
+
+// startService runs a pipeline through kc until the test ends.
+func startService(t *testing.T, kc *kafkaconn.Client, m *model.Model, fields []string, format wire.Format) *service {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	src := newConsumer(t, kc, reg, fields...)
+	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts", AttributionTopic: "attributions", Format: format},
+		kc, sink.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +92,7 @@ func startService(t *testing.T, b *stream.Broker, m *model.Model, fields []strin
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &service{brokers: b.Addrs(), cancel: cancel, done: make(chan error, 1), p: p, reg: reg}
+	s := &service{kc: kc, cancel: cancel, done: make(chan error, 1), p: p, reg: reg}
 	go func() { s.done <- p.Run(ctx) }()
 	t.Cleanup(func() { s.stop(t) })
 	return s
@@ -105,10 +118,8 @@ func (s *service) stop(t *testing.T) {
 
 // produce writes readings of the given series, steps [from, to), one per
 // hour, values a sine per series (and per field).
-func produce(t *testing.T, brokers []string, series []string, fields []string, from, to int) {
+func produce(t *testing.T, kc *kafkaconn.Client, series []string, fields []string, from, to int) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "readings", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
-	defer w.Close()
 	cfg := stream.Config{ValueFields: fields}
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
@@ -122,38 +133,16 @@ func produce(t *testing.T, brokers []string, series []string, fields []string, f
 			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, r, cfg)})
 		}
 	}
-	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
-		t.Fatal(err)
-	}
+	kafkatest.Produce(t, kc, "readings", msgs...)
 }
 
-// readTopic consumes n messages of topic from the start (its own group).
-func readTopic(t *testing.T, brokers []string, topic string, n int, timeout time.Duration) []kafka.Message {
+// readTopic waits until topic holds at least n messages and returns them all.
+func readTopic(t *testing.T, kc *kafkaconn.Client, topic string, n int, timeout time.Duration) []kafka.Message {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, GroupID: "reader-" + topic + fmt.Sprint(time.Now().UnixNano()),
-		StartOffset: kafka.FirstOffset, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var out []kafka.Message
-	for len(out) < n {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			t.Fatalf("read %s: got %d of %d messages: %v", topic, len(out), n, err)
-		}
-		out = append(out, m)
-	}
-	return out
+	return kafkatest.ReadN(t, kc, topic, n, timeout)
 }
 
-func header(m kafka.Message, key string) string {
-	for _, h := range m.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
+var header = kafkatest.Header
 
 // TestEndToEnd: readings in through Kafka, forecasts and attributions out
 // through Kafka, one per ready window, complete, keyed by series, with a
@@ -163,31 +152,31 @@ func TestEndToEnd(t *testing.T) {
 		name   string
 		mode   model.Mode
 		fields []string
-		format sink.Format
+		format wire.Format
 	}{
-		{"independent single field json", model.Independent, []string{"value"}, sink.FormatJSON},
-		{"independent two fields arrow", model.Independent, []string{"temp", "humidity"}, sink.FormatArrow},
-		{"mixed three fields json", model.Mixed, []string{"a", "b", "c"}, sink.FormatJSON},
+		{"independent single field json", model.Independent, []string{"value"}, wire.FormatJSON},
+		{"independent two fields arrow", model.Independent, []string{"temp", "humidity"}, wire.FormatArrow},
+		{"mixed three fields json", model.Mixed, []string{"a", "b", "c"}, wire.FormatJSON},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := startBroker(t)
+			kc := startBroker(t)
 			channels := len(tc.fields)
 			if tc.mode == model.Independent {
 				channels = 1
 			}
-			svc := startService(t, b, testModel(t, tc.mode, channels), tc.fields, tc.format)
+			svc := startService(t, kc, testModel(t, tc.mode, channels), tc.fields, tc.format)
 			series := []string{"s-1", "s-2", "s-3", "s-4"}
 			const steps = lookback + 9 // 10 windows per series
-			produce(t, svc.brokers, series, tc.fields, 0, steps)
+			produce(t, svc.kc, series, tc.fields, 0, steps)
 			want := len(series) * 10
 
-			fc := readTopic(t, svc.brokers, "forecasts", want, 60*time.Second)
-			at := readTopic(t, svc.brokers, "attributions", want, 30*time.Second)
-			byID := map[string]sink.Forecast{}
-			decodeF, decodeA := sink.DecodeForecastJSON, sink.DecodeAttributionJSON
-			if tc.format == sink.FormatArrow {
-				decodeF = func(b []byte) (sink.Forecast, error) { return sink.DecodeForecastArrow(b, nil) }
-				decodeA = func(b []byte) (sink.Forecast, error) { return sink.DecodeAttributionArrow(b, nil) }
+			fc := readTopic(t, svc.kc, "forecasts", want, 60*time.Second)
+			at := readTopic(t, svc.kc, "attributions", want, 30*time.Second)
+			byID := map[string]wire.Forecast{}
+			decodeF, decodeA := wire.DecodeForecastJSON, wire.DecodeAttributionJSON
+			if tc.format == wire.FormatArrow {
+				decodeF = func(b []byte) (wire.Forecast, error) { return wire.DecodeForecastArrow(b, nil) }
+				decodeA = func(b []byte) (wire.Forecast, error) { return wire.DecodeAttributionArrow(b, nil) }
 			}
 			for _, m := range fc {
 				f, err := decodeF(m.Value)
@@ -197,8 +186,8 @@ func TestEndToEnd(t *testing.T) {
 				if string(m.Key) != f.Series {
 					t.Errorf("forecast key %q, series %q", m.Key, f.Series)
 				}
-				id := header(m, sink.HeaderForecastID)
-				if id != sink.ForecastID(f.Series, f.TS, 1) {
+				id := header(m, wire.HeaderForecastID)
+				if id != wire.ForecastID(f.Series, f.TS, 1) {
 					t.Errorf("forecast-id %q is not the deterministic id of (%s, %s, 1)", id, f.Series, f.TS)
 				}
 				if len(f.Values) != horizon*len(tc.fields) {
@@ -214,11 +203,11 @@ func TestEndToEnd(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f, ok := byID[header(m, sink.HeaderForecastID)]
+				f, ok := byID[header(m, wire.HeaderForecastID)]
 				if !ok {
-					t.Fatalf("attribution %s has no forecast", header(m, sink.HeaderForecastID))
+					t.Fatalf("attribution %s has no forecast", header(m, wire.HeaderForecastID))
 				}
-				full, err := sink.Merge(f, a)
+				full, err := wire.Merge(f, a)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -235,15 +224,15 @@ func TestEndToEnd(t *testing.T) {
 			if problems, err := testutil.GatherAndLint(svc.reg); err != nil || len(problems) > 0 {
 				t.Errorf("metrics lint: %v %v", problems, err)
 			}
-			if got := testutil.ToFloat64(gauge(t, svc.reg, "freqlens_window_series_active")); got != float64(len(series)) {
+			if got := metric(t, svc.reg, "freqlens_window_series_active"); got != float64(len(series)) {
 				t.Errorf("freqlens_window_series_active = %v, want %d", got, len(series))
 			}
 		})
 	}
 }
 
-// gauge finds a metric by name in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+// metric returns the value of the counter or gauge name in reg.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -251,27 +240,21 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) prometheus.Colle
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			v := mf.GetMetric()[0].GetGauge().GetValue()
-			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "copy"})
-			g.Set(v)
-			return g
+			m := mf.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	t.Fatalf("metric %s not registered", name)
-	return nil
+	return 0
 }
 
 // TestForecastsOnly: with no attribution topic the pipeline skips the
 // attributions and the sink writes forecasts alone.
 func TestForecastsOnly(t *testing.T) {
-	b := startBroker(t)
+	kc := startBroker(t)
 	reg := prometheus.NewRegistry()
-	src, err := stream.NewConsumer(stream.Config{Brokers: b.Addrs(), Group: "g", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		MaxFuture: 1e5 * time.Hour, BatchLatency: 5 * time.Millisecond}, stream.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snk, err := sink.New(sink.Config{Brokers: b.Addrs(), ForecastTopic: "forecasts"}, sink.WithRegisterer(reg))
+	src := newConsumer(t, kc, reg)
+	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts"}, kc, sink.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,14 +266,14 @@ func TestForecastsOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	produce(t, b.Addrs(), []string{"s-1", "s-2"}, []string{"value"}, 0, lookback+2)
-	msgs := readTopic(t, b.Addrs(), "forecasts", 6, 60*time.Second)
+	produce(t, kc, []string{"s-1", "s-2"}, []string{"value"}, 0, lookback+2)
+	msgs := readTopic(t, kc, "forecasts", 6, 60*time.Second)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range msgs {
-		if _, err := sink.DecodeForecastJSON(m.Value); err != nil {
+		if _, err := wire.DecodeForecastJSON(m.Value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -299,99 +282,191 @@ func TestForecastsOnly(t *testing.T) {
 // TestPoisonGoesToDeadLetters: a malformed reading is dead-lettered and the
 // service keeps forecasting the good ones.
 func TestPoisonGoesToDeadLetters(t *testing.T) {
-	b := startBroker(t)
-	svc := startService(t, b, testModel(t, model.Independent, 1), []string{"value"}, sink.FormatJSON)
-	w := &kafka.Writer{Addr: kafka.TCP(svc.brokers...), Topic: "readings", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	kc := startBroker(t)
+	svc := startService(t, kc, testModel(t, model.Independent, 1), []string{"value"}, wire.FormatJSON)
 	bad := []kafka.Message{
 		{Key: []byte("s-1"), Value: []byte(`{"series":"s-1","ts":"2026-01-05T00:00:00Z","value":"NaN"}`)},
 		{Key: []byte("s-1"), Value: []byte(`not json at all`)},
 	}
-	if err := w.WriteMessages(context.Background(), bad...); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	produce(t, svc.brokers, []string{"s-1"}, []string{"value"}, 0, lookback)
-	fc := readTopic(t, svc.brokers, "forecasts", 1, 60*time.Second)
+	kafkatest.Produce(t, svc.kc, "readings", bad...)
+	produce(t, svc.kc, []string{"s-1"}, []string{"value"}, 0, lookback)
+	fc := readTopic(t, svc.kc, "forecasts", 1, 60*time.Second)
 	if len(fc) != 1 {
 		t.Fatalf("got %d forecasts", len(fc))
 	}
-	dlq := readTopic(t, svc.brokers, "readings.dlq", 2, 30*time.Second)
+	dlq := readTopic(t, svc.kc, "readings.dlq", 2, 30*time.Second)
 	reasons := []string{header(dlq[0], "freqlens-dlq-reason"), header(dlq[1], "freqlens-dlq-reason")}
 	if !strings.Contains(strings.Join(reasons, ","), "non_finite") || !strings.Contains(strings.Join(reasons, ","), "unparsable") {
 		t.Errorf("dead-letter reasons %v, want non_finite and unparsable", reasons)
 	}
 }
 
-// TestRestartLosesNothing: a service stopped halfway and restarted in the
-// same consumer group forecasts every window at least once.
-func TestRestartLosesNothing(t *testing.T) {
-	b := startBroker(t)
+// windowIDs returns the forecast-ids of the windows of series ending at
+// steps [from, to) (model version 1).
+func windowIDs(series []string, from, to int) map[string]bool {
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	ids := map[string]bool{}
+	for _, s := range series {
+		for end := from; end < to; end++ {
+			ids[wire.ForecastID(s, t0.Add(time.Duration(end)*time.Hour), 1)] = true
+		}
+	}
+	return ids
+}
+
+// forecastIDs returns the forecast-id of every message on the forecasts
+// topic, counting duplicates.
+func forecastIDs(t *testing.T, kc *kafkaconn.Client) map[string]int {
+	t.Helper()
+	ids := map[string]int{}
+	for _, m := range kafkatest.ReadAll(t, kc, "forecasts") {
+		ids[header(m, wire.HeaderForecastID)]++
+	}
+	return ids
+}
+
+// TestRestartForecastsWhatWasNotCommitted: a service stopped after
+// committing its input, restarted in the same consumer group after more
+// readings arrived, forecasts every window of the readings the first run
+// did not commit — checked by count and by forecast-id — and none of the
+// windows the first run already committed.
+func TestRestartForecastsWhatWasNotCommitted(t *testing.T) {
+	kc := startBroker(t)
 	m := testModel(t, model.Independent, 1)
 	series := []string{"a", "b", "c"}
-	first := startService(t, b, m, []string{"value"}, sink.FormatJSON)
-	produce(t, first.brokers, series, []string{"value"}, 0, lookback+4) // 5 windows each
-	readTopic(t, first.brokers, "forecasts", 15, 60*time.Second)
+	first := startService(t, kc, m, []string{"value"}, wire.FormatJSON)
+	produce(t, kc, series, []string{"value"}, 0, lookback+4) // windows ending at steps L-1 … L+3: 5 per series
+	readTopic(t, kc, "forecasts", 15, 60*time.Second)
+	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") <= 0 })
 	first.stop(t)
+	before := forecastIDs(t, kc)
+	if want := windowIDs(series, lookback-1, lookback+4); len(before) != len(want) {
+		t.Fatalf("the first run wrote %d distinct forecasts, want %d", len(before), len(want))
+	}
 
-	second := startService(t, b, m, []string{"value"}, sink.FormatJSON)
-	produce(t, second.brokers, series, []string{"value"}, lookback+4, lookback+9) // 5 more each
-	// The restarted service rebuilds windows only from readings after the
-	// committed offsets; windows resume once it has seen lookback steps
-	// again, so count distinct (series, ts) over the whole topic instead.
-	msgs := readTopic(t, second.brokers, "forecasts", 15, 60*time.Second)
-	seen := map[string]bool{}
-	for _, m := range msgs {
-		seen[header(m, sink.HeaderForecastID)] = true
+	// Readings that arrive while the service is down: L+5 per series, so
+	// the restarted service (which resumes at the committed offsets with
+	// empty windows) has full windows ending at steps 2L+3 … 2L+8.
+	from, to := lookback+4, 2*lookback+9
+	produce(t, kc, series, []string{"value"}, from, to)
+	if n := kafkatest.Uncommitted(t, kc, "freqlens", "readings"); n != int64(len(series)*(to-from)) {
+		t.Fatalf("%d readings uncommitted before the restart, want %d", n, len(series)*(to-from))
 	}
-	if len(seen) < 15 {
-		t.Errorf("%d distinct forecasts after the restart, want at least the first run's 15", len(seen))
+	want := windowIDs(series, from+lookback-1, to)
+
+	second := startService(t, kc, m, []string{"value"}, wire.FormatJSON)
+	eventually(30*time.Second, func() bool {
+		return len(forecastIDs(t, kc)) >= len(before)+len(want) && kafkatest.Uncommitted(t, kc, "freqlens", "readings") <= 0
+	})
+	second.stop(t)
+
+	after := forecastIDs(t, kc)
+	for id := range want {
+		if after[id] != 1 {
+			t.Errorf("window %s of the uncommitted readings was forecast %d times, want once", id, after[id])
+		}
 	}
-	s := second.p.Stats()
-	if s.Readings != int64(len(series)*5) {
-		t.Errorf("the restarted service consumed %d readings, want only the %d new ones (offsets were committed)", s.Readings, len(series)*5)
+	for id, n := range after {
+		if !want[id] && n != before[id] {
+			t.Errorf("forecast %s: %d copies after the restart, %d before; the restart re-forecast a committed window or an unexpected one", id, n, before[id])
+		}
+	}
+	st := second.p.Stats()
+	if st.Forecasts != int64(len(want)) || st.Readings != int64(len(series)*(to-from)) {
+		t.Errorf("the restarted service read %d readings and wrote %d forecasts, want %d and %d",
+			st.Readings, st.Forecasts, len(series)*(to-from), len(want))
 	}
 }
 
-// TestShutdownDrainsAndCommits: cancelling Run stops fetching, writes what
-// was fetched, commits, and returns nil promptly.
+// gatedSink holds every Write until release is closed, telling entered
+// when the first Write is waiting.
+type gatedSink struct {
+	sink.Sink
+	entered chan struct{}
+	once    sync.Once
+	release chan struct{}
+}
+
+func (g *gatedSink) Write(ctx context.Context, fs []wire.Forecast) error {
+	g.once.Do(func() { close(g.entered) })
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Sink.Write(ctx, fs)
+}
+
+// TestShutdownDrainsAndCommits: readings already fetched when the stop
+// signal comes are forecast, written and committed after it: a write held
+// in flight at the signal completes and its batch is committed, with the
+// commit made after the signal, and Run returns nil promptly.
 func TestShutdownDrainsAndCommits(t *testing.T) {
-	b := startBroker(t)
-	svc := startService(t, b, testModel(t, model.Independent, 1), []string{"value"}, sink.FormatJSON)
-	produce(t, svc.brokers, []string{"x"}, []string{"value"}, 0, lookback+2)
-	readTopic(t, svc.brokers, "forecasts", 3, 60*time.Second)
-	start := time.Now()
-	svc.stop(t)
-	if d := time.Since(start); d > 8*time.Second {
-		t.Errorf("shutdown took %v", d)
-	}
-	if svc.p.Stats().LastCommit.IsZero() {
-		t.Error("nothing was committed")
-	}
-}
-
-// TestObserverAndModelSwap: SetModel changes the version on new forecasts.
-func TestObserverAndModelSwap(t *testing.T) {
-	b := startBroker(t)
-	m := testModel(t, model.Independent, 1)
-	var mu sync.Mutex
-	versions := map[int64]int{}
+	kc := startBroker(t)
 	reg := prometheus.NewRegistry()
-	src, _ := stream.NewConsumer(stream.Config{Brokers: b.Addrs(), Group: "g", Topic: "readings", DeadLetterTopic: "readings.dlq", MaxFuture: 1e5 * time.Hour, BatchLatency: 5 * time.Millisecond}, stream.WithRegisterer(reg))
+	src := newConsumer(t, kc, reg)
 	mem := sink.NewMemory()
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{}, m, mem,
-		pipeline.WithRegisterer(reg), pipeline.WithObserver(func(f *sink.Forecast) { mu.Lock(); versions[f.ModelVersion]++; mu.Unlock() }))
+	gate := &gatedSink{Sink: mem, entered: make(chan struct{}), release: make(chan struct{})}
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, ShutdownTimeout: 10 * time.Second},
+		src, window.Config{}, testModel(t, model.Independent, 1), gate, pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	produce(t, b.Addrs(), []string{"s"}, []string{"value"}, 0, lookback)
+	produce(t, kc, []string{"x"}, []string{"value"}, 0, lookback+2)
+	select {
+	case <-gate.entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no write reached the sink within 60s")
+	}
+	stopped := time.Now()
+	cancel()
+	time.Sleep(100 * time.Millisecond) // the stop signal has reached every stage
+	close(gate.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after the stop signal = %v, want nil", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return within 15s of the stop signal")
+	}
+	if c := p.Stats().LastCommit; !c.After(stopped) {
+		t.Errorf("last commit at %v, not after the stop signal at %v: the batch in flight was not drained", c, stopped)
+	}
+	if mem.Len() == 0 {
+		t.Error("the forecasts of the batch in flight were not written")
+	}
+	if n := kafkatest.Uncommitted(t, kc, "freqlens", "readings"); n != 0 {
+		t.Errorf("%d readings left uncommitted after a clean shutdown, want 0", n)
+	}
+}
+
+// TestObserverAndModelSwap: SetModel changes the version on new forecasts.
+func TestObserverAndModelSwap(t *testing.T) {
+	kc := startBroker(t)
+	m := testModel(t, model.Independent, 1)
+	var mu sync.Mutex
+	versions := map[int64]int{}
+	reg := prometheus.NewRegistry()
+	src := newConsumer(t, kc, reg)
+	mem := sink.NewMemory()
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{}, m, mem,
+		pipeline.WithRegisterer(reg), pipeline.WithObserver(func(f *wire.Forecast) { mu.Lock(); versions[f.ModelVersion]++; mu.Unlock() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	produce(t, kc, []string{"s"}, []string{"value"}, 0, lookback)
 	waitFor(t, func() bool { return mem.Len() >= 1 })
 	if err := p.SetModel(m.Clone(), 2); err != nil {
 		t.Fatal(err)
 	}
-	produce(t, b.Addrs(), []string{"s"}, []string{"value"}, lookback, lookback+1)
+	produce(t, kc, []string{"s"}, []string{"value"}, lookback, lookback+1)
 	waitFor(t, func() bool { return mem.Len() >= 2 })
 	cancel()
 	if err := <-done; err != nil {
@@ -406,6 +481,16 @@ func TestObserverAndModelSwap(t *testing.T) {
 	if err := p.SetModel(wrong, 3); err == nil {
 		t.Error("SetModel accepted a 2-channel mixed model for one-field readings")
 	}
+}
+
+// eventually reports whether cond became true within d.
+func eventually(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -436,5 +521,83 @@ func TestNewRejectsMismatches(t *testing.T) {
 				t.Errorf("New error %v, want one mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// corruptingSource is a consumer whose first batch with rows reaches the
+// pipeline with a record that lacks the value column, as a bug upstream
+// would deliver it.
+type corruptingSource struct {
+	*stream.Consumer
+	corrupted chan int // the number of messages of the corrupted batch
+}
+
+func (s *corruptingSource) Run(ctx context.Context, out chan<- *stream.Batch) error {
+	mid := make(chan *stream.Batch)
+	errc := make(chan error, 1)
+	go func() { errc <- s.Consumer.Run(ctx, mid) }()
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case b := <-mid:
+			if s.corrupted != nil && b.Record.NumRows() > 0 {
+				rb := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(stream.Schema().Fields()[:3], nil))
+				for i := range 3 {
+					rb.Field(i).AppendNulls(int(b.Record.NumRows()))
+				}
+				b.Release()
+				b.Record = rb.NewRecord()
+				rb.Release()
+				s.corrupted <- b.Messages
+				s.corrupted = nil
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				b.Release()
+				return <-errc
+			}
+		}
+	}
+}
+
+// TestWindowErrorIsDeadLettered: a batch the windows refuse is not
+// committed unread: its messages go to the dead-letter topic with reason
+// window_error, it is counted, and only then is it committed.
+func TestWindowErrorIsDeadLettered(t *testing.T) {
+	kc := startBroker(t)
+	reg := prometheus.NewRegistry()
+	corrupted := make(chan int, 1)
+	src := &corruptingSource{Consumer: newConsumer(t, kc, reg), corrupted: corrupted}
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{},
+		testModel(t, model.Independent, 1), sink.NewMemory(), pipeline.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	produce(t, kc, []string{"a", "b"}, []string{"value"}, 0, 3)
+	n := <-corrupted
+	dlq := readTopic(t, kc, "readings.dlq", n, 30*time.Second)
+	if len(dlq) != n {
+		t.Errorf("%d messages on the dead-letter topic, want the corrupted batch's %d", len(dlq), n)
+	}
+	for _, m := range dlq {
+		if got := header(m, "freqlens-dlq-reason"); got != stream.ReasonWindow {
+			t.Errorf("dead letter at offset %s has reason %q, want %q", header(m, "freqlens-source-offset"), got, stream.ReasonWindow)
+		}
+	}
+	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := metric(t, reg, "freqlens_pipeline_window_errors_total"); got != 1 {
+		t.Errorf("freqlens_pipeline_window_errors_total = %v, want 1", got)
+	}
+	if got := metric(t, reg, "freqlens_pipeline_dead_lettered_readings_total"); got != float64(n) {
+		t.Errorf("freqlens_pipeline_dead_lettered_readings_total = %v, want %d", got, n)
 	}
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -8,9 +9,9 @@ import (
 
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
-	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // worker owns the windows of the series hashed onto it and a model
@@ -27,19 +28,22 @@ type worker struct {
 	obs     online.Observation // reused for every forecast handed to the learner
 }
 
-// part is one worker's forecasts of one batch, with the storage they point into.
+// part is one worker's forecasts of one batch, with the storage they point
+// into, and the error that kept the worker from processing its rows.
 type part struct {
-	fs       []sink.Forecast
+	err      error
+	fs       []wire.Forecast
 	ingest   []time.Time
 	arena    []float64
-	contribs []sink.Contribution
+	contribs []wire.Contribution
 }
 
 // outBatch is the forecasts of one input batch, on its way to the sink.
 type outBatch struct {
 	in     *stream.Batch
+	err    error // a worker could not process its rows: the batch is dead-lettered before its commit
 	parts  []part
-	all    []sink.Forecast
+	all    []wire.Forecast
 	ingest []time.Time
 }
 
@@ -50,13 +54,18 @@ func (ob *outBatch) reset(in *stream.Batch) {
 	ob.all, ob.ingest = ob.all[:0], ob.ingest[:0]
 	for i := range ob.parts {
 		pt := &ob.parts[i]
-		pt.fs, pt.ingest, pt.arena, pt.contribs = pt.fs[:0], pt.ingest[:0], pt.arena[:0], pt.contribs[:0]
+		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = pt.fs[:0], pt.ingest[:0], pt.arena[:0], pt.contribs[:0], nil
 	}
 }
 
-// gather lists every part's forecasts in one slice for the sink.
+// gather lists every part's forecasts in one slice for the sink, and keeps
+// the first error of a part.
 func (ob *outBatch) gather() {
+	ob.err = nil
 	for i := range ob.parts {
+		if ob.err == nil {
+			ob.err = ob.parts[i].err
+		}
 		ob.all = append(ob.all, ob.parts[i].fs...)
 		ob.ingest = append(ob.ingest, ob.parts[i].ingest...)
 	}
@@ -75,8 +84,10 @@ func (pt *part) take(n int) []float64 {
 func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 	w.ready.Reset()
 	if err := w.set.Append(rec, w.rows, &w.ready); err != nil {
-		// The stream guarantees the schema; an error here is a bug upstream.
-		p.log.Error("window append failed; the batch's readings are skipped", "err", err)
+		// The stream guarantees the schema, so this is a bug upstream; the
+		// write stage dead-letters the batch rather than commit it unread.
+		pt.err = fmt.Errorf("window append: %w", err)
+		return
 	}
 	w.stats = w.set.Stats()
 	n := w.ready.Len()
@@ -86,7 +97,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 	if w.exModel != v.m {
 		ex, err := v.m.NewExplainer(len(p.cfg.Fields))
 		if err != nil {
-			p.log.Error("model does not fit the readings", "err", err)
+			pt.err = fmt.Errorf("the model does not fit the readings: %w", err) // SetModel rules this out
 			return
 		}
 		w.ex, w.exModel = ex, v.m
@@ -106,7 +117,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 		pt.arena = make([]float64, 0, need)
 	}
 	if need := n * maxContribs; cap(pt.contribs) < need {
-		pt.contribs = make([]sink.Contribution, 0, need)
+		pt.contribs = make([]wire.Contribution, 0, need)
 	}
 
 	for lo := 0; lo < n; lo += p.cfg.MaxBatch {
@@ -116,7 +127,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 		p.met.forward.Observe(p.now().Sub(start).Seconds())
 		p.met.batchWindows.Observe(float64(hi - lo))
 		for i := lo; i < hi; i++ {
-			f := sink.Forecast{
+			f := wire.Forecast{
 				Series: w.ready.Series[i], TS: w.ready.End[i], ModelVersion: v.version,
 				Cadence: p.cfg.Cadence, Fields: p.cfg.Fields, Horizon: H,
 			}
@@ -134,7 +145,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 				for _, c := range e.Contributions {
 					vals := pt.take(HC)
 					copy(vals, c.Values)
-					pt.contribs = append(pt.contribs, sink.Contribution{
+					pt.contribs = append(pt.contribs, wire.Contribution{
 						ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: vals,
 						Period: time.Duration(math.Round(c.PeriodSteps * float64(p.cfg.Cadence))),
 					})

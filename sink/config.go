@@ -1,170 +1,151 @@
 package sink
 
 import (
-	"crypto/tls"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/sasl"
+
+	"github.com/freqlens/freqlens/internal/defaults"
+	"github.com/freqlens/freqlens/wire"
 )
 
-// Config configures the Kafka sink. The zero value of every field but
-// Brokers means its default.
+// Config configures the Kafka sink. A zero field means its default
+// (DefaultConfig) unless its comment says otherwise; each field names its
+// YAML key, which Validate's errors name too. The brokers, TLS and SASL are
+// the kafkaconn.Client's, given to New.
 type Config struct {
-	// Brokers is the seed list, "host:port" each (kafka.brokers). Required.
-	Brokers []string
 	// ForecastTopic receives one message per forecast (topics.forecasts).
 	//
 	// Default: forecasts
 	ForecastTopic string
 	// AttributionTopic receives one message per forecast with its
-	// attribution (topics.attributions); empty writes no attributions.
+	// attribution (topics.attributions). Empty writes no attributions: the
+	// zero value turns them off.
 	//
-	// Default: "" (off)
+	// Default (DefaultConfig): attributions
 	AttributionTopic string
-	// Format is the encoding of both topics (output.format): FormatJSON or
-	// FormatArrow.
+	// Format is the encoding of both topics (output.format):
+	// wire.FormatJSON or wire.FormatArrow.
 	//
 	// Default: json
-	Format Format
+	Format wire.Format
 	// Attributions is how much of each attribution is written
-	// (output.attributions): AttributionsFull or AttributionsSummary;
-	// AttributionsOff writes none, as an empty AttributionTopic does.
+	// (output.attributions): wire.AttributionsFull or
+	// wire.AttributionsSummary; wire.AttributionsOff writes none, as an
+	// empty AttributionTopic does.
 	//
 	// Default: full
-	Attributions AttributionMode
+	Attributions wire.AttributionMode
 	// BatchTimeout is how long a partly filled batch waits for more messages
-	// before it is sent. Write waits for its last batch, so this is the
-	// latency the sink adds.
+	// before it is sent (output.batch_timeout). Write waits for its last
+	// batch, so this is the latency the sink adds.
 	//
 	// Default: 2ms
 	BatchTimeout time.Duration
-	// BatchSize is the most messages in one produce request per partition.
+	// BatchSize is the most messages in one produce request per partition
+	// (output.batch_size).
 	//
 	// Default: 1000
 	BatchSize int
 	// BatchBytes bounds one produce request per partition, and therefore one
-	// message: keep it at most the topics' max.message.bytes.
+	// message (output.batch_bytes): keep it at most the topics'
+	// max.message.bytes.
 	//
 	// Default: 1048576 (1 MiB, the brokers' default limit)
 	BatchBytes int64
-	// WriteTimeout bounds one produce request.
+	// WriteTimeout bounds one produce request (output.write_timeout).
 	//
 	// Default: 10s
 	WriteTimeout time.Duration
-	// MaxAttempts is how many times a batch is sent before its Write fails.
-	// A retried batch may be stored twice; the forecast-id header tells the
-	// copies apart.
+	// MaxAttempts is how many times a batch is sent before its Write fails
+	// (output.max_attempts). A retried batch may be stored twice; the
+	// forecast-id header tells the copies apart.
 	//
 	// Default: 10
 	MaxAttempts int
-	// Compression compresses the produced batches: none, gzip, snappy, lz4
-	// or zstd.
+	// Compression compresses the produced batches (output.compression):
+	// none, gzip, snappy, lz4 or zstd.
 	//
 	// Default: none
 	Compression string
-	// TLS, when set, connects to the brokers with TLS.
-	//
-	// Default: nil (plaintext)
-	TLS *tls.Config
-	// SASL, when set, authenticates every connection (see
-	// github.com/segmentio/kafka-go/sasl/plain and …/sasl/scram).
-	//
-	// Default: nil (none)
-	SASL sasl.Mechanism
 }
 
-// The defaults of Config.
-const (
-	DefaultForecastTopic = "forecasts"
-	DefaultBatchTimeout  = 2 * time.Millisecond
-	DefaultBatchSize     = 1000
-	DefaultBatchBytes    = 1 << 20
-	DefaultWriteTimeout  = 10 * time.Second
-	DefaultMaxAttempts   = 10
-)
+// DefaultConfig returns the default of every field.
+func DefaultConfig() Config {
+	return Config{
+		ForecastTopic:    "forecasts",
+		AttributionTopic: "attributions",
+		Format:           wire.FormatJSON,
+		Attributions:     wire.AttributionsFull,
+		BatchTimeout:     2 * time.Millisecond,
+		BatchSize:        1000,
+		BatchBytes:       1 << 20,
+		WriteTimeout:     10 * time.Second,
+		MaxAttempts:      10,
+		Compression:      "none",
+	}
+}
 
-// withDefaults fills in the zero fields and checks the result.
-func (cfg Config) withDefaults() (Config, kafka.Compression, error) {
-	if cfg.ForecastTopic == "" {
-		cfg.ForecastTopic = DefaultForecastTopic
-	}
-	if cfg.Format == "" {
-		cfg.Format = FormatJSON
-	}
-	if cfg.Attributions == "" {
-		cfg.Attributions = AttributionsFull
-	}
-	if cfg.Attributions == AttributionsOff {
+// withDefaults returns cfg with every zero field but AttributionTopic set
+// to its default, and no attribution topic when attributions are off.
+func (cfg Config) withDefaults() Config {
+	topic := cfg.AttributionTopic
+	defaults.Fill(&cfg, DefaultConfig())
+	cfg.AttributionTopic = topic // "" turns attributions off
+	if cfg.Attributions == wire.AttributionsOff {
 		cfg.AttributionTopic = ""
 	}
-	if cfg.BatchTimeout == 0 {
-		cfg.BatchTimeout = DefaultBatchTimeout
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = DefaultBatchSize
-	}
-	if cfg.BatchBytes == 0 {
-		cfg.BatchBytes = DefaultBatchBytes
-	}
-	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = DefaultWriteTimeout
-	}
-	if cfg.MaxAttempts == 0 {
-		cfg.MaxAttempts = DefaultMaxAttempts
-	}
-	if cfg.Compression == "" {
-		cfg.Compression = "none"
-	}
+	return cfg
+}
 
-	if len(cfg.Brokers) == 0 {
-		return cfg, 0, fmt.Errorf("sink: Config.Brokers is empty: give at least one host:port (kafka.brokers)")
-	}
-	for i, b := range cfg.Brokers {
-		if !strings.Contains(b, ":") {
-			return cfg, 0, fmt.Errorf("sink: Config.Brokers[%d] = %q has no port: write it as host:port, e.g. %q", i, b, b+":9092")
-		}
-	}
+// codecs are the values of output.compression.
+var codecs = map[string]kafka.Compression{"none": 0, "gzip": kafka.Gzip, "snappy": kafka.Snappy, "lz4": kafka.Lz4, "zstd": kafka.Zstd}
+
+// Validate reports the first setting that cannot work, with zero fields
+// taken as their defaults, naming its YAML key and saying what to change.
+func (cfg Config) Validate() error {
+	cfg = cfg.withDefaults()
+	d := DefaultConfig()
 	if cfg.AttributionTopic == cfg.ForecastTopic {
-		return cfg, 0, fmt.Errorf("sink: Config.AttributionTopic = Config.ForecastTopic = %q: attributions need a topic of their own "+
-			"(topics.attributions), or an empty one to turn them off", cfg.ForecastTopic)
+		return fmt.Errorf("topics.attributions = topics.forecasts = %q: attributions need a topic of their own, "+
+			"or an empty topics.attributions to turn them off", cfg.ForecastTopic)
 	}
-	if cfg.Format != FormatJSON && cfg.Format != FormatArrow {
-		return cfg, 0, fmt.Errorf("sink: Config.Format = %q is not an output format; use %q or %q (output.format)",
-			string(cfg.Format), FormatJSON, FormatArrow)
+	if cfg.Format != wire.FormatJSON && cfg.Format != wire.FormatArrow {
+		return fmt.Errorf("output.format = %q is not an output format; use %q or %q", string(cfg.Format), wire.FormatJSON, wire.FormatArrow)
 	}
-	if err := cfg.Attributions.check("Config.Attributions (output.attributions)"); err != nil {
-		return cfg, 0, err
+	switch cfg.Attributions {
+	case wire.AttributionsFull, wire.AttributionsSummary, wire.AttributionsOff:
+	default:
+		return fmt.Errorf("output.attributions = %q is not an attribution mode; use %q, %q or %q",
+			string(cfg.Attributions), wire.AttributionsFull, wire.AttributionsSummary, wire.AttributionsOff)
 	}
 	switch {
 	case cfg.BatchTimeout < 0:
-		return cfg, 0, fmt.Errorf("sink: Config.BatchTimeout = %s is negative; use a few milliseconds, e.g. 2ms", cfg.BatchTimeout)
+		return fmt.Errorf("output.batch_timeout = %s is negative; use a few milliseconds (default %s)", cfg.BatchTimeout, d.BatchTimeout)
 	case cfg.BatchSize < 0:
-		return cfg, 0, fmt.Errorf("sink: Config.BatchSize = %d is negative; leave it 0 for %d", cfg.BatchSize, DefaultBatchSize)
-	case cfg.BatchBytes < 0:
-		return cfg, 0, fmt.Errorf("sink: Config.BatchBytes = %d is negative; leave it 0 for %d", cfg.BatchBytes, DefaultBatchBytes)
+		return fmt.Errorf("output.batch_size = %d is negative; use at least 1 (default %d)", cfg.BatchSize, d.BatchSize)
 	case cfg.BatchBytes < 1024:
-		return cfg, 0, fmt.Errorf("sink: Config.BatchBytes = %d cannot hold a forecast message; use at least 1024, normally the topics' max.message.bytes", cfg.BatchBytes)
+		return fmt.Errorf("output.batch_bytes = %d cannot hold a forecast message; use at least 1024, normally the topics' max.message.bytes (default %d)",
+			cfg.BatchBytes, d.BatchBytes)
 	case cfg.WriteTimeout < 0:
-		return cfg, 0, fmt.Errorf("sink: Config.WriteTimeout = %s is negative; leave it 0 for %s", cfg.WriteTimeout, DefaultWriteTimeout)
+		return fmt.Errorf("output.write_timeout = %s is negative; use a duration such as %s", cfg.WriteTimeout, d.WriteTimeout)
 	case cfg.MaxAttempts < 0:
-		return cfg, 0, fmt.Errorf("sink: Config.MaxAttempts = %d is negative; leave it 0 for %d", cfg.MaxAttempts, DefaultMaxAttempts)
+		return fmt.Errorf("output.max_attempts = %d is negative; use at least 1 (default %d)", cfg.MaxAttempts, d.MaxAttempts)
 	}
-	var codec kafka.Compression
-	switch strings.ToLower(cfg.Compression) {
-	case "none":
-	case "gzip":
-		codec = kafka.Gzip
-	case "snappy":
-		codec = kafka.Snappy
-	case "lz4":
-		codec = kafka.Lz4
-	case "zstd":
-		codec = kafka.Zstd
-	default:
-		return cfg, 0, fmt.Errorf("sink: Config.Compression = %q is not a codec; use none, gzip, snappy, lz4 or zstd", cfg.Compression)
+	if _, ok := codecs[strings.ToLower(cfg.Compression)]; !ok {
+		return fmt.Errorf("output.compression = %q is not a codec; use none, gzip, snappy, lz4 or zstd", cfg.Compression)
 	}
-	return cfg, codec, nil
+	return nil
+}
+
+// checkMode reports whether m is an attribution mode, naming key.
+func checkMode(m wire.AttributionMode, key string) error {
+	switch m {
+	case wire.AttributionsFull, wire.AttributionsSummary, wire.AttributionsOff:
+		return nil
+	}
+	return fmt.Errorf("sink: %s = %q is not an attribution mode; use %q, %q or %q",
+		key, string(m), wire.AttributionsFull, wire.AttributionsSummary, wire.AttributionsOff)
 }

@@ -1,149 +1,40 @@
-// Package sink encodes forecasts and their attributions and delivers them:
-// to Kafka (Producer), to an io.Writer as JSON lines (Writer), or to memory
-// for tests (Memory).
+// Package sink delivers forecasts and their attributions: to Kafka
+// (Producer), to an io.Writer as JSON lines (Writer), or to memory for tests
+// (Memory). What the messages look like is package wire's; sink encodes
+// with it and owns delivery: batching, acknowledgements, retries inside
+// kafka-go, size limits, metrics and shutdown.
 //
 // # Where it sits
 //
-//	Kafka ──► stream ──► window ──► model ──► sink ──► Kafka topics (forecasts, attributions)
+//	Kafka ──► stream ──► window ──► model ──► pipeline ──► sink ──► Kafka topics (forecasts, attributions)
 //
-// The pipeline turns every model output into a Forecast and hands batches of
-// them to a Sink; it commits the input offsets only after Write has returned
-// nil. sink imports kafka-go, Arrow and Prometheus; it does not import
-// model, window, stream or pipeline.
+// The pipeline turns every model output into a wire.Forecast and hands
+// batches of them to a Sink; it commits the input offsets only after Write
+// has returned nil. sink imports wire, kafka-go (through
+// internal/kafkaconn, which holds the brokers, TLS and SASL) and Prometheus;
+// it does not import model, window, stream or pipeline. Model versions and
+// drift events travel through package broadcast.
 //
 // # Delivery
 //
 // Write returns once every message is acknowledged (RequiredAcks = all); after
 // an error, none of the batch may be assumed delivered, so the pipeline does
 // not commit and the input is reprocessed: delivery is at-least-once. Every
-// message carries headers
-//
-//	forecast-id    32 hex digits: SHA-256(series ‖ 0x00 ‖ ts ‖ 0x00 ‖ model_version)[:16]
-//	               (AppendForecastID), the same on both topics and for the same
-//	               forecast issued again after a restart: drop duplicates by it
-//	model-version  decimal
-//	content-type   application/json or application/vnd.apache.arrow.stream
-//
-// and is keyed by series. kafka-go's Hash balancer (FNV-1a of the key, not
-// the Java client's murmur2) sends a series to one partition, and kafka-go
-// writes the batches of a partition in order, so a series' forecasts stay in
-// order. BatchTimeout (2ms) bounds the latency the sink adds.
-//
-// # JSON layouts
-//
-// Forecast topic (AppendForecastJSON), one field:
-//
-//	{"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"cadence":"1h0m0s",
-//	 "horizon":[{"ts":"2026-01-05T09:00:00Z","value":412.5},{"ts":"2026-01-05T10:00:00Z","value":398.25}]}
-//
-// Several fields: each horizon entry has "values" instead of "value":
-//
-//	"horizon":[{"ts":"2026-01-05T09:00:00Z","values":{"temp":3.5,"humidity":80.25}},…]
-//
-// "ts" is the last observed step; horizon step h (0-based) is at
-// ts + (h+1)·cadence.
-//
-// Attribution topic (AppendAttributionJSON), full, one field:
-//
-//	{"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,
-//	 "residual":[400,390],
-//	 "frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":0.75,"values":[8.5,6.25]},
-//	                {"id":2,"period_steps":12,"period":"12h0m0s","share":0.25,"values":[4,2]}]}
-//
-// so that, step by step,
-//
-//	residual[h] + Σ_k frequencies[k].values[h] = horizon[h].value
-//
-// With several fields every per-step entry of "residual" and of each
-// "values" is an object keyed by field, exactly like the forecast's
-// "values":
-//
-//	"residual":[{"temp":3,"humidity":75},…]
-//	"values":  [{"temp":0.5,"humidity":5},…]
-//
-//	residual[h][f] + Σ_k frequencies[k].values[h][f] = horizon[h].values[f]
-//
-// "share" is the frequency's part of the total absolute attribution; "period"
-// is period_steps × cadence ("0s" when unknown). The summary mode
-// (attributions: summary) drops "residual" and every "values", keeping
-// series, ts, model_version, alpha and each frequency's id, period_steps,
-// period and share: a few hundred bytes per forecast.
-//
-// Times are RFC 3339 in UTC with as many fractional digits as needed,
-// durations are Go duration strings, numbers are the shortest decimal that
-// parses back to the same float64, and NaN and ±Inf are written as null
-// (read back as NaN). A single-field message does not name its field; the
-// decoders call it "value".
-//
-// # Arrow layouts
-//
-// With format: arrow each message is one Arrow IPC stream (schema, one record
-// batch, end-of-stream marker), uncompressed. Every message of a topic with
-// the same fields and cadence has the same schema, so a consumer can
-// concatenate the record batches of many messages into one table.
-//
-// Forecast topic: one row per horizon step.
-//
-//	column         type                     value
-//	series         utf8                     the series (the message key)
-//	ts             timestamp[ns, UTC]       the step's time: origin_ts + step·cadence
-//	origin_ts      timestamp[ns, UTC]       the last observed step (JSON "ts")
-//	model_version  int64
-//	step           int32                    1 … H
-//	<field>…       float64                  the forecast, one column per field, named as configured
-//	metadata       freqlens.message=forecast, freqlens.cadence=1h0m0s
-//
-// for example
-//
-//	series  ts                    origin_ts             model_version  step  temp  humidity
-//	s-17    2026-01-05T09:00:00Z  2026-01-05T08:00:00Z  3              1     3.5   80.25
-//	s-17    2026-01-05T10:00:00Z  2026-01-05T08:00:00Z  3              2     2.75  78
-//
-// Attribution topic: row 0 is the residual, then one row per frequency in
-// the order of Forecast.Frequencies.
-//
-//	column         type                     value
-//	series         utf8
-//	origin_ts      timestamp[ns, UTC]       the last observed step
-//	model_version  int64
-//	alpha          float64
-//	frequency_id   int64, nullable          null on the residual row
-//	period_steps   float64, nullable        null on the residual row
-//	period         duration[ns], nullable   null on the residual row
-//	share          float64, nullable        null on the residual row
-//	<field>…       list<float64>            full mode only: the H per-step values of the row's part
-//	metadata       freqlens.message=attribution, freqlens.cadence=1h0m0s, freqlens.attributions=full|summary
-//
-// for example
-//
-//	series  origin_ts             model_version  alpha  frequency_id  period_steps  period  share  temp         humidity
-//	s-17    2026-01-05T08:00:00Z  3              0.625  null          null          null    null   [3, 2.5]     [75, 78]
-//	s-17    2026-01-05T08:00:00Z  3              0.625  7             24            24h     0.75   [0.5, -0.25] [5, 1.75]
-//	s-17    2026-01-05T08:00:00Z  3              0.625  2             12            12h     0.25   [0, 0.5]     [0.25, -1.75]
-//
-// so the element-wise sum of a field's lists over all rows is that field's
-// forecast. The summary mode has the same rows without the list columns.
-// Field names must not be one of the fixed column names (ValidateFields).
-// Arrow keeps every float64 bit for bit, NaN and ±Inf included.
-//
-// # Decoding
-//
-// DecodeForecastJSON, DecodeAttributionJSON, DecodeForecastArrow and
-// DecodeAttributionArrow read the messages back into Forecasts, and Merge
-// joins a forecast with its attribution. They never panic, every error is a
-// *DecodeError, and decoding what the encoders wrote gives back the forecast
-// bit for bit (JSON: for finite numbers, with a lone field named "value").
+// message is keyed by series and carries the forecast-id, model-version and
+// content-type headers (see wire). kafka-go's Hash balancer (FNV-1a of the
+// key, not the Java client's murmur2) sends a series to one partition, and
+// kafka-go writes the batches of a partition in order, so a series'
+// forecasts stay in order. BatchTimeout (2ms) bounds the latency the sink
+// adds. A forecast that can never be encoded fails Write with an error
+// wrapping ErrInvalid (= wire.ErrInvalid) before anything is sent.
 //
 // # Concurrency
 //
 // Producer, Writer and Memory are safe for concurrent use; Producer's Write
 // calls run side by side and share kafka-go's batches. Producer.Write starts
 // one goroutine to write the attribution topic beside the forecast topic and
-// waits for it. The encoders are plain functions and allocate nothing once
-// their destination buffer is large enough; ArrowEncoder keeps builders and
-// is for one goroutine at a time. Close waits for the Writes in flight; if
-// its context ends first it cancels them, and a forced stop may reprocess,
-// never drop.
+// waits for it. Close waits for the Writes in flight; if its context ends
+// first it cancels them, and a forced stop may reprocess, never drop.
 //
 // # Metrics
 //

@@ -6,70 +6,22 @@ import (
 	"os"
 	"time"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/wire"
 )
 
-func ExampleAppendForecastJSON() {
-	f := sink.Forecast{
-		Series:       "s-17",
-		TS:           time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC),
-		ModelVersion: 3,
-		Cadence:      time.Hour,
-		Fields:       []string{"value"},
-		Horizon:      2,
-		Values:       []float64{412.5, 398.25},
-	}
-	buf, err := sink.AppendForecastJSON(nil, &f)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(string(buf))
-	// Output:
-	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"cadence":"1h0m0s","horizon":[{"ts":"2026-01-05T09:00:00Z","value":412.5},{"ts":"2026-01-05T10:00:00Z","value":398.25}]}
-}
-
-func ExampleAppendAttributionJSON() {
-	f := sink.Forecast{
-		Series:       "s-17",
-		TS:           time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC),
-		ModelVersion: 3,
-		Fields:       []string{"temp", "humidity"},
-		Horizon:      1,
-		Alpha:        0.625,
-		Residual:     []float64{3, 75},
-		Frequencies: []sink.Contribution{
-			{ID: 7, PeriodSteps: 24, Period: 24 * time.Hour, Share: 1, Values: []float64{0.5, 5.25}},
-		},
-	}
-	for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
-		buf, err := sink.AppendAttributionJSON(nil, &f, mode)
-		if err != nil {
-			panic(err)
-		}
-		fmt.Println(string(buf))
-	}
-	// Output:
-	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,"residual":[{"temp":3,"humidity":75}],"frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":1,"values":[{"temp":0.5,"humidity":5.25}]}]}
-	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,"frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":1}]}
-}
-
-func ExampleForecastID() {
-	fmt.Println(sink.ForecastID("s-17", time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC), 3))
-	// Output:
-	// cc9af6d57dbf6012357acb47909912f4
-}
-
 func ExampleNewWriter() {
-	w, err := sink.NewWriter(os.Stdout, sink.WriterConfig{Attributions: sink.AttributionsSummary})
+	w, err := sink.NewWriter(os.Stdout, sink.WriterConfig{Attributions: wire.AttributionsSummary})
 	if err != nil {
 		panic(err)
 	}
 	defer w.Close(context.Background())
-	err = w.Write(context.Background(), []sink.Forecast{{
+	err = w.Write(context.Background(), []wire.Forecast{{
 		Series: "s-17", TS: time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC), ModelVersion: 3, Cadence: time.Hour,
 		Fields: []string{"value"}, Horizon: 1, Values: []float64{412.5},
 		Alpha: 0.625, Residual: []float64{402.5},
-		Frequencies: []sink.Contribution{{ID: 7, PeriodSteps: 24, Period: 24 * time.Hour, Share: 1, Values: []float64{10}}},
+		Frequencies: []wire.Contribution{{ID: 7, PeriodSteps: 24, Period: 24 * time.Hour, Share: 1, Values: []float64{10}}},
 	}})
 	if err != nil {
 		panic(err)
@@ -80,13 +32,17 @@ func ExampleNewWriter() {
 }
 
 func ExampleNew() {
+	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: []string{"127.0.0.1:9092"}}) // the kafka.* keys
+	if err != nil {
+		panic(err)
+	}
+	defer kc.Close()
 	p, err := sink.New(sink.Config{
-		Brokers:          []string{"127.0.0.1:9092"},
 		ForecastTopic:    "forecasts",
 		AttributionTopic: "attributions",
-		Format:           sink.FormatJSON,
-		Attributions:     sink.AttributionsFull,
-	})
+		Format:           wire.FormatJSON,
+		Attributions:     wire.AttributionsFull,
+	}, kc)
 	if err != nil {
 		panic(err)
 	}

@@ -4,24 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
-)
 
-// The headers of every message the Kafka sink produces.
-const (
-	// HeaderForecastID is the forecast's deterministic id (AppendForecastID),
-	// the same on both topics.
-	HeaderForecastID = "forecast-id"
-	// HeaderModelVersion is the model version, in decimal.
-	HeaderModelVersion = "model-version"
-	// HeaderContentType is application/json or
-	// application/vnd.apache.arrow.stream.
-	HeaderContentType = "content-type"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+
+	"github.com/freqlens/freqlens/wire"
 )
 
 // Producer is the Kafka sink: one kafka-go Writer per output topic, keyed by
@@ -30,10 +22,8 @@ const (
 // acknowledged by all in-sync replicas. It is safe for concurrent use.
 type Producer struct {
 	cfg         Config
-	log         *slog.Logger
 	metrics     *metrics
 	fm, am      topicMetrics
-	transport   *kafka.Transport
 	forecasts   *kafka.Writer
 	attribution *kafka.Writer // nil when attributions are off
 	contentType []byte
@@ -52,14 +42,16 @@ type Producer struct {
 
 var _ Sink = (*Producer)(nil)
 
-// New returns a Kafka sink writing to cfg's topics. It checks cfg and fills
-// in its defaults but does not connect: the first Write does, and reports a
-// missing topic or an unreachable broker.
-func New(cfg Config, opts ...Option) (*Producer, error) {
-	cfg, codec, err := cfg.withDefaults()
-	if err != nil {
+// New returns a Kafka sink writing to cfg's topics through kc. It checks cfg
+// and fills in its defaults but does not connect: the first Write does, and
+// reports a missing topic or an unreachable broker. Close closes the
+// writers, not kc.
+func New(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Producer, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
+	codec := codecs[strings.ToLower(cfg.Compression)]
 	o := newOptions(opts)
 	m, err := newMetrics(o.reg)
 	if err != nil {
@@ -67,60 +59,36 @@ func New(cfg Config, opts ...Option) (*Producer, error) {
 	}
 	p := &Producer{
 		cfg:         cfg,
-		log:         o.log,
 		metrics:     m,
 		fm:          m.topic(cfg.ForecastTopic),
 		contentType: []byte(cfg.Format.ContentType()),
 		drained:     make(chan struct{}),
-		transport: &kafka.Transport{
-			ClientID: "freqlens-sink",
-			TLS:      cfg.TLS,
-			SASL:     cfg.SASL,
-		},
 	}
 	p.stopCtx, p.stop = context.WithCancel(context.Background())
-	p.forecasts = p.newWriter(cfg.ForecastTopic, codec)
+	p.forecasts = p.newWriter(kc, cfg.ForecastTopic, codec)
 	if cfg.AttributionTopic != "" {
 		p.am = m.topic(cfg.AttributionTopic)
-		p.attribution = p.newWriter(cfg.AttributionTopic, codec)
+		p.attribution = p.newWriter(kc, cfg.AttributionTopic, codec)
 	}
 	p.pool.New = func() any {
 		b := &kafkaBatch{}
-		if cfg.Format == FormatArrow {
-			b.arrow = NewArrowEncoder(nil)
+		if cfg.Format == wire.FormatArrow {
+			b.arrow = wire.NewArrowEncoder(nil)
 		}
 		return b
 	}
 	return p, nil
 }
 
-func (p *Producer) newWriter(topic string, codec kafka.Compression) *kafka.Writer {
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(p.cfg.Brokers...),
-		Topic:        topic,
-		Balancer:     &kafka.Hash{},
-		MaxAttempts:  p.cfg.MaxAttempts,
-		BatchSize:    p.cfg.BatchSize,
-		BatchBytes:   p.cfg.BatchBytes,
-		BatchTimeout: p.cfg.BatchTimeout,
-		WriteTimeout: p.cfg.WriteTimeout,
-		RequiredAcks: kafka.RequireAll,
-		Compression:  codec,
-		Transport:    p.transport,
-		ErrorLogger:  printfLogger(p.log, slog.LevelWarn, topic),
-	}
-	if p.log.Enabled(context.Background(), slog.LevelDebug) {
-		w.Logger = printfLogger(p.log, slog.LevelDebug, topic)
-	}
+func (p *Producer) newWriter(kc *kafkaconn.Client, topic string, codec kafka.Compression) *kafka.Writer {
+	w := kc.NewWriter(topic)
+	w.MaxAttempts = p.cfg.MaxAttempts
+	w.BatchSize = p.cfg.BatchSize
+	w.BatchBytes = p.cfg.BatchBytes
+	w.BatchTimeout = p.cfg.BatchTimeout
+	w.WriteTimeout = p.cfg.WriteTimeout
+	w.Compression = codec
 	return w
-}
-
-func printfLogger(l *slog.Logger, level slog.Level, topic string) kafka.LoggerFunc {
-	return func(format string, args ...any) {
-		if l.Enabled(context.Background(), level) {
-			l.Log(context.Background(), level, fmt.Sprintf(format, args...), "component", "sink", "topic", topic)
-		}
-	}
 }
 
 // Config returns the configuration in use, defaults filled in.
@@ -131,7 +99,7 @@ func (p *Producer) Config() Config { return p.cfg }
 // forecast that fails Validate fails the Write before anything is sent. After
 // an error some messages may have been delivered; the caller must treat the
 // whole batch as undelivered (at-least-once).
-func (p *Producer) Write(ctx context.Context, fs []Forecast) error {
+func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := p.enter(); err != nil {
 		return err
 	}
@@ -300,7 +268,6 @@ func (p *Producer) Close(ctx context.Context) error {
 		if p.attribution != nil {
 			p.attribution.Close()
 		}
-		p.transport.CloseIdleConnections()
 	}
 	if err != nil {
 		go closeWriters()
@@ -319,7 +286,7 @@ type kafkaBatch struct {
 	headers        []kafka.Header
 	fmsgs, amsgs   []kafka.Message
 	fbytes, abytes int
-	arrow          *ArrowEncoder
+	arrow          *wire.ArrowEncoder
 }
 
 // msgSpan locates one forecast's bytes in kafkaBatch.buf.
@@ -331,36 +298,25 @@ type msgSpan struct {
 // header bytes in a produce request (kafka-go's totalSize).
 const headerOverhead = 64
 
-func (b *kafkaBatch) encode(fs []Forecast, cfg *Config, attributions bool, contentType []byte) error {
+func (b *kafkaBatch) encode(fs []wire.Forecast, cfg *Config, attributions bool, contentType []byte) error {
 	b.buf = b.buf[:0]
 	b.spans = b.spans[:0]
 	b.fbytes, b.abytes = 0, 0
 	for i := range fs {
 		f := &fs[i]
-		err := f.checkForecast()
-		if err == nil && attributions {
-			err = f.checkAttribution(cfg.Attributions)
-		}
-		if err != nil {
-			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w: %w", len(fs), i, ErrInvalid, err)
-		}
-		if cfg.Format == FormatArrow {
-			if err := checkArrowFields(f.Fields); err != nil {
-				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w: %w", len(fs), i, ErrInvalid, err)
-			}
-		}
+		var err error
 		var s msgSpan
 		s.key[0] = len(b.buf)
 		b.buf = append(b.buf, f.Series...)
 		s.key[1] = len(b.buf)
-		b.buf = AppendForecastID(b.buf, f.Series, f.TS, f.ModelVersion)
+		b.buf = wire.AppendForecastID(b.buf, f.Series, f.TS, f.ModelVersion)
 		s.id = [2]int{s.key[1], len(b.buf)}
 		b.buf = strconv.AppendInt(b.buf, f.ModelVersion, 10)
 		s.version = [2]int{s.id[1], len(b.buf)}
-		if cfg.Format == FormatArrow {
+		if cfg.Format == wire.FormatArrow {
 			b.buf, err = b.arrow.AppendForecast(b.buf, f)
 		} else {
-			b.buf, err = AppendForecastJSON(b.buf, f)
+			b.buf, err = wire.AppendForecastJSON(b.buf, f)
 		}
 		if err != nil {
 			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
@@ -368,10 +324,10 @@ func (b *kafkaBatch) encode(fs []Forecast, cfg *Config, attributions bool, conte
 		s.forecast = [2]int{s.version[1], len(b.buf)}
 		s.attribution = [2]int{len(b.buf), len(b.buf)}
 		if attributions {
-			if cfg.Format == FormatArrow {
+			if cfg.Format == wire.FormatArrow {
 				b.buf, err = b.arrow.AppendAttribution(b.buf, f, cfg.Attributions)
 			} else {
-				b.buf, err = AppendAttributionJSON(b.buf, f, cfg.Attributions)
+				b.buf, err = wire.AppendAttributionJSON(b.buf, f, cfg.Attributions)
 			}
 			if err != nil {
 				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
@@ -392,10 +348,10 @@ func (b *kafkaBatch) encode(fs []Forecast, cfg *Config, attributions bool, conte
 	sub := func(r [2]int) []byte { return b.buf[r[0]:r[1]:r[1]] }
 	for i, s := range b.spans {
 		h := b.headers[3*i : 3*i+3 : 3*i+3]
-		h[0] = kafka.Header{Key: HeaderForecastID, Value: sub(s.id)}
-		h[1] = kafka.Header{Key: HeaderModelVersion, Value: sub(s.version)}
-		h[2] = kafka.Header{Key: HeaderContentType, Value: contentType}
-		hdrBytes := len(HeaderForecastID) + len(HeaderModelVersion) + len(HeaderContentType) +
+		h[0] = kafka.Header{Key: wire.HeaderForecastID, Value: sub(s.id)}
+		h[1] = kafka.Header{Key: wire.HeaderModelVersion, Value: sub(s.version)}
+		h[2] = kafka.Header{Key: wire.HeaderContentType, Value: contentType}
+		hdrBytes := len(wire.HeaderForecastID) + len(wire.HeaderModelVersion) + len(wire.HeaderContentType) +
 			(s.version[1] - s.id[0]) + len(contentType)
 		key := sub(s.key)
 		b.fmsgs[i] = kafka.Message{Key: key, Value: sub(s.forecast), Headers: h}

@@ -14,41 +14,43 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/sink/sinktest"
+	"github.com/freqlens/freqlens/wire"
+	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
 func TestNewValidates(t *testing.T) {
-	ok := sink.Config{Brokers: []string{"127.0.0.1:9092"}}
+	ok := sink.Config{}
 	for _, tc := range []struct {
 		name   string
 		modify func(*sink.Config)
 		want   string
 	}{
-		{"no brokers", func(c *sink.Config) { c.Brokers = nil }, "Config.Brokers is empty"},
-		{"broker without port", func(c *sink.Config) { c.Brokers = []string{"kafka"} }, `"kafka:9092"`},
-		{"same topics", func(c *sink.Config) { c.AttributionTopic = "forecasts" }, "topic of their own"},
-		{"bad format", func(c *sink.Config) { c.Format = "avro" }, `Config.Format = "avro"`},
-		{"bad attributions", func(c *sink.Config) { c.Attributions = "some" }, `Config.Attributions (output.attributions) = "some"`},
-		{"negative batch timeout", func(c *sink.Config) { c.BatchTimeout = -time.Second }, "Config.BatchTimeout = -1s"},
-		{"tiny batch bytes", func(c *sink.Config) { c.BatchBytes = 100 }, "Config.BatchBytes = 100"},
-		{"bad compression", func(c *sink.Config) { c.Compression = "brotli" }, `Config.Compression = "brotli"`},
+		{"same topics", func(c *sink.Config) { c.AttributionTopic = "forecasts" }, "topics.attributions = topics.forecasts"},
+		{"bad format", func(c *sink.Config) { c.Format = "avro" }, `output.format = "avro"`},
+		{"bad attributions", func(c *sink.Config) { c.Attributions = "some" }, `output.attributions = "some"`},
+		{"negative batch timeout", func(c *sink.Config) { c.BatchTimeout = -time.Second }, "output.batch_timeout = -1s"},
+		{"tiny batch bytes", func(c *sink.Config) { c.BatchBytes = 100 }, "output.batch_bytes = 100"},
+		{"negative max attempts", func(c *sink.Config) { c.MaxAttempts = -1 }, "output.max_attempts = -1"},
+		{"bad compression", func(c *sink.Config) { c.Compression = "brotli" }, `output.compression = "brotli"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
 			tc.modify(&cfg)
-			_, err := sink.New(cfg)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("New() = %v, want an error containing %q", err, tc.want)
+			_, err := sink.New(cfg, nil)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("New() = %v, want an error starting with %q", err, tc.want)
 			}
 		})
 	}
-	p, err := sink.New(ok)
+	p, err := sink.New(ok, kafkatest.Client(t, []string{"127.0.0.1:9092"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := p.Config()
-	if got.ForecastTopic != "forecasts" || got.Format != sink.FormatJSON || got.Attributions != sink.AttributionsFull ||
+	if got.ForecastTopic != "forecasts" || got.Format != wire.FormatJSON || got.Attributions != wire.AttributionsFull ||
 		got.BatchTimeout != 2*time.Millisecond || got.BatchSize != 1000 || got.BatchBytes != 1<<20 || got.MaxAttempts != 10 {
 		t.Errorf("defaults = %+v", got)
 	}
@@ -60,15 +62,15 @@ func TestNewValidates(t *testing.T) {
 // TestKafkaPartitionsBySeries checks that every message of a series lands in
 // one partition, with the same forecast-id on both topics.
 func TestKafkaPartitionsBySeries(t *testing.T) {
-	p, cfg, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"})
-	fs := randomForecasts(11, 60, []string{"value"}, 4, 2)
+	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	fs := wiretest.Forecasts(11, 60, []string{"value"}, 4, 2)
 	if err := p.Write(context.Background(), fs); err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]string{}
 	for _, topic := range []string{"forecasts", "attributions"} {
 		partition := map[string]int{}
-		msgs := sinktest.ReadTopic(t, cfg.Brokers, topic)
+		msgs := kafkatest.ReadAll(t, kc, topic)
 		if len(msgs) != len(fs) {
 			t.Fatalf("topic %s has %d messages, want %d", topic, len(msgs), len(fs))
 		}
@@ -78,7 +80,7 @@ func TestKafkaPartitionsBySeries(t *testing.T) {
 			}
 			partition[string(m.Key)] = m.Partition
 			for _, h := range m.Headers {
-				if h.Key == sink.HeaderForecastID {
+				if h.Key == wire.HeaderForecastID {
 					ids[topic+"/"+string(h.Value)] = string(m.Key)
 				}
 			}
@@ -88,7 +90,7 @@ func TestKafkaPartitionsBySeries(t *testing.T) {
 		}
 	}
 	for _, f := range fs {
-		id := sink.ForecastID(f.Series, f.TS, f.ModelVersion)
+		id := wire.ForecastID(f.Series, f.TS, f.ModelVersion)
 		if ids["forecasts/"+id] != f.Series || ids["attributions/"+id] != f.Series {
 			t.Errorf("forecast-id %s of %s@%s missing on a topic", id, f.Series, f.TS)
 		}
@@ -96,41 +98,41 @@ func TestKafkaPartitionsBySeries(t *testing.T) {
 }
 
 func TestKafkaAttributionModes(t *testing.T) {
-	fs := randomForecasts(12, 10, []string{"temp", "humidity"}, 8, 3)
+	fs := wiretest.Forecasts(12, 10, []string{"temp", "humidity"}, 8, 3)
 	for _, tc := range []struct {
 		name     string
 		cfg      sink.Config
-		want     func(sink.Forecast) sink.Forecast
+		want     func(wire.Forecast) wire.Forecast
 		attrMsgs int
 	}{
-		{"summary", sink.Config{AttributionTopic: "attributions", Attributions: sink.AttributionsSummary, Format: sink.FormatArrow},
-			func(f sink.Forecast) sink.Forecast {
-				s := attributionPart(f, sink.AttributionsSummary, true)
+		{"summary", sink.Config{AttributionTopic: "attributions", Attributions: wire.AttributionsSummary, Format: wire.FormatArrow},
+			func(f wire.Forecast) wire.Forecast {
+				s := wiretest.AttributionPart(f, wire.AttributionsSummary, true)
 				s.Values, s.Fields, s.Horizon = f.Values, f.Fields, f.Horizon
 				return s
 			}, len(fs)},
-		{"no attribution topic", sink.Config{}, forecastPart, 0},
-		{"off", sink.Config{AttributionTopic: "attributions", Attributions: sink.AttributionsOff}, forecastPart, 0},
+		{"no attribution topic", sink.Config{}, wiretest.ForecastPart, 0},
+		{"off", sink.Config{AttributionTopic: "attributions", Attributions: wire.AttributionsOff}, wiretest.ForecastPart, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, cfg, _ := newProducer(t, tc.cfg)
+			p, cfg, _, kc := newProducer(t, tc.cfg)
 			if err := p.Write(context.Background(), fs); err != nil {
 				t.Fatal(err)
 			}
-			got := sinktest.ReadKafka(t, cfg)
+			got := sinktest.ReadKafka(t, kc, cfg)
 			if len(got) != len(fs) {
 				t.Fatalf("delivered %d, want %d", len(got), len(fs))
 			}
-			bySeries := map[string]sink.Forecast{} // one forecast per series
+			bySeries := map[string]wire.Forecast{} // one forecast per series
 			for _, f := range got {
 				bySeries[f.Series] = f
 			}
 			for i, f := range fs {
-				if d := sinktest.Diff(bySeries[f.Series], tc.want(f)); d != "" {
+				if d := wiretest.Diff(bySeries[f.Series], tc.want(f)); d != "" {
 					t.Errorf("forecast %d: %s", i, d)
 				}
 			}
-			if n := len(sinktest.ReadTopic(t, cfg.Brokers, "attributions")); n != tc.attrMsgs {
+			if n := len(kafkatest.ReadAll(t, kc, "attributions")); n != tc.attrMsgs {
 				t.Errorf("attributions topic has %d messages, want %d", n, tc.attrMsgs)
 			}
 		})
@@ -156,9 +158,9 @@ func sleepProduce(t *testing.T, c *kfake.Cluster) (held <-chan struct{}, release
 }
 
 func TestKafkaCloseWaitsForWriteInFlight(t *testing.T) {
-	p, cfg, c := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	p, cfg, c, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
 	held, release := sleepProduce(t, c)
-	fs := randomForecasts(13, 20, []string{"value"}, 4, 2)
+	fs := wiretest.Forecasts(13, 20, []string{"value"}, 4, 2)
 	werr := make(chan error)
 	go func() { werr <- p.Write(context.Background(), fs) }()
 	<-held
@@ -180,16 +182,16 @@ func TestKafkaCloseWaitsForWriteInFlight(t *testing.T) {
 	if err := <-cerr; err != nil {
 		t.Errorf("Close = %v, want nil", err)
 	}
-	if got := sinktest.ReadKafka(t, cfg); len(got) != len(fs) {
+	if got := sinktest.ReadKafka(t, kc, cfg); len(got) != len(fs) {
 		t.Errorf("delivered %d, want %d", len(got), len(fs))
 	}
 }
 
 func TestKafkaCloseDeadlineCancelsWrite(t *testing.T) {
-	p, _, c := newProducer(t, sink.Config{})
+	p, _, c, _ := newProducer(t, sink.Config{})
 	held, _ := sleepProduce(t, c)
 	werr := make(chan error)
-	go func() { werr <- p.Write(context.Background(), randomForecasts(14, 5, []string{"value"}, 4, 2)) }()
+	go func() { werr <- p.Write(context.Background(), wiretest.Forecasts(14, 5, []string{"value"}, 4, 2)) }()
 	<-held
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -207,11 +209,11 @@ func TestKafkaCloseDeadlineCancelsWrite(t *testing.T) {
 }
 
 func TestKafkaWriteCancelled(t *testing.T) {
-	p, _, c := newProducer(t, sink.Config{})
+	p, _, c, _ := newProducer(t, sink.Config{})
 	held, _ := sleepProduce(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	werr := make(chan error)
-	go func() { werr <- p.Write(ctx, randomForecasts(15, 5, []string{"value"}, 4, 2)) }()
+	go func() { werr <- p.Write(ctx, wiretest.Forecasts(15, 5, []string{"value"}, 4, 2)) }()
 	<-held
 	cancel()
 	if err := <-werr; !errors.Is(err, context.Canceled) {
@@ -221,7 +223,7 @@ func TestKafkaWriteCancelled(t *testing.T) {
 
 func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, _, c := newProducer(t, sink.Config{AttributionTopic: "attributions", MaxAttempts: 1}, sink.WithRegisterer(reg))
+	p, _, c, _ := newProducer(t, sink.Config{AttributionTopic: "attributions", MaxAttempts: 1}, sink.WithRegisterer(reg))
 	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := kreq.(*kmsg.ProduceRequest)
@@ -242,7 +244,7 @@ func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 		}
 		return resp, nil, true
 	})
-	fs := randomForecasts(16, 12, []string{"value"}, 4, 2)
+	fs := wiretest.Forecasts(16, 12, []string{"value"}, 4, 2)
 	err := p.Write(context.Background(), fs)
 	if err == nil || !strings.Contains(err.Error(), "topic forecasts") {
 		t.Fatalf("Write = %v, want an error naming topic forecasts", err)
@@ -256,15 +258,15 @@ func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 }
 
 func TestKafkaMissingTopic(t *testing.T) {
-	_, brokers := newCluster(t, "forecasts")
-	p, err := sink.New(sink.Config{Brokers: brokers, ForecastTopic: "nope", MaxAttempts: 1})
+	_, kc := newCluster(t, "forecasts")
+	p, err := sink.New(sink.Config{ForecastTopic: "nope", MaxAttempts: 1}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = p.Write(ctx, randomForecasts(17, 1, []string{"value"}, 4, 2))
+	err = p.Write(ctx, wiretest.Forecasts(17, 1, []string{"value"}, 4, 2))
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("Write to a missing topic = %v, want an error naming it", err)
 	}
@@ -272,13 +274,13 @@ func TestKafkaMissingTopic(t *testing.T) {
 }
 
 func TestKafkaMessageTooLarge(t *testing.T) {
-	p, cfg, _ := newProducer(t, sink.Config{AttributionTopic: "attributions", BatchBytes: 8192})
-	fs := randomForecasts(18, 3, []string{"value"}, 96, 8)
+	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions", BatchBytes: 8192})
+	fs := wiretest.Forecasts(18, 3, []string{"value"}, 96, 8)
 	err := p.Write(context.Background(), fs)
 	if err == nil || !strings.Contains(err.Error(), "BatchBytes = 8192") || !strings.Contains(err.Error(), "summary") {
 		t.Errorf("Write of large attributions = %v, want an error naming BatchBytes and summary attributions", err)
 	}
-	if n := len(sinktest.ReadTopic(t, cfg.Brokers, "forecasts")); n != 0 {
+	if n := len(kafkatest.ReadAll(t, kc, "forecasts")); n != 0 {
 		t.Errorf("%d forecasts delivered, want 0", n)
 	}
 }
@@ -308,13 +310,13 @@ func metric(t *testing.T, reg *prometheus.Registry, name, topic string) float64 
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, _, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"}, sink.WithRegisterer(reg))
+	p, _, _, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"}, sink.WithRegisterer(reg))
 	// A second sink on the same registry shares the collectors.
 	w, err := sink.NewWriter(&lockedBuffer{}, sink.WriterConfig{}, sink.WithRegisterer(reg))
 	if err != nil {
 		t.Fatalf("NewWriter on a registry that has the sink metrics: %v", err)
 	}
-	fs := randomForecasts(19, 7, []string{"value"}, 4, 2)
+	fs := wiretest.Forecasts(19, 7, []string{"value"}, 4, 2)
 	for _, s := range []sink.Sink{p, w} {
 		if err := s.Write(context.Background(), fs); err != nil {
 			t.Fatal(err)

@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/freqlens/freqlens/wire"
 )
 
 // Memory is the memory sink: it keeps a copy of every forecast written, for
 // tests. It is safe for concurrent use.
 type Memory struct {
 	mu     sync.Mutex
-	fs     []Forecast
+	fs     []wire.Forecast
 	fail   error
 	closed bool
 }
@@ -22,7 +24,7 @@ func NewMemory() *Memory { return &Memory{} }
 
 // Write stores a deep copy of every forecast, or none of them when a forecast
 // fails Validate, ctx is done, or FailWith set an error.
-func (m *Memory) Write(ctx context.Context, fs []Forecast) error {
+func (m *Memory) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sink: write %d forecasts: %w", len(fs), err)
 	}
@@ -40,19 +42,19 @@ func (m *Memory) Write(ctx context.Context, fs []Forecast) error {
 		return m.fail
 	}
 	for i := range fs {
-		m.fs = append(m.fs, Clone(fs[i]))
+		m.fs = append(m.fs, wire.Clone(fs[i]))
 	}
 	return nil
 }
 
 // Forecasts returns deep copies of the forecasts written so far, in the
 // order they were written.
-func (m *Memory) Forecasts() []Forecast {
+func (m *Memory) Forecasts() []wire.Forecast {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]Forecast, len(m.fs))
+	out := make([]wire.Forecast, len(m.fs))
 	for i := range m.fs {
-		out[i] = Clone(m.fs[i])
+		out[i] = wire.Clone(m.fs[i])
 	}
 	return out
 }
@@ -79,33 +81,4 @@ func (m *Memory) Close(context.Context) error {
 	defer m.mu.Unlock()
 	m.closed = true
 	return nil
-}
-
-// Clone returns a deep copy of f: no slice of the copy shares storage with f.
-func Clone(f Forecast) Forecast {
-	n := len(f.Values) + len(f.Residual)
-	for k := range f.Frequencies {
-		n += len(f.Frequencies[k].Values)
-	}
-	store := make([]float64, 0, n)
-	take := func(v []float64) []float64 {
-		if v == nil {
-			return nil
-		}
-		start := len(store)
-		store = append(store, v...)
-		return store[start:len(store):len(store)]
-	}
-	c := f
-	c.Fields = append([]string(nil), f.Fields...)
-	c.Values = take(f.Values)
-	c.Residual = take(f.Residual)
-	if f.Frequencies != nil {
-		c.Frequencies = make([]Contribution, len(f.Frequencies))
-		for k, fr := range f.Frequencies {
-			fr.Values = take(fr.Values)
-			c.Frequencies[k] = fr
-		}
-	}
-	return c
 }

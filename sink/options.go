@@ -1,17 +1,12 @@
 package sink
 
-import (
-	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // Option sets a collaborator of a sink.
 type Option func(*options)
 
 type options struct {
 	reg prometheus.Registerer
-	log *slog.Logger
 }
 
 // WithRegisterer registers the sink's metrics with reg. Without it they are
@@ -21,12 +16,6 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(o *options) { o.reg = reg }
 }
 
-// WithLogger logs through l: kafka-go's errors at warning level and its
-// chatter at debug level. Without it nothing is logged.
-func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.log = l }
-}
-
 func newOptions(opts []Option) options {
 	var o options
 	for _, opt := range opts {
@@ -34,9 +23,6 @@ func newOptions(opts []Option) options {
 	}
 	if o.reg == nil {
 		o.reg = prometheus.NewRegistry()
-	}
-	if o.log == nil {
-		o.log = slog.New(slog.DiscardHandler)
 	}
 	return o
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/freqlens/freqlens/wire"
 )
 
 // WriterConfig configures the writer sink.
@@ -12,7 +14,7 @@ type WriterConfig struct {
 	// Attributions is full, summary or off.
 	//
 	// Default: full
-	Attributions AttributionMode
+	Attributions wire.AttributionMode
 	// Topic is the topic label of the sink's metrics.
 	//
 	// Default: stdout
@@ -20,15 +22,15 @@ type WriterConfig struct {
 }
 
 // Writer is the writer sink: it writes every forecast as a line of forecast
-// JSON (AppendForecastJSON), followed, unless attributions are off, by a line
-// of attribution JSON (AppendAttributionJSON; recognisable by its
+// JSON (wire.AppendForecastJSON), followed, unless attributions are off, by a line
+// of attribution JSON (wire.AppendAttributionJSON; recognisable by its
 // "frequencies" key), for debugging and the demo. A Write is one call of the
 // underlying io.Writer (and of its Flush method, if it has one): the
 // forecast is "acknowledged" when that returns. It is safe for concurrent
 // use; the lines of one Write are never interleaved with another's.
 type Writer struct {
 	w    io.Writer
-	mode AttributionMode
+	mode wire.AttributionMode
 	tm   topicMetrics
 	m    *metrics
 
@@ -45,12 +47,12 @@ func NewWriter(w io.Writer, cfg WriterConfig, opts ...Option) (*Writer, error) {
 		return nil, fmt.Errorf("sink: NewWriter needs an io.Writer, such as os.Stdout")
 	}
 	if cfg.Attributions == "" {
-		cfg.Attributions = AttributionsFull
+		cfg.Attributions = wire.AttributionsFull
 	}
 	if cfg.Topic == "" {
 		cfg.Topic = "stdout"
 	}
-	if err := cfg.Attributions.check("WriterConfig.Attributions"); err != nil {
+	if err := checkMode(cfg.Attributions, "WriterConfig.Attributions"); err != nil {
 		return nil, err
 	}
 	o := newOptions(opts)
@@ -63,7 +65,7 @@ func NewWriter(w io.Writer, cfg WriterConfig, opts ...Option) (*Writer, error) {
 
 // Write writes the lines of every forecast, or none of them when a forecast
 // fails Validate or ctx is done before the writer is free.
-func (w *Writer) Write(ctx context.Context, fs []Forecast) error {
+func (w *Writer) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sink: write %d forecasts: %w", len(fs), err)
 	}
@@ -87,12 +89,12 @@ func (w *Writer) Write(ctx context.Context, fs []Forecast) error {
 		if err = fs[i].Validate(); err != nil {
 			break
 		}
-		if buf, err = AppendForecastJSON(buf, &fs[i]); err != nil {
+		if buf, err = wire.AppendForecastJSON(buf, &fs[i]); err != nil {
 			break
 		}
 		buf = append(buf, '\n')
-		if w.mode != AttributionsOff {
-			if buf, err = AppendAttributionJSON(buf, &fs[i], w.mode); err != nil {
+		if w.mode != wire.AttributionsOff {
+			if buf, err = wire.AppendAttributionJSON(buf, &fs[i], w.mode); err != nil {
 				break
 			}
 			buf = append(buf, '\n')
@@ -114,7 +116,7 @@ func (w *Writer) Write(ctx context.Context, fs []Forecast) error {
 		}
 	}
 	lines := len(fs)
-	if w.mode != AttributionsOff {
+	if w.mode != wire.AttributionsOff {
 		lines *= 2
 	}
 	w.tm.forecasts.Add(float64(len(fs)))

@@ -5,23 +5,29 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/sink/sinktest"
+	"github.com/freqlens/freqlens/wire"
+	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
 func TestWriterModes(t *testing.T) {
-	f := exampleSingle()
+	f := wiretest.Example()
+	forecastLine, _ := wire.AppendForecastJSON(nil, &f)
+	line := func(mode wire.AttributionMode) []byte {
+		b, _ := wire.AppendAttributionJSON(nil, &f, mode)
+		return b
+	}
 	for _, tc := range []struct {
-		mode  sink.AttributionMode
-		lines []string
+		mode  wire.AttributionMode
+		lines [][]byte
 	}{
-		{sink.AttributionsFull, []string{"forecast_single.json", "attribution_single_full.json"}},
-		{sink.AttributionsSummary, []string{"forecast_single.json", "attribution_single_summary.json"}},
-		{sink.AttributionsOff, []string{"forecast_single.json"}},
+		{wire.AttributionsFull, [][]byte{forecastLine, line(wire.AttributionsFull)}},
+		{wire.AttributionsSummary, [][]byte{forecastLine, line(wire.AttributionsSummary)}},
+		{wire.AttributionsOff, [][]byte{forecastLine}},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			var buf bytes.Buffer
@@ -30,12 +36,12 @@ func TestWriterModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := w.Write(context.Background(), []sink.Forecast{f}); err != nil {
+			if err := w.Write(context.Background(), []wire.Forecast{f}); err != nil {
 				t.Fatal(err)
 			}
 			var want []byte
-			for _, name := range tc.lines {
-				want = append(want, readGolden(t, name)...)
+			for _, l := range tc.lines {
+				want = append(append(want, l...), '\n')
 			}
 			if got := buf.Bytes(); !bytes.Equal(got, want) {
 				t.Errorf("output:\n%s\nwant\n%s", got, want)
@@ -51,15 +57,6 @@ func TestWriterModes(t *testing.T) {
 	}
 }
 
-func readGolden(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
@@ -69,7 +66,7 @@ func TestWriterError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(context.Background(), []sink.Forecast{exampleSingle()}); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := w.Write(context.Background(), []wire.Forecast{wiretest.Example()}); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Errorf("Write = %v, want the writer's error", err)
 	}
 }
@@ -78,22 +75,22 @@ func TestMemoryFailWith(t *testing.T) {
 	m := sink.NewMemory()
 	boom := errors.New("boom")
 	m.FailWith(boom)
-	if err := m.Write(context.Background(), []sink.Forecast{exampleSingle()}); !errors.Is(err, boom) {
+	if err := m.Write(context.Background(), []wire.Forecast{wiretest.Example()}); !errors.Is(err, boom) {
 		t.Errorf("Write = %v, want boom", err)
 	}
 	m.FailWith(nil)
-	if err := m.Write(context.Background(), []sink.Forecast{exampleSingle()}); err != nil || m.Len() != 1 {
+	if err := m.Write(context.Background(), []wire.Forecast{wiretest.Example()}); err != nil || m.Len() != 1 {
 		t.Errorf("Write = %v, Len = %d; want nil, 1", err, m.Len())
 	}
 }
 
 func TestSinkFunc(t *testing.T) {
 	var n int
-	var s sink.Sink = sink.SinkFunc(func(_ context.Context, fs []sink.Forecast) error {
+	var s sink.Sink = sink.SinkFunc(func(_ context.Context, fs []wire.Forecast) error {
 		n += len(fs)
 		return nil
 	})
-	if err := s.Write(context.Background(), []sink.Forecast{exampleSingle(), exampleMulti()}); err != nil || n != 2 {
+	if err := s.Write(context.Background(), []wire.Forecast{wiretest.Example(), wiretest.ExampleMulti()}); err != nil || n != 2 {
 		t.Errorf("Write = %v, n = %d; want nil, 2", err, n)
 	}
 	if err := s.Close(context.Background()); err != nil {

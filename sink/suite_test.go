@@ -13,14 +13,17 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/sink/sinktest"
+	"github.com/freqlens/freqlens/wire"
 )
 
 func TestMemorySuite(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
 		m := sink.NewMemory()
-		return m, func(testing.TB) []sink.Forecast { return m.Forecasts() }
+		return m, func(testing.TB) []wire.Forecast { return m.Forecasts() }
 	})
 }
 
@@ -49,7 +52,7 @@ func TestWriterSuite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return w, func(tb testing.TB) []sink.Forecast {
+		return w, func(tb testing.TB) []wire.Forecast {
 			fs, err := sinktest.ReadLines(out.Bytes())
 			if err != nil {
 				tb.Fatal(err)
@@ -60,26 +63,22 @@ func TestWriterSuite(t *testing.T) {
 }
 
 // newCluster starts an in-process Kafka broker with the given topics of
-// three partitions each.
-func newCluster(t testing.TB, topics ...string) (*kfake.Cluster, []string) {
+// three partitions each and returns it with a client of it.
+func newCluster(t testing.TB, topics ...string) (*kfake.Cluster, *kafkaconn.Client) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c, c.ListenAddrs()
+	c := kafkatest.NewCluster(t, topics)
+	return c, kafkatest.Client(t, c.ListenAddrs())
 }
 
-// newProducer returns a Kafka sink on a fresh cluster with both topics.
-func newProducer(t testing.TB, cfg sink.Config, opts ...sink.Option) (*sink.Producer, sink.Config, *kfake.Cluster) {
+// newProducer returns a Kafka sink on a fresh cluster with both topics, and
+// a client of that cluster.
+func newProducer(t testing.TB, cfg sink.Config, opts ...sink.Option) (*sink.Producer, sink.Config, *kfake.Cluster, *kafkaconn.Client) {
 	t.Helper()
-	c, brokers := newCluster(t, "forecasts", "attributions")
-	cfg.Brokers = brokers
+	c, kc := newCluster(t, "forecasts", "attributions")
 	if cfg.ForecastTopic == "" {
 		cfg.ForecastTopic = "forecasts"
 	}
-	p, err := sink.New(cfg, opts...)
+	p, err := sink.New(cfg, kc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,15 +87,15 @@ func newProducer(t testing.TB, cfg sink.Config, opts ...sink.Option) (*sink.Prod
 		defer cancel()
 		p.Close(ctx)
 	})
-	return p, p.Config(), c
+	return p, p.Config(), c, kc
 }
 
 func TestKafkaSuite(t *testing.T) {
-	for _, format := range []sink.Format{sink.FormatJSON, sink.FormatArrow} {
+	for _, format := range []wire.Format{wire.FormatJSON, wire.FormatArrow} {
 		t.Run(string(format), func(t *testing.T) {
 			sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
-				p, cfg, _ := newProducer(t, sink.Config{AttributionTopic: "attributions", Format: format})
-				return p, func(tb testing.TB) []sink.Forecast { return sinktest.ReadKafka(tb, cfg) }
+				p, cfg, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions", Format: format})
+				return p, func(tb testing.TB) []wire.Forecast { return sinktest.ReadKafka(tb, kc, cfg) }
 			})
 		})
 	}
@@ -115,8 +114,9 @@ func TestKafkaSuiteRealBrokers(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
 		n++
 		prefix := fmt.Sprintf("freqlens-sinktest-%d-%d", time.Now().UnixNano(), n)
-		cfg := sink.Config{Brokers: brokers, ForecastTopic: prefix + "-forecasts", AttributionTopic: prefix + "-attributions"}
-		client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
+		cfg := sink.Config{ForecastTopic: prefix + "-forecasts", AttributionTopic: prefix + "-attributions"}
+		kc := kafkatest.Client(t, brokers)
+		client := kc.Admin(30 * time.Second)
 		resp, err := client.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
 			{Topic: cfg.ForecastTopic, NumPartitions: 3, ReplicationFactor: -1},
 			{Topic: cfg.AttributionTopic, NumPartitions: 3, ReplicationFactor: -1},
@@ -132,11 +132,11 @@ func TestKafkaSuiteRealBrokers(t *testing.T) {
 		t.Cleanup(func() {
 			client.DeleteTopics(context.Background(), &kafka.DeleteTopicsRequest{Topics: []string{cfg.ForecastTopic, cfg.AttributionTopic}})
 		})
-		p, err := sink.New(cfg)
+		p, err := sink.New(cfg, kc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { p.Close(context.Background()) })
-		return p, func(tb testing.TB) []sink.Forecast { return sinktest.ReadKafka(tb, cfg) }
+		return p, func(tb testing.TB) []wire.Forecast { return sinktest.ReadKafka(tb, kc, cfg) }
 	})
 }

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +12,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/freqlens/freqlens/internal/arrowipc"
 )
 
 // ArrowDecoder decodes one Arrow IPC stream per message: a schema and zero
@@ -30,21 +31,19 @@ import (
 // One bad row rejects the whole message with that row's reason. Bytes after
 // the end-of-stream marker are ReasonUnparsable.
 //
-// The IPC framing and metadata are checked before Arrow reads them, and
-// Arrow's reads of one message may allocate at most
-// maxArrowAlloc(len(value)) bytes (decompressed buffers included), so a
-// hostile message can neither claim gigabytes nor crash the process. The temporary buffers come from the Go allocator; only the
-// rows appended to the batch use the batch's allocator.
+// Messages are read with internal/arrowipc, the project's hardened IPC
+// reader: the framing and metadata are checked before Arrow reads them, and
+// reading one message may allocate at most arrowipc.MaxAlloc(len(value))
+// bytes (decompressed buffers included), so a hostile message can neither
+// claim gigabytes nor crash the process. The temporary buffers come from the
+// default allocator; only the rows appended to the batch use the batch's
+// allocator.
 type ArrowDecoder struct {
 	f    fields
 	recs []arrow.Record
 	cols arrowColumns
 	vals []float64
 }
-
-// maxArrowAlloc bounds what reading one Arrow message of n bytes may
-// allocate.
-func maxArrowAlloc(n int) int { return 16<<20 + 64*n }
 
 // NewArrowDecoder returns an Arrow IPC decoder for cfg (see NewDecoder);
 // cfg.Format is ignored.
@@ -86,41 +85,30 @@ func (d *ArrowDecoder) Decode(rb *array.RecordBuilder, key, value []byte, ingest
 	return nil
 }
 
-// read reads and validates the records of one message into d.recs.
-func (d *ArrowDecoder) read(key, value []byte, now int64) (perr *DecodeError) {
-	if perr := checkIPCFraming(value); perr != nil {
-		return perr
-	}
-	defer func() {
-		// Arrow recovers its own panics on most paths; this is the net for
-		// the rest (for example string offsets out of range).
-		if r := recover(); r != nil {
-			perr = poison(ReasonUnparsable, "invalid Arrow IPC stream: %v", r)
+// read reads and validates the records of one message into d.recs, through
+// the project's hardened IPC reader.
+func (d *ArrowDecoder) read(key, value []byte, now int64) *DecodeError {
+	err := arrowipc.Read(value, nil, func(s *arrow.Schema) error {
+		if perr := d.resolve(s); perr != nil {
+			return perr
 		}
-	}()
-	mem := &budgetAllocator{mem: memory.DefaultAllocator, left: maxArrowAlloc(len(value))}
-	rdr, err := ipc.NewReader(bytes.NewReader(value), ipc.WithAllocator(mem))
-	if err != nil {
-		return poison(ReasonUnparsable, "invalid Arrow IPC stream: %v", err)
-	}
-	defer rdr.Release()
-	if perr := d.resolve(rdr.Schema()); perr != nil {
-		return perr
-	}
-	for rdr.Next() {
-		rec := rdr.Record()
-		rec.Retain()
-		d.recs = append(d.recs, rec)
-	}
-	if err := rdr.Err(); err != nil {
-		return poison(ReasonUnparsable, "invalid Arrow IPC stream: %v", err)
-	}
-	for _, rec := range d.recs {
+		return nil
+	}, func(rec arrow.Record) error {
 		if perr := d.validate(rec, key, now); perr != nil {
 			return perr
 		}
+		rec.Retain()
+		d.recs = append(d.recs, rec)
+		return nil
+	})
+	if err == nil {
+		return nil
 	}
-	return nil
+	var perr *DecodeError
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return poison(ReasonUnparsable, "%v", err)
 }
 
 // resolve finds the reading columns in schema.
@@ -280,120 +268,6 @@ func (d *ArrowDecoder) appendRows(rb *array.RecordBuilder, rec arrow.Record, key
 		appendRow(rb, s, ts, ingest, d.vals)
 	}
 }
-
-// checkIPCFraming walks the messages of an IPC stream (continuation
-// marker, metadata length, metadata, body) and checks that every length
-// fits in b, that the metadata is safe for Arrow to read (see
-// verifyIPCMetadata) and that nothing follows the end-of-stream marker.
-func checkIPCFraming(b []byte) *DecodeError {
-	if len(b) == 0 {
-		return poison(ReasonUnparsable, "empty message, want an Arrow IPC stream")
-	}
-	p := 0
-	for p < len(b) {
-		if len(b)-p < 4 {
-			return poison(ReasonUnparsable, "Arrow IPC stream truncated at byte %d", p)
-		}
-		cid := binary.LittleEndian.Uint32(b[p:])
-		p += 4
-		var n int
-		switch cid {
-		case 0:
-			return trailing(b, p)
-		case 0xFFFFFFFF:
-			if len(b)-p < 4 {
-				return poison(ReasonUnparsable, "Arrow IPC stream truncated at byte %d", p)
-			}
-			n = int(int32(binary.LittleEndian.Uint32(b[p:])))
-			p += 4
-			if n == 0 {
-				return trailing(b, p)
-			}
-		default:
-			n = int(int32(cid)) // pre-0.15 framing without the marker
-		}
-		if n < 0 || n > len(b)-p {
-			return poison(ReasonUnparsable, "Arrow IPC message metadata at byte %d claims %d bytes, %d remain", p, n, len(b)-p)
-		}
-		body, ok := messageBodyLength(b[p : p+n])
-		if !ok || !verifyIPCMetadata(b[p:p+n]) {
-			return poison(ReasonUnparsable, "Arrow IPC message metadata at byte %d is corrupt", p)
-		}
-		p += n
-		if body < 0 || body > int64(len(b)-p) {
-			return poison(ReasonUnparsable, "Arrow IPC message body at byte %d claims %d bytes, %d remain", p, body, len(b)-p)
-		}
-		p += int(body)
-	}
-	return nil
-}
-
-func trailing(b []byte, p int) *DecodeError {
-	if p != len(b) {
-		return poison(ReasonUnparsable, "%d bytes after the end of the Arrow IPC stream", len(b)-p)
-	}
-	return nil
-}
-
-// messageBodyLength reads Message.bodyLength (field 3, vtable slot 10) of
-// an IPC message's flatbuffer without trusting any offset.
-func messageBodyLength(m []byte) (int64, bool) {
-	if len(m) < 4 {
-		return 0, false
-	}
-	table := int64(binary.LittleEndian.Uint32(m))
-	if table+4 > int64(len(m)) {
-		return 0, false
-	}
-	vtable := table - int64(int32(binary.LittleEndian.Uint32(m[table:])))
-	if vtable < 0 || vtable+4 > int64(len(m)) {
-		return 0, false
-	}
-	vlen := int64(binary.LittleEndian.Uint16(m[vtable:]))
-	if vlen < 4 || vtable+vlen > int64(len(m)) {
-		return 0, false
-	}
-	if vlen < 12 {
-		return 0, true
-	}
-	off := int64(binary.LittleEndian.Uint16(m[vtable+10:]))
-	if off == 0 {
-		return 0, true
-	}
-	if table+off+8 > int64(len(m)) {
-		return 0, false
-	}
-	return int64(binary.LittleEndian.Uint64(m[table+off:])), true
-}
-
-// errAllocBudget is the panic of a budgetAllocator over its budget.
-var errAllocBudget = errors.New("stream: an Arrow message needs more memory than its size allows")
-
-// budgetAllocator fails (by panicking, which Arrow's reader recovers)
-// once more than left bytes have been asked for.
-type budgetAllocator struct {
-	mem  memory.Allocator
-	left int
-}
-
-func (a *budgetAllocator) Allocate(n int) []byte {
-	if n < 0 || n > a.left {
-		panic(errAllocBudget)
-	}
-	a.left -= n
-	return a.mem.Allocate(n)
-}
-
-func (a *budgetAllocator) Reallocate(n int, b []byte) []byte {
-	if grow := n - len(b); n < 0 || grow > a.left {
-		panic(errAllocBudget)
-	} else if grow > 0 {
-		a.left -= grow
-	}
-	return a.mem.Reallocate(n, b)
-}
-
-func (a *budgetAllocator) Free(b []byte) { a.mem.Free(b) }
 
 // AppendArrow appends rs as one Arrow IPC stream, the value of one message,
 // to dst and returns the extended slice; a nil dst allocates. The stream

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 )
 
 // BenchmarkDecode measures each decoder as the Consumer uses it: messages
@@ -47,7 +49,7 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			rb := array.NewRecordBuilder(memory.DefaultAllocator, Schema(tc.cfg.ValueFields...))
 			defer rb.Release()
-			rb.Reserve(DefaultBatchRows)
+			rb.Reserve(DefaultConfig().BatchRows)
 			rows := 0
 			now := time.Now()
 			b.SetBytes(int64(bytes / len(msgs)))
@@ -58,9 +60,9 @@ func BenchmarkDecode(b *testing.B) {
 					b.Fatal(err)
 				}
 				i++
-				if rows += tc.perMsg; rows >= DefaultBatchRows {
+				if rows += tc.perMsg; rows >= DefaultConfig().BatchRows {
 					rb.NewRecord().Release()
-					rb.Reserve(DefaultBatchRows)
+					rb.Reserve(DefaultConfig().BatchRows)
 					rows = 0
 				}
 			}
@@ -78,8 +80,10 @@ func BenchmarkConsumer(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer br.Close()
-	cfg := Config{Brokers: br.Addrs(), Group: "bench", Topic: "in", DropPoison: true}
-	w := &kafka.Writer{Addr: kafka.TCP(br.Addrs()...), Topic: "in", Balancer: &kafka.Hash{}, BatchSize: 1000, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	cfg := Config{Group: "bench", Topic: "in", DropPoison: true}
+	kc := kafkatest.Client(b, br.Addrs())
+	w := kc.NewWriter("in")
+	w.BatchSize, w.BatchTimeout = 1000, time.Millisecond
 	rs := readingsFor(b.N, 1000, 1)
 	msgs := make([]kafka.Message, len(rs))
 	for i, r := range rs {
@@ -94,7 +98,7 @@ func BenchmarkConsumer(b *testing.B) {
 	}
 	w.Close()
 
-	c, err := NewConsumer(cfg)
+	c, err := NewConsumer(cfg, kc)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 )
 
 // Broker is an in-process, single-node, Kafka-protocol broker
@@ -74,8 +76,12 @@ func (b *Broker) CreateTopics(topics map[string]int) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(b.addrs...), Timeout: 10 * time.Second}
-	resp, err := client.CreateTopics(ctx, req)
+	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: b.addrs})
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
+	resp, err := kc.Admin(10*time.Second).CreateTopics(ctx, req)
 	if err != nil {
 		return fmt.Errorf("stream: create topics on the embedded broker: %w", err)
 	}

@@ -2,14 +2,6 @@ package stream
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 )
 
 func TestStartBroker(t *testing.T) {
@@ -32,18 +27,14 @@ func TestStartBroker(t *testing.T) {
 	if err := b.CreateTopics(map[string]int{"b": 2, "a": 3}); err != nil {
 		t.Fatalf("CreateTopics with a new and an existing topic: %v", err)
 	}
-	conn, err := kafka.Dial("tcp", addrs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	parts, err := conn.ReadPartitions("a", "b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kc := kafkatest.Client(t, addrs)
 	count := map[string]int{}
-	for _, p := range parts {
-		count[p.Topic]++
+	for _, topic := range []string{"a", "b"} {
+		parts, err := kc.Partitions(context.Background(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count[topic] = len(parts)
 	}
 	if count["a"] != 3 || count["b"] != 2 {
 		t.Errorf("partitions = %v, want a:3 b:2", count)
@@ -81,87 +72,32 @@ func TestStartBrokerRejects(t *testing.T) {
 	}
 }
 
-// selfSigned returns a server and a client TLS config for 127.0.0.1.
-func selfSigned(t *testing.T) (server, client *tls.Config) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// TestConsumerOverSASLAndTLS runs the consumer and its dead-letter writer
+// against a kfake cluster that requires SCRAM over TLS, through a client
+// configured like the service's kafka.* keys (the mechanisms one by one are
+// internal/kafkaconn's tests).
+func TestConsumerOverSASLAndTLS(t *testing.T) {
+	serverTLS, caFile := kafkatest.SelfSigned(t)
+	cluster := kafkatest.NewCluster(t, []string{"in", "dlq"}, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "u", "p"), kfake.TLS(serverTLS))
+	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: cluster.ListenAddrs(), TLSCAFile: caFile,
+		SASL: kafkaconn.SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "kfake"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	defer kc.Close()
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: time.Millisecond}
+	kafkatest.Produce(t, kc, "in",
+		kafka.Message{Key: []byte("a"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)},
+		kafka.Message{Key: []byte("b"), Value: []byte("poison")})
+	r := start(t, kc, cfg)
+	rows, _ := r.collect(t, 2)
+	if len(rows) != 1 {
+		t.Errorf("%d rows, want 1", len(rows))
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
+	if got := testutil.ToFloat64(r.c.m.deadLetters); got != 1 {
+		t.Errorf("dead letters = %v, want 1", got)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
-		&tls.Config{RootCAs: pool}
-}
-
-// TestConsumerTLSAndSASL runs the consumer and its dead-letter writer
-// against a kfake cluster that requires TLS and/or SASL.
-func TestConsumerTLSAndSASL(t *testing.T) {
-	serverTLS, clientTLS := selfSigned(t)
-	for _, tc := range []struct {
-		name string
-		tls  bool
-		sasl SASL
-		kfm  string // kfake's name of the mechanism
-	}{
-		{name: "plain", sasl: SASL{Mechanism: "plain", Username: "u", Password: "p"}, kfm: "PLAIN"},
-		{name: "scram-sha-256", sasl: SASL{Mechanism: "scram-sha-256", Username: "u", Password: "p"}, kfm: "SCRAM-SHA-256"},
-		{name: "scram-sha-512 over TLS", tls: true, sasl: SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}, kfm: "SCRAM-SHA-512"},
-		{name: "TLS", tls: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "dlq")}
-			if tc.sasl.Mechanism != "" {
-				opts = append(opts, kfake.EnableSASL(), kfake.Superuser(tc.kfm, tc.sasl.Username, tc.sasl.Password))
-			}
-			cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", SASL: tc.sasl, BatchLatency: time.Millisecond}
-			if tc.tls {
-				opts = append(opts, kfake.TLS(serverTLS))
-				cfg.TLS = clientTLS
-			}
-			c, err := kfake.NewCluster(opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			cfg.Brokers = c.ListenAddrs()
-
-			w := &kafka.Writer{Addr: kafka.TCP(cfg.Brokers...), Topic: "in", BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll,
-				Transport: &kafka.Transport{TLS: cfg.TLS, SASL: cfg.SASL.mechanism()}}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			err = w.WriteMessages(ctx,
-				kafka.Message{Key: []byte("a"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)},
-				kafka.Message{Key: []byte("b"), Value: []byte("poison")})
-			w.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := start(t, cfg)
-			rows, _ := r.collect(t, 2)
-			if len(rows) != 1 {
-				t.Errorf("%d rows, want 1", len(rows))
-			}
-			if got := testutil.ToFloat64(r.c.m.deadLetters); got != 1 {
-				t.Errorf("dead letters = %v, want 1", got)
-			}
-		})
+	if n := len(dlqMessages(t, kc, "dlq", 1)); n != 1 {
+		t.Errorf("%d messages on the dead-letter topic, want 1", n)
 	}
 }

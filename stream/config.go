@@ -1,13 +1,14 @@
 package stream
 
 import (
-	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/internal/defaults"
 )
 
 // Format names how readings are encoded in Kafka message values.
@@ -27,196 +28,184 @@ const (
 	FormatArrow Format = "arrow"
 )
 
-// Config configures a Consumer and the decoders. The zero value of every
-// field that is not marked Required means its default.
+// Config configures a Consumer and the decoders. A zero field means its
+// default (DefaultConfig) unless its comment says otherwise; each field
+// names its YAML key, which Validate's errors name too. The brokers, TLS and
+// SASL are the kafkaconn.Client's.
 type Config struct {
-	// Brokers is the seed list of Kafka brokers, "host:port" each. Required.
-	Brokers []string
 	// Group is the consumer group id; the group's committed offsets say
-	// where a restarted consumer resumes. Required.
+	// where a restarted consumer resumes (kafka.group).
+	//
+	// Default: freqlens
 	Group string
-	// Topic is the input topic of readings. Required.
+	// Topic is the input topic of readings (topics.input).
+	//
+	// Default: readings
 	Topic string
 	// DeadLetterTopic receives poison messages: the original key and value
-	// with headers saying why (see Consumer). Required unless DropPoison is
-	// set.
+	// with headers saying why (see Consumer) (topics.dead_letter). Required
+	// (the default names one) unless DropPoison is set.
+	//
+	// Default: readings.dlq
 	DeadLetterTopic string
 	// DropPoison counts and logs poison messages but does not write them
-	// anywhere. Default: false (poison goes to DeadLetterTopic).
+	// anywhere (input.drop_poison).
+	//
+	// Default: false (poison goes to DeadLetterTopic)
 	DropPoison bool
 
-	// Format is how message values are encoded.
+	// Format is how message values are encoded (input.format).
 	//
 	// Default: FormatJSON
 	Format Format
 	// SeriesField names the series id: a JSON field, a CSV column or an
-	// Arrow column. When a message lacks it (the field is absent or null,
-	// or CSVColumns does not name it) the message key is the series id.
+	// Arrow column (input.series_field). When a message lacks it (the field
+	// is absent or null, or CSVColumns does not name it) the message key is
+	// the series id.
 	//
 	// Default: "series"
 	SeriesField string
-	// TimeField names the event time of a reading: RFC 3339 (for example
-	// "2026-01-05T08:00:00Z" or "2026-01-05T09:00:00.250+01:00") or epoch
-	// milliseconds (a JSON number or a numeric string; in Arrow an int64
-	// column, or a timestamp column of any unit). Times are kept to the
-	// millisecond, rounding down.
+	// TimeField names the event time of a reading (input.time_field): RFC
+	// 3339 (for example "2026-01-05T08:00:00Z" or
+	// "2026-01-05T09:00:00.250+01:00") or epoch milliseconds (a JSON number
+	// or a numeric string; in Arrow an int64 column, or a timestamp column of
+	// any unit). Times are kept to the millisecond, rounding down.
 	//
 	// Default: "ts"
 	TimeField string
-	// ValueFields names the values of a reading, in channel order; several
-	// make a multichannel reading. They become the float64 columns 3… of a
-	// batch, with these names.
+	// ValueFields names the values of a reading, in channel order
+	// (input.value_fields); several make a multichannel reading. They become
+	// the float64 columns 3… of a batch, with these names.
 	//
 	// Default: ["value"]
 	ValueFields []string
-	// CSVColumns names the columns of a CSV message in order. Columns whose
-	// name is neither SeriesField, TimeField nor a value field (for example
-	// "" or "-") are ignored. TimeField and every value field must appear;
-	// SeriesField may be left out, and then the key is the series id.
+	// CSVColumns names the columns of a CSV message in order
+	// (input.csv_columns). Columns whose name is neither SeriesField,
+	// TimeField nor a value field (for example "" or "-") are ignored.
+	// TimeField and every value field must appear; SeriesField may be left
+	// out, and then the key is the series id.
 	//
 	// Default: SeriesField, TimeField, ValueFields...
 	CSVColumns []string
 	// MaxFuture bounds clock skew: a reading whose time is later than now +
-	// MaxFuture is poison (reason "future_timestamp").
+	// MaxFuture is poison (reason "future_timestamp") (input.max_future).
 	//
 	// Default: 1h
 	MaxFuture time.Duration
 
 	// BatchRows flushes a batch once it holds this many rows (or this many
-	// messages, poison included). An Arrow message is never split, so a
-	// batch may hold more.
+	// messages, poison included) (input.batch_rows). An Arrow message is
+	// never split, so a batch may hold more.
 	//
 	// Default: 4096
 	BatchRows int
 	// BatchLatency flushes a batch this long after its first message
-	// arrived, however few rows it holds.
+	// arrived, however few rows it holds (input.batch_latency).
 	//
 	// Default: 10ms
 	BatchLatency time.Duration
 
 	// MaxWait bounds how long the broker holds a fetch open waiting for
-	// MinBytes when the topic is idle. It does not delay messages that are
-	// already there.
+	// MinBytes when the topic is idle (input.fetch_max_wait). It does not
+	// delay messages that are already there.
 	//
 	// Default: 250ms
 	MaxWait time.Duration
 	// MinBytes is the least data the broker gathers before it answers a
-	// fetch (kafka-go ReaderConfig.MinBytes); 1 answers at once.
+	// fetch (kafka-go ReaderConfig.MinBytes) (input.fetch_min_bytes); 1
+	// answers at once.
 	//
 	// Default: 1
 	MinBytes int
-	// MaxBytes bounds one fetch response (kafka-go ReaderConfig.MaxBytes).
-	// It must exceed the largest message.
+	// MaxBytes bounds one fetch response (kafka-go ReaderConfig.MaxBytes)
+	// (input.fetch_max_bytes). It must exceed the largest message.
 	//
 	// Default: 10 MiB
 	MaxBytes int
-	// StartOffset says where a group without committed offsets starts:
-	// "first" (the oldest retained message) or "last" (only new messages).
+	// StartOffset says where a group without committed offsets starts
+	// (input.start_offset): "first" (the oldest retained message) or "last"
+	// (only new messages).
 	//
 	// Default: "first"
 	StartOffset string
-
-	// TLS enables TLS to the brokers. Default: nil (plaintext).
-	TLS *tls.Config
-	// SASL authenticates to the brokers. Default: none.
-	SASL SASL
 }
 
-// SASL holds SASL credentials for the brokers. The zero value disables SASL.
-type SASL struct {
-	// Mechanism is "plain", "scram-sha-256" or "scram-sha-512".
-	Mechanism string
-	// Username and Password are the credentials. Required with a Mechanism.
-	Username string
-	Password string
-}
-
-// Defaults of Config.
+// The default field names, shared without copying by the encoders.
 const (
-	DefaultSeriesField  = "series"
-	DefaultTimeField    = "ts"
-	DefaultValueField   = "value"
-	DefaultMaxFuture    = time.Hour
-	DefaultBatchRows    = 4096
-	DefaultBatchLatency = 10 * time.Millisecond
-	DefaultMaxWait      = 250 * time.Millisecond
-	DefaultMinBytes     = 1
-	DefaultMaxBytes     = 10 << 20
+	defaultSeriesField = "series"
+	defaultTimeField   = "ts"
 )
 
-var defaultValueFields = []string{DefaultValueField}
+var defaultValueFields = []string{"value"}
+
+// DefaultConfig returns the default of every field. CSVColumns stays empty:
+// its default follows the other fields.
+func DefaultConfig() Config {
+	return Config{
+		Group:           "freqlens",
+		Topic:           "readings",
+		DeadLetterTopic: "readings.dlq",
+		Format:          FormatJSON,
+		SeriesField:     defaultSeriesField,
+		TimeField:       defaultTimeField,
+		ValueFields:     append([]string(nil), defaultValueFields...),
+		MaxFuture:       time.Hour,
+		BatchRows:       4096,
+		BatchLatency:    10 * time.Millisecond,
+		MaxWait:         250 * time.Millisecond,
+		MinBytes:        1,
+		MaxBytes:        10 << 20,
+		StartOffset:     "first",
+	}
+}
 
 // withDefaults returns cfg with every zero field set to its default. It
 // does not modify the caller's slices.
 func (cfg Config) withDefaults() Config {
-	if cfg.Format == "" {
-		cfg.Format = FormatJSON
+	dropped := cfg.DropPoison && cfg.DeadLetterTopic == ""
+	values := len(cfg.ValueFields) == 0
+	defaults.Fill(&cfg, DefaultConfig())
+	if dropped {
+		cfg.DeadLetterTopic = "" // DropPoison needs no topic
 	}
-	if cfg.SeriesField == "" {
-		cfg.SeriesField = DefaultSeriesField
-	}
-	if cfg.TimeField == "" {
-		cfg.TimeField = DefaultTimeField
-	}
-	if len(cfg.ValueFields) == 0 {
-		cfg.ValueFields = defaultValueFields
+	if values {
+		cfg.ValueFields = defaultValueFields // shared, not copied: nobody writes to it
 	}
 	if len(cfg.CSVColumns) == 0 {
 		cols := make([]string, 0, 2+len(cfg.ValueFields))
 		cols = append(cols, cfg.SeriesField, cfg.TimeField)
 		cfg.CSVColumns = append(cols, cfg.ValueFields...)
 	}
-	if cfg.MaxFuture == 0 {
-		cfg.MaxFuture = DefaultMaxFuture
-	}
-	if cfg.BatchRows == 0 {
-		cfg.BatchRows = DefaultBatchRows
-	}
-	if cfg.BatchLatency == 0 {
-		cfg.BatchLatency = DefaultBatchLatency
-	}
-	if cfg.MaxWait == 0 {
-		cfg.MaxWait = DefaultMaxWait
-	}
-	if cfg.MinBytes == 0 {
-		cfg.MinBytes = DefaultMinBytes
-	}
-	if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = DefaultMaxBytes
-	}
-	if cfg.StartOffset == "" {
-		cfg.StartOffset = "first"
-	}
 	return cfg
 }
 
 // validateDecode reports the first decoding setting that cannot work,
-// saying what to change. cfg has its defaults.
+// naming its YAML key and saying what to change. cfg has its defaults.
 func (cfg Config) validateDecode() error {
 	switch cfg.Format {
 	case FormatJSON, FormatCSV, FormatArrow:
 	default:
-		return fmt.Errorf("stream: Format = %q is not supported; use %q, %q or %q",
+		return fmt.Errorf("input.format = %q is not supported; use %q, %q or %q",
 			cfg.Format, FormatJSON, FormatCSV, FormatArrow)
 	}
 	if cfg.SeriesField == cfg.TimeField {
-		return fmt.Errorf("stream: SeriesField and TimeField are both %q; give the series id and the time their own fields",
+		return fmt.Errorf("input.series_field and input.time_field are both %q; give the series id and the time their own fields",
 			cfg.SeriesField)
 	}
 	seen := make(map[string]int, len(cfg.ValueFields))
 	for i, f := range cfg.ValueFields {
 		switch f {
 		case "":
-			return fmt.Errorf("stream: ValueFields[%d] is empty; name the field that holds the value", i)
+			return fmt.Errorf("input.value_fields[%d] is empty; name the field that holds the value", i)
 		case cfg.SeriesField, cfg.TimeField:
-			return fmt.Errorf("stream: ValueFields[%d] = %q is also the series or time field; a field is one of series, time or value",
+			return fmt.Errorf("input.value_fields[%d] = %q is also the series or time field; a field is one of series, time or value",
 				i, f)
 		case fixedColumns[SeriesColumn], fixedColumns[TimeColumn], fixedColumns[IngestColumn]:
-			return fmt.Errorf("stream: ValueFields[%d] = %q collides with the batch column %q that every batch has; rename the value field",
+			return fmt.Errorf("input.value_fields[%d] = %q collides with the batch column %q that every batch has; rename the value field",
 				i, f, f)
 		}
 		if j, dup := seen[f]; dup {
-			return fmt.Errorf("stream: ValueFields[%d] and ValueFields[%d] are both %q; list each value field once", j, i, f)
+			return fmt.Errorf("input.value_fields[%d] and input.value_fields[%d] are both %q; list each value field once", j, i, f)
 		}
 		seen[f] = i
 	}
@@ -227,21 +216,21 @@ func (cfg Config) validateDecode() error {
 				continue
 			}
 			if j, dup := cols[c]; dup {
-				return fmt.Errorf("stream: CSVColumns[%d] and CSVColumns[%d] are both %q; name each column once", j, i, c)
+				return fmt.Errorf("input.csv_columns[%d] and input.csv_columns[%d] are both %q; name each column once", j, i, c)
 			}
 			cols[c] = i
 		}
 		if _, ok := cols[cfg.TimeField]; !ok {
-			return fmt.Errorf("stream: CSVColumns %q has no time column %q; add it at its position", cfg.CSVColumns, cfg.TimeField)
+			return fmt.Errorf("input.csv_columns %q has no time column %q; add it at its position", cfg.CSVColumns, cfg.TimeField)
 		}
 		for _, f := range cfg.ValueFields {
 			if _, ok := cols[f]; !ok {
-				return fmt.Errorf("stream: CSVColumns %q has no value column %q; add it at its position", cfg.CSVColumns, f)
+				return fmt.Errorf("input.csv_columns %q has no value column %q; add it at its position", cfg.CSVColumns, f)
 			}
 		}
 	}
 	if cfg.MaxFuture < 0 {
-		return fmt.Errorf("stream: MaxFuture = %v is negative; use a positive allowance for clock skew (default 1h)", cfg.MaxFuture)
+		return fmt.Errorf("input.max_future = %v is negative; use a positive allowance for clock skew (default 1h)", cfg.MaxFuture)
 	}
 	return nil
 }
@@ -259,66 +248,35 @@ func (cfg Config) isReadingField(name string) bool {
 	return false
 }
 
-// validate reports the first setting of a Consumer that cannot work,
-// saying what to change. cfg has its defaults.
-func (cfg Config) validate() error {
-	if len(cfg.Brokers) == 0 {
-		return fmt.Errorf(`stream: Brokers is empty; list at least one "host:port"`)
-	}
-	for i, b := range cfg.Brokers {
-		if b == "" {
-			return fmt.Errorf(`stream: Brokers[%d] is empty; give a "host:port"`, i)
-		}
-	}
-	if cfg.Group == "" {
-		return fmt.Errorf("stream: Group is empty; name the consumer group (its committed offsets are where a restart resumes)")
-	}
-	if cfg.Topic == "" {
-		return fmt.Errorf("stream: Topic is empty; name the input topic of readings")
-	}
-	if cfg.DeadLetterTopic == "" && !cfg.DropPoison {
-		return fmt.Errorf("stream: DeadLetterTopic is empty; name a topic for poison messages, or set DropPoison to discard them")
-	}
+// Validate reports the first setting of a Consumer that cannot work, with
+// zero fields taken as their defaults, naming its YAML key and saying what
+// to change.
+func (cfg Config) Validate() error {
+	cfg = cfg.withDefaults()
 	if cfg.DeadLetterTopic != "" && cfg.DeadLetterTopic == cfg.Topic {
-		return fmt.Errorf("stream: DeadLetterTopic is the input topic %q; poison would be read again, use another topic", cfg.Topic)
+		return fmt.Errorf("topics.dead_letter is the input topic %q; poison would be read again, use another topic", cfg.Topic)
 	}
 	if err := cfg.validateDecode(); err != nil {
 		return err
 	}
+	d := DefaultConfig()
 	switch {
 	case cfg.BatchRows < 0:
-		return fmt.Errorf("stream: BatchRows = %d is negative; use at least 1 (default %d)", cfg.BatchRows, DefaultBatchRows)
+		return fmt.Errorf("input.batch_rows = %d is negative; use at least 1 (default %d)", cfg.BatchRows, d.BatchRows)
 	case cfg.BatchLatency < 0:
-		return fmt.Errorf("stream: BatchLatency = %v is negative; use a positive duration (default %v)", cfg.BatchLatency, DefaultBatchLatency)
+		return fmt.Errorf("input.batch_latency = %v is negative; use a positive duration (default %v)", cfg.BatchLatency, d.BatchLatency)
 	case cfg.MaxWait < 0:
-		return fmt.Errorf("stream: MaxWait = %v is negative; use a positive duration (default %v)", cfg.MaxWait, DefaultMaxWait)
+		return fmt.Errorf("input.fetch_max_wait = %v is negative; use a positive duration (default %v)", cfg.MaxWait, d.MaxWait)
 	case cfg.MinBytes < 0:
-		return fmt.Errorf("stream: MinBytes = %d is negative; use at least 1 (default %d)", cfg.MinBytes, DefaultMinBytes)
+		return fmt.Errorf("input.fetch_min_bytes = %d is negative; use at least 1 (default %d)", cfg.MinBytes, d.MinBytes)
 	case cfg.MaxBytes < cfg.MinBytes:
-		return fmt.Errorf("stream: MaxBytes = %d is below MinBytes = %d; raise MaxBytes above the largest message (default %d)",
-			cfg.MaxBytes, cfg.MinBytes, DefaultMaxBytes)
+		return fmt.Errorf("input.fetch_max_bytes = %d is below input.fetch_min_bytes = %d; raise it above the largest message (default %d)",
+			cfg.MaxBytes, cfg.MinBytes, d.MaxBytes)
 	}
 	switch cfg.StartOffset {
 	case "first", "last":
 	default:
-		return fmt.Errorf(`stream: StartOffset = %q is not supported; use "first" or "last"`, cfg.StartOffset)
-	}
-	return cfg.SASL.validate()
-}
-
-func (s SASL) validate() error {
-	switch s.Mechanism {
-	case "":
-		if s.Username != "" || s.Password != "" {
-			return fmt.Errorf(`stream: SASL.Username is set but SASL.Mechanism is empty; set it to "plain", "scram-sha-256" or "scram-sha-512"`)
-		}
-		return nil
-	case "plain", "scram-sha-256", "scram-sha-512":
-	default:
-		return fmt.Errorf(`stream: SASL.Mechanism = %q is not supported; use "plain", "scram-sha-256" or "scram-sha-512"`, s.Mechanism)
-	}
-	if s.Username == "" {
-		return fmt.Errorf("stream: SASL.Username is empty with SASL.Mechanism %q; set the user name", s.Mechanism)
+		return fmt.Errorf(`input.start_offset = %q is not supported; use "first" or "last"`, cfg.StartOffset)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestNewConsumerValidates(t *testing.T) {
-	ok := Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
+	ok := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
 	with := func(f func(c *Config)) Config {
 		c := ok
 		f(&c)
@@ -16,57 +16,53 @@ func TestNewConsumerValidates(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
-		want []string // substrings of the error: the field and the fix
+		want []string // the YAML key first, then the fix
 	}{
-		{name: "no brokers", cfg: with(func(c *Config) { c.Brokers = nil }), want: []string{"Brokers", "host:port"}},
-		{name: "empty broker", cfg: with(func(c *Config) { c.Brokers = []string{""} }), want: []string{"Brokers[0]"}},
-		{name: "no group", cfg: with(func(c *Config) { c.Group = "" }), want: []string{"Group", "consumer group"}},
-		{name: "no topic", cfg: with(func(c *Config) { c.Topic = "" }), want: []string{"Topic", "input topic"}},
-		{name: "no dead-letter topic", cfg: with(func(c *Config) { c.DeadLetterTopic = "" }), want: []string{"DeadLetterTopic", "DropPoison"}},
-		{name: "dead letters into the input", cfg: with(func(c *Config) { c.DeadLetterTopic = "in" }), want: []string{"DeadLetterTopic", "another topic"}},
-		{name: "unknown format", cfg: with(func(c *Config) { c.Format = "xml" }), want: []string{`Format = "xml"`, `"json", "csv" or "arrow"`}},
-		{name: "series and time share a field", cfg: with(func(c *Config) { c.TimeField = "series" }), want: []string{"SeriesField and TimeField"}},
-		{name: "repeated value field", cfg: with(func(c *Config) { c.ValueFields = []string{"a", "b", "a"} }), want: []string{"ValueFields[0] and ValueFields[2]", "once"}},
-		{name: "empty value field", cfg: with(func(c *Config) { c.ValueFields = []string{""} }), want: []string{"ValueFields[0] is empty"}},
-		{name: "value field is the time", cfg: with(func(c *Config) { c.ValueFields = []string{"ts"} }), want: []string{`ValueFields[0] = "ts"`}},
-		{name: "value field named like a batch column", cfg: with(func(c *Config) { c.ValueFields = []string{"ingest_ts"} }), want: []string{`"ingest_ts"`, "rename"}},
-		{name: "CSV without the time column", cfg: with(func(c *Config) { c.Format = FormatCSV; c.CSVColumns = []string{"series", "value"} }), want: []string{"CSVColumns", `time column "ts"`}},
+		{name: "dead letters into the input", cfg: with(func(c *Config) { c.DeadLetterTopic = "in" }), want: []string{"topics.dead_letter", "another topic"}},
+		{name: "unknown format", cfg: with(func(c *Config) { c.Format = "xml" }), want: []string{`input.format = "xml"`, `"json", "csv" or "arrow"`}},
+		{name: "series and time share a field", cfg: with(func(c *Config) { c.TimeField = "series" }), want: []string{"input.series_field and input.time_field"}},
+		{name: "repeated value field", cfg: with(func(c *Config) { c.ValueFields = []string{"a", "b", "a"} }), want: []string{"input.value_fields[0] and input.value_fields[2]", "once"}},
+		{name: "empty value field", cfg: with(func(c *Config) { c.ValueFields = []string{""} }), want: []string{"input.value_fields[0] is empty"}},
+		{name: "value field is the time", cfg: with(func(c *Config) { c.ValueFields = []string{"ts"} }), want: []string{`input.value_fields[0] = "ts"`}},
+		{name: "value field named like a batch column", cfg: with(func(c *Config) { c.ValueFields = []string{"ingest_ts"} }), want: []string{`input.value_fields[0] = "ingest_ts"`, "rename"}},
+		{name: "CSV without the time column", cfg: with(func(c *Config) { c.Format = FormatCSV; c.CSVColumns = []string{"series", "value"} }), want: []string{"input.csv_columns", `time column "ts"`}},
 		{name: "CSV without a value column", cfg: with(func(c *Config) {
 			c.Format = FormatCSV
 			c.ValueFields = []string{"a", "b"}
 			c.CSVColumns = []string{"ts", "a"}
-		}), want: []string{"CSVColumns", `value column "b"`}},
-		{name: "CSV column twice", cfg: with(func(c *Config) { c.Format = FormatCSV; c.CSVColumns = []string{"ts", "value", "ts"} }), want: []string{"CSVColumns[0] and CSVColumns[2]"}},
-		{name: "negative MaxFuture", cfg: with(func(c *Config) { c.MaxFuture = -time.Second }), want: []string{"MaxFuture = -1s"}},
-		{name: "negative BatchRows", cfg: with(func(c *Config) { c.BatchRows = -1 }), want: []string{"BatchRows = -1"}},
-		{name: "negative BatchLatency", cfg: with(func(c *Config) { c.BatchLatency = -time.Millisecond }), want: []string{"BatchLatency"}},
-		{name: "MaxBytes below MinBytes", cfg: with(func(c *Config) { c.MinBytes = 10; c.MaxBytes = 5 }), want: []string{"MaxBytes = 5", "MinBytes = 10"}},
-		{name: "unknown start offset", cfg: with(func(c *Config) { c.StartOffset = "middle" }), want: []string{`StartOffset = "middle"`, `"first" or "last"`}},
-		{name: "unknown SASL mechanism", cfg: with(func(c *Config) { c.SASL = SASL{Mechanism: "gssapi", Username: "u"} }), want: []string{"SASL.Mechanism", "scram-sha-512"}},
-		{name: "SASL without a user", cfg: with(func(c *Config) { c.SASL = SASL{Mechanism: "plain"} }), want: []string{"SASL.Username is empty"}},
-		{name: "SASL user without a mechanism", cfg: with(func(c *Config) { c.SASL = SASL{Username: "u"} }), want: []string{"SASL.Mechanism is empty"}},
+		}), want: []string{"input.csv_columns", `value column "b"`}},
+		{name: "CSV column twice", cfg: with(func(c *Config) { c.Format = FormatCSV; c.CSVColumns = []string{"ts", "value", "ts"} }), want: []string{"input.csv_columns[0] and input.csv_columns[2]"}},
+		{name: "negative MaxFuture", cfg: with(func(c *Config) { c.MaxFuture = -time.Second }), want: []string{"input.max_future = -1s"}},
+		{name: "negative BatchRows", cfg: with(func(c *Config) { c.BatchRows = -1 }), want: []string{"input.batch_rows = -1"}},
+		{name: "negative BatchLatency", cfg: with(func(c *Config) { c.BatchLatency = -time.Millisecond }), want: []string{"input.batch_latency"}},
+		{name: "MaxBytes below MinBytes", cfg: with(func(c *Config) { c.MinBytes = 10; c.MaxBytes = 5 }), want: []string{"input.fetch_max_bytes = 5", "input.fetch_min_bytes = 10"}},
+		{name: "unknown start offset", cfg: with(func(c *Config) { c.StartOffset = "middle" }), want: []string{`input.start_offset = "middle"`, `"first" or "last"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewConsumer(tc.cfg)
-			if err == nil {
+			if _, err := NewConsumer(tc.cfg, nil); err == nil {
 				t.Fatalf("NewConsumer accepted %+v", tc.cfg)
-				_ = c
 			}
-			for _, w := range tc.want {
+			_, err := NewConsumer(tc.cfg, nil)
+			if !strings.HasPrefix(err.Error(), tc.want[0]) {
+				t.Errorf("error %q does not start with the YAML key %s", err, tc.want[0])
+			}
+			for _, w := range tc.want[1:] {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
 				}
 			}
-			if !strings.HasPrefix(err.Error(), "stream: ") {
-				t.Errorf("error %q does not start with the package", err)
-			}
 		})
+	}
+	// Zero fields take their defaults, so the zero Config is valid.
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("Config{}.Validate() = %v, want nil", err)
 	}
 }
 
 func TestConfigDefaults(t *testing.T) {
 	got := Config{}.withDefaults()
 	want := Config{
+		Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
 		Format: FormatJSON, SeriesField: "series", TimeField: "ts", ValueFields: []string{"value"},
 		CSVColumns: []string{"series", "ts", "value"}, MaxFuture: time.Hour, BatchRows: 4096,
 		BatchLatency: 10 * time.Millisecond, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20,
@@ -77,7 +73,7 @@ func TestConfigDefaults(t *testing.T) {
 		strings.Join(got.CSVColumns, ",") != strings.Join(want.CSVColumns, ",") ||
 		got.MaxFuture != want.MaxFuture || got.BatchRows != want.BatchRows || got.BatchLatency != want.BatchLatency ||
 		got.MaxWait != want.MaxWait || got.MinBytes != want.MinBytes || got.MaxBytes != want.MaxBytes ||
-		got.StartOffset != want.StartOffset {
+		got.StartOffset != want.StartOffset || got.Group != want.Group || got.Topic != want.Topic || got.DeadLetterTopic != want.DeadLetterTopic {
 		t.Errorf("defaults = %+v, want %+v", got, want)
 	}
 	multi := Config{SeriesField: "id", ValueFields: []string{"a", "b"}}.withDefaults()

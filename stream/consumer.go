@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 )
 
 // Dead-letter headers: a poison message is written to the dead-letter topic
@@ -31,10 +32,8 @@ const (
 const (
 	maxErrorHeader  = 1024             // bytes of HeaderError kept
 	fetchQueue      = 1024             // messages between fetching and batching
-	dialTimeout     = 10 * time.Second // to one broker, TLS and SASL included
 	maxFetchBackoff = time.Second      // between failed fetches
 	dlqBatchTimeout = time.Millisecond // the dead-letter writer's linger
-	clientID        = "freqlens"       // sent to the brokers
 	poisonWarnEvery = 10 * time.Second // poison is logged at warning level at most this often
 )
 
@@ -49,7 +48,9 @@ type Batch struct {
 	Messages int
 
 	commits []kafka.Message // the last message per partition: topic, partition, offset
-	reader  *kafka.Reader
+	firsts  []int64         // the first offset per partition, in the order of commits
+	poison  []kafka.Message // topic, partition and offset of the poison messages (already dead-lettered)
+	c       *Consumer
 }
 
 // Commit commits the offsets of every message in the batch: per partition,
@@ -61,10 +62,56 @@ func (b *Batch) Commit(ctx context.Context) error {
 	if len(b.commits) == 0 {
 		return nil
 	}
-	if err := b.reader.CommitMessages(ctx, b.commits...); err != nil {
+	if err := b.c.reader.CommitMessages(ctx, b.commits...); err != nil {
 		return fmt.Errorf("commit %d messages of %s: %w", b.Messages, b.commits[0].Topic, err)
 	}
 	return nil
+}
+
+// ReasonWindow is the freqlens-dlq-reason of messages dead-lettered by
+// Batch.DeadLetter because their batch could not be put into windows.
+const ReasonWindow = "window_error"
+
+// DeadLetter writes every message of the batch that was not already
+// dead-lettered as poison to the dead-letter topic with reason (for example
+// ReasonWindow) and cause in its headers, and returns how many it wrote.
+// The pipeline calls it when a batch it cannot process would otherwise be
+// committed unprocessed; commit the batch once it returns nil. The messages
+// are read back from the input topic by their offsets, so a batch holds no
+// copy of them. With Config.DropPoison nothing is written: the messages are
+// counted and logged as dropped.
+func (b *Batch) DeadLetter(ctx context.Context, reason string, cause error) (int, error) {
+	c := b.c
+	var dead []kafka.Message
+	for i, last := range b.commits {
+		err := c.kc.ReadPartition(ctx, last.Topic, last.Partition, b.firsts[i], last.Offset+1, c.cfg.MaxBytes, func(m kafka.Message) error {
+			if !b.isPoison(m) {
+				dead = append(dead, deadLetter(m, &DecodeError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Reason: reason, Err: cause}))
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("dead-letter a batch of %s: read it back: %w", last.Topic, err)
+		}
+	}
+	c.log.Error("batch dead-lettered", "reason", reason, "err", cause, "messages", len(dead), "dead_letter", c.dlq != nil)
+	if c.dlq == nil || len(dead) == 0 {
+		return len(dead), nil
+	}
+	if err := c.dlq.WriteMessages(ctx, dead...); err != nil {
+		return 0, fmt.Errorf("write %d messages to dead-letter topic %s: %w", len(dead), c.cfg.DeadLetterTopic, err)
+	}
+	c.m.deadLetters.Add(float64(len(dead)))
+	return len(dead), nil
+}
+
+func (b *Batch) isPoison(m kafka.Message) bool {
+	for _, p := range b.poison {
+		if p.Offset == m.Offset && p.Partition == m.Partition && p.Topic == m.Topic {
+			return true
+		}
+	}
+	return false
 }
 
 // Release releases the record. It is idempotent. Commit and Release are
@@ -86,6 +133,7 @@ func (b *Batch) Release() {
 // after a restart it may be dead-lettered twice, never lost.
 type Consumer struct {
 	cfg    Config
+	kc     *kafkaconn.Client
 	log    *slog.Logger
 	dec    Decoder
 	mem    memory.Allocator
@@ -100,13 +148,14 @@ type Consumer struct {
 	closeErr  error
 }
 
-// NewConsumer validates cfg and joins the consumer group (in the
-// background; Run waits for the assignment).
-func NewConsumer(cfg Config, opts ...Option) (*Consumer, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+// NewConsumer validates cfg and joins the consumer group through kc (in the
+// background; Run waits for the assignment). The reader and the dead-letter
+// writer are built from kc; Close closes them, not kc.
+func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	o := newOptions(opts)
 	dec, err := NewDecoder(cfg, opts...)
 	if err != nil {
@@ -114,75 +163,32 @@ func NewConsumer(cfg Config, opts ...Option) (*Consumer, error) {
 	}
 	c := &Consumer{
 		cfg:    cfg,
+		kc:     kc,
 		log:    o.logger.With("component", "stream", "topic", cfg.Topic),
 		dec:    dec,
 		mem:    o.mem,
 		schema: Schema(cfg.ValueFields...),
 	}
-	mech := cfg.SASL.mechanism()
-	start := kafka.FirstOffset
+	rc := kc.ReaderConfig(cfg.Group, cfg.Topic)
+	rc.QueueCapacity = fetchQueue
+	rc.MinBytes, rc.MaxBytes, rc.MaxWait = cfg.MinBytes, cfg.MaxBytes, cfg.MaxWait
+	rc.StartOffset = kafka.FirstOffset
 	if cfg.StartOffset == "last" {
-		start = kafka.LastOffset
+		rc.StartOffset = kafka.LastOffset
 	}
-	c.reader = kafka.NewReader(kafka.ReaderConfig{
-		Brokers: cfg.Brokers,
-		GroupID: cfg.Group,
-		Topic:   cfg.Topic,
-		Dialer: &kafka.Dialer{
-			ClientID:      clientID,
-			Timeout:       dialTimeout,
-			DualStack:     true,
-			TLS:           cfg.TLS,
-			SASLMechanism: mech,
-		},
-		QueueCapacity:         fetchQueue,
-		MinBytes:              cfg.MinBytes,
-		MaxBytes:              cfg.MaxBytes,
-		MaxWait:               cfg.MaxWait,
-		StartOffset:           start,
-		WatchPartitionChanges: true,
-		JoinGroupBackoff:      time.Second,
-		Logger:                kafkaLogger(c.log, slog.LevelDebug),
-		ErrorLogger:           kafkaLogger(c.log, slog.LevelWarn),
-	})
+	rc.WatchPartitionChanges = true
+	rc.JoinGroupBackoff = time.Second
+	c.reader = kafka.NewReader(rc)
 	if cfg.DeadLetterTopic != "" {
-		c.dlq = &kafka.Writer{
-			Addr:         kafka.TCP(cfg.Brokers...),
-			Topic:        cfg.DeadLetterTopic,
-			Balancer:     &kafka.Murmur2Balancer{},
-			BatchTimeout: dlqBatchTimeout,
-			RequiredAcks: kafka.RequireAll,
-			Transport: &kafka.Transport{
-				ClientID:    clientID,
-				DialTimeout: dialTimeout,
-				TLS:         cfg.TLS,
-				SASL:        mech,
-			},
-			Logger:      kafkaLogger(c.log, slog.LevelDebug),
-			ErrorLogger: kafkaLogger(c.log, slog.LevelWarn),
-		}
+		c.dlq = kc.NewWriter(cfg.DeadLetterTopic)
+		c.dlq.Balancer = &kafka.Murmur2Balancer{}
+		c.dlq.BatchTimeout = dlqBatchTimeout
 	}
 	if c.m, err = newMetrics(o.reg, cfg.Topic, c.Lag); err != nil {
 		c.reader.Close()
 		return nil, err
 	}
 	return c, nil
-}
-
-// kafkaLogger forwards kafka-go's printf logging to l at level.
-func kafkaLogger(l *slog.Logger, level slog.Level) kafka.Logger {
-	return kafka.LoggerFunc(func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		lv := level
-		if strings.Contains(msg, "i/o timeout") {
-			// An idle long-poll fetch that outlived its read deadline: kafka-go
-			// reconnects and carries on, nothing is lost.
-			lv = slog.LevelDebug
-		}
-		if l.Enabled(context.Background(), lv) {
-			l.Log(context.Background(), lv, "kafka-go: "+msg)
-		}
-	})
 }
 
 // Lag returns how many records the consumer is behind the high watermark of
@@ -292,6 +298,8 @@ type batcher struct {
 	lastRows int
 	messages int
 	commits  []kafka.Message
+	firsts   []int64
+	poison   []kafka.Message
 	dead     []kafka.Message
 	lastWarn time.Time // of the last poison logged at warning level
 }
@@ -330,6 +338,7 @@ func (b *batcher) add(m kafka.Message) {
 		if c.dlq != nil {
 			b.dead = append(b.dead, deadLetter(m, de))
 		}
+		b.poison = append(b.poison, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
 	} else {
 		n := b.rb.Field(SeriesColumn).Len() - before
 		b.rows += n
@@ -342,6 +351,7 @@ func (b *batcher) add(m kafka.Message) {
 		}
 	}
 	b.commits = append(b.commits, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
+	b.firsts = append(b.firsts, m.Offset)
 }
 
 // deadLetter returns the dead-letter message of poison m.
@@ -383,11 +393,16 @@ func (c *Consumer) flush(ctx context.Context, b *batcher, out chan<- *Batch) err
 		Record:   b.rb.NewRecord(),
 		Messages: b.messages,
 		commits:  append([]kafka.Message(nil), b.commits...),
-		reader:   c.reader,
+		firsts:   append([]int64(nil), b.firsts...),
+		c:        c,
+	}
+	if len(b.poison) > 0 {
+		batch.poison = append([]kafka.Message(nil), b.poison...)
+		b.poison = b.poison[:0]
 	}
 	c.m.batchRows.Observe(float64(b.rows))
 	b.lastRows = max(b.rows, 16)
-	b.rows, b.messages, b.commits = 0, 0, b.commits[:0]
+	b.rows, b.messages, b.commits, b.firsts = 0, 0, b.commits[:0], b.firsts[:0]
 	b.rb.Reserve(min(b.lastRows, c.cfg.BatchRows))
 	select {
 	case out <- batch:

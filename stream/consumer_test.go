@@ -16,33 +16,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 )
 
-// newBroker starts an embedded broker for one test.
-func newBroker(t *testing.T, topics map[string]int) []string {
+// newBroker starts an embedded broker for one test and returns a client of it.
+func newBroker(t *testing.T, topics map[string]int) *kafkaconn.Client {
 	t.Helper()
 	b, err := StartBroker("127.0.0.1:0", topics)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	return b.Addrs()
+	return kafkatest.Client(t, b.Addrs())
 }
 
-// produce writes msgs to topic with the real kafka-go client, keyed
-// messages to partitions by hash. RequireAll matters: with kafka-go's
-// default (no acks) the writer does not wait for one batch before sending
-// the next, possibly on another connection, so a partition's messages can
-// land out of order.
-func produce(t *testing.T, brokers []string, topic string, msgs ...kafka.Message) {
+// produce writes msgs to topic with the real kafka-go client.
+func produce(t *testing.T, kc *kafkaconn.Client, topic string, msgs ...kafka.Message) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
-	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatalf("produce %d messages to %s: %v", len(msgs), topic, err)
-	}
+	kafkatest.Produce(t, kc, topic, msgs...)
 }
 
 // running is a Consumer whose Run runs in the background.
@@ -56,9 +49,9 @@ type running struct {
 // start creates a Consumer and runs it until the test ends or stop is
 // called; stop cancels Run, checks it returns context.Canceled, and closes
 // the consumer.
-func start(t *testing.T, cfg Config, opts ...Option) *running {
+func start(t *testing.T, kc *kafkaconn.Client, cfg Config, opts ...Option) *running {
 	t.Helper()
-	c, err := NewConsumer(cfg, opts...)
+	c, err := NewConsumer(cfg, kc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,22 +122,10 @@ func (r *running) collect(t *testing.T, n int) (rows []row, batches []*Batch) {
 	return rows, batches
 }
 
-// dlqMessages reads n messages from partition 0 of topic.
-func dlqMessages(t *testing.T, brokers []string, topic string, n int) []kafka.Message {
+// dlqMessages waits for n messages on topic and returns them.
+func dlqMessages(t *testing.T, kc *kafkaconn.Client, topic string, n int) []kafka.Message {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var msgs []kafka.Message
-	for len(msgs) < n {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			t.Fatalf("read dead letter %d of %d: %v", len(msgs)+1, n, err)
-		}
-		msgs = append(msgs, m)
-	}
-	return msgs
+	return kafkatest.ReadN(t, kc, topic, n, 10*time.Second)
 }
 
 func header(m kafka.Message, key string) string {
@@ -210,9 +191,9 @@ func TestConsumerEndToEnd(t *testing.T) {
 		}},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
-			brokers := newBroker(t, map[string]int{"readings": 3, "readings.dlq": 1})
+			kc := newBroker(t, map[string]int{"readings": 3, "readings.dlq": 1})
 			cfg := Config{
-				Brokers: brokers, Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+				Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
 				Format: tc.format, ValueFields: []string{"temp", "humidity"}, BatchRows: 64,
 			}
 			rs := readingsFor(600, 7, 2)
@@ -254,12 +235,12 @@ func TestConsumerEndToEnd(t *testing.T) {
 				m := kafka.Message{Key: []byte(p.key), Value: []byte(p.value), Headers: []kafka.Header{{Key: "origin", Value: []byte("test")}}}
 				msgs = slices.Insert(msgs, (i+1)*len(msgs)/(len(tc.poison)+1), m)
 			}
-			produce(t, brokers, "readings", msgs...)
+			produce(t, kc, "readings", msgs...)
 
 			reg := prometheus.NewPedanticRegistry()
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			r := start(t, cfg, WithRegisterer(reg), WithAllocator(mem))
+			r := start(t, kc, cfg, WithRegisterer(reg), WithAllocator(mem))
 			got, _ := r.collect(t, len(msgs))
 
 			// Rows: every reading, bit-exact, each series in Kafka (= time) order.
@@ -293,7 +274,7 @@ func TestConsumerEndToEnd(t *testing.T) {
 			}
 
 			// Dead letters: original key, value and headers, plus ours.
-			dead := dlqMessages(t, brokers, "readings.dlq", len(tc.poison))
+			dead := dlqMessages(t, kc, "readings.dlq", len(tc.poison))
 			sort.Slice(dead, func(i, j int) bool { return string(dead[i].Key) < string(dead[j].Key) })
 			reasons := map[string]float64{}
 			for i, p := range tc.poison {
@@ -357,16 +338,16 @@ func TestConsumerEndToEnd(t *testing.T) {
 // resumes after the committed offsets, and gets the uncommitted batch again
 // (at-least-once).
 func TestConsumerResumesAfterCommit(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 1, "dlq": 1})
-	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchRows: 5, BatchLatency: time.Hour}
+	kc := newBroker(t, map[string]int{"in": 1, "dlq": 1})
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchRows: 5, BatchLatency: time.Hour}
 	rs := readingsFor(12, 1, 1)
 	var msgs []kafka.Message
 	for _, r := range rs {
 		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, r, cfg)})
 	}
-	produce(t, brokers, "in", msgs...)
+	produce(t, kc, "in", msgs...)
 
-	first := start(t, cfg)
+	first := start(t, kc, cfg)
 	b1 := first.next(t, 20*time.Second)
 	if err := b1.Commit(context.Background()); err != nil {
 		t.Fatal(err)
@@ -381,7 +362,7 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second := start(t, cfg)
+	second := start(t, kc, cfg)
 	b := second.next(t, 20*time.Second)
 	defer b.Release()
 	got := rowsOf(t, b.Record)
@@ -398,14 +379,14 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 }
 
 func TestConsumerBatchesByRows(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 1})
-	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true, BatchRows: 10, BatchLatency: time.Hour}
+	kc := newBroker(t, map[string]int{"in": 1})
+	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 10, BatchLatency: time.Hour}
 	var msgs []kafka.Message
 	for _, r := range readingsFor(25, 3, 1) {
 		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, r, cfg)})
 	}
-	produce(t, brokers, "in", msgs...)
-	r := start(t, cfg)
+	produce(t, kc, "in", msgs...)
+	r := start(t, kc, cfg)
 	for i := 0; i < 2; i++ {
 		b := r.next(t, 20*time.Second)
 		if b.Record.NumRows() != 10 || b.Messages != 10 {
@@ -422,11 +403,11 @@ func TestConsumerBatchesByRows(t *testing.T) {
 }
 
 func TestConsumerBatchesByLatency(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 1})
-	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true, BatchRows: 1000, BatchLatency: 20 * time.Millisecond}
-	r := start(t, cfg)
+	kc := newBroker(t, map[string]int{"in": 1})
+	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 1000, BatchLatency: 20 * time.Millisecond}
+	r := start(t, kc, cfg)
 	// Wait for the group to be joined: one message through.
-	produce(t, brokers, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
 	r.next(t, 20*time.Second).Release()
 
 	var msgs []kafka.Message
@@ -434,7 +415,7 @@ func TestConsumerBatchesByLatency(t *testing.T) {
 		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, rd, cfg)})
 	}
 	sent := time.Now()
-	produce(t, brokers, "in", msgs...)
+	produce(t, kc, "in", msgs...)
 	rows := 0
 	for rows < 3 {
 		b := r.next(t, 5*time.Second)
@@ -449,10 +430,10 @@ func TestConsumerBatchesByLatency(t *testing.T) {
 // TestConsumerPoisonOnlyBatch: a batch of only poison is sent, and
 // committing it moves the group past the poison.
 func TestConsumerPoisonOnlyBatch(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 1, "dlq": 1})
-	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
-	produce(t, brokers, "in", kafka.Message{Key: []byte("a"), Value: []byte("{")}, kafka.Message{Key: []byte("b"), Value: []byte("}")})
-	r := start(t, cfg)
+	kc := newBroker(t, map[string]int{"in": 1, "dlq": 1})
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
+	produce(t, kc, "in", kafka.Message{Key: []byte("a"), Value: []byte("{")}, kafka.Message{Key: []byte("b"), Value: []byte("}")})
+	r := start(t, kc, cfg)
 	got, _ := r.collect(t, 2)
 	if len(got) != 0 {
 		t.Errorf("poison-only batches hold %d rows", len(got))
@@ -460,24 +441,24 @@ func TestConsumerPoisonOnlyBatch(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	produce(t, brokers, "in", kafka.Message{Key: []byte("c"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
-	r2 := start(t, cfg)
+	produce(t, kc, "in", kafka.Message{Key: []byte("c"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	r2 := start(t, kc, cfg)
 	b := r2.next(t, 20*time.Second)
 	defer b.Release()
 	if b.Messages != 1 || b.Record.NumRows() != 1 {
 		t.Errorf("after the restart: %d messages, %d rows; want only the new reading", b.Messages, b.Record.NumRows())
 	}
-	if n := len(dlqMessages(t, brokers, "dlq", 2)); n != 2 {
+	if n := len(dlqMessages(t, kc, "dlq", 2)); n != 2 {
 		t.Errorf("%d dead letters, want 2", n)
 	}
 }
 
 func TestConsumerDropPoison(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 1})
+	kc := newBroker(t, map[string]int{"in": 1})
 	reg := prometheus.NewRegistry()
-	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond}
-	produce(t, brokers, "in", kafka.Message{Key: []byte("a"), Value: []byte(`{"series":"a","ts":1,"value":"NaN"}`)})
-	r := start(t, cfg, WithRegisterer(reg))
+	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond}
+	produce(t, kc, "in", kafka.Message{Key: []byte("a"), Value: []byte(`{"series":"a","ts":1,"value":"NaN"}`)})
+	r := start(t, kc, cfg, WithRegisterer(reg))
 	r.collect(t, 1)
 	if got := testutil.ToFloat64(r.c.m.decodeErrors[ReasonNonFinite]); got != 1 {
 		t.Errorf("decode errors{non_finite} = %v, want 1", got)
@@ -488,9 +469,9 @@ func TestConsumerDropPoison(t *testing.T) {
 }
 
 func TestConsumerShutdown(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 2, "dlq": 1})
-	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
-	c, err := NewConsumer(cfg)
+	kc := newBroker(t, map[string]int{"in": 2, "dlq": 1})
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
+	c, err := NewConsumer(cfg, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +479,7 @@ func TestConsumerShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	out := make(chan *Batch) // nobody reads: Run must still stop
 	go func() { done <- c.Run(ctx, out) }()
-	produce(t, brokers, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
 	time.Sleep(200 * time.Millisecond)
 	cancel()
 	select {
@@ -527,8 +508,8 @@ func TestConsumerShutdown(t *testing.T) {
 }
 
 func TestConsumerCloseStopsRun(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true})
+	kc := newBroker(t, map[string]int{"in": 1})
+	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,8 +532,8 @@ func TestConsumerCloseStopsRun(t *testing.T) {
 }
 
 func TestCloseHonoursDeadline(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true})
+	kc := newBroker(t, map[string]int{"in": 1})
+	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,11 +550,11 @@ func TestCloseHonoursDeadline(t *testing.T) {
 }
 
 func TestConsumerMetricsLint(t *testing.T) {
-	brokers := newBroker(t, map[string]int{"in": 1})
+	kc := newBroker(t, map[string]int{"in": 1})
 	reg := prometheus.NewPedanticRegistry()
-	cfg := Config{Brokers: brokers, Group: "g", Topic: "in", DropPoison: true}
-	r := start(t, cfg, WithRegisterer(reg))
-	produce(t, brokers, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	cfg := Config{Group: "g", Topic: "in", DropPoison: true}
+	r := start(t, kc, cfg, WithRegisterer(reg))
+	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
 	r.collect(t, 1)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -595,7 +576,7 @@ func TestConsumerMetricsLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A restarted consumer registers with the same registry.
-	c2, err := NewConsumer(cfg, WithRegisterer(reg))
+	c2, err := NewConsumer(cfg, kc, WithRegisterer(reg))
 	if err != nil {
 		t.Fatalf("second consumer on the same registry: %v", err)
 	}

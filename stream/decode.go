@@ -416,10 +416,10 @@ func appendFloat(dst []byte, v float64, quoted bool) []byte {
 func configNames(cfg Config) (series, ts string, values []string) {
 	series, ts, values = cfg.SeriesField, cfg.TimeField, cfg.ValueFields
 	if series == "" {
-		series = DefaultSeriesField
+		series = defaultSeriesField
 	}
 	if ts == "" {
-		ts = DefaultTimeField
+		ts = defaultTimeField
 	}
 	if len(values) == 0 {
 		values = defaultValueFields

@@ -9,9 +9,12 @@
 //	 (readings)    decode to
 //	               Arrow batches
 //
-// stream imports kafka-go, Arrow, Prometheus and kfake (for the embedded
-// Broker); it never imports window or model. The pipeline wires it to the
-// rest.
+// stream imports kafka-go (its reader and dead-letter writer are built from
+// the internal/kafkaconn.Client given to NewConsumer, which holds the
+// brokers, TLS and SASL), Arrow (Arrow IPC input is read by
+// internal/arrowipc, the hardened reader it shares with package wire),
+// Prometheus and kfake (for the embedded Broker); it never imports window
+// or model. The pipeline wires it to the rest.
 //
 // # Batches
 //
@@ -41,7 +44,10 @@
 // key, value and headers, plus freqlens-dlq-reason, freqlens-dlq-error,
 // freqlens-source-topic, freqlens-source-partition and
 // freqlens-source-offset) before the batch covering it is sent, so its
-// offset is committed like any other. A forced stop at any point (a
+// offset is committed like any other. When the pipeline cannot put a batch
+// into windows it calls Batch.DeadLetter, which reads the batch's messages
+// back by offset and dead-letters them with reason window_error before the
+// batch is committed. A forced stop at any point (a
 // cancelled Run, a crash, a failed commit after a rebalance) redelivers
 // every uncommitted message after the restart: outputs and dead letters may
 // be produced twice, nothing is lost.

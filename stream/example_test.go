@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/stream"
 )
 
@@ -62,18 +63,22 @@ func ExampleConsumer() {
 		log.Fatal(err)
 	}
 	defer broker.Close()
-	cfg := stream.Config{
-		Brokers: broker.Addrs(), Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: broker.Addrs()}) // the kafka.* keys: brokers, TLS, SASL
+	if err != nil {
+		log.Fatal(err)
 	}
+	defer kc.Close()
+	cfg := stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq"}
 
-	w := &kafka.Writer{Addr: kafka.TCP(broker.Addrs()...), Topic: "readings", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := kc.NewWriter("readings")
+	w.BatchTimeout = time.Millisecond
 	r := stream.Reading{Series: "s-17", Time: time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC), Values: []float64{412}}
 	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte(r.Series), Value: stream.AppendJSON(nil, r, cfg)}); err != nil {
 		log.Fatal(err)
 	}
 	w.Close()
 
-	c, err := stream.NewConsumer(cfg)
+	c, err := stream.NewConsumer(cfg, kc)
 	if err != nil {
 		log.Fatal(err)
 	}

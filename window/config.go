@@ -3,6 +3,8 @@ package window
 import (
 	"fmt"
 	"time"
+
+	"github.com/freqlens/freqlens/internal/defaults"
 )
 
 // Fill says how the steps of a short gap are filled.
@@ -16,60 +18,59 @@ const (
 	FillHold Fill = "hold"
 )
 
-// Config describes the windows of one Set. The zero value of every field
-// except Lookback, Fields and Cadence means its default.
+// Config describes the windows of one Set. A zero field means its default
+// (DefaultConfig). Lookback, Fields and Cadence are required: the pipeline
+// sets them from the model and from input.value_fields and input.cadence;
+// the other fields name their YAML key, which Validate's errors name too.
 type Config struct {
 	// Lookback is L, the number of steps in a window: the model's lookback.
 	// Required.
 	Lookback int
 	// Fields names the value columns of the records, in channel order;
-	// C = len(Fields). Required; names are unique and are none of "series",
-	// "ts" and "ingest_ts".
+	// C = len(Fields) (input.value_fields). Required; names are unique and
+	// are none of "series", "ts" and "ingest_ts".
 	Fields []string
 	// Cadence is the length of one step, e.g. 5m or 1h: a whole number of
-	// milliseconds. Required.
+	// milliseconds (input.cadence). Required.
 	Cadence time.Duration
 	// Stride emits a window every Stride steps once the series' window is
-	// full (1 = at every new step).
+	// full (1 = at every new step) (window.stride).
 	//
 	// Default: 1
 	Stride int
 	// MaxGap is the number of missing steps that are filled; a longer gap
-	// restarts the series' window. Set it to -1 to restart on any missing
-	// step.
+	// restarts the series' window (window.max_gap). Set it to -1 to restart
+	// on any missing step (the YAML key writes that as 0).
 	//
 	// Default: 3
 	MaxGap int
-	// Fill says how missing steps are filled.
+	// Fill says how missing steps are filled (window.fill).
 	//
 	// Default: linear
 	Fill Fill
 	// AllowedLateness is how far behind the series' newest step a reading
-	// may be and still update its step (while the step is in the window).
-	// Later readings are dropped and counted.
+	// may be and still update its step (while the step is in the window)
+	// (window.allowed_lateness). Later readings are dropped and counted.
 	//
 	// Default: 0 (every late reading is dropped)
 	AllowedLateness time.Duration
 	// SeriesTTL is how long a series may go without readings (by the wall
-	// clock) before Expire evicts it.
+	// clock) before Expire evicts it (window.series_ttl).
 	//
 	// Default: 24h
 	SeriesTTL time.Duration
 	// MaxSeries caps the live series of a Set; readings of new series
-	// beyond it are rejected, counted and logged.
+	// beyond it are rejected, counted and logged (window.max_series).
 	//
 	// Default: 1000000
 	MaxSeries int
 }
 
-// Defaults of Config.
-const (
-	DefaultStride    = 1
-	DefaultMaxGap    = 3
-	DefaultFill      = FillLinear
-	DefaultSeriesTTL = 24 * time.Hour
-	DefaultMaxSeries = 1_000_000
-)
+// DefaultConfig returns the default of every field that has one; Lookback,
+// Fields and Cadence are left for the caller.
+func DefaultConfig() Config {
+	return Config{Stride: 1, MaxGap: 3, Fill: FillLinear, SeriesTTL: 24 * time.Hour, MaxSeries: 1_000_000}
+}
 
 // reserved are the fixed column names of a readings record.
 var reserved = [...]string{colSeries, colTS, colIngest}
@@ -80,75 +81,62 @@ const (
 	colIngest = "ingest_ts"
 )
 
-// withDefaults fills in the defaults and validates cfg. MaxGap stays -1 when
-// it is -1 so that the result can be passed to New again.
-func (cfg Config) withDefaults() (Config, error) {
+// withDefaults returns cfg with every zero field set to its default. MaxGap
+// stays -1 when it is -1, so that the result can be passed to New again.
+func (cfg Config) withDefaults() Config {
+	defaults.Fill(&cfg, DefaultConfig())
+	return cfg
+}
+
+// Validate reports the first setting that cannot work, with zero fields
+// taken as their defaults, naming its YAML key and saying what to change.
+func (cfg Config) Validate() error {
+	cfg = cfg.withDefaults()
 	if cfg.Lookback <= 0 {
-		return cfg, fmt.Errorf("window: Lookback = %d; set it to the model's lookback L (at least 1)", cfg.Lookback)
+		return fmt.Errorf("window lookback = %d; set it to the model's lookback L (at least 1)", cfg.Lookback)
 	}
 	if len(cfg.Fields) == 0 {
-		return cfg, fmt.Errorf("window: Fields is empty; list the value columns of the readings, e.g. [value]")
+		return fmt.Errorf("input.value_fields is empty; list the value fields of the readings, e.g. [value]")
 	}
 	seen := make(map[string]bool, len(cfg.Fields))
 	for i, f := range cfg.Fields {
 		if f == "" {
-			return cfg, fmt.Errorf("window: Fields[%d] is empty; name every value column", i)
+			return fmt.Errorf("input.value_fields[%d] is empty; name every value field", i)
 		}
 		for _, r := range reserved {
 			if f == r {
-				return cfg, fmt.Errorf("window: Fields[%d] = %q is a reserved column name (series, ts, ingest_ts); rename the value field", i, f)
+				return fmt.Errorf("input.value_fields[%d] = %q is a reserved column name (series, ts, ingest_ts); rename the value field", i, f)
 			}
 		}
 		if seen[f] {
-			return cfg, fmt.Errorf("window: Fields[%d] = %q appears twice; list each value column once", i, f)
+			return fmt.Errorf("input.value_fields[%d] = %q appears twice; list each value field once", i, f)
 		}
 		seen[f] = true
 	}
-	cfg.Fields = append([]string(nil), cfg.Fields...)
 	if cfg.Cadence <= 0 {
-		return cfg, fmt.Errorf("window: Cadence = %v; set it to the step length of the series, e.g. 5m or 1h", cfg.Cadence)
+		return fmt.Errorf("input.cadence = %v; set it to the step length of the series, e.g. 5m or 1h", cfg.Cadence)
 	}
 	if cfg.Cadence%time.Millisecond != 0 {
 		r := cfg.Cadence.Round(time.Millisecond)
 		if r == 0 {
 			r = time.Millisecond
 		}
-		return cfg, fmt.Errorf("window: Cadence = %v is not a whole number of milliseconds (timestamps are in ms); use e.g. %v", cfg.Cadence, r)
+		return fmt.Errorf("input.cadence = %v is not a whole number of milliseconds (timestamps are in ms); use e.g. %v", cfg.Cadence, r)
 	}
+	d := DefaultConfig()
 	switch {
-	case cfg.Stride == 0:
-		cfg.Stride = DefaultStride
 	case cfg.Stride < 0:
-		return cfg, fmt.Errorf("window: Stride = %d is negative; use 0 for the default (%d) or a positive number of steps", cfg.Stride, DefaultStride)
-	}
-	switch {
-	case cfg.MaxGap == 0:
-		cfg.MaxGap = DefaultMaxGap
-	case cfg.MaxGap == -1:
+		return fmt.Errorf("window.stride = %d is negative; use a positive number of steps (default %d)", cfg.Stride, d.Stride)
 	case cfg.MaxGap < -1:
-		return cfg, fmt.Errorf("window: MaxGap = %d; use 0 for the default (%d), -1 to restart on any missing step, or a positive number of steps", cfg.MaxGap, DefaultMaxGap)
-	}
-	switch cfg.Fill {
-	case "":
-		cfg.Fill = DefaultFill
-	case FillLinear, FillHold:
-	default:
-		return cfg, fmt.Errorf("window: Fill = %q; use %q or %q", cfg.Fill, FillLinear, FillHold)
-	}
-	if cfg.AllowedLateness < 0 {
-		return cfg, fmt.Errorf("window: AllowedLateness = %v is negative; use 0 to drop every late reading or a positive duration", cfg.AllowedLateness)
-	}
-	switch {
-	case cfg.SeriesTTL == 0:
-		cfg.SeriesTTL = DefaultSeriesTTL
+		return fmt.Errorf("window.max_gap = %d; use -1 to restart on any missing step, or a positive number of steps (default %d)", cfg.MaxGap, d.MaxGap)
+	case cfg.Fill != FillLinear && cfg.Fill != FillHold:
+		return fmt.Errorf("window.fill = %q; use %q or %q", cfg.Fill, FillLinear, FillHold)
+	case cfg.AllowedLateness < 0:
+		return fmt.Errorf("window.allowed_lateness = %v is negative; use 0 to drop every late reading or a positive duration", cfg.AllowedLateness)
 	case cfg.SeriesTTL < 0:
-		return cfg, fmt.Errorf("window: SeriesTTL = %v is negative; use 0 for the default (%v) or a positive duration", cfg.SeriesTTL, DefaultSeriesTTL)
-	}
-	switch {
-	case cfg.MaxSeries == 0:
-		cfg.MaxSeries = DefaultMaxSeries
+		return fmt.Errorf("window.series_ttl = %v is negative; use a positive duration (default %v)", cfg.SeriesTTL, d.SeriesTTL)
 	case cfg.MaxSeries < 0:
-		return cfg, fmt.Errorf("window: MaxSeries = %d is negative; use 0 for the default (%d) or a positive cap", cfg.MaxSeries, DefaultMaxSeries)
+		return fmt.Errorf("window.max_series = %d is negative; use a positive cap (default %d)", cfg.MaxSeries, d.MaxSeries)
 	}
-	return cfg, nil
+	return nil
 }

@@ -103,10 +103,11 @@ type Set struct {
 
 // New validates cfg, fills in its defaults and returns an empty Set.
 func New(cfg Config, opts ...Option) (*Set, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
+	cfg.Fields = append([]string(nil), cfg.Fields...)
 	s := &Set{
 		cfg:       cfg,
 		l:         cfg.Lookback,

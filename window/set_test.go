@@ -22,23 +22,23 @@ func TestNewValidates(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)
-		want string // substring of the error; "" = valid
+		want string // substring of the error, naming the YAML key; "" = valid
 	}{
 		{name: "minimal config is valid", edit: func(*Config) {}},
-		{name: "lookback required", edit: func(c *Config) { c.Lookback = 0 }, want: "Lookback = 0"},
-		{name: "fields required", edit: func(c *Config) { c.Fields = nil }, want: "Fields is empty"},
-		{name: "empty field name", edit: func(c *Config) { c.Fields = []string{"a", ""} }, want: "Fields[1] is empty"},
-		{name: "duplicate field", edit: func(c *Config) { c.Fields = []string{"a", "a"} }, want: `Fields[1] = "a" appears twice`},
+		{name: "lookback required", edit: func(c *Config) { c.Lookback = 0 }, want: "window lookback = 0"},
+		{name: "fields required", edit: func(c *Config) { c.Fields = nil }, want: "input.value_fields is empty"},
+		{name: "empty field name", edit: func(c *Config) { c.Fields = []string{"a", ""} }, want: "input.value_fields[1] is empty"},
+		{name: "duplicate field", edit: func(c *Config) { c.Fields = []string{"a", "a"} }, want: `input.value_fields[1] = "a" appears twice`},
 		{name: "reserved field", edit: func(c *Config) { c.Fields = []string{"ts"} }, want: "reserved"},
-		{name: "cadence required", edit: func(c *Config) { c.Cadence = 0 }, want: "Cadence = 0s"},
+		{name: "cadence required", edit: func(c *Config) { c.Cadence = 0 }, want: "input.cadence = 0s"},
 		{name: "cadence in whole ms", edit: func(c *Config) { c.Cadence = 1500 * time.Microsecond }, want: "whole number of milliseconds"},
-		{name: "negative stride", edit: func(c *Config) { c.Stride = -1 }, want: "Stride = -1"},
+		{name: "negative stride", edit: func(c *Config) { c.Stride = -1 }, want: "window.stride = -1"},
 		{name: "max gap -1 is valid", edit: func(c *Config) { c.MaxGap = -1 }},
-		{name: "max gap below -1", edit: func(c *Config) { c.MaxGap = -2 }, want: "MaxGap = -2"},
-		{name: "unknown fill", edit: func(c *Config) { c.Fill = "spline" }, want: `Fill = "spline"; use "linear" or "hold"`},
-		{name: "negative lateness", edit: func(c *Config) { c.AllowedLateness = -time.Second }, want: "AllowedLateness = -1s"},
-		{name: "negative ttl", edit: func(c *Config) { c.SeriesTTL = -time.Second }, want: "SeriesTTL = -1s"},
-		{name: "negative max series", edit: func(c *Config) { c.MaxSeries = -1 }, want: "MaxSeries = -1"},
+		{name: "max gap below -1", edit: func(c *Config) { c.MaxGap = -2 }, want: "window.max_gap = -2"},
+		{name: "unknown fill", edit: func(c *Config) { c.Fill = "spline" }, want: `window.fill = "spline"; use "linear" or "hold"`},
+		{name: "negative lateness", edit: func(c *Config) { c.AllowedLateness = -time.Second }, want: "window.allowed_lateness = -1s"},
+		{name: "negative ttl", edit: func(c *Config) { c.SeriesTTL = -time.Second }, want: "window.series_ttl = -1s"},
+		{name: "negative max series", edit: func(c *Config) { c.MaxSeries = -1 }, want: "window.max_series = -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok

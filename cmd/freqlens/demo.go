@@ -16,13 +16,14 @@ import (
 	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
-	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/service"
 	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // demoCadence is the simulated step: an hour, so a day is 24 steps and a
@@ -76,44 +77,28 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	// 2. The service, on an embedded broker.
-	yaml := fmt.Sprintf(`
-input: {cadence: %s, max_future: 87600h, batch_latency: 5ms}
-model: {path: in-memory}
-window: {max_gap: 3}
-output: {attributions: summary}
-metrics: {listen: %q}
-online: {enabled: %v, interval: %s}
-`, demoCadence, *metricsAddr, *finetune > 0, max(*finetune, time.Second))
-	f, err := config.Parse([]byte(yaml), nil)
-	if err != nil {
-		return err
-	}
-	broker, err := startEmbedded(*brokerAddr, f)
-	if err != nil {
-		return err
-	}
-	defer broker.Close()
-	reg := newRegistry()
+	cfg := service.DefaultConfig()
+	cfg.EmbeddedBroker = *brokerAddr
+	cfg.Pipeline.Cadence = demoCadence
+	cfg.Stream.MaxFuture = 10 * 365 * 24 * time.Hour
+	cfg.Stream.BatchLatency = 5 * time.Millisecond
+	cfg.Sink.Attributions = wire.AttributionsSummary
+	cfg.MetricsListen = *metricsAddr
+	cfg.Online.Enabled = *finetune > 0
+	cfg.Online.Interval = max(*finetune, time.Second)
 	watch := newWatcher("s-0")
-	learner, _, _, closeOnline, err := buildOnline(ctx, f, m, reg, log)
+	svc, err := service.New(ctx, cfg, service.WithModel(m), service.WithLogger(log), service.WithObserver(watch.observe))
 	if err != nil {
 		return err
 	}
-	defer closeOnline()
-	p, err := buildPipeline(f, m, reg, log, pipeline.WithObserver(watch.observe), pipeline.WithOnline(learner))
-	if err != nil {
-		return err
+	defer svc.Close()
+	cfg = svc.Config()
+	p, learner := svc.Pipeline(), svc.Learner()
+	fmt.Fprintf(stdout, "broker %s; forecasts on topic %q, attributions on %q", strings.Join(cfg.Kafka.Brokers, ","), cfg.Sink.ForecastTopic, cfg.Sink.AttributionTopic)
+	if addr := svc.MetricsAddr(); addr != "" {
+		fmt.Fprintf(stdout, "; metrics on http://%s/metrics", addr)
 	}
-	stopMetrics, err := serveMetrics(ctx, *f.Metrics.Listen, reg, log, onlineReport(learner, p))
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
-	fmt.Fprintf(stdout, "broker %s; forecasts on topic %q, attributions on %q", strings.Join(broker.Addrs(), ","), f.Topics.Forecasts, *f.Topics.Attributions)
-	if *f.Metrics.Listen != "" {
-		fmt.Fprintf(stdout, "; metrics on http://%s/metrics", *f.Metrics.Listen)
-	}
-	fmt.Fprintf(stdout, "\n%d sensors, one reading per simulated hour, %g simulated hours per second; drift events on %q", *series, *rate, *f.Topics.Drift)
+	fmt.Fprintf(stdout, "\n%d sensors, one reading per simulated hour, %g simulated hours per second; drift events on %q", *series, *rate, cfg.DriftTopic)
 	if *finetune > 0 {
 		fmt.Fprintf(stdout, "; fine-tuning every %s", *finetune)
 	}
@@ -121,9 +106,9 @@ online: {enabled: %v, interval: %s}
 
 	// 3. Sensors, service and summary until ctx ends.
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return p.Run(ctx) })
+	g.Go(func() error { return svc.Run(ctx) })
 	g.Go(func() error {
-		return simulate(gctx, broker.Addrs(), f.Topics.Input, *series, *rate, *seed+1, m.Lookback())
+		return simulate(gctx, svc.Kafka(), cfg.Stream.Topic, *series, *rate, *seed+1, m.Lookback())
 	})
 	g.Go(func() error { return summarise(gctx, stdout, p, learner, watch, started) })
 	err = g.Wait()
@@ -181,7 +166,7 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 // full windows, then one reading per sensor per simulated hour, rate hours
 // per second. Simulated time ends at the present, so readings are never in
 // the future; missing readings (the generator's 1%) are not sent.
-func simulate(ctx context.Context, brokers []string, topic string, n int, rate float64, seed uint64, lookback int) error {
+func simulate(ctx context.Context, kc *kafkaconn.Client, topic string, n int, rate float64, seed uint64, lookback int) error {
 	const span = 365 * 24 // a year of hourly steps
 	frame, err := dataset.Synthetic(dataset.Traffic(n, span, demoCadence, seed))
 	if err != nil {
@@ -190,11 +175,12 @@ func simulate(ctx context.Context, brokers []string, topic string, n int, rate f
 	// Move the simulation to end now, keeping the generator's weekday and
 	// time of day (its rush hours are at 08:00 and 17:30): shift by whole weeks.
 	week := 7 * 24 * time.Hour
-	shift := time.Now().Sub(frame.Times[span-1]).Truncate(week)
+	shift := time.Since(frame.Times[span-1]).Truncate(week)
 	for i := range frame.Times {
 		frame.Times[i] = frame.Times[i].Add(shift)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := kc.NewWriter(topic)
+	w.BatchTimeout = time.Millisecond
 	defer w.Close()
 	cfg := stream.Config{ValueFields: []string{"value"}}
 	msgs := make([]kafka.Message, 0, n)
@@ -257,7 +243,7 @@ func newWatcher(series string) *watcher { return &watcher{series: series} }
 // groups the contributions into cycle families: frequencies within 15% of a
 // known period (12h, 24h, 168h) and the rest. Attributions add up, so a
 // family's share is exactly the sum of its members'.
-func (w *watcher) observe(f *sink.Forecast) {
+func (w *watcher) observe(f *wire.Forecast) {
 	if f.Series != w.series {
 		return
 	}

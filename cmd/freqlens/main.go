@@ -1,12 +1,17 @@
 // Command freqlens trains, evaluates, inspects and applies FreqLens
-// forecasting models.
+// forecasting models, and runs the streaming service.
 //
 //	freqlens train   --data CSV --horizon H --out MODEL [--json]
 //	freqlens eval    --model MODEL --data CSV [--json]
 //	freqlens inspect --model MODEL [--data CSV] [--json]
 //	freqlens predict --model MODEL --data CSV --at ROW [--json]
+//	freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR]
+//	freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]
+//	freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE)
 //
-// Every error is one line on stderr and exit status 2.
+// The commands are thin: they parse flags and call the packages (serve and
+// demo build a service.Config and run package service). Every error is one
+// line on stderr and exit status 2.
 package main
 
 import (
@@ -23,10 +28,13 @@ import (
 const usage = `freqlens: interpretable frequency-attribution forecasting
 
 usage:
+  freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]    the streaming demo, nothing to install
   freqlens train   --data CSV --horizon H --out MODEL [--lookback 96] [--epochs 50] [--seed 42] [--mode mixed|independent] [--json]
   freqlens eval    --model MODEL --data CSV [--json]
   freqlens inspect --model MODEL [--data CSV] [--json]
   freqlens predict --model MODEL --data CSV --at ROW [--json]
+  freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR]   the streaming service
+  freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE) [--speed max|60x]   a CSV as readings
 
 Run 'freqlens COMMAND -h' for the flags of a command.
 `

@@ -198,3 +198,17 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageListsEveryCommand: `freqlens` with no arguments lists every
+// command it accepts (serve, replay and demo included) and exits 2.
+func TestUsageListsEveryCommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), nil, &out, &errOut); code != 2 {
+		t.Errorf("freqlens without arguments exited %d, want 2", code)
+	}
+	for name := range commands {
+		if !strings.Contains(errOut.String(), "freqlens "+name+" ") {
+			t.Errorf("the usage does not list %q:\n%s", name, errOut.String())
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,15 +14,18 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/stream"
 )
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	data := fs.String("data", "", "CSV to replay: a date column, then numeric columns")
-	topic := fs.String("topic", "", "topic to produce the readings to")
-	brokers := fs.String("brokers", "", "comma-separated brokers, host:port")
+	topic := fs.String("topic", "", "topic to produce the readings to (default with --config: its topics.input)")
+	brokers := fs.String("brokers", "", "comma-separated brokers, host:port (overrides the kafka.brokers of --config)")
+	cfgPath := fs.String("config", "", "serve configuration whose kafka.* keys (brokers, TLS, SASL, client id) and topics.input to use")
 	speed := fs.String("speed", "max", "replay speed relative to the file's timestamps, e.g. 60x, or max for as fast as possible")
 	seriesCol := fs.String("series-column", "", "column naming the series (its other columns are the reading's values); default: every column is its own series")
 	format := fs.String("format", "json", "message format: json or csv")
@@ -32,9 +36,31 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := require(fs, "data", "topic", "brokers"); err != nil {
+	if err := require(fs, "data"); err != nil {
 		return err
 	}
+	var kcfg kafkaconn.Config
+	if *cfgPath != "" {
+		f, err := config.Load(*cfgPath, os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		kcfg = f.Kafka
+		if *topic == "" {
+			*topic = f.Stream.Topic
+		}
+	}
+	if *brokers != "" {
+		kcfg.Brokers = strings.Split(*brokers, ",")
+	}
+	if len(kcfg.Brokers) == 0 || *topic == "" {
+		return fmt.Errorf("--brokers and --topic are required without --config (a serve configuration naming kafka.brokers and topics.input)")
+	}
+	kc, err := kafkaconn.New(kcfg)
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
 	factor, err := parseSpeed(*speed)
 	if err != nil {
 		return err
@@ -68,10 +94,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	cfg.CSVColumns = append([]string{"series", "ts"}, cfg.ValueFields...)
 
-	w := &kafka.Writer{
-		Addr: kafka.TCP(strings.Split(*brokers, ",")...), Topic: *topic, Balancer: &kafka.Hash{},
-		BatchTimeout: 2 * time.Millisecond, BatchSize: 1000, RequiredAcks: kafka.RequireAll,
-	}
+	w := kc.NewWriter(*topic)
+	w.BatchTimeout, w.BatchSize = 2*time.Millisecond, 1000
 	defer w.Close()
 
 	var msgs []kafka.Message

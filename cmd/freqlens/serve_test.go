@@ -17,10 +17,12 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/broadcast"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
-	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
@@ -56,7 +58,7 @@ func startServe(t *testing.T, yaml string) string {
 	dir := t.TempDir()
 	_, modelPath := saveTestModel(t, dir)
 	cfg := filepath.Join(dir, "serve.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\n%s", modelPath, yaml)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\nmetrics: {listen: \"\"}\n%s", modelPath, yaml)), 0o644)
 	broker := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -128,9 +130,9 @@ func TestServeWithKcat(t *testing.T) {
 	if len(forecasts) != want {
 		t.Fatalf("kcat read %d forecasts, want %d", len(forecasts), want)
 	}
-	byKey := map[string]sink.Forecast{}
+	byKey := map[string]wire.Forecast{}
 	for _, line := range forecasts {
-		f, err := sink.DecodeForecastJSON(line)
+		f, err := wire.DecodeForecastJSON(line)
 		if err != nil {
 			t.Fatalf("forecast %q: %v", line, err)
 		}
@@ -204,7 +206,8 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	learned.Params().Theta[0] += 0.5
 	learned.Refresh()
 	learned.Meta.Version = 7
-	pub, err := sink.NewModels(sink.Config{Brokers: b.Addrs()}, "models", 3)
+	kc := kafkatest.Client(t, b.Addrs())
+	pub, err := broadcast.NewModels(kc, "models", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,26 +233,15 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 		}
 	}()
 
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addrs()...), Topic: "readings", BatchTimeout: time.Millisecond}
-	defer w.Close()
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
 	for step := range 30 {
 		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: fmt.Appendf(nil, `{"series":"s","ts":"%s","value":%g}`,
 			t0.Add(time.Duration(step)*time.Hour).Format(time.RFC3339), 10+math.Sin(float64(step)))})
 	}
-	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
-		t.Fatal(err)
-	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: b.Addrs(), Topic: "forecasts", Partition: 0, MaxWait: 50 * time.Millisecond})
-	defer r.Close()
-	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer rcancel()
-	msg, err := r.ReadMessage(rctx)
-	if err != nil {
-		t.Fatalf("no forecast: %v\n%s", err, stderr.String())
-	}
-	f, err := sink.DecodeForecastJSON(msg.Value)
+	kafkatest.Produce(t, kc, "readings", msgs...)
+	msg := kafkatest.ReadN(t, kc, "forecasts", 1, 60*time.Second)[0]
+	f, err := wire.DecodeForecastJSON(msg.Value)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,5 +276,42 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("/online?worst=many: %s, want 400", resp.Status)
+	}
+}
+
+// TestReplay: replay produces one reading per column and row through the
+// Kafka layer, with the brokers from --brokers or from a serve --config
+// (kafka.brokers and topics.input), and refuses to run without either.
+func TestReplay(t *testing.T) {
+	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 1, "sensors": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "s.csv", 3, 10)
+	cfg := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("kafka: {brokers: [%q]}\ntopics: {input: sensors}\n", b.Addrs()[0])), 0o644)
+	kc := kafkatest.Client(t, b.Addrs())
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		topic string
+	}{
+		{"brokers flag", []string{"--brokers", b.Addrs()[0], "--topic", "readings"}, "readings"},
+		{"serve config", []string{"--config", cfg}, "sensors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCLI(append([]string{"replay", "--data", data, "--limit", "4"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("replay exited %d: %s%s", code, out, errOut)
+			}
+			if n := len(kafkatest.ReadAll(t, kc, tc.topic)); n != 3*4 {
+				t.Errorf("topic %s holds %d readings, want 12 (3 columns × 4 rows)", tc.topic, n)
+			}
+		})
+	}
+	if code, _, errOut := runCLI("replay", "--data", data); code != 2 || !strings.Contains(errOut, "--brokers") {
+		t.Errorf("replay without brokers exited %d: %s; want 2 and a message naming --brokers", code, errOut)
 	}
 }

@@ -1,14 +1,13 @@
 // Package sinktest is the shared test suite of sink.Sink implementations,
-// with the helpers it is built from: a generator of complete forecasts, a
-// bit-exact comparison, and readers that turn a sink's output (JSON lines,
-// Kafka topics) back into forecasts.
+// with readers that turn a sink's output (JSON lines, Kafka topics) back
+// into forecasts.
 //
 // Every Sink passes Run:
 //
 //	func TestSuite(t *testing.T) {
 //		sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
 //			m := sink.NewMemory()
-//			return m, func(testing.TB) []sink.Forecast { return m.Forecasts() }
+//			return m, func(testing.TB) []wire.Forecast { return m.Forecasts() }
 //		})
 //	}
 //
@@ -16,8 +15,9 @@
 // single-field forecasts "value", because the JSON layouts do not carry that
 // name. Its values are finite (JSON writes NaN and ±Inf as null).
 //
-// sinktest sits beside sink, for tests only: it imports sink, kafka-go and
-// Arrow, and is imported by the tests of sink and of the packages that use
-// it (pipeline, cmd). Run starts goroutines only to call Write concurrently
-// and waits for them; ReadKafka opens and closes its own readers.
+// sinktest sits beside sink, for tests only: it imports sink, wire,
+// wire/wiretest (the forecast generator and comparison), kafka-go and
+// internal/kafkaconn/kafkatest, and is imported by the tests of sink. Run
+// starts goroutines only to call Write concurrently and waits for them;
+// ReadKafka opens and closes its own readers.
 package sinktest

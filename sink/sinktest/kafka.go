@@ -1,7 +1,6 @@
 package sinktest
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -10,7 +9,10 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // ReadKafka reads the topics of cfg (the Kafka sink's configuration) from
@@ -18,38 +20,36 @@ import (
 // message's key and headers, decodes it in cfg.Format and returns the
 // forecasts merged with their attributions (matched by forecast-id),
 // partition after partition in offset order. Any problem fails tb.
-func ReadKafka(tb testing.TB, cfg sink.Config) []sink.Forecast {
+func ReadKafka(tb testing.TB, kc *kafkaconn.Client, cfg sink.Config) []wire.Forecast {
 	tb.Helper()
 	if cfg.ForecastTopic == "" {
-		cfg.ForecastTopic = sink.DefaultForecastTopic
+		cfg.ForecastTopic = sink.DefaultConfig().ForecastTopic
 	}
 	if cfg.Format == "" {
-		cfg.Format = sink.FormatJSON
+		cfg.Format = wire.FormatJSON
 	}
-	if cfg.Attributions == sink.AttributionsOff {
+	if cfg.Attributions == wire.AttributionsOff {
 		cfg.AttributionTopic = ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(tb, 0)
 
-	decode := func(kind string, data []byte) (sink.Forecast, error) {
+	decode := func(kind string, data []byte) (wire.Forecast, error) {
 		switch {
-		case kind == "forecast" && cfg.Format == sink.FormatArrow:
-			return sink.DecodeForecastArrow(data, mem)
+		case kind == "forecast" && cfg.Format == wire.FormatArrow:
+			return wire.DecodeForecastArrow(data, mem)
 		case kind == "forecast":
-			return sink.DecodeForecastJSON(data)
-		case cfg.Format == sink.FormatArrow:
-			return sink.DecodeAttributionArrow(data, mem)
+			return wire.DecodeForecastJSON(data)
+		case cfg.Format == wire.FormatArrow:
+			return wire.DecodeAttributionArrow(data, mem)
 		default:
-			return sink.DecodeAttributionJSON(data)
+			return wire.DecodeAttributionJSON(data)
 		}
 	}
-	read := func(topic, kind string) ([]sink.Forecast, []string) {
-		var fs []sink.Forecast
+	read := func(topic, kind string) ([]wire.Forecast, []string) {
+		var fs []wire.Forecast
 		var ids []string
-		for _, m := range readTopic(ctx, tb, cfg.Brokers, topic) {
+		for _, m := range kafkatest.ReadAll(tb, kc, topic) {
 			f, err := decode(kind, m.Value)
 			if err != nil {
 				tb.Fatalf("topic %s partition %d offset %d: %v", topic, m.Partition, m.Offset, err)
@@ -64,7 +64,7 @@ func ReadKafka(tb testing.TB, cfg sink.Config) []sink.Forecast {
 		return forecasts
 	}
 	attrs, aids := read(cfg.AttributionTopic, "attribution")
-	byID := map[string][]sink.Forecast{}
+	byID := map[string][]wire.Forecast{}
 	for i, a := range attrs {
 		byID[aids[i]] = append(byID[aids[i]], a)
 	}
@@ -75,7 +75,7 @@ func ReadKafka(tb testing.TB, cfg sink.Config) []sink.Forecast {
 				f.Series, f.TS.Format(time.RFC3339), ids[i], cfg.AttributionTopic)
 			continue
 		}
-		merged, err := sink.Merge(f, as[0])
+		merged, err := wire.Merge(f, as[0])
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func ReadKafka(tb testing.TB, cfg sink.Config) []sink.Forecast {
 
 // checkHeaders checks the key and headers of m against its decoded forecast
 // and returns its forecast-id.
-func checkHeaders(tb testing.TB, m kafka.Message, f sink.Forecast, format sink.Format) string {
+func checkHeaders(tb testing.TB, m kafka.Message, f wire.Forecast, format wire.Format) string {
 	tb.Helper()
 	where := fmt.Sprintf("topic %s partition %d offset %d", m.Topic, m.Partition, m.Offset)
 	if string(m.Key) != f.Series {
@@ -104,75 +104,14 @@ func checkHeaders(tb testing.TB, m kafka.Message, f sink.Forecast, format sink.F
 		}
 		h[kv.Key] = string(kv.Value)
 	}
-	if got, want := h[sink.HeaderForecastID], sink.ForecastID(f.Series, f.TS, f.ModelVersion); got != want {
-		tb.Errorf("%s: header %s = %q, want %q", where, sink.HeaderForecastID, got, want)
+	if got, want := h[wire.HeaderForecastID], wire.ForecastID(f.Series, f.TS, f.ModelVersion); got != want {
+		tb.Errorf("%s: header %s = %q, want %q", where, wire.HeaderForecastID, got, want)
 	}
-	if got, want := h[sink.HeaderModelVersion], strconv.FormatInt(f.ModelVersion, 10); got != want {
-		tb.Errorf("%s: header %s = %q, want %q", where, sink.HeaderModelVersion, got, want)
+	if got, want := h[wire.HeaderModelVersion], strconv.FormatInt(f.ModelVersion, 10); got != want {
+		tb.Errorf("%s: header %s = %q, want %q", where, wire.HeaderModelVersion, got, want)
 	}
-	if got, want := h[sink.HeaderContentType], format.ContentType(); got != want {
-		tb.Errorf("%s: header %s = %q, want %q", where, sink.HeaderContentType, got, want)
+	if got, want := h[wire.HeaderContentType], format.ContentType(); got != want {
+		tb.Errorf("%s: header %s = %q, want %q", where, wire.HeaderContentType, got, want)
 	}
-	return h[sink.HeaderForecastID]
-}
-
-// ReadTopic returns every message of every partition of topic, from the
-// beginning to the partition's current end, partition after partition.
-func ReadTopic(tb testing.TB, brokers []string, topic string) []kafka.Message {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return readTopic(ctx, tb, brokers, topic)
-}
-
-func readTopic(ctx context.Context, tb testing.TB, brokers []string, topic string) []kafka.Message {
-	tb.Helper()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
-	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		tb.Fatalf("metadata of topic %s: %v", topic, err)
-	}
-	if len(meta.Topics) != 1 || meta.Topics[0].Error != nil {
-		tb.Fatalf("metadata of topic %s: %+v", topic, meta.Topics)
-	}
-	var reqs []kafka.OffsetRequest
-	for _, p := range meta.Topics[0].Partitions {
-		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-	}
-	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-	if err != nil {
-		tb.Fatalf("offsets of topic %s: %v", topic, err)
-	}
-	var out []kafka.Message
-	for _, po := range offs.Topics[topic] {
-		if po.Error != nil {
-			tb.Fatalf("offsets of topic %s partition %d: %v", topic, po.Partition, po.Error)
-		}
-		if po.LastOffset <= po.FirstOffset {
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{
-			Brokers:   brokers,
-			Topic:     topic,
-			Partition: po.Partition,
-			MaxBytes:  64 << 20,
-			MaxWait:   50 * time.Millisecond,
-		})
-		if err := r.SetOffset(po.FirstOffset); err != nil {
-			tb.Fatal(err)
-		}
-		for {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				r.Close()
-				tb.Fatalf("read topic %s partition %d: %v", topic, po.Partition, err)
-			}
-			out = append(out, m)
-			if m.Offset >= po.LastOffset-1 {
-				break
-			}
-		}
-		r.Close()
-	}
-	return out
+	return h[wire.HeaderForecastID]
 }

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/wire"
+	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
 // Delivered returns every forecast the sink under test has delivered so far
 // — merged with its attribution — as the sink's consumers would observe it,
 // forecasts of one series in delivery order.
-type Delivered func(t testing.TB) []sink.Forecast
+type Delivered func(t testing.TB) []wire.Forecast
 
 // Factory returns a new, empty sink writing full attributions, and the way
 // to observe what it delivered. The factory registers its own cleanup.
@@ -54,10 +56,10 @@ var (
 // batches returns nb batches of per forecasts each, over series series
 // whose times advance by one cadence per forecast; the first seriesMulti
 // series are multichannel. Forecasts use H = 6 and K = 3.
-func batches(seed uint64, prefix string, nb, per, series int) [][]sink.Forecast {
+func batches(seed uint64, prefix string, nb, per, series int) [][]wire.Forecast {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	next := make([]int, series)
-	out := make([][]sink.Forecast, nb)
+	out := make([][]wire.Forecast, nb)
 	for b := range out {
 		for i := 0; i < per; i++ {
 			s := rng.IntN(series)
@@ -67,7 +69,7 @@ func batches(seed uint64, prefix string, nb, per, series int) [][]sink.Forecast 
 			}
 			ts := origin.Add(time.Duration(next[s]) * time.Hour)
 			next[s]++
-			out[b] = append(out[b], Forecast(rng, fmt.Sprintf("%s-%d", prefix, s), ts, fields, 6, 3))
+			out[b] = append(out[b], wiretest.Forecast(rng, fmt.Sprintf("%s-%d", prefix, s), ts, fields, 6, 3))
 		}
 	}
 	return out
@@ -84,7 +86,7 @@ func testDelivers(t *testing.T, s sink.Sink, delivered Delivered) {
 	bs[0][3].Frequencies[1].PeriodSteps = 1.0 / 3
 	bs[0][4].ModelVersion = -1
 	bs[1][0].Series = "naïve \"series\"\twith\\escapes"
-	var want []sink.Forecast
+	var want []wire.Forecast
 	for _, b := range bs {
 		if err := s.Write(ctx, b); err != nil {
 			t.Fatalf("Write: %v", err)
@@ -104,14 +106,14 @@ func testComplete(t *testing.T, s sink.Sink, delivered Delivered) {
 		t.Fatalf("delivered %d forecasts, want %d", len(got), len(bs[0]))
 	}
 	for _, f := range got {
-		if err := Complete(f); err != nil {
+		if err := wiretest.Complete(f); err != nil {
 			t.Error(err)
 		}
 	}
 }
 
 func testEmpty(t *testing.T, s sink.Sink, delivered Delivered) {
-	for _, fs := range [][]sink.Forecast{nil, {}} {
+	for _, fs := range [][]wire.Forecast{nil, {}} {
 		if err := s.Write(context.Background(), fs); err != nil {
 			t.Errorf("Write(%v) = %v, want nil", fs, err)
 		}
@@ -134,9 +136,9 @@ func testInvalid(t *testing.T, s sink.Sink, delivered Delivered) {
 
 func testReuse(t *testing.T, s sink.Sink, delivered Delivered) {
 	fs := batches(4, "r", 1, 6, 3)[0]
-	want := make([]sink.Forecast, len(fs))
+	want := make([]wire.Forecast, len(fs))
 	for i := range fs {
-		want[i] = sink.Clone(fs[i])
+		want[i] = wire.Clone(fs[i])
 	}
 	if err := s.Write(context.Background(), fs); err != nil {
 		t.Fatalf("Write: %v", err)
@@ -156,7 +158,7 @@ func testConcurrent(t *testing.T, s sink.Sink, delivered Delivered) {
 	const writers = 4
 	var (
 		wg   sync.WaitGroup
-		want []sink.Forecast
+		want []wire.Forecast
 		errs = make([]error, writers)
 	)
 	for w := 0; w < writers; w++ {
@@ -236,7 +238,7 @@ func testCloseRace(t *testing.T, s sink.Sink, delivered Delivered) {
 	}
 }
 
-func sumAt(fr []sink.Contribution, i int) float64 {
+func sumAt(fr []wire.Contribution, i int) float64 {
 	var s float64
 	for _, c := range fr {
 		s += c.Values[i]
@@ -247,13 +249,13 @@ func sumAt(fr []sink.Contribution, i int) float64 {
 // checkDelivered compares what was delivered with what was written: the
 // same number of forecasts, and per series the same forecasts in the same
 // order, bit for bit.
-func checkDelivered(t *testing.T, got, want []sink.Forecast) {
+func checkDelivered(t *testing.T, got, want []wire.Forecast) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Errorf("delivered %d forecasts, want %d", len(got), len(want))
 	}
-	bySeries := func(fs []sink.Forecast) map[string][]sink.Forecast {
-		m := map[string][]sink.Forecast{}
+	bySeries := func(fs []wire.Forecast) map[string][]wire.Forecast {
+		m := map[string][]wire.Forecast{}
 		for _, f := range fs {
 			m[f.Series] = append(m[f.Series], f)
 		}
@@ -267,7 +269,7 @@ func checkDelivered(t *testing.T, got, want []sink.Forecast) {
 			continue
 		}
 		for i := range wf {
-			if d := Diff(gf[i], wf[i]); d != "" {
+			if d := wiretest.Diff(gf[i], wf[i]); d != "" {
 				t.Errorf("series %q, forecast %d (ts %s): %s", series, i, wf[i].TS.Format(time.RFC3339), d)
 			}
 		}

@@ -1,4 +1,4 @@
-package sink_test
+package broadcast_test
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/broadcast"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
-	"github.com/freqlens/freqlens/sink"
 )
 
 func modelVersion(t *testing.T, seed uint64, version int64) *model.Model {
@@ -24,9 +26,9 @@ func modelVersion(t *testing.T, seed uint64, version int64) *model.Model {
 }
 
 // newModels returns a Models on the "models" topic, closed when the test ends.
-func newModels(t *testing.T, brokers []string, keep int) *sink.Models {
+func newModels(t *testing.T, kc *kafkaconn.Client, keep int) *broadcast.Models {
 	t.Helper()
-	m, err := sink.NewModels(sink.Config{Brokers: brokers}, "models", keep)
+	m, err := broadcast.NewModels(kc, "models", keep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +39,10 @@ func newModels(t *testing.T, brokers []string, keep int) *sink.Models {
 // TestModelsRoundTrip: published versions come back bit for bit, the newest
 // complete one wins, and versions beyond keep are tombstoned.
 func TestModelsRoundTrip(t *testing.T) {
-	_, brokers := newCluster(t, "models")
+	kc := kafkatest.Client(t, kafkatest.NewCluster(t, []string{"models"}).ListenAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pub := newModels(t, brokers, 2)
+	pub := newModels(t, kc, 2)
 	if m, err := pub.Latest(ctx, nil); err != nil || m != nil {
 		t.Fatalf("empty topic: Latest = %v, %v; want nil, nil", m, err)
 	}
@@ -52,7 +54,7 @@ func TestModelsRoundTrip(t *testing.T) {
 		}
 	}
 	// A fresh reader, as a restarted service or another replica would be.
-	rd := newModels(t, brokers, 2)
+	rd := newModels(t, kc, 2)
 	got, err := rd.Latest(ctx, func(v int64, err error) { t.Errorf("version %d skipped: %v", v, err) })
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +68,7 @@ func TestModelsRoundTrip(t *testing.T) {
 
 	// Version 1 was tombstoned (keep 2): its manifest's last record is empty.
 	last := map[string]int{}
-	for _, m := range readAll(t, brokers, "models") {
+	for _, m := range kafkatest.ReadAll(t, kc, "models") {
 		last[string(m.Key)] = len(m.Value)
 	}
 	if n, ok := last["v1/manifest"]; !ok || n != 0 {
@@ -81,23 +83,19 @@ func TestModelsRoundTrip(t *testing.T) {
 // all chunks (or with a manifest that does not match) is passed over for
 // the newest complete one.
 func TestModelsSkipsIncompleteVersion(t *testing.T) {
-	_, brokers := newCluster(t, "models")
+	kc := kafkatest.Client(t, kafkatest.NewCluster(t, []string{"models"}).ListenAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pub := newModels(t, brokers, 5)
+	pub := newModels(t, kc, 5)
 	good := modelVersion(t, 1, 4)
 	if err := pub.Publish(ctx, good); err != nil {
 		t.Fatal(err)
 	}
 	// Version 5: a manifest promising chunks that were never written.
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: "models", Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
-	defer w.Close()
-	if err := w.WriteMessages(ctx,
+	kafkatest.Produce(t, kc, "models",
 		kafka.Message{Key: []byte("v5/chunk/0"), Value: []byte("half a model")},
 		kafka.Message{Key: []byte("v5/manifest"), Value: []byte(`{"version":5,"chunks":3,"bytes":900000,"sha256":"00"}`)},
-	); err != nil {
-		t.Fatal(err)
-	}
+	)
 	var skipped []int64
 	got, err := pub.Latest(ctx, func(v int64, err error) { skipped = append(skipped, v) })
 	if err != nil {
@@ -112,48 +110,9 @@ func TestModelsSkipsIncompleteVersion(t *testing.T) {
 }
 
 func TestModelsRejectsUnpromotedModel(t *testing.T) {
-	_, brokers := newCluster(t, "models")
-	pub := newModels(t, brokers, 1)
+	kc := kafkatest.Client(t, kafkatest.NewCluster(t, []string{"models"}).ListenAddrs())
+	pub := newModels(t, kc, 1)
 	if err := pub.Publish(context.Background(), modelVersion(t, 1, 0)); err == nil {
 		t.Error("Publish accepted a model with version 0")
 	}
-}
-
-// readAll returns every record of topic's partitions, in offset order per
-// partition.
-func readAll(t *testing.T, brokers []string, topic string) []kafka.Message {
-	t.Helper()
-	conn, err := kafka.Dial("tcp", brokers[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, err := conn.ReadPartitions(topic)
-	conn.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []kafka.Message
-	for _, p := range parts {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.ID, MaxWait: 50 * time.Millisecond})
-		lc, err := kafka.DialLeader(context.Background(), "tcp", brokers[0], topic, p.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last, err := lc.ReadLastOffset()
-		lc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		for off := int64(0); off < last; off++ {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, m)
-		}
-		cancel()
-		r.Close()
-	}
-	return out
 }

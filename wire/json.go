@@ -1,4 +1,4 @@
-package sink
+package wire
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ import (
 // attribution is not looked at).
 func AppendForecastJSON(dst []byte, f *Forecast) ([]byte, error) {
 	if err := f.checkForecast(); err != nil {
-		return dst, fmt.Errorf("sink: encode forecast json: %w", err)
+		return dst, fmt.Errorf("wire: encode forecast json: %w: %w", ErrInvalid, err)
 	}
 	c := len(f.Fields)
 	dst = append(dst, `{"series":`...)
@@ -83,7 +83,7 @@ func AppendAttributionJSON(dst []byte, f *Forecast, mode AttributionMode) ([]byt
 		return dst, err
 	}
 	if err := f.checkAttributionLayout(mode); err != nil {
-		return dst, fmt.Errorf("sink: encode attribution json: %w", err)
+		return dst, fmt.Errorf("wire: encode attribution json: %w: %w", ErrInvalid, err)
 	}
 	full := mode == AttributionsFull
 	dst = append(dst, `{"series":`...)

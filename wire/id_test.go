@@ -1,4 +1,4 @@
-package sink_test
+package wire_test
 
 import (
 	"crypto/sha256"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/wire"
 )
 
 func TestForecastID(t *testing.T) {
@@ -14,7 +14,7 @@ func TestForecastID(t *testing.T) {
 	monotonic := now.Add(origin.Sub(now.Round(0))) // origin, with a monotonic clock reading
 	sum := sha256.Sum256([]byte("s-17\x002026-01-05T08:00:00Z\x003"))
 	want := hex.EncodeToString(sum[:16])
-	if got := sink.ForecastID("s-17", origin, 3); got != want {
+	if got := wire.ForecastID("s-17", origin, 3); got != want {
 		t.Errorf("ForecastID = %s, want %s", got, want)
 	}
 	for _, tc := range []struct {
@@ -33,14 +33,14 @@ func TestForecastID(t *testing.T) {
 		{"series and version cannot trade digits", "s-1", origin, 73, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := sink.ForecastID(tc.series, tc.ts, tc.version)
+			got := wire.ForecastID(tc.series, tc.ts, tc.version)
 			if (got == want) != tc.same {
 				t.Errorf("ForecastID(%q, %s, %d) = %s, same as %s: %v, want %v",
 					tc.series, tc.ts, tc.version, got, want, got == want, tc.same)
 			}
 		})
 	}
-	if got := string(sink.AppendForecastID([]byte("id="), "s-17", origin, 3)); got != "id="+want {
+	if got := string(wire.AppendForecastID([]byte("id="), "s-17", origin, 3)); got != "id="+want {
 		t.Errorf("AppendForecastID kept no prefix: %s", got)
 	}
 }

@@ -1,10 +1,22 @@
-package sink
+package wire
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"time"
+)
+
+// The headers of every message on the forecast and attribution topics.
+const (
+	// HeaderForecastID is the forecast's deterministic id (AppendForecastID),
+	// the same on both topics.
+	HeaderForecastID = "forecast-id"
+	// HeaderModelVersion is the model version, in decimal.
+	HeaderModelVersion = "model-version"
+	// HeaderContentType is application/json or
+	// application/vnd.apache.arrow.stream.
+	HeaderContentType = "content-type"
 )
 
 // AppendForecastID appends the forecast-id of a forecast to dst and returns

@@ -1,4 +1,4 @@
-package stream
+package arrowipc
 
 import "encoding/binary"
 
@@ -6,12 +6,12 @@ import "encoding/binary"
 // makes slices as long as the vectors claim (schema fields, children,
 // custom metadata, union type ids) and recurses into children, so a few
 // hostile bytes could ask for gigabytes or recurse forever (shared or
-// cyclic children), which no recover can stop. verifyIPCMetadata checks a
+// cyclic children), which no recover can stop. verifyMetadata checks a
 // message's metadata before Arrow reads it: every table, vector and
 // string it reaches lies inside the metadata, nesting is at most
 // maxIPCDepth deep and a schema visits at most maxIPCFields fields.
 // Record and dictionary batch metadata is read by Arrow through
-// bounds-checked accesses (a panic, which Decode recovers), so only the
+// bounds-checked accesses (a panic, which Read recovers), so only the
 // message table itself is checked for them.
 
 const (
@@ -136,8 +136,8 @@ func (b fbuf) element(start, i int) (fbTable, bool) {
 	return b.table(p + int(u))
 }
 
-// verifyIPCMetadata checks one message's flatbuffer metadata.
-func verifyIPCMetadata(meta []byte) bool {
+// verifyMetadata checks one message's flatbuffer metadata.
+func verifyMetadata(meta []byte) bool {
 	b := fbuf(meta)
 	root, ok := b.u32(0)
 	if !ok {

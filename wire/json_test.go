@@ -1,4 +1,4 @@
-package sink_test
+package wire_test
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freqlens/freqlens/sink"
-	"github.com/freqlens/freqlens/sink/sinktest"
+	"github.com/freqlens/freqlens/wire"
+	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -40,19 +40,19 @@ func golden(t *testing.T, name string, got []byte) {
 func TestJSONGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		f    sink.Forecast
+		f    wire.Forecast
 	}{
 		{"single", exampleSingle()},
 		{"multi", exampleMulti()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := sink.AppendForecastJSON(nil, &tc.f)
+			got, err := wire.AppendForecastJSON(nil, &tc.f)
 			if err != nil {
 				t.Fatal(err)
 			}
 			golden(t, "forecast_"+tc.name+".json", got)
-			for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
-				got, err := sink.AppendAttributionJSON(nil, &tc.f, mode)
+			for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
+				got, err := wire.AppendAttributionJSON(nil, &tc.f, mode)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -70,8 +70,8 @@ func TestJSONGolden(t *testing.T) {
 // frequency values gives the forecast, field by field.
 func TestJSONLayoutSums(t *testing.T) {
 	f := exampleMulti()
-	fb, _ := sink.AppendForecastJSON(nil, &f)
-	ab, _ := sink.AppendAttributionJSON(nil, &f, sink.AttributionsFull)
+	fb, _ := wire.AppendForecastJSON(nil, &f)
+	ab, _ := wire.AppendAttributionJSON(nil, &f, wire.AttributionsFull)
 	var fc struct {
 		Horizon []struct {
 			TS     time.Time          `json:"ts"`
@@ -107,7 +107,7 @@ func TestJSONLayoutSums(t *testing.T) {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	cases := map[string][]sink.Forecast{
+	cases := map[string][]wire.Forecast{
 		"examples":   {exampleSingle(), exampleMulti()},
 		"one field":  randomForecasts(1, 20, []string{"value"}, 24, 4),
 		"multi":      randomForecasts(2, 20, []string{"temp", "humidity", "wind"}, 12, 3),
@@ -120,27 +120,27 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for i := range fs {
 				f := &fs[i]
-				b, err := sink.AppendForecastJSON(nil, f)
+				b, err := wire.AppendForecastJSON(nil, f)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := sink.DecodeForecastJSON(b)
+				got, err := wire.DecodeForecastJSON(b)
 				if err != nil {
 					t.Fatalf("DecodeForecastJSON(%s): %v", b, err)
 				}
-				if d := sinktest.Diff(got, forecastPart(*f)); d != "" {
+				if d := wiretest.Diff(got, forecastPart(*f)); d != "" {
 					t.Errorf("forecast %d: %s", i, d)
 				}
-				for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
-					b, err := sink.AppendAttributionJSON(nil, f, mode)
+				for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
+					b, err := wire.AppendAttributionJSON(nil, f, mode)
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, err := sink.DecodeAttributionJSON(b)
+					got, err := wire.DecodeAttributionJSON(b)
 					if err != nil {
 						t.Fatalf("DecodeAttributionJSON(%s): %v", b, err)
 					}
-					if d := sinktest.Diff(got, attributionPart(*f, mode, false)); d != "" {
+					if d := wiretest.Diff(got, attributionPart(*f, mode, false)); d != "" {
 						t.Errorf("attribution %d (%s): %s", i, mode, d)
 					}
 				}
@@ -150,7 +150,7 @@ func TestJSONRoundTrip(t *testing.T) {
 }
 
 // extremes has numbers and strings that stress the encoding.
-func extremes() sink.Forecast {
+func extremes() wire.Forecast {
 	f := exampleMulti()
 	f.Series = "naïve \"s\"\t\\ \x01 \u2028 end"
 	f.Fields = []string{"température", "a\"b\\c\nd"}
@@ -166,7 +166,7 @@ func extremes() sink.Forecast {
 }
 
 // subSecond has a cadence and times with fractional seconds.
-func subSecond() sink.Forecast {
+func subSecond() wire.Forecast {
 	f := exampleSingle()
 	f.TS = time.Date(2026, 1, 5, 8, 0, 0, 123456789, time.FixedZone("CET", 3600))
 	f.TS = f.TS.UTC()
@@ -179,14 +179,14 @@ func TestJSONNonFinite(t *testing.T) {
 	f := exampleSingle()
 	f.Values = []float64{math.NaN(), math.Inf(1), math.Inf(-1)}
 	f.Alpha = math.NaN()
-	b, err := sink.AppendForecastJSON(nil, &f)
+	b, err := wire.AppendForecastJSON(nil, &f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !json.Valid(b) || !bytes.Contains(b, []byte(`"value":null`)) {
 		t.Fatalf("forecast with NaN/Inf = %s, want valid JSON with null values", b)
 	}
-	got, err := sink.DecodeForecastJSON(b)
+	got, err := wire.DecodeForecastJSON(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,11 +195,11 @@ func TestJSONNonFinite(t *testing.T) {
 			t.Errorf("Values[%d] = %v, want NaN (from null)", i, v)
 		}
 	}
-	ab, err := sink.AppendAttributionJSON(nil, &f, sink.AttributionsSummary)
+	ab, err := wire.AppendAttributionJSON(nil, &f, wire.AttributionsSummary)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := sink.DecodeAttributionJSON(ab)
+	a, err := wire.DecodeAttributionJSON(ab)
 	if err != nil || !math.IsNaN(a.Alpha) {
 		t.Errorf("alpha NaN → %s → %v, %v; want NaN", ab, a.Alpha, err)
 	}
@@ -208,7 +208,7 @@ func TestJSONNonFinite(t *testing.T) {
 func TestJSONTimesAreUTC(t *testing.T) {
 	f := exampleSingle()
 	f.TS = origin.In(time.FixedZone("X", -5*3600))
-	b, _ := sink.AppendForecastJSON(nil, &f)
+	b, _ := wire.AppendForecastJSON(nil, &f)
 	if !bytes.Contains(b, []byte(`"ts":"2026-01-05T08:00:00Z"`)) || !bytes.Contains(b, []byte(`"ts":"2026-01-05T09:00:00Z"`)) {
 		t.Errorf("times not in UTC: %s", b)
 	}
@@ -217,20 +217,20 @@ func TestJSONTimesAreUTC(t *testing.T) {
 func TestEncodeRejectsInvalid(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		modify func(*sink.Forecast)
+		modify func(*wire.Forecast)
 		want   string
 	}{
-		{"empty series", func(f *sink.Forecast) { f.Series = "" }, "empty series"},
-		{"zero horizon", func(f *sink.Forecast) { f.Horizon = 0 }, "horizon = 0"},
-		{"no fields", func(f *sink.Forecast) { f.Fields = nil }, "no fields"},
-		{"empty field", func(f *sink.Forecast) { f.Fields = []string{"a", ""} }, "empty name"},
-		{"duplicate field", func(f *sink.Forecast) { f.Fields = []string{"a", "a"} }, `"a" appears twice`},
-		{"short values", func(f *sink.Forecast) { f.Values = f.Values[1:] }, "len(Values) = 3, want"},
-		{"short residual", func(f *sink.Forecast) { f.Residual = nil }, "len(Residual) = 0"},
-		{"short contribution", func(f *sink.Forecast) { f.Frequencies[1].Values = nil }, "frequency 1 (id 2)"},
-		{"zero cadence", func(f *sink.Forecast) { f.Cadence = 0 }, "cadence = 0s"},
-		{"ts too late", func(f *sink.Forecast) { f.TS = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC) }, "outside the years"},
-		{"last step too late", func(f *sink.Forecast) { f.TS = time.Date(2262, 4, 11, 23, 0, 0, 0, time.UTC) }, "after the year 2262"},
+		{"empty series", func(f *wire.Forecast) { f.Series = "" }, "empty series"},
+		{"zero horizon", func(f *wire.Forecast) { f.Horizon = 0 }, "horizon = 0"},
+		{"no fields", func(f *wire.Forecast) { f.Fields = nil }, "no fields"},
+		{"empty field", func(f *wire.Forecast) { f.Fields = []string{"a", ""} }, "empty name"},
+		{"duplicate field", func(f *wire.Forecast) { f.Fields = []string{"a", "a"} }, `"a" appears twice`},
+		{"short values", func(f *wire.Forecast) { f.Values = f.Values[1:] }, "len(Values) = 3, want"},
+		{"short residual", func(f *wire.Forecast) { f.Residual = nil }, "len(Residual) = 0"},
+		{"short contribution", func(f *wire.Forecast) { f.Frequencies[1].Values = nil }, "frequency 1 (id 2)"},
+		{"zero cadence", func(f *wire.Forecast) { f.Cadence = 0 }, "cadence = 0s"},
+		{"ts too late", func(f *wire.Forecast) { f.TS = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC) }, "outside the years"},
+		{"last step too late", func(f *wire.Forecast) { f.TS = time.Date(2262, 4, 11, 23, 0, 0, 0, time.UTC) }, "after the year 2262"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := exampleMulti()
@@ -243,20 +243,20 @@ func TestEncodeRejectsInvalid(t *testing.T) {
 	}
 	f := exampleSingle()
 	f.Values = nil
-	if b, err := sink.AppendForecastJSON([]byte("keep"), &f); err == nil || string(b) != "keep" {
+	if b, err := wire.AppendForecastJSON([]byte("keep"), &f); err == nil || string(b) != "keep" {
 		t.Errorf("AppendForecastJSON(invalid) = %q, %v; want dst unchanged and an error", b, err)
 	}
-	if _, err := sink.AppendAttributionJSON(nil, &f, sink.AttributionsOff); err == nil {
+	if _, err := wire.AppendAttributionJSON(nil, &f, wire.AttributionsOff); err == nil {
 		t.Error("AppendAttributionJSON(off) = nil error, want one")
 	}
-	if _, err := sink.AppendAttributionJSON(nil, &f, "some"); err == nil || !strings.Contains(err.Error(), `"some"`) {
+	if _, err := wire.AppendAttributionJSON(nil, &f, "some"); err == nil || !strings.Contains(err.Error(), `"some"`) {
 		t.Errorf("AppendAttributionJSON(some) = %v, want an error naming the mode", err)
 	}
 }
 
 func TestDecodeJSONErrors(t *testing.T) {
-	single, _ := sink.AppendForecastJSON(nil, ptr(exampleSingle()))
-	attr, _ := sink.AppendAttributionJSON(nil, ptr(exampleMulti()), sink.AttributionsFull)
+	single, _ := wire.AppendForecastJSON(nil, ptr(exampleSingle()))
+	attr, _ := wire.AppendAttributionJSON(nil, ptr(exampleMulti()), wire.AttributionsFull)
 	for _, tc := range []struct {
 		name        string
 		attribution bool
@@ -283,13 +283,13 @@ func TestDecodeJSONErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			if tc.attribution {
-				_, err = sink.DecodeAttributionJSON([]byte(tc.in))
+				_, err = wire.DecodeAttributionJSON([]byte(tc.in))
 			} else {
-				_, err = sink.DecodeForecastJSON([]byte(tc.in))
+				_, err = wire.DecodeForecastJSON([]byte(tc.in))
 			}
-			var de *sink.DecodeError
+			var de *wire.DecodeError
 			if !errors.As(err, &de) {
-				t.Fatalf("error = %v, want a *sink.DecodeError", err)
+				t.Fatalf("error = %v, want a *wire.DecodeError", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want it to contain %q", err, tc.want)
@@ -301,43 +301,43 @@ func TestDecodeJSONErrors(t *testing.T) {
 func TestDecodeJSONToleratesKeyOrder(t *testing.T) {
 	in := `{"frequencies":[{"values":[{"humidity":5,"temp":0.5}],"share":1,"period":"24h0m0s","period_steps":24,"id":7}],` +
 		`"residual":[{"temp":3,"humidity":75}],"alpha":0.5,"model_version":1,"ts":"2026-01-05T09:00:00+01:00","series":"s","extra":[1,2]}`
-	got, err := sink.DecodeAttributionJSON([]byte(in))
+	got, err := wire.DecodeAttributionJSON([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sink.Forecast{Series: "s", TS: origin, ModelVersion: 1, Fields: []string{"temp", "humidity"}, Horizon: 1,
+	want := wire.Forecast{Series: "s", TS: origin, ModelVersion: 1, Fields: []string{"temp", "humidity"}, Horizon: 1,
 		Alpha: 0.5, Residual: []float64{3, 75},
-		Frequencies: []sink.Contribution{{ID: 7, PeriodSteps: 24, Period: 24 * time.Hour, Share: 1, Values: []float64{0.5, 5}}}}
-	if d := sinktest.Diff(got, want); d != "" {
+		Frequencies: []wire.Contribution{{ID: 7, PeriodSteps: 24, Period: 24 * time.Hour, Share: 1, Values: []float64{0.5, 5}}}}
+	if d := wiretest.Diff(got, want); d != "" {
 		t.Error(d)
 	}
 }
 
 func TestMerge(t *testing.T) {
 	f := exampleMulti()
-	fb, _ := sink.AppendForecastJSON(nil, &f)
-	fc, _ := sink.DecodeForecastJSON(fb)
-	for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
-		ab, _ := sink.AppendAttributionJSON(nil, &f, mode)
-		at, _ := sink.DecodeAttributionJSON(ab)
-		got, err := sink.Merge(fc, at)
+	fb, _ := wire.AppendForecastJSON(nil, &f)
+	fc, _ := wire.DecodeForecastJSON(fb)
+	for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
+		ab, _ := wire.AppendAttributionJSON(nil, &f, mode)
+		at, _ := wire.DecodeAttributionJSON(ab)
+		got, err := wire.Merge(fc, at)
 		if err != nil {
 			t.Fatalf("%s: %v", mode, err)
 		}
 		want := f
-		if mode == sink.AttributionsSummary {
+		if mode == wire.AttributionsSummary {
 			want = attributionPart(f, mode, true)
 			want.Fields, want.Horizon, want.Values = f.Fields, f.Horizon, f.Values
 		}
-		if d := sinktest.Diff(got, want); d != "" {
+		if d := wiretest.Diff(got, want); d != "" {
 			t.Errorf("%s: %s", mode, d)
 		}
 	}
 	other := exampleSingle()
 	other.ModelVersion = 4
-	ob, _ := sink.AppendAttributionJSON(nil, &other, sink.AttributionsFull)
-	oa, _ := sink.DecodeAttributionJSON(ob)
-	if _, err := sink.Merge(fc, oa); err == nil {
+	ob, _ := wire.AppendAttributionJSON(nil, &other, wire.AttributionsFull)
+	oa, _ := wire.DecodeAttributionJSON(ob)
+	if _, err := wire.Merge(fc, oa); err == nil {
 		t.Error("Merge of different forecasts = nil error, want one")
 	}
 }
@@ -350,12 +350,12 @@ func TestJSONZeroAllocs(t *testing.T) {
 		name string
 		fn   func()
 	}{
-		{"forecast", func() { buf, _ = sink.AppendForecastJSON(buf[:0], &f) }},
-		{"forecast multi", func() { buf, _ = sink.AppendForecastJSON(buf[:0], &m) }},
-		{"attribution full", func() { buf, _ = sink.AppendAttributionJSON(buf[:0], &f, sink.AttributionsFull) }},
-		{"attribution multi", func() { buf, _ = sink.AppendAttributionJSON(buf[:0], &m, sink.AttributionsFull) }},
-		{"attribution summary", func() { buf, _ = sink.AppendAttributionJSON(buf[:0], &f, sink.AttributionsSummary) }},
-		{"forecast-id", func() { buf = sink.AppendForecastID(buf[:0], f.Series, f.TS, f.ModelVersion) }},
+		{"forecast", func() { buf, _ = wire.AppendForecastJSON(buf[:0], &f) }},
+		{"forecast multi", func() { buf, _ = wire.AppendForecastJSON(buf[:0], &m) }},
+		{"attribution full", func() { buf, _ = wire.AppendAttributionJSON(buf[:0], &f, wire.AttributionsFull) }},
+		{"attribution multi", func() { buf, _ = wire.AppendAttributionJSON(buf[:0], &m, wire.AttributionsFull) }},
+		{"attribution summary", func() { buf, _ = wire.AppendAttributionJSON(buf[:0], &f, wire.AttributionsSummary) }},
+		{"forecast-id", func() { buf = wire.AppendForecastID(buf[:0], f.Series, f.TS, f.ModelVersion) }},
 		{"validate", func() { _ = f.Validate() }},
 	} {
 		tc.fn()

@@ -1,15 +1,18 @@
-package sink
+package wire
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/freqlens/freqlens/internal/arrowipc"
 )
 
 // The schema metadata keys of the Arrow layouts.
@@ -70,7 +73,6 @@ type ArrowEncoder struct {
 	mem      memory.Allocator
 	forecast arrowLayout
 	attr     arrowLayout
-	out      appendWriter
 }
 
 type arrowLayout struct {
@@ -160,7 +162,7 @@ func AttributionSchema(fields []string, cadence time.Duration, mode AttributionM
 // the name of a fixed column.
 func (e *ArrowEncoder) AppendForecast(dst []byte, f *Forecast) ([]byte, error) {
 	if err := f.checkForecast(); err != nil {
-		return dst, fmt.Errorf("sink: encode forecast arrow: %w", err)
+		return dst, fmt.Errorf("wire: encode forecast arrow: %w: %w", ErrInvalid, err)
 	}
 	if err := checkArrowFields(f.Fields); err != nil {
 		return dst, err
@@ -204,7 +206,7 @@ func (e *ArrowEncoder) AppendAttribution(dst []byte, f *Forecast, mode Attributi
 		return dst, err
 	}
 	if err := f.checkAttributionLayout(mode); err != nil {
-		return dst, fmt.Errorf("sink: encode attribution arrow: %w", err)
+		return dst, fmt.Errorf("wire: encode attribution arrow: %w: %w", ErrInvalid, err)
 	}
 	full := mode == AttributionsFull
 	if full {
@@ -282,7 +284,7 @@ func (e *ArrowEncoder) write(dst []byte, l *arrowLayout, what string) ([]byte, e
 		var s appendWriter
 		sw := ipc.NewWriter(&s, ipc.WithSchema(l.schema), ipc.WithAllocator(e.mem))
 		if err := sw.Close(); err != nil { // the schema and an end-of-stream marker
-			return dst, fmt.Errorf("sink: encode %s arrow: %w", what, err)
+			return dst, fmt.Errorf("wire: encode %s arrow: %w", what, err)
 		}
 		l.schemaMsg = s.b[:len(s.b)-len(eos)]
 		l.out = &appendWriter{}
@@ -298,7 +300,7 @@ func (e *ArrowEncoder) write(dst []byte, l *arrowLayout, what string) ([]byte, e
 	l.out.b = nil
 	if err != nil {
 		l.release() // the writer's state is unknown: start afresh
-		return dst, fmt.Errorf("sink: encode %s arrow: %w", what, err)
+		return dst, fmt.Errorf("wire: encode %s arrow: %w", what, err)
 	}
 	return out, nil
 }
@@ -306,7 +308,7 @@ func (e *ArrowEncoder) write(dst []byte, l *arrowLayout, what string) ([]byte, e
 func checkArrowFields(fields []string) error {
 	for _, name := range fields {
 		if isReservedColumn(name) {
-			return fmt.Errorf("sink: field %q has the name of a fixed column of the arrow layouts; rename the value field", name)
+			return fmt.Errorf("wire: %w: field %q has the name of a fixed column of the arrow layouts; rename the value field", ErrInvalid, name)
 		}
 	}
 	return nil
@@ -328,10 +330,10 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // It never panics and every error is a *DecodeError. For every forecast f,
 // DecodeForecastArrow(AppendForecast(nil, f)) equals f's forecast part bit
 // for bit, NaN payloads included (times compare with Equal). The stream must
-// hold exactly one uncompressed record batch and nothing after its end.
+// hold exactly one record batch and nothing after its end.
 func DecodeForecastArrow(data []byte, mem memory.Allocator) (Forecast, error) {
 	var f Forecast
-	err := readArrow(data, mem, func(rec arrow.Record) (err error) {
+	err := readOne(data, mem, func(rec arrow.Record) (err error) {
 		f, err = forecastFromRecord(rec)
 		return err
 	})
@@ -353,7 +355,7 @@ func DecodeForecastArrow(data []byte, mem memory.Allocator) (Forecast, error) {
 // attribution part in mode bit for bit.
 func DecodeAttributionArrow(data []byte, mem memory.Allocator) (Forecast, error) {
 	var f Forecast
-	err := readArrow(data, mem, func(rec arrow.Record) (err error) {
+	err := readOne(data, mem, func(rec arrow.Record) (err error) {
 		f, err = attributionFromRecord(rec)
 		return err
 	})
@@ -361,6 +363,22 @@ func DecodeAttributionArrow(data []byte, mem memory.Allocator) (Forecast, error)
 		return Forecast{}, &DecodeError{Layout: "attribution arrow", Err: err}
 	}
 	return f, nil
+}
+
+// readOne reads the one record batch of an IPC stream with the project's
+// hardened IPC reader (internal/arrowipc) and hands it to fn.
+func readOne(data []byte, mem memory.Allocator, fn func(arrow.Record) error) error {
+	n := 0
+	err := arrowipc.Read(data, mem, func(*arrow.Schema) error { return nil }, func(rec arrow.Record) error {
+		if n++; n > 1 {
+			return errors.New("the stream holds more than one record batch")
+		}
+		return fn(rec)
+	})
+	if err == nil && n == 0 {
+		err = errors.New("the stream holds no record batch")
+	}
+	return err
 }
 
 // schemaMeta checks that the schema starts with the fixed columns and is the
@@ -417,7 +435,7 @@ func constant(rec arrow.Record, seriesCol, originCol, versionCol int) (string, i
 	if len(origin) < n || len(version) < n {
 		return "", 0, 0, errors.New("columns shorter than the record")
 	}
-	s, o, v := series.Value(0), int64(origin[0]), version[0]
+	s, o, v := strings.Clone(series.Value(0)), int64(origin[0]), version[0]
 	for r := 1; r < n; r++ {
 		if series.Value(r) != s || int64(origin[r]) != o || version[r] != v {
 			return "", 0, 0, fmt.Errorf("row %d has another series, origin_ts or model_version than row 0", r)

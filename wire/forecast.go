@@ -1,7 +1,6 @@
-package sink
+package wire
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -18,8 +17,8 @@ import (
 // element by element, to float rounding. Step h (0-based) of the horizon is
 // the time TS + (h+1)·Cadence.
 //
-// A Sink reads a Forecast only during Write: the caller may reuse every slice
-// once Write has returned.
+// Encoders and sinks read a Forecast only during the call: the caller may
+// reuse every slice once it has returned.
 type Forecast struct {
 	// Series is the series id; it is the Kafka key of both output messages.
 	Series string
@@ -61,40 +60,12 @@ type Contribution struct {
 	Values []float64
 }
 
-// Sink delivers forecasts and their attributions.
-//
-// Every Sink in this package is safe for concurrent use, validates all
-// forecasts of a Write before delivering any, keeps no reference to them
-// once Write has returned, and fails every Write after Close with ErrClosed.
-type Sink interface {
-	// Write delivers the forecasts (and their attributions) and returns once
-	// every one is acknowledged; after an error none of them may be assumed
-	// delivered. Write with a done ctx delivers nothing and returns ctx's error.
-	Write(ctx context.Context, fs []Forecast) error
-	// Close waits for the Writes in flight and releases the sink's
-	// resources; when ctx ends first it returns ctx's error (the Kafka sink
-	// also cancels those Writes). Calling it again returns nil.
-	Close(ctx context.Context) error
-}
-
-// SinkFunc adapts a function to a Sink whose Close does nothing.
-type SinkFunc func(context.Context, []Forecast) error
-
-// Write calls fn(ctx, fs).
-func (fn SinkFunc) Write(ctx context.Context, fs []Forecast) error { return fn(ctx, fs) }
-
-// Close returns nil.
-func (fn SinkFunc) Close(context.Context) error { return nil }
-
-// ErrClosed is returned by Write on a closed sink.
-var ErrClosed = errors.New("sink: closed")
-
-// ErrInvalid is wrapped by errors about a forecast that can never be
-// written (its shapes disagree, a field name cannot be encoded): retrying
-// the write cannot help.
+// ErrInvalid is wrapped by every error of Validate and of the encoders about
+// a forecast that can never be encoded (its shapes disagree, a time is out
+// of range, a field name cannot be encoded): retrying cannot help.
 var ErrInvalid = errors.New("invalid forecast")
 
-var errAttributionsOff = errors.New("sink: attribution mode is off: there is no attribution message to encode")
+var errAttributionsOff = errors.New("wire: attribution mode is off: there is no attribution message to encode")
 
 // minTime and maxTime bound the times the layouts accept: every timestamp
 // must be representable as int64 nanoseconds since the Unix epoch (the Arrow
@@ -115,7 +86,7 @@ func (f *Forecast) Validate() error {
 		err = f.checkAttribution(AttributionsFull)
 	}
 	if err != nil {
-		return fmt.Errorf("sink: %w", err)
+		return fmt.Errorf("wire: %w: %w", ErrInvalid, err)
 	}
 	return nil
 }
@@ -245,15 +216,15 @@ func Merge(forecast, attribution Forecast) (Forecast, error) {
 	switch {
 	case forecast.Series != attribution.Series || !forecast.TS.Equal(attribution.TS) ||
 		forecast.ModelVersion != attribution.ModelVersion:
-		return Forecast{}, fmt.Errorf("sink: merge: forecast %s v%d and attribution %s v%d are different forecasts",
+		return Forecast{}, fmt.Errorf("wire: merge: forecast %s v%d and attribution %s v%d are different forecasts",
 			forecast.label(), forecast.ModelVersion, attribution.label(), attribution.ModelVersion)
 	case attribution.Horizon == 0 && attribution.Fields == nil && attribution.Residual == nil:
 		// A summary carries no per-step values to check.
 	case forecast.Horizon != attribution.Horizon:
-		return Forecast{}, fmt.Errorf("sink: merge %s: forecast horizon %d, attribution horizon %d",
+		return Forecast{}, fmt.Errorf("wire: merge %s: forecast horizon %d, attribution horizon %d",
 			forecast.label(), forecast.Horizon, attribution.Horizon)
 	case !equalStrings(forecast.Fields, attribution.Fields):
-		return Forecast{}, fmt.Errorf("sink: merge %s: forecast fields %q, attribution fields %q",
+		return Forecast{}, fmt.Errorf("wire: merge %s: forecast fields %q, attribution fields %q",
 			forecast.label(), forecast.Fields, attribution.Fields)
 	}
 	forecast.Alpha = attribution.Alpha
@@ -316,7 +287,7 @@ func (m AttributionMode) check(key string) error {
 	case AttributionsFull, AttributionsSummary, AttributionsOff:
 		return nil
 	}
-	return fmt.Errorf("sink: %s = %q is not an attribution mode; use %q, %q or %q",
+	return fmt.Errorf("wire: %s = %q is not an attribution mode; use %q, %q or %q",
 		key, string(m), AttributionsFull, AttributionsSummary, AttributionsOff)
 }
 
@@ -328,14 +299,43 @@ func (m AttributionMode) check(key string) error {
 func ValidateFields(names []string, format Format) error {
 	f := Forecast{Series: "x", Horizon: 1, Fields: names}
 	if err := f.checkShape(); err != nil {
-		return fmt.Errorf("sink: %w", err)
+		return fmt.Errorf("wire: %w: %w", ErrInvalid, err)
 	}
 	if format == FormatArrow {
 		for _, name := range names {
 			if isReservedColumn(name) {
-				return fmt.Errorf("sink: field %q has the name of a fixed column of the arrow layouts; rename the value field", name)
+				return fmt.Errorf("wire: %w: field %q has the name of a fixed column of the arrow layouts; rename the value field", ErrInvalid, name)
 			}
 		}
 	}
 	return nil
+}
+
+// Clone returns a deep copy of f: no slice of the copy shares storage with f.
+func Clone(f Forecast) Forecast {
+	n := len(f.Values) + len(f.Residual)
+	for k := range f.Frequencies {
+		n += len(f.Frequencies[k].Values)
+	}
+	store := make([]float64, 0, n)
+	take := func(v []float64) []float64 {
+		if v == nil {
+			return nil
+		}
+		start := len(store)
+		store = append(store, v...)
+		return store[start:len(store):len(store)]
+	}
+	c := f
+	c.Fields = append([]string(nil), f.Fields...)
+	c.Values = take(f.Values)
+	c.Residual = take(f.Residual)
+	if f.Frequencies != nil {
+		c.Frequencies = make([]Contribution, len(f.Frequencies))
+		for k, fr := range f.Frequencies {
+			fr.Values = take(fr.Values)
+			c.Frequencies[k] = fr
+		}
+	}
+	return c
 }

@@ -1,4 +1,4 @@
-package sink
+package broadcast
 
 import (
 	"bytes"
@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +15,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // ModelChunkBytes is the largest piece of a model file in one message:
@@ -41,13 +41,12 @@ const ModelChunkBytes = 256 << 10
 //
 // A Models may be used by several goroutines: calls are serialised.
 type Models struct {
-	mu      sync.Mutex
-	w       *kafka.Writer
-	dialer  *kafka.Dialer
-	brokers []string
-	topic   string
-	keep    int
-	chunks  map[int64]int // versions published or seen, and their chunk counts
+	mu     sync.Mutex
+	kc     *kafkaconn.Client
+	w      *kafka.Writer
+	topic  string
+	keep   int
+	chunks map[int64]int // versions published or seen, and their chunk counts
 }
 
 // modelManifest is the value of a version's manifest message.
@@ -58,31 +57,16 @@ type modelManifest struct {
 	SHA256  string `json:"sha256"`
 }
 
-// NewModels returns a publisher and reader of model versions on topic with
-// cfg's brokers, TLS and SASL, keeping the newest keep versions (at least 1).
-func NewModels(cfg Config, topic string, keep int) (*Models, error) {
+// NewModels returns a publisher and reader of model versions on topic
+// through kc, keeping the newest keep versions (at least 1).
+func NewModels(kc *kafkaconn.Client, topic string, keep int) (*Models, error) {
 	if topic == "" {
-		return nil, fmt.Errorf("sink: models need a topic")
+		return nil, fmt.Errorf("broadcast: models need a topic")
 	}
-	if len(cfg.Brokers) == 0 {
-		return nil, fmt.Errorf("sink: no brokers for the %s topic", topic)
-	}
-	return &Models{
-		w: &kafka.Writer{
-			Addr:         kafka.TCP(cfg.Brokers...),
-			Topic:        topic,
-			Balancer:     &kafka.Hash{},
-			RequiredAcks: kafka.RequireAll,
-			BatchTimeout: time.Millisecond,
-			BatchBytes:   2 * ModelChunkBytes,
-			Transport:    &kafka.Transport{ClientID: "freqlens-models", TLS: cfg.TLS, SASL: cfg.SASL},
-		},
-		dialer:  &kafka.Dialer{Timeout: 10 * time.Second, ClientID: "freqlens-models", TLS: cfg.TLS, SASLMechanism: cfg.SASL},
-		brokers: cfg.Brokers,
-		topic:   topic,
-		keep:    max(keep, 1),
-		chunks:  map[int64]int{},
-	}, nil
+	w := kc.NewWriter(topic)
+	w.BatchTimeout = time.Millisecond
+	w.BatchBytes = 2 * ModelChunkBytes
+	return &Models{kc: kc, w: w, topic: topic, keep: max(keep, 1), chunks: map[int64]int{}}, nil
 }
 
 func chunkKey(version int64, i int) string { return fmt.Sprintf("v%d/chunk/%d", version, i) }
@@ -95,24 +79,24 @@ func (s *Models) Publish(ctx context.Context, m *model.Model) error {
 	defer s.mu.Unlock()
 	v := m.Meta.Version
 	if v <= 0 {
-		return fmt.Errorf("sink: publish a model: version %d; only promoted versions (≥ 1) are published", v)
+		return fmt.Errorf("broadcast: publish a model: version %d; only promoted versions (≥ 1) are published", v)
 	}
 	var buf bytes.Buffer
 	if _, err := m.WriteTo(&buf); err != nil {
-		return fmt.Errorf("sink: publish model version %d: %w", v, err)
+		return fmt.Errorf("broadcast: publish model version %d: %w", v, err)
 	}
 	file := buf.Bytes()
 	n := (len(file) + ModelChunkBytes - 1) / ModelChunkBytes
 	for i := range n {
 		part := file[i*ModelChunkBytes : min((i+1)*ModelChunkBytes, len(file))]
 		if err := s.w.WriteMessages(ctx, kafka.Message{Key: []byte(chunkKey(v, i)), Value: part}); err != nil {
-			return fmt.Errorf("sink: publish model version %d, chunk %d of %d: %w", v, i+1, n, err)
+			return fmt.Errorf("broadcast: publish model version %d, chunk %d of %d: %w", v, i+1, n, err)
 		}
 	}
 	man, _ := json.Marshal(modelManifest{Version: v, Chunks: n, Bytes: len(file), SHA256: sha256Hex(file)})
 	if err := s.w.WriteMessages(ctx, kafka.Message{Key: []byte(manifestKey(v)), Value: man,
-		Headers: []kafka.Header{{Key: HeaderContentType, Value: []byte("application/json")}}}); err != nil {
-		return fmt.Errorf("sink: publish model version %d, manifest: %w", v, err)
+		Headers: []kafka.Header{{Key: wire.HeaderContentType, Value: []byte("application/json")}}}); err != nil {
+		return fmt.Errorf("broadcast: publish model version %d, manifest: %w", v, err)
 	}
 	s.chunks[v] = n
 	return s.forgetOld(ctx)
@@ -131,7 +115,7 @@ func (s *Models) forgetOld(ctx context.Context) error {
 			msgs = append(msgs, kafka.Message{Key: []byte(chunkKey(v, i))})
 		}
 		if err := s.w.WriteMessages(ctx, msgs...); err != nil {
-			return fmt.Errorf("sink: tombstones for model version %d: %w", v, err)
+			return fmt.Errorf("broadcast: tombstones for model version %d: %w", v, err)
 		}
 		delete(s.chunks, v)
 	}
@@ -247,86 +231,18 @@ func sha256Hex(b []byte) string {
 // readAll returns every message of every partition of the topic, from the
 // first retained offset to the end as it was when the call began.
 func (s *Models) readAll(ctx context.Context) ([]kafka.Message, error) {
-	conn, err := s.dialFirst(ctx)
+	parts, err := s.kc.Partitions(ctx, s.topic)
 	if err != nil {
-		return nil, err
-	}
-	broker := conn.RemoteAddr().String()
-	partitions, err := conn.ReadPartitions(s.topic)
-	conn.Close()
-	if err != nil {
-		return nil, fmt.Errorf("sink: models topic %q: %w (create it, compacted, or leave topics.models empty)", s.topic, err)
+		return nil, fmt.Errorf("broadcast: models topic: %w (create it, compacted, or leave topics.models empty)", err)
 	}
 	var out []kafka.Message
-	for _, p := range partitions {
-		msgs, err := s.readPartition(ctx, broker, p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, msgs...)
-	}
-	return out, nil
-}
-
-func (s *Models) dialFirst(ctx context.Context) (*kafka.Conn, error) {
-	var errs []error
-	for _, b := range s.brokers {
-		conn, err := s.dialer.DialContext(ctx, "tcp", b)
-		if err == nil {
-			return conn, nil
-		}
-		errs = append(errs, err)
-	}
-	return nil, fmt.Errorf("sink: no broker of %v answered: %w", s.brokers, errors.Join(errs...))
-}
-
-// readPartition reads partition p from its leader, found through broker.
-func (s *Models) readPartition(ctx context.Context, broker string, p kafka.Partition) ([]kafka.Message, error) {
-	conn, err := s.dialer.DialLeader(ctx, "tcp", broker, s.topic, p.ID)
-	if err != nil {
-		return nil, fmt.Errorf("sink: models topic %q partition %d: %w", s.topic, p.ID, err)
-	}
-	defer conn.Close()
-	first, last, err := conn.ReadOffsets()
-	if err != nil {
-		return nil, fmt.Errorf("sink: models topic %q partition %d offsets: %w", s.topic, p.ID, err)
-	}
-	var out []kafka.Message
-	next := first
-	for next < last {
-		if dl, ok := ctx.Deadline(); ok {
-			conn.SetReadDeadline(dl)
-		} else {
-			conn.SetReadDeadline(time.Now().Add(30 * time.Second))
-		}
-		if _, err := conn.Seek(next, kafka.SeekAbsolute); err != nil {
-			return nil, err
-		}
-		batch := conn.ReadBatch(1, 4*ModelChunkBytes)
-		from := next
-		for {
-			m, err := batch.ReadMessage()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					batch.Close()
-					return nil, fmt.Errorf("sink: read models topic %q partition %d at offset %d: %w", s.topic, p.ID, next, err)
-				}
-				break
-			}
-			if m.Offset >= last {
-				break
-			}
+	for _, p := range parts {
+		err := s.kc.ReadPartition(ctx, s.topic, p.Partition, p.First, p.End, 4*ModelChunkBytes, func(m kafka.Message) error {
 			out = append(out, m)
-			next = m.Offset + 1
-		}
-		if err := batch.Close(); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("sink: read models topic %q partition %d: %w", s.topic, p.ID, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if next == from {
-			break // nothing left before last: the tail was compacted away
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("broadcast: models topic: %w", err)
 		}
 	}
 	return out, nil

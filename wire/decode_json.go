@@ -1,4 +1,4 @@
-package sink
+package wire
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ type DecodeError struct {
 	Err error
 }
 
-func (e *DecodeError) Error() string { return "sink: decode " + e.Layout + ": " + e.Err.Error() }
+func (e *DecodeError) Error() string { return "wire: decode " + e.Layout + ": " + e.Err.Error() }
 
 // Unwrap returns e.Err.
 func (e *DecodeError) Unwrap() error { return e.Err }

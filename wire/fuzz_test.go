@@ -1,12 +1,12 @@
-package sink_test
+package wire_test
 
 import (
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
-	"github.com/freqlens/freqlens/sink"
-	"github.com/freqlens/freqlens/sink/sinktest"
+	"github.com/freqlens/freqlens/wire"
+	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
 // seed adds the corpus every decoder is fuzzed from: an empty input, and per
@@ -21,23 +21,23 @@ func seed(f *testing.F, valid ...[]byte) {
 	}
 }
 
-// checkDecodeError fails unless err is a *sink.DecodeError.
+// checkDecodeError fails unless err is a *wire.DecodeError.
 func checkDecodeError(t *testing.T, err error) {
 	t.Helper()
-	if _, ok := err.(*sink.DecodeError); !ok {
-		t.Fatalf("error %v is a %T, want *sink.DecodeError", err, err)
+	if _, ok := err.(*wire.DecodeError); !ok {
+		t.Fatalf("error %v is a %T, want *wire.DecodeError", err, err)
 	}
 }
 
 // sameAfterReencoding checks that again, decoded from the encoding of got,
 // is got. A lone field decoded from a one-key "values" object comes back as
 // "value", the single-field layout's name.
-func sameAfterReencoding(t *testing.T, got, again sink.Forecast) {
+func sameAfterReencoding(t *testing.T, got, again wire.Forecast) {
 	t.Helper()
 	if len(got.Fields) == 1 {
 		got.Fields = again.Fields
 	}
-	if d := sinktest.Diff(again, got); d != "" {
+	if d := wiretest.Diff(again, got); d != "" {
 		t.Fatalf("decode(encode(decode(x))) ≠ decode(x): %s", d)
 	}
 }
@@ -45,8 +45,8 @@ func sameAfterReencoding(t *testing.T, got, again sink.Forecast) {
 func jsonSeeds() [][]byte {
 	s, m := exampleSingle(), exampleMulti()
 	var out [][]byte
-	for _, f := range []*sink.Forecast{&s, &m} {
-		b, _ := sink.AppendForecastJSON(nil, f)
+	for _, f := range []*wire.Forecast{&s, &m} {
+		b, _ := wire.AppendForecastJSON(nil, f)
 		out = append(out, b)
 	}
 	return out
@@ -55,16 +55,16 @@ func jsonSeeds() [][]byte {
 func FuzzDecodeForecastJSON(f *testing.F) {
 	seed(f, jsonSeeds()...)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := sink.DecodeForecastJSON(data)
+		got, err := wire.DecodeForecastJSON(data)
 		if err != nil {
 			checkDecodeError(t, err)
 			return
 		}
-		b, err := sink.AppendForecastJSON(nil, &got)
+		b, err := wire.AppendForecastJSON(nil, &got)
 		if err != nil {
 			t.Fatalf("a decoded forecast does not encode: %v", err)
 		}
-		again, err := sink.DecodeForecastJSON(b)
+		again, err := wire.DecodeForecastJSON(b)
 		if err != nil {
 			t.Fatalf("DecodeForecastJSON(%s): %v", b, err)
 		}
@@ -74,28 +74,28 @@ func FuzzDecodeForecastJSON(f *testing.F) {
 
 func FuzzDecodeAttributionJSON(f *testing.F) {
 	var valid [][]byte
-	for _, fc := range []sink.Forecast{exampleSingle(), exampleMulti()} {
-		for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
-			b, _ := sink.AppendAttributionJSON(nil, &fc, mode)
+	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti()} {
+		for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
+			b, _ := wire.AppendAttributionJSON(nil, &fc, mode)
 			valid = append(valid, b)
 		}
 	}
 	seed(f, valid...)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := sink.DecodeAttributionJSON(data)
+		got, err := wire.DecodeAttributionJSON(data)
 		if err != nil {
 			checkDecodeError(t, err)
 			return
 		}
-		mode := sink.AttributionsFull
+		mode := wire.AttributionsFull
 		if got.Residual == nil {
-			mode = sink.AttributionsSummary
+			mode = wire.AttributionsSummary
 		}
-		b, err := sink.AppendAttributionJSON(nil, &got, mode)
+		b, err := wire.AppendAttributionJSON(nil, &got, mode)
 		if err != nil {
 			t.Fatalf("a decoded attribution does not encode: %v", err)
 		}
-		again, err := sink.DecodeAttributionJSON(b)
+		again, err := wire.DecodeAttributionJSON(b)
 		if err != nil {
 			t.Fatalf("DecodeAttributionJSON(%s): %v", b, err)
 		}
@@ -104,28 +104,28 @@ func FuzzDecodeAttributionJSON(f *testing.F) {
 }
 
 func FuzzDecodeForecastArrow(f *testing.F) {
-	enc := sink.NewArrowEncoder(nil)
+	enc := wire.NewArrowEncoder(nil)
 	var valid [][]byte
-	for _, fc := range []sink.Forecast{exampleSingle(), exampleMulti()} {
+	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti()} {
 		b, _ := enc.AppendForecast(nil, &fc)
 		valid = append(valid, b)
 	}
 	seed(f, valid...)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		got, err := sink.DecodeForecastArrow(data, mem)
+		got, err := wire.DecodeForecastArrow(data, mem)
 		if err != nil {
 			checkDecodeError(t, err)
 			return
 		}
 		mem.AssertSize(t, 0)
-		enc := sink.NewArrowEncoder(mem)
+		enc := wire.NewArrowEncoder(mem)
 		defer enc.Release()
 		b, err := enc.AppendForecast(nil, &got)
 		if err != nil {
 			t.Fatalf("a decoded forecast does not encode: %v", err)
 		}
-		again, err := sink.DecodeForecastArrow(b, mem)
+		again, err := wire.DecodeForecastArrow(b, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,10 +134,10 @@ func FuzzDecodeForecastArrow(f *testing.F) {
 }
 
 func FuzzDecodeAttributionArrow(f *testing.F) {
-	enc := sink.NewArrowEncoder(nil)
+	enc := wire.NewArrowEncoder(nil)
 	var valid [][]byte
-	for _, fc := range []sink.Forecast{exampleSingle(), exampleMulti()} {
-		for _, mode := range []sink.AttributionMode{sink.AttributionsFull, sink.AttributionsSummary} {
+	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti()} {
+		for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
 			b, _ := enc.AppendAttribution(nil, &fc, mode)
 			valid = append(valid, b)
 		}
@@ -145,23 +145,23 @@ func FuzzDecodeAttributionArrow(f *testing.F) {
 	seed(f, valid...)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-		got, err := sink.DecodeAttributionArrow(data, mem)
+		got, err := wire.DecodeAttributionArrow(data, mem)
 		if err != nil {
 			checkDecodeError(t, err)
 			return
 		}
 		mem.AssertSize(t, 0)
-		mode := sink.AttributionsFull
+		mode := wire.AttributionsFull
 		if got.Residual == nil {
-			mode = sink.AttributionsSummary
+			mode = wire.AttributionsSummary
 		}
-		enc := sink.NewArrowEncoder(mem)
+		enc := wire.NewArrowEncoder(mem)
 		defer enc.Release()
 		b, err := enc.AppendAttribution(nil, &got, mode)
 		if err != nil {
 			t.Fatalf("a decoded attribution does not encode: %v", err)
 		}
-		again, err := sink.DecodeAttributionArrow(b, mem)
+		again, err := wire.DecodeAttributionArrow(b, mem)
 		if err != nil {
 			t.Fatal(err)
 		}

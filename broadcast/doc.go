@@ -1,0 +1,22 @@
+// Package broadcast carries what the online learner produces to the rest of
+// the deployment through Kafka: promoted model versions on a compacted
+// models topic (Models: Publish, and Latest for a service that starts or
+// another replica), and drift events as JSON on the drift topic (Events).
+//
+// # Where it sits
+//
+//	online ──► (promotion: Learner's publisher) ──► broadcast.Models ──► models topic ──► broadcast.Models.Latest ──► service start
+//	online ──► (drift events callback)          ──► broadcast.Events ──► drift topic
+//
+// It is the only package besides online that imports model for Kafka's
+// sake, which is why it is not part of sink: sink delivers forecasts and
+// knows nothing of models. online itself stays free of Kafka; the service
+// wires the two together. broadcast imports model, wire (the content-type
+// header) and internal/kafkaconn.
+//
+// # Concurrency
+//
+// Models and Events are safe for concurrent use; a Models serialises its
+// calls. Each publishes and waits for the acknowledgements of all in-sync
+// replicas.
+package broadcast

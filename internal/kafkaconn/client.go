@@ -1,0 +1,233 @@
+package kafkaconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+)
+
+// Client holds the connection settings every kafka-go object of the
+// project is built from: one Dialer (readers, connections) and one
+// Transport (writers, admin requests), both with the same client id, TLS
+// and SASL. It is safe for concurrent use.
+type Client struct {
+	cfg       Config
+	log       *slog.Logger
+	tls       *tls.Config
+	mechanism sasl.Mechanism
+	dialer    *kafka.Dialer
+	transport *kafka.Transport
+}
+
+// Option sets a collaborator of a Client.
+type Option func(*Client)
+
+// WithLogger logs kafka-go's errors through l at warning level and its
+// chatter at debug level. Default: nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *Client) {
+		if l != nil {
+			c.log = l
+		}
+	}
+}
+
+// WithTLSConfig connects with TLS configured by tc (for example a private
+// root pool or client certificates), whatever Config.TLS says. Default:
+// Config.TLS and Config.TLSCAFile decide.
+func WithTLSConfig(tc *tls.Config) Option {
+	return func(c *Client) {
+		if tc != nil {
+			c.tls = tc
+		}
+	}
+}
+
+// New validates cfg and returns a Client. It does not connect: the first
+// request does (call Ping to check the brokers now).
+func New(cfg Config, opts ...Option) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.tls == nil && (cfg.TLS || cfg.TLSCAFile != "") {
+		c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.TLSCAFile != "" {
+			pem, err := os.ReadFile(cfg.TLSCAFile)
+			if err != nil {
+				return nil, fmt.Errorf("kafka.tls_ca_file: %w; give the path of a PEM file of the brokers' certificate authorities", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("kafka.tls_ca_file = %q holds no PEM certificate; give the brokers' CA certificates in PEM", cfg.TLSCAFile)
+			}
+			c.tls.RootCAs = pool
+		}
+	}
+	var err error
+	if c.mechanism, err = cfg.SASL.mechanism(); err != nil {
+		return nil, err
+	}
+	c.dialer = &kafka.Dialer{
+		ClientID:      cfg.ClientID,
+		Timeout:       cfg.DialTimeout,
+		DualStack:     true,
+		TLS:           c.tls,
+		SASLMechanism: c.mechanism,
+	}
+	c.transport = &kafka.Transport{
+		ClientID:    cfg.ClientID,
+		DialTimeout: cfg.DialTimeout,
+		TLS:         c.tls,
+		SASL:        c.mechanism,
+	}
+	return c, nil
+}
+
+// mechanism returns kafka-go's SASL mechanism for s, nil without one.
+func (s SASL) mechanism() (sasl.Mechanism, error) {
+	var algo scram.Algorithm
+	switch s.Mechanism {
+	case "":
+		return nil, nil
+	case MechanismPlain:
+		return plain.Mechanism{Username: s.Username, Password: s.Password}, nil
+	case MechanismSCRAMSHA256:
+		algo = scram.SHA256
+	case MechanismSCRAMSHA512:
+		algo = scram.SHA512
+	}
+	m, err := scram.Mechanism(algo, s.Username, s.Password)
+	if err != nil {
+		return nil, fmt.Errorf("kafka.sasl: cannot set up %s for user %q: %w; check kafka.sasl.username and kafka.sasl.password", s.Mechanism, s.Username, err)
+	}
+	return m, nil
+}
+
+// Config returns the configuration in use, defaults filled in.
+func (c *Client) Config() Config { return c.cfg }
+
+// Brokers returns the seed brokers.
+func (c *Client) Brokers() []string { return append([]string(nil), c.cfg.Brokers...) }
+
+// Dialer returns the shared Dialer: for kafka.ReaderConfig.Dialer,
+// kafka.ConsumerGroupConfig.Dialer and direct connections (DialLeader).
+// Do not modify it.
+func (c *Client) Dialer() *kafka.Dialer { return c.dialer }
+
+// Transport returns the shared Transport: for kafka.Writer.Transport and
+// kafka.Client.Transport. Do not modify it.
+func (c *Client) Transport() *kafka.Transport { return c.transport }
+
+// Logger returns the logger the Client was given (a discarding one
+// without WithLogger).
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// NewWriter returns a kafka-go Writer of topic on the shared Transport:
+// messages are hashed to partitions by key (kafka-go's Hash balancer,
+// FNV-1a, so a series stays on one partition), acknowledged by all in-sync
+// replicas, and kafka-go's errors are logged. The caller may set the
+// batching fields (BatchSize, BatchBytes, BatchTimeout, WriteTimeout,
+// MaxAttempts, Compression, Balancer) before the first write, and closes it.
+func (c *Client) NewWriter(topic string) *kafka.Writer {
+	return &kafka.Writer{
+		Addr:         kafka.TCP(c.cfg.Brokers...),
+		Topic:        topic,
+		Balancer:     &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll,
+		Transport:    c.transport,
+		Logger:       c.KafkaLogger(slog.LevelDebug, "topic", topic),
+		ErrorLogger:  c.KafkaLogger(slog.LevelWarn, "topic", topic),
+	}
+}
+
+// ReaderConfig returns a kafka-go reader configuration of topic with the
+// brokers, the shared Dialer and the loggers filled in. With a group it
+// reads in that consumer group; with group "" set Partition to read one
+// partition. The caller sets the fetch fields (MinBytes, MaxBytes, MaxWait,
+// StartOffset, …).
+func (c *Client) ReaderConfig(group, topic string) kafka.ReaderConfig {
+	return kafka.ReaderConfig{
+		Brokers:     c.Brokers(),
+		GroupID:     group,
+		Topic:       topic,
+		Dialer:      c.dialer,
+		Logger:      c.KafkaLogger(slog.LevelDebug, "topic", topic),
+		ErrorLogger: c.KafkaLogger(slog.LevelWarn, "topic", topic),
+	}
+}
+
+// ConsumerGroupConfig returns a kafka-go consumer group configuration for
+// topics with the brokers, the shared Dialer and the loggers filled in: for
+// kafka.NewConsumerGroup, whose generations report the assigned partitions
+// and their committed offsets. The caller sets the timeouts.
+func (c *Client) ConsumerGroupConfig(group string, topics ...string) kafka.ConsumerGroupConfig {
+	return kafka.ConsumerGroupConfig{
+		ID:          group,
+		Brokers:     c.Brokers(),
+		Topics:      topics,
+		Dialer:      c.dialer,
+		Logger:      c.KafkaLogger(slog.LevelDebug, "group", group),
+		ErrorLogger: c.KafkaLogger(slog.LevelWarn, "group", group),
+	}
+}
+
+// Admin returns a kafka-go Client on the shared Transport for metadata,
+// CreateTopics, ListOffsets (also offsets for a time: kafka.TimeOffsetOf),
+// OffsetFetch and the like; each request is bounded by timeout (the dial
+// timeout when 0).
+func (c *Client) Admin(timeout time.Duration) *kafka.Client {
+	if timeout <= 0 {
+		timeout = c.cfg.DialTimeout
+	}
+	return &kafka.Client{Addr: kafka.TCP(c.cfg.Brokers...), Timeout: timeout, Transport: c.transport}
+}
+
+// Ping asks the brokers for the cluster's metadata once, through TLS and
+// SASL, and returns nil when one answered before ctx ends. Its error says
+// what is likely misconfigured.
+func (c *Client) Ping(ctx context.Context) error {
+	if _, err := c.Admin(0).Metadata(ctx, &kafka.MetadataRequest{}); err != nil {
+		return c.explain(err)
+	}
+	return nil
+}
+
+// explain adds the likely misconfiguration to a connection error.
+func (c *Client) explain(err error) error {
+	hint := "are kafka.brokers right and reachable?"
+	var kerr kafka.Error
+	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	switch {
+	case errors.As(err, &kerr) && (kerr == kafka.SASLAuthenticationFailed || kerr == kafka.UnsupportedSASLMechanism ||
+		kerr == kafka.IllegalSASLState):
+		hint = "check kafka.sasl.mechanism, kafka.sasl.username and kafka.sasl.password"
+	case closed && c.mechanism != nil:
+		hint = "the broker closed the connection: are kafka.sasl.mechanism, kafka.sasl.username and kafka.sasl.password right, " +
+			"and does the listener need TLS (kafka.tls)?"
+	case closed && c.tls == nil:
+		hint = "the broker closed the connection: does its listener need TLS (kafka.tls) or SASL (kafka.sasl)?"
+	case c.tls != nil:
+		hint += " Is kafka.tls enabled for a plaintext listener, or does the broker's certificate not match kafka.tls_ca_file?"
+	}
+	return fmt.Errorf("kafka: no broker of %v answered: %w; %s", c.cfg.Brokers, err, hint)
+}
+
+// Close closes the shared Transport's idle connections. Close the readers
+// and writers built from the Client first.
+func (c *Client) Close() { c.transport.CloseIdleConnections() }

@@ -1,0 +1,142 @@
+package kafkaconn_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+)
+
+// TestSecuredBroker runs every kind of Kafka use the project has — a
+// writer, a consumer-group reader, a partition read, admin metadata and
+// offsets — through one Client against a kfake broker that requires SASL
+// and/or TLS, configured only through Config (the kafka.* keys).
+func TestSecuredBroker(t *testing.T) {
+	serverTLS, caFile := kafkatest.SelfSigned(t)
+	for _, tc := range []struct {
+		name string
+		tls  bool
+		sasl kafkaconn.SASL
+		kfm  string // kfake's name of the mechanism
+	}{
+		{name: "plain", sasl: kafkaconn.SASL{Mechanism: "plain", Username: "u", Password: "p"}, kfm: "PLAIN"},
+		{name: "scram-sha-256", sasl: kafkaconn.SASL{Mechanism: "scram-sha-256", Username: "u", Password: "p"}, kfm: "SCRAM-SHA-256"},
+		{name: "scram-sha-512 over TLS", tls: true, sasl: kafkaconn.SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}, kfm: "SCRAM-SHA-512"},
+		{name: "TLS", tls: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts []kfake.Opt
+			if tc.sasl.Mechanism != "" {
+				opts = append(opts, kfake.EnableSASL(), kfake.Superuser(tc.kfm, tc.sasl.Username, tc.sasl.Password))
+			}
+			cfg := kafkaconn.Config{SASL: tc.sasl}
+			if tc.tls {
+				opts = append(opts, kfake.TLS(serverTLS))
+				cfg.TLSCAFile = caFile
+			}
+			cluster := kafkatest.NewCluster(t, []string{"t"}, opts...)
+			cfg.Brokers = cluster.ListenAddrs()
+			c, err := kafkaconn.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := c.Ping(ctx); err != nil {
+				t.Fatalf("Ping: %v", err)
+			}
+
+			var msgs []kafka.Message
+			for i := range 6 {
+				msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint(i))})
+			}
+			kafkatest.Produce(t, c, "t", msgs...)
+
+			if got := len(kafkatest.ReadAll(t, c, "t")); got != len(msgs) {
+				t.Errorf("partition reads returned %d messages, want %d", got, len(msgs))
+			}
+			rc := c.ReaderConfig("g", "t")
+			rc.StartOffset, rc.MaxWait = kafka.FirstOffset, 50*time.Millisecond
+			r := kafka.NewReader(rc)
+			defer r.Close()
+			for i := range msgs {
+				if _, err := r.FetchMessage(ctx); err != nil {
+					t.Fatalf("group reader, message %d: %v", i+1, err)
+				}
+			}
+		})
+	}
+}
+
+// TestPingExplains: a client that cannot get in gets an error naming the
+// keys to check, within its deadline.
+func TestPingExplains(t *testing.T) {
+	serverTLS, _ := kafkatest.SelfSigned(t)
+	for _, tc := range []struct {
+		name   string
+		server []kfake.Opt
+		client kafkaconn.Config
+		want   string
+	}{
+		{name: "wrong password", server: []kfake.Opt{kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "u", "p")},
+			client: kafkaconn.Config{SASL: kafkaconn.SASL{Mechanism: "scram-sha-256", Username: "u", Password: "wrong"}}, want: "kafka.sasl.password"},
+		{name: "plaintext client, TLS listener", server: []kfake.Opt{kfake.TLS(serverTLS)}, want: "kafka.tls"},
+		{name: "TLS client, plaintext listener", client: kafkaconn.Config{TLS: true}, want: "kafka.tls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := kafkatest.NewCluster(t, []string{"t"}, tc.server...)
+			cfg := tc.client
+			cfg.Brokers = cluster.ListenAddrs()
+			cfg.DialTimeout = 2 * time.Second
+			c, err := kafkaconn.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err = c.Ping(ctx)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Ping = %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  kafkaconn.Config
+		want string // "" for valid
+	}{
+		{name: "defaults with a broker", cfg: kafkaconn.Config{Brokers: []string{"k:9092"}}},
+		{name: "no brokers", cfg: kafkaconn.Config{}, want: "kafka.brokers"},
+		{name: "broker without port", cfg: kafkaconn.Config{Brokers: []string{"k"}}, want: "kafka.brokers[0]"},
+		{name: "negative dial timeout", cfg: kafkaconn.Config{Brokers: []string{"k:1"}, DialTimeout: -1}, want: "kafka.dial_timeout"},
+		{name: "unknown mechanism", cfg: kafkaconn.Config{Brokers: []string{"k:1"}, SASL: kafkaconn.SASL{Mechanism: "gssapi", Username: "u"}}, want: "kafka.sasl.mechanism"},
+		{name: "mechanism without user", cfg: kafkaconn.Config{Brokers: []string{"k:1"}, SASL: kafkaconn.SASL{Mechanism: "plain"}}, want: "kafka.sasl.username"},
+		{name: "user without mechanism", cfg: kafkaconn.Config{Brokers: []string{"k:1"}, SASL: kafkaconn.SASL{Username: "u"}}, want: "kafka.sasl.mechanism"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Errorf("Validate() = %v, want an error starting with %s", err, tc.want)
+			}
+		})
+	}
+	if _, err := kafkaconn.New(kafkaconn.Config{Brokers: []string{"k:1"}, TLSCAFile: "/nonexistent.pem"}); err == nil ||
+		!strings.Contains(err.Error(), "kafka.tls_ca_file") {
+		t.Errorf("New with a missing CA file = %v, want an error naming kafka.tls_ca_file", err)
+	}
+}

@@ -1,0 +1,40 @@
+// Package kafkaconn is the one place where FreqLens connects to Kafka: the
+// seed brokers, TLS, SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, all from
+// kafka-go), the client id, the dial timeout and the adapter from kafka-go's
+// printf logging to slog. Every kafka-go reader, writer, connection and
+// admin request of the project is built from a Client: the consumer and its
+// dead-letter writer (stream), the forecast producer (sink), the models
+// topic and drift events (broadcast), the embedded broker's topic creation
+// (stream), `freqlens replay` and the demo's simulated sensors, and the test
+// helpers of kafkatest.
+//
+// # Where it sits
+//
+// Below stream, sink and broadcast, which take a *Client instead of their
+// own broker lists and credentials; the service builds one Client from the
+// kafka.* keys of the configuration and hands it to all of them. It imports
+// kafka-go only: no FreqLens package.
+//
+// # What a Client offers
+//
+//   - NewWriter: a kafka-go Writer on the shared Transport (TLS, SASL,
+//     client id), keyed messages hashed to partitions, RequireAll.
+//   - ReaderConfig and ConsumerGroupConfig: kafka-go configurations with
+//     the brokers and the shared Dialer filled in, for a group Reader, a
+//     partition Reader or a ConsumerGroup with explicit generations
+//     (assignment callbacks, per-partition offsets).
+//   - Admin: a kafka.Client for metadata, topic creation, ListOffsets
+//     (including offsets for a time) and OffsetFetch.
+//   - Partitions and ReadPartition: the offset range of every partition of
+//     a topic, and the messages of one partition between two offsets
+//     (robust to compacted gaps), for reading a topic back.
+//   - Ping: one metadata round trip through TLS and SASL, for a
+//     connectivity check with a deadline; its errors say what is likely
+//     misconfigured.
+//
+// # Concurrency
+//
+// A Client is safe for concurrent use. Its Dialer and Transport are shared
+// by everything built from it; Close closes the Transport's idle
+// connections once the readers and writers built from it are closed.
+package kafkaconn

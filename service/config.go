@@ -1,0 +1,146 @@
+package service
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
+)
+
+// Config is everything `freqlens serve` needs: each package's own Config
+// and the few settings that belong to the service as a whole. Build it from
+// DefaultConfig (package config maps the YAML keys onto it); each field
+// says which keys it holds.
+type Config struct {
+	// Kafka is how every client connects: kafka.brokers, kafka.client_id,
+	// kafka.dial_timeout, kafka.tls, kafka.tls_ca_file, kafka.sasl.*.
+	Kafka kafkaconn.Config
+	// Stream is the consumer: kafka.group, topics.input,
+	// topics.dead_letter and input.* except input.cadence.
+	Stream stream.Config
+	// Window is the per-series windows: window.*. Its Lookback, Fields and
+	// Cadence come from the model, Stream.ValueFields and Pipeline.Cadence.
+	Window window.Config
+	// Pipeline is the stages: input.cadence and service.*. Its Fields are
+	// Stream.ValueFields, and SkipAttributions and ModelVersion are set by
+	// New.
+	Pipeline pipeline.Config
+	// Sink is the producer: topics.forecasts, topics.attributions and
+	// output.*.
+	Sink sink.Config
+	// Online is the learner: online.*.
+	Online online.Config
+
+	// ModelPath is a model file written by `freqlens train` (model.path).
+	// Required unless New is given WithModel.
+	ModelPath string
+	// DriftTopic receives the learner's drift events as JSON (topics.drift);
+	// "" turns them off.
+	//
+	// Default: drift
+	DriftTopic string
+	// ModelsTopic receives every promoted model version, in chunks, on a
+	// compacted topic, and a starting service loads the newest version from
+	// it (topics.models); "" turns it off.
+	//
+	// Default: ""
+	ModelsTopic string
+	// MetricsListen is the address of /metrics and /online
+	// (metrics.listen); "" turns the listener off.
+	//
+	// Default: 127.0.0.1:9464
+	MetricsListen string
+	// EmbeddedBroker, when set, starts an in-process Kafka-protocol broker
+	// (franz-go's kfake) on this address, creates the topics and connects
+	// to it instead of Kafka.Brokers (the --embedded-broker flag; not a YAML
+	// key).
+	//
+	// Default: "" (use Kafka.Brokers)
+	EmbeddedBroker string
+}
+
+// DefaultConfig returns every package's defaults and the service's own.
+func DefaultConfig() Config {
+	return Config{
+		Kafka:         kafkaconn.DefaultConfig(),
+		Stream:        stream.DefaultConfig(),
+		Window:        window.DefaultConfig(),
+		Pipeline:      pipeline.DefaultConfig(),
+		Sink:          sink.DefaultConfig(),
+		Online:        online.DefaultConfig(),
+		DriftTopic:    "drift",
+		MetricsListen: "127.0.0.1:9464",
+	}
+}
+
+// Validate reports the first setting that cannot work, naming its YAML key
+// and saying what to write instead: each package's own checks, then those
+// across packages. Whether the model fits is New's check.
+func (c Config) Validate() error { return c.validate(true) }
+
+func (c Config) validate(needModelPath bool) error {
+	kafka := c.Kafka
+	if c.EmbeddedBroker != "" {
+		if _, _, err := net.SplitHostPort(c.EmbeddedBroker); err != nil {
+			return fmt.Errorf(`--embedded-broker %q is not host:port; use for example "127.0.0.1:9092"`, c.EmbeddedBroker)
+		}
+		kafka.Brokers = []string{c.EmbeddedBroker}
+	} else if len(kafka.Brokers) == 0 {
+		return fmt.Errorf("kafka.brokers is empty; list your brokers (or set FREQLENS_KAFKA_BROKERS), or pass --embedded-broker 127.0.0.1:9092")
+	}
+	fields := c.Stream.ValueFields
+	pc := c.Pipeline
+	pc.Fields = fields
+	wc := c.Window
+	wc.Lookback, wc.Fields, wc.Cadence = 1, fields, c.Pipeline.Cadence // the model's lookback is checked by New
+	for _, check := range []func() error{
+		kafka.Validate, c.Stream.Validate, pc.Validate, wc.Validate, c.Sink.Validate, c.Online.Validate,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	if err := wire.ValidateFields(fields, c.Sink.Format); err != nil {
+		return fmt.Errorf("input.value_fields %q cannot be written as output.format %s: %w", fields, c.Sink.Format, err)
+	}
+	if needModelPath && c.ModelPath == "" {
+		return fmt.Errorf("model.path is required: a model file written by 'freqlens train'")
+	}
+	return c.checkTopics()
+}
+
+// checkTopics reports two keys that name the same topic.
+func (c Config) checkTopics() error {
+	seen := map[string]string{}
+	for _, t := range []struct{ key, name string }{
+		{"topics.input", c.Stream.Topic}, {"topics.forecasts", c.Sink.ForecastTopic}, {"topics.attributions", c.Sink.AttributionTopic},
+		{"topics.dead_letter", c.Stream.DeadLetterTopic}, {"topics.drift", c.DriftTopic}, {"topics.models", c.ModelsTopic},
+	} {
+		if t.name == "" {
+			continue
+		}
+		if other, dup := seen[t.name]; dup {
+			return fmt.Errorf("%s = %q is also %s; every topic needs its own name", t.key, t.name, other)
+		}
+		seen[t.name] = t.key
+	}
+	return nil
+}
+
+// Topics returns every topic the service reads or writes, for creating them
+// on the embedded broker.
+func (c Config) Topics() []string {
+	var names []string
+	for _, t := range []string{c.Stream.Topic, c.Sink.ForecastTopic, c.Stream.DeadLetterTopic, c.Sink.AttributionTopic, c.DriftTopic, c.ModelsTopic} {
+		if t != "" {
+			names = append(names, t)
+		}
+	}
+	return names
+}

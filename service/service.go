@@ -1,0 +1,322 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/broadcast"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/wire"
+)
+
+// embeddedPartitions is how many partitions every topic gets on the
+// embedded broker.
+const embeddedPartitions = 3
+
+// Service is one running `freqlens serve`: the Kafka client, the consumer,
+// the pipeline, the sink, the online learner with its drift events and
+// models topic, and the metrics listener, built from one Config.
+type Service struct {
+	cfg      Config
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	broker   *stream.Broker // nil without an embedded broker
+	kc       *kafkaconn.Client
+	learner  *online.Learner
+	p        *pipeline.Pipeline
+	src      *stream.Consumer
+	snk      *sink.Producer
+	models   *broadcast.Models // nil without topics.models
+	events   *broadcast.Events // nil without topics.drift
+	metrics  *metricsServer
+	base     *model.Model
+	closeErr error
+	once     sync.Once
+}
+
+// Option sets a collaborator of a Service.
+type Option func(*options)
+
+type options struct {
+	log     *slog.Logger
+	model   *model.Model
+	reg     *prometheus.Registry
+	observe func(*wire.Forecast)
+}
+
+// WithLogger logs through l. Default: nothing is logged.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithModel serves m instead of loading Config.ModelPath (the demo trains
+// its own). Its cadence, when unset, is the configured input.cadence.
+func WithModel(m *model.Model) Option { return func(o *options) { o.model = m } }
+
+// WithRegistry registers every metric with reg (and serves reg on
+// /metrics). Default: a new registry with the Go runtime, process and
+// build metrics.
+func WithRegistry(reg *prometheus.Registry) Option { return func(o *options) { o.reg = reg } }
+
+// WithObserver calls f with every forecast once the sink acknowledged it
+// (pipeline.WithObserver).
+func WithObserver(f func(*wire.Forecast)) Option { return func(o *options) { o.observe = f } }
+
+// New validates cfg and assembles the service: it starts the embedded
+// broker when asked, loads the model, resumes from the newest version in
+// online.checkpoint_dir or on topics.models when there is one (so a restart
+// or another replica keeps what was learned), builds the learner, the
+// consumer, the sink and the pipeline, and binds the metrics listener (a
+// busy port is an error now). Nothing is consumed before Run. On error
+// everything already started is stopped.
+func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.validate(o.model == nil); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, log: o.log, reg: o.reg}
+	if s.reg == nil {
+		s.reg = NewRegistry()
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if cfg.EmbeddedBroker != "" {
+		if err := s.startBroker(); err != nil {
+			return nil, err
+		}
+	}
+	if s.kc, err = kafkaconn.New(s.cfg.Kafka, kafkaconn.WithLogger(s.log)); err != nil {
+		return nil, err
+	}
+	if s.base = o.model; s.base == nil {
+		if s.base, err = model.Load(cfg.ModelPath); err != nil {
+			return nil, err
+		}
+	}
+	if s.base.Meta.Cadence == 0 {
+		s.base.Meta.Cadence = cfg.Pipeline.Cadence
+	}
+	serve, version, err := s.resume(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.newLearner(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.newPipeline(serve, version, o.observe); err != nil {
+		return nil, err
+	}
+	if s.metrics, err = listenMetrics(s.cfg.MetricsListen, s.reg, onlineReport(s.learner, s.p), s.log); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// startBroker starts the embedded broker with every topic and points the
+// Kafka configuration at it.
+func (s *Service) startBroker() error {
+	topics := map[string]int{}
+	for _, t := range s.cfg.Topics() {
+		topics[t] = embeddedPartitions
+	}
+	b, err := stream.StartBroker(s.cfg.EmbeddedBroker, topics)
+	if err != nil {
+		return fmt.Errorf("embedded broker on %s: %w", s.cfg.EmbeddedBroker, err)
+	}
+	s.broker = b
+	s.cfg.Kafka.Brokers = b.Addrs()
+	s.log.Info("embedded broker started", "addrs", b.Addrs(), "topics", s.cfg.Topics())
+	return nil
+}
+
+// resume returns the model to serve and its version: the newest version in
+// online.checkpoint_dir or on topics.models when it is newer than the base
+// model and of its shape, else the base model.
+func (s *Service) resume(ctx context.Context) (*model.Model, int64, error) {
+	serve, version := s.base, s.base.Meta.Version
+	if dir := s.cfg.Online.CheckpointDir; dir != "" {
+		cp, err := online.LatestCheckpoint(dir, func(path string, err error) {
+			s.log.Warn("skipping an unreadable checkpoint", "path", path, "err", err)
+		})
+		switch {
+		case err != nil:
+			return nil, 0, err
+		case cp != nil && cp.Config() == s.base.Config():
+			serve, version = cp, cp.Meta.Version
+			s.log.Info("resuming from the newest checkpoint", "dir", dir, "version", version)
+		case cp != nil:
+			s.log.Warn("the newest checkpoint has another shape than model.path; serving model.path", "dir", dir)
+		}
+	}
+	topic := s.cfg.ModelsTopic
+	if topic == "" {
+		return serve, version, nil
+	}
+	models, err := broadcast.NewModels(s.kc, topic, s.cfg.Online.Keep)
+	if err != nil {
+		return nil, 0, err
+	}
+	s.models = models
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	newest, err := models.Latest(lctx, func(v int64, err error) {
+		s.log.Warn("skipping an incomplete model version on the models topic", "topic", topic, "version", v, "err", err)
+	})
+	switch {
+	case err != nil:
+		return nil, 0, fmt.Errorf("reading the newest model version from topics.models %q: %w", topic, err)
+	case newest != nil && newest.Config() != s.base.Config():
+		s.log.Warn("the newest version on the models topic has another shape than model.path; ignoring it", "topic", topic, "version", newest.Meta.Version)
+	case newest != nil && newest.Meta.Version > version:
+		serve, version = newest, newest.Meta.Version
+		s.log.Info("resuming from the models topic", "topic", topic, "version", version)
+	}
+	return serve, version, nil
+}
+
+// newLearner builds the online learner for the base model, publishing
+// promoted versions to topics.models and drift events to topics.drift.
+func (s *Service) newLearner(ctx context.Context) error {
+	opts := []online.Option{online.WithRegisterer(s.reg), online.WithLogger(s.log)}
+	if s.models != nil {
+		opts = append(opts, online.WithPublisher(s.models.Publish))
+	}
+	if topic := s.cfg.DriftTopic; topic != "" {
+		ev, err := broadcast.NewEvents(s.kc, topic)
+		if err != nil {
+			return err
+		}
+		s.events = ev
+		opts = append(opts, online.WithDriftEvents(func(e online.DriftEvent) {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := ev.Write(wctx, strconv.Itoa(e.FrequencyID), e); err != nil {
+				s.log.Error("drift event not written", "topic", topic, "err", err)
+			}
+		}))
+	}
+	l, err := online.New(s.cfg.Online, s.base, opts...)
+	if err != nil {
+		return err
+	}
+	s.learner = l
+	return nil
+}
+
+// newPipeline builds the consumer, the sink and the pipeline serving m.
+func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.Forecast)) error {
+	src, err := stream.NewConsumer(s.cfg.Stream, s.kc, stream.WithRegisterer(s.reg), stream.WithLogger(s.log))
+	if err != nil {
+		return err
+	}
+	snk, err := sink.New(s.cfg.Sink, s.kc, sink.WithRegisterer(s.reg))
+	if err != nil {
+		src.Close(context.Background())
+		return err
+	}
+	pc := s.cfg.Pipeline
+	pc.Fields = s.cfg.Stream.ValueFields
+	pc.SkipAttributions = s.cfg.Sink.AttributionTopic == "" || s.cfg.Sink.Attributions == wire.AttributionsOff
+	pc.ModelVersion = max(version, 1)
+	opts := []pipeline.Option{pipeline.WithRegisterer(s.reg), pipeline.WithLogger(s.log), pipeline.WithOnline(s.learner)}
+	if observe != nil {
+		opts = append(opts, pipeline.WithObserver(observe))
+	}
+	p, err := pipeline.New(pc, src, s.cfg.Window, m, snk, opts...)
+	if err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		snk.Close(ctx)
+		src.Close(ctx)
+		return err
+	}
+	s.p, s.src, s.snk = p, src, snk
+	return nil
+}
+
+// Run serves /metrics and runs the pipeline and the learner until ctx ends,
+// then drains within service.shutdown_timeout and releases everything (see
+// Close). It returns nil after a clean shutdown.
+func (s *Service) Run(ctx context.Context) error {
+	defer s.Close()
+	s.metrics.start()
+	m, version := s.p.Model()
+	s.log.Info("serving", "input", s.cfg.Stream.Topic, "forecasts", s.cfg.Sink.ForecastTopic, "attributions", s.cfg.Sink.AttributionTopic,
+		"model", s.cfg.ModelPath, "version", version, "mode", m.Config().Mode, "lookback", m.Lookback(), "horizon", m.Horizon())
+	if err := s.p.Run(ctx); err != nil {
+		return err
+	}
+	s.log.Info("stopped cleanly", "forecasts", s.p.Stats().Forecasts)
+	return nil
+}
+
+// Close stops the metrics listener and closes the consumer and the sink
+// (when Run has not), the drift and models writers, the Kafka client and
+// the embedded broker. Run calls it when it returns;
+// call it yourself only after a New whose Run is never called. It is
+// idempotent.
+func (s *Service) Close() error {
+	s.once.Do(func() {
+		var errs []error
+		if s.metrics != nil {
+			s.metrics.stop()
+		}
+		if s.p != nil { // Run closes them; without Run they are open
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Pipeline.ShutdownTimeout)
+			s.snk.Close(ctx)
+			s.src.Close(ctx)
+			cancel()
+		}
+		if s.events != nil {
+			errs = append(errs, s.events.Close())
+		}
+		if s.models != nil {
+			errs = append(errs, s.models.Close())
+		}
+		if s.kc != nil {
+			s.kc.Close()
+		}
+		if s.broker != nil {
+			s.broker.Close()
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// Config returns the configuration in use; with an embedded broker its
+// Kafka.Brokers are the broker's addresses.
+func (s *Service) Config() Config { return s.cfg }
+
+// Kafka returns the service's Kafka client (the demo's simulated sensors
+// produce through it).
+func (s *Service) Kafka() *kafkaconn.Client { return s.kc }
+
+// Pipeline returns the running pipeline: its Stats, Model and SetModel.
+func (s *Service) Pipeline() *pipeline.Pipeline { return s.p }
+
+// Learner returns the online learner.
+func (s *Service) Learner() *online.Learner { return s.learner }
+
+// MetricsAddr returns the address /metrics is served on, "" without a
+// listener.
+func (s *Service) MetricsAddr() string { return s.metrics.addr() }

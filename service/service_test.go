@@ -1,0 +1,146 @@
+package service_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/service"
+	"github.com/freqlens/freqlens/stream"
+)
+
+// testModel returns a small untrained hourly model.
+func testModel(t *testing.T) *model.Model {
+	t.Helper()
+	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	return m
+}
+
+// testConfig is a service on an embedded broker with any free ports.
+func testConfig() service.Config {
+	cfg := service.DefaultConfig()
+	cfg.EmbeddedBroker = "127.0.0.1:0"
+	cfg.MetricsListen = "127.0.0.1:0"
+	cfg.Pipeline.Cadence = time.Hour
+	cfg.Stream.MaxFuture = 1e5 * time.Hour
+	cfg.Stream.BatchLatency = 5 * time.Millisecond
+	return cfg
+}
+
+// TestRun: one Config makes a running service: readings in through the
+// embedded broker, forecasts out, /metrics served, a clean stop that
+// releases the broker and the listener.
+func TestRun(t *testing.T) {
+	svc, err := service.New(context.Background(), testConfig(), service.WithModel(testModel(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+
+	kc := kafkatest.Client(t, svc.Config().Kafka.Brokers)
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	var msgs []kafka.Message
+	for step := range 26 {
+		r := stream.Reading{Series: "s", Time: t0.Add(time.Duration(step) * time.Hour), Values: []float64{float64(step % 24)}}
+		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: stream.AppendJSON(nil, r, stream.Config{})})
+	}
+	kafkatest.Produce(t, kc, "readings", msgs...)
+	if n := len(kafkatest.ReadN(t, kc, "forecasts", 3, 60*time.Second)); n != 3 {
+		t.Errorf("%d forecasts, want 3 (26 readings, lookback 24)", n)
+	}
+	resp, err := http.Get("http://" + svc.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/metrics: %s", resp.Status)
+	}
+	metrics := svc.MetricsAddr()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after cancel = %v, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return within 20s of cancel")
+	}
+	ln, err := net.Listen("tcp", metrics)
+	if err != nil {
+		t.Errorf("the metrics address is still taken after Run: %v", err)
+	} else {
+		ln.Close()
+	}
+}
+
+// TestNewFailsCleanly: a configuration New cannot start says which key to
+// fix, and what New had started (the embedded broker) is stopped again.
+func TestNewFailsCleanly(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	broker, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the broker
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokerAddr := broker.Addr().String()
+	broker.Close()
+	cfg := testConfig()
+	cfg.EmbeddedBroker = brokerAddr
+	cfg.MetricsListen = busy.Addr().String()
+	if _, err := service.New(context.Background(), cfg, service.WithModel(testModel(t))); err == nil || !strings.Contains(err.Error(), "metrics.listen") {
+		t.Fatalf("New with a busy metrics port = %v, want an error naming metrics.listen", err)
+	}
+	ln, err := net.Listen("tcp", brokerAddr)
+	if err != nil {
+		t.Fatalf("the embedded broker still holds %s after New failed: %v", brokerAddr, err)
+	}
+	ln.Close()
+
+	cfg = testConfig()
+	cfg.ModelPath = ""
+	if _, err := service.New(context.Background(), cfg); err == nil || !strings.HasPrefix(err.Error(), "model.path") {
+		t.Errorf("New without a model = %v, want an error starting with model.path", err)
+	}
+}
+
+// TestResumesFromCheckpoint: with online.checkpoint_dir holding a promoted
+// version of the model's shape, the service serves it, with its version.
+func TestResumesFromCheckpoint(t *testing.T) {
+	base := testModel(t)
+	learned := base.Clone()
+	learned.Params().Theta[0] += 0.5
+	learned.Refresh()
+	dir := t.TempDir()
+	if _, err := online.SaveCheckpoint(dir, learned, 4, 5); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Online.CheckpointDir = dir
+	svc, err := service.New(context.Background(), cfg, service.WithModel(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	m, version := svc.Pipeline().Model()
+	if version != 4 || m.Params().Theta[0] != learned.Params().Theta[0] {
+		t.Errorf("serving version %d (θ₀ %v), want the checkpoint's version 4 (θ₀ %v)", version, m.Params().Theta[0], learned.Params().Theta[0])
+	}
+}
