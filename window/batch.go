@@ -22,6 +22,12 @@ type Batch struct {
 	// Ingest is the ingest_ts of the reading that completed each window (for
 	// end-to-end latency), in UTC.
 	Ingest []time.Time
+	// Rows is the record row of the reading that completed each window, so
+	// that the caller can trace a window back to its message.
+	Rows []int
+	// OutOfRange lists the record rows Append refused as out of range (see
+	// Config.MaxJump), in the order it met them; they are not windows.
+	OutOfRange []int
 }
 
 // Len returns the number of windows in b.
@@ -33,6 +39,8 @@ func (b *Batch) Reset() {
 	b.End = b.End[:0]
 	b.Values = b.Values[:0]
 	b.Ingest = b.Ingest[:0]
+	b.Rows = b.Rows[:0]
+	b.OutOfRange = b.OutOfRange[:0]
 }
 
 // Window returns the L·C values of window i, a view into b.Values that is

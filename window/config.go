@@ -2,6 +2,7 @@ package window
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/freqlens/freqlens/internal/defaults"
@@ -59,17 +60,29 @@ type Config struct {
 	//
 	// Default: 24h
 	SeriesTTL time.Duration
-	// MaxSeries caps the live series of a Set; readings of new series
-	// beyond it are rejected, counted and logged (window.max_series).
+	// MaxSeries caps the live series; readings of new series beyond it are
+	// rejected, counted and logged (window.max_series). Sets that share a
+	// Budget (WithBudget) share its cap instead: the pipeline gives all its
+	// Sets one Budget of MaxSeries, so the cap is the process's.
 	//
 	// Default: 1000000
 	MaxSeries int
+	// MaxJump bounds how far a reading may lie outside the range of its
+	// series' window: a value beyond [lo − MaxJump·scale, hi + MaxJump·scale]
+	// of its channel, where lo and hi are the smallest and largest held
+	// values and scale = max(hi − lo, |lo|, |hi|), is refused as out of
+	// range (Batch.OutOfRange), and the windows do not change
+	// (window.max_jump). It keeps a reading such as 1e300 among values
+	// near 20 from turning every forecast of the next L steps non-finite.
+	//
+	// Default: 10000
+	MaxJump float64
 }
 
 // DefaultConfig returns the default of every field that has one; Lookback,
 // Fields and Cadence are left for the caller.
 func DefaultConfig() Config {
-	return Config{Stride: 1, MaxGap: 3, Fill: FillLinear, SeriesTTL: 24 * time.Hour, MaxSeries: 1_000_000}
+	return Config{Stride: 1, MaxGap: 3, Fill: FillLinear, SeriesTTL: 24 * time.Hour, MaxSeries: 1_000_000, MaxJump: 1e4}
 }
 
 // reserved are the fixed column names of a readings record.
@@ -137,6 +150,8 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("window.series_ttl = %v is negative; use a positive duration (default %v)", cfg.SeriesTTL, d.SeriesTTL)
 	case cfg.MaxSeries < 0:
 		return fmt.Errorf("window.max_series = %d is negative; use a positive cap (default %d)", cfg.MaxSeries, d.MaxSeries)
+	case !(cfg.MaxJump > 0) || math.IsInf(cfg.MaxJump, 0):
+		return fmt.Errorf("window.max_jump = %v; use a positive finite factor (default %g)", cfg.MaxJump, d.MaxJump)
 	}
 	return nil
 }

@@ -16,9 +16,10 @@
 // # Concurrency
 //
 // A Set is not safe for concurrent use. Series are sharded upstream by
-// hash(series) % workers, and each worker owns one Set, which keeps every
-// series' readings in order without locks. A Batch belongs to its caller;
-// Append only appends to it.
+// hash(series) % workers, and each worker owns its Sets (one per input
+// partition), which keeps every series' readings in order without locks. A
+// Batch belongs to its caller; Append only appends to it. A Budget, the
+// cap on live series that several Sets share, is safe for concurrent use.
 //
 // # Steps
 //
@@ -51,23 +52,40 @@
 //
 // or v₀ (FillHold). When g ≥ L only the last L−1 filled steps are computed.
 //
+// A reading of an existing series whose value lies more than MaxJump times
+// its channel's scale outside the range of the series' recent values is
+// refused before any of the above: it is counted in OutOfRange and its row
+// listed in Batch.OutOfRange, and the window does not change.
+//
 // The first reading of a new series creates it with that reading as its
-// only step, unless Stats().Active = MaxSeries: then the reading is rejected
-// and counted in Rejected (per reading), and a warning naming the series,
-// the cap and the fix is logged at most once per second.
+// only step, unless the Budget is exhausted (MaxSeries live series, counted
+// over every Set that shares the Budget): then the reading is rejected and
+// counted in Rejected (per reading), and a warning naming the series, the
+// cap and the fix is logged at most once per second.
 //
 // # Ready windows
 //
 // A window is ready when a reading pushes a new step k, the ring holds L
-// steps since the series' last restart, and either this is the series'
-// first full window since that restart (at step f) or a due step
-// f + j·Stride lies in (n, k], n being the newest step before the reading.
-// With Stride 1 every new step emits a window; with a larger Stride a due
-// step that was filled moves its window to the next real reading, so gaps
-// never shift the phase of the emitted windows. The window appended to the
-// Batch carries the series id (the Set's own key string, not a copy), End =
-// k·Cadence, Ingest = the ingest_ts of the reading that pushed step k, and
-// L·C values in chronological order, row-major (step, then channel).
+// steps since the series' last restart, and a due step, a multiple of
+// Stride, lies in (n, k], n being the newest step before the reading. With
+// Stride 1 every new step emits a window; with a larger Stride a due step
+// that was filled moves its window to the next real reading. The phase is
+// absolute (step indexes count from the Unix epoch), so neither gaps nor
+// restarts nor where a Set's history began shift it. The window appended to
+// the Batch carries the series id (the Set's own key string, not a copy),
+// End = k·Cadence, Ingest = the ingest_ts of the reading that pushed step
+// k, its record row, and L·C values in chronological order, row-major
+// (step, then channel).
+//
+// # Rebuilding
+//
+// Append with a nil Batch changes the windows and emits nothing. The
+// pipeline feeds it the readings a partition held before its committed
+// offset when the partition is assigned, so that series continue where
+// they were: a Set that replays the readings of the last
+// L + MaxGap + AllowedLateness/Cadence + 1 steps before a point, then takes
+// the readings after it, emits the same windows, bit for bit, as a Set that
+// saw the whole history (TestRebuildFromPartOfTheHistory).
 //
 // # Expiry and memory
 //
@@ -75,9 +93,9 @@
 // readings arrives, dropped ones included; Expire(now) evicts the series
 // stamped more than SeriesTTL before now. With MaxSeries this bounds the
 // memory of a Set. One series with L = 96 and one channel costs about 900
-// bytes of heap (measured: 899 B/series over 100,000 series, the ring of
-// L·C float64 plus its bookkeeping, key and map entry; see
-// BenchmarkMemoryPerSeries), well under the 4 KiB budget. The map is rebuilt
+// bytes of heap (the ring of L·C float64 plus 2·C bounds, its bookkeeping,
+// key and map entry; see BenchmarkMemoryPerSeries), well under the 4 KiB
+// budget. The map is rebuilt
 // smaller when Expire leaves it under a quarter of its peak.
 //
 // # Cost
@@ -85,7 +103,7 @@
 // Append on existing series allocates nothing once the Batch has grown: the
 // series is looked up with the record's key bytes converted in the map index
 // expression, and windows are appended into the Batch's reused storage. The
-// schema is resolved once per *arrow.Schema. BenchmarkAppend: about 14
-// million readings/s on one core for 1,000 series × 1 channel, L = 96, a
-// window per reading.
+// schema is resolved once per *arrow.Schema. BenchmarkAppend: about 6
+// million readings/s on one core of the 2-core development machine for
+// 1,000 series × 1 channel, L = 96, a window per reading.
 package window

@@ -55,5 +55,5 @@ func ExampleSet_Append() {
 	// Output:
 	// s-17 11:00 [412 415 418]
 	// s-17 12:00 [415 418 420]
-	// {Active:1 Created:1 Expired:0 Rejected:0 Restarts:0 GapFilled:1 LateUpdated:0 LateDropped:0 Duplicates:0 Ready:2}
+	// {Active:1 Created:1 Expired:0 Rejected:0 Restarts:0 GapFilled:1 LateUpdated:0 LateDropped:0 Duplicates:0 Ready:2 OutOfRange:0}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -27,8 +29,9 @@ type Stats struct {
 	Created, Expired, Rejected, Restarts uint64
 	// GapFilled counts filled steps; LateUpdated late readings that updated
 	// their step; LateDropped late readings dropped; Duplicates readings for
-	// the series' newest step (last write wins); Ready windows emitted.
-	GapFilled, LateUpdated, LateDropped, Duplicates, Ready uint64
+	// the series' newest step (last write wins); Ready windows emitted;
+	// OutOfRange readings refused by the MaxJump check.
+	GapFilled, LateUpdated, LateDropped, Duplicates, Ready, OutOfRange uint64
 }
 
 // Option configures a Set's collaborators.
@@ -56,14 +59,12 @@ func WithClock(now func() time.Time) Option {
 
 // series is the window state of one series: a ring of L rows of C values.
 type series struct {
-	key       string    // the map key, shared with Batch.Series
-	ring      []float64 // L·C; row r is ring[r·C : (r+1)·C]
-	newest    int64     // step index of the newest step
-	firstFull int64     // step index of the first full window since the last restart
-	lastSeen  int64     // wall clock (Unix ns) of the last reading
-	head      int32     // row of the newest step
-	n         int32     // steps held since the last restart, ≤ L
-	full      bool      // n reached L since the last restart
+	key      string    // the map key, shared with Batch.Series
+	ring     []float64 // L·C; row r is ring[r·C : (r+1)·C]; its capacity holds the bounds (see bounds)
+	newest   int64     // step index of the newest step
+	lastSeen int64     // wall clock (Unix ns) of the last reading
+	head     int32     // row of the newest step
+	n        int32     // steps held since the last restart, ≤ L
 }
 
 // Set owns the windows of the series routed to it. It is not safe for
@@ -77,6 +78,8 @@ type Set struct {
 	lateSteps int64  // AllowedLateness / Cadence
 	ttl       int64  // ns
 	hold      bool
+	maxJump   float64
+	budget    *Budget // the cap on live series; shared with other Sets by WithBudget
 
 	series map[string]*series
 	peak   int // len(series) high-water mark since the map was last rebuilt
@@ -118,6 +121,7 @@ func New(cfg Config, opts ...Option) (*Set, error) {
 		lateSteps: int64(cfg.AllowedLateness / cfg.Cadence),
 		ttl:       int64(cfg.SeriesTTL),
 		hold:      cfg.Fill == FillHold,
+		maxJump:   cfg.MaxJump,
 		series:    make(map[string]*series),
 		log:       slog.Default(),
 		now:       time.Now,
@@ -126,6 +130,9 @@ func New(cfg Config, opts ...Option) (*Set, error) {
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.budget == nil {
+		s.budget = NewBudget(cfg.MaxSeries)
 	}
 	return s, nil
 }
@@ -146,16 +153,17 @@ func (s *Set) Stats() Stats {
 
 // Append feeds the rows of rec listed in rows, in that order (nil rows means
 // every row, in record order), and appends every window that became ready to
-// out. rec must have the columns of a readings record (series, ts,
+// out, and the rows it refused as out of range (see Config.MaxJump) to
+// out.OutOfRange. With a nil out the windows change as they would, but
+// nothing is emitted or reported: that rebuilds the state from readings
+// whose windows were forecast before (after a restart or when a partition
+// moves here). rec must have the columns of a readings record (series, ts,
 // ingest_ts and the Config's Fields); their types are checked once per
 // schema, and an error wrapping ErrSchema is returned before any row is
 // read when they do not fit. An index in rows outside the record is an
 // error too. Append keeps no reference to rec. On existing series it
 // allocates nothing once out has grown.
 func (s *Set) Append(rec arrow.Record, rows []int, out *Batch) error {
-	if out == nil {
-		return errors.New("window: Append needs a non-nil *Batch to append ready windows to")
-	}
 	defer s.unbind()
 	if err := s.bind(rec); err != nil {
 		return err
@@ -335,7 +343,7 @@ func (s *Set) reading(i int, now int64, out *Batch) {
 	k := s.step(int64(s.recTS[i]))
 	sr := s.series[string(key)]
 	if sr == nil {
-		if len(s.series) >= s.cfg.MaxSeries {
+		if !s.budget.take() {
 			s.reject(key, now)
 			return
 		}
@@ -345,11 +353,18 @@ func (s *Set) reading(i int, now int64, out *Batch) {
 		return
 	}
 	sr.lastSeen = now
+	if s.outOfRange(sr, i) {
+		s.stats.OutOfRange++
+		if out != nil {
+			out.OutOfRange = append(out.OutOfRange, i)
+		}
+		return
+	}
 	switch {
 	case k > sr.newest:
 		prev := sr.newest
 		if g := uint64(k - sr.newest - 1); g > s.maxGap {
-			sr.n, sr.full = 0, false
+			sr.n = 0
 			s.stats.Restarts++
 		} else if g > 0 {
 			s.fill(sr, int64(g), i)
@@ -373,21 +388,77 @@ func (s *Set) reading(i int, now int64, out *Batch) {
 	}
 }
 
+// outOfRange reports whether a value of row i lies further outside its
+// channel's bounds [lo, hi] than MaxJump times the channel's scale
+// max(hi − lo, |lo|, |hi|). A channel whose bounds are both zero has no
+// scale and accepts any value. The bounds hold the held values at the last
+// step that was a multiple of L and every value written since (see write
+// and tighten): a superset of the window's values that costs O(C) per
+// reading, so the check may accept a little more than the window's own
+// range would, never less.
+func (s *Set) outOfRange(sr *series, i int) bool {
+	b := sr.bounds()
+	for c, col := range s.recValues {
+		v, lo, hi := col[i], b[2*c], b[2*c+1]
+		if v >= lo && v <= hi {
+			continue
+		}
+		scale := max(hi-lo, math.Abs(lo), math.Abs(hi))
+		if scale > 0 && (v > hi+s.maxJump*scale || v < lo-s.maxJump*scale) {
+			return true
+		}
+	}
+	return false
+}
+
 // create adds an empty series under a copy of key.
 func (s *Set) create(key string) *series {
-	sr := &series{key: key, ring: make([]float64, s.l*s.c), head: int32(s.l - 1)}
+	buf := make([]float64, s.l*s.c+2*s.c)
+	sr := &series{key: key, ring: buf[:s.l*s.c], head: int32(s.l - 1)}
+	b := sr.bounds()
+	for c := range s.c {
+		b[2*c], b[2*c+1] = math.Inf(1), math.Inf(-1) // empty: the first write sets them
+	}
 	s.series[sr.key] = sr
 	s.peak = max(s.peak, len(s.series))
 	s.stats.Created++
 	return sr
 }
 
-// write copies row i's values into ring row r.
+// write copies row i's values into ring row r and widens the bounds to
+// them.
 func (s *Set) write(sr *series, r, i int) {
 	row := sr.ring[r*s.c : r*s.c+s.c]
+	b := sr.bounds()
 	for c, v := range s.recValues {
-		row[c] = v[i]
+		x := v[i]
+		row[c] = x
+		b[2*c], b[2*c+1] = min(b[2*c], x), max(b[2*c+1], x)
 	}
+}
+
+// tighten sets the bounds to the range of the held values; push calls it
+// at every L-th step, so values that left the window stop counting.
+func (s *Set) tighten(sr *series) {
+	b := sr.bounds()
+	for c := range s.c {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for r, j := int(sr.head), int32(0); j < sr.n; j++ {
+			x := sr.ring[r*s.c+c]
+			lo, hi = min(lo, x), max(hi, x)
+			if r--; r < 0 {
+				r = s.l - 1
+			}
+		}
+		b[2*c], b[2*c+1] = lo, hi
+	}
+}
+
+// bounds returns the series' 2·C bounds, lo and hi per channel, stored in
+// the ring's capacity after its L·C values (one allocation per series).
+func (sr *series) bounds() []float64 {
+	n := len(sr.ring)
+	return sr.ring[n:cap(sr.ring)]
 }
 
 // advance moves the series' head to a new step and counts it.
@@ -432,22 +503,34 @@ func (s *Set) fill(sr *series, g int64, i int) {
 	s.stats.GapFilled += uint64(g)
 }
 
-// push appends row i as the new step k and emits a window when one is due:
-// at the first full window since the last restart, and then when a step
-// firstFull + j·Stride lies in (prev, k], prev being the newest step before
-// the reading (and before any filled steps).
+// push appends row i as the new step k and emits a window when the ring is
+// full and a due step, a multiple of Stride, lies in (prev, k], prev being
+// the newest step before the reading (and before any filled steps). The
+// phase is absolute, so a window is due at the same steps whatever history
+// the Set has seen: a Set rebuilt from part of a series' history emits what
+// the original would have.
 func (s *Set) push(sr *series, prev, k int64, i int, out *Batch) {
 	s.advance(sr, k)
 	s.write(sr, int(sr.head), i)
-	if int(sr.n) < s.l {
+	if k%int64(s.l) == 0 {
+		s.tighten(sr) // at steps fixed in time, so a rebuilt Set tightens where the original did
+	}
+	if int(sr.n) < s.l || out == nil {
 		return
 	}
-	if !sr.full {
-		sr.full, sr.firstFull = true, k
-	} else if s.stride > 1 && (k-sr.firstFull)/s.stride == (prev-sr.firstFull)/s.stride {
+	if s.stride > 1 && floorDiv(k, s.stride) == floorDiv(prev, s.stride) {
 		return
 	}
 	s.emit(sr, k, i, out)
+}
+
+// floorDiv returns ⌊a / b⌋ for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
 }
 
 // emit appends the series' window, which ends at step k, to out.
@@ -455,6 +538,7 @@ func (s *Set) emit(sr *series, k int64, i int, out *Batch) {
 	out.Series = append(out.Series, sr.key)
 	out.End = append(out.End, time.UnixMilli(k*s.cadMs).UTC())
 	out.Ingest = append(out.Ingest, time.UnixMilli(int64(s.recIngest[i])).UTC())
+	out.Rows = append(out.Rows, i)
 	oldest := (int(sr.head) + 1) % s.l * s.c
 	out.Values = append(out.Values, sr.ring[oldest:]...)
 	out.Values = append(out.Values, sr.ring[:oldest]...)
@@ -469,8 +553,8 @@ func (s *Set) reject(key []byte, now int64) {
 		return
 	}
 	s.loggedOnce, s.lastLog = true, now
-	s.log.Warn("window: series rejected: the max_series cap is reached; raise window.max_series or lower window.series_ttl, or add workers",
-		"series", string(key), "max_series", s.cfg.MaxSeries, "rejected_total", s.stats.Rejected)
+	s.log.Warn("window: series rejected: the max_series cap is reached; raise window.max_series or lower window.series_ttl",
+		"series", string(key), "max_series", s.budget.Max(), "rejected_total", s.stats.Rejected)
 }
 
 // Expire evicts the series whose last reading arrived (by the Set's wall
@@ -486,6 +570,7 @@ func (s *Set) Expire(now time.Time) int {
 			n++
 		}
 	}
+	s.budget.release(n)
 	s.stats.Expired += uint64(n)
 	// A Go map never shrinks: rebuild it once it holds under a quarter of
 	// its peak, so that a burst of series does not pin memory for ever.
@@ -497,4 +582,54 @@ func (s *Set) Expire(now time.Time) int {
 		s.series, s.peak = m, len(m)
 	}
 	return n
+}
+
+// Reset forgets every series and returns them to the budget; the counters
+// stay. The pipeline calls it when the partition whose series the Set holds
+// moves to another consumer.
+func (s *Set) Reset() {
+	s.budget.release(len(s.series))
+	s.series, s.peak = make(map[string]*series), 0
+}
+
+// Budget caps the live series of the Sets that share it: window.max_series
+// counts every series of the process, however many Sets hold them. It is
+// safe for concurrent use.
+type Budget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// NewBudget returns a cap of max live series.
+func NewBudget(max int) *Budget { return &Budget{max: int64(max)} }
+
+// Max returns the cap.
+func (b *Budget) Max() int { return int(b.max) }
+
+// Used returns the live series counted against the cap.
+func (b *Budget) Used() int { return int(b.used.Load()) }
+
+// take counts one more series, or reports false at the cap.
+func (b *Budget) take() bool {
+	for {
+		u := b.used.Load()
+		if u >= b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+1) {
+			return true
+		}
+	}
+}
+
+func (b *Budget) release(n int) { b.used.Add(-int64(n)) }
+
+// WithBudget counts the Set's series against b instead of a cap of its own
+// (Config.MaxSeries is then b's business): several Sets share one cap.
+func WithBudget(b *Budget) Option {
+	return func(s *Set) {
+		if b != nil {
+			s.budget = b
+		}
+	}
 }

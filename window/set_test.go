@@ -227,22 +227,31 @@ func TestWindows(t *testing.T) {
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 2, LateDropped: 1, Ready: 2},
 		},
 		{
-			name:      "stride 2 emits the first full window and every second step after it",
+			name:      "stride 2 emits at the steps that are multiples of 2, whenever the window filled",
 			cfg:       Config{Lookback: 2, Stride: 2},
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3), at("a", 4, 4), at("a", 5, 5)}},
-			want:      []win{{"a", 1, []float64{0, 1}, 1*hour + 1000}, {"a", 3, []float64{2, 3}, 3*hour + 1000}, {"a", 5, []float64{4, 5}, 5*hour + 1000}},
-			wantStats: Stats{Active: 1, Created: 1, Ready: 3},
+			want:      []win{{"a", 2, []float64{1, 2}, 2*hour + 1000}, {"a", 4, []float64{3, 4}, 4*hour + 1000}},
+			wantStats: Stats{Active: 1, Created: 1, Ready: 2},
 		},
 		{
 			name: "stride 3: a due step that was filled moves its window to the next reading",
 			cfg:  Config{Lookback: 2, Stride: 3},
-			// Full at step 1; due at 4 (filled) and 7.
-			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3), at("a", 5, 5), at("a", 6, 6), at("a", 7, 7), at("a", 8, 8)}},
-			want:      []win{{"a", 1, []float64{0, 1}, 1*hour + 1000}, {"a", 5, []float64{4, 5}, 5*hour + 1000}, {"a", 7, []float64{6, 7}, 7*hour + 1000}},
-			wantStats: Stats{Active: 1, Created: 1, GapFilled: 1, Ready: 3},
+			// Due at 3 (filled: its window comes with the reading of step 4) and 6.
+			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 4, 4), at("a", 5, 5), at("a", 6, 6), at("a", 7, 7)}},
+			want:      []win{{"a", 4, []float64{3, 4}, 4*hour + 1000}, {"a", 6, []float64{5, 6}, 6*hour + 1000}},
+			wantStats: Stats{Active: 1, Created: 1, GapFilled: 1, Ready: 2},
 		},
 		{
-			name:      "stride restarts its count after a restart",
+			name: "a series that starts later emits at the same steps: the phase is absolute",
+			cfg:  Config{Lookback: 2, Stride: 3},
+			batches: [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3), at("a", 4, 4), at("a", 5, 5), at("a", 6, 6),
+				at("b", 2, 2), at("b", 3, 3), at("b", 4, 4), at("b", 5, 5), at("b", 6, 6)}},
+			want: []win{{"a", 3, []float64{2, 3}, 3*hour + 1000}, {"a", 6, []float64{5, 6}, 6*hour + 1000},
+				{"b", 3, []float64{2, 3}, 3*hour + 1000}, {"b", 6, []float64{5, 6}, 6*hour + 1000}},
+			wantStats: Stats{Active: 2, Created: 2, Ready: 4},
+		},
+		{
+			name:      "a restart does not shift the stride's phase",
 			cfg:       Config{Lookback: 1, Stride: 2, MaxGap: -1},
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 4, 4), at("a", 5, 5), at("a", 6, 6)}},
 			want:      []win{{"a", 0, []float64{0}, 1000}, {"a", 2, []float64{2}, 2*hour + 1000}, {"a", 4, []float64{4}, 4*hour + 1000}, {"a", 6, []float64{6}, 6*hour + 1000}},
@@ -627,7 +636,6 @@ func TestAppendArguments(t *testing.T) {
 		out  *Batch
 		want string
 	}{
-		{name: "nil batch", rec: rec, out: nil, want: "non-nil *Batch"},
 		{name: "nil record", rec: nil, out: &Batch{}, want: "nil record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -756,7 +764,7 @@ func TestMaxSeries(t *testing.T) {
 			wantWindows: 1,
 			wantStats:   Stats{Active: 2, Created: 2, Rejected: 1, Ready: 3},
 			wantLines:   1,
-			wantLog:     `level=WARN msg="window: series rejected: the max_series cap is reached; raise window.max_series or lower window.series_ttl, or add workers" series=c max_series=2 rejected_total=1`,
+			wantLog:     `level=WARN msg="window: series rejected: the max_series cap is reached; raise window.max_series or lower window.series_ttl" series=c max_series=2 rejected_total=1`,
 		},
 		{
 			name:      "more rejections within the second are counted, not logged",
