@@ -19,6 +19,7 @@ type metrics struct {
 	modelVersion prometheus.Gauge
 	windowErrors prometheus.Counter
 	deadLettered prometheus.Counter
+	nonFinite    prometheus.Counter
 	windowStats  *windowCollector
 }
 
@@ -58,13 +59,17 @@ func newMetrics(p *Pipeline) *metrics {
 		}),
 		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "freqlens_pipeline_dead_lettered_readings_total",
-			Help: "Messages of such batches written to the dead-letter topic (or dropped with input.drop_poison).",
+			Help: "Messages the pipeline wrote to the dead-letter topic after decoding (batches the windows refused, readings out of range, readings whose forecast was non-finite), or dropped with input.drop_poison.",
+		}),
+		nonFinite: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "freqlens_pipeline_nonfinite_forecasts_total",
+			Help: "Forecasts not written because a forecast or attribution value was NaN or infinite; the reading that completed each window was dead-lettered.",
 		}),
 		windowStats: newWindowCollector(),
 	}
 	m.modelVersion.Set(float64(p.cfg.ModelVersion))
 	if p.reg != nil {
-		p.reg.MustRegister(m.forward, m.batchWindows, m.processing, m.endToEnd, m.lastCommit, m.modelVersion, m.windowErrors, m.deadLettered, m.windowStats)
+		p.reg.MustRegister(m.forward, m.batchWindows, m.processing, m.endToEnd, m.lastCommit, m.modelVersion, m.windowErrors, m.deadLettered, m.nonFinite, m.windowStats)
 	}
 	return m
 }
@@ -78,7 +83,7 @@ type windowCollector struct {
 
 	active                                                             *prometheus.Desc
 	created, expired, rejected, restarts, gaps, lateUp, lateDrop, dups *prometheus.Desc
-	ready                                                              *prometheus.Desc
+	ready, outOfRange                                                  *prometheus.Desc
 }
 
 func newWindowCollector() *windowCollector {
@@ -94,6 +99,8 @@ func newWindowCollector() *windowCollector {
 		lateDrop: d("freqlens_window_late_drops_total", "Readings later than the allowed lateness, dropped."),
 		dups:     d("freqlens_window_duplicates_total", "Readings for a step that already had one (last write wins)."),
 		ready:    d("freqlens_window_windows_ready_total", "Windows that became ready for a forecast."),
+		outOfRange: d("freqlens_window_out_of_range_total",
+			"Readings refused because their value lay far outside the range of their series' window (window.max_jump); they were dead-lettered."),
 	}
 }
 
@@ -111,6 +118,7 @@ func (c *windowCollector) update(ws []*worker) {
 		s.LateDropped += t.LateDropped
 		s.Duplicates += t.Duplicates
 		s.Ready += t.Ready
+		s.OutOfRange += t.OutOfRange
 	}
 	c.mu.Lock()
 	c.stats = s
@@ -119,7 +127,7 @@ func (c *windowCollector) update(ws []*worker) {
 
 // Describe implements prometheus.Collector.
 func (c *windowCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.active, c.created, c.expired, c.rejected, c.restarts, c.gaps, c.lateUp, c.lateDrop, c.dups, c.ready} {
+	for _, d := range []*prometheus.Desc{c.active, c.created, c.expired, c.rejected, c.restarts, c.gaps, c.lateUp, c.lateDrop, c.dups, c.ready, c.outOfRange} {
 		ch <- d
 	}
 }
@@ -136,6 +144,7 @@ func (c *windowCollector) Collect(ch chan<- prometheus.Metric) {
 	}{
 		{c.created, s.Created}, {c.expired, s.Expired}, {c.rejected, s.Rejected}, {c.restarts, s.Restarts},
 		{c.gaps, s.GapFilled}, {c.lateUp, s.LateUpdated}, {c.lateDrop, s.LateDropped}, {c.dups, s.Duplicates}, {c.ready, s.Ready},
+		{c.outOfRange, s.OutOfRange},
 	} {
 		ch <- prometheus.MustNewConstMetric(e.d, prometheus.CounterValue, float64(e.v))
 	}

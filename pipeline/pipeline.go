@@ -49,7 +49,9 @@ type Config struct {
 	// Default: 10s
 	ShutdownTimeout time.Duration
 	// ExpireEvery is how often idle series are expired
-	// (service.expire_every).
+	// (service.expire_every), at most a quarter of window.series_ttl, so a
+	// series is forgotten between its TTL and 1.25 times its TTL after its
+	// last reading, whether readings flow or not.
 	//
 	// Default: 1m
 	ExpireEvery time.Duration
@@ -143,6 +145,9 @@ type Pipeline struct {
 	learner *online.Learner
 	met     *metrics
 	seed    maphash.Seed
+	win     window.Config  // of every Set: Lookback, Fields and Cadence filled in
+	budget  *window.Budget // window.max_series, shared by every Set
+	expire  time.Duration  // the expiry period
 
 	current atomic.Pointer[versioned]
 	free    chan *outBatch
@@ -176,12 +181,15 @@ func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sin
 	win.Lookback = m.Lookback()
 	win.Fields = cfg.Fields
 	win.Cadence = cfg.Cadence
+	probe, err := window.New(win)
+	if err != nil {
+		return nil, err
+	}
+	p.win = probe.Config()
+	p.budget = window.NewBudget(p.win.MaxSeries)
+	p.expire = min(cfg.ExpireEvery, max(p.win.SeriesTTL/4, time.Millisecond))
 	for range cfg.Workers {
-		set, err := window.New(win, window.WithLogger(p.log), window.WithClock(p.now))
-		if err != nil {
-			return nil, err
-		}
-		p.workers = append(p.workers, &worker{set: set})
+		p.workers = append(p.workers, &worker{sets: map[int]*window.Set{}})
 	}
 	p.current.Store(&versioned{m: m, version: cfg.ModelVersion})
 	p.met = newMetrics(p)
@@ -303,10 +311,22 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	return err
 }
 
-// processLoop turns batches of readings into batches of forecasts.
+// processLoop turns batches of readings into batches of forecasts, and
+// expires idle series every expiry period, with or without batches.
 func (p *Pipeline) processLoop(ctx context.Context, in <-chan *stream.Batch, out chan<- *outBatch) error {
-	nextExpire := p.now().Add(p.cfg.ExpireEvery)
-	for b := range in {
+	tick := time.NewTicker(p.expire)
+	defer tick.Stop()
+	for {
+		var b *stream.Batch
+		select {
+		case <-tick.C:
+			p.expireIdle(p.now())
+			continue
+		case b = <-in:
+			if b == nil {
+				return nil // closed
+			}
+		}
 		var ob *outBatch
 		select {
 		case ob = <-p.free:
@@ -315,10 +335,6 @@ func (p *Pipeline) processLoop(ctx context.Context, in <-chan *stream.Batch, out
 			return ctx.Err()
 		}
 		p.process(b, ob)
-		if now := p.now(); !now.Before(nextExpire) {
-			p.expire(now)
-			nextExpire = now.Add(p.cfg.ExpireEvery)
-		}
 		select {
 		case out <- ob:
 		case <-ctx.Done():
@@ -326,7 +342,6 @@ func (p *Pipeline) processLoop(ctx context.Context, in <-chan *stream.Batch, out
 			return ctx.Err()
 		}
 	}
-	return nil
 }
 
 // writeLoop writes each batch's forecasts, waits for the acknowledgements,
@@ -365,6 +380,28 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 		p.met.windowErrors.Inc()
 		p.met.deadLettered.Add(float64(n))
 	}
+	for _, r := range []struct {
+		rows   []int
+		reason string
+		cause  error
+	}{
+		{ob.outRange, stream.ReasonOutOfRange, errOutOfRange},
+		{ob.nonFinite, stream.ReasonNonFiniteOutput, errNonFinite},
+	} {
+		if len(r.rows) == 0 {
+			continue
+		}
+		var n int
+		err := retry(ctx, p.log, "dead-letter refused readings", func() (err error) {
+			n, err = ob.in.DeadLetterRows(ctx, r.rows, r.reason, r.cause)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		p.met.deadLettered.Add(float64(n))
+	}
+	p.met.nonFinite.Add(float64(len(ob.nonFinite)))
 	now := p.now()
 	for i := range ob.all {
 		p.met.endToEnd.Observe(now.Sub(ob.ingest[i]).Seconds())
@@ -380,6 +417,11 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 	p.met.lastCommit.Set(float64(now.UnixNano()) / 1e9)
 	return nil
 }
+
+var (
+	errOutOfRange = errors.New("the value lies far outside the range of its series' window (window.max_jump)")
+	errNonFinite  = errors.New("the forecast of the window this reading completed has a non-finite value; it was not written")
+)
 
 // retry calls f until it succeeds or ctx ends, backing off from 100ms to 5s.
 // Delivery is at-least-once: giving up would drop readings.
@@ -397,7 +439,11 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 		if ctx.Err() != nil {
 			return fmt.Errorf("pipeline: %s: %w", what, err)
 		}
-		log.Warn("retrying", "what", what, "attempt", attempt, "err", err, "wait", wait)
+		level := slog.LevelDebug
+		if attempt == 1 || attempt%10 == 0 {
+			level = slog.LevelWarn
+		}
+		log.Log(ctx, level, "retrying", "what", what, "attempt", attempt, "err", err, "wait", wait)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -416,36 +462,48 @@ func (p *Pipeline) recycle(ob *outBatch) {
 	p.free <- ob
 }
 
-// process routes the batch's rows to the workers, runs them in parallel and
-// gathers their forecasts into ob.
+// process routes the batch's rows to the workers (by series) and their
+// partitions' windows, runs the workers in parallel and gathers their
+// forecasts into ob. A batch that says to forget partitions drops their
+// windows first.
 func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
 	start := p.now()
 	ob.reset(b)
+	if len(b.Forget) > 0 {
+		for _, w := range p.workers {
+			for _, part := range b.Forget {
+				w.forget(part)
+			}
+		}
+	}
 	rec := b.Record
 	v := p.current.Load()
 	W := len(p.workers)
 	for _, w := range p.workers {
-		w.rows = w.rows[:0]
+		w.groups = w.groups[:0]
 	}
 	if rec != nil && rec.NumRows() > 0 {
 		series := rec.Column(0).(*array.String)
 		for i := range int(rec.NumRows()) {
-			w := int(maphash.String(p.seed, series.Value(i)) % uint64(W))
-			p.workers[w].rows = append(p.workers[w].rows, i)
+			w := p.workers[int(maphash.String(p.seed, series.Value(i))%uint64(W))]
+			rows := w.rowsOf(b.Partition(i))
+			*rows = append(*rows, i)
 		}
-		p.stats.readings.Add(rec.NumRows())
+		if !b.Rebuild {
+			p.stats.readings.Add(rec.NumRows())
+		}
 	}
 	var wg sync.WaitGroup
 	for i, w := range p.workers {
-		if len(w.rows) == 0 {
+		if len(w.groups) == 0 {
 			continue
 		}
 		part := &ob.parts[i]
 		if i == W-1 {
-			w.run(p, v, rec, part)
+			w.run(p, v, rec, b.Rebuild, part)
 			continue
 		}
-		wg.Go(func() { w.run(p, v, rec, part) })
+		wg.Go(func() { w.run(p, v, rec, b.Rebuild, part) })
 	}
 	wg.Wait()
 	ob.gather()
@@ -460,11 +518,29 @@ func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
 	p.met.processing.Observe(p.now().Sub(start).Seconds())
 }
 
-// expire forgets idle series on every worker.
-func (p *Pipeline) expire(now time.Time) {
+// expireIdle forgets idle series on every worker.
+func (p *Pipeline) expireIdle(now time.Time) {
+	active := 0
 	for _, w := range p.workers {
-		w.set.Expire(now)
-		w.stats = w.set.Stats()
+		for _, set := range w.sets {
+			set.Expire(now)
+		}
+		w.refresh()
+		active += w.stats.Active
 	}
+	p.stats.active.Store(int64(active))
 	p.met.windowStats.update(p.workers)
+}
+
+// RebuildSpan returns how much event time before a partition's committed
+// offset the consumer must read back (stream.Config.RebuildSpan) for
+// windows of lookback steps configured by win (its zero fields taken as
+// their defaults) to be rebuilt exactly: L steps, the steps a gap fill
+// may interpolate from, the allowed lateness and one step of rounding.
+func RebuildSpan(lookback int, win window.Config, cadence time.Duration) time.Duration {
+	d := window.DefaultConfig()
+	if win.MaxGap == 0 {
+		win.MaxGap = d.MaxGap
+	}
+	return time.Duration(lookback+max(win.MaxGap, 0)+1)*cadence + win.AllowedLateness
 }

@@ -69,7 +69,8 @@ func startBroker(t *testing.T) *kafkaconn.Client {
 func newConsumer(t *testing.T, kc *kafkaconn.Client, reg prometheus.Registerer, fields ...string) *stream.Consumer {
 	t.Helper()
 	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		ValueFields: fields, BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
+		ValueFields: fields, BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour,
+		RebuildSpan: pipeline.RebuildSpan(lookback, window.Config{MaxGap: 3}, time.Hour)}, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,12 +326,13 @@ func forecastIDs(t *testing.T, kc *kafkaconn.Client) map[string]int {
 	return ids
 }
 
-// TestRestartForecastsWhatWasNotCommitted: a service stopped after
-// committing its input, restarted in the same consumer group after more
-// readings arrived, forecasts every window of the readings the first run
-// did not commit — checked by count and by forecast-id — and none of the
-// windows the first run already committed.
-func TestRestartForecastsWhatWasNotCommitted(t *testing.T) {
+// TestRestartLosesNoWindow: a service stopped after committing its input,
+// restarted in the same consumer group after more readings arrived,
+// rebuilds its windows from the readings before the committed offsets and
+// forecasts the window of every reading the first run did not commit —
+// checked by count and by forecast-id — and none of the windows the first
+// run already committed.
+func TestRestartLosesNoWindow(t *testing.T) {
 	kc := startBroker(t)
 	m := testModel(t, model.Independent, 1)
 	series := []string{"a", "b", "c"}
@@ -344,15 +346,15 @@ func TestRestartForecastsWhatWasNotCommitted(t *testing.T) {
 		t.Fatalf("the first run wrote %d distinct forecasts, want %d", len(before), len(want))
 	}
 
-	// Readings that arrive while the service is down: L+5 per series, so
-	// the restarted service (which resumes at the committed offsets with
-	// empty windows) has full windows ending at steps 2L+3 … 2L+8.
+	// Readings that arrive while the service is down: L+5 per series. The
+	// restarted service rebuilds the windows as they were at the committed
+	// offsets, so every one of these readings completes a window.
 	from, to := lookback+4, 2*lookback+9
 	produce(t, kc, series, []string{"value"}, from, to)
 	if n := kafkatest.Uncommitted(t, kc, "freqlens", "readings"); n != int64(len(series)*(to-from)) {
 		t.Fatalf("%d readings uncommitted before the restart, want %d", n, len(series)*(to-from))
 	}
-	want := windowIDs(series, from+lookback-1, to)
+	want := windowIDs(series, from, to)
 
 	second := startService(t, kc, m, []string{"value"}, wire.FormatJSON)
 	eventually(30*time.Second, func() bool {

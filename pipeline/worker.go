@@ -14,13 +14,16 @@ import (
 	"github.com/freqlens/freqlens/wire"
 )
 
-// worker owns the windows of the series hashed onto it and a model
-// explainer. Only the processor goroutine's batch step touches it.
+// worker owns the windows of the series hashed onto it, one window.Set per
+// input partition (so that a partition's windows can be dropped when it
+// moves away), and a model explainer. Only the processor goroutine's batch
+// step touches it.
 type worker struct {
-	set   *window.Set
-	ready window.Batch
-	rows  []int
-	stats window.Stats
+	sets    map[int]*window.Set // by input partition
+	groups  []rowGroup          // this batch's rows, by partition (reused)
+	ready   window.Batch
+	stats   window.Stats // of the live Sets plus retired
+	retired window.Stats // the counters of Sets dropped with their partition
 
 	ex      *model.Explainer // for exModel; rebuilt when the model changes
 	exModel *model.Model
@@ -28,46 +31,134 @@ type worker struct {
 	obs     online.Observation // reused for every forecast handed to the learner
 }
 
+// rowGroup is the rows of one batch that belong to one partition.
+type rowGroup struct {
+	part int
+	rows []int
+}
+
+// rowsOf returns the worker's row list for partition part, reusing storage.
+func (w *worker) rowsOf(part int) *[]int {
+	for i := range w.groups {
+		if w.groups[i].part == part {
+			return &w.groups[i].rows
+		}
+	}
+	if len(w.groups) < cap(w.groups) {
+		w.groups = w.groups[:len(w.groups)+1]
+		g := &w.groups[len(w.groups)-1]
+		g.part, g.rows = part, g.rows[:0]
+		return &g.rows
+	}
+	w.groups = append(w.groups, rowGroup{part: part})
+	return &w.groups[len(w.groups)-1].rows
+}
+
+// set returns the Set of partition part, creating it.
+func (w *worker) set(p *Pipeline, part int) (*window.Set, error) {
+	if s := w.sets[part]; s != nil {
+		return s, nil
+	}
+	s, err := window.New(p.win, window.WithLogger(p.log), window.WithClock(p.now), window.WithBudget(p.budget))
+	if err != nil {
+		return nil, err
+	}
+	w.sets[part] = s
+	return s, nil
+}
+
+// forget drops the windows of partition part, keeping its counters.
+func (w *worker) forget(part int) {
+	s := w.sets[part]
+	if s == nil {
+		return
+	}
+	st := s.Stats()
+	s.Reset()
+	delete(w.sets, part)
+	r := &w.retired
+	r.Created += st.Created
+	r.Expired += st.Expired
+	r.Rejected += st.Rejected
+	r.Restarts += st.Restarts
+	r.GapFilled += st.GapFilled
+	r.LateUpdated += st.LateUpdated
+	r.LateDropped += st.LateDropped
+	r.Duplicates += st.Duplicates
+	r.Ready += st.Ready
+	r.OutOfRange += st.OutOfRange
+	w.refresh()
+}
+
+// refresh recomputes the worker's stats from its Sets.
+func (w *worker) refresh() {
+	s := w.retired
+	for _, set := range w.sets {
+		t := set.Stats()
+		s.Active += t.Active
+		s.Created += t.Created
+		s.Expired += t.Expired
+		s.Rejected += t.Rejected
+		s.Restarts += t.Restarts
+		s.GapFilled += t.GapFilled
+		s.LateUpdated += t.LateUpdated
+		s.LateDropped += t.LateDropped
+		s.Duplicates += t.Duplicates
+		s.Ready += t.Ready
+		s.OutOfRange += t.OutOfRange
+	}
+	w.stats = s
+}
+
 // part is one worker's forecasts of one batch, with the storage they point
-// into, and the error that kept the worker from processing its rows.
+// into, the rows it refused, and the error that kept the worker from
+// processing its rows.
 type part struct {
-	err      error
-	fs       []wire.Forecast
-	ingest   []time.Time
-	arena    []float64
-	contribs []wire.Contribution
+	err       error
+	fs        []wire.Forecast
+	ingest    []time.Time
+	arena     []float64
+	contribs  []wire.Contribution
+	outRange  []int // rows the windows refused as out of range
+	nonFinite []int // rows whose window's forecast had a non-finite value
 }
 
 // outBatch is the forecasts of one input batch, on its way to the sink.
 type outBatch struct {
-	in     *stream.Batch
-	err    error // a worker could not process its rows: the batch is dead-lettered before its commit
-	parts  []part
-	all    []wire.Forecast
-	ingest []time.Time
+	in        *stream.Batch
+	err       error // a worker could not process its rows: the batch is dead-lettered before its commit
+	parts     []part
+	all       []wire.Forecast
+	ingest    []time.Time
+	outRange  []int // rows dead-lettered as out of range before the commit
+	nonFinite []int // rows dead-lettered for a non-finite forecast before the commit
 }
 
 func newOutBatch(workers int) *outBatch { return &outBatch{parts: make([]part, workers)} }
 
 func (ob *outBatch) reset(in *stream.Batch) {
 	ob.in = in
-	ob.all, ob.ingest = ob.all[:0], ob.ingest[:0]
+	ob.all, ob.ingest, ob.outRange, ob.nonFinite = ob.all[:0], ob.ingest[:0], ob.outRange[:0], ob.nonFinite[:0]
 	for i := range ob.parts {
 		pt := &ob.parts[i]
 		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = pt.fs[:0], pt.ingest[:0], pt.arena[:0], pt.contribs[:0], nil
+		pt.outRange, pt.nonFinite = pt.outRange[:0], pt.nonFinite[:0]
 	}
 }
 
-// gather lists every part's forecasts in one slice for the sink, and keeps
-// the first error of a part.
+// gather lists every part's forecasts in one slice for the sink, and its
+// refused rows, and keeps the first error of a part.
 func (ob *outBatch) gather() {
 	ob.err = nil
 	for i := range ob.parts {
+		pt := &ob.parts[i]
 		if ob.err == nil {
-			ob.err = ob.parts[i].err
+			ob.err = pt.err
 		}
-		ob.all = append(ob.all, ob.parts[i].fs...)
-		ob.ingest = append(ob.ingest, ob.parts[i].ingest...)
+		ob.all = append(ob.all, pt.fs...)
+		ob.ingest = append(ob.ingest, pt.ingest...)
+		ob.outRange = append(ob.outRange, pt.outRange...)
+		ob.nonFinite = append(ob.nonFinite, pt.nonFinite...)
 	}
 }
 
@@ -79,17 +170,29 @@ func (pt *part) take(n int) []float64 {
 	return s
 }
 
-// run feeds the worker's rows to its windows and forecasts every window that
-// became ready, in chunks of at most MaxBatch windows.
-func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
+// run feeds the worker's rows to the windows of their partitions and
+// forecasts every window that became ready, in chunks of at most MaxBatch
+// windows. The rows of a rebuild batch only change the windows.
+func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, pt *part) {
 	w.ready.Reset()
-	if err := w.set.Append(rec, w.rows, &w.ready); err != nil {
-		// The stream guarantees the schema, so this is a bug upstream; the
-		// write stage dead-letters the batch rather than commit it unread.
-		pt.err = fmt.Errorf("window append: %w", err)
-		return
+	out := &w.ready
+	if rebuild {
+		out = nil
 	}
-	w.stats = w.set.Stats()
+	for _, g := range w.groups {
+		set, err := w.set(p, g.part)
+		if err == nil {
+			err = set.Append(rec, g.rows, out)
+		}
+		if err != nil {
+			// The stream guarantees the schema, so this is a bug upstream; the
+			// write stage dead-letters the batch rather than commit it unread.
+			pt.err = fmt.Errorf("window append: %w", err)
+			return
+		}
+	}
+	w.refresh()
+	pt.outRange = append(pt.outRange, w.ready.OutOfRange...)
 	n := w.ready.Len()
 	if n == 0 {
 		return
@@ -152,6 +255,12 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 				}
 				f.Frequencies = pt.contribs[first:len(pt.contribs):len(pt.contribs)]
 			}
+			if !finite(&f) {
+				// Never written: the reading that completed the window is
+				// dead-lettered instead, before the batch is committed.
+				pt.nonFinite = append(pt.nonFinite, w.ready.Rows[i])
+				continue
+			}
 			if p.learner != nil {
 				w.obs = online.Observation{Series: f.Series, End: f.TS, Window: w.ready.Values[i*L*C : (i+1)*L*C], Forecast: f.Values}
 				if !p.cfg.SkipAttributions {
@@ -163,4 +272,26 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, pt *part) {
 			pt.ingest = append(pt.ingest, w.ready.Ingest[i])
 		}
 	}
+}
+
+// finite reports whether every number of f (forecast, residual and
+// contributions) is finite.
+func finite(f *wire.Forecast) bool {
+	ok := func(xs []float64) bool {
+		for _, x := range xs {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	if !ok(f.Values) || !ok(f.Residual) || math.IsNaN(f.Alpha) || math.IsInf(f.Alpha, 0) {
+		return false
+	}
+	for _, c := range f.Frequencies {
+		if !ok(c.Values) || math.IsNaN(c.Share) || math.IsInf(c.Share, 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -75,6 +75,7 @@ func (d *ArrowDecoder) Decode(rb *array.RecordBuilder, key, value []byte, ingest
 		d.recs = d.recs[:0]
 	}()
 	now := d.f.nowMs()
+	d.f.begin()
 	if perr := d.read(key, value, now); perr != nil {
 		return perr
 	}
@@ -200,6 +201,9 @@ func (d *ArrowDecoder) validate(rec arrow.Record, key []byte, now int64) *Decode
 		if !utf8.Valid(key) {
 			return poison(ReasonWrongType, "message key %s is not valid UTF-8", quote(key))
 		}
+		if perr := d.f.checkSeries(key); perr != nil {
+			return perr
+		}
 	} else {
 		col := rec.Column(c.series).(stringColumn)
 		if col.NullN() > 0 {
@@ -213,6 +217,10 @@ func (d *ArrowDecoder) validate(rec arrow.Record, key []byte, now int64) *Decode
 			if !utf8.ValidString(s) {
 				return poison(ReasonWrongType, "row %d: %s %q is not valid UTF-8", i, d.f.series, s)
 			}
+			if perr := d.f.checkSeries(bytesOf(s)); perr != nil {
+				perr.Err = fmt.Errorf("row %d: %w", i, perr.Err)
+				return perr
+			}
 		}
 	}
 	tcol := rec.Column(c.ts)
@@ -224,7 +232,7 @@ func (d *ArrowDecoder) validate(rec arrow.Record, key []byte, now int64) *Decode
 		if !ok {
 			return poison(ReasonBadTimestamp, "row %d: %s is out of range", i, d.f.time)
 		}
-		if perr := d.f.checkFuture(ts, now); perr != nil {
+		if perr := d.f.checkTime(ts, now); perr != nil {
 			perr.Err = fmt.Errorf("row %d: %w", i, perr.Err)
 			return perr
 		}
@@ -237,6 +245,10 @@ func (d *ArrowDecoder) validate(rec arrow.Record, key []byte, now int64) *Decode
 		for i, v := range col.Float64Values() {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return poison(ReasonNonFinite, "row %d: %s = %v is not finite", i, d.f.values[j], v)
+			}
+			if perr := d.f.checkValue(d.f.values[j], v); perr != nil {
+				perr.Err = fmt.Errorf("row %d: %w", i, perr.Err)
+				return perr
 			}
 		}
 		if len(col.Float64Values()) != col.Len() {

@@ -3,6 +3,7 @@ package stream
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -92,6 +93,27 @@ type Config struct {
 	//
 	// Default: 1h
 	MaxFuture time.Duration
+	// MaxPast bounds how far a reading may be behind the newest time its
+	// partition has seen: an earlier one is poison (reason "too_old")
+	// (input.max_past). It keeps a reading stamped 1970 from starting a
+	// series in the past; readings of known series that are merely late are
+	// the windows' business (window.allowed_lateness).
+	//
+	// Default: 168h
+	MaxPast time.Duration
+	// MaxSeriesBytes bounds the length of a series id: a longer one is
+	// poison (reason "series_too_long") (input.max_series_id_bytes).
+	//
+	// Default: 256
+	MaxSeriesBytes int
+	// ValueRange, when it holds two numbers [lo, hi], is the plausible range
+	// of every value field: a value outside it is poison (reason
+	// "out_of_range") (input.value_range). The service derives it from the
+	// model's normalisation when the configuration leaves it empty.
+	//
+	// Default: [] (no static range; window.max_jump still judges each value
+	// against its series' recent range)
+	ValueRange []float64
 
 	// BatchRows flushes a batch once it holds this many rows (or this many
 	// messages, poison included) (input.batch_rows). An Arrow message is
@@ -128,6 +150,47 @@ type Config struct {
 	//
 	// Default: "first"
 	StartOffset string
+
+	// SessionTimeout is how long the group coordinator waits for a
+	// heartbeat before it declares a member dead and moves its partitions
+	// (kafka.session_timeout): after a crash, its partitions stand still
+	// this long.
+	//
+	// Default: 10s
+	SessionTimeout time.Duration
+	// HeartbeatInterval is how often a member heartbeats, and so how soon
+	// it learns of a rebalance (kafka.heartbeat_interval). At most a third
+	// of SessionTimeout.
+	//
+	// Default: 3s
+	HeartbeatInterval time.Duration
+	// RebalanceTimeout is how long the coordinator waits for every member to
+	// rejoin during a rebalance (kafka.rebalance_timeout). A member first
+	// drains: the batches in flight are written and committed, for at most
+	// half of it, so that the next owner of a partition starts where this
+	// one stopped.
+	//
+	// Default: 30s
+	RebalanceTimeout time.Duration
+	// JoinGroupBackoff is the wait before joining again after a failed join
+	// (kafka.join_group_backoff).
+	//
+	// Default: 1s
+	JoinGroupBackoff time.Duration
+	// MaxInflightBytes bounds the bytes of input messages between the fetch
+	// and the pipeline's release of their batch (service.max_inflight_bytes):
+	// fetching pauses above it, so a burst waits in Kafka, not in memory.
+	//
+	// Default: 64 MiB
+	MaxInflightBytes int64
+	// RebuildSpan is how much event time before a partition's committed
+	// offset is read back when the partition is assigned, so that the
+	// windows of its series continue where they were (see Consumer). The
+	// service sets it to (L + window.max_gap + 1)·input.cadence +
+	// window.allowed_lateness. Not a YAML key.
+	//
+	// Default: 0 (nothing is read back)
+	RebuildSpan time.Duration
 }
 
 // The default field names, shared without copying by the encoders.
@@ -150,12 +213,20 @@ func DefaultConfig() Config {
 		TimeField:       defaultTimeField,
 		ValueFields:     append([]string(nil), defaultValueFields...),
 		MaxFuture:       time.Hour,
+		MaxPast:         168 * time.Hour,
+		MaxSeriesBytes:  256,
 		BatchRows:       4096,
 		BatchLatency:    10 * time.Millisecond,
 		MaxWait:         250 * time.Millisecond,
 		MinBytes:        1,
 		MaxBytes:        10 << 20,
 		StartOffset:     "first",
+
+		SessionTimeout:    10 * time.Second,
+		HeartbeatInterval: 3 * time.Second,
+		RebalanceTimeout:  30 * time.Second,
+		JoinGroupBackoff:  time.Second,
+		MaxInflightBytes:  64 << 20,
 	}
 }
 
@@ -232,6 +303,19 @@ func (cfg Config) validateDecode() error {
 	if cfg.MaxFuture < 0 {
 		return fmt.Errorf("input.max_future = %v is negative; use a positive allowance for clock skew (default 1h)", cfg.MaxFuture)
 	}
+	if cfg.MaxPast < 0 {
+		return fmt.Errorf("input.max_past = %v is negative; use a positive duration (default 168h)", cfg.MaxPast)
+	}
+	if cfg.MaxSeriesBytes < 0 {
+		return fmt.Errorf("input.max_series_id_bytes = %d is negative; use a positive length (default 256)", cfg.MaxSeriesBytes)
+	}
+	switch r := cfg.ValueRange; {
+	case len(r) == 0:
+	case len(r) != 2:
+		return fmt.Errorf("input.value_range = %v; give two numbers [lo, hi], or [] for no static range", r)
+	case !(r[0] < r[1]) || math.IsNaN(r[0]) || math.IsNaN(r[1]):
+		return fmt.Errorf("input.value_range = %v; lo must be below hi", r)
+	}
 	return nil
 }
 
@@ -272,6 +356,18 @@ func (cfg Config) Validate() error {
 	case cfg.MaxBytes < cfg.MinBytes:
 		return fmt.Errorf("input.fetch_max_bytes = %d is below input.fetch_min_bytes = %d; raise it above the largest message (default %d)",
 			cfg.MaxBytes, cfg.MinBytes, d.MaxBytes)
+	case cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0 || cfg.RebalanceTimeout < 0 || cfg.JoinGroupBackoff < 0:
+		return fmt.Errorf("kafka.session_timeout, kafka.heartbeat_interval, kafka.rebalance_timeout and kafka.join_group_backoff "+
+			"are %v, %v, %v and %v; none may be negative", cfg.SessionTimeout, cfg.HeartbeatInterval, cfg.RebalanceTimeout, cfg.JoinGroupBackoff)
+	case 3*cfg.HeartbeatInterval > cfg.SessionTimeout:
+		return fmt.Errorf("kafka.heartbeat_interval = %v is more than a third of kafka.session_timeout = %v; "+
+			"a member would be declared dead between two heartbeats; use at most %v", cfg.HeartbeatInterval, cfg.SessionTimeout, cfg.SessionTimeout/3)
+	case cfg.MaxInflightBytes < 0:
+		return fmt.Errorf("service.max_inflight_bytes = %d is negative; use a positive number of bytes (default %d)", cfg.MaxInflightBytes, d.MaxInflightBytes)
+	case cfg.MaxInflightBytes > 0 && cfg.MaxInflightBytes < int64(cfg.MaxBytes):
+		return fmt.Errorf("service.max_inflight_bytes = %d is below input.fetch_max_bytes = %d; raise it to at least that", cfg.MaxInflightBytes, cfg.MaxBytes)
+	case cfg.RebuildSpan < 0:
+		return fmt.Errorf("stream: rebuild span %v is negative", cfg.RebuildSpan)
 	}
 	switch cfg.StartOffset {
 	case "first", "last":

@@ -4,153 +4,114 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"strconv"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 )
 
-// Dead-letter headers: a poison message is written to the dead-letter topic
-// with its original key, value, timestamp and headers, plus these.
 const (
-	HeaderReason          = "freqlens-dlq-reason"       // one of Reasons
-	HeaderError           = "freqlens-dlq-error"        // the DecodeError, for people (at most 1 KiB)
-	HeaderSourceTopic     = "freqlens-source-topic"     // the input topic
-	HeaderSourcePartition = "freqlens-source-partition" // decimal
-	HeaderSourceOffset    = "freqlens-source-offset"    // decimal
-)
-
-const (
-	maxErrorHeader  = 1024             // bytes of HeaderError kept
-	fetchQueue      = 1024             // messages between fetching and batching
-	maxFetchBackoff = time.Second      // between failed fetches
+	fetchQueue      = 1024             // messages between the partition fetchers and batching
 	dlqBatchTimeout = time.Millisecond // the dead-letter writer's linger
-	poisonWarnEvery = 10 * time.Second // poison is logged at warning level at most this often
+	endEvery        = 2 * time.Second  // how often the partitions' end offsets are refreshed (lag)
+	joinWarnEvery   = 30 * time.Second // a failing join is logged at warning level at most this often
+	minOldest       = math.MinInt64    // "no time yet"
 )
-
-// Batch is the readings decoded from consecutive messages of the input
-// topic, and what to commit once the outputs they caused are acknowledged.
-type Batch struct {
-	// Record holds the readings (schema: Schema(cfg.ValueFields...)). The
-	// batch owns it: call Release when done.
-	Record arrow.Record
-	// Messages is the number of Kafka messages the batch covers,
-	// dead-lettered ones included.
-	Messages int
-
-	commits []kafka.Message // the last message per partition: topic, partition, offset
-	firsts  []int64         // the first offset per partition, in the order of commits
-	poison  []kafka.Message // topic, partition and offset of the poison messages (already dead-lettered)
-	c       *Consumer
-}
-
-// Commit commits the offsets of every message in the batch: per partition,
-// the offset after its last message. Commit batches in the order Run sent
-// them, after the outputs they caused are acknowledged; commits after the
-// Consumer is closed fail. A failed commit (for example after the group
-// rebalanced) loses nothing: the messages are delivered again.
-func (b *Batch) Commit(ctx context.Context) error {
-	if len(b.commits) == 0 {
-		return nil
-	}
-	if err := b.c.reader.CommitMessages(ctx, b.commits...); err != nil {
-		return fmt.Errorf("commit %d messages of %s: %w", b.Messages, b.commits[0].Topic, err)
-	}
-	return nil
-}
-
-// ReasonWindow is the freqlens-dlq-reason of messages dead-lettered by
-// Batch.DeadLetter because their batch could not be put into windows.
-const ReasonWindow = "window_error"
-
-// DeadLetter writes every message of the batch that was not already
-// dead-lettered as poison to the dead-letter topic with reason (for example
-// ReasonWindow) and cause in its headers, and returns how many it wrote.
-// The pipeline calls it when a batch it cannot process would otherwise be
-// committed unprocessed; commit the batch once it returns nil. The messages
-// are read back from the input topic by their offsets, so a batch holds no
-// copy of them. With Config.DropPoison nothing is written: the messages are
-// counted and logged as dropped.
-func (b *Batch) DeadLetter(ctx context.Context, reason string, cause error) (int, error) {
-	c := b.c
-	var dead []kafka.Message
-	for i, last := range b.commits {
-		err := c.kc.ReadPartition(ctx, last.Topic, last.Partition, b.firsts[i], last.Offset+1, c.cfg.MaxBytes, func(m kafka.Message) error {
-			if !b.isPoison(m) {
-				dead = append(dead, deadLetter(m, &DecodeError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Reason: reason, Err: cause}))
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, fmt.Errorf("dead-letter a batch of %s: read it back: %w", last.Topic, err)
-		}
-	}
-	c.log.Error("batch dead-lettered", "reason", reason, "err", cause, "messages", len(dead), "dead_letter", c.dlq != nil)
-	if c.dlq == nil || len(dead) == 0 {
-		return len(dead), nil
-	}
-	if err := c.dlq.WriteMessages(ctx, dead...); err != nil {
-		return 0, fmt.Errorf("write %d messages to dead-letter topic %s: %w", len(dead), c.cfg.DeadLetterTopic, err)
-	}
-	c.m.deadLetters.Add(float64(len(dead)))
-	return len(dead), nil
-}
-
-func (b *Batch) isPoison(m kafka.Message) bool {
-	for _, p := range b.poison {
-		if p.Offset == m.Offset && p.Partition == m.Partition && p.Topic == m.Topic {
-			return true
-		}
-	}
-	return false
-}
-
-// Release releases the record. It is idempotent. Commit and Release are
-// independent: release the record once the windows have copied it, commit
-// once the outputs are acknowledged.
-func (b *Batch) Release() {
-	if b.Record != nil {
-		b.Record.Release()
-		b.Record = nil
-	}
-}
 
 // Consumer reads the input topic in a consumer group, decodes messages into
 // Arrow batches and sends poison messages to the dead-letter topic.
 //
+// It follows the group's generations (kafka-go's ConsumerGroup): each
+// assignment is logged, the windows of partitions that left are forgotten,
+// and those of partitions that arrived are rebuilt from the messages before
+// their committed offsets (Config.RebuildSpan of event time) before
+// anything new of them is read. When a rebalance begins, fetching stops and
+// the batches in flight are written and committed (for at most half of
+// Config.RebalanceTimeout) before the member rejoins, so a partition that
+// stays needs no rebuild and one that moves is picked up exactly where it
+// was committed.
+//
 // Delivery is at-least-once: offsets move only when the pipeline calls
-// Batch.Commit, so a forced stop may reprocess, never drops. Poison is
-// written to the dead-letter topic before the batch covering it is sent, so
-// after a restart it may be dead-lettered twice, never lost.
+// Batch.Commit, so a forced stop may reprocess, never drops; windows
+// forecast before the stop and not committed are forecast again, from the
+// same rebuilt windows, so the copies are identical. Poison is written to
+// the dead-letter topic before the batch covering it is sent, so after a
+// restart it may be dead-lettered twice, never lost.
 type Consumer struct {
-	cfg    Config
-	kc     *kafkaconn.Client
-	log    *slog.Logger
-	dec    Decoder
-	mem    memory.Allocator
-	schema *arrow.Schema
-	reader *kafka.Reader
-	dlq    *kafka.Writer // nil with DropPoison
-	m      *metrics
+	cfg       Config
+	kc        *kafkaconn.Client
+	log       *slog.Logger
+	dec       Decoder
+	bounds    *fields // dec's time bounds
+	probeDec  Decoder // decodes the samples of the rebuild's search
+	maxPastMs int64
+	mem       memory.Allocator
+	schema    *arrow.Schema
+	dlq       *kafka.Writer // nil with DropPoison
+	m         *metrics
+	flow      *flow
+	signal    chan struct{} // a commit happened (drain waits on it)
+
+	mu     sync.Mutex
+	group  *kafka.ConsumerGroup
+	cur    *generation        // the generation whose batches may commit; nil before the first
+	parts  map[int]*partition // the partitions of cur, kept after it ends to judge the next assignment
+	status Status
 
 	running   atomic.Bool
+	closing   chan struct{} // closed when Close begins
 	closeOnce sync.Once
 	closed    chan struct{}
 	closeErr  error
 }
 
-// NewConsumer validates cfg and joins the consumer group through kc (in the
-// background; Run waits for the assignment). The reader and the dead-letter
-// writer are built from kc; Close closes them, not kc.
+// partition is what the Consumer knows of one assigned partition.
+type partition struct {
+	committed int64 // the committed offset, where a new owner resumes
+	next      int64 // the offset after the last message sent in a live batch
+	end       int64 // the high watermark last seen
+	newest    int64 // the newest event time decoded (ms), for MaxPast
+}
+
+// generation is one assignment of the group.
+type generation struct {
+	c        *Consumer
+	g        *kafka.Generation
+	id       int32
+	begun    time.Time
+	parts    []int // assigned, sorted
+	rebuild  []int // assigned partitions whose windows are rebuilt
+	forget   []int // partitions whose windows the pipeline drops first
+	readings int64 // read back by the rebuild
+	over     bool  // drained and left: its batches no longer commit (guarded by c.mu)
+}
+
+// Status is what a Consumer can say about its place in the group.
+type Status struct {
+	// Joined is true while the consumer is a member of a current
+	// generation of the group.
+	Joined bool
+	// Generation is the group generation last joined.
+	Generation int32
+	// Partitions are the input partitions assigned in it.
+	Partitions []int
+	// Rebuilt is true once the pipeline has applied every rebuild batch of
+	// the generation: the windows of its partitions are what they were
+	// where their committed offsets point.
+	Rebuilt bool
+}
+
+// NewConsumer validates cfg and returns a consumer of the input topic
+// through kc. The group is joined by Run. The dead-letter writer and the
+// partition readers are built from kc; Close closes them, not kc.
 func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -161,72 +122,312 @@ func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, e
 	if err != nil {
 		return nil, err
 	}
+	probe, err := NewDecoder(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
 	c := &Consumer{
-		cfg:    cfg,
-		kc:     kc,
-		log:    o.logger.With("component", "stream", "topic", cfg.Topic),
-		dec:    dec,
-		mem:    o.mem,
-		schema: Schema(cfg.ValueFields...),
+		cfg:       cfg,
+		kc:        kc,
+		log:       o.logger.With("component", "stream", "topic", cfg.Topic),
+		dec:       dec,
+		bounds:    dec.(bounded).timeBounds(),
+		probeDec:  probe,
+		maxPastMs: cfg.MaxPast.Milliseconds(),
+		mem:       o.mem,
+		schema:    Schema(cfg.ValueFields...),
+		flow:      newFlow(cfg.MaxInflightBytes),
+		signal:    make(chan struct{}, 1),
+		parts:     map[int]*partition{},
+		closing:   make(chan struct{}),
 	}
-	rc := kc.ReaderConfig(cfg.Group, cfg.Topic)
-	rc.QueueCapacity = fetchQueue
-	rc.MinBytes, rc.MaxBytes, rc.MaxWait = cfg.MinBytes, cfg.MaxBytes, cfg.MaxWait
-	rc.StartOffset = kafka.FirstOffset
-	if cfg.StartOffset == "last" {
-		rc.StartOffset = kafka.LastOffset
-	}
-	rc.WatchPartitionChanges = true
-	rc.JoinGroupBackoff = time.Second
-	c.reader = kafka.NewReader(rc)
 	if cfg.DeadLetterTopic != "" {
 		c.dlq = kc.NewWriter(cfg.DeadLetterTopic)
 		c.dlq.Balancer = &kafka.Murmur2Balancer{}
 		c.dlq.BatchTimeout = dlqBatchTimeout
 	}
-	if c.m, err = newMetrics(o.reg, cfg.Topic, c.Lag); err != nil {
-		c.reader.Close()
+	if c.m, err = newMetrics(o.reg, cfg.Topic, c); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// Lag returns how many records the consumer is behind the high watermark of
-// the partition it fetched last, from kafka-go's Reader.Stats. Lag is the
-// only caller of Reader.Stats (whose counters reset on every call); the
-// gauge freqlens_stream_consumer_lag_records calls Lag when scraped. It is
-// safe for concurrent use.
-func (c *Consumer) Lag() int64 { return c.reader.Stats().Lag }
+// Lag returns how many records of the assigned partitions are not
+// committed yet: the sum over them of the high watermark (refreshed every
+// 2s and by every fetch) minus the committed offset. The gauge
+// freqlens_stream_consumer_lag_records reads it when scraped. It is safe
+// for concurrent use.
+func (c *Consumer) Lag() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil || c.cur.over {
+		return 0
+	}
+	var n int64
+	for _, p := range c.cur.parts {
+		if st := c.parts[p]; st != nil && st.end > st.committed {
+			n += st.end - st.committed
+		}
+	}
+	return n
+}
 
-// Run fetches, decodes and sends batches on out until ctx is done, then
-// returns ctx.Err(); it returns earlier only with a fatal error (a
-// dead-letter write that failed after kafka-go's retries, or ErrClosed).
-// Fetch errors are logged and retried. Run never closes out (the pipeline
-// owns it) and may be called once per Consumer.
+// Status returns the consumer's place in the group. It is safe for
+// concurrent use.
+func (c *Consumer) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.status
+	s.Partitions = slices.Clone(s.Partitions)
+	return s
+}
+
+// Run joins the group and, generation after generation, sends the rebuild
+// batches of the assigned partitions and then their live batches on out,
+// until ctx is done; it then returns ctx.Err(). It returns earlier only
+// with a fatal error (a dead-letter write that failed after kafka-go's
+// retries, or ErrClosed). Failures to join or fetch are logged and
+// retried. Run never closes out (the pipeline owns it) and may be called
+// once per Consumer.
 //
-// A batch is sent when it holds Config.BatchRows rows or messages, or
-// Config.BatchLatency after its first message, whichever comes first;
-// batches of only poison messages are sent too, so their offsets get
-// committed. Poison messages are written to the dead-letter topic
-// (synchronously, before the batch that covers them is sent) and counted.
-// The batch being filled when ctx ends is dropped uncommitted: its messages
-// are delivered again after a restart.
+// A live batch is sent when it holds Config.BatchRows rows or messages, a
+// quarter of Config.MaxInflightBytes, or Config.BatchLatency after its
+// first message, whichever comes first; batches of only poison messages
+// are sent too, so their offsets get committed. Poison messages are written
+// to the dead-letter topic (synchronously, before the batch that covers
+// them is sent) and counted. The batch being filled when ctx ends is
+// dropped uncommitted: its messages are delivered again after a restart.
 func (c *Consumer) Run(ctx context.Context, out chan<- *Batch) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("stream: Run was called twice; a Consumer runs once, create a new one to consume again")
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	group, err := c.join()
+	if err != nil {
+		return err
+	}
+	var lastWarn time.Time
+	for {
+		kg, err := group.Next(ctx)
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case errors.Is(err, kafka.ErrGroupClosed):
+				return ErrClosed
+			}
+			level := slog.LevelDebug
+			if time.Since(lastWarn) >= joinWarnEvery {
+				level, lastWarn = slog.LevelWarn, time.Now()
+			}
+			c.log.Log(ctx, level, "joining the consumer group failed; retrying", "group", c.cfg.Group, "err", err)
+			continue
+		}
+		if err := c.runGeneration(ctx, kg, out); err != nil {
+			return err
+		}
+	}
+}
+
+// join creates the consumer group member (kafka-go joins in the
+// background).
+func (c *Consumer) join() (*kafka.ConsumerGroup, error) {
+	gc := c.kc.ConsumerGroupConfig(c.cfg.Group, c.cfg.Topic)
+	gc.SessionTimeout = c.cfg.SessionTimeout
+	gc.HeartbeatInterval = c.cfg.HeartbeatInterval
+	gc.RebalanceTimeout = c.cfg.RebalanceTimeout
+	gc.JoinGroupBackoff = c.cfg.JoinGroupBackoff
+	gc.WatchPartitionChanges = true
+	gc.StartOffset = kafka.FirstOffset
+	if c.cfg.StartOffset == "last" {
+		gc.StartOffset = kafka.LastOffset
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.closing:
+		return nil, ErrClosed
+	default:
+	}
+	g, err := kafka.NewConsumerGroup(gc)
+	if err != nil {
+		return nil, fmt.Errorf("stream: consumer group %q: %w", c.cfg.Group, err)
+	}
+	c.group = g
+	return g, nil
+}
+
+// runGeneration serves one generation: it rebuilds, consumes until the
+// generation ends, then drains. It returns nil when the generation ended,
+// ctx.Err() on shutdown, and a fatal error otherwise.
+func (c *Consumer) runGeneration(ctx context.Context, kg *kafka.Generation, out chan<- *Batch) error {
+	// The holder keeps the generation (and its coordinator connection, which
+	// commits use) open after it ends until the batches in flight are
+	// committed, or the consumer closes.
+	genDone, drained := make(chan struct{}), make(chan struct{})
+	kg.Start(func(kctx context.Context) {
+		<-kctx.Done()
+		close(genDone)
+		select {
+		case <-drained:
+		case <-c.closing:
+		}
+	})
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-genDone:
+			cancel()
+		case <-gctx.Done():
+		}
+	}()
+
+	gen, err := c.begin(gctx, kg)
+	if err == nil {
+		err = c.rebuild(gctx, gen, out)
+	}
+	if err == nil {
+		err = c.consume(ctx, gctx, gen, out)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err() // shutting down: the pipeline's last commits still use this generation until Close
+	case err != nil && gctx.Err() == nil:
+		close(drained)
+		return err
+	}
+	if gen != nil {
+		c.drain(ctx, gen)
+	}
+	c.mu.Lock()
+	if gen != nil {
+		gen.over = true
+	}
+	c.status.Joined = false
+	c.mu.Unlock()
+	close(drained)
+	return nil
+}
+
+// begin records the generation's assignment: which partitions keep their
+// windows (this consumer owned them, and everything it sent of them was
+// committed where the group says), which are rebuilt, and which are
+// forgotten; and logs it.
+func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation, error) {
+	ranges, err := c.ranges(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gen := &generation{c: c, g: kg, id: kg.ID, begun: time.Now()}
+	offsets := map[int]int64{}
+	for _, a := range kg.Assignments[c.cfg.Topic] {
+		off, r := a.Offset, ranges[a.ID]
+		switch {
+		case off == kafka.LastOffset:
+			off = r.End
+		case off < r.First: // kafka.FirstOffset, or a commit retention has deleted
+			off = r.First
+		}
+		offsets[a.ID] = off
+		gen.parts = append(gen.parts, a.ID)
+	}
+	slices.Sort(gen.parts)
+
+	c.mu.Lock()
+	var kept, revoked []int
+	parts := map[int]*partition{}
+	for _, p := range gen.parts {
+		old := c.parts[p]
+		if old != nil && old.next == old.committed && old.committed == offsets[p] {
+			parts[p] = old
+			kept = append(kept, p)
+			continue
+		}
+		parts[p] = &partition{committed: offsets[p], next: offsets[p], end: ranges[p].End, newest: minOldest}
+		gen.rebuild = append(gen.rebuild, p)
+	}
+	for p := range c.parts {
+		if parts[p] == nil {
+			revoked = append(revoked, p)
+		}
+	}
+	slices.Sort(revoked)
+	gen.forget = slices.Concat(revoked, gen.rebuild)
+	slices.Sort(gen.forget)
+	c.parts, c.cur = parts, gen
+	c.status = Status{Joined: true, Generation: gen.id, Partitions: slices.Clone(gen.parts)}
+	c.mu.Unlock()
+
+	c.m.rebalances.Inc()
+	c.m.assigned.Set(float64(len(gen.parts)))
+	c.log.Info("partitions assigned", "group", c.cfg.Group, "generation", gen.id, "partitions", gen.parts,
+		"kept", kept, "rebuilt", gen.rebuild, "revoked", revoked)
+	return gen, nil
+}
+
+// ranges returns the offset range of every partition of the input topic,
+// retrying until ctx ends.
+func (c *Consumer) ranges(ctx context.Context) (map[int]kafkaconn.PartitionRange, error) {
+	wait := 100 * time.Millisecond
+	for {
+		rs, err := c.kc.Partitions(ctx, c.cfg.Topic)
+		if err == nil {
+			out := make(map[int]kafkaconn.PartitionRange, len(rs))
+			for _, r := range rs {
+				out[r.Partition] = r
+			}
+			return out, nil
+		}
+		c.log.Debug("offsets of the input topic; retrying", "err", err, "wait", wait)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// consume fetches the generation's partitions and sends live batches until
+// gctx ends. When the generation ended (ctx still live) the batch being
+// filled is sent, so that drain can see it committed.
+func (c *Consumer) consume(ctx, gctx context.Context, gen *generation, out chan<- *Batch) error {
 	msgs := make(chan kafka.Message, fetchQueue)
-	fatal := make(chan error, 1)
 	var wg sync.WaitGroup
+	c.mu.Lock()
+	parts := c.parts // this generation's; only newest is used here, by this goroutine alone
+	starts := make(map[int]int64, len(gen.parts))
+	for _, p := range gen.parts {
+		starts[p] = parts[p].next
+	}
+	c.mu.Unlock()
+	for _, p := range gen.parts {
+		rc := c.kc.ReaderConfig("", c.cfg.Topic)
+		rc.Partition = p
+		rc.MinBytes, rc.MaxBytes, rc.MaxWait = c.cfg.MinBytes, c.cfg.MaxBytes, c.cfg.MaxWait
+		r := kafka.NewReader(rc)
+		if err := r.SetOffset(starts[p]); err != nil {
+			r.Close()
+			return fmt.Errorf("stream: start partition %d at offset %d: %w", p, starts[p], err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.Close()
+			c.fetch(gctx, p, r, msgs)
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		c.fetch(ctx, msgs, fatal)
+		c.watchEnds(gctx, gen)
 	}()
 	defer func() {
-		cancel()
 		wg.Wait()
+		for len(msgs) > 0 {
+			m := <-msgs
+			c.flow.release(int64(len(m.Key) + len(m.Value)))
+		}
 	}()
 
 	b := c.newBatcher()
@@ -236,210 +437,240 @@ func (c *Consumer) Run(ctx context.Context, out chan<- *Batch) error {
 	var deadline <-chan time.Time
 	for {
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-fatal:
-			return err
+		case <-gctx.Done():
+			if ctx.Err() != nil {
+				b.discard()
+				return nil
+			}
+			batch, err := b.take(ctx, gen)
+			if err != nil || batch == nil {
+				return err
+			}
+			return send(ctx, out, batch)
 		case m := <-msgs:
 			if b.messages == 0 {
 				timer.Reset(c.cfg.BatchLatency)
 				deadline = timer.C
 			}
-			b.add(m)
-			if b.rows < c.cfg.BatchRows && b.messages < c.cfg.BatchRows {
+			b.add(m, parts[m.Partition])
+			if !b.full() {
 				continue
 			}
 		case <-deadline:
 		}
 		timer.Stop()
 		deadline = nil
-		if err := c.flush(ctx, b, out); err != nil {
+		// ctx, not gctx: a batch taken is sent even if the generation ends
+		// meanwhile, so that it is committed while the generation drains.
+		batch, err := b.take(ctx, gen)
+		if err != nil {
+			return err
+		}
+		if err := send(ctx, out, batch); err != nil {
 			return err
 		}
 	}
 }
 
-// fetch feeds msgs from the reader until ctx ends or the reader closes.
-func (c *Consumer) fetch(ctx context.Context, msgs chan<- kafka.Message, fatal chan<- error) {
-	backoff := time.Duration(0)
+// fetch feeds msgs from one partition's reader until ctx ends.
+func (c *Consumer) fetch(ctx context.Context, p int, r *kafka.Reader, msgs chan<- kafka.Message) {
 	for {
-		m, err := c.reader.FetchMessage(ctx)
+		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			if errors.Is(err, io.EOF) {
-				fatal <- ErrClosed
-				return
-			}
-			backoff = min(max(2*backoff, 50*time.Millisecond), maxFetchBackoff)
-			c.log.Warn("fetch failed; retrying", "err", err, "backoff", backoff)
+			c.log.Debug("fetch failed; retrying", "partition", p, "err", err)
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(backoff):
+			case <-time.After(time.Second):
 			}
 			continue
 		}
-		backoff = 0
+		c.noteEnd(p, m.HighWaterMark)
+		n := int64(len(m.Key) + len(m.Value))
+		if err := c.flow.acquire(ctx, n); err != nil {
+			return
+		}
 		select {
 		case msgs <- m:
 		case <-ctx.Done():
+			c.flow.release(n)
 			return
 		}
 	}
 }
 
-// batcher is the batch being filled.
-type batcher struct {
-	c        *Consumer
-	rb       *array.RecordBuilder
-	rows     int
-	lastRows int
-	messages int
-	commits  []kafka.Message
-	firsts   []int64
-	poison   []kafka.Message
-	dead     []kafka.Message
-	lastWarn time.Time // of the last poison logged at warning level
-}
-
-func (c *Consumer) newBatcher() *batcher {
-	b := &batcher{c: c, rb: array.NewRecordBuilder(c.mem, c.schema), lastRows: 64}
-	b.rb.Reserve(b.lastRows)
-	return b
-}
-
-func (b *batcher) release() { b.rb.Release() }
-
-// add decodes m into the batch.
-func (b *batcher) add(m kafka.Message) {
-	c := b.c
-	b.messages++
-	c.m.messages.Inc()
-	before := b.rb.Field(SeriesColumn).Len()
-	if err := c.dec.Decode(b.rb, m.Key, m.Value, m.Time); err != nil {
-		var de *DecodeError
-		if !errors.As(err, &de) {
-			de = &DecodeError{Reason: ReasonUnparsable, Err: err}
-		}
-		de.Topic, de.Partition, de.Offset = m.Topic, m.Partition, m.Offset
-		if ctr, ok := c.m.decodeErrors[de.Reason]; ok {
-			ctr.Inc()
-		} else {
-			c.m.decodeErrors[ReasonUnparsable].Inc()
-		}
-		level := slog.LevelDebug
-		if now := time.Now(); now.Sub(b.lastWarn) >= poisonWarnEvery {
-			level, b.lastWarn = slog.LevelWarn, now // the first of a burst, then one per poisonWarnEvery
-		}
-		c.log.Log(context.Background(), level, "poison message", "partition", m.Partition, "offset", m.Offset,
-			"reason", de.Reason, "err", de.Err, "dead_letter", c.dlq != nil)
-		if c.dlq != nil {
-			b.dead = append(b.dead, deadLetter(m, de))
-		}
-		b.poison = append(b.poison, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
-	} else {
-		n := b.rb.Field(SeriesColumn).Len() - before
-		b.rows += n
-		c.m.readings.Add(float64(n))
+// noteEnd raises partition p's known high watermark.
+func (c *Consumer) noteEnd(p int, end int64) {
+	c.mu.Lock()
+	if st := c.parts[p]; st != nil {
+		st.end = max(st.end, end)
 	}
-	for i := range b.commits {
-		if b.commits[i].Partition == m.Partition && b.commits[i].Topic == m.Topic {
-			b.commits[i].Offset = m.Offset
+	c.mu.Unlock()
+}
+
+// watchEnds refreshes the end offsets of the generation's partitions every
+// endEvery, so that the lag is right when nothing is fetched (a stalled
+// pipeline, or a backlog behind the fetch queue).
+func (c *Consumer) watchEnds(ctx context.Context, gen *generation) {
+	t := time.NewTicker(endEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case <-t.C:
+		}
+		rs, err := c.kc.Partitions(ctx, c.cfg.Topic)
+		if err != nil {
+			continue
+		}
+		for _, r := range rs {
+			c.noteEnd(r.Partition, r.End)
 		}
 	}
-	b.commits = append(b.commits, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
-	b.firsts = append(b.firsts, m.Offset)
 }
 
-// deadLetter returns the dead-letter message of poison m.
-func deadLetter(m kafka.Message, de *DecodeError) kafka.Message {
-	msg := de.Error()
-	if len(msg) > maxErrorHeader {
-		msg = msg[:maxErrorHeader]
+// commit commits a live batch's offsets in its generation.
+func (c *Consumer) commit(ctx context.Context, b *Batch) error {
+	offsets := make(map[int]int64, len(b.commits))
+	for _, m := range b.commits {
+		offsets[m.Partition] = m.Offset + 1
 	}
-	headers := make([]kafka.Header, 0, len(m.Headers)+5)
-	headers = append(headers, m.Headers...)
-	headers = append(headers,
-		kafka.Header{Key: HeaderReason, Value: []byte(de.Reason)},
-		kafka.Header{Key: HeaderError, Value: []byte(msg)},
-		kafka.Header{Key: HeaderSourceTopic, Value: []byte(m.Topic)},
-		kafka.Header{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(m.Partition), 10)},
-		kafka.Header{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, m.Offset, 10)},
-	)
-	return kafka.Message{Key: m.Key, Value: m.Value, Headers: headers, Time: m.Time}
-}
-
-// flush writes the batch's dead letters, then sends the batch on out.
-func (c *Consumer) flush(ctx context.Context, b *batcher, out chan<- *Batch) error {
-	if b.messages == 0 {
-		return nil
+	if c.moved(b.gen) {
+		return c.skipCommit(b, offsets)
 	}
-	if len(b.dead) > 0 {
-		if err := c.dlq.WriteMessages(ctx, b.dead...); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+	if err := b.gen.g.CommitOffsets(map[string]map[int]int64{c.cfg.Topic: offsets}); err != nil {
+		if c.moved(b.gen) {
+			return c.skipCommit(b, offsets)
+		}
+		return fmt.Errorf("commit %d messages of %s: %w", b.Messages, c.cfg.Topic, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if b.gen == c.cur {
+		for p, off := range offsets {
+			if st := c.parts[p]; st != nil {
+				st.committed = max(st.committed, off)
 			}
-			return fmt.Errorf("write %d poison messages to dead-letter topic %s: %w; does the topic exist and may this client write to it?",
-				len(b.dead), c.cfg.DeadLetterTopic, err)
 		}
-		c.m.deadLetters.Add(float64(len(b.dead)))
-		clear(b.dead)
-		b.dead = b.dead[:0]
 	}
-	batch := &Batch{
-		Record:   b.rb.NewRecord(),
-		Messages: b.messages,
-		commits:  append([]kafka.Message(nil), b.commits...),
-		firsts:   append([]int64(nil), b.firsts...),
-		c:        c,
-	}
-	if len(b.poison) > 0 {
-		batch.poison = append([]kafka.Message(nil), b.poison...)
-		b.poison = b.poison[:0]
-	}
-	c.m.batchRows.Observe(float64(b.rows))
-	b.lastRows = max(b.rows, 16)
-	b.rows, b.messages, b.commits, b.firsts = 0, 0, b.commits[:0], b.firsts[:0]
-	b.rb.Reserve(min(b.lastRows, c.cfg.BatchRows))
+	c.mu.Unlock()
 	select {
-	case out <- batch:
-		return nil
-	case <-ctx.Done():
-		batch.Release()
-		return ctx.Err()
+	case c.signal <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// moved reports whether gen is no longer the generation that commits.
+func (c *Consumer) moved(gen *generation) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return gen != c.cur || gen.over
+}
+
+// skipCommit drops the commit of a batch whose generation is over.
+func (c *Consumer) skipCommit(b *Batch, offsets map[int]int64) error {
+	c.m.commitsSkipped.Inc()
+	c.log.Debug("commit skipped: the generation is over; the partitions' next owner resumes from their last commit",
+		"generation", b.gen.id, "offsets", offsets)
+	return nil
+}
+
+// drain waits, after the generation ended, until every live batch sent in
+// it is committed, for at most half of RebalanceTimeout.
+func (c *Consumer) drain(ctx context.Context, gen *generation) {
+	t := time.NewTimer(c.cfg.RebalanceTimeout / 2)
+	defer t.Stop()
+	for {
+		if c.drained(gen) {
+			c.log.Debug("generation drained", "generation", gen.id)
+			return
+		}
+		select {
+		case <-c.signal:
+		case <-t.C:
+			c.log.Warn("a rebalance began before the batches in flight were committed; the partitions' next owners will forecast them again (identical copies)",
+				"generation", gen.id, "waited", c.cfg.RebalanceTimeout/2)
+			return
+		case <-ctx.Done():
+			return
+		case <-c.closing:
+			return
+		}
 	}
 }
 
-// Close closes the reader (leaving the group) and the dead-letter writer,
-// waiting for them until ctx ends. Call it after the last Batch.Commit:
-// later commits fail. If ctx ends first Close returns its error and the
-// closing goes on in the background. Run, if still running, returns
-// ErrClosed. Close is idempotent.
+// drained reports whether every live batch sent in gen is committed.
+func (c *Consumer) drained(gen *generation) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range gen.parts {
+		if st := c.parts[p]; st != nil && st.next != st.committed {
+			return false
+		}
+	}
+	return true
+}
+
+// sent notes that a live batch of gen covers partition p up to next.
+func (g *generation) sent(p int, next int64) {
+	c := g.c
+	c.mu.Lock()
+	if st := c.parts[p]; st != nil && g == c.cur {
+		st.next = next
+	}
+	c.mu.Unlock()
+}
+
+// rebuilt marks gen's rebuild applied by the pipeline.
+func (c *Consumer) rebuilt(gen *generation) {
+	c.mu.Lock()
+	current := gen == c.cur && !gen.over
+	if current {
+		c.status.Rebuilt = true
+	}
+	c.mu.Unlock()
+	if !current {
+		return
+	}
+	took := time.Since(gen.begun)
+	c.m.rebuildSeconds.Observe(took.Seconds())
+	c.log.Info("windows rebuilt; forecasting", "generation", gen.id, "partitions", gen.parts, "rebuilt", gen.rebuild,
+		"readings", gen.readings, "took", took.Round(time.Millisecond))
+}
+
+// Close leaves the group and closes the dead-letter writer, waiting for
+// them until ctx ends. Call it after the last Batch.Commit: later commits
+// fail. If ctx ends first Close returns its error and the closing goes on
+// in the background. Run, if still running, returns ErrClosed. Close is
+// idempotent.
 func (c *Consumer) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
+		close(c.closing)
+		c.mu.Lock()
+		group := c.group
+		c.status.Joined = false
+		c.mu.Unlock()
+		c.m.assigned.Set(0)
 		c.closed = make(chan struct{})
 		go func() {
 			defer close(c.closed)
 			var errs []error
-			var wg sync.WaitGroup
-			var rerr, werr error
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rerr = c.reader.Close()
-			}()
+			if group != nil {
+				if err := group.Close(); err != nil {
+					errs = append(errs, fmt.Errorf("leave group %s: %w", c.cfg.Group, err))
+				}
+			}
 			if c.dlq != nil {
-				werr = c.dlq.Close()
-			}
-			wg.Wait()
-			if rerr != nil {
-				errs = append(errs, fmt.Errorf("close reader of %s: %w", c.cfg.Topic, rerr))
-			}
-			if werr != nil {
-				errs = append(errs, fmt.Errorf("close dead-letter writer of %s: %w", c.cfg.DeadLetterTopic, werr))
+				if err := c.dlq.Close(); err != nil {
+					errs = append(errs, fmt.Errorf("close dead-letter writer of %s: %w", c.cfg.DeadLetterTopic, err))
+				}
 			}
 			c.closeErr = errors.Join(errs...)
 		}()
@@ -450,4 +681,69 @@ func (c *Consumer) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("close consumer of %s: %w", c.cfg.Topic, ctx.Err())
 	}
+}
+
+// flow bounds the bytes of messages between fetching and the release of
+// their batch (Config.MaxInflightBytes).
+type flow struct {
+	max  int64
+	mu   sync.Mutex
+	used int64
+	wake chan struct{} // closed and replaced on every release
+}
+
+func newFlow(max int64) *flow { return &flow{max: max, wake: make(chan struct{})} }
+
+// batchBytes is the size at which a batch is sent, so that several
+// batches fit in flight.
+func (f *flow) batchBytes() int64 { return max(f.max/4, 1) }
+
+// inUse returns the bytes in flight.
+func (f *flow) inUse() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.used
+}
+
+// acquire counts n more bytes, waiting while the bytes in flight are at
+// the limit (one message is admitted whatever its size when nothing is in
+// flight).
+func (f *flow) acquire(ctx context.Context, n int64) error {
+	for {
+		f.mu.Lock()
+		if f.used < f.max || f.used == 0 {
+			f.used += n
+			f.mu.Unlock()
+			return nil
+		}
+		w := f.wake
+		f.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// tryAcquire counts n more bytes when that stays within the limit.
+func (f *flow) tryAcquire(n int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.used+n > f.max && f.used > 0 {
+		return false
+	}
+	f.used += n
+	return true
+}
+
+func (f *flow) release(n int64) {
+	if n == 0 {
+		return
+	}
+	f.mu.Lock()
+	f.used -= n
+	close(f.wake)
+	f.wake = make(chan struct{})
+	f.mu.Unlock()
 }

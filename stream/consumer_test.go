@@ -88,8 +88,24 @@ func start(t *testing.T, kc *kafkaconn.Client, cfg Config, opts ...Option) *runn
 	return r
 }
 
-// next returns the next batch, failing after timeout.
+// next returns the next live batch, failing after timeout; rebuild
+// batches before it are committed and released, as the pipeline does.
 func (r *running) next(t *testing.T, timeout time.Duration) *Batch {
+	t.Helper()
+	for {
+		b := r.nextAny(t, timeout)
+		if !b.Rebuild {
+			return b
+		}
+		if err := b.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+}
+
+// nextAny returns the next batch, live or rebuild, failing after timeout.
+func (r *running) nextAny(t *testing.T, timeout time.Duration) *Batch {
 	t.Helper()
 	select {
 	case b := <-r.out:

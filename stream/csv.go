@@ -129,7 +129,8 @@ func (d *CSVDecoder) Decode(rb *array.RecordBuilder, key, value []byte, ingest t
 		return poison(ReasonWrongType, "%s %s is not valid UTF-8", d.f.series, quote(series))
 	}
 	now := d.f.nowMs()
-	if perr := d.f.checkFuture(ts, now); perr != nil {
+	d.f.begin()
+	if perr := d.f.checkReading(series, ts, now, d.vals); perr != nil {
 		return perr
 	}
 	appendRow(rb, series, ts, d.f.ingestMs(ingest, now), d.vals)

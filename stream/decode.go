@@ -44,12 +44,19 @@ func NewDecoder(cfg Config, opts ...Option) (Decoder, error) {
 	return nil, cfg.validateDecode()
 }
 
-// fields is what every decoder needs from Config.
+// fields is what every decoder needs from Config, and the time bounds of
+// the message being decoded.
 type fields struct {
-	series, time string
-	values       []string
-	maxFutureMs  int64
-	clock        func() time.Time
+	series, time   string
+	values         []string
+	maxFutureMs    int64
+	maxSeriesBytes int
+	lo, hi         float64 // the plausible value range; ±Inf without one
+	clock          func() time.Time
+
+	// oldestMs is the earliest time a reading may have (see setOldest);
+	// newestMs is the latest time of the last message decoded.
+	oldestMs, newestMs int64
 }
 
 func newFields(cfg Config, format Format, opts []Option) (fields, error) {
@@ -59,13 +66,82 @@ func newFields(cfg Config, format Format, opts []Option) (fields, error) {
 		return fields{}, err
 	}
 	o := newOptions(opts)
-	return fields{
-		series:      cfg.SeriesField,
-		time:        cfg.TimeField,
-		values:      append([]string(nil), cfg.ValueFields...),
-		maxFutureMs: cfg.MaxFuture.Milliseconds(),
-		clock:       o.clock,
-	}, nil
+	f := fields{
+		series:         cfg.SeriesField,
+		time:           cfg.TimeField,
+		values:         append([]string(nil), cfg.ValueFields...),
+		maxFutureMs:    cfg.MaxFuture.Milliseconds(),
+		maxSeriesBytes: cfg.MaxSeriesBytes,
+		lo:             math.Inf(-1),
+		hi:             math.Inf(1),
+		clock:          o.clock,
+		oldestMs:       math.MinInt64,
+	}
+	if len(cfg.ValueRange) == 2 {
+		f.lo, f.hi = cfg.ValueRange[0], cfg.ValueRange[1]
+	}
+	return f, nil
+}
+
+// bounded is implemented by the decoders of this package: the Consumer
+// bounds each message's times by the newest time its partition has seen
+// (Config.MaxPast) and learns the newest time of each message it decoded.
+type bounded interface {
+	timeBounds() *fields
+}
+
+func (d *JSONDecoder) timeBounds() *fields  { return &d.f }
+func (d *CSVDecoder) timeBounds() *fields   { return &d.f }
+func (d *ArrowDecoder) timeBounds() *fields { return &d.f }
+
+// begin starts a message: no reading seen yet.
+func (f *fields) begin() { f.newestMs = math.MinInt64 }
+
+// checkSeries reports a series id longer than MaxSeriesBytes.
+func (f *fields) checkSeries(series []byte) *DecodeError {
+	if len(series) > f.maxSeriesBytes {
+		return poison(ReasonSeriesTooLong, "%s %s is %d bytes, more than input.max_series_id_bytes = %d",
+			f.series, quote(series), len(series), f.maxSeriesBytes)
+	}
+	return nil
+}
+
+// checkValue reports a value outside ValueRange.
+func (f *fields) checkValue(field string, v float64) *DecodeError {
+	if v < f.lo || v > f.hi {
+		return poison(ReasonOutOfRange, "%s = %g is outside the plausible range [%g, %g] (input.value_range)", field, v, f.lo, f.hi)
+	}
+	return nil
+}
+
+// checkTime reports a reading later than now + MaxFuture or earlier than
+// the oldest time allowed, and notes the newest time of the message.
+func (f *fields) checkTime(ts, nowMs int64) *DecodeError {
+	if perr := f.checkFuture(ts, nowMs); perr != nil {
+		return perr
+	}
+	if ts < f.oldestMs {
+		return poison(ReasonTooOld, "%s %s is more than input.max_past behind %s, the newest time this partition has seen",
+			f.time, formatMs(ts), formatMs(f.oldestMs))
+	}
+	f.newestMs = max(f.newestMs, ts)
+	return nil
+}
+
+// checkReading applies the checks of one reading of a JSON or CSV message.
+func (f *fields) checkReading(series []byte, ts, nowMs int64, vals []float64) *DecodeError {
+	if perr := f.checkSeries(series); perr != nil {
+		return perr
+	}
+	if perr := f.checkTime(ts, nowMs); perr != nil {
+		return perr
+	}
+	for j, v := range vals {
+		if perr := f.checkValue(f.values[j], v); perr != nil {
+			return perr
+		}
+	}
+	return nil
 }
 
 // nowMs returns the clock's now in epoch milliseconds.

@@ -34,13 +34,35 @@ const (
 	// ReasonBadSchema: an Arrow stream lacks a configured column or has
 	// one of the wrong type, or a CSV line has the wrong number of columns.
 	ReasonBadSchema = "bad_schema"
+	// ReasonSeriesTooLong: the series id is longer than
+	// Config.MaxSeriesBytes.
+	ReasonSeriesTooLong = "series_too_long"
+	// ReasonTooOld: a reading is more than Config.MaxPast behind the
+	// newest time its partition has seen.
+	ReasonTooOld = "too_old"
+	// ReasonOutOfRange: a value lies outside Config.ValueRange. The
+	// pipeline dead-letters with this reason too the readings its windows
+	// refuse as implausible for their series (window.max_jump).
+	ReasonOutOfRange = "out_of_range"
 )
 
 // Reasons lists every Reason, in a fixed order.
 var Reasons = []string{
 	ReasonUnparsable, ReasonMissingField, ReasonWrongType, ReasonBadTimestamp,
 	ReasonNonFinite, ReasonFutureTimestamp, ReasonEmptySeries, ReasonBadSchema,
+	ReasonSeriesTooLong, ReasonTooOld, ReasonOutOfRange,
 }
+
+// Reasons of readings the pipeline dead-letters after decoding, through
+// Batch.DeadLetter and Batch.DeadLetterRows (besides ReasonOutOfRange).
+const (
+	// ReasonWindow: the batch could not be put into windows (a bug
+	// upstream: the decoders guarantee the schema).
+	ReasonWindow = "window_error"
+	// ReasonNonFiniteOutput: the forecast or attribution of the window this
+	// reading completed had a non-finite value, so it was not written.
+	ReasonNonFiniteOutput = "non_finite_output"
+)
 
 // DecodeError says why a message is poison. Decoders set Reason and Err;
 // the Consumer adds the message's coordinates.

@@ -87,7 +87,14 @@ func ExampleConsumer() {
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx, out) }()
 
+	// The first batch of an assignment rebuilds windows from the readings
+	// before the committed offsets; committing it says they were applied.
 	b := <-out
+	for b.Rebuild {
+		b.Commit(context.Background())
+		b.Release()
+		b = <-out
+	}
 	rs, _ := stream.AppendReadings(nil, b.Record)
 	fmt.Println(b.Messages, "message:", rs[0].Series, rs[0].Time.Format(time.RFC3339), rs[0].Values)
 	// ... window, model, sink; once the sink acknowledged every output:

@@ -14,13 +14,19 @@ type metrics struct {
 	decodeErrors map[string]prometheus.Counter
 	deadLetters  prometheus.Counter
 	batchRows    prometheus.Histogram
-	lag          prometheus.Collector
+
+	assigned        prometheus.Gauge
+	rebalances      prometheus.Counter
+	rebuildReadings prometheus.Counter
+	rebuildSeconds  prometheus.Histogram
+	commitsSkipped  prometheus.Counter
 }
 
 // newMetrics registers the metrics with reg. Metrics already registered
 // there by an earlier Consumer (a restart in the same process) are reused,
-// except the lag gauge, which is replaced by this consumer's.
-func newMetrics(reg prometheus.Registerer, topic string, lag func() int64) (*metrics, error) {
+// except the gauges read from c at scrape time, which are replaced by this
+// consumer's.
+func newMetrics(reg prometheus.Registerer, topic string, c *Consumer) (*metrics, error) {
 	readings := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "freqlens_stream_readings_consumed_total",
 		Help: "Readings decoded from the input topic into batches (rows; an Arrow message holds many).",
@@ -43,7 +49,44 @@ func newMetrics(reg prometheus.Registerer, topic string, lag func() int64) (*met
 		Buckets: prometheus.ExponentialBuckets(1, 4, 9), // 1 … 65536
 	})
 
+	assigned := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "freqlens_stream_assigned_partitions",
+		Help: "Input partitions assigned to this consumer in the current generation of the group.",
+	})
+	rebalances := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "freqlens_stream_rebalances_total",
+		Help: "Generations of the consumer group this consumer joined (each a rebalance).",
+	})
+	rebuildReadings := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "freqlens_stream_rebuild_readings_total",
+		Help: "Readings read back from before the committed offsets to rebuild the windows of assigned partitions.",
+	})
+	rebuildSeconds := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "freqlens_stream_rebuild_duration_seconds",
+		Help:    "Time from an assignment to its windows rebuilt, when forecasting resumes.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14), // 10 ms … 80 s
+	})
+	commitsSkipped := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "freqlens_stream_commits_skipped_total",
+		Help: "Batch commits dropped because their generation was over (the partitions' next owner reprocesses them).",
+	})
+
 	var err error
+	if assigned, err = register(reg, assigned); err != nil {
+		return nil, err
+	}
+	if rebalances, err = register(reg, rebalances); err != nil {
+		return nil, err
+	}
+	if rebuildReadings, err = register(reg, rebuildReadings); err != nil {
+		return nil, err
+	}
+	if rebuildSeconds, err = register(reg, rebuildSeconds); err != nil {
+		return nil, err
+	}
+	if commitsSkipped, err = register(reg, commitsSkipped); err != nil {
+		return nil, err
+	}
 	if readings, err = register(reg, readings); err != nil {
 		return nil, err
 	}
@@ -59,33 +102,51 @@ func newMetrics(reg prometheus.Registerer, topic string, lag func() int64) (*met
 	if batchRows, err = register(reg, batchRows); err != nil {
 		return nil, err
 	}
-	lagGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "freqlens_stream_consumer_lag_records",
-		Help: "Records between the consumer's position and the high watermark of the partition it fetched last (kafka-go Reader.Stats().Lag).",
-	}, func() float64 { return float64(lag()) })
-	if err := reg.Register(lagGauge); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, fmt.Errorf("stream: register metric freqlens_stream_consumer_lag_records: %w", err)
-		}
-		reg.Unregister(are.ExistingCollector)
-		if err := reg.Register(lagGauge); err != nil {
-			return nil, fmt.Errorf("stream: register metric freqlens_stream_consumer_lag_records: %w", err)
+	for _, g := range []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "freqlens_stream_consumer_lag_records",
+			Help: "Records of the assigned partitions not committed yet: the sum of their high watermarks minus their committed offsets.",
+		}, func() float64 { return float64(c.Lag()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "freqlens_stream_inflight_bytes",
+			Help: "Bytes of input messages fetched and not yet released by the pipeline (bounded by service.max_inflight_bytes).",
+		}, func() float64 { return float64(c.flow.inUse()) }),
+	} {
+		if err := replace(reg, g); err != nil {
+			return nil, err
 		}
 	}
 
 	m := &metrics{
-		readings:     readings.WithLabelValues(topic),
-		messages:     messages.WithLabelValues(topic),
-		decodeErrors: make(map[string]prometheus.Counter, len(Reasons)),
-		deadLetters:  deadLetters,
-		batchRows:    batchRows,
-		lag:          lagGauge,
+		readings:        readings.WithLabelValues(topic),
+		messages:        messages.WithLabelValues(topic),
+		decodeErrors:    make(map[string]prometheus.Counter, len(Reasons)),
+		deadLetters:     deadLetters,
+		batchRows:       batchRows,
+		assigned:        assigned,
+		rebalances:      rebalances,
+		rebuildReadings: rebuildReadings,
+		rebuildSeconds:  rebuildSeconds,
+		commitsSkipped:  commitsSkipped,
 	}
 	for _, r := range Reasons {
 		m.decodeErrors[r] = decodeErrors.WithLabelValues(r)
 	}
 	return m, nil
+}
+
+// replace registers c with reg in place of a collector of the same name.
+func replace(reg prometheus.Registerer, c prometheus.Collector) error {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		reg.Unregister(are.ExistingCollector)
+		err = reg.Register(c)
+	}
+	if err != nil {
+		return fmt.Errorf("stream: register metrics: %w", err)
+	}
+	return nil
 }
 
 // register registers c with reg, or returns the collector of the same

@@ -87,8 +87,6 @@ type Set struct {
 
 	log        *slog.Logger
 	now        func() time.Time
-	lastLog    int64 // wall clock (Unix ns) of the last rejection line
-	loggedOnce bool
 	prev       []float64 // C values, scratch for gap filling
 
 	schema *arrow.Schema // the last schema resolve accepted
@@ -546,13 +544,12 @@ func (s *Set) emit(sr *series, k int64, i int, out *Batch) {
 }
 
 // reject counts a reading of a new series beyond MaxSeries and logs it at
-// most once per second.
+// most once per second (per Budget).
 func (s *Set) reject(key []byte, now int64) {
 	s.stats.Rejected++
-	if s.loggedOnce && now-s.lastLog < int64(time.Second) {
+	if !s.budget.logDue(now) {
 		return
 	}
-	s.loggedOnce, s.lastLog = true, now
 	s.log.Warn("window: series rejected: the max_series cap is reached; raise window.max_series or lower window.series_ttl",
 		"series", string(key), "max_series", s.budget.Max(), "rejected_total", s.stats.Rejected)
 }
@@ -596,8 +593,9 @@ func (s *Set) Reset() {
 // counts every series of the process, however many Sets hold them. It is
 // safe for concurrent use.
 type Budget struct {
-	max  int64
-	used atomic.Int64
+	max     int64
+	used    atomic.Int64
+	lastLog atomic.Int64 // wall clock (Unix ns) of the last rejection line, 0 before the first
 }
 
 // NewBudget returns a cap of max live series.
@@ -623,6 +621,16 @@ func (b *Budget) take() bool {
 }
 
 func (b *Budget) release(n int) { b.used.Add(-int64(n)) }
+
+// logDue reports whether a rejection line may be logged at now: at most
+// one per second over every Set that shares the Budget.
+func (b *Budget) logDue(now int64) bool {
+	last := b.lastLog.Load()
+	if last != 0 && now-last < int64(time.Second) {
+		return false
+	}
+	return b.lastLog.CompareAndSwap(last, now)
+}
 
 // WithBudget counts the Set's series against b instead of a cap of its own
 // (Config.MaxSeries is then b's business): several Sets share one cap.

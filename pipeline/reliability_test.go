@@ -1,0 +1,222 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/window"
+	"github.com/freqlens/freqlens/wire"
+)
+
+// running is a pipeline started by runPipeline.
+type running struct {
+	p    *pipeline.Pipeline
+	reg  *prometheus.Registry
+	stop func()
+}
+
+// runPipeline runs a pipeline of the readings topic in group freqlens,
+// writing to the forecasts topic (no attributions), until stop or the end
+// of the test.
+func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline.Config, win window.Config, sc stream.Config) *running {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	sc.Group, sc.Topic, sc.DeadLetterTopic = "freqlens", "readings", "readings.dlq"
+	sc.BatchLatency, sc.MaxFuture = 5*time.Millisecond, 1e5*time.Hour
+	sc.RebuildSpan = pipeline.RebuildSpan(lookback, win, time.Hour)
+	src, err := stream.NewConsumer(sc, kc, stream.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts"}, kc, sink.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Fields, pc.Cadence, pc.SkipAttributions, pc.ShutdownTimeout = []string{"value"}, time.Hour, true, 5*time.Second
+	p, err := pipeline.New(pc, src, win, m, snk, pipeline.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	r := &running{p: p, reg: reg}
+	stopped := false
+	r.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run after cancel = %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("the pipeline did not stop within 20s")
+		}
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// TestRefusedReadingsAreDeadLettered: a value far outside its series'
+// range never reaches a window and is dead-lettered as out_of_range; a
+// model whose forecasts are NaN writes none of them, and the reading that
+// completed each window is dead-lettered as non_finite_output; both are
+// counted, and the batches are committed.
+func TestRefusedReadingsAreDeadLettered(t *testing.T) {
+	t.Run("out of range", func(t *testing.T) {
+		kc := startBroker(t)
+		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.Config{}, stream.Config{})
+		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback)
+		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+		bad := stream.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{1e300}}
+		kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: stream.AppendJSON(nil, bad, stream.Config{})})
+		produce(t, kc, []string{"a"}, []string{"value"}, lookback+1, lookback+3)
+		dlq := readTopic(t, kc, "readings.dlq", 1, 30*time.Second)
+		if got := header(dlq[0], stream.HeaderReason); got != stream.ReasonOutOfRange || !bytes.Contains(dlq[0].Value, []byte("1e+300")) {
+			t.Errorf("dead letter %s with reason %q, want the 1e300 reading as %q", dlq[0].Value, got, stream.ReasonOutOfRange)
+		}
+		waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
+		for _, m := range kafkatest.ReadAll(t, kc, "forecasts") {
+			f, err := wire.DecodeForecastJSON(m.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range f.Values {
+				if math.Abs(v) > 1e6 {
+					t.Fatalf("forecast at %s holds %v: the refused reading reached a window", f.TS, v)
+				}
+			}
+		}
+		if got := metric(t, r.reg, "freqlens_window_out_of_range_total"); got != 1 {
+			t.Errorf("freqlens_window_out_of_range_total = %v, want 1", got)
+		}
+	})
+	t.Run("non-finite forecasts", func(t *testing.T) {
+		kc := startBroker(t)
+		m := testModel(t, model.Independent, 1)
+		m.Params().ResB2[0] = math.NaN()
+		m.Refresh()
+		r := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, stream.Config{})
+		produce(t, kc, []string{"a", "b"}, []string{"value"}, 0, lookback+2) // 3 windows each
+		dlq := readTopic(t, kc, "readings.dlq", 6, 30*time.Second)
+		for _, d := range dlq {
+			if got := header(d, stream.HeaderReason); got != stream.ReasonNonFiniteOutput {
+				t.Errorf("dead letter reason %q, want %q", got, stream.ReasonNonFiniteOutput)
+			}
+		}
+		waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
+		if n := len(kafkatest.ReadAll(t, kc, "forecasts")); n != 0 {
+			t.Errorf("%d forecasts written by a model whose forecasts are NaN, want 0", n)
+		}
+		if got := metric(t, r.reg, "freqlens_pipeline_nonfinite_forecasts_total"); got != 6 {
+			t.Errorf("freqlens_pipeline_nonfinite_forecasts_total = %v, want 6", got)
+		}
+	})
+}
+
+// TestLimitsMeanWhatTheySay: window.max_series caps the series of the
+// process over every worker and partition, and idle series expire within
+// 1.25 times their TTL without any new reading.
+func TestLimitsMeanWhatTheySay(t *testing.T) {
+	kc := startBroker(t)
+	r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{Workers: 3},
+		window.Config{MaxSeries: 10, SeriesTTL: 2 * time.Second}, stream.Config{})
+	var series []string
+	for i := range 40 {
+		series = append(series, fmt.Sprintf("s-%02d", i))
+	}
+	produce(t, kc, series, []string{"value"}, 0, 3)
+	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
+	last := time.Now()
+	if got := metric(t, r.reg, "freqlens_window_series_active"); got != 10 {
+		t.Errorf("freqlens_window_series_active = %v with window.max_series 10 over 3 workers and 3 partitions, want 10", got)
+	}
+	if got := metric(t, r.reg, "freqlens_window_series_rejected_total"); got != 30*3 {
+		t.Errorf("freqlens_window_series_rejected_total = %v, want %d", got, 30*3)
+	}
+	waitFor(t, func() bool { return metric(t, r.reg, "freqlens_window_series_active") == 0 })
+	if took := time.Since(last); took > 2*time.Second*5/4+time.Second {
+		t.Errorf("idle series expired %v after their last reading, want within 1.25 × the 2s TTL (+1s for the commit)", took)
+	}
+}
+
+// TestRebalanceForgetsAndLosesNothing: a second pipeline joining the group
+// takes partitions from the first, which forgets their windows (its
+// series_active falls to the series it keeps); every window is forecast,
+// and duplicates, if any, are identical.
+func TestRebalanceForgetsAndLosesNothing(t *testing.T) {
+	kc := startBroker(t)
+	m := testModel(t, model.Independent, 1)
+	sc := stream.Config{SessionTimeout: 6 * time.Second, HeartbeatInterval: time.Second, RebalanceTimeout: 6 * time.Second}
+	var series []string
+	for i := range 30 {
+		series = append(series, fmt.Sprintf("s-%02d", i))
+	}
+	a := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, sc)
+	produce(t, kc, series, []string{"value"}, 0, lookback+5)
+	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
+	b := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, sc)
+	for step := lookback + 5; step < lookback+25; step++ {
+		produce(t, kc, series, []string{"value"}, step, step+1)
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitFor(t, func() bool {
+		return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 &&
+			metric(t, a.reg, "freqlens_stream_assigned_partitions")+metric(t, b.reg, "freqlens_stream_assigned_partitions") == 3 &&
+			metric(t, b.reg, "freqlens_stream_assigned_partitions") > 0
+	})
+	// One more step so both have forecast since the move.
+	produce(t, kc, series, []string{"value"}, lookback+25, lookback+26)
+	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
+	activeA, activeB := metric(t, a.reg, "freqlens_window_series_active"), metric(t, b.reg, "freqlens_window_series_active")
+	if activeA+activeB != float64(len(series)) || activeA == float64(len(series)) {
+		t.Errorf("series_active %v + %v after the move, want %d in all, split between the two", activeA, activeB, len(series))
+	}
+	checkWindows(t, kc, series, lookback-1, lookback+26)
+}
+
+// checkWindows checks that the forecasts topic holds a forecast (model
+// version 1) of every window of series ending at steps [from, to), none
+// other, and that the copies of each are byte-identical.
+func checkWindows(t *testing.T, kc *kafkaconn.Client, series []string, from, to int) {
+	t.Helper()
+	want := windowIDs(series, from, to)
+	copies := map[string][]byte{}
+	dups := 0
+	for _, m := range kafkatest.ReadAll(t, kc, "forecasts") {
+		id := header(m, wire.HeaderForecastID)
+		if !want[id] {
+			t.Errorf("unexpected forecast %s", m.Value)
+			continue
+		}
+		if prev, ok := copies[id]; ok {
+			dups++
+			if !bytes.Equal(prev, m.Value) {
+				t.Errorf("two copies of forecast %s differ:\n%s\n%s", id, prev, m.Value)
+			}
+			continue
+		}
+		copies[id] = m.Value
+	}
+	if len(copies) != len(want) {
+		t.Errorf("%d of %d windows forecast: %d lost", len(copies), len(want), len(want)-len(copies))
+	}
+	t.Logf("%d windows, %d duplicates (identical)", len(want), dups)
+}

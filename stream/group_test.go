@@ -1,0 +1,405 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+)
+
+// groupTimings are short group timeouts for tests that rebalance.
+func groupTimings(cfg Config) Config {
+	cfg.SessionTimeout, cfg.HeartbeatInterval, cfg.RebalanceTimeout = 6*time.Second, time.Second, 6*time.Second
+	return cfg
+}
+
+// eventually reports whether cond became true within d.
+func eventually(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRebuildReadsBackTheSpan: a consumer assigned a partition with
+// committed offsets first sends rebuild batches holding the messages from
+// where the event time is RebuildSpan before the newest time near the
+// commit up to the commit, the first with the partition to forget; once
+// they are committed its Status says rebuilt, and live batches start at
+// the committed offset.
+func TestRebuildReadsBackTheSpan(t *testing.T) {
+	kc := newBroker(t, map[string]int{"in": 1})
+	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 50, BatchLatency: 5 * time.Millisecond}
+	rs := readingsFor(600, 3, 1) // 3 series, one reading a minute each: 200 minutes
+	var msgs []kafka.Message
+	for _, r := range rs {
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+	}
+	produce(t, kc, "in", msgs...)
+
+	// A first consumer commits the first 450 messages.
+	first := start(t, kc, cfg)
+	for n := 0; n < 450; {
+		b := first.next(t, 20*time.Second)
+		n += b.Messages
+		if err := b.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := kafkatest.Uncommitted(t, kc, "g", "in"); n != 150 {
+		t.Fatalf("%d messages uncommitted, want 150", n)
+	}
+
+	cfg.RebuildSpan = 30 * time.Minute
+	reg := prometheus.NewRegistry()
+	second := start(t, kc, cfg, WithRegisterer(reg))
+	var rebuilt []row
+	var offsets []int64
+	b := second.nextAny(t, 20*time.Second)
+	if !b.Rebuild || !slices.Equal(b.Forget, []int{0}) {
+		t.Fatalf("first batch: Rebuild %v, Forget %v; want a rebuild batch that forgets partition 0", b.Rebuild, b.Forget)
+	}
+	for b.Rebuild {
+		rebuilt = append(rebuilt, rowsOf(t, b.Record)...)
+		for i := range int(b.Record.NumRows()) {
+			offsets = append(offsets, b.Offset(i))
+		}
+		if st := second.c.Status(); st.Rebuilt {
+			t.Fatal("Status says rebuilt before the rebuild batches were committed")
+		}
+		if err := b.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+		b = second.nextAny(t, 20*time.Second)
+	}
+	if st := second.c.Status(); !st.Rebuilt || !st.Joined || !slices.Equal(st.Partitions, []int{0}) {
+		t.Errorf("Status after the rebuild = %+v, want joined, partition 0, rebuilt", st)
+	}
+	if got := b.Offset(0); got != 450 {
+		t.Errorf("the first live batch starts at offset %d, want the committed 450", got)
+	}
+	b.Release()
+
+	// Contiguous offsets ending just before the commit, covering the span
+	// and at most one probe (32 messages) more.
+	newest := rs[449].Time.UnixMilli()
+	cutoff := newest - (30 * time.Minute).Milliseconds()
+	if len(offsets) == 0 || offsets[len(offsets)-1] != 449 {
+		t.Fatalf("rebuild offsets end at %v, want 449", offsets[max(len(offsets)-1, 0):])
+	}
+	for i := 1; i < len(offsets); i++ {
+		if offsets[i] != offsets[i-1]+1 {
+			t.Fatalf("rebuild offsets jump from %d to %d", offsets[i-1], offsets[i])
+		}
+	}
+	oldest := rebuilt[0].TS
+	if oldest > cutoff {
+		t.Errorf("the rebuild starts at %s, after the cutoff %s: the span is not covered", formatMs(oldest), formatMs(cutoff))
+	}
+	if extra := (cutoff - oldest) / 60_000; extra > probeMessages/3+1 {
+		t.Errorf("the rebuild starts %d minutes before the cutoff, more than one probe of %d messages", extra, probeMessages)
+	}
+	if got := testutil.ToFloat64(second.c.m.rebuildReadings); got != float64(len(rebuilt)) {
+		t.Errorf("freqlens_stream_rebuild_readings_total = %v, want %d", got, len(rebuilt))
+	}
+	t.Logf("rebuilt %d readings from offset %d", len(rebuilt), offsets[0])
+}
+
+// consumed is what one consumer delivered live: partition → offsets.
+type consumed struct {
+	mu   sync.Mutex
+	seen map[int][]int64
+}
+
+func (c *consumed) add(b *Batch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range int(b.Record.NumRows()) {
+		c.seen[b.Partition(i)] = append(c.seen[b.Partition(i)], b.Offset(i))
+	}
+}
+
+// commitAll commits every batch r sends, as a pipeline whose sink is
+// instantaneous, recording the live ones, until r stops.
+func commitAll(t *testing.T, r *running) *consumed {
+	c := &consumed{seen: map[int][]int64{}}
+	go func() {
+		for {
+			select {
+			case b := <-r.out:
+				if !b.Rebuild {
+					c.add(b)
+				}
+				if err := b.Commit(context.Background()); err != nil {
+					t.Error(err)
+				}
+				b.Release()
+			case <-time.After(30 * time.Second):
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// TestRebalanceDrainsBeforeHandingOver: when a second member joins, the
+// first stops fetching, commits what it sent and only then rejoins, so the
+// partitions that move are picked up exactly where they were committed and
+// every message is delivered live once; the assignments are disjoint and
+// cover the topic, and the first member keeps its remaining partitions
+// without a rebuild.
+func TestRebalanceDrainsBeforeHandingOver(t *testing.T) {
+	kc := newBroker(t, map[string]int{"in": 3})
+	cfg := groupTimings(Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 20, BatchLatency: 5 * time.Millisecond, RebuildSpan: time.Hour})
+	produceN := func(from, n int) {
+		var msgs []kafka.Message
+		for i := from; i < from+n; i++ {
+			r := Reading{Series: fmt.Sprintf("s-%d", i%30), Time: base.Add(time.Duration(i/30) * time.Minute), Values: []float64{float64(i)}}
+			msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+		}
+		produce(t, kc, "in", msgs...)
+	}
+	a := start(t, kc, cfg)
+	ca := commitAll(t, a)
+	produceN(0, 600)
+	if !eventually(30*time.Second, func() bool { return kafkatest.Uncommitted(t, kc, "g", "in") == 0 }) {
+		t.Fatal("the first member did not commit 600 messages within 30s")
+	}
+
+	b := start(t, kc, cfg)
+	cb := commitAll(t, b)
+	// Traffic while the group rebalances.
+	for i := range 10 {
+		produceN(600+i*60, 60)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !eventually(40*time.Second, func() bool {
+		sa, sb := a.c.Status(), b.c.Status()
+		return sa.Joined && sb.Joined && sa.Rebuilt && sb.Rebuilt && len(sa.Partitions)+len(sb.Partitions) == 3 && len(sb.Partitions) > 0
+	}) {
+		t.Fatalf("no stable two-member assignment within 40s: %+v / %+v", a.c.Status(), b.c.Status())
+	}
+	produceN(1200, 300)
+	if !eventually(30*time.Second, func() bool { return kafkatest.Uncommitted(t, kc, "g", "in") == 0 }) {
+		t.Fatal("1500 messages not committed within 30s")
+	}
+	sa, sb := a.c.Status(), b.c.Status()
+	all := slices.Sorted(slices.Values(slices.Concat(sa.Partitions, sb.Partitions)))
+	if !slices.Equal(all, []int{0, 1, 2}) {
+		t.Errorf("assignments %v and %v do not partition the topic", sa.Partitions, sb.Partitions)
+	}
+	ends, err := kc.Partitions(context.Background(), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca.mu.Lock()
+	cb.mu.Lock()
+	defer ca.mu.Unlock()
+	defer cb.mu.Unlock()
+	for _, r := range ends {
+		got := slices.Concat(ca.seen[r.Partition], cb.seen[r.Partition])
+		slices.Sort(got)
+		want := make([]int64, 0, r.End)
+		for o := int64(0); o < r.End; o++ {
+			want = append(want, o)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("partition %d: %d offsets delivered live for %d messages (duplicates or gaps)", r.Partition, len(got), r.End)
+		}
+	}
+}
+
+// TestLagCountsTheBacklog: the lag gauge is the number of records not yet
+// committed, also for a backlog fetched but not committed, and follows
+// the commits.
+func TestLagCountsTheBacklog(t *testing.T) {
+	kc := newBroker(t, map[string]int{"in": 3})
+	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond}
+	var msgs []kafka.Message
+	for _, r := range readingsFor(15000, 100, 1) {
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+	}
+	produce(t, kc, "in", msgs...)
+	reg := prometheus.NewRegistry()
+	r := start(t, kc, cfg, WithRegisterer(reg))
+	lag := func() float64 {
+		v, err := testutil.GatherAndCount(reg, "freqlens_stream_consumer_lag_records")
+		if err != nil || v != 1 {
+			t.Fatalf("lag gauge: %d series, %v", v, err)
+		}
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "freqlens_stream_consumer_lag_records" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	// Take batches without committing until all 15,000 are fetched.
+	var held []*Batch
+	for n := 0; n < 15000; {
+		b := r.next(t, 20*time.Second)
+		n += b.Messages
+		held = append(held, b)
+	}
+	if !eventually(10*time.Second, func() bool { return lag() == 15000 }) {
+		t.Fatalf("lag = %v with 15,000 readings fetched and none committed, want 15000", lag())
+	}
+	for _, b := range held[:len(held)/2] {
+		if err := b.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := float64(kafkatest.Uncommitted(t, kc, "g", "in"))
+	if got := lag(); got != want || want == 0 || want == 15000 {
+		t.Errorf("lag = %v after committing half the batches, want %v (uncommitted by the broker's account)", got, want)
+	}
+	for _, b := range held {
+		b.Release()
+	}
+}
+
+// TestInflightIsBounded: batches the pipeline has not released hold at
+// most MaxInflightBytes of messages (plus one message); fetching resumes
+// as they are released.
+func TestInflightIsBounded(t *testing.T) {
+	kc := newBroker(t, map[string]int{"in": 1})
+	const limit = 32 << 10
+	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond, MaxBytes: 8 << 10, MaxInflightBytes: limit}
+	var msgs []kafka.Message
+	for _, r := range readingsFor(5000, 10, 1) {
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+	}
+	produce(t, kc, "in", msgs...)
+	r := start(t, kc, cfg)
+	var held []*Batch
+	got := 0
+	for {
+		select {
+		case b := <-r.out:
+			got += b.Messages
+			held = append(held, b)
+			continue
+		case <-time.After(time.Second):
+		}
+		break
+	}
+	largest := 0
+	for _, m := range msgs {
+		largest = max(largest, len(m.Key)+len(m.Value))
+	}
+	if used := r.c.flow.inUse(); used > limit+int64(largest) || got == len(msgs) {
+		t.Fatalf("%d bytes in flight in %d messages held, want at most %d (and fewer than all %d messages)", used, got, limit+largest, len(msgs))
+	}
+	for got < len(msgs) {
+		for _, b := range held {
+			b.Commit(context.Background())
+			b.Release()
+		}
+		held = held[:0]
+		b := r.next(t, 10*time.Second)
+		got += b.Messages
+		held = append(held, b)
+	}
+	for _, b := range held {
+		b.Release()
+	}
+}
+
+// TestPlausibility: the decoders refuse series ids longer than
+// MaxSeriesBytes, values outside ValueRange and readings more than MaxPast
+// behind the newest time the partition has seen, in every format.
+func TestPlausibility(t *testing.T) {
+	long := strings.Repeat("s", 300)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, format := range []Format{FormatJSON, FormatCSV, FormatArrow} {
+		cfg := Config{Format: format, ValueRange: []float64{-1e6, 1e6}, MaxFuture: 1e6 * time.Hour}
+		enc := func(r Reading) []byte {
+			switch format {
+			case FormatCSV:
+				return AppendCSV(nil, r, cfg)
+			case FormatArrow:
+				b, err := AppendArrow(nil, []Reading{r}, cfg, mem)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			return AppendJSON(nil, r, cfg)
+		}
+		at := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+		for _, tc := range []struct {
+			name   string
+			r      Reading
+			oldest time.Time
+			want   string
+		}{
+			{"a plausible reading", Reading{Series: "a", Time: at, Values: []float64{20}}, time.Time{}, ""},
+			{"a 300-byte series id", Reading{Series: long, Time: at, Values: []float64{20}}, time.Time{}, ReasonSeriesTooLong},
+			{"1e300", Reading{Series: "a", Time: at, Values: []float64{1e300}}, time.Time{}, ReasonOutOfRange},
+			{"-2e6", Reading{Series: "a", Time: at, Values: []float64{-2e6}}, time.Time{}, ReasonOutOfRange},
+			{"1970 behind a 2026 partition", Reading{Series: "a", Time: time.Unix(0, 0), Values: []float64{1}}, at.Add(-168 * time.Hour), ReasonTooOld},
+			{"a week behind, just", Reading{Series: "a", Time: at.Add(-168 * time.Hour), Values: []float64{1}}, at.Add(-168 * time.Hour), ""},
+		} {
+			t.Run(string(format)+"/"+tc.name, func(t *testing.T) {
+				dec, err := NewDecoder(cfg, WithClock(testClock))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := dec.(bounded).timeBounds()
+				if !tc.oldest.IsZero() {
+					f.oldestMs = tc.oldest.UnixMilli()
+				}
+				_, err = decodeOne(t, mem, dec, cfg.withDefaults().ValueFields, []byte("key"), enc(tc.r))
+				if got := reasonOf(err); got != tc.want {
+					t.Errorf("reason %q (%v), want %q", got, err, tc.want)
+				}
+				if tc.want == "" && f.newestMs != tc.r.Time.UnixMilli() {
+					t.Errorf("newest time of the message %s, want %s", formatMs(f.newestMs), tc.r.Time)
+				}
+			})
+		}
+	}
+}
+
+// TestTooOldIsPerPartition: the consumer bounds a partition's readings by
+// the newest time that partition has seen: a reading stamped 1970 after
+// 2026 readings is dead-lettered as too old.
+func TestTooOldIsPerPartition(t *testing.T) {
+	kc := newBroker(t, map[string]int{"in": 1, "dlq": 1})
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
+	var msgs []kafka.Message
+	for _, r := range readingsFor(10, 2, 1) {
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+	}
+	old := Reading{Series: "new-series", Time: time.Unix(0, 0), Values: []float64{1}}
+	msgs = append(msgs, kafka.Message{Key: []byte(old.Series), Value: AppendJSON(nil, old, cfg)})
+	produce(t, kc, "in", msgs...)
+	r := start(t, kc, cfg)
+	rows, _ := r.collect(t, len(msgs))
+	if len(rows) != 10 {
+		t.Errorf("%d readings passed, want the 10 of 2026", len(rows))
+	}
+	dlq := dlqMessages(t, kc, "dlq", 1)
+	if got := header(dlq[0], HeaderReason); got != ReasonTooOld {
+		t.Errorf("dead letter reason %q, want %q", got, ReasonTooOld)
+	}
+}
