@@ -85,9 +85,9 @@ type Set struct {
 	peak   int // len(series) high-water mark since the map was last rebuilt
 	stats  Stats
 
-	log        *slog.Logger
-	now        func() time.Time
-	prev       []float64 // C values, scratch for gap filling
+	log  *slog.Logger
+	now  func() time.Time
+	prev []float64 // C values, scratch for gap filling
 
 	schema *arrow.Schema // the last schema resolve accepted
 	cols   columns       // its columns
