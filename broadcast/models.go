@@ -250,3 +250,159 @@ func (s *Models) readAll(ctx context.Context) ([]kafka.Message, error) {
 
 // Close flushes and closes the writer.
 func (s *Models) Close() error { return s.w.Close() }
+
+// followWait bounds how long the follower's fetch waits for new messages:
+// a version published is served elsewhere within about this long.
+const followWait = 500 * time.Millisecond
+
+// Follow tails the topic and calls serve with every complete version newer
+// than after, and than any version it delivered before, as soon as its
+// manifest and chunks have all arrived, until ctx ends; it then returns
+// ctx.Err(). It reads each partition with an offset-tracking reader (a
+// kafka-go Reader on the partition, from its first offset), so it reads
+// the topic's history once and then only what is published; only the
+// chunks of versions not yet complete are kept. Versions that do not
+// assemble are passed to skipped (which may be nil). serve and skipped run
+// on Follow's goroutine.
+func (s *Models) Follow(ctx context.Context, after int64, serve func(*model.Model), skipped func(version int64, err error)) error {
+	var parts []kafkaconn.PartitionRange
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		var err error
+		if parts, err = s.kc.Partitions(ctx, s.topic); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	msgs := make(chan kafka.Message, 64)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, p := range parts {
+		rc := s.kc.ReaderConfig("", s.topic)
+		rc.Partition = p.Partition
+		rc.MinBytes, rc.MaxBytes, rc.MaxWait = 1, 4*ModelChunkBytes, followWait
+		r := kafka.NewReader(rc)
+		if err := r.SetOffset(kafka.FirstOffset); err != nil {
+			r.Close()
+			return fmt.Errorf("broadcast: follow models topic %s partition %d: %w", s.topic, p.Partition, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.Close()
+			for {
+				m, err := r.FetchMessage(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(time.Second):
+					}
+					continue
+				}
+				select {
+				case msgs <- m:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	a := newAssembler(after)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case m := <-msgs:
+			if v := a.add(m); v > 0 {
+				model, err := a.take(v)
+				if err != nil {
+					if skipped != nil {
+						skipped(v, err)
+					}
+					continue
+				}
+				serve(model)
+			}
+		}
+	}
+}
+
+// assembler gathers the chunks and manifests of versions newer than done.
+type assembler struct {
+	done      int64
+	manifests map[int64]modelManifest
+	parts     map[int64]map[int][]byte
+}
+
+func newAssembler(done int64) *assembler {
+	return &assembler{done: done, manifests: map[int64]modelManifest{}, parts: map[int64]map[int][]byte{}}
+}
+
+// add records m and returns the version it completed, or 0.
+func (a *assembler) add(m kafka.Message) int64 {
+	v, rest, ok := parseModelKey(string(m.Key))
+	if !ok || v <= a.done {
+		return 0
+	}
+	switch {
+	case rest == "manifest" && len(m.Value) == 0:
+		delete(a.manifests, v)
+		delete(a.parts, v)
+		return 0
+	case rest == "manifest":
+		var man modelManifest
+		if err := json.Unmarshal(m.Value, &man); err != nil || man.Version != v {
+			return 0
+		}
+		a.manifests[v] = man
+	case strings.HasPrefix(rest, "chunk/"):
+		i, err := strconv.Atoi(strings.TrimPrefix(rest, "chunk/"))
+		if err != nil {
+			return 0
+		}
+		if a.parts[v] == nil {
+			a.parts[v] = map[int][]byte{}
+		}
+		if len(m.Value) == 0 {
+			delete(a.parts[v], i)
+			return 0
+		}
+		a.parts[v][i] = m.Value
+	default:
+		return 0
+	}
+	if man, ok := a.manifests[v]; ok && len(a.parts[v]) >= man.Chunks {
+		return v
+	}
+	return 0
+}
+
+// take assembles version v and forgets it and every older version.
+func (a *assembler) take(v int64) (*model.Model, error) {
+	m, err := assemble(a.manifests[v], a.parts[v])
+	if err != nil {
+		delete(a.manifests, v) // a later manifest of v may yet complete it
+		return nil, err
+	}
+	a.done = v
+	for old := range a.manifests {
+		if old <= v {
+			delete(a.manifests, old)
+		}
+	}
+	for old := range a.parts {
+		if old <= v {
+			delete(a.parts, old)
+		}
+	}
+	return m, nil
+}

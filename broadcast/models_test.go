@@ -1,6 +1,7 @@
 package broadcast_test
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"testing"
@@ -114,5 +115,69 @@ func TestModelsRejectsUnpromotedModel(t *testing.T) {
 	pub := newModels(t, kc, 1)
 	if err := pub.Publish(context.Background(), modelVersion(t, 1, 0)); err == nil {
 		t.Error("Publish accepted a model with version 0")
+	}
+}
+
+// TestFollowServesNewVersionsLive: a follower started on a topic that holds
+// versions 1 and 2, told it serves version 1, gets version 2 from the
+// history and then each version published while it runs within seconds,
+// bit for bit; a version whose manifest never came is not served.
+func TestFollowServesNewVersionsLive(t *testing.T) {
+	kc := kafkatest.Client(t, kafkatest.NewCluster(t, []string{"models"}).ListenAddrs())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pub := newModels(t, kc, 5)
+	for v := int64(1); v <= 2; v++ {
+		if err := pub.Publish(ctx, modelVersion(t, uint64(v), v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	served := make(chan *model.Model, 10)
+	fctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- newModels(t, kc, 5).Follow(fctx, 1, func(m *model.Model) { served <- m }, func(v int64, err error) { t.Errorf("version %d skipped: %v", v, err) })
+	}()
+	next := func(want int64, within time.Duration) {
+		t.Helper()
+		select {
+		case m := <-served:
+			if m.Meta.Version != want {
+				t.Fatalf("served version %d, want %d", m.Meta.Version, want)
+			}
+		case <-time.After(within):
+			t.Fatalf("version %d not served within %v", want, within)
+		}
+	}
+	next(2, 30*time.Second)
+
+	// A publisher that died after the chunks of version 3: never served.
+	m3 := modelVersion(t, 3, 3)
+	var buf bytes.Buffer
+	if _, err := m3.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Produce(t, kc, "models", kafka.Message{Key: []byte("v3/chunk/0"), Value: buf.Bytes()[:broadcast.ModelChunkBytes]})
+
+	want := modelVersion(t, 4, 4)
+	published := time.Now()
+	if err := pub.Publish(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-served:
+		if m.Meta.Version != 4 || !slices.Equal(m.Params().Data, want.Params().Data) {
+			t.Fatalf("served version %d, want version 4 bit for bit", m.Meta.Version)
+		}
+		t.Logf("version 4 served %v after it was published", time.Since(published).Round(time.Millisecond))
+		if d := time.Since(published); d > 5*time.Second {
+			t.Errorf("version 4 served %v after it was published, want within 5s", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("version 4 not served within 30s of its publication")
+	}
+	stop()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("Follow after cancel = %v, want context.Canceled", err)
 	}
 }

@@ -182,6 +182,16 @@ func setNode(p any, n *yaml.Node) error {
 		}
 		*p = v
 		return nil
+	case *[]float64:
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%q is not a list; write it like [-100, 100]", n.Value)
+		}
+		var v []float64
+		if err := n.Decode(&v); err != nil {
+			return errors.New("is not a list of numbers; write it like [-100, 100]")
+		}
+		*p = v
+		return nil
 	case *time.Duration:
 		return setString(p, n.Value)
 	case maxGap:
@@ -215,6 +225,20 @@ func setString(p any, s string) error {
 			}
 		}
 		*p = parts
+		return nil
+	case *[]float64:
+		var v []float64
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			x, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				return fmt.Errorf("%q is not a comma-separated list of numbers; write it like -100,100", s)
+			}
+			v = append(v, x)
+		}
+		*p = v
 		return nil
 	case *time.Duration:
 		d, err := time.ParseDuration(s)

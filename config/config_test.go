@@ -237,7 +237,7 @@ func TestEveryKeyReachesItsField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := []string{"7", "true", "3s", "x", "0.5", "a,b"}
+	values := []string{"7", "true", "3s", "9s", "x", "0.5", "a,b"}
 	seen := map[string]string{}
 	for _, key := range Keys() {
 		changed := false

@@ -50,6 +50,7 @@ type Learner struct {
 	events  func(DriftEvent)
 	hook    func(*model.Model)
 	publish func(context.Context, *model.Model) error
+	gate    func() bool
 	now     func() time.Time
 	kick    chan struct{}
 	rounds  atomic.Int64
@@ -88,6 +89,13 @@ func WithCandidateHook(f func(*model.Model)) Option { return func(l *Learner) { 
 func WithPublisher(publish func(context.Context, *model.Model) error) Option {
 	return func(l *Learner) { l.publish = publish }
 }
+
+// WithGate makes fine-tuning depend on gate: Run starts a round only while
+// gate returns true, and a round promotes only if gate still returns true
+// after fine-tuning (a round cut short so ends as OutcomeCanceled). Among
+// replicas that share a models topic, gate says which one is the learner;
+// the others follow what it publishes. Default: always.
+func WithGate(gate func() bool) Option { return func(l *Learner) { l.gate = gate } }
 
 // New returns a Learner for models shaped like reference, whose periods are
 // the drift reference and whose stored statistics (if any) normalise errors.
@@ -167,9 +175,13 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 		case <-tick.C:
 			l.Refresh(srv)
 		case <-rounds:
-			l.Round(ctx, srv)
+			if l.mayLearn() {
+				l.Round(ctx, srv)
+			}
 		case <-l.kick:
-			l.Round(ctx, srv)
+			if l.mayLearn() {
+				l.Round(ctx, srv)
+			}
 		}
 	}
 }
@@ -327,6 +339,9 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	if candM.MSE > curM.MSE*(1+l.cfg.PromoteMargin) {
 		return r.end(OutcomeRejectedWorse, nil)
 	}
+	if !l.mayLearn() {
+		return r.end(OutcomeCanceled, nil) // another replica became the learner meanwhile
+	}
 	next := version + 1
 	cand.Meta.Version = next
 	if err := srv.SetModel(cand, next); err != nil {
@@ -353,6 +368,9 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	l.Refresh(srv)
 	return r.end(OutcomePromoted, nil)
 }
+
+// mayLearn reports whether this learner may fine-tune and promote now.
+func (l *Learner) mayLearn() bool { return l.gate == nil || l.gate() }
 
 // spectrumSeries caps the series whose recent history the spectrum of a
 // round reads: enough to average out noise, few enough to stay cheap.

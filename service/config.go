@@ -51,8 +51,16 @@ type Config struct {
 	//
 	// Default: ""
 	ModelsTopic string
-	// MetricsListen is the address of /metrics and /online
-	// (metrics.listen); "" turns the listener off.
+	// Learner says which replica fine-tunes (online.learner): "auto" elects
+	// the member of the consumer group that owns input partition 0, so
+	// exactly one replica learns and publishes to topics.models while the
+	// others follow it; "always" and "never" name the role outright. With
+	// online.enabled false nobody fine-tunes.
+	//
+	// Default: auto
+	Learner string
+	// MetricsListen is the address of /metrics, /online, /healthz and
+	// /readyz (metrics.listen); "" turns the listener off.
 	//
 	// Default: 127.0.0.1:9464
 	MetricsListen string
@@ -75,6 +83,7 @@ func DefaultConfig() Config {
 		Sink:          sink.DefaultConfig(),
 		Online:        online.DefaultConfig(),
 		DriftTopic:    "drift",
+		Learner:       LearnerAuto,
 		MetricsListen: "127.0.0.1:9464",
 	}
 }
@@ -108,6 +117,11 @@ func (c Config) validate(needModelPath bool) error {
 	}
 	if err := wire.ValidateFields(fields, c.Sink.Format); err != nil {
 		return fmt.Errorf("input.value_fields %q cannot be written as output.format %s: %w", fields, c.Sink.Format, err)
+	}
+	switch c.Learner {
+	case "", LearnerAuto, LearnerAlways, LearnerNever:
+	default:
+		return fmt.Errorf("online.learner = %q; use %q (the owner of input partition 0 learns), %q or %q", c.Learner, LearnerAuto, LearnerAlways, LearnerNever)
 	}
 	if needModelPath && c.ModelPath == "" {
 		return fmt.Errorf("model.path is required: a model file written by 'freqlens train'")

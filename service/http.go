@@ -39,8 +39,8 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// metricsServer serves /metrics and /online on a listener bound by
-// listenMetrics; a nil *metricsServer serves nothing.
+// metricsServer serves /metrics and the service's other handlers on a
+// listener bound by listenMetrics; a nil *metricsServer serves nothing.
 type metricsServer struct {
 	ln   net.Listener
 	srv  *http.Server
@@ -49,8 +49,9 @@ type metricsServer struct {
 }
 
 // listenMetrics binds addr ("" binds nothing and returns nil), so that a
-// busy port is an error before anything runs.
-func listenMetrics(addr string, reg *prometheus.Registry, report http.Handler, log *slog.Logger) (*metricsServer, error) {
+// busy port is an error before anything runs, and serves reg on /metrics
+// beside the handlers of mux.
+func listenMetrics(addr string, reg *prometheus.Registry, mux *http.ServeMux, log *slog.Logger) (*metricsServer, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -58,9 +59,7 @@ func listenMetrics(addr string, reg *prometheus.Registry, report http.Handler, l
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listen %s: %w (pass --metrics-addr with a free port, or set metrics.listen)", addr, err)
 	}
-	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("/online", report)
 	return &metricsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, log: log}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -41,6 +43,7 @@ type Service struct {
 	models   *broadcast.Models // nil without topics.models
 	events   *broadcast.Events // nil without topics.drift
 	metrics  *metricsServer
+	watch    *watch
 	base     *model.Model
 	closeErr error
 	once     sync.Once
@@ -107,6 +110,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if s.kc, err = kafkaconn.New(s.cfg.Kafka, kafkaconn.WithLogger(s.log)); err != nil {
 		return nil, err
 	}
+	if err := s.kc.Connect(ctx); err != nil {
+		return nil, err
+	}
 	if s.base = o.model; s.base == nil {
 		if s.base, err = model.Load(cfg.ModelPath); err != nil {
 			return nil, err
@@ -125,7 +131,11 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if err := s.newPipeline(serve, version, o.observe); err != nil {
 		return nil, err
 	}
-	if s.metrics, err = listenMetrics(s.cfg.MetricsListen, s.reg, onlineReport(s.learner, s.p), s.log); err != nil {
+	s.watch = newWatch(s.kc, s.log, s.reg, s.isLearner)
+	mux := http.NewServeMux()
+	mux.Handle("/online", onlineReport(s.learner, s.p))
+	s.healthHandlers(mux)
+	if s.metrics, err = listenMetrics(s.cfg.MetricsListen, s.reg, mux, s.log); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -196,7 +206,7 @@ func (s *Service) resume(ctx context.Context) (*model.Model, int64, error) {
 // newLearner builds the online learner for the base model, publishing
 // promoted versions to topics.models and drift events to topics.drift.
 func (s *Service) newLearner(ctx context.Context) error {
-	opts := []online.Option{online.WithRegisterer(s.reg), online.WithLogger(s.log)}
+	opts := []online.Option{online.WithRegisterer(s.reg), online.WithLogger(s.log), online.WithGate(s.isLearner)}
 	if s.models != nil {
 		opts = append(opts, online.WithPublisher(s.models.Publish))
 	}
@@ -222,9 +232,17 @@ func (s *Service) newLearner(ctx context.Context) error {
 	return nil
 }
 
-// newPipeline builds the consumer, the sink and the pipeline serving m.
+// newPipeline builds the consumer, the sink and the pipeline serving m. The
+// consumer reads back enough history to rebuild windows of m's lookback,
+// and, unless input.value_range is set, refuses values outside the range
+// plausibleRange derives from m.
 func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.Forecast)) error {
-	src, err := stream.NewConsumer(s.cfg.Stream, s.kc, stream.WithRegisterer(s.reg), stream.WithLogger(s.log))
+	sc := s.cfg.Stream
+	sc.RebuildSpan = pipeline.RebuildSpan(m.Lookback(), s.cfg.Window, s.cfg.Pipeline.Cadence)
+	if len(sc.ValueRange) == 0 {
+		sc.ValueRange = plausibleRange(m)
+	}
+	src, err := stream.NewConsumer(sc, s.kc, stream.WithRegisterer(s.reg), stream.WithLogger(s.log))
 	if err != nil {
 		return err
 	}
@@ -253,8 +271,10 @@ func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.
 	return nil
 }
 
-// Run serves /metrics and runs the pipeline and the learner until ctx ends,
-// then drains within service.shutdown_timeout and releases everything (see
+// Run serves /metrics, /online, /healthz and /readyz, watches the brokers,
+// follows topics.models (serving each newer version another replica
+// publishes) and runs the pipeline and the learner until ctx ends, then
+// drains within service.shutdown_timeout and releases everything (see
 // Close). It returns nil after a clean shutdown.
 func (s *Service) Run(ctx context.Context) error {
 	defer s.Close()
@@ -262,11 +282,70 @@ func (s *Service) Run(ctx context.Context) error {
 	m, version := s.p.Model()
 	s.log.Info("serving", "input", s.cfg.Stream.Topic, "forecasts", s.cfg.Sink.ForecastTopic, "attributions", s.cfg.Sink.AttributionTopic,
 		"model", s.cfg.ModelPath, "version", version, "mode", m.Config().Mode, "lookback", m.Lookback(), "horizon", m.Horizon())
-	if err := s.p.Run(ctx); err != nil {
+	bg, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.watch.run(bg, func() bool { return s.readiness().Ready }) })
+	if s.models != nil {
+		wg.Go(func() { s.models.Follow(bg, version, s.serveVersion, s.skippedVersion) })
+	}
+	err := s.p.Run(ctx)
+	stop()
+	wg.Wait()
+	if err != nil {
 		return err
 	}
 	s.log.Info("stopped cleanly", "forecasts", s.p.Stats().Forecasts)
 	return nil
+}
+
+// serveVersion swaps in a version read from topics.models when it is newer
+// than the one serving and has the base model's shape.
+func (s *Service) serveVersion(m *model.Model) {
+	if m.Config() != s.base.Config() {
+		s.log.Warn("a version on the models topic has another shape than model.path; ignoring it", "topic", s.cfg.ModelsTopic, "version", m.Meta.Version)
+		return
+	}
+	if _, cur := s.p.Model(); m.Meta.Version <= cur {
+		return
+	}
+	if err := s.p.SetModel(m, m.Meta.Version); err != nil {
+		s.log.Error("a version from the models topic cannot serve", "version", m.Meta.Version, "err", err)
+		return
+	}
+	s.log.Info("serving a version published on the models topic", "topic", s.cfg.ModelsTopic, "version", m.Meta.Version)
+}
+
+func (s *Service) skippedVersion(v int64, err error) {
+	s.log.Warn("skipping an incomplete model version on the models topic", "topic", s.cfg.ModelsTopic, "version", v, "err", err)
+}
+
+// plausibleSigmas is how many training standard deviations from the
+// training mean a mixed model's input may lie before it is implausible.
+const plausibleSigmas = 1e4
+
+// plausibleAbs bounds the input of a model without stored statistics (an
+// independent model serves series of any scale; each series' own range is
+// window.max_jump's business): far beyond any sensor, far from float64's
+// limits.
+const plausibleAbs = 1e15
+
+// plausibleRange is the default of input.value_range: the span of
+// mean ± 10⁴ standard deviations over the channels of a mixed model's
+// training statistics, else ±10¹⁵.
+func plausibleRange(m *model.Model) []float64 {
+	mean, std := m.Meta.Mean, m.Meta.Std
+	if m.Config().Mode != model.Mixed || len(mean) == 0 || len(mean) != len(std) {
+		return []float64{-plausibleAbs, plausibleAbs}
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for c := range mean {
+		lo = min(lo, mean[c]-plausibleSigmas*std[c])
+		hi = max(hi, mean[c]+plausibleSigmas*std[c])
+	}
+	if !(lo < hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return []float64{-plausibleAbs, plausibleAbs}
+	}
+	return []float64{lo, hi}
 }
 
 // Close stops the metrics listener and closes the consumer and the sink

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -142,5 +143,55 @@ func TestResumesFromCheckpoint(t *testing.T) {
 	m, version := svc.Pipeline().Model()
 	if version != 4 || m.Params().Theta[0] != learned.Params().Theta[0] {
 		t.Errorf("serving version %d (θ₀ %v), want the checkpoint's version 4 (θ₀ %v)", version, m.Params().Theta[0], learned.Params().Theta[0])
+	}
+}
+
+// TestReadyz: /healthz answers while the service runs; /readyz answers 200
+// once the group is joined, the partitions assigned and their windows
+// rebuilt, with a body that says so, and the learner gauge names this
+// lone replica the learner (it owns partition 0).
+func TestReadyz(t *testing.T) {
+	svc, err := service.New(context.Background(), testConfig(), service.WithModel(testModel(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + svc.MetricsAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d, want 200", code)
+	}
+	var code int
+	var body string
+	deadline := time.Now().Add(30 * time.Second)
+	for code, body = get("/readyz"); code != http.StatusOK && time.Now().Before(deadline); code, body = get("/readyz") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code != http.StatusOK || !strings.Contains(body, `"partitions":[0,1,2]`) || !strings.Contains(body, `"rebuilt":true`) {
+		t.Fatalf("/readyz: %d %s; want 200 with partitions [0,1,2], rebuilt", code, body)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		_, m := get("/metrics")
+		if strings.Contains(m, "freqlens_service_learner 1") && strings.Contains(m, "freqlens_service_ready 1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("freqlens_service_learner and freqlens_service_ready did not reach 1 within 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -208,6 +208,36 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Connect pings the brokers until one answers, or until
+// Config.ConnectTimeout has passed or ctx ends: then it returns the last
+// error, explained (see Ping) and naming kafka.connect_timeout. A failed
+// SASL authentication is returned at once: retrying cannot fix it.
+func (c *Client) Connect(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	defer cancel()
+	var last error
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		pctx, pcancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+		_, err := c.Admin(0).Metadata(pctx, &kafka.MetadataRequest{})
+		pcancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
+		var kerr kafka.Error
+		if errors.As(err, &kerr) && kerr == kafka.SASLAuthenticationFailed {
+			return c.explain(err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (gave up after kafka.connect_timeout = %v)", c.explain(last), c.cfg.ConnectTimeout)
+		case <-time.After(wait):
+		}
+	}
+}
+
 // explain adds the likely misconfiguration to a connection error.
 func (c *Client) explain(err error) error {
 	hint := "are kafka.brokers right and reachable?"

@@ -3,6 +3,7 @@ package kafkaconn_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,46 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := kafkaconn.New(kafkaconn.Config{Brokers: []string{"k:1"}, TLSCAFile: "/nonexistent.pem"}); err == nil ||
 		!strings.Contains(err.Error(), "kafka.tls_ca_file") {
 		t.Errorf("New with a missing CA file = %v, want an error naming kafka.tls_ca_file", err)
+	}
+}
+
+// TestConnectGivesUpInTime: Connect retries an unreachable broker until
+// kafka.connect_timeout and then fails with an error naming it and the
+// brokers; a reachable broker connects at once.
+func TestConnectGivesUpInTime(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	for _, tc := range []struct {
+		name    string
+		brokers []string
+		want    string // "" = connects
+	}{
+		{"nothing listens", []string{closed}, "kafka.connect_timeout = 1s"},
+		{"unresolvable host", []string{"no-such-host.invalid:9092"}, "kafka.brokers"},
+		{"a broker", kafkatest.NewCluster(t, []string{"t"}).ListenAddrs(), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := kafkaconn.New(kafkaconn.Config{Brokers: tc.brokers, ConnectTimeout: time.Second, DialTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			began := time.Now()
+			err = c.Connect(context.Background())
+			took := time.Since(began)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Connect = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Connect = %v, want an error naming %q", err, tc.want)
+			}
+			if took > 3*time.Second {
+				t.Errorf("Connect took %v with kafka.connect_timeout 1s", took)
+			}
+		})
 	}
 }

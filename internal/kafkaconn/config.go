@@ -24,6 +24,18 @@ type Config struct {
 	//
 	// Default: 10s
 	DialTimeout time.Duration
+	// ConnectTimeout bounds how long a starting service tries to reach the
+	// brokers (Connect) before it gives up with an error that says what to
+	// check (kafka.connect_timeout).
+	//
+	// Default: 30s
+	ConnectTimeout time.Duration
+	// UnreachableAfter is how long the brokers may be unreachable while the
+	// service runs before it logs an error (once; recovery is logged too)
+	// (kafka.unreachable_after).
+	//
+	// Default: 30s
+	UnreachableAfter time.Duration
 	// TLS turns on TLS with the system's root certificates (kafka.tls).
 	//
 	// Default: false (plaintext)
@@ -60,7 +72,7 @@ const (
 
 // DefaultConfig returns the defaults of every field; Brokers is empty.
 func DefaultConfig() Config {
-	return Config{ClientID: "freqlens", DialTimeout: 10 * time.Second}
+	return Config{ClientID: "freqlens", DialTimeout: 10 * time.Second, ConnectTimeout: 30 * time.Second, UnreachableAfter: 30 * time.Second}
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -83,6 +95,12 @@ func (c Config) Validate() error {
 	}
 	if c.DialTimeout < 0 {
 		return fmt.Errorf("kafka.dial_timeout = %v is negative; use a duration such as 10s", c.DialTimeout)
+	}
+	if c.ConnectTimeout < 0 {
+		return fmt.Errorf("kafka.connect_timeout = %v is negative; use a duration such as 30s", c.ConnectTimeout)
+	}
+	if c.UnreachableAfter < 0 {
+		return fmt.Errorf("kafka.unreachable_after = %v is negative; use a duration such as 30s", c.UnreachableAfter)
 	}
 	return c.SASL.validate()
 }

@@ -1,0 +1,217 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+)
+
+// watchEvery is how often the broker watch pings the brokers.
+const watchEvery = 2 * time.Second
+
+// watch follows whether the brokers answer while the service runs, and
+// whether this replica is the learner: it logs an error once the brokers
+// have been unreachable for kafka.unreachable_after and an info line when
+// they answer again, and exports both as gauges.
+type watch struct {
+	kc      *kafkaconn.Client
+	log     *slog.Logger
+	after   time.Duration
+	learner func() bool
+
+	mu        sync.Mutex
+	reachable bool
+	downSince time.Time // zero while reachable
+	alarmed   bool      // the error was logged for this outage
+	lastErr   error
+	wasLead   bool
+
+	reachableG prometheus.Gauge
+	learnerG   prometheus.Gauge
+	readyG     prometheus.Gauge
+}
+
+func newWatch(kc *kafkaconn.Client, log *slog.Logger, reg prometheus.Registerer, learner func() bool) *watch {
+	w := &watch{
+		kc: kc, log: log, after: kc.Config().UnreachableAfter, learner: learner, reachable: true,
+		reachableG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "freqlens_service_brokers_reachable",
+			Help: "1 while a Kafka broker answers the service's pings (every 2s), 0 while none does.",
+		}),
+		learnerG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "freqlens_service_learner",
+			Help: "1 while this replica is the one that fine-tunes and publishes model versions (online.learner), else 0.",
+		}),
+		readyG: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "freqlens_service_ready",
+			Help: "1 while /readyz answers 200: group joined, partitions assigned, windows rebuilt, brokers reachable.",
+		}),
+	}
+	w.reachableG.Set(1)
+	reg.MustRegister(w.reachableG, w.learnerG, w.readyG)
+	return w
+}
+
+// run pings every watchEvery until ctx ends.
+func (w *watch) run(ctx context.Context, ready func() bool) {
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, watchEvery)
+		err := w.kc.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		w.note(err, time.Now())
+		w.lead()
+		if ready() {
+			w.readyG.Set(1)
+		} else {
+			w.readyG.Set(0)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// note records one ping's outcome at now.
+func (w *watch) note(err error, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		if !w.reachable {
+			level := slog.LevelDebug
+			if w.alarmed {
+				level = slog.LevelInfo
+			}
+			w.log.Log(context.Background(), level, "kafka brokers reachable again", "brokers", w.kc.Brokers(),
+				"unreachable_for", now.Sub(w.downSince).Round(time.Second))
+		}
+		w.reachable, w.downSince, w.alarmed, w.lastErr = true, time.Time{}, false, nil
+		w.reachableG.Set(1)
+		return
+	}
+	if w.reachable {
+		w.reachable, w.downSince = false, now
+		w.reachableG.Set(0)
+	}
+	w.lastErr = err
+	if !w.alarmed && now.Sub(w.downSince) >= w.after {
+		w.alarmed = true
+		w.log.Error("kafka brokers unreachable; forecasting is paused and resumes by itself when they answer",
+			"brokers", w.kc.Brokers(), "for", now.Sub(w.downSince).Round(time.Second), "err", err)
+	}
+}
+
+// lead logs a change of the learner role.
+func (w *watch) lead() {
+	is := w.learner()
+	w.mu.Lock()
+	was := w.wasLead
+	w.wasLead = is
+	w.mu.Unlock()
+	if is == was {
+		return
+	}
+	if is {
+		w.learnerG.Set(1)
+		w.log.Info("this replica is now the learner: it fine-tunes and publishes model versions")
+	} else {
+		w.learnerG.Set(0)
+		w.log.Info("this replica is no longer the learner: it follows the models topic")
+	}
+}
+
+// brokersOK reports whether the last ping was answered, and the error of
+// the last one that was not.
+func (w *watch) brokersOK() (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.reachable, w.lastErr
+}
+
+// readiness is the body of /readyz.
+type readiness struct {
+	Ready            bool   `json:"ready"`
+	Joined           bool   `json:"joined"`
+	Generation       int32  `json:"generation"`
+	Partitions       []int  `json:"partitions"`
+	Rebuilt          bool   `json:"rebuilt"`
+	BrokersReachable bool   `json:"brokers_reachable"`
+	Reason           string `json:"reason,omitempty"`
+}
+
+// readiness says whether the service forecasts what it is assigned.
+func (s *Service) readiness() readiness {
+	st := s.src.Status()
+	ok, err := s.watch.brokersOK()
+	r := readiness{Joined: st.Joined, Generation: st.Generation, Partitions: slices.Clone(st.Partitions), Rebuilt: st.Rebuilt, BrokersReachable: ok}
+	switch {
+	case !ok:
+		r.Reason = "no kafka broker answers: " + err.Error()
+	case !st.Joined:
+		r.Reason = "not a member of consumer group " + s.cfg.Stream.Group + " (joining, or rebalancing)"
+	case len(st.Partitions) == 0:
+		r.Reason = "no input partition assigned (more replicas than partitions of " + s.cfg.Stream.Topic + "?)"
+	case !st.Rebuilt:
+		r.Reason = "rebuilding the windows of the assigned partitions"
+	default:
+		r.Ready = true
+	}
+	if r.Partitions == nil {
+		r.Partitions = []int{}
+	}
+	return r
+}
+
+// healthHandlers serves /healthz (the process serves: always 200) and
+// /readyz (200 when ready, else 503), both with a JSON body.
+func (s *Service) healthHandlers(mux *http.ServeMux) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"ok":true}` + "\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		rd := s.readiness()
+		w.Header().Set("Content-Type", "application/json")
+		if !rd.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		json.NewEncoder(w).Encode(rd)
+	})
+}
+
+// isLearner reports whether this replica fine-tunes: online.learner
+// "always", or "auto" while this replica owns input partition 0.
+func (s *Service) isLearner() bool {
+	switch s.cfg.Learner {
+	case LearnerAlways:
+		return true
+	case LearnerNever:
+		return false
+	}
+	if s.src == nil {
+		return false
+	}
+	st := s.src.Status()
+	return st.Joined && slices.Contains(st.Partitions, 0)
+}
+
+// The values of online.learner.
+const (
+	LearnerAuto   = "auto"
+	LearnerAlways = "always"
+	LearnerNever  = "never"
+)
