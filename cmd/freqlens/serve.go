@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +19,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfgPath := fs.String("config", "", "YAML configuration (see config.example.yaml)")
 	embedded := fs.String("embedded-broker", "", "start an in-process Kafka-protocol broker on this address (e.g. 127.0.0.1:9092) and create the topics")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics here (overrides metrics.listen)")
+	logLevel := fs.String("log-level", "info", "the least level logged: debug, info, warn or error")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -32,7 +34,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.MetricsListen = *metricsAddr
 	}
 	cfg.EmbeddedBroker = *embedded
-	svc, err := service.New(ctx, cfg, service.WithLogger(slog.New(slog.NewTextHandler(stderr, nil))))
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level %q: use debug, info, warn or error", *logLevel)
+	}
+	svc, err := service.New(ctx, cfg, service.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))))
 	if err != nil {
 		return err
 	}

@@ -198,14 +198,40 @@ func (c *Client) Admin(timeout time.Duration) *kafka.Client {
 	return &kafka.Client{Addr: kafka.TCP(c.cfg.Brokers...), Timeout: timeout, Transport: c.transport}
 }
 
-// Ping asks the brokers for the cluster's metadata once, through TLS and
-// SASL, and returns nil when one answered before ctx ends. Its error says
-// what is likely misconfigured.
+// Ping connects to the seed brokers in turn, through TLS and SASL, and asks
+// the first that accepts for its API versions; it returns nil when one
+// answered before ctx ends. Every call makes a new connection: the shared
+// Transport answers metadata requests from its cache, which would hide a
+// broker that went away. Its error says what is likely misconfigured.
 func (c *Client) Ping(ctx context.Context) error {
-	if _, err := c.Admin(0).Metadata(ctx, &kafka.MetadataRequest{}); err != nil {
-		return c.explain(err)
+	var errs []error
+	for _, b := range c.cfg.Brokers {
+		err := c.ping(ctx, b)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return nil
+	return c.explain(errors.Join(errs...))
+}
+
+// ping asks broker b for its API versions on a new connection.
+func (c *Client) ping(ctx context.Context, b string) error {
+	conn, err := c.dialer.DialContext(ctx, "tcp", b)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	} else {
+		conn.SetDeadline(time.Now().Add(c.cfg.DialTimeout))
+	}
+	_, err = conn.ApiVersions()
+	return err
 }
 
 // Connect pings the brokers until one answers, or until
@@ -218,7 +244,7 @@ func (c *Client) Connect(ctx context.Context) error {
 	var last error
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		pctx, pcancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
-		_, err := c.Admin(0).Metadata(pctx, &kafka.MetadataRequest{})
+		err := c.Ping(pctx)
 		pcancel()
 		if err == nil {
 			return nil
@@ -228,11 +254,11 @@ func (c *Client) Connect(ctx context.Context) error {
 		}
 		var kerr kafka.Error
 		if errors.As(err, &kerr) && kerr == kafka.SASLAuthenticationFailed {
-			return c.explain(err)
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (gave up after kafka.connect_timeout = %v)", c.explain(last), c.cfg.ConnectTimeout)
+			return fmt.Errorf("%w (gave up after kafka.connect_timeout = %v)", last, c.cfg.ConnectTimeout)
 		case <-time.After(wait):
 		}
 	}

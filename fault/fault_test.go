@@ -1,0 +1,350 @@
+package fault
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/stream"
+)
+
+// The feed of the crash scenarios: 40 series, 120 steps (L = 24, so 97
+// windows per series), one step every 40 ms.
+const (
+	nSeries = 40
+	nSteps  = 120
+	pace    = 40 * time.Millisecond
+)
+
+// stopDuringBursts feeds nSteps steps at the suite's pace, except that at a
+// third and at two thirds of them it waits until r serves, produces 15
+// steps at once and, 20 ms into that burst, calls stop, which returns the
+// replica that takes over. It returns the last one.
+func (f *feed) stopDuringBursts(r *replica, stop func(*replica) *replica) *replica {
+	k := 0
+	for _, at := range []int{nSteps / 3, 2 * nSteps / 3} {
+		f.produce(k, at, pace, nil)
+		r.waitReady(60 * time.Second)
+		f.produce(at, at+15, 0, nil)
+		time.Sleep(20 * time.Millisecond)
+		r = stop(r)
+		k = at + 15
+	}
+	f.produce(k, nSteps, pace, nil)
+	return r
+}
+
+// resumeTimes returns the "took" of every "windows rebuilt" line of a
+// replica's log: the time from an assignment to forecasting again.
+func resumeTimes(log string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`windows rebuilt.* took=(\S+)`).FindAllStringSubmatch(log, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// TestKill9 crashes the only replica twice with SIGKILL in bursts of
+// readings, restarting it each time: no window is lost, and the windows
+// forecast before a crash and not committed are forecast again
+// byte-identical. Each crash comes once the replica serves (/readyz): kfake
+// never expires a member that dies between its JoinGroup and the reply
+// (the reply cannot be delivered, and kfake starts the session timer only
+// on a delivered reply), so a crash in mid-join would leave partitions
+// assigned to a dead member for ever; a real broker expires it.
+func TestKill9(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	f := newFeed(c, nSeries)
+	r := start(t, "replica", cfg)
+	r = f.stopDuringBursts(r, func(r *replica) *replica {
+		r.kill()
+		return start(t, "replica", cfg)
+	})
+	c.waitCommitted(90*time.Second, r)
+	r.term()
+	o := c.checkWindows(f.series, lookback-1, nSteps)
+	t.Logf("resume after the second crash: %v", resumeTimes(r.log()))
+	if o.lost != 0 || o.unexpected != 0 {
+		t.Fatal("kill -9 lost or invented windows")
+	}
+}
+
+// TestSIGTERM stops the only replica with SIGTERM twice in bursts of
+// readings: it drains and commits, so the restarted replica forecasts
+// every window once — none lost, none twice.
+func TestSIGTERM(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	f := newFeed(c, nSeries)
+	r := start(t, "replica", cfg)
+	r = f.stopDuringBursts(r, func(r *replica) *replica {
+		r.term()
+		return start(t, "replica", cfg)
+	})
+	c.waitCommitted(90*time.Second, r)
+	r.term()
+	o := c.checkWindows(f.series, lookback-1, nSteps)
+	if o.lost != 0 || o.unexpected != 0 || o.duplicates != 0 {
+		t.Fatalf("SIGTERM: %d lost, %d duplicates; want none of either", o.lost, o.duplicates)
+	}
+}
+
+// TestRebalanceOfThreeReplicas grows the group to three replicas while
+// readings arrive, then stops one with SIGTERM, crashes another with
+// SIGKILL and brings a third back: partitions move at every step, and no
+// window is lost; duplicates are byte-identical. Each stop waits until the
+// replicas serve (see TestKill9).
+func TestRebalanceOfThreeReplicas(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	f := newFeed(c, nSeries)
+	a := start(t, "a", cfg)
+	var b, d *replica
+	var all []*replica
+	all = append(all, a)
+	f.produce(0, 2*nSteps, pace, func(k int) {
+		switch k {
+		case 30:
+			b = start(t, "b", cfg)
+			all = append(all, b)
+		case 60:
+			d = start(t, "c", cfg)
+			all = append(all, d)
+		case 100:
+			a.waitReady(60 * time.Second)
+			b.waitReady(60 * time.Second)
+			d.waitReady(60 * time.Second)
+			b.term()
+		case 140:
+			a.waitReady(60 * time.Second)
+			d.waitReady(60 * time.Second)
+			d.kill()
+		case 180:
+			b = start(t, "b2", cfg)
+			all = append(all, b)
+		}
+	})
+	c.waitCommitted(90*time.Second, all...)
+	for _, r := range []*replica{a, b} {
+		t.Logf("%s resumed after its moves in %v", r.name, resumeTimes(r.log()))
+	}
+	if a.metric("freqlens_stream_assigned_partitions")+b.metric("freqlens_stream_assigned_partitions") != 3 {
+		t.Errorf("the two live replicas hold %v + %v partitions, want 3 in all",
+			a.metric("freqlens_stream_assigned_partitions"), b.metric("freqlens_stream_assigned_partitions"))
+	}
+	b.term()
+	a.term()
+	o := c.checkWindows(f.series, lookback-1, 2*nSteps)
+	if o.lost != 0 || o.unexpected != 0 {
+		t.Fatal("the rebalances lost or invented windows")
+	}
+	if !strings.Contains(a.log(), "revoked=") || !strings.Contains(a.log(), "partitions assigned") {
+		t.Error("replica a logged no assignment with its revoked partitions")
+	}
+}
+
+// TestBrokerCut cuts the broker off (the proxy refuses connections) for
+// 8 seconds while the service has readings in flight: /readyz turns 503,
+// the brokers-reachable gauge 0, one ERROR says the brokers are
+// unreachable, the failed writes are counted, one INFO says when they are
+// back, /readyz turns 200 again, and no window is lost.
+func TestBrokerCut(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	f := newFeed(c, nSeries)
+	r := start(t, "replica", cfg)
+	f.produce(0, nSteps/2, pace, nil)
+	r.waitReady(60 * time.Second)
+	f.produce(nSteps/2, nSteps/2+30, 0, nil) // a burst in flight when the cut comes
+	c.proxy.cut()
+	cutAt := time.Now()
+	if !eventually(15*time.Second, func() bool { code, _ := r.get("/readyz"); return code == http.StatusServiceUnavailable }) {
+		t.Error("/readyz did not turn 503 within 15s of the cut")
+	}
+	if !eventually(15*time.Second, func() bool { return strings.Contains(r.log(), "kafka brokers unreachable") }) {
+		t.Error("no ERROR within 15s of the cut (kafka.unreachable_after is 3s)")
+	}
+	if up := r.metric("freqlens_service_brokers_reachable"); up != 0 {
+		t.Errorf("freqlens_service_brokers_reachable = %v during the cut, want 0", up)
+	}
+	time.Sleep(time.Until(cutAt.Add(8 * time.Second)))
+	c.proxy.restore()
+	r.waitReady(60 * time.Second)
+	f.produce(nSteps/2+30, nSteps, pace, nil)
+	c.waitCommitted(90*time.Second, r)
+	log := r.log()
+	if n := strings.Count(log, "level=ERROR msg=\"kafka brokers unreachable"); n != 1 {
+		t.Errorf("%d ERROR lines about unreachable brokers, want 1", n)
+	}
+	if !strings.Contains(log, "kafka brokers reachable again") {
+		t.Error("no INFO line when the brokers came back")
+	}
+	if warns := strings.Count(log, "level=WARN"); warns > 20 {
+		t.Errorf("%d WARN lines for an 8s cut; the log floods:\n%s", warns, tail(log, 20))
+	}
+	if n := r.metric("freqlens_sink_write_errors_total"); !(n > 0) {
+		t.Errorf("freqlens_sink_write_errors_total = %v after a cut with writes in flight, want some", n)
+	} else {
+		t.Logf("write errors counted: %v", n)
+	}
+	r.term()
+	o := c.checkWindows(f.series, lookback-1, nSteps)
+	if o.lost != 0 || o.unexpected != 0 {
+		t.Fatal("the broker cut lost or invented windows")
+	}
+}
+
+// TestBadInput feeds a non-finite spelling, a value near the float64
+// limit, a 1e300 spike in a live series, a 100 KB series id, a reading
+// stamped 1970 and bytes that are not JSON among good readings: each is
+// dead-lettered with its reason and counted, no forecast holds a
+// non-finite value, and no window of the good readings is lost.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	f := newFeed(c, 10)
+	r := start(t, "replica", cfg)
+	reading := func(series string, at time.Time, v string) kafka.Message {
+		return kafka.Message{Key: []byte(series), Value: fmt.Appendf(nil, `{"series":%q,"ts":%q,"value":%s}`, series, at.Format(time.RFC3339), v)}
+	}
+	long := strings.Repeat("x", 100<<10)
+	bad := []struct {
+		msg    kafka.Message
+		reason string
+	}{
+		{reading("sensor-000", t0, `"NaN"`), stream.ReasonNonFinite},
+		{reading("huge", t0, `1.7e308`), stream.ReasonOutOfRange},
+		{reading(long, t0, `1`), stream.ReasonSeriesTooLong},
+		{kafka.Message{Key: []byte("garbage"), Value: []byte("{not json")}, stream.ReasonUnparsable},
+	}
+	f.produce(0, lookback+10, pace, func(k int) {
+		if k == 2 {
+			for _, b := range bad {
+				kafkatest.Produce(t, c.kc, "readings", b.msg)
+			}
+		}
+	})
+	// A spike in a live series (its step is a duplicate, refused before it
+	// replaces the good value), and a new series stamped 1970 after the
+	// partition has seen 2026.
+	spike := reading("sensor-003", t0.Add((lookback+9)*time.Hour), `1e300`)
+	old := reading("sensor-003", time.Unix(0, 0).UTC(), `5`)
+	kafkatest.Produce(t, c.kc, "readings", spike, old)
+	bad = append(bad, struct {
+		msg    kafka.Message
+		reason string
+	}{spike, stream.ReasonOutOfRange}, struct {
+		msg    kafka.Message
+		reason string
+	}{old, stream.ReasonTooOld})
+	f.produce(lookback+10, lookback+20, pace, nil)
+	c.waitCommitted(90*time.Second, r)
+	dlq := kafkatest.ReadN(t, c.kc, "readings.dlq", len(bad), 30*time.Second)
+	got := map[string]string{}
+	for _, m := range dlq {
+		got[string(m.Value)] = kafkatest.Header(m, stream.HeaderReason)
+	}
+	for _, b := range bad {
+		if reason := got[string(b.msg.Value)]; reason != b.reason {
+			t.Errorf("reading %.60s: dead-letter reason %q, want %q", b.msg.Value, reason, b.reason)
+		}
+	}
+	if len(dlq) != len(bad) {
+		t.Errorf("%d dead letters, want %d", len(dlq), len(bad))
+	}
+	r.term()
+	o := c.checkWindows(f.series, lookback-1, lookback+20)
+	if o.lost != 0 || o.unexpected != 0 {
+		t.Fatal("bad input lost or invented windows")
+	}
+}
+
+// TestBadBrokers: a service that cannot reach or authenticate to the
+// brokers at start exits with status 2 within kafka.connect_timeout, with
+// one line on stderr that says what to check.
+func TestBadBrokers(t *testing.T) {
+	t.Parallel()
+	plain := newCluster(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	modelPath := modelFile(t, t.TempDir())
+	for _, tc := range []struct {
+		name, brokers, extra, want string
+	}{
+		{"wrong port", closed, "", "kafka.brokers"},
+		{"unresolvable host", "no-such-broker.invalid:9092", "", "kafka.brokers"},
+		{"TLS against a plaintext listener", plain.proxy.addr, "kafka: {tls: true}\n", "kafka.tls"},
+		{"SASL against a broker without it", plain.proxy.addr, "kafka: {sasl: {mechanism: plain, username: u, password: p}}\n", "kafka.sasl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			began := time.Now()
+			r := start(t, "replica", yamlWith(serveConfig(tc.brokers, modelPath, ""), tc.extra))
+			select {
+			case <-r.exited:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the service did not exit within 30s with kafka.connect_timeout 3s")
+			}
+			took := time.Since(began)
+			log := strings.TrimSpace(r.log())
+			if r.code != 2 || strings.Count(log, "\n") != 0 || !strings.Contains(log, tc.want) {
+				t.Errorf("exit status %d, stderr:\n%s\nwant status 2 and one line naming %s", r.code, log, tc.want)
+			}
+			if took > 3*time.Second+5*time.Second {
+				t.Errorf("took %v to give up with kafka.connect_timeout 3s", took)
+			}
+			t.Logf("%v: %s", took.Round(100*time.Millisecond), log)
+		})
+	}
+}
+
+// yamlWith sets kafka.connect_timeout to 3s in a serve config and adds
+// the kafka settings of extra ("kafka: {…}") to its kafka section.
+func yamlWith(yaml, extra string) string {
+	yaml = strings.Replace(yaml, "connect_timeout: 20s", "connect_timeout: 3s", 1)
+	if inner, ok := strings.CutPrefix(strings.TrimSpace(extra), "kafka: {"); ok {
+		inner = strings.TrimSuffix(inner, "}")
+		var lines []string
+		for _, kv := range splitTop(inner) {
+			lines = append(lines, "  "+strings.TrimSpace(kv))
+		}
+		yaml = strings.Replace(yaml, "kafka:\n", "kafka:\n"+strings.Join(lines, "\n")+"\n", 1)
+	}
+	return yaml
+}
+
+// splitTop splits "a: 1, b: {c: 2, d: 3}" at its top-level commas.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, ch := range s {
+		switch ch {
+		case '{':
+			depth++
+		case '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
