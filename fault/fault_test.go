@@ -13,6 +13,7 @@ import (
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // The feed of the crash scenarios: 40 series, 120 steps (L = 24, so 97
@@ -347,4 +348,90 @@ func splitTop(s string) []string {
 		}
 	}
 	return append(out, s[start:])
+}
+
+// TestOneModelAcrossReplicas runs two replicas that fine-tune
+// (online.enabled, online.learner auto) and share the models topic: only
+// the owner of input partition 0 runs rounds; when it promotes a version
+// the other serves that version within seconds (it follows the models
+// topic), and the forecasts of the other's partitions carry it.
+func TestOneModelAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), `online:
+  enabled: true
+  interval: 1s
+  min_new_samples: 40
+  steps: 3
+  batch_size: 8
+  min_holdout: 8
+  promote_margin: 1000000
+  duty: 1
+`)
+	cfg = strings.Replace(cfg, `topics: {attributions: "", drift: ""}`, `topics: {attributions: "", drift: "", models: models}`, 1)
+	f := newFeed(c, nSeries)
+	a, b := start(t, "a", cfg), start(t, "b", cfg)
+	// Both in the group before any reading, so that no round can run while
+	// one of them is alone.
+	if !eventually(60*time.Second, func() bool {
+		return a.metric("freqlens_stream_assigned_partitions") > 0 && b.metric("freqlens_stream_assigned_partitions") > 0
+	}) {
+		t.Fatal("the two replicas did not share the partitions within 60s")
+	}
+	a.waitReady(60 * time.Second)
+	b.waitReady(60 * time.Second)
+	f.produce(0, lookback, pace, nil)
+	k := lookback
+	for ; k < 4*lookback && !(a.metric("freqlens_model_version") >= 2 || b.metric("freqlens_model_version") >= 2); k++ {
+		f.produce(k, k+1, 4*pace, nil)
+	}
+	promoted := time.Now()
+	learner, follower := a, b
+	if b.metric("freqlens_service_learner") == 1 {
+		learner, follower = b, a
+	}
+	if learner.metric("freqlens_service_learner") != 1 || follower.metric("freqlens_service_learner") != 0 {
+		t.Fatalf("learner gauges %v and %v, want exactly one learner", a.metric("freqlens_service_learner"), b.metric("freqlens_service_learner"))
+	}
+	v := learner.metric("freqlens_model_version")
+	if !(v >= 2) {
+		t.Fatalf("no version promoted after %d steps:\n%s", k, tail(learner.log(), 20))
+	}
+	if !eventually(10*time.Second, func() bool { return follower.metric("freqlens_model_version") >= v }) {
+		t.Fatalf("the follower serves version %v 10s after the learner promoted %v", follower.metric("freqlens_model_version"), v)
+	}
+	t.Logf("the follower served version %v %v after the learner's promotion was seen", v, time.Since(promoted).Round(10*time.Millisecond))
+	if n := follower.metric(`freqlens_finetune_rounds_total{outcome="promoted"}`); n > 0 {
+		t.Errorf("the follower promoted %v versions, want none", n)
+	}
+	// The follower's partitions get forecasts of the new version.
+	_, body := follower.get("/readyz")
+	f.produce(k, k+3, pace, nil)
+	c.waitCommitted(60*time.Second, a, b)
+	parts := map[int]bool{}
+	for _, p := range regexp.MustCompile(`"partitions":\[([0-9,]*)\]`).FindStringSubmatch(body)[1:] {
+		for _, s := range strings.Split(p, ",") {
+			var n int
+			fmt.Sscan(s, &n)
+			parts[n] = true
+		}
+	}
+	newest := map[int]int64{}
+	for _, m := range kafkatest.ReadAll(t, c.kc, "forecasts") {
+		fc, err := wire.DecodeForecastJSON(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kafkatest.Header(m, wire.HeaderModelVersion) != fmt.Sprint(fc.ModelVersion) {
+			t.Errorf("forecast of version %d has header model-version %q", fc.ModelVersion, kafkatest.Header(m, wire.HeaderModelVersion))
+		}
+		newest[m.Partition] = max(newest[m.Partition], fc.ModelVersion)
+	}
+	for p := range parts {
+		if newest[p] < int64(v) {
+			t.Errorf("partition %d (the follower's) has forecasts of version %d at most, want %v", p, newest[p], v)
+		}
+	}
+	a.term()
+	b.term()
 }

@@ -285,7 +285,10 @@ func start(t *testing.T, name, yaml string) *replica {
 	t.Cleanup(func() {
 		r.cmd.Process.Kill()
 		<-r.exited
-		if t.Failed() {
+		switch {
+		case os.Getenv("FREQLENS_FAULT_DEBUG") != "":
+			t.Logf("--- %s stderr (%s):\n%s", r.name, r.logPath, r.log())
+		case t.Failed():
 			t.Logf("--- %s stderr (last 40 lines):\n%s", r.name, tail(r.log(), 40))
 		}
 	})
