@@ -136,9 +136,9 @@ func (c *consumed) add(b *Batch) {
 	}
 }
 
-// commitAll commits every batch r sends, as a pipeline whose sink is
-// instantaneous, recording the live ones, until r stops.
-func commitAll(t *testing.T, r *running) *consumed {
+// commitAll commits every batch r sends, each after delay, as a pipeline
+// whose sink takes that long, recording the live ones, until r stops.
+func commitAll(t *testing.T, r *running, delay time.Duration) *consumed {
 	c := &consumed{seen: map[int][]int64{}}
 	go func() {
 		for {
@@ -146,6 +146,7 @@ func commitAll(t *testing.T, r *running) *consumed {
 			case b := <-r.out:
 				if !b.Rebuild {
 					c.add(b)
+					time.Sleep(delay)
 				}
 				if err := b.Commit(context.Background()); err != nil {
 					t.Error(err)
@@ -160,11 +161,11 @@ func commitAll(t *testing.T, r *running) *consumed {
 }
 
 // TestRebalanceDrainsBeforeHandingOver: when a second member joins, the
-// first stops fetching, commits what it sent and only then rejoins, so the
+// first stops fetching, commits what it sent (its pipeline takes 50 ms a
+// batch, so batches are in flight) and only then rejoins, so the
 // partitions that move are picked up exactly where they were committed and
 // every message is delivered live once; the assignments are disjoint and
-// cover the topic, and the first member keeps its remaining partitions
-// without a rebuild.
+// cover the topic.
 func TestRebalanceDrainsBeforeHandingOver(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 3})
 	cfg := groupTimings(Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 20, BatchLatency: 5 * time.Millisecond, RebuildSpan: time.Hour})
@@ -177,14 +178,14 @@ func TestRebalanceDrainsBeforeHandingOver(t *testing.T) {
 		produce(t, kc, "in", msgs...)
 	}
 	a := start(t, kc, cfg)
-	ca := commitAll(t, a)
+	ca := commitAll(t, a, 50*time.Millisecond)
 	produceN(0, 600)
 	if !eventually(30*time.Second, func() bool { return kafkatest.Uncommitted(t, kc, "g", "in") == 0 }) {
 		t.Fatal("the first member did not commit 600 messages within 30s")
 	}
 
 	b := start(t, kc, cfg)
-	cb := commitAll(t, b)
+	cb := commitAll(t, b, 50*time.Millisecond)
 	// Traffic while the group rebalances.
 	for i := range 10 {
 		produceN(600+i*60, 60)
