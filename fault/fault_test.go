@@ -208,7 +208,7 @@ func TestBrokerCut(t *testing.T) {
 }
 
 // TestBadInput feeds a non-finite spelling, a value near the float64
-// limit, a 1e300 spike in a live series, a 100 KB series id, a reading
+// limit, a 1e11 spike in a live series, a 100 KB series id, a reading
 // stamped 1970 and bytes that are not JSON among good readings: each is
 // dead-lettered with its reason and counted, no forecast holds a
 // non-finite value, and no window of the good readings is lost.
@@ -238,10 +238,11 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 	})
-	// A spike in a live series (its step is a duplicate, refused before it
-	// replaces the good value), and a new series stamped 1970 after the
-	// partition has seen 2026.
-	spike := reading("sensor-003", t0.Add((lookback+9)*time.Hour), `1e300`)
+	// A spike in a live series, inside the static range (±1e15 for an
+	// independent model) but 10⁹ times the series' range (its step is a
+	// duplicate, refused before it replaces the good value), and a new
+	// series stamped 1970 after the partition has seen 2026.
+	spike := reading("sensor-003", t0.Add((lookback+9)*time.Hour), `1e11`)
 	old := reading("sensor-003", time.Unix(0, 0).UTC(), `5`)
 	kafkatest.Produce(t, c.kc, "readings", spike, old)
 	bad = append(bad, struct {
