@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,22 +26,36 @@ const (
 	pace    = 40 * time.Millisecond
 )
 
-// stopDuringBursts feeds nSteps steps at the suite's pace, except that at a
-// third and at two thirds of them it waits until r serves, produces 15
-// steps at once and, 20 ms into that burst, calls stop, which returns the
+// stopDuringBursts feeds steps steps at the suite's pace, except that at
+// stops evenly spaced steps it waits until r serves, produces 15 steps at
+// once and, 20 to 100 ms into that burst, calls stop, which returns the
 // replica that takes over. It returns the last one.
-func (f *feed) stopDuringBursts(r *replica, stop func(*replica) *replica) *replica {
+func (f *feed) stopDuringBursts(r *replica, steps, stops int, stop func(*replica) *replica) *replica {
 	k := 0
-	for _, at := range []int{nSteps / 3, 2 * nSteps / 3} {
+	for i := 1; i <= stops; i++ {
+		at := i * steps / (stops + 1)
 		f.produce(k, at, pace, nil)
 		r.waitReady(60 * time.Second)
 		f.produce(at, at+15, 0, nil)
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(time.Duration(20+37*i%80) * time.Millisecond)
 		r = stop(r)
 		k = at + 15
 	}
-	f.produce(k, nSteps, pace, nil)
+	f.produce(k, steps, pace, nil)
 	return r
+}
+
+// kills returns how many times TestKill9 crashes the replica: 2, or
+// FREQLENS_FAULT_KILLS for a longer run.
+func kills(t *testing.T) int {
+	if v := os.Getenv("FREQLENS_FAULT_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("FREQLENS_FAULT_KILLS = %q: want a positive number", v)
+		}
+		return n
+	}
+	return 2
 }
 
 // resumeTimes returns the "took" of every "windows rebuilt" line of a
@@ -55,7 +71,8 @@ func resumeTimes(log string) []string {
 // TestKill9 crashes the only replica twice with SIGKILL in bursts of
 // readings, restarting it each time: no window is lost, and the windows
 // forecast before a crash and not committed are forecast again
-// byte-identical. Each crash comes once the replica serves (/readyz): kfake
+// byte-identical. FREQLENS_FAULT_KILLS=n crashes it n times instead of 2.
+// Each crash comes once the replica serves (/readyz): kfake
 // never expires a member that dies between its JoinGroup and the reply
 // (the reply cannot be delivered, and kfake starts the session timer only
 // on a delivered reply), so a crash in mid-join would leave partitions
@@ -64,15 +81,21 @@ func TestKill9(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
 	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	// 10 ms of latency each way, so that a crash often comes between the
+	// acknowledgement of a batch's forecasts and its commit: those are
+	// forecast again after the restart.
+	c.proxy.delay.Store(int64(10 * time.Millisecond))
 	f := newFeed(c, nSeries)
+	n := kills(t)
+	steps := max(nSteps, 40*(n+1))
 	r := start(t, "replica", cfg)
-	r = f.stopDuringBursts(r, func(r *replica) *replica {
+	r = f.stopDuringBursts(r, steps, n, func(r *replica) *replica {
 		r.kill()
 		return start(t, "replica", cfg)
 	})
 	c.waitCommitted(90*time.Second, r)
 	r.term()
-	o := c.checkWindows(f.series, lookback-1, nSteps)
+	o := c.checkWindows(f.series, lookback-1, steps)
 	t.Logf("resume after the second crash: %v", resumeTimes(r.log()))
 	if o.lost != 0 || o.unexpected != 0 {
 		t.Fatal("kill -9 lost or invented windows")
@@ -88,7 +111,7 @@ func TestSIGTERM(t *testing.T) {
 	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
 	f := newFeed(c, nSeries)
 	r := start(t, "replica", cfg)
-	r = f.stopDuringBursts(r, func(r *replica) *replica {
+	r = f.stopDuringBursts(r, nSteps, 2, func(r *replica) *replica {
 		r.term()
 		return start(t, "replica", cfg)
 	})

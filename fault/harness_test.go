@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -112,6 +113,7 @@ type proxy struct {
 	ln    net.Listener
 	conns map[net.Conn]bool
 	wg    sync.WaitGroup
+	delay atomic.Int64 // ns added before every chunk forwarded (latency)
 }
 
 func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
@@ -147,7 +149,21 @@ func (p *proxy) serve(ln net.Listener) {
 			p.wg.Add(2)
 			pipe := func(dst, src net.Conn) {
 				defer p.wg.Done()
-				io.Copy(dst, src)
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := src.Read(buf)
+					if n > 0 {
+						if d := p.delay.Load(); d > 0 {
+							time.Sleep(time.Duration(d))
+						}
+						if _, werr := dst.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
 				dst.Close()
 				src.Close()
 				p.mu.Lock()
@@ -428,10 +444,45 @@ func (f *feed) produce(from, to int, every time.Duration, at func(step int)) {
 	}
 }
 
+// uncommitted returns how many readings group freqlens has not committed,
+// -1 when the broker cannot say (no group yet, or unreachable).
+func (c *cluster) uncommitted() int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	parts, err := c.kc.Partitions(ctx, "readings")
+	if err != nil {
+		return -1
+	}
+	ids := make([]int, len(parts))
+	for i, p := range parts {
+		ids[i] = p.Partition
+	}
+	resp, err := c.kc.Admin(0).OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: "freqlens", Topics: map[string][]int{"readings": ids}})
+	if err != nil || resp.Error != nil {
+		return -1
+	}
+	committed := map[int]int64{}
+	for _, p := range resp.Topics["readings"] {
+		if p.Error != nil {
+			return -1
+		}
+		committed[p.Partition] = p.CommittedOffset
+	}
+	var n int64
+	for _, p := range parts {
+		from := p.First
+		if off, ok := committed[p.Partition]; ok && off >= 0 {
+			from = off
+		}
+		n += p.End - from
+	}
+	return n
+}
+
 // waitCommitted waits until group freqlens has committed every reading.
 func (c *cluster) waitCommitted(within time.Duration, replicas ...*replica) {
 	c.t.Helper()
-	if !eventually(within, func() bool { return kafkatest.Uncommitted(c.t, c.kc, "freqlens", "readings") == 0 }) {
+	if !eventually(within, func() bool { return c.uncommitted() == 0 }) {
 		for _, r := range replicas {
 			if os.Getenv("FREQLENS_FAULT_DEBUG") != "" {
 				r.cmd.Process.Signal(syscall.SIGQUIT) // Go prints every goroutine's stack
@@ -441,7 +492,7 @@ func (c *cluster) waitCommitted(within time.Duration, replicas ...*replica) {
 			}
 			c.t.Logf("--- %s:\n%s", r.name, tail(r.log(), 30))
 		}
-		c.t.Fatalf("%d readings still uncommitted after %v", kafkatest.Uncommitted(c.t, c.kc, "freqlens", "readings"), within)
+		c.t.Fatalf("%d readings still uncommitted after %v", c.uncommitted(), within)
 	}
 }
 

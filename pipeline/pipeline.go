@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -518,18 +519,28 @@ func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
 	p.met.processing.Observe(p.now().Sub(start).Seconds())
 }
 
+// freeAfter is how many series one expiry must evict for the pipeline to
+// hand the freed memory back to the operating system at once (a burst of
+// new series that went idle), instead of letting the runtime return it
+// over minutes.
+const freeAfter = 10_000
+
 // expireIdle forgets idle series on every worker.
 func (p *Pipeline) expireIdle(now time.Time) {
-	active := 0
+	active, evicted := 0, 0
 	for _, w := range p.workers {
 		for _, set := range w.sets {
-			set.Expire(now)
+			evicted += set.Expire(now)
 		}
 		w.refresh()
 		active += w.stats.Active
 	}
 	p.stats.active.Store(int64(active))
 	p.met.windowStats.update(p.workers)
+	if evicted >= freeAfter {
+		debug.FreeOSMemory()
+		p.log.Info("idle series expired; their memory returned", "expired", evicted, "active", active)
+	}
 }
 
 // RebuildSpan returns how much event time before a partition's committed

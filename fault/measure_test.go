@@ -1,0 +1,174 @@
+package fault
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/stream"
+)
+
+// The measurements of the README's reliability section: runs of minutes,
+// skipped unless asked for by their environment variable.
+
+// envInt returns the integer in environment variable name, or skips the
+// test when it is unset.
+func envInt(t *testing.T, name string) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		t.Skipf("a measurement: set %s to run it", name)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s = %q: want a positive number", name, v)
+	}
+	return n
+}
+
+// rssMB returns the resident set of process pid in MB, from /proc.
+func rssMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
+	if m == nil {
+		return -1
+	}
+	kb, _ := strconv.Atoi(string(m[1]))
+	return float64(kb) / 1024
+}
+
+// produceSteps writes steps [from, to) of n series as fast as the broker
+// takes them.
+func produceSteps(t *testing.T, c *cluster, n, from, to int) {
+	t.Helper()
+	w := c.kc.NewWriter("readings")
+	w.BatchTimeout, w.BatchSize, w.BatchBytes = time.Millisecond, 10000, 4<<20
+	defer w.Close()
+	msgs := make([]kafka.Message, 0, n)
+	for k := from; k < to; k++ {
+		msgs = msgs[:0]
+		for i := range n {
+			s := fmt.Sprintf("sensor-%06d", i)
+			r := stream.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{value(i, k)}}
+			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, r, stream.Config{})})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatalf("produce step %d: %v", k, err)
+		}
+		cancel()
+	}
+}
+
+// TestResumeTime measures the time to resume after a move of every
+// partition: a replica forecasts FREQLENS_FAULT_RESUME_SERIES series with a
+// model of L = 96 (H = 24), stops with SIGTERM, and a new one starts; the
+// new replica's log says how long the rebuild of the windows took from its
+// assignment, and the test measures the time from its start to the
+// forecasts of the next step of every series.
+//
+//	FREQLENS_FAULT_RESUME_SERIES=10000 go test -run TestResumeTime -v -timeout 30m ./fault/
+func TestResumeTime(t *testing.T) {
+	n := envInt(t, "FREQLENS_FAULT_RESUME_SERIES")
+	c := newCluster(t)
+	dir := t.TempDir()
+	m, err := model.New(model.Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: model.Independent}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	modelPath := filepath.Join(dir, "m.safetensors")
+	if err := m.Save(modelPath); err != nil {
+		t.Fatal(err)
+	}
+	cfg := serveConfig(c.proxy.addr, modelPath, "")
+	const steps = 96 + 4 // windows ending at steps 95 … 99: 5 per series
+	began := time.Now()
+	produceSteps(t, c, n, 0, steps)
+	t.Logf("produced %d readings in %v", n*steps, time.Since(began).Round(time.Millisecond))
+	first := start(t, "first", cfg)
+	c.waitCommitted(30*time.Minute, first)
+	t.Logf("the first replica forecast them; RSS %.0f MB", rssMB(first.cmd.Process.Pid))
+	first.term()
+
+	began = time.Now()
+	second := start(t, "second", cfg)
+	second.waitReady(10 * time.Minute)
+	ready := time.Since(began)
+	produceSteps(t, c, n, steps, steps+1)
+	c.waitCommitted(10*time.Minute, second)
+	forecasting := time.Since(began)
+	all := kafkatest.ReadAll(t, c.kc, "forecasts")
+	if want := n * (steps - 96 + 2); len(all) < want {
+		t.Errorf("%d forecasts, want at least %d: the next step was not forecast for every series", len(all), want)
+	}
+	log := second.log()
+	var rebuilt, took string
+	if m := regexp.MustCompile(`windows rebuilt.* readings=(\d+) took=(\S+)`).FindStringSubmatch(log); m != nil {
+		rebuilt, took = m[1], m[2]
+	}
+	t.Logf("%d series: the new replica rebuilt %s readings in %s after its assignment; ready %v after its start, "+
+		"the next step of every series forecast and committed %v after its start; RSS %.0f MB",
+		n, rebuilt, took, ready.Round(time.Millisecond), forecasting.Round(time.Millisecond), rssMB(second.cmd.Process.Pid))
+	second.term()
+}
+
+// TestCardinalityBurst measures memory under a burst of new series: a
+// replica with window.max_series 50000 and series_ttl 20s gets one
+// reading each of FREQLENS_FAULT_BURST_SERIES new series; the test samples
+// its RSS and series_active until the series have expired, and checks the
+// cap and the expiry time.
+//
+//	FREQLENS_FAULT_BURST_SERIES=100000 go test -run TestCardinalityBurst -v -timeout 30m ./fault/
+func TestCardinalityBurst(t *testing.T) {
+	n := envInt(t, "FREQLENS_FAULT_BURST_SERIES")
+	c := newCluster(t)
+	m, err := model.New(model.Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: model.Independent}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	modelPath := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := m.Save(modelPath); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, "replica", serveConfig(c.proxy.addr, modelPath, "window: {max_series: 50000, series_ttl: 20s}\n"))
+	r.waitReady(60 * time.Second)
+	pid := r.cmd.Process.Pid
+	t.Logf("before the burst: RSS %.0f MB", rssMB(pid))
+	produceSteps(t, c, n, 0, 1)
+	sent := time.Now()
+	peakRSS, peakActive, peakInflight := 0.0, 0.0, 0.0
+	var expired time.Duration
+	for time.Since(sent) < 90*time.Second {
+		rss, active := rssMB(pid), r.metric("freqlens_window_series_active")
+		peakRSS, peakActive = max(peakRSS, rss), max(peakActive, active)
+		peakInflight = max(peakInflight, r.metric("freqlens_stream_inflight_bytes"))
+		if active == 0 && peakActive > 0 && expired == 0 {
+			expired = time.Since(sent)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if peakActive > 50000 {
+		t.Errorf("series_active peaked at %v with window.max_series 50000", peakActive)
+	}
+	t.Logf("%d new series: series_active peaked at %v (cap 50000), rejected %v; all expired %v after the burst (TTL 20s); "+
+		"RSS peak %.0f MB, %.0f MB 90s after the burst; input bytes in flight at most %.0f (sampled every 0.5s)",
+		n, peakActive, r.metric("freqlens_window_series_rejected_total"), expired.Round(time.Second), peakRSS, rssMB(pid), peakInflight)
+	if expired == 0 || expired > 20*time.Second*5/4+10*time.Second {
+		t.Errorf("the series expired %v after the burst, want within 1.25 × TTL (+ the time to consume the burst)", expired)
+	}
+	r.term()
+}
