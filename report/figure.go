@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -83,6 +84,7 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 		a.Tick.Label.Font = sans(9)
 	}
 	p.X.Label.Text, p.Y.Label.Text = xLabel, yLabel
+	p.Y.Tick.Marker = trimmedTicks{}
 	p.Legend.TextStyle.Font = sans(9)
 	p.Legend.Top = true
 	p.Legend.ThumbnailWidth = vg.Points(14)
@@ -356,6 +358,21 @@ func (intTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
 	for v := math.Ceil(lo/step) * step; v <= hi; v += step {
 		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	return ticks
+}
+
+// trimmedTicks are gonum's default ticks with the trailing zeros of their
+// labels dropped: "50", "0.8" rather than "50.00", "0.80".
+type trimmedTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (trimmedTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i, t := range ticks {
+		if strings.Contains(t.Label, ".") && !strings.ContainsAny(t.Label, "eE") {
+			ticks[i].Label = strings.TrimSuffix(strings.TrimRight(t.Label, "0"), ".")
+		}
 	}
 	return ticks
 }

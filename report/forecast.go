@@ -84,7 +84,8 @@ func (r *Report) forecastFigure() figure {
 		bottom.Legend.Add(fmt.Sprintf("%s %.1f%%", p.Name, 100*p.Share), swatch{c})
 	}
 	line := &polyline{xs: fx, ys: sum, style: solid(ActualColor, 1.5)}
-	bottom.Add(bars, line)
+	zero := &polyline{xs: []float64{0.5, float64(H) + 0.5}, ys: []float64{0, 0}, style: solid(LevelColor, 0.5)}
+	bottom.Add(bars, zero, line)
 	bottom.Legend.Add("forecast − level", lineThumb{line.style})
 	bottom.X.Min, bottom.X.Max = 0.5, float64(H)+0.5
 	bottom.X.Tick.Marker = intTicks{}

@@ -484,6 +484,28 @@ func TestModelAlone(t *testing.T) {
 	if _, err := r.Write(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
+
+	// A model that does not know its cadence: periods in steps, no
+	// reference lines (12h means nothing without a cadence).
+	stepsOnly := fx.m.Clone()
+	stepsOnly.Meta.Cadence = 0
+	if r, err = report.Build(context.Background(), stepsOnly, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(r.Cycles, func(c report.Cycle) bool { return c.Name == "24.0 steps" }) {
+		t.Errorf("without a cadence the cycles are %v, want one named 24.0 steps", r.Cycles)
+	}
+	dir = t.TempDir()
+	if _, err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	p := decode(t, filepath.Join(dir, "spectrum.png"))
+	if n := p.count(report.ReferenceColor, 0, 1, 0, 1); n > 0 {
+		t.Errorf("%d pixels of reference lines in the spectrum of a model without cadence", n)
+	}
+	if n := p.count(report.CycleColors[0], 0.08, 0.74, 0.1, 0.92); n < 40 {
+		t.Errorf("the largest cycle has %d pixels of its colour, want ≥ 40", n)
+	}
 }
 
 func TestBadInputIsRefusedWithAFix(t *testing.T) {
