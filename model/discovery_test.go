@@ -1,4 +1,4 @@
-package model_test
+package model
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset"
-	"github.com/freqlens/freqlens/model"
 )
 
 // discoveryCase is a periodic feed drawn at random: two or three cycles
@@ -73,9 +72,17 @@ type discoveryResult struct {
 	testMSE       float64
 }
 
+// discoveryVariant changes one step of discovery, to measure what it buys.
+type discoveryVariant struct {
+	name  string
+	model func(*Config)
+	train func(*TrainConfig)
+}
+
 // trainDiscovery trains an independent model with default settings (but
-// for the epochs) on the first 70% of the rows and scores the last 20%.
-func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int) discoveryResult {
+// for the epochs, and what variant v changes) on the first 70% of the rows
+// and scores the last 20%.
+func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int, v discoveryVariant) discoveryResult {
 	t.Helper()
 	S, T := c.frame.Channels(), c.frame.Rows()
 	win := func(lo, hi int) *dataset.Windows {
@@ -86,20 +93,28 @@ func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int
 		return w
 	}
 	tr, va, te := win(0, T*7/10), win(T*7/10-lookback, T*8/10), win(T*8/10-lookback, T)
-	m, err := model.New(model.Config{Lookback: lookback, Horizon: horizon, Channels: 1, Mode: model.Independent}, c.seed)
+	cfg := Config{Lookback: lookback, Horizon: horizon, Channels: 1, Mode: Independent}
+	tc := TrainConfig{Epochs: epochs, Seed: c.seed}
+	if v.model != nil {
+		v.model(&cfg)
+	}
+	if v.train != nil {
+		v.train(&tc)
+	}
+	m, err := New(cfg, c.seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := model.Train(context.Background(), m, tr, va, model.TrainConfig{Epochs: epochs, Seed: c.seed}, nil); err != nil {
+	if _, err := Train(context.Background(), m, tr, va, tc, nil); err != nil {
 		t.Fatal(err)
 	}
-	met, err := model.Evaluate(context.Background(), m, te, model.EvalOptions{})
+	met, err := Evaluate(context.Background(), m, te, EvalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := discoveryResult{residualShare: met.ResidualShare, shares: met.Shares, testMSE: met.MSE}
 	fs := m.Frequencies()
-	onCycle := func(f model.Frequency) bool {
+	onCycle := func(f Frequency) bool {
 		return slices.ContainsFunc(c.periods, func(p float64) bool { return math.Abs(f.PeriodSteps/p-1) < 0.01 })
 	}
 	for _, p := range c.periods {
@@ -137,7 +152,7 @@ func TestDiscoveryOnRandomCycles(t *testing.T) {
 		c := newDiscoveryCase(t, seed, 2, 3000, L)
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			t.Parallel()
-			r := trainDiscovery(t, c, L, H, epochs)
+			r := trainDiscovery(t, c, L, H, epochs, discoveryVariant{})
 			for i, p := range c.periods {
 				if r.periodErr[i] > 0.01 {
 					t.Errorf("%v: the learned period nearest %.2f steps is %.2f%% off", c, p, 100*r.periodErr[i])
@@ -161,4 +176,53 @@ func pct(v []float64) []float64 {
 		out[i] = math.Round(1e5*x) / 1e3
 	}
 	return out
+}
+
+// BenchmarkDiscovery trains default models on many random cycle sets (the
+// property test's generator, 4 series, 30 epochs) and reports the worst
+// period error, the mean and worst residual share and the mean test MSE,
+// for the defaults and for each step of discovery taken away in turn:
+//
+//	go test -run '^$' -bench Discovery -benchtime 1x ./model/
+func BenchmarkDiscovery(b *testing.B) {
+	const L, H, epochs, cases = 96, 24, 30, 8
+	for _, v := range []discoveryVariant{
+		{name: "defaults"},
+		{name: "grid start (no spectral placement)", train: func(tc *TrainConfig) { tc.FrequencyInit = InitGrid }},
+		{name: "placed θ trained at 5x", train: func(tc *TrainConfig) { tc.TrainPlacedFrequencies = true }},
+		{name: "residual reads the whole window", model: func(c *Config) { c.residualReadsAll = true }},
+		{name: "no energy term in the selection", model: func(c *Config) { c.noEnergyPrior = true }},
+		{name: "scorer trained throughout", train: func(tc *TrainConfig) { tc.TrainScorerThroughout = true }},
+		{name: "no residual warm-up", train: func(tc *TrainConfig) { tc.ResidualWarmup = -1 }},
+		{name: "format 2 maths, grid start (the previous model)", model: func(c *Config) { c.residualReadsAll, c.noEnergyPrior = true, true },
+			train: func(tc *TrainConfig) {
+				tc.FrequencyInit, tc.TrainScorerThroughout, tc.ResidualWarmup = InitGrid, true, -1
+			}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			for range b.N {
+				worstErr, sumRes, worstRes, sumMSE, within := 0.0, 0.0, 0.0, 0.0, 0
+				cycles := 0
+				for seed := range uint64(cases) {
+					c := newDiscoveryCase(b, 100+seed, 4, 4000, L)
+					r := trainDiscovery(b, c, L, H, epochs, v)
+					for _, e := range r.periodErr {
+						worstErr = math.Max(worstErr, e)
+						if e <= 0.01 {
+							within++
+						}
+						cycles++
+					}
+					sumRes += r.residualShare
+					worstRes = math.Max(worstRes, r.residualShare)
+					sumMSE += r.testMSE
+				}
+				b.ReportMetric(100*worstErr, "worst_period_err_%")
+				b.ReportMetric(float64(within)/float64(cycles), "cycles_within_1%")
+				b.ReportMetric(sumRes/cases, "mean_residual_share")
+				b.ReportMetric(worstRes, "worst_residual_share")
+				b.ReportMetric(sumMSE/cases, "mean_test_mse")
+			}
+		})
+	}
 }

@@ -19,10 +19,12 @@
 //	a_i   = 2π f_i (t − (L−1)) + φ_i             phase, anchored at the newest step
 //	ψ̄_i   = cos a_i / ‖·‖,  ψ̃_i = sin a_i / ‖·‖   unit-length quadrature pair over t = 0 … L−1
 //	c_i   = [Σ_t ψ̄_i(t)·h_t | Σ_t ψ̃_i(t)·h_t]    coefficients, N × 2d
-//	s_i   = GELU(c_i·V₁ + v₁)·v₂ + β_i           selection score
+//	e_i   = Σ_c (ψ̄_iᵀ(x̂_c − m_c))² / Σ (x̂ − m)²  frequency i's share of the window's energy (both atoms)
+//	s_i   = GELU(c_i·V₁ + v₁)·v₂ + β_i + log(e_i + 0.01)   selection score
 //	S     = top-K of s                          (top-K of s + Gumbel noise in training)
 //	g_f   = ReLU(c_f·A_f)·B_f                    one bias-free head per frequency, 2d → H·C
-//	r     = GELU(vec(x̂)·R₁ + r₁)·R₂ + r₂         residual MLP, L·C → H·C
+//	u     = x̂ − Σ_{f∈S} Σ_{j∈f} ψ̄_j ψ̄_jᵀ x̂       what the selected frequencies leave of the window
+//	r     = GELU(vec(u)·R₁ + r₁)·R₂ + r₂         residual MLP, L·C → H·C
 //	ŷ     = σ·(α·Σ_{f∈S} g_f + (1−α)·r) + μ      α = σ(w)
 //
 // Because the frequency part is a plain sum over fixed, per-frequency heads,
@@ -47,9 +49,50 @@
 //     and phase at the newest step, the point the forecast continues from,
 //     and that meaning survives fine-tuning moving f.
 //
+// Steps 6 to 9 make discovery real: with the reference's recipe the
+// frequencies stayed near their log-uniform start, a cycle was split over
+// neighbours and the residual MLP carried 75–82% of the attribution, so an
+// attribution named model artefacts rather than the data's cycles
+// (BenchmarkDiscovery measures each step; the README has the figures).
+//
+//  6. Frequencies start on the data's cycles. Before the first step Train
+//     finds the peaks of the training rows' periodogram (FindPeaks: each
+//     channel detrended, Hann-tapered, zero-padded, maxima that stand 30×
+//     above the local median, refined between bins) and puts one
+//     frequency exactly on each (PlaceFrequencies); the others spread
+//     log-uniformly outside ±1/L of every cycle, so no neighbour starts
+//     where a window cannot tell it from the cycle. The periodogram of T
+//     rows places a cycle to a fraction of 1/T; the forecast loss cannot
+//     place it more finely than about ½/L, because a head absorbs a
+//     detuned atom's constant phase offset. So training leaves θ where the
+//     spectrum put it (TrainConfig.TrainPlacedFrequencies turns θ training
+//     back on: at the reference's 5× rate Adam's noise walked placed
+//     frequencies several percent off their cycles at the same MSE), and
+//     online learning moves a cycle's frequency to the recent spectrum's
+//     peak (TrackCycles) instead of down the gradient.
+//  7. Selection starts from each window's energy. The score adds
+//     log(e_i + 0.01), frequency i's share of the window's energy, and
+//     the scorer's output layer starts at zero, so a window's cycles are
+//     selected from the first step; the scorer learns corrections while
+//     the frequency path learns alone (step 9) and then stays. The
+//     straight-through gradient credits only selected frequencies: trained
+//     on, the scorer learned to drop cycles in the windows where the
+//     residual MLP had learned to carry them, and the two fed each other.
+//  8. The residual MLP reads what the selected frequencies leave of the
+//     window (u above), so it cannot continue a cycle the frequencies
+//     carry: it models the rest, and the attribution names the cycles.
+//  9. The residual MLP stays at its (near zero) start for the first
+//     TrainConfig.ResidualWarmup epochs (5), while the heads learn the
+//     cycles.
+//
+// Format 2 files load with the maths they were trained with (no energy
+// term, a residual MLP that reads the whole window) and forecast exactly
+// as before.
+//
 // # Training
 //
-// Train minimises
+// Train places the frequencies on the training rows' cycles (step 6) when
+// the Source is a RowSource (dataset.Windows is one), then minimises
 //
 //	MSE + λ_div·L_div + λ_recon·L_recon + λ_sparse·L_sparse + λ_var·L_var
 //

@@ -34,16 +34,15 @@ type Explanation struct {
 //
 // An Explainer is not safe for concurrent use; make one per goroutine.
 type Explainer struct {
-	m      *Model
-	C      int // channels of a window
-	ws     *Workspace
-	x, y   []float64
-	n      int
-	attr   *Attribution
-	byID   []int // frequency id → index in the explanation being built, −1 when absent
-	mean   []float64
-	std    []float64
-	shares []float64
+	m    *Model
+	C    int // channels of a window
+	ws   *Workspace
+	x, y []float64
+	n    int
+	attr *Attribution
+	byID []int // frequency id → index in the explanation being built, −1 when absent
+	mean []float64
+	std  []float64
 }
 
 // NewExplainer returns an explainer for windows of channels values per step.

@@ -108,9 +108,6 @@ func (p *Params) clone(cfg Config) *Params {
 	return q
 }
 
-// zero sets every number to 0.
-func (p *Params) zero() { clear(p.Data) }
-
 // ComponentCount is the number of trainable parameters of one part of the model.
 type ComponentCount struct {
 	Component string `json:"component"`

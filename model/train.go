@@ -589,10 +589,6 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 	return l
 }
 
-// chunk is how many numbers the fused passes over the gradient handle at
-// once: small enough to stay in cache between the operations on it.
-const chunk = 2048
-
 // apply clips the gradient in t.ws.tr.grad, takes one Adam step and clears
 // the gradient.
 func (t *trainer) apply(lr float64) error {

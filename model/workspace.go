@@ -49,23 +49,22 @@ type Workspace struct {
 
 // trainScratch holds what only the training path needs.
 type trainScratch struct {
-	noisy, prob          []float64 // n·N: perturbed logits, their tempered softmax
-	dyn, dr              []float64 // n·H·C
-	drh                  []float64 // n·R
-	dO, dA, dG           []float64 // grouped n·K·H·C, n·K·E, n·K·2d
-	dm                   []float64 // n·K, grouped: ∂L/∂gate
-	dscore               []float64 // n·N
-	dz                   []float64 // n·N·S
-	dcoef                []float64 // n·N·2d
-	dY                   []float64 // n·2N·(C+1)
-	dxr                  []float64 // n·L·C: ∂L/∂(residual input)
-	recE, recG           []float64 // L·(C+1) per-window scratch of the reconstruction loss
-	recQ                 []float64 // (C+1)·(C+1): Σ_b E_bᵀE_b
-	dPsibar              []float64 // 2N·L
-	onesAcc              []float64 // 2N: gradient reaching the atoms through the constant column
-	sparse               float64   // Σ_b Σ_{i∉S_b} p_bi of the last backward
-	grad                 *Params
-	shardLoss, shardVarL float64
+	noisy, prob []float64 // n·N: perturbed logits, their tempered softmax
+	dyn, dr     []float64 // n·H·C
+	drh         []float64 // n·R
+	dO, dA, dG  []float64 // grouped n·K·H·C, n·K·E, n·K·2d
+	dm          []float64 // n·K, grouped: ∂L/∂gate
+	dscore      []float64 // n·N
+	dz          []float64 // n·N·S
+	dcoef       []float64 // n·N·2d
+	dY          []float64 // n·2N·(C+1)
+	dxr         []float64 // n·L·C: ∂L/∂(residual input)
+	recE, recG  []float64 // L·(C+1) per-window scratch of the reconstruction loss
+	recQ        []float64 // (C+1)·(C+1): Σ_b E_bᵀE_b
+	dPsibar     []float64 // 2N·L
+	onesAcc     []float64 // 2N: gradient reaching the atoms through the constant column
+	sparse      float64   // Σ_b Σ_{i∉S_b} p_bi of the last backward
+	grad        *Params
 }
 
 // NewWorkspace returns a workspace for batches of up to maxBatch windows of m.

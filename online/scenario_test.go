@@ -2,7 +2,6 @@ package online_test
 
 import (
 	"context"
-	"math"
 	"sync"
 	"testing"
 	"time"
@@ -132,14 +131,4 @@ func (sc *scenario) run(t *testing.T, l *online.Learner, srv *server, roundEvery
 	}
 	l.Refresh(srv)
 	return atSwitch, l.Totals()
-}
-
-func nearestPeriod(fs []online.FrequencyState, p float64) online.FrequencyState {
-	best := fs[0]
-	for _, f := range fs {
-		if math.Abs(f.PeriodSteps-p) < math.Abs(best.PeriodSteps-p) {
-			best = f
-		}
-	}
-	return best
 }

@@ -150,6 +150,15 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	if err != nil {
 		return nil, err
 	}
+	// Score it as train does, so the online error has its test MSE to be
+	// compared with (freqlens_model_test_mse, the dashboard, the alert).
+	met, err := model.Evaluate(ctx, m, bm.Test, model.EvalOptions{})
+	if err != nil {
+		return nil, err
+	}
+	m.Meta.Metrics = map[string]float64{"test_mse": met.MSE, "test_mae": met.MAE}
+	m.Meta.Selected, m.Meta.Shares, m.Meta.ResidualShare = met.Selected, met.Shares, met.ResidualShare
+	fmt.Fprintf(stdout, "  test MSE %.4f (normalised units; the online MSE below compares with it)\n", met.MSE)
 	var found []string
 	for _, pm := range m.MatchPeriods([]time.Duration{12 * time.Hour, 24 * time.Hour, 168 * time.Hour}, matchTolerance) {
 		if pm.Match {

@@ -5,6 +5,7 @@
 //	freqlens eval    --model MODEL --data CSV [--json]
 //	freqlens inspect --model MODEL [--data CSV] [--json]
 //	freqlens predict --model MODEL --data CSV --at ROW [--json]
+//	freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR
 //	freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR]
 //	freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]
 //	freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE)
@@ -33,6 +34,7 @@ usage:
   freqlens eval    --model MODEL --data CSV [--json]
   freqlens inspect --model MODEL [--data CSV] [--json]
   freqlens predict --model MODEL --data CSV --at ROW [--json]
+  freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR   figures and an HTML page
   freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR]   the streaming service
   freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE) [--speed max|60x]   a CSV as readings
 
@@ -47,6 +49,7 @@ var commands = map[string]command{
 	"eval":    runEval,
 	"inspect": runInspect,
 	"predict": runPredict,
+	"report":  runReport,
 	"serve":   runServe,
 	"replay":  runReplay,
 	"demo":    runDemo,

@@ -182,6 +182,14 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		{"bad channel shuffle", []string{"train", "--data", data, "--horizon", "4", "--channel-shuffle", "1.5", "--out", modelPath}, "probability"},
 		{"row too early", []string{"predict", "--model", modelPath, "--data", data, "--at", "3"}, "--at 3"},
 		{"row past the end", []string{"predict", "--model", modelPath, "--data", data, "--at", "400"}, "past the last"},
+		{"report without a model file", []string{"report", "--model", filepath.Join(dir, "nope.safetensors"), "--out", dir}, "no such file"},
+		{"report without --out", []string{"report", "--model", modelPath}, "--out is required"},
+		{"report on data of another width", []string{"report", "--model", modelPath, "--data", narrow, "--out", dir}, "trained on 3"},
+		{"report row past the end", []string{"report", "--model", modelPath, "--data", data, "--at", "400", "--out", dir}, "past the last data row 399"},
+		{"report row too early", []string{"report", "--model", modelPath, "--data", data, "--at", "5", "--out", dir}, "use a row from 23 to 399"},
+		{"report row 0", []string{"report", "--model", modelPath, "--data", data, "--at", "0", "--out", dir}, "--at 0 cannot end a window"},
+		{"report row without data", []string{"report", "--model", modelPath, "--at", "100", "--out", dir}, "--at needs --data"},
+		{"report unknown column", []string{"report", "--model", modelPath, "--data", data, "--channel", "OT", "--out", dir}, `no column "OT"`},
 		{"unknown command", []string{"serve-all"}, "unknown command"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

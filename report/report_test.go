@@ -1,0 +1,537 @@
+package report_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/report"
+)
+
+// fixture is a small model trained on hourly synthetic data with a daily
+// and a half-daily cycle, and that data.
+type fixture struct {
+	m     *model.Model
+	frame *dataset.Frame
+}
+
+// syntheticFrame is hourly data of the given width with 24h and 12h cycles.
+func syntheticFrame(series int) (*dataset.Frame, error) {
+	return dataset.Synthetic(dataset.SyntheticConfig{
+		Series: series, Steps: 1200, Cadence: time.Hour, Level: 10,
+		Cycles:   []dataset.Cycle{{Period: 24 * time.Hour, Amplitude: 3}, {Period: 12 * time.Hour, Amplitude: 1.5}},
+		NoiseStd: 0.3, SeriesJitter: 0.3, Seed: 5,
+	})
+}
+
+// train trains a small model of mode on f the way `freqlens train` does
+// (placement on the spectrum, test metrics and shares kept in Meta).
+func train(f *dataset.Frame, mode model.Mode) (*model.Model, error) {
+	const L, H = 48, 12
+	bm, err := dataset.Standard(f, L, H)
+	if err != nil {
+		return nil, err
+	}
+	channels := f.Channels()
+	if mode == model.Independent {
+		channels = 1
+	}
+	m, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: channels, Mode: mode,
+		Hidden: 16, Frequencies: 12, TopK: 4}, 3)
+	if err != nil {
+		return nil, err
+	}
+	m.Meta = model.Meta{ChannelNames: f.Columns, Cadence: f.Cadence, Mean: bm.Scaler.Mean, Std: bm.Scaler.Std,
+		DataName: "synthetic.csv", Seed: 3}
+	ctx := context.Background()
+	if _, err := model.Train(ctx, m, bm.Train, bm.Val, model.TrainConfig{Epochs: 3, Seed: 3}, nil); err != nil {
+		return nil, err
+	}
+	met, err := model.Evaluate(ctx, m, bm.Test, model.EvalOptions{})
+	if err != nil {
+		return nil, err
+	}
+	m.Meta.Metrics = map[string]float64{"test_mse": met.MSE}
+	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
+	return m, nil
+}
+
+// trained holds one model per mode, trained once for all tests on two
+// series of syntheticFrame.
+var trained = sync.OnceValues(func() (map[model.Mode]fixture, error) {
+	f, err := syntheticFrame(2)
+	if err != nil {
+		return nil, err
+	}
+	fx := map[model.Mode]fixture{}
+	for _, mode := range []model.Mode{model.Mixed, model.Independent} {
+		m, err := train(f, mode)
+		if err != nil {
+			return nil, fmt.Errorf("train %s: %w", mode, err)
+		}
+		fx[mode] = fixture{m, f}
+	}
+	return fx, nil
+})
+
+func fixtureOf(t *testing.T, mode model.Mode) fixture {
+	t.Helper()
+	fx, err := trained()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fx[mode]
+}
+
+func build(t *testing.T, mode model.Mode, opts report.Options) *report.Report {
+	t.Helper()
+	fx := fixtureOf(t, mode)
+	if opts.Data == nil {
+		opts.Data = fx.frame
+	}
+	r, err := report.Build(context.Background(), fx.m, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestNumbersAreTheModels(t *testing.T) {
+	for _, mode := range []model.Mode{model.Mixed, model.Independent} {
+		t.Run(string(mode), func(t *testing.T) {
+			fx := fixtureOf(t, mode)
+			r := build(t, mode, report.Options{})
+
+			// The forecast is the level plus its parts, step by step.
+			fc := r.Forecast
+			if len(fc.Values) != 12 || len(fc.History) != 48 || len(fc.Actual) != 12 {
+				t.Fatalf("forecast has %d steps, %d history, %d actual; want 12, 48, 12", len(fc.Values), len(fc.History), len(fc.Actual))
+			}
+			for h, v := range fc.Values {
+				sum := fc.Level
+				for _, p := range fc.Parts {
+					sum += p.Values[h]
+				}
+				if math.Abs(sum-v) > 1e-9*math.Max(1, math.Abs(v)) {
+					t.Fatalf("step %d: level + parts = %v, forecast %v", h, sum, v)
+				}
+			}
+			shares := 0.0
+			for _, p := range fc.Parts {
+				shares += p.Share
+			}
+			if math.Abs(shares-1) > 1e-9 {
+				t.Errorf("part shares sum to %v, want 1", shares)
+			}
+
+			// The default window is the last test window: its actuals are the data's last rows.
+			last := fx.frame.Rows() - 1
+			if got := fc.Actual[len(fc.Actual)-1]; got != fx.frame.Row(last)[1] || fc.At != last-12 {
+				t.Errorf("default window ends at row %d with last actual %v; want row %d ending the data (%v)", fc.At, got, last-12, fx.frame.Row(last)[1])
+			}
+
+			// The error by horizon averages to the protocol's test MSE.
+			bm, err := dataset.Standard(fx.frame, 48, 12)
+			if err != nil {
+				t.Fatal(err)
+			}
+			met, err := model.Evaluate(context.Background(), fx.m, bm.Test, model.EvalOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := r.Errors; math.Abs(e.MeanMSE-met.MSE) > 1e-9*met.MSE || math.Abs(e.MeanMAE-met.MAE) > 1e-9*met.MAE || e.Windows != met.Windows {
+				t.Errorf("by horizon: MSE %v MAE %v over %d windows; Evaluate: %v %v over %d", e.MeanMSE, e.MeanMAE, e.Windows, met.MSE, met.MAE, met.Windows)
+			}
+			if r.Errors.PersistenceMSE[11] <= r.Errors.MSE[11] {
+				t.Errorf("12 steps ahead the model's MSE %v is not below repeating the last value %v", r.Errors.MSE[11], r.Errors.PersistenceMSE[11])
+			}
+
+			// The discovered cycles are the model's, named, with the shares of this data.
+			want := fx.m.Cycles(met.Shares, model.MinCycleShare)
+			if len(r.Cycles) != len(want) || len(want) == 0 {
+				t.Fatalf("%d cycles, model.Cycles gives %d (want at least one)", len(r.Cycles), len(want))
+			}
+			if !slices.ContainsFunc(r.Cycles, func(c report.Cycle) bool { return c.Name == "24.0h" }) {
+				t.Errorf("no cycle named 24.0h among %v", r.Cycles)
+			}
+		})
+	}
+}
+
+// rgb is a colour without alpha, for counting pixels.
+type rgb struct{ r, g, b uint8 }
+
+func rgbOf(c color.Color) rgb {
+	r, g, b, _ := c.RGBA()
+	return rgb{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8)}
+}
+
+// picture is a decoded PNG.
+type picture struct {
+	img  image.Image
+	w, h int
+}
+
+func decode(t *testing.T, path string) picture {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	b := img.Bounds()
+	return picture{img, b.Dx(), b.Dy()}
+}
+
+// count counts the pixels of colour c (±4 per channel: anti-aliasing
+// leaves the middle of a line and the inside of a filled area exact) in the
+// region of fractions [x0, x1) × [y0, y1) of the picture, y from the top.
+func (p picture) count(c color.Color, x0, x1, y0, y1 float64) int {
+	want := rgbOf(c)
+	near := func(a, b uint8) bool { return max(a, b)-min(a, b) <= 4 }
+	n := 0
+	for y := int(y0 * float64(p.h)); y < int(y1*float64(p.h)); y++ {
+		for x := int(x0 * float64(p.w)); x < int(x1*float64(p.w)); x++ {
+			got := rgbOf(p.img.At(x, y))
+			if near(got.r, want.r) && near(got.g, want.g) && near(got.b, want.b) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// columns returns the x of every column holding at least minPix pixels of c.
+func (p picture) columns(c color.Color, minPix int) []int {
+	var xs []int
+	for x := range p.w {
+		if p.count(c, float64(x)/float64(p.w), float64(x+1)/float64(p.w), 0, 1) >= minPix {
+			xs = append(xs, x)
+		}
+	}
+	return xs
+}
+
+// clusters groups sorted xs into runs no more than gap apart and returns
+// each run's middle.
+func clusters(xs []int, gap int) []float64 {
+	var mids []float64
+	for i := 0; i < len(xs); {
+		j := i
+		for j+1 < len(xs) && xs[j+1]-xs[j] <= gap {
+			j++
+		}
+		mids = append(mids, float64(xs[i]+xs[j])/2)
+		i = j + 1
+	}
+	return mids
+}
+
+// partColor is the colour a forecast part should be drawn in: its cycle's,
+// or the colour of other frequencies or of the residual.
+func partColor(p report.Part) color.Color {
+	switch p.Kind {
+	case report.PartCycle:
+		return report.CycleColors[p.Cycle]
+	case report.PartResidual:
+		return report.ResidualColor
+	}
+	return report.OtherColor
+}
+
+func TestFiguresShowTheirData(t *testing.T) {
+	r := build(t, model.Mixed, report.Options{})
+	dir := t.TempDir()
+	files, err := r.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, filepath.Base(f))
+	}
+	if want := []string{"spectrum.png", "spectrum.svg", "forecast.png", "forecast.svg", "horizon.png", "horizon.svg", "index.html"}; !slices.Equal(names, want) {
+		t.Fatalf("wrote %v, want %v", names, want)
+	}
+
+	t.Run("spectrum", func(t *testing.T) {
+		p := decode(t, filepath.Join(dir, "spectrum.png"))
+		if p.w != 9*report.DPI || p.h != int(math.Ceil(4.6*report.DPI)) {
+			t.Errorf("spectrum is %d×%d px, want %d×%d", p.w, p.h, 9*report.DPI, int(math.Ceil(4.6*report.DPI)))
+		}
+		// The plot area (left of the legend strip): every discovered cycle
+		// in its colour, the other frequencies, the reference lines.
+		for i := range r.Cycles {
+			if n := p.count(report.CycleColors[i], 0.08, 0.74, 0.1, 0.92); n < 40 {
+				t.Errorf("cycle %s: %d pixels of its colour in the plot area, want its stem and dot (≥ 40)", r.Cycles[i].Name, n)
+			}
+		}
+		if n := p.count(report.OtherColor, 0.08, 0.74, 0.1, 0.92); n < 40 {
+			t.Errorf("other frequencies: %d pixels, want ≥ 40", n)
+		}
+		// Three dashed reference lines at 12h, 24h, 168h, and the 24h
+		// cycle's stem on the middle one: the x axis maps periods right.
+		refs := clusters(p.columns(report.ReferenceColor, 20), 3)
+		if len(refs) != 3 {
+			t.Fatalf("reference lines at x = %v, want three (12h, 24h, 168h)", refs)
+		}
+		day := slices.IndexFunc(r.Cycles, func(c report.Cycle) bool { return c.Name == "24.0h" })
+		stem := clusters(p.columns(report.CycleColors[day], 30), 3)
+		if len(stem) != 1 || math.Abs(stem[0]-refs[1]) > 3 {
+			t.Errorf("the 24h cycle's stem is at x = %v, the 24h reference line at %.0f", stem, refs[1])
+		}
+		if g := (refs[2] - refs[1]) / (refs[1] - refs[0]); math.Abs(g-math.Log(7)/math.Log(2)) > 0.05 {
+			t.Errorf("reference lines at %v: 24h→168h is %.2f× 12h→24h, want log 7 / log 2 = %.2f (a log axis)", refs, g, math.Log(7)/math.Log(2))
+		}
+	})
+
+	t.Run("forecast", func(t *testing.T) {
+		p := decode(t, filepath.Join(dir, "forecast.png"))
+		if p.w != 9*report.DPI || p.h != 7*report.DPI {
+			t.Errorf("forecast is %d×%d px, want %d×%d", p.w, p.h, 9*report.DPI, 7*report.DPI)
+		}
+		// Upper half: the input, the actual values and the forecast; the
+		// forecast and the actuals only in the right part (after the window).
+		for _, c := range []struct {
+			name   string
+			color  color.Color
+			x0, x1 float64
+		}{{"input", report.HistoryColor, 0.08, 0.45}, {"forecast", report.ForecastColor, 0.5, 0.76}, {"actual", report.ActualColor, 0.5, 0.76}} {
+			if n := p.count(c.color, c.x0, c.x1, 0.08, 0.48); n < 30 {
+				t.Errorf("%s: %d pixels of its colour in the upper plot, want ≥ 30", c.name, n)
+			}
+		}
+		if n := p.count(report.ForecastColor, 0.08, 0.4, 0.08, 0.48); n > 0 {
+			t.Errorf("%d forecast pixels over the input window", n)
+		}
+		// Lower half: the parts' bars, each with an area in proportion to
+		// its share of the forecast (equal widths, heights |value|).
+		counts, total := map[string]int{}, 0
+		for _, part := range r.Forecast.Parts {
+			counts[part.Name] = p.count(partColor(part), 0.08, 0.74, 0.55, 0.95)
+			total += counts[part.Name]
+		}
+		for _, part := range r.Forecast.Parts {
+			if got := float64(counts[part.Name]) / float64(total); math.Abs(got-part.Share) > 0.04 {
+				t.Errorf("part %s covers %.1f%% of the bars' pixels, but is %.1f%% of the forecast", part.Name, 100*got, 100*part.Share)
+			}
+		}
+		for _, part := range r.Forecast.Parts {
+			abs := 0.0
+			for _, v := range part.Values {
+				abs += math.Abs(v)
+			}
+			n := counts[part.Name]
+			if part.Share > 0.02 && n < 20 {
+				t.Errorf("part %s (%.1f%% of the forecast): %d pixels of its colour in the lower plot, want ≥ 20", part.Name, 100*part.Share, n)
+			}
+			if abs == 0 && n > 0 {
+				t.Errorf("part %s is zero but has %d pixels", part.Name, n)
+			}
+		}
+	})
+
+	t.Run("horizon", func(t *testing.T) {
+		p := decode(t, filepath.Join(dir, "horizon.png"))
+		if p.w != 9*report.DPI || p.h != 4*report.DPI {
+			t.Errorf("horizon is %d×%d px, want %d×%d", p.w, p.h, 9*report.DPI, 4*report.DPI)
+		}
+		for name, c := range map[string]color.Color{"MSE": report.ForecastColor, "MAE": report.MAEColor, "persistence": report.BaselineColor} {
+			if n := p.count(c, 0.08, 0.74, 0.1, 0.9); n < 50 {
+				t.Errorf("%s: %d pixels of its colour in the plot area, want a line (≥ 50)", name, n)
+			}
+		}
+	})
+
+	t.Run("svg", func(t *testing.T) {
+		for _, name := range []string{"spectrum", "forecast", "horizon"} {
+			b, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			paths := 0
+			d := xml.NewDecoder(bytes.NewReader(b))
+			for {
+				tok, err := d.Token()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s.svg is not XML: %v", name, err)
+				}
+				if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "path" {
+					paths++
+				}
+			}
+			if paths < 20 {
+				t.Errorf("%s.svg has %d paths, want the drawn data (≥ 20)", name, paths)
+			}
+			if hex := fmt.Sprintf("#%02X%02X%02X", report.ForecastColor.R, report.ForecastColor.G, report.ForecastColor.B); name != "spectrum" && !bytes.Contains(b, []byte(hex)) {
+				t.Errorf("%s.svg never uses the forecast colour %s", name, hex)
+			}
+		}
+	})
+}
+
+func TestPageIsSelfContained(t *testing.T) {
+	r := build(t, model.Independent, report.Options{Channel: "s-0", At: 700})
+	dir := t.TempDir()
+	if _, err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := regexp.MustCompile(`(?:src|href)="([^"]*)"`).FindAllStringSubmatch(string(page), -1)
+	if len(links) < 6 {
+		t.Fatalf("the page links %d files, want the three figures as PNG and SVG", len(links))
+	}
+	for _, l := range links {
+		if strings.Contains(l[1], ":") || strings.HasPrefix(l[1], "/") {
+			t.Errorf("link %q is not relative", l[1])
+		} else if _, err := os.Stat(filepath.Join(dir, l[1])); err != nil {
+			t.Errorf("link %q: %v", l[1], err)
+		}
+	}
+	if strings.Contains(string(page), "http") || strings.Contains(string(page), "<script") {
+		t.Error("the page refers to the network or runs a script")
+	}
+	for _, want := range []string{"row 700", "s-0", "24.0h", "residual MLP"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page does not say %q", want)
+		}
+	}
+	if r.Forecast.At != 700 || r.Forecast.Channel != "s-0" {
+		t.Errorf("explained row %d channel %s, want row 700 channel s-0", r.Forecast.At, r.Forecast.Channel)
+	}
+}
+
+func TestSameInputsSameBytes(t *testing.T) {
+	var dirs []string
+	for range 2 {
+		r := build(t, model.Mixed, report.Options{})
+		dir := t.TempDir()
+		if _, err := r.Write(dir); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	entries, err := os.ReadDir(dirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		a, _ := os.ReadFile(filepath.Join(dirs[0], e.Name()))
+		b, err := os.ReadFile(filepath.Join(dirs[1], e.Name()))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between two reports of the same model and data (%v)", e.Name(), err)
+		}
+	}
+}
+
+func TestModelAlone(t *testing.T) {
+	fx := fixtureOf(t, model.Mixed)
+	r, err := report.Build(context.Background(), fx.m, report.Options{Name: "m.safetensors"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Forecast != nil || r.Errors != nil || r.SharesFrom != "the test split at training time" || len(r.Cycles) == 0 {
+		t.Fatalf("report without data: forecast %v, errors %v, shares from %q, %d cycles", r.Forecast != nil, r.Errors != nil, r.SharesFrom, len(r.Cycles))
+	}
+	dir := t.TempDir()
+	files, err := r.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 3 {
+		t.Errorf("wrote %v, want the spectrum (PNG, SVG) and the page", files)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+	if !strings.Contains(string(page), "--data") || strings.Contains(string(page), "forecast.png") {
+		t.Error("the page of a model alone should point to --data and show no forecast")
+	}
+
+	// A model file without shares still draws its spectrum.
+	bare := fx.m.Clone()
+	bare.Meta.Shares = nil
+	if r, err = report.Build(context.Background(), bare, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.SharesFrom != "" || len(r.Cycles) != 0 || len(r.Frequencies) != 12 {
+		t.Errorf("no shares: from %q, %d cycles, %d frequencies; want unknown, none, 12", r.SharesFrom, len(r.Cycles), len(r.Frequencies))
+	}
+	if _, err := r.Write(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A model that does not know its cadence: periods in steps, no
+	// reference lines (12h means nothing without a cadence).
+	stepsOnly := fx.m.Clone()
+	stepsOnly.Meta.Cadence = 0
+	if r, err = report.Build(context.Background(), stepsOnly, report.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(r.Cycles, func(c report.Cycle) bool { return c.Name == "24.0 steps" }) {
+		t.Errorf("without a cadence the cycles are %v, want one named 24.0 steps", r.Cycles)
+	}
+	dir = t.TempDir()
+	if _, err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	p := decode(t, filepath.Join(dir, "spectrum.png"))
+	if n := p.count(report.ReferenceColor, 0, 1, 0, 1); n > 0 {
+		t.Errorf("%d pixels of reference lines in the spectrum of a model without cadence", n)
+	}
+	if n := p.count(report.CycleColors[0], 0.08, 0.74, 0.1, 0.92); n < 40 {
+		t.Errorf("the largest cycle has %d pixels of its colour, want ≥ 40", n)
+	}
+}
+
+func TestBadInputIsRefusedWithAFix(t *testing.T) {
+	fx := fixtureOf(t, model.Mixed)
+	narrow, err := syntheticFrame(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		data *dataset.Frame
+		opts report.Options
+		want string
+	}{
+		{name: "data of another width", data: narrow, want: "has 3 value columns but the model was trained on 2"},
+		{name: "row before a full window", data: fx.frame, opts: report.Options{At: 10}, want: "use a row from 47 to 1199"},
+		{name: "negative row", data: fx.frame, opts: report.Options{At: -1}, want: "use a row from 47 to 1199"},
+		{name: "row past the data", data: fx.frame, opts: report.Options{At: 1200}, want: "past the last data row 1199"},
+		{name: "unknown channel", data: fx.frame, opts: report.Options{Channel: "OT"}, want: `no column "OT"; use one of [s-0 s-1]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Data = tc.data
+			_, err := report.Build(context.Background(), fx.m, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
