@@ -449,32 +449,9 @@ func (f *feed) produce(from, to int, every time.Duration, at func(step int)) {
 func (c *cluster) uncommitted() int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	parts, err := c.kc.Partitions(ctx, "readings")
+	n, err := kafkatest.UncommittedErr(ctx, c.kc, "freqlens", "readings")
 	if err != nil {
 		return -1
-	}
-	ids := make([]int, len(parts))
-	for i, p := range parts {
-		ids[i] = p.Partition
-	}
-	resp, err := c.kc.Admin(0).OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: "freqlens", Topics: map[string][]int{"readings": ids}})
-	if err != nil || resp.Error != nil {
-		return -1
-	}
-	committed := map[int]int64{}
-	for _, p := range resp.Topics["readings"] {
-		if p.Error != nil {
-			return -1
-		}
-		committed[p.Partition] = p.CommittedOffset
-	}
-	var n int64
-	for _, p := range parts {
-		from := p.First
-		if off, ok := committed[p.Partition]; ok && off >= 0 {
-			from = off
-		}
-		n += p.End - from
 	}
 	return n
 }

@@ -107,18 +107,7 @@ func newWindowCollector() *windowCollector {
 func (c *windowCollector) update(ws []*worker) {
 	var s window.Stats
 	for _, w := range ws {
-		t := w.stats
-		s.Active += t.Active
-		s.Created += t.Created
-		s.Expired += t.Expired
-		s.Rejected += t.Rejected
-		s.Restarts += t.Restarts
-		s.GapFilled += t.GapFilled
-		s.LateUpdated += t.LateUpdated
-		s.LateDropped += t.LateDropped
-		s.Duplicates += t.Duplicates
-		s.Ready += t.Ready
-		s.OutOfRange += t.OutOfRange
+		s.Add(w.stats)
 	}
 	c.mu.Lock()
 	c.stats = s

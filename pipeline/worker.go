@@ -74,19 +74,10 @@ func (w *worker) forget(part int) {
 		return
 	}
 	st := s.Stats()
+	st.Active = 0 // its series are gone; its counts stay
 	s.Reset()
 	delete(w.sets, part)
-	r := &w.retired
-	r.Created += st.Created
-	r.Expired += st.Expired
-	r.Rejected += st.Rejected
-	r.Restarts += st.Restarts
-	r.GapFilled += st.GapFilled
-	r.LateUpdated += st.LateUpdated
-	r.LateDropped += st.LateDropped
-	r.Duplicates += st.Duplicates
-	r.Ready += st.Ready
-	r.OutOfRange += st.OutOfRange
+	w.retired.Add(st)
 	w.refresh()
 }
 
@@ -94,18 +85,7 @@ func (w *worker) forget(part int) {
 func (w *worker) refresh() {
 	s := w.retired
 	for _, set := range w.sets {
-		t := set.Stats()
-		s.Active += t.Active
-		s.Created += t.Created
-		s.Expired += t.Expired
-		s.Rejected += t.Rejected
-		s.Restarts += t.Restarts
-		s.GapFilled += t.GapFilled
-		s.LateUpdated += t.LateUpdated
-		s.LateDropped += t.LateDropped
-		s.Duplicates += t.Duplicates
-		s.Ready += t.Ready
-		s.OutOfRange += t.OutOfRange
+		s.Add(set.Stats())
 	}
 	w.stats = s
 }

@@ -34,6 +34,21 @@ type Stats struct {
 	GapFilled, LateUpdated, LateDropped, Duplicates, Ready, OutOfRange uint64
 }
 
+// Add adds t's counts to s, Active included: the totals of several Sets.
+func (s *Stats) Add(t Stats) {
+	s.Active += t.Active
+	s.Created += t.Created
+	s.Expired += t.Expired
+	s.Rejected += t.Rejected
+	s.Restarts += t.Restarts
+	s.GapFilled += t.GapFilled
+	s.LateUpdated += t.LateUpdated
+	s.LateDropped += t.LateDropped
+	s.Duplicates += t.Duplicates
+	s.Ready += t.Ready
+	s.OutOfRange += t.OutOfRange
+}
+
 // Option configures a Set's collaborators.
 type Option func(*Set)
 

@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -107,12 +108,26 @@ func ReadN(tb testing.TB, c *kafkaconn.Client, topic string, n int, timeout time
 
 // Uncommitted returns how many messages of topic group has not committed:
 // the sum over the partitions of the end offset minus the committed offset
-// (the whole partition when the group committed nothing there).
+// (the whole partition when the group committed nothing there). It fails
+// the test when the broker cannot say.
 func Uncommitted(tb testing.TB, c *kafkaconn.Client, group, topic string) int64 {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	parts := partitions(ctx, tb, c, topic)
+	n, err := UncommittedErr(ctx, c, group, topic)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// UncommittedErr is Uncommitted returning the error (no group yet, an
+// unreachable broker) instead of failing the test.
+func UncommittedErr(ctx context.Context, c *kafkaconn.Client, group, topic string) (int64, error) {
+	parts, err := c.Partitions(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
 	ids := make([]int, len(parts))
 	for i, p := range parts {
 		ids[i] = p.Partition
@@ -122,12 +137,12 @@ func Uncommitted(tb testing.TB, c *kafkaconn.Client, group, topic string) int64 
 		err = resp.Error
 	}
 	if err != nil {
-		tb.Fatalf("committed offsets of group %s on %s: %v", group, topic, err)
+		return 0, fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, err)
 	}
 	committed := map[int]int64{}
 	for _, p := range resp.Topics[topic] {
 		if p.Error != nil {
-			tb.Fatalf("committed offset of group %s on %s partition %d: %v", group, topic, p.Partition, p.Error)
+			return 0, fmt.Errorf("committed offset of group %s on %s partition %d: %w", group, topic, p.Partition, p.Error)
 		}
 		committed[p.Partition] = p.CommittedOffset
 	}
@@ -139,7 +154,7 @@ func Uncommitted(tb testing.TB, c *kafkaconn.Client, group, topic string) int64 
 		}
 		n += p.End - from
 	}
-	return n
+	return n, nil
 }
 
 func partitions(ctx context.Context, tb testing.TB, c *kafkaconn.Client, topic string) []kafkaconn.PartitionRange {
