@@ -1,11 +1,12 @@
 // Package broadcast carries what the online learner produces to the rest of
 // the deployment through Kafka: promoted model versions on a compacted
-// models topic (Models: Publish, and Latest for a service that starts or
-// another replica), and drift events as JSON on the drift topic (Events).
+// models topic (Models: Publish; Latest for a service that starts; Follow,
+// which tails the topic with offset-tracking readers, for every replica
+// while it runs), and drift events as JSON on the drift topic (Events).
 //
 // # Where it sits
 //
-//	online ──► (promotion: Learner's publisher) ──► broadcast.Models ──► models topic ──► broadcast.Models.Latest ──► service start
+//	online ──► (promotion: Learner's publisher) ──► broadcast.Models ──► models topic ──► Models.Latest (service start), Models.Follow (every replica, live)
 //	online ──► (drift events callback)          ──► broadcast.Events ──► drift topic
 //
 // It is the only package besides online that imports model for Kafka's
@@ -17,6 +18,6 @@
 // # Concurrency
 //
 // Models and Events are safe for concurrent use; a Models serialises its
-// calls. Each publishes and waits for the acknowledgements of all in-sync
+// calls, except Follow, which runs beside them until its context ends. Each publishes and waits for the acknowledgements of all in-sync
 // replicas.
 package broadcast

@@ -18,7 +18,9 @@
 // realised target) pair in the replay buffer. Learner.Run fine-tunes a copy of
 // the serving model in the background and promotes it only when it scores at
 // least as well as the serving model on the newest pairs, which it was not
-// tuned on. The serving path never waits for it.
+// tuned on. The serving path never waits for it. WithGate makes the rounds
+// depend on a role: among replicas that share a models topic only the one
+// the gate names fine-tunes and promotes.
 //
 // online imports model only: no Kafka, no Arrow. Drift events leave through a
 // callback and promoted versions through a publisher (package service

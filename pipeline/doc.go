@@ -17,19 +17,35 @@
 // in the order they were consumed. A crash or a forced stop may make a
 // restarted service reprocess readings (forecasts carry a deterministic
 // forecast-id header so consumers can drop the duplicates); it never drops
-// one.
+// one. The windows survive: each worker keeps one window.Set per input
+// partition, a batch's Forget drops the Sets of partitions that moved away,
+// and rebuild batches (readings from before the committed offsets) go into
+// the windows without a forecast, so a partition continues where it was
+// committed, and a window forecast again is forecast from the same values
+// (RebuildSpan says how far back the consumer must read).
 //
 // A batch whose readings cannot be put into windows (a bug upstream: the
 // stream guarantees the schema) is never committed unread: the write stage
 // dead-letters its messages (stream.Batch.DeadLetter, reason window_error)
-// and counts it before committing.
+// and counts it before committing. So are, message by message
+// (stream.Batch.DeadLetterRows), the readings the windows refuse as out of
+// range (window.max_jump) and the readings that completed a window whose
+// forecast or attribution had a non-finite value: such a forecast is never
+// written.
+//
+// # Limits
+//
+// window.max_series is one window.Budget for every Set of the process.
+// Idle series are expired every ExpireEvery (at most a quarter of the TTL)
+// whether batches arrive or not; an expiry that frees 10,000 series or more
+// returns the memory to the operating system at once.
 //
 // # Concurrency
 //
 // Run starts three stages with errgroup: the consumer, the processor and the
 // writer, joined by channels of capacity one so consuming, computing and
 // producing overlap. Inside the processor, series are sharded by
-// hash(series) % Workers; each worker owns its window.Set and model
+// hash(series) % Workers; each worker owns its window.Sets and model
 // workspace without locks, which keeps per-series order. No goroutine per
 // series, ever.
 //

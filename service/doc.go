@@ -10,7 +10,7 @@
 //	                                   │                             └─► broadcast (models topic, drift events)
 //	                                   ├─► model (model.path, or the newest checkpoint / models-topic version)
 //	                                   ├─► online.Learner ───────────────────────────────────┤
-//	                                   └─► /metrics and /online listener      pipeline.Pipeline ◄┘
+//	                                   └─► /metrics, /online, /healthz, /readyz   pipeline.Pipeline ◄┘
 //
 // service imports every package of the service (kafkaconn, stream, window,
 // model, pipeline, sink, wire, online, broadcast); nothing but cmd and the
@@ -22,16 +22,34 @@
 // # Lifecycle
 //
 // New validates, starts the embedded broker when asked, builds the Kafka
-// client and everything on it, resumes from the newest promoted version,
-// and binds the metrics listener, so that configuration and connection
-// problems surface before anything is consumed. Run serves until its
-// context ends, then drains within service.shutdown_timeout (see package
-// pipeline: may reprocess, never drops) and releases everything; Close
-// releases a Service whose Run is never called.
+// client and waits for a broker to answer (kafka.connect_timeout; a
+// failure is an error that names the key to check), builds everything on
+// the client, resumes from the newest promoted version, and binds the
+// metrics listener, so that configuration and connection problems surface
+// before anything is consumed. Run serves until its context ends, then
+// drains within service.shutdown_timeout (see package pipeline: may
+// reprocess, never drops) and releases everything; Close releases a
+// Service whose Run is never called.
+//
+// # Faults and replicas
+//
+// While Run runs, a watch pings the brokers every 2s on a new connection
+// (the kafka-go Transport answers metadata from its cache): it logs one
+// ERROR after kafka.unreachable_after without an answer and one INFO when
+// they answer again, and exports freqlens_service_brokers_reachable,
+// freqlens_service_ready (what /readyz says: in the group, partitions
+// assigned, their windows rebuilt, brokers reachable) and
+// freqlens_service_learner. The learner is one replica per group
+// (online.learner: auto, the owner of input partition 0; the learner's
+// gate, online.WithGate, keeps the others from fine-tuning), and every
+// replica follows topics.models (broadcast.Models.Follow), serving each
+// newer version of the base model's shape as it is published.
 //
 // # Concurrency
 //
-// Run is called once. The accessors (Pipeline, Learner, Kafka, Config,
-// MetricsAddr) are safe from any goroutine while it runs; the /online
-// handler reads the learner's report concurrently with serving.
+// Run is called once; it starts the watch and the models follower and
+// waits for them before it returns. The accessors (Pipeline, Learner,
+// Kafka, Config, MetricsAddr) are safe from any goroutine while it runs;
+// the /online, /healthz and /readyz handlers read the learner's report and
+// the consumer's status concurrently with serving.
 package service

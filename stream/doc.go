@@ -24,7 +24,26 @@
 //
 // (see Schema), no nulls, every value finite, rows in Kafka order within a
 // partition. ingest_ts is the Kafka message timestamp, for end-to-end
-// latency.
+// latency. Batch.Partition and Batch.Offset say where each row came from.
+//
+// # Generations
+//
+// The Consumer follows the consumer group's generations (kafka-go's
+// ConsumerGroup). At each assignment it logs the partitions it got, kept
+// and lost, and sends first the rebuild batches: a partition it did not
+// hold consistently (new to it, or one whose last batches were not
+// committed) is read back from where its event time is
+// Config.RebuildSpan before the newest time near its committed offset, up
+// to that offset (a binary search on offsets finds the start), so that the
+// pipeline can rebuild its windows without forecasting; the first rebuild
+// batch lists in Forget the partitions whose windows must be dropped. Then
+// one reader per partition fetches from the committed offset. When a
+// rebalance begins, fetching stops, the batch being filled is sent, and
+// the member waits (at most half of Config.RebalanceTimeout) until every
+// batch it sent is committed before it rejoins: a partition that stays
+// needs no rebuild, one that moves continues exactly where it was
+// committed. Commits of a generation that is over are dropped, not
+// errors: the partition's next owner forecasts those readings again.
 //
 // # Formats
 //
@@ -33,8 +52,9 @@
 // (for replay, the demo's simulated sensors and tests). Each decoder
 // rejects a bad message whole with a *DecodeError whose Reason is one of
 // Reasons: unparsable bytes, missing or wrongly typed fields, NaN and ±Inf,
-// empty series ids and readings later than now + MaxFuture never reach a
-// window.
+// empty or too long series ids, values outside Config.ValueRange, readings
+// later than now + MaxFuture and readings more than MaxPast behind the
+// newest time their partition has seen never reach a window.
 //
 // # Delivery: may reprocess, never drops
 //
@@ -47,18 +67,23 @@
 // offset is committed like any other. When the pipeline cannot put a batch
 // into windows it calls Batch.DeadLetter, which reads the batch's messages
 // back by offset and dead-letters them with reason window_error before the
-// batch is committed. A forced stop at any point (a
-// cancelled Run, a crash, a failed commit after a rebalance) redelivers
-// every uncommitted message after the restart: outputs and dead letters may
-// be produced twice, nothing is lost.
+// batch is committed; readings it refuses after decoding (out_of_range,
+// non_finite_output) go through Batch.DeadLetterRows the same way. A
+// forced stop at any point (a cancelled Run, a crash, a rebalance that
+// could not drain) redelivers every uncommitted message to the partition's
+// next owner, whose windows are rebuilt first: outputs and dead letters
+// may be produced twice, identical, nothing is lost.
 //
 // # Concurrency
 //
-// A Consumer runs two goroutines while Run runs: one fetches from kafka-go,
-// the other (Run's caller) decodes and batches; Run waits for the fetcher
-// before it returns. Run may be called once. Lag and Close are safe to call
-// from any goroutine, and Batch.Commit from the goroutine that acknowledges
-// outputs. Shut down in two steps: cancel Run's context, then, after the
+// While Run runs, a Consumer runs one fetcher per assigned partition, one
+// goroutine that refreshes the partitions' end offsets (for the lag) and
+// kafka-go's group goroutines; Run's caller decodes and batches. Run waits
+// for its fetchers before each generation ends and may be called once.
+// Fetching pauses while Config.MaxInflightBytes of messages are in
+// batches the pipeline has not released. Lag, Status and Close are safe to
+// call from any goroutine, and Batch.Commit from the goroutine that
+// acknowledges outputs. Shut down in two steps: cancel Run's context, then, after the
 // last Commit, Close(ctx) with a deadline. Decoders are not safe for
 // concurrent use; use one per goroutine. Encoders are plain functions. A
 // Broker's methods are safe for concurrent use.
@@ -69,8 +94,12 @@
 // freqlens_stream_readings_consumed_total{topic},
 // freqlens_stream_messages_consumed_total{topic},
 // freqlens_stream_decode_errors_total{reason},
-// freqlens_stream_dead_letters_total, freqlens_stream_batch_rows and
-// freqlens_stream_consumer_lag_records (read from kafka-go's
-// Reader.Stats at scrape time, through Consumer.Lag, the one caller of
-// Stats).
+// freqlens_stream_dead_letters_total, freqlens_stream_batch_rows,
+// freqlens_stream_consumer_lag_records (the records of the assigned
+// partitions not committed yet, read at scrape time through
+// Consumer.Lag), freqlens_stream_inflight_bytes,
+// freqlens_stream_assigned_partitions, freqlens_stream_rebalances_total,
+// freqlens_stream_rebuild_readings_total,
+// freqlens_stream_rebuild_duration_seconds and
+// freqlens_stream_commits_skipped_total.
 package stream
