@@ -79,6 +79,7 @@ type partition struct {
 	next      int64 // the offset after the last message sent in a live batch
 	end       int64 // the high watermark last seen
 	newest    int64 // the newest event time decoded (ms), for MaxPast
+	whole     bool  // every rebuild batch of its windows was sent (a rebalance can cut a rebuild short)
 }
 
 // generation is one assignment of the group.
@@ -311,8 +312,8 @@ func (c *Consumer) runGeneration(ctx context.Context, kg *kafka.Generation, out 
 
 // begin records the generation's assignment: which partitions keep their
 // windows (this consumer owned them, and everything it sent of them was
-// committed where the group says), which are rebuilt, and which are
-// forgotten; and logs it.
+// committed where the group says, and its rebuild was not cut short by a
+// rebalance), which are rebuilt, and which are forgotten; and logs it.
 func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation, error) {
 	ranges, err := c.ranges(ctx)
 	if err != nil {
@@ -338,7 +339,7 @@ func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation
 	parts := map[int]*partition{}
 	for _, p := range gen.parts {
 		old := c.parts[p]
-		if old != nil && old.next == old.committed && old.committed == offsets[p] {
+		if old != nil && old.whole && old.next == old.committed && old.committed == offsets[p] {
 			parts[p] = old
 			kept = append(kept, p)
 			continue

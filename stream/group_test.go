@@ -404,3 +404,45 @@ func TestTooOldIsPerPartition(t *testing.T) {
 		t.Errorf("dead letter reason %q, want %q", got, ReasonTooOld)
 	}
 }
+
+// TestAssignmentDecisions: at a new generation a partition keeps its
+// windows only if this consumer held it whole (its rebuild was not cut
+// short), committed everything it sent, and the group resumes it at that
+// commit; every other assigned partition is rebuilt, and those no longer
+// assigned are forgotten with the rebuilt ones.
+func TestAssignmentDecisions(t *testing.T) {
+	kc := newBroker(t, map[string]int{"in": 6})
+	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.parts = map[int]*partition{
+		0: {committed: 5, next: 5, whole: true},  // consistent: kept
+		1: {committed: 5, next: 9, whole: true},  // sent beyond the commit: rebuilt
+		2: {committed: 5, next: 5, whole: true},  // another member committed further: rebuilt
+		3: {committed: 5, next: 5, whole: false}, // its rebuild was cut short: rebuilt
+		4: {committed: 5, next: 5, whole: true},  // no longer assigned: forgotten
+	}
+	kg := &kafka.Generation{ID: 7, Assignments: map[string][]kafka.PartitionAssignment{"in": {
+		{ID: 0, Offset: 5}, {ID: 1, Offset: 5}, {ID: 2, Offset: 8}, {ID: 3, Offset: 5}, {ID: 5, Offset: kafka.FirstOffset},
+	}}}
+	gen, err := c.begin(context.Background(), kg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 2, 3, 5}; !slices.Equal(gen.rebuild, want) {
+		t.Errorf("rebuilt %v, want %v", gen.rebuild, want)
+	}
+	if want := []int{1, 2, 3, 4, 5}; !slices.Equal(gen.forget, want) {
+		t.Errorf("forgotten %v, want %v", gen.forget, want)
+	}
+	if st := c.Status(); !st.Joined || st.Rebuilt || !slices.Equal(st.Partitions, []int{0, 1, 2, 3, 5}) || st.Generation != 7 {
+		t.Errorf("Status = %+v", st)
+	}
+	if got := c.parts[2].committed; got != 8 {
+		t.Errorf("partition 2 resumes at %d, want the group's 8", got)
+	}
+	if got := c.parts[5].committed; got != 0 {
+		t.Errorf("partition 5 (no commit) resumes at %d, want its first offset 0", got)
+	}
+}

@@ -72,7 +72,15 @@ func (c *Consumer) rebuild(ctx context.Context, gen *generation, out chan<- *Bat
 		}
 	}
 	c.m.rebuildReadings.Add(float64(gen.readings))
-	return flush(true)
+	if err := flush(true); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, p := range gen.rebuild {
+		parts[p].whole = true
+	}
+	c.mu.Unlock()
+	return nil
 }
 
 // rebuildFrom returns the offset of partition p to read back from so that
