@@ -193,9 +193,13 @@ func (s *Service) healthHandlers(mux *http.ServeMux) {
 	})
 }
 
-// isLearner reports whether this replica fine-tunes: online.learner
-// "always", or "auto" while this replica owns input partition 0.
+// isLearner reports whether this replica fine-tunes: online.enabled, and
+// online.learner "always", or "auto" while this replica owns input
+// partition 0.
 func (s *Service) isLearner() bool {
+	if !s.cfg.Online.Enabled {
+		return false
+	}
 	switch s.cfg.Learner {
 	case LearnerAlways:
 		return true

@@ -151,7 +151,9 @@ func TestResumesFromCheckpoint(t *testing.T) {
 // rebuilt, with a body that says so, and the learner gauge names this
 // lone replica the learner (it owns partition 0).
 func TestReadyz(t *testing.T) {
-	svc, err := service.New(context.Background(), testConfig(), service.WithModel(testModel(t)))
+	cfg := testConfig()
+	cfg.Online.Enabled = true
+	svc, err := service.New(context.Background(), cfg, service.WithModel(testModel(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
