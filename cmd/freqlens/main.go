@@ -6,7 +6,7 @@
 //	freqlens inspect --model MODEL [--data CSV] [--json]
 //	freqlens predict --model MODEL --data CSV --at ROW [--json]
 //	freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR
-//	freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR]
+//	freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]
 //	freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]
 //	freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE)
 //
@@ -35,7 +35,7 @@ usage:
   freqlens inspect --model MODEL [--data CSV] [--json]
   freqlens predict --model MODEL --data CSV --at ROW [--json]
   freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR   figures and an HTML page
-  freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR]   the streaming service
+  freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]   the streaming service
   freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE) [--speed max|60x]   a CSV as readings
 
 Run 'freqlens COMMAND -h' for the flags of a command.
