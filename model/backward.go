@@ -286,6 +286,9 @@ func (m *Model) leftoverBackward(ws *Workspace, n int, dY []float64) {
 	for b := range n {
 		gb, yb, db := G[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1], dY[b*M*C1:(b+1)*M*C1]
 		for _, f := range ws.sel[b*K : (b+1)*K] {
+			if !m.leftoverOmits(int(f)) {
+				continue
+			}
 			for j := 2 * int(f); j < 2*int(f)+2; j++ {
 				psi, yj, dyj := psibar[j*L:(j+1)*L], yb[j*C1:j*C1+C], db[j*C1:j*C1+C]
 				dpsi := tr.dPsibar[j*L : (j+1)*L]

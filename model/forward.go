@@ -336,21 +336,39 @@ func leftover(ws *Workspace, n int) {
 	L, C, K := cfg.Lookback, cfg.Channels, cfg.TopK
 	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
 	psibar := ws.m.basis.psibar
-	copy(ws.xr[:n*LC], ws.xn[:n*LC])
+	proj := ws.xr[:n*LC]
+	clear(proj)
 	for b := range n {
-		ub, yb := ws.xr[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1]
+		pb, yb := proj[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1]
 		for _, f := range ws.sel[b*K : (b+1)*K] {
-			for j := 2 * int(f); j < 2*int(f)+2; j++ {
-				psi, yj := psibar[j*L:(j+1)*L], yb[j*C1:j*C1+C]
-				for t, v := range psi {
-					row := ub[t*C : (t+1)*C]
-					for c, w := range yj {
-						row[c] -= v * w
-					}
-				}
+			if !ws.m.leftoverOmits(int(f)) {
+				continue
 			}
+			// The projection on the pair, [ψ̄_cos ψ̄_sin]·[Y_cos; Y_sin] (L×C).
+			j := 2 * int(f)
+			gemm.TN(L, C, 2, psibar[j*L:], L, yb[j*C1:], C1, pb, C)
 		}
 	}
+	for i, v := range ws.xn[:n*LC] {
+		proj[i] = v - proj[i]
+	}
+}
+
+// leftoverOmits says whether the residual's input omits frequency f when
+// f is selected: every selected frequency of a model without placed
+// cycles, only the placed ones (Meta.Peaks) of a model with them. A free
+// frequency is no cycle of the data; the band it reads stays visible to
+// the residual MLP.
+func (m *Model) leftoverOmits(f int) bool {
+	if len(m.Meta.Peaks) == 0 {
+		return true
+	}
+	for _, pk := range m.Meta.Peaks {
+		if pk.ID == f {
+			return true
+		}
+	}
+	return false
 }
 
 // instanceNorm writes each window's channels with their own mean removed

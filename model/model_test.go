@@ -11,13 +11,11 @@ import (
 )
 
 // fullConfigs are the default shapes for both modes.
-var fullConfigs = []struct {
-	name string
-	cfg  Config
-}{
-	{"mixed C=7 H=96", Config{Horizon: 96, Channels: 7}},
-	{"mixed C=3 H=192 no norm", Config{Horizon: 192, Channels: 3, Norm: NormNone}},
-	{"independent H=96", Config{Horizon: 96, Channels: 1, Mode: Independent}},
+var fullConfigs = []smallConfig{
+	{"mixed C=7 H=96", Config{Horizon: 96, Channels: 7}, nil},
+	{"mixed C=3 H=192 no norm", Config{Horizon: 192, Channels: 3, Norm: NormNone}, nil},
+	{"mixed C=7 H=96, placed cycles", Config{Horizon: 96, Channels: 7}, []int{0, 5, 11}},
+	{"independent H=96", Config{Horizon: 96, Channels: 1, Mode: Independent}, nil},
 }
 
 // TestCompleteness: for random models and inputs, the contributions plus the
@@ -26,7 +24,7 @@ func TestCompleteness(t *testing.T) {
 	for _, tc := range append(fullConfigs, smallConfigs...) {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := range uint64(5) {
-				m := randomModel(t, tc.cfg, seed)
+				m := tc.model(t, seed)
 				n := 9
 				x, _ := randomBatch(m.cfg, n, seed+100)
 				ws := m.NewWorkspace(n)
@@ -79,7 +77,7 @@ func TestCompleteness(t *testing.T) {
 func TestNullFrequency(t *testing.T) {
 	for _, tc := range fullConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 3)
+			m := tc.model(t, 3)
 			clear(m.params.InB)
 			L, C := m.cfg.Lookback, m.cfg.Channels
 			x := make([]float64, L*C)
@@ -127,7 +125,7 @@ func TestNullFrequency(t *testing.T) {
 func TestSymmetry(t *testing.T) {
 	for _, tc := range fullConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 8)
+			m := tc.model(t, 8)
 			p, c := m.params, m.cfg
 			i, j := 2, 5
 			p.Theta[j], p.Phi[j] = p.Theta[i], p.Phi[i]
@@ -206,7 +204,7 @@ func TestInstanceNormIsScaleFree(t *testing.T) {
 func TestForwardAllocatesNothing(t *testing.T) {
 	for _, tc := range fullConfigs {
 		for _, n := range []int{1, 32} {
-			m := randomModel(t, tc.cfg, 14)
+			m := tc.model(t, 14)
 			x, _ := randomBatch(m.cfg, n, 15)
 			ws := m.NewWorkspace(n)
 			dst := m.Forward(ws, nil, x)
