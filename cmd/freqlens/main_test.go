@@ -180,6 +180,7 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		{"missing flag", []string{"train", "--data", data, "--out", modelPath}, "--horizon is required"},
 		{"bad mode", []string{"train", "--data", data, "--horizon", "4", "--mode", "both", "--out", modelPath}, "mode"},
 		{"bad channel shuffle", []string{"train", "--data", data, "--horizon", "4", "--channel-shuffle", "1.5", "--out", modelPath}, "probability"},
+		{"bad frequency init", []string{"train", "--data", data, "--horizon", "4", "--frequency-init", "peaks", "--out", modelPath}, "use spectrum or grid"},
 		{"row too early", []string{"predict", "--model", modelPath, "--data", data, "--at", "3"}, "--at 3"},
 		{"row past the end", []string{"predict", "--model", modelPath, "--data", data, "--at", "400"}, "past the last"},
 		{"report without a model file", []string{"report", "--model", filepath.Join(dir, "nope.safetensors"), "--out", dir}, "no such file"},

@@ -54,6 +54,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mode := fs.String("mode", string(model.Mixed), "mixed (all channels in one model) or independent (one single-channel model for every channel)")
 	shuffle := fs.Float64("channel-shuffle", -1, "mixed mode: share of training samples whose channels come from independently drawn windows (default: the model package's default; 0 turns it off)")
 	out := fs.String("out", "", "where to write the model (safetensors)")
+	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
 	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -69,6 +70,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if m := model.Mode(*mode); m != model.Mixed && m != model.Independent {
 		return fmt.Errorf("--mode %q is unknown; use mixed or independent", *mode)
+	}
+	if fi := model.FrequencyInit(*freqInit); fi != model.InitSpectrum && fi != model.InitGrid {
+		return fmt.Errorf("--frequency-init %q is unknown; use %s or %s", *freqInit, model.InitSpectrum, model.InitGrid)
 	}
 
 	frame, err := dataset.LoadCSV(*data)
@@ -101,7 +105,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bar := newProgress(stderr, *epochs)
 	bar.start(fmt.Sprintf("training %s on %s: %d windows, %d params", *mode, filepath.Base(*data), bm.Train.Len(), params))
 	start := time.Now()
-	tc := model.TrainConfig{Epochs: *epochs, Seed: *seed}
+	tc := model.TrainConfig{Epochs: *epochs, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit)}
 	switch {
 	case *shuffle == 0:
 		tc.ChannelShuffle = -1 // off
