@@ -269,7 +269,7 @@ func energyBackward(ws *Workspace, n int, dscore, dY []float64) {
 }
 
 // leftoverBackward adds the gradient that reaches the atoms through the
-// residual MLP's input u = x̂ − Σ_{j selected} ψ̄_j ⊗ Y_j (see leftover),
+// residual MLP's input u = x̂ − Σ_{j omitted} ψ̄_j ⊗ Y_j (see leftover),
 // given ∂L/∂(its pre-activation) in ws.tr.drh:
 //
 //	G = ∂L/∂u = drh·R₁ᵀ,   ∂L/∂Y_jc −= Σ_t ψ̄_j(t)·G_tc,   ∂L/∂ψ̄_j(t) −= Σ_c G_tc·Y_jc

@@ -325,9 +325,9 @@ const energyTiny = 1e-12
 
 // leftover writes the residual MLP's input of each of the n windows to
 // ws.xr: the window less its projection on the atoms of its selected
-// frequencies,
+// frequencies that the residual omits (see leftoverOmits),
 //
-//	u = x̂ − Σ_{f∈S} Σ_{j ∈ {2f, 2f+1}} ψ̄_j ⊗ Y_j,   Y_j = ψ̄_jᵀ·x̂
+//	u = x̂ − Σ_{f∈S, omitted} Σ_{j ∈ {2f, 2f+1}} ψ̄_j ⊗ Y_j,   Y_j = ψ̄_jᵀ·x̂
 //
 // so the residual MLP cannot continue a cycle the frequencies carry: it
 // models what they leave, and the attribution names the cycles.
