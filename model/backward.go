@@ -269,7 +269,7 @@ func energyBackward(ws *Workspace, n int, dscore, dY []float64) {
 }
 
 // leftoverBackward adds the gradient that reaches the atoms through the
-// residual MLP's input u = x̂ − Σ_{j omitted} ψ̄_j ⊗ Y_j (see leftover),
+// residual MLP's input u = x̂ − Σ_{j selected} ψ̄_j ⊗ Y_j (see leftover),
 // given ∂L/∂(its pre-activation) in ws.tr.drh:
 //
 //	G = ∂L/∂u = drh·R₁ᵀ,   ∂L/∂Y_jc −= Σ_t ψ̄_j(t)·G_tc,   ∂L/∂ψ̄_j(t) −= Σ_c G_tc·Y_jc
@@ -286,9 +286,6 @@ func (m *Model) leftoverBackward(ws *Workspace, n int, dY []float64) {
 	for b := range n {
 		gb, yb, db := G[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1], dY[b*M*C1:(b+1)*M*C1]
 		for _, f := range ws.sel[b*K : (b+1)*K] {
-			if !m.leftoverOmits(int(f)) {
-				continue
-			}
 			for j := 2 * int(f); j < 2*int(f)+2; j++ {
 				psi, yj, dyj := psibar[j*L:(j+1)*L], yb[j*C1:j*C1+C], db[j*C1:j*C1+C]
 				dpsi := tr.dPsibar[j*L : (j+1)*L]

@@ -23,8 +23,7 @@
 //	s_i   = GELU(c_i·V₁ + v₁)·v₂ + β_i + log(e_i + 0.01)   selection score
 //	S     = top-K of s                          (top-K of s + Gumbel noise in training)
 //	g_f   = ReLU(c_f·A_f)·B_f                    one bias-free head per frequency, 2d → H·C
-//	u     = x̂ − Σ_{f∈S∩P} Σ_{j∈f} ψ̄_j ψ̄_jᵀ x̂    what the selected cycles leave of the window (P: the
-//	                                            frequencies placed on cycles, all N when none was)
+//	u     = x̂ − Σ_{f∈S} Σ_{j∈f} ψ̄_j ψ̄_jᵀ x̂       what the selected frequencies leave of the window
 //	r     = GELU(vec(u)·R₁ + r₁)·R₂ + r₂         residual MLP, L·C → H·C
 //	ŷ     = σ·(α·Σ_{f∈S} g_f + (1−α)·r) + μ      α = σ(w)
 //
@@ -79,16 +78,14 @@
 //     straight-through gradient credits only selected frequencies: trained
 //     on, the scorer learned to drop cycles in the windows where the
 //     residual MLP had learned to carry them, and the two fed each other.
-//  8. The residual MLP reads what the selected cycles leave of the window:
-//     x̂ less its projection on the atoms of the selected frequencies that
-//     were placed on cycles (Meta.Peaks; every selected frequency in a
-//     model without placed ones). It cannot continue a cycle the
-//     frequencies carry, so it models the rest and the attribution names
-//     the cycles. A free frequency is no cycle of the data, so its band
-//     stays visible to the residual: removing it too cost Weather (two
-//     placed cycles, six free frequencies selected in most windows) 2%
-//     test MSE (0.1687 against 0.1654; the residual's share is 0.40
-//     with the band visible, 0.28 without).
+//  8. The residual MLP reads what the selected frequencies leave of the
+//     window (u above), so it cannot continue a cycle the frequencies
+//     carry: it models the rest, and the attribution names the cycles.
+//     Omitting only the placed cycles and letting the residual see the
+//     free frequencies' bands scored better on Weather (test MSE 0.1654
+//     against 0.1687) but raised the residual's share on clean synthetic
+//     feeds (BenchmarkDiscovery: mean 0.13 to 0.19, worst 0.21 to 0.29),
+//     too close to what a periodic feed should leave it; not taken.
 //  9. The residual MLP stays at its (near zero) start for the first
 //     TrainConfig.ResidualWarmup epochs (5), while the heads learn the
 //     cycles.

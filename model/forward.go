@@ -325,9 +325,9 @@ const energyTiny = 1e-12
 
 // leftover writes the residual MLP's input of each of the n windows to
 // ws.xr: the window less its projection on the atoms of its selected
-// frequencies that the residual omits (see leftoverOmits),
+// frequencies,
 //
-//	u = x̂ − Σ_{f∈S, omitted} Σ_{j ∈ {2f, 2f+1}} ψ̄_j ⊗ Y_j,   Y_j = ψ̄_jᵀ·x̂
+//	u = x̂ − Σ_{f∈S} Σ_{j ∈ {2f, 2f+1}} ψ̄_j ⊗ Y_j,   Y_j = ψ̄_jᵀ·x̂
 //
 // so the residual MLP cannot continue a cycle the frequencies carry: it
 // models what they leave, and the attribution names the cycles.
@@ -341,9 +341,6 @@ func leftover(ws *Workspace, n int) {
 	for b := range n {
 		pb, yb := proj[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1]
 		for _, f := range ws.sel[b*K : (b+1)*K] {
-			if !ws.m.leftoverOmits(int(f)) {
-				continue
-			}
 			// The projection on the pair, [ψ̄_cos ψ̄_sin]·[Y_cos; Y_sin] (L×C).
 			j := 2 * int(f)
 			gemm.TN(L, C, 2, psibar[j*L:], L, yb[j*C1:], C1, pb, C)
@@ -352,23 +349,6 @@ func leftover(ws *Workspace, n int) {
 	for i, v := range ws.xn[:n*LC] {
 		proj[i] = v - proj[i]
 	}
-}
-
-// leftoverOmits says whether the residual's input omits frequency f when
-// f is selected: every selected frequency of a model without placed
-// cycles, only the placed ones (Meta.Peaks) of a model with them. A free
-// frequency is no cycle of the data; the band it reads stays visible to
-// the residual MLP.
-func (m *Model) leftoverOmits(f int) bool {
-	if len(m.Meta.Peaks) == 0 {
-		return true
-	}
-	for _, pk := range m.Meta.Peaks {
-		if pk.ID == f {
-			return true
-		}
-	}
-	return false
 }
 
 // instanceNorm writes each window's channels with their own mean removed

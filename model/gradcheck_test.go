@@ -8,47 +8,23 @@ import (
 	"gonum.org/v1/gonum/diff/fd"
 )
 
-// smallConfig is a model shape for the exact tests; placed lists the
-// frequencies it marks as placed on a cycle (Meta.Peaks), which changes
-// what the residual reads.
-type smallConfig struct {
-	name   string
-	cfg    Config
-	placed []int
-}
-
-// model is a random model of the shape with its placed frequencies marked.
-func (tc smallConfig) model(t testing.TB, seed uint64) *Model {
-	t.Helper()
-	m := randomModel(t, tc.cfg, seed)
-	markPlaced(m, tc.placed)
-	return m
-}
-
-// markPlaced marks frequencies ids as placed on cycles of the data.
-func markPlaced(m *Model, ids []int) {
-	for _, id := range ids {
-		m.Meta.Peaks = append(m.Meta.Peaks, PlacedPeak{ID: id})
-	}
-}
-
 // smallConfigs are shapes small enough for finite differences over every
-// parameter, covering both normalisations, both modes, odd sizes, and a
-// model with placed cycles.
-var smallConfigs = []smallConfig{
-	{"mixed instance-norm", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}, nil},
-	{"mixed no norm", Config{Lookback: 10, Horizon: 3, Channels: 3, Hidden: 5, Frequencies: 5, TopK: 2, ScorerHidden: 2, HeadHidden: 3, ResidualHidden: 4, Norm: NormNone}, nil},
-	{"independent", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 7, TopK: 4, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent}, nil},
+// parameter, covering both normalisations, both modes and odd sizes.
+var smallConfigs = []struct {
+	name string
+	cfg  Config
+}{
+	{"mixed instance-norm", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}},
+	{"mixed no norm", Config{Lookback: 10, Horizon: 3, Channels: 3, Hidden: 5, Frequencies: 5, TopK: 2, ScorerHidden: 2, HeadHidden: 3, ResidualHidden: 4, Norm: NormNone}},
+	{"independent", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 7, TopK: 4, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent}},
 	{"mixed, format 2 maths", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
-		noEnergyPrior: true, residualReadsAll: true}, nil},
-	{"mixed, placed cycles", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5},
-		[]int{1, 4}},
+		noEnergyPrior: true, residualReadsAll: true}},
 }
 
 func TestForwardMatchesReference(t *testing.T) {
 	for _, tc := range smallConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := tc.model(t, 1)
+			m := randomModel(t, tc.cfg, 1)
 			n := 5
 			x, y := randomBatch(m.cfg, n, 2)
 			noise := gumbel(n*m.cfg.Frequencies, 3)
@@ -82,7 +58,7 @@ func TestForwardMatchesReference(t *testing.T) {
 func TestGradientFiniteDifferences(t *testing.T) {
 	for _, tc := range smallConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := tc.model(t, 4)
+			m := randomModel(t, tc.cfg, 4)
 			n := 6
 			x, y := randomBatch(m.cfg, n, 5)
 			noise := gumbel(n*m.cfg.Frequencies, 6)

@@ -11,11 +11,13 @@ import (
 )
 
 // fullConfigs are the default shapes for both modes.
-var fullConfigs = []smallConfig{
-	{"mixed C=7 H=96", Config{Horizon: 96, Channels: 7}, nil},
-	{"mixed C=3 H=192 no norm", Config{Horizon: 192, Channels: 3, Norm: NormNone}, nil},
-	{"mixed C=7 H=96, placed cycles", Config{Horizon: 96, Channels: 7}, []int{0, 5, 11}},
-	{"independent H=96", Config{Horizon: 96, Channels: 1, Mode: Independent}, nil},
+var fullConfigs = []struct {
+	name string
+	cfg  Config
+}{
+	{"mixed C=7 H=96", Config{Horizon: 96, Channels: 7}},
+	{"mixed C=3 H=192 no norm", Config{Horizon: 192, Channels: 3, Norm: NormNone}},
+	{"independent H=96", Config{Horizon: 96, Channels: 1, Mode: Independent}},
 }
 
 // TestCompleteness: for random models and inputs, the contributions plus the
@@ -24,7 +26,7 @@ func TestCompleteness(t *testing.T) {
 	for _, tc := range append(fullConfigs, smallConfigs...) {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := range uint64(5) {
-				m := tc.model(t, seed)
+				m := randomModel(t, tc.cfg, seed)
 				n := 9
 				x, _ := randomBatch(m.cfg, n, seed+100)
 				ws := m.NewWorkspace(n)
@@ -77,7 +79,7 @@ func TestCompleteness(t *testing.T) {
 func TestNullFrequency(t *testing.T) {
 	for _, tc := range fullConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := tc.model(t, 3)
+			m := randomModel(t, tc.cfg, 3)
 			clear(m.params.InB)
 			L, C := m.cfg.Lookback, m.cfg.Channels
 			x := make([]float64, L*C)
@@ -125,7 +127,7 @@ func TestNullFrequency(t *testing.T) {
 func TestSymmetry(t *testing.T) {
 	for _, tc := range fullConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := tc.model(t, 8)
+			m := randomModel(t, tc.cfg, 8)
 			p, c := m.params, m.cfg
 			i, j := 2, 5
 			p.Theta[j], p.Phi[j] = p.Theta[i], p.Phi[i]
@@ -204,7 +206,7 @@ func TestInstanceNormIsScaleFree(t *testing.T) {
 func TestForwardAllocatesNothing(t *testing.T) {
 	for _, tc := range fullConfigs {
 		for _, n := range []int{1, 32} {
-			m := tc.model(t, 14)
+			m := randomModel(t, tc.cfg, 14)
 			x, _ := randomBatch(m.cfg, n, 15)
 			ws := m.NewWorkspace(n)
 			dst := m.Forward(ws, nil, x)

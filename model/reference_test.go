@@ -19,10 +19,6 @@ import (
 type refSelection struct {
 	sel  [][]int
 	pbar [][]float64
-	// omitted (window → frequencies) are the selected frequencies whose
-	// atoms the residual's input leaves out: all of them in a model without
-	// placed cycles, only the placed ones in a model with them.
-	omitted [][]int
 	// resMask (window → R) and headMask (window → rank → E) are the dropout
 	// masks; nil means no dropout.
 	resMask  [][]float64
@@ -177,10 +173,10 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 				yfreq[o] += gate * v
 			}
 		}
-		// Residual MLP, on what the selected cycles leave of the window.
+		// Residual MLP, on what the selected frequencies leave of the window.
 		xr := slices.Clone(xn)
 		if !cfg.residualReadsAll {
-			for _, f := range fix.omitted[b] {
+			for _, f := range fix.sel[b] {
 				for _, psi := range psibar[2*f : 2*f+2] {
 					for c := range C {
 						proj := 0.0
@@ -365,13 +361,6 @@ func selectionOf(tr *trainer, n int) refSelection {
 		}
 		fix.sel = append(fix.sel, sel)
 		fix.pbar = append(fix.pbar, pbar)
-		var omitted []int
-		for _, f := range sel {
-			if len(tr.m.Meta.Peaks) == 0 || slices.ContainsFunc(tr.m.Meta.Peaks, func(pk PlacedPeak) bool { return pk.ID == f }) {
-				omitted = append(omitted, f)
-			}
-		}
-		fix.omitted = append(fix.omitted, omitted)
 	}
 	if tr.resMask != nil {
 		R, E := tr.m.cfg.ResidualHidden, tr.m.cfg.HeadHidden
