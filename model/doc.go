@@ -83,7 +83,7 @@
 //     carry: it models the rest, and the attribution names the cycles.
 //     Omitting only the placed cycles and letting the residual see the
 //     free frequencies' bands scored better on Weather (test MSE 0.1654
-//     against 0.1687) but raised the residual's share on clean synthetic
+//     against 0.1667) but raised the residual's share on clean synthetic
 //     feeds (BenchmarkDiscovery: mean 0.13 to 0.19, worst 0.21 to 0.29),
 //     too close to what a periodic feed should leave it; not taken.
 //  9. The residual MLP stays at its (near zero) start for the first
