@@ -72,7 +72,7 @@ type inspectReport struct {
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
-	data := fs.String("data", "", "optional CSV whose test split recounts which frequencies are selected")
+	data := fs.String("data", "", "optional CSV whose test split recounts the selections and the attribution shares")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
