@@ -55,7 +55,7 @@ type intervals struct {
 	// per level: exp(η·(1 − α/2)) and exp(−η·α/2).
 	grow, shrink []float64
 	n            int     // H×C
-	decay  float64 // of the running mean absolute error
+	decay        float64 // of the running mean absolute error
 	// absErr and weight: the exponentially weighted mean absolute
 	// normalised error per horizon step and channel (absErr/weight).
 	absErr, weight []float64

@@ -66,7 +66,7 @@ type Learner struct {
 	counts   map[Outcome]int64
 	exported struct { // totals already added to the counters
 		count, sq, abs, pairs, refused float64
-		scored, covered               []int64 // per interval level
+		scored, covered                []int64 // per interval level
 	}
 }
 

@@ -23,9 +23,9 @@ type tracker struct {
 	series  map[string]*seriesState
 	errs    *errorStats
 	replay  *replay
-	newest  time.Time // latest observed step over all series (data time)
-	pairs   int64     // pairs made
-	refused int64     // forecasts of series beyond the cap
+	newest  time.Time  // latest observed step over all series (data time)
+	pairs   int64      // pairs made
+	refused int64      // forecasts of series beyond the cap
 	iv      *intervals // nil without interval levels
 	scratch struct{ in, tgt, scale, issue []float64 }
 }
