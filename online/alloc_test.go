@@ -14,13 +14,15 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	l, err := online.New(online.Config{ReplaySize: 200, MinHoldout: 10}, m)
+	l, err := online.New(online.Config{ReplaySize: 200, MinHoldout: 10, Intervals: []float64{0.8, 0.95}}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	x, fc := make([]float64, 24), make([]float64, 6)
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	o := &online.Observation{Series: "s", Window: x, Forecast: fc, Contributions: []model.Contribution{{Frequency: model.Frequency{ID: 1}, Share: 0.5}}}
+	o := &online.Observation{Series: "s", Window: x, Forecast: fc, Contributions: []model.Contribution{{Frequency: model.Frequency{ID: 1}, Share: 0.5}},
+		Lower: [][]float64{make([]float64, 6), make([]float64, 6)}, Upper: [][]float64{make([]float64, 6), make([]float64, 6)}}
+	published := 0
 	step := 0
 	next := func() {
 		for i := range x {
@@ -28,7 +30,9 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 		}
 		o.End = t0.Add(time.Duration(step) * time.Hour)
 		step++
-		l.Observe(o)
+		if l.Observe(o) {
+			published++
+		}
 	}
 	for range 400 { // past the replay buffer's growth
 		next()
@@ -36,7 +40,10 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 	if a := testing.AllocsPerRun(200, next); a != 0 {
 		t.Errorf("Observe allocates %.1f times per forecast of a tracked series; want 0", a)
 	}
-	if tot := l.Totals(); tot.Count == 0 || tot.Pairs == 0 {
+	if tot := l.Totals(); tot.Count == 0 || tot.Pairs == 0 || tot.Coverage[0].Scored == 0 {
 		t.Errorf("totals %+v: nothing was scored", tot)
+	}
+	if published == 0 {
+		t.Error("no forecast got its intervals")
 	}
 }

@@ -184,6 +184,12 @@ func (iv *intervals) issue(s *seriesIntervals, slot int, scale []float64) bool {
 			}
 			sc := scale[i%len(scale)]
 			below[j], above[j] = float32(s.lo[j]*sc), float32(s.hi[j]*sc)
+			if l > 0 {
+				// Nested: a higher level's interval holds the lower one's.
+				// Each level's thresholds move by its own misses, so they
+				// can cross for a while; widening only raises coverage.
+				below[j], above[j] = max(below[j], below[j-n]), max(above[j], above[j-n])
+			}
 			if math.IsNaN(s.lo[j]) {
 				publish = false
 			}
@@ -274,8 +280,10 @@ func (iv *intervals) untracked(fc []float64, scale []float64, lower, upper [][]f
 	for l := range iv.levels {
 		for i, y := range fc {
 			sc := scale[i%len(scale)]
-			lo, hi := iv.sumLo[l*iv.n+i]*inv*sc, iv.sumHi[l*iv.n+i]*inv*sc
-			lower[l][i], upper[l][i] = bounds(y, lo, hi)
+			lower[l][i], upper[l][i] = y-iv.sumLo[l*iv.n+i]*inv*sc, y+iv.sumHi[l*iv.n+i]*inv*sc
+			if l > 0 { // nested, as issue makes them
+				lower[l][i], upper[l][i] = min(lower[l][i], lower[l-1][i]), max(upper[l][i], upper[l-1][i])
+			}
 		}
 	}
 	return true
@@ -288,13 +296,10 @@ func (iv *intervals) write(s *seriesIntervals, slot int, fc []float64, lower, up
 	for l := range iv.levels {
 		for i, y := range fc {
 			j := base + l*n + i
-			lower[l][i], upper[l][i] = bounds(y, float64(s.below[j]), float64(s.above[j]))
+			lower[l][i], upper[l][i] = y-float64(s.below[j]), y+float64(s.above[j])
 		}
 	}
 }
-
-// bounds returns [y − below, y + above].
-func bounds(y, below, above float64) (lo, hi float64) { return y - below, y + above }
 
 // gaussianHalfWidth is the half-width, in standard deviations, of the
 // central interval of a Gaussian holding level of its mass.
