@@ -66,8 +66,8 @@ type intervals struct {
 	// per level: exp(η·(1 − α/2)) and exp(−η·α/2); warm* with the larger
 	// step of a series that is not calibrated yet.
 	grow, shrink, warmGrow, warmShrink []float64
-	n            int     // H×C
-	decay        float64 // of the running mean absolute error
+	n                                  int     // H×C
+	decay                              float64 // of the running mean absolute error
 	// absErr and weight: the exponentially weighted mean absolute
 	// normalised error per horizon step and channel (absErr/weight).
 	absErr, weight []float64
