@@ -146,6 +146,14 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 		l.met.testMSE.Set(v)
 	}
 	l.met.driftThreshold.Set(cfg.DriftThreshold)
+	for _, level := range cfg.Intervals {
+		// Exported from the start, at 0, so that increase() sees the first
+		// realised steps and the alert rules have the levels to compare with.
+		lv := strconv.FormatFloat(level, 'g', -1, 64)
+		l.met.nominal.WithLabelValues(lv).Set(level)
+		l.met.intervalsScored.WithLabelValues(lv)
+		l.met.intervalsCovered.WithLabelValues(lv)
+	}
 	return l, nil
 }
 
