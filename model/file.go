@@ -150,6 +150,9 @@ func (m *Model) metadata(weightsSHA string) map[string]string {
 	if m.Meta.Metrics != nil {
 		md["metrics"] = js(m.Meta.Metrics)
 	}
+	if m.Meta.ErrorQuantiles != nil {
+		md["error_quantiles"] = js(m.Meta.ErrorQuantiles)
+	}
 	if m.Meta.Selected != nil {
 		md["selected"] = js(m.Meta.Selected)
 	}
@@ -430,6 +433,11 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 			return cfg, meta, fmt.Errorf("corrupted header: metadata metrics: %v", err)
 		}
 	}
+	if s := md["error_quantiles"]; s != "" {
+		if err := json.Unmarshal([]byte(s), &meta.ErrorQuantiles); err != nil {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata error_quantiles: %v", err)
+		}
+	}
 	if s := md["cadence"]; s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
@@ -469,6 +477,11 @@ func equalInts(a, b []int) bool {
 
 // check reports metadata whose lengths disagree with the shapes.
 func (meta Meta) check(cfg Config) error {
+	if q := meta.ErrorQuantiles; q != nil {
+		if err := q.check(cfg); err != nil {
+			return fmt.Errorf("corrupted header: metadata %w", err)
+		}
+	}
 	if n := len(meta.Selected); n != 0 && n != cfg.Frequencies {
 		return fmt.Errorf("corrupted header: metadata selected has %d counts for %d frequencies", n, cfg.Frequencies)
 	}

@@ -38,6 +38,9 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		Peaks:         []PlacedPeak{{ID: 4, PeriodSteps: 23.985, VarianceShare: 0.25, Prominence: 806}},
 		Shares:        []float64{0, 0.1, 0.2, 0, 0.386, 0.05},
 		ResidualShare: 0.264,
+		ErrorQuantiles: &ErrorQuantiles{Probs: []float64{0.1, 0.5, 0.9}, Horizon: 5, Channels: 2, Windows: 40,
+			Values: []float64{-1.5, -1, -1.25, -0.75, -2, -1, -2.5, -1.5, -3, -2, 0.01, 0, -0.1, 0.2, 0, 0, 0.1, -0.2, 0.3, 0.05,
+				1.5, 1, 1.25, 0.75, 2, 1, 2.5, 1.5, 3, 2}},
 	}
 	path := filepath.Join(t.TempDir(), "m.safetensors")
 	if err := m.Save(path); err != nil {
@@ -152,6 +155,12 @@ func TestDecodeRejectsBadFiles(t *testing.T) {
 		{"top_k above frequencies", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["top_k"] = "60" }), "top_k"},
 		{"unknown mode", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["mode"] = "sideways" }), "mode"},
 		{"bad cadence", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["cadence"] = "often" }), "cadence"},
+		{"error quantiles of another horizon", rewrite(func(md map[string]string, _ map[string]json.RawMessage) {
+			md["error_quantiles"] = `{"probs":[0.5],"horizon":4,"channels":2,"windows":1,"values":[0,0,0,0,0,0,0,0]}`
+		}), "error quantiles of horizon 4"},
+		{"error quantiles not increasing", rewrite(func(md map[string]string, _ map[string]json.RawMessage) {
+			md["error_quantiles"] = `{"probs":[0.5,0.5],"horizon":5,"channels":2,"windows":1,"values":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}`
+		}), "not increasing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Decode(tc.in)

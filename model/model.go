@@ -55,6 +55,11 @@ type Meta struct {
 	// Metrics.Shares); nil when unknown.
 	Shares        []float64 `json:"shares,omitempty"`
 	ResidualShare float64   `json:"residual_share,omitempty"`
+	// ErrorQuantiles are the quantiles of the errors on the test split at
+	// training time (MeasureErrorQuantiles), where a served model's
+	// prediction intervals start; nil when unknown. Read-only once set: a
+	// Clone shares them.
+	ErrorQuantiles *ErrorQuantiles `json:"error_quantiles,omitempty"`
 }
 
 // PlacedPeak is a peak of the training rows' spectrum and the frequency
