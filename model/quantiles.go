@@ -87,7 +87,9 @@ func quantileChannels(cfg Config) int {
 // MeasureErrorQuantiles forecasts up to maxWindows samples of src, evenly
 // spaced (every one when it holds fewer), and returns the quantiles of
 // their errors per horizon step and channel. Measure them on windows the
-// model was not trained on: the test split under the standard protocol.
+// model was not trained on, in the units a server normalises its errors
+// to — z-scores with the training rows' statistics: the test split under
+// the standard protocol.
 func MeasureErrorQuantiles(ctx context.Context, m *Model, src Source, maxWindows int) (*ErrorQuantiles, error) {
 	bt, err := newBatcher(m, src)
 	if err != nil {

@@ -2,6 +2,8 @@ package online
 
 import (
 	"math"
+
+	"github.com/freqlens/freqlens/model"
 )
 
 // Prediction intervals by online conformal prediction.
@@ -33,9 +35,12 @@ import (
 // instead of one symmetric width let the interval follow a forecast that
 // is biased, as a model is after its data changes.
 //
-// A new series starts from the mean thresholds of the calibrated series, or,
-// before any series is calibrated, from a Gaussian guess at its first
-// forecast (σ = √(π/2)·the mean absolute error seen so far at that step),
+// A new series starts from the mean thresholds of the calibrated series;
+// before any series is calibrated, from the quantiles of the model's errors
+// on held-out windows recorded at training (model.Meta.ErrorQuantiles:
+// split conformal prediction, valid from the first forecast while the data
+// looks like the held-out windows), published at once; and for a model
+// without them, from a Gaussian guess at its first forecast (σ = √(π/2)·the mean absolute error seen so far at that step),
 // moved with a larger step (warmRate) until its intervals are published once
 // it has scored warmScores forecasts over the whole horizon (or at once when
 // it started from calibrated series). Series
@@ -71,6 +76,10 @@ type intervals struct {
 	// absErr and weight: the exponentially weighted mean absolute
 	// normalised error per horizon step and channel (absErr/weight).
 	absErr, weight []float64
+	// prior holds the lower then the upper thresholds (2 × levels × H × C)
+	// from the model's held-out errors (model.Meta.ErrorQuantiles); nil
+	// when the model has none.
+	prior []float64
 	// sumLo and sumHi add up the thresholds of the calibrated series, per
 	// level × H × C; calibrated counts them.
 	sumLo, sumHi []float64
@@ -81,7 +90,7 @@ type intervals struct {
 	recent, recentW []float64
 }
 
-func newIntervals(levels []float64, rate float64, H, C, halfLife int) *intervals {
+func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *model.ErrorQuantiles) *intervals {
 	if len(levels) == 0 {
 		return nil
 	}
@@ -93,6 +102,18 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int) *intervals
 		sumLo: make([]float64, k*n), sumHi: make([]float64, k*n),
 		scored: make([]int64, k), covered: make([]int64, k),
 		recent: make([]float64, k), recentW: make([]float64, k),
+	}
+	if prior != nil && prior.Horizon == H && prior.Channels == C {
+		// The thresholds of the model's held-out errors: where every series
+		// starts, published at once.
+		iv.prior = make([]float64, 2*k*n)
+		for l, level := range levels {
+			for i := range n {
+				h, c := i/C, i%C
+				iv.prior[l*n+i] = max(-prior.Quantile((1-level)/2, h, c), minThreshold)
+				iv.prior[(k+l)*n+i] = max(prior.Quantile((1+level)/2, h, c), minThreshold)
+			}
+		}
 	}
 	warm := min(warmRate*rate, 1)
 	for _, l := range levels {
@@ -126,13 +147,18 @@ func (iv *intervals) newSeries(H int) *seriesIntervals {
 		below: make([]float32, H*k*iv.n), above: make([]float32, H*k*iv.n),
 		published: make([]bool, H),
 	}
-	if iv.calibrated > 0 {
+	switch {
+	case iv.calibrated > 0:
 		inv := 1 / float64(iv.calibrated)
 		for i := range s.lo {
 			s.lo[i], s.hi[i] = iv.sumLo[i]*inv, iv.sumHi[i]*inv
 		}
 		iv.join(s)
-	} else {
+	case iv.prior != nil:
+		copy(s.lo, iv.prior[:len(s.lo)])
+		copy(s.hi, iv.prior[len(s.lo):])
+		iv.join(s)
+	default:
 		for i := range s.lo {
 			s.lo[i], s.hi[i] = math.NaN(), math.NaN()
 		}

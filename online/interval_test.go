@@ -135,3 +135,73 @@ func randomFeed(rng *rand.Rand, series, steps int) feed {
 	}
 	return f
 }
+
+// TestIntervalsFromTheFirstForecast: with the error quantiles a model
+// records at training, a series' first forecast carries intervals, their
+// bounds those quantiles times the series' scale (an independent model:
+// the std of the values seen), and a model without them publishes none
+// until a series has warmed up.
+func TestIntervalsFromTheFirstForecast(t *testing.T) {
+	const L, H = 24, 3
+	ref, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: 1, Mode: model.Independent, Frequencies: 4, TopK: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Meta.Cadence = time.Hour
+	x, fc := make([]float64, L), []float64{10, 10, 10}
+	for i := range x {
+		x[i] = 10 + float64(i%2) // std 0.5107 (n − 1)
+	}
+	var w welfordStd
+	for _, v := range x {
+		w.add(v)
+	}
+	sd := w.std()
+	levels := []float64{0.5, 0.9}
+	observe := func(l *online.Learner) (bool, [][]float64, [][]float64) {
+		lower := [][]float64{make([]float64, H), make([]float64, H)}
+		upper := [][]float64{make([]float64, H), make([]float64, H)}
+		ok := l.Observe(&online.Observation{Series: "s", End: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC),
+			Window: x, Forecast: fc, Lower: lower, Upper: upper})
+		return ok, lower, upper
+	}
+	l, err := online.New(online.Config{Intervals: levels}, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := observe(l); ok {
+		t.Error("a model without error quantiles published intervals with its first forecast; want them after a warm-up")
+	}
+
+	// Quantiles at 0.05, 0.25, 0.75, 0.95 of −2h−2, −h−1, h+1, 2h+2 (h = 0 … 2).
+	q := &model.ErrorQuantiles{Probs: []float64{0.05, 0.25, 0.75, 0.95}, Horizon: H, Channels: 1, Windows: 100,
+		Values: []float64{-2, -4, -6, -1, -2, -3, 1, 2, 3, 2, 4, 6}}
+	ref.Meta.ErrorQuantiles = q
+	l, err = online.New(online.Config{Intervals: levels}, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, lower, upper := observe(l)
+	if !ok {
+		t.Fatal("the first forecast of a model with error quantiles has no intervals")
+	}
+	for h := range H {
+		want := []float64{float64(h + 1), 2 * float64(h+1)} // the 50% and 90% quantiles' distances
+		for k := range levels {
+			if lo, hi := fc[h]-want[k]*sd, fc[h]+want[k]*sd; math.Abs(lower[k][h]-lo) > 1e-5 || math.Abs(upper[k][h]-hi) > 1e-5 {
+				t.Errorf("step %d, level %v: [%v, %v], want [%v, %v]", h, levels[k], lower[k][h], upper[k][h], lo, hi)
+			}
+		}
+	}
+}
+
+type welfordStd struct{ n, mean, m2 float64 }
+
+func (w *welfordStd) add(v float64) {
+	w.n++
+	d := v - w.mean
+	w.mean += d / w.n
+	w.m2 += d * (v - w.mean)
+}
+
+func (w *welfordStd) std() float64 { return math.Sqrt(w.m2 / (w.n - 1)) }

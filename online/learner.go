@@ -137,7 +137,7 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 		cfg.SpectrumSteps = 8 * mc.Lookback
 		l.cfg.SpectrumSteps = cfg.SpectrumSteps
 	}
-	iv := newIntervals(cfg.Intervals, cfg.IntervalRate, mc.Horizon, mc.Channels, cfg.ErrorHalfLife)
+	iv := newIntervals(cfg.Intervals, cfg.IntervalRate, mc.Horizon, mc.Channels, cfg.ErrorHalfLife, reference.Meta.ErrorQuantiles)
 	l.exported.scored, l.exported.covered = make([]int64, len(cfg.Intervals)), make([]int64, len(cfg.Intervals))
 	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, cfg.ErrorHalfLife, l.rp, iv)
 	l.tr.errs.hist = l.met.absErr

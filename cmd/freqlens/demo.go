@@ -164,6 +164,9 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	}
 	m.Meta.Metrics = map[string]float64{"test_mse": met.MSE, "test_mae": met.MAE}
 	m.Meta.Selected, m.Meta.Shares, m.Meta.ResidualShare = met.Selected, met.Shares, met.ResidualShare
+	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(ctx, m, bm.Test, errorQuantileWindows); err != nil {
+		return nil, err
+	}
 	fmt.Fprintf(stdout, "  test MSE %.4f (normalised units; the online MSE below compares with it)\n", met.MSE)
 	var found []string
 	for _, pm := range m.MatchPeriods([]time.Duration{12 * time.Hour, 24 * time.Hour, 168 * time.Hour}, matchTolerance) {

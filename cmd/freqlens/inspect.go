@@ -67,6 +67,9 @@ type inspectReport struct {
 	Params        int                    `json:"params"`
 	Components    []model.ComponentCount `json:"components"`
 	Metrics       map[string]float64     `json:"metrics,omitempty"`
+	// ErrorQuantiles are the test split's error quantiles recorded at
+	// training, where served prediction intervals start.
+	ErrorQuantiles *model.ErrorQuantiles `json:"error_quantiles,omitempty"`
 }
 
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -121,7 +124,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Model: *modelPath, TrainedOn: m.Meta.DataName, Mode: string(cfg.Mode),
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
 		CadenceSeconds: m.Meta.Cadence.Seconds(), Alpha: m.Alpha(), SelectionFrom: from,
-		Metrics: m.Meta.Metrics, Cycles: []cycleReport{}, ResidualShare: residualShare,
+		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Cycles: []cycleReport{}, ResidualShare: residualShare,
 	}
 	if shares != nil {
 		rep.Cycles, rep.SharesFrom = cyclesOf(m, shares), from
@@ -174,6 +177,7 @@ func printInspect(w io.Writer, r inspectReport) {
 	if v, ok := r.Metrics["test_mse"]; ok {
 		fmt.Fprintf(w, "test MSE %.4f  MAE %.4f\n", v, r.Metrics["test_mae"])
 	}
+	printErrorQuantiles(w, r.ErrorQuantiles)
 	fmt.Fprintf(w, "alpha %.3f (the fusion weight of the frequency heads)\n\n", r.Alpha)
 	if r.SharesFrom != "" {
 		printCycles(w, r.Cycles, r.ResidualShare, "the "+r.SharesFrom)

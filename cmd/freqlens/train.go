@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
@@ -132,6 +133,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	m.Meta.Selected = met.Selected
 	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
 	m.Meta.Training = tc.Settings()
+	// Where a served model's prediction intervals start (output.intervals).
+	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(context.WithoutCancel(ctx), m, bm.Test, errorQuantileWindows); err != nil {
+		return err
+	}
 	if err := m.Save(*out); err != nil {
 		return err
 	}
@@ -154,6 +159,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "validation MSE %.4f\n", rep.ValMSE)
 	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, all %d channels)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, rep.Channels)
 	printCycles(stdout, rep.Cycles, rep.ResidualShare, "the test split")
+	printErrorQuantiles(stdout, m.Meta.ErrorQuantiles)
 	fmt.Fprintf(stdout, "model written to %s\n", *out)
 	if trainErr != nil {
 		fmt.Fprintf(stderr, "freqlens train: interrupted; saved the best epoch so far\n")
@@ -172,4 +178,31 @@ func perChannel(names []string, v []float64) map[string]float64 {
 		out[name] = x
 	}
 	return out
+}
+
+// errorQuantileWindows is how many test windows train measures the error
+// quantiles on: enough for the 0.5% tails of every step.
+const errorQuantileWindows = 4096
+
+// printErrorQuantiles prints where a served model's 80% and 95% intervals
+// start: their bounds at the first and the last horizon step, averaged over
+// the channels.
+func printErrorQuantiles(w io.Writer, q *model.ErrorQuantiles) {
+	if q == nil {
+		return
+	}
+	bounds := func(level float64, h int) (lo, hi float64) {
+		for c := range q.Channels {
+			lo += q.Quantile((1-level)/2, h, c)
+			hi += q.Quantile((1+level)/2, h, c)
+		}
+		return lo / float64(q.Channels), hi / float64(q.Channels)
+	}
+	var parts []string
+	for _, level := range []float64{0.8, 0.95} {
+		lo1, hi1 := bounds(level, 0)
+		loH, hiH := bounds(level, q.Horizon-1)
+		parts = append(parts, fmt.Sprintf("%.0f%% [%+.2f, %+.2f] at step 1, [%+.2f, %+.2f] at step %d", 100*level, lo1, hi1, loH, hiH, q.Horizon))
+	}
+	fmt.Fprintf(w, "prediction intervals start from the errors of %d test windows (normalised units): %s\n", q.Windows, strings.Join(parts, "; "))
 }
