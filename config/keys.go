@@ -68,7 +68,8 @@ func keys(c *service.Config) map[string]any {
 		"output.max_attempts":  &sk.MaxAttempts,
 		"output.compression":   &sk.Compression,
 
-		"metrics.listen": &c.MetricsListen,
+		"metrics.listen":           &c.MetricsListen,
+		"metrics.live_view_series": &c.LiveView.MaxSeries,
 
 		"service.workers":            &p.Workers,
 		"service.max_batch":          &p.MaxBatch,

@@ -29,6 +29,7 @@ type worker struct {
 	exModel *model.Model
 	expl    *model.Explanation
 	obs     online.Observation // reused for every forecast handed to the learner
+	issued  wire.Forecast      // reused for every forecast handed to the forecast observer
 }
 
 // rowGroup is the rows of one batch that belong to one partition.
@@ -247,6 +248,14 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 					w.obs.Contributions = w.expl.Contributions
 				}
 				p.learner.Observe(&w.obs)
+			}
+			if p.observeIssued != nil {
+				var level []float64
+				if !p.cfg.SkipAttributions {
+					level = w.expl.Level
+				}
+				w.issued = f // a field, so that f does not escape
+				p.observeIssued(&w.issued, w.ready.Values[i*L*C:(i+1)*L*C], level)
 			}
 			pt.fs = append(pt.fs, f)
 			pt.ingest = append(pt.ingest, w.ready.Ingest[i])
