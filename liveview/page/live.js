@@ -12,9 +12,19 @@ const RESIDUAL = "#9aa3ad", READINGS = "#1d2330", FORECAST = "#d9480f", LEVEL = 
 const $ = (id) => document.getElementById(id);
 const state = { series: "", field: 0, list: [], forecast: null, online: null, polls: 0 };
 
-// colourOf gives each frequency id its own hue (golden-angle steps), the
-// same in every plot.
-function colourOf(id) { return "hsl(" + Math.round((id * 137.508 + 20) % 360) + ", 62%, 50%)"; }
+// colourOf gives each frequency id its own colour, the same in every plot
+// for the page's life: the palette's colours go to ids in the order the
+// page first meets them (the spectrum is met largest share first), golden-
+// angle hues after them.
+const PALETTE = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#3b4cc0", "#7f7f00", "#00796b"];
+const colours = new Map();
+function colourOf(id) {
+  if (!colours.has(id)) {
+    const n = colours.size;
+    colours.set(id, n < PALETTE.length ? PALETTE[n] : "hsl(" + Math.round((n * 137.508) % 360) + ", 55%, 45%)");
+  }
+  return colours.get(id);
+}
 
 // periodName names a period as the CLI does ("24h", "7d", "12.5h"), from
 // seconds, or from steps when the cadence is unknown.
@@ -237,9 +247,9 @@ function drawParts(f, c) {
       if (yb - ya > 0) ctx.fillRect(xa, ya, xb - xa, yb - ya);
     }
   }
+  canvas.dataset.drawnPixels = changed(before, pixels(canvas)); // the areas alone
   if (f.level) polyline(ctx, t.map(g.sx), t.map(() => g.sy(base)), LEVEL, 1, [4, 3]);
   polyline(ctx, t.map(g.sx), f.forecast[c].map((v) => g.sy(v)), "#000000", 2);
-  canvas.dataset.drawnPixels = changed(before, pixels(canvas));
   canvas.dataset.parts = layers.length;
   canvas.dataset.cycles = layers.length - 1;
   const items = parts.map((p) => [p.label + (p.share !== undefined ? " " + Math.round(p.share * 100) + "%" : ""), p.colour]);
@@ -347,6 +357,9 @@ function updateFields(f) {
 
 function draw() {
   const f = state.forecast;
+  if (state.online && state.online.frequencies) {
+    state.online.frequencies.slice().sort((a, b) => b.share - a.share).forEach((q) => colourOf(q.id));
+  }
   if (f) {
     updateFields(f);
     drawForecast(f, state.field);
