@@ -377,7 +377,7 @@ func checkSize(extra int, value [2]int, cfg *Config, series, what string) error 
 	}
 	hint := " or write summary attributions (output.attributions: summary)"
 	if what == "forecast" {
-		hint = ""
+		hint = " or configure fewer interval levels (output.intervals)"
 	}
 	return fmt.Errorf("sink: the %s message of series %q is %d bytes, more than Config.BatchBytes = %d allows; "+
 		"raise BatchBytes (and the topic's max.message.bytes)%s", what, series, size, cfg.BatchBytes, hint)

@@ -108,7 +108,7 @@ func TestKafkaAttributionModes(t *testing.T) {
 		{"summary", sink.Config{AttributionTopic: "attributions", Attributions: wire.AttributionsSummary, Format: wire.FormatArrow},
 			func(f wire.Forecast) wire.Forecast {
 				s := wiretest.AttributionPart(f, wire.AttributionsSummary, true)
-				s.Values, s.Fields, s.Horizon = f.Values, f.Fields, f.Horizon
+				s.Values, s.Fields, s.Horizon, s.Intervals = f.Values, f.Fields, f.Horizon, f.Intervals
 				return s
 			}, len(fs)},
 		{"no attribution topic", sink.Config{}, wiretest.ForecastPart, 0},
@@ -276,6 +276,9 @@ func TestKafkaMissingTopic(t *testing.T) {
 func TestKafkaMessageTooLarge(t *testing.T) {
 	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions", BatchBytes: 8192})
 	fs := wiretest.Forecasts(18, 3, []string{"value"}, 96, 8)
+	for i := range fs {
+		fs[i].Intervals = nil // the forecast message fits; the attribution does not
+	}
 	err := p.Write(context.Background(), fs)
 	if err == nil || !strings.Contains(err.Error(), "BatchBytes = 8192") || !strings.Contains(err.Error(), "summary") {
 		t.Errorf("Write of large attributions = %v, want an error naming BatchBytes and summary attributions", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +24,10 @@ const (
 	MetaCadence = "freqlens.cadence"
 	// MetaAttributions is "full" or "summary" (attribution messages only).
 	MetaAttributions = "freqlens.attributions"
+	// MetaIntervals lists the nominal levels of a forecast message's
+	// intervals, comma-separated in increasing order ("0.8,0.95"); absent
+	// when the message has none.
+	MetaIntervals = "freqlens.intervals"
 )
 
 var (
@@ -79,6 +84,7 @@ type arrowLayout struct {
 	fields  []string
 	cadence time.Duration
 	mode    AttributionMode
+	levels  []float64 // of the intervals (forecast layout)
 	schema  *arrow.Schema
 	b       *array.RecordBuilder
 
@@ -117,29 +123,74 @@ func (l *arrowLayout) release() {
 }
 
 // builder returns the record builder of the layout, rebuilding it when the
-// fields, the cadence or the mode changed.
+// fields, the cadence, the mode or the interval levels changed.
 func (l *arrowLayout) builder(mem memory.Allocator, fields []string, cadence time.Duration, mode AttributionMode,
-	schema func() *arrow.Schema) *array.RecordBuilder {
-	if l.b != nil && l.cadence == cadence && l.mode == mode && equalStrings(l.fields, fields) {
+	ivs []Interval, schema func() *arrow.Schema) *array.RecordBuilder {
+	if l.b != nil && l.cadence == cadence && l.mode == mode && equalStrings(l.fields, fields) && sameLevels(l.levels, ivs) {
 		return l.b
 	}
 	l.release()
 	l.fields = append([]string(nil), fields...)
 	l.cadence, l.mode = cadence, mode
+	l.levels = nil
+	for _, iv := range ivs {
+		l.levels = append(l.levels, iv.Level)
+	}
 	l.schema = schema()
 	l.b = array.NewRecordBuilder(mem, l.schema)
 	return l.b
 }
 
+func sameLevels(levels []float64, ivs []Interval) bool {
+	if len(levels) != len(ivs) {
+		return false
+	}
+	for k, iv := range ivs {
+		if levels[k] != iv.Level {
+			return false
+		}
+	}
+	return true
+}
+
 // ForecastSchema returns the Arrow schema of forecast messages with these
-// fields and cadence.
-func ForecastSchema(fields []string, cadence time.Duration) *arrow.Schema {
+// fields and cadence, and intervals of these levels: after the field columns,
+// per level, the lower bound of each field (<field>_lower_<level>, e.g.
+// value_lower_0.8), then the upper bound of each (<field>_upper_<level>).
+func ForecastSchema(fields []string, cadence time.Duration, levels ...float64) *arrow.Schema {
 	cols := append([]arrow.Field(nil), forecastColumns...)
 	for _, name := range fields {
 		cols = append(cols, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64})
 	}
-	md := arrow.NewMetadata([]string{MetaMessage, MetaCadence}, []string{"forecast", cadence.String()})
+	keys, vals := []string{MetaMessage, MetaCadence}, []string{"forecast", cadence.String()}
+	if len(levels) > 0 {
+		var list []byte
+		for k, l := range levels {
+			if k > 0 {
+				list = append(list, ',')
+			}
+			list = appendLevel(list, l)
+		}
+		keys, vals = append(keys, MetaIntervals), append(vals, string(list))
+		for _, name := range boundColumns(fields, levels) {
+			cols = append(cols, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64})
+		}
+	}
+	md := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(cols, &md)
+}
+
+// boundColumns names the interval columns of the forecast layout in order.
+func boundColumns(fields []string, levels []float64) []string {
+	var names []string
+	for _, l := range levels {
+		for _, side := range [...]string{"_lower_", "_upper_"} {
+			for _, f := range fields {
+				names = append(names, string(appendLevel([]byte(f+side), l)))
+			}
+		}
+	}
+	return names
 }
 
 // AttributionSchema returns the Arrow schema of attribution messages with
@@ -167,8 +218,8 @@ func (e *ArrowEncoder) AppendForecast(dst []byte, f *Forecast) ([]byte, error) {
 	if err := checkArrowFields(f.Fields); err != nil {
 		return dst, err
 	}
-	b := e.forecast.builder(e.mem, f.Fields, f.Cadence, "", func() *arrow.Schema {
-		return ForecastSchema(f.Fields, f.Cadence)
+	b := e.forecast.builder(e.mem, f.Fields, f.Cadence, "", f.Intervals, func() *arrow.Schema {
+		return ForecastSchema(f.Fields, f.Cadence, levelsOf(f.Intervals)...)
 	})
 	h, c := f.Horizon, len(f.Fields)
 	series := b.Field(0).(*array.StringBuilder)
@@ -187,12 +238,21 @@ func (e *ArrowEncoder) AppendForecast(dst []byte, f *Forecast) ([]byte, error) {
 		version.Append(f.ModelVersion)
 		step.Append(int32(i + 1))
 	}
-	for j := 0; j < c; j++ {
-		col := b.Field(len(forecastColumns) + j).(*array.Float64Builder)
-		col.Reserve(h)
-		for i := 0; i < h; i++ {
-			col.UnsafeAppend(f.Values[i*c+j])
+	col := len(forecastColumns)
+	appendColumns := func(v []float64) {
+		for j := 0; j < c; j++ {
+			fb := b.Field(col).(*array.Float64Builder)
+			col++
+			fb.Reserve(h)
+			for i := 0; i < h; i++ {
+				fb.UnsafeAppend(v[i*c+j])
+			}
 		}
+	}
+	appendColumns(f.Values)
+	for k := range f.Intervals {
+		appendColumns(f.Intervals[k].Lower)
+		appendColumns(f.Intervals[k].Upper)
 	}
 	return e.write(dst, &e.forecast, "forecast")
 }
@@ -218,7 +278,7 @@ func (e *ArrowEncoder) AppendAttribution(dst []byte, f *Forecast, mode Attributi
 	if !full {
 		fields = nil
 	}
-	b := e.attr.builder(e.mem, fields, f.Cadence, mode, func() *arrow.Schema {
+	b := e.attr.builder(e.mem, fields, f.Cadence, mode, nil, func() *arrow.Schema {
 		return AttributionSchema(fields, f.Cadence, mode)
 	})
 	rows := 1 + len(f.Frequencies)
@@ -444,10 +504,46 @@ func constant(rec arrow.Record, seriesCol, originCol, versionCol int) (string, i
 	return s, o, v, nil
 }
 
+// forecastLevels returns the interval levels of a forecast schema's
+// metadata (none without the key).
+func forecastLevels(s *arrow.Schema) ([]float64, error) {
+	v, ok := s.Metadata().GetValue(MetaIntervals)
+	if !ok {
+		return nil, nil
+	}
+	var levels []float64
+	var prev float64
+	for _, part := range strings.Split(v, ",") {
+		l, err := strconv.ParseFloat(part, 64)
+		if err != nil {
+			return nil, fmt.Errorf("schema metadata %s = %q: %q is not a level such as 0.9", MetaIntervals, v, part)
+		}
+		if err := checkLevel(l, prev); err != nil {
+			return nil, fmt.Errorf("schema metadata %s = %q: %w", MetaIntervals, v, err)
+		}
+		levels, prev = append(levels, l), l
+	}
+	return levels, nil
+}
+
 func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 	cadence, cols, err := schemaMeta(rec.Schema(), "forecast", forecastColumns)
 	if err != nil {
 		return Forecast{}, err
+	}
+	levels, err := forecastLevels(rec.Schema())
+	if err != nil {
+		return Forecast{}, err
+	}
+	per := 1 + 2*len(levels) // columns per field
+	if len(cols)%per != 0 {
+		return Forecast{}, fmt.Errorf("%d value columns with %d interval levels: want (1 + 2×%d) per field", len(cols), len(levels), len(levels))
+	}
+	fields := fieldNames(cols[:len(cols)/per])
+	for i, name := range boundColumns(fields, levels) {
+		if got := cols[len(fields)+i].Name; got != name {
+			return Forecast{}, fmt.Errorf("column %s, want %s (the interval columns follow the fields, level by level)", got, name)
+		}
 	}
 	for _, c := range cols {
 		if !arrow.TypeEqual(c.Type, arrow.PrimitiveTypes.Float64) {
@@ -474,7 +570,7 @@ func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 		TS:           time.Unix(0, origin).UTC(),
 		ModelVersion: version,
 		Cadence:      cadence,
-		Fields:       fieldNames(cols),
+		Fields:       fields,
 		Horizon:      h,
 	}
 	if err := checkArrowFields(f.Fields); err != nil {
@@ -502,16 +598,37 @@ func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 			return Forecast{}, fmt.Errorf("row %d: ts = %d ns, want origin_ts + %d×cadence = %d ns", i, ts[i], i+1, want)
 		}
 	}
-	c := len(cols)
-	f.Values = make([]float64, h*c)
-	for j := 0; j < c; j++ {
-		v := rec.Column(len(forecastColumns) + j).(*array.Float64).Float64Values()
-		if len(v) < h {
-			return Forecast{}, errors.New("columns shorter than the record")
+	c := len(fields)
+	col := len(forecastColumns)
+	readColumns := func() ([]float64, error) {
+		out := make([]float64, h*c)
+		for j := 0; j < c; j++ {
+			v := rec.Column(col).(*array.Float64).Float64Values()
+			col++
+			if len(v) < h {
+				return nil, errors.New("columns shorter than the record")
+			}
+			for i := 0; i < h; i++ {
+				out[i*c+j] = v[i]
+			}
 		}
-		for i := 0; i < h; i++ {
-			f.Values[i*c+j] = v[i]
+		return out, nil
+	}
+	if f.Values, err = readColumns(); err != nil {
+		return Forecast{}, err
+	}
+	if len(levels) > 0 {
+		f.Intervals = make([]Interval, len(levels))
+	}
+	for k, l := range levels {
+		iv := Interval{Level: l}
+		if iv.Lower, err = readColumns(); err != nil {
+			return Forecast{}, err
 		}
+		if iv.Upper, err = readColumns(); err != nil {
+			return Forecast{}, err
+		}
+		f.Intervals[k] = iv
 	}
 	return f, nil
 }

@@ -117,6 +117,46 @@ func TestArrowForecastLayout(t *testing.T) {
 	}
 }
 
+// TestArrowIntervalColumns checks the interval columns of the forecast
+// layout: per level the lower then the upper bound of each field, named
+// <field>_lower_<level>, and the levels in the schema metadata.
+func TestArrowIntervalColumns(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := wire.NewArrowEncoder(mem)
+	defer enc.Release()
+	f := wiretest.ExampleMulti()
+	wiretest.AddIntervals(&f, 0.8, 0.95)
+	b, err := enc.AppendForecast(nil, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, rec := readTable(t, mem, b)
+	defer rec.Release()
+	var names []string
+	for _, fl := range schema.Fields()[5:] {
+		names = append(names, fl.Name)
+	}
+	want := "temp humidity temp_lower_0.8 humidity_lower_0.8 temp_upper_0.8 humidity_upper_0.8 " +
+		"temp_lower_0.95 humidity_lower_0.95 temp_upper_0.95 humidity_upper_0.95"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("value columns %s\nwant %s", got, want)
+	}
+	if v, _ := schema.Metadata().GetValue(wire.MetaIntervals); v != "0.8,0.95" {
+		t.Errorf("%s = %q, want 0.8,0.95", wire.MetaIntervals, v)
+	}
+	if got, want := rec.Column(14).(*array.Float64).Value(1), f.Intervals[1].Upper[3]; got != want {
+		t.Errorf("humidity_upper_0.95 at step 2 = %v, want %v", got, want)
+	}
+	back, err := wire.DecodeForecastArrow(b, mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := wiretest.Diff(back, forecastPart(f)); d != "" {
+		t.Error(d)
+	}
+}
+
 func TestArrowAttributionLayout(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -244,6 +284,8 @@ func TestArrowRejects(t *testing.T) {
 		{"attribution as forecast", ab, false, `"attribution", want "forecast"`},
 		{"forecast as attribution", fb, true, `"forecast", want "attribution"`},
 		{"two records", twice.Bytes(), false, "more than one record batch"},
+		{"bad interval levels", withMeta(t, mem, fb, wire.MetaIntervals, "0.9,0.8"), false, "increasing"},
+		{"interval columns missing", withMeta(t, mem, fb, wire.MetaIntervals, "0.9"), false, "1 value columns with 1 interval levels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
@@ -290,4 +332,24 @@ func TestArrowEncoderSwitchesLayouts(t *testing.T) {
 			t.Errorf("forecast %d: %s", i, d)
 		}
 	}
+}
+
+// withMeta returns the forecast message b with its schema metadata key set
+// to value.
+func withMeta(t *testing.T, mem memory.Allocator, b []byte, key, value string) []byte {
+	t.Helper()
+	_, r := readTable(t, mem, b)
+	defer r.Release()
+	md := r.Schema().Metadata()
+	keys, vals := append(md.Keys(), key), append(md.Values(), value)
+	schema := arrow.NewSchema(r.Schema().Fields(), ptr(arrow.NewMetadata(keys, vals)))
+	var out bytes.Buffer
+	w := ipc.NewWriter(&out, ipc.WithSchema(schema), ipc.WithAllocator(mem))
+	rec := array.NewRecord(schema, r.Columns(), r.NumRows())
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	return out.Bytes()
 }

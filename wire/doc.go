@@ -42,6 +42,16 @@
 // "ts" is the last observed step; horizon step h (0-based) is at
 // ts + (h+1)·cadence.
 //
+// When the service has prediction intervals (output.intervals), each
+// horizon entry also carries their bounds, keyed by nominal level:
+//
+//	{"ts":"2026-01-05T09:00:00Z","value":412.5,"lower":{"0.8":398,"0.95":385.5},"upper":{"0.8":427,"0.95":440}}
+//
+// (with several fields each bound is a field object like "values"). The
+// realised value is expected within [lower, upper] at the level's rate.
+// Intervals are absent until the service has calibrated them from realised
+// values (see package online).
+//
 // Attribution topic (AppendAttributionJSON), full, one field:
 //
 //	{"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,
@@ -90,7 +100,9 @@
 //	model_version  int64
 //	step           int32                    1 … H
 //	<field>…       float64                  the forecast, one column per field, named as configured
-//	metadata       freqlens.message=forecast, freqlens.cadence=1h0m0s
+//	<field>_lower_<level>…, <field>_upper_<level>…
+//	               float64                  with intervals: per level, the lower bound of each field, then the upper
+//	metadata       freqlens.message=forecast, freqlens.cadence=1h0m0s, freqlens.intervals=0.8,0.95 (with intervals)
 //
 // for example
 //

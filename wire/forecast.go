@@ -42,6 +42,20 @@ type Forecast struct {
 	// Frequencies holds one entry per selected frequency, in the order they
 	// are written.
 	Frequencies []Contribution
+	// Intervals are the forecast's prediction intervals, one per nominal
+	// level in increasing order of level; nil when intervals are off or not
+	// calibrated yet. They belong to the forecast message.
+	Intervals []Interval
+}
+
+// Interval is a prediction interval of one nominal level around a forecast:
+// the realised value of step h, field c is expected within
+// [Lower[h·C+c], Upper[h·C+c]] with probability Level.
+type Interval struct {
+	// Level is the nominal coverage, in (0, 1): 0.8 for an 80% interval.
+	Level float64
+	// Lower and Upper are the bounds, H×C row-major like Forecast.Values.
+	Lower, Upper []float64
 }
 
 // Contribution is one selected frequency's part of a forecast.
@@ -179,7 +193,55 @@ func (f *Forecast) checkForecast() error {
 	if err := f.checkCadence(); err != nil {
 		return err
 	}
-	return f.checkValues()
+	if err := f.checkValues(); err != nil {
+		return err
+	}
+	return f.checkIntervals()
+}
+
+// checkIntervals checks the intervals: levels in (0, 1), increasing, and
+// bounds of Horizon×len(Fields) each.
+func (f *Forecast) checkIntervals() error {
+	want := f.Horizon * len(f.Fields)
+	for k, iv := range f.Intervals {
+		var prev float64
+		if k > 0 {
+			prev = f.Intervals[k-1].Level
+		}
+		if err := checkLevel(iv.Level, prev); err != nil {
+			return fmt.Errorf("forecast %s: interval %d: %w", f.label(), k, err)
+		}
+		if len(iv.Lower) != want || len(iv.Upper) != want {
+			return fmt.Errorf("forecast %s: interval %g: len(Lower), len(Upper) = %d, %d, want Horizon×len(Fields) = %d",
+				f.label(), iv.Level, len(iv.Lower), len(iv.Upper), want)
+		}
+	}
+	return nil
+}
+
+// checkLevel checks one nominal level, following prev (0 for the first).
+func checkLevel(level, prev float64) error {
+	if !(level > 0 && level < 1) {
+		return fmt.Errorf("level %g, want a coverage in (0, 1) such as 0.9", level)
+	}
+	if !(level > prev) {
+		return fmt.Errorf("levels %g, %g: want them increasing and distinct", prev, level)
+	}
+	return nil
+}
+
+// ValidateLevels reports whether levels can be the nominal levels of
+// forecast intervals: each in (0, 1), increasing and distinct. Callers check
+// their configuration with it once, at start-up.
+func ValidateLevels(levels []float64) error {
+	var prev float64
+	for _, l := range levels {
+		if err := checkLevel(l, prev); err != nil {
+			return fmt.Errorf("wire: %w: %w", ErrInvalid, err)
+		}
+		prev = l
+	}
+	return nil
 }
 
 // checkAttributionLayout runs the checks of the attribution layouts in mode
@@ -209,7 +271,8 @@ func (f *Forecast) StepTime(h int) time.Time {
 
 // Merge joins a forecast decoded from the forecast topic with the attribution
 // of the same forecast decoded from the attribution topic: the result is
-// forecast with Alpha, Residual and Frequencies taken from attribution. The
+// forecast (its Values and Intervals) with Alpha, Residual and Frequencies
+// taken from attribution. The
 // two must agree on series, ts and model version, and unless attribution is
 // a summary (Horizon 0), on horizon and fields.
 func Merge(forecast, attribution Forecast) (Forecast, error) {
@@ -317,6 +380,9 @@ func Clone(f Forecast) Forecast {
 	for k := range f.Frequencies {
 		n += len(f.Frequencies[k].Values)
 	}
+	for k := range f.Intervals {
+		n += len(f.Intervals[k].Lower) + len(f.Intervals[k].Upper)
+	}
 	store := make([]float64, 0, n)
 	take := func(v []float64) []float64 {
 		if v == nil {
@@ -335,6 +401,12 @@ func Clone(f Forecast) Forecast {
 		for k, fr := range f.Frequencies {
 			fr.Values = take(fr.Values)
 			c.Frequencies[k] = fr
+		}
+	}
+	if f.Intervals != nil {
+		c.Intervals = make([]Interval, len(f.Intervals))
+		for k, iv := range f.Intervals {
+			c.Intervals[k] = Interval{Level: iv.Level, Lower: take(iv.Lower), Upper: take(iv.Upper)}
 		}
 	}
 	return c

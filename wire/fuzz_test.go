@@ -44,8 +44,9 @@ func sameAfterReencoding(t *testing.T, got, again wire.Forecast) {
 
 func jsonSeeds() [][]byte {
 	s, m := exampleSingle(), exampleMulti()
+	si, mi := wiretest.ExampleIntervals(), wiretest.ExampleMultiIntervals()
 	var out [][]byte
-	for _, f := range []*wire.Forecast{&s, &m} {
+	for _, f := range []*wire.Forecast{&s, &m, &si, &mi} {
 		b, _ := wire.AppendForecastJSON(nil, f)
 		out = append(out, b)
 	}
@@ -106,7 +107,7 @@ func FuzzDecodeAttributionJSON(f *testing.F) {
 func FuzzDecodeForecastArrow(f *testing.F) {
 	enc := wire.NewArrowEncoder(nil)
 	var valid [][]byte
-	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti()} {
+	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti(), wiretest.ExampleIntervals(), wiretest.ExampleMultiIntervals()} {
 		b, _ := enc.AppendForecast(nil, &fc)
 		valid = append(valid, b)
 	}

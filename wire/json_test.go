@@ -65,6 +65,55 @@ func TestJSONGolden(t *testing.T) {
 	}
 }
 
+// TestJSONIntervalsGolden writes the documented interval layouts: bounds
+// keyed by level beside each step's value(s).
+func TestJSONIntervalsGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    wire.Forecast
+	}{
+		{"single_intervals", wiretest.ExampleIntervals()},
+		{"multi_intervals", wiretest.ExampleMultiIntervals()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := wire.AppendForecastJSON(nil, &tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "forecast_"+tc.name+".json", got)
+			back, err := wire.DecodeForecastJSON(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := forecastPart(tc.f)
+			if len(want.Fields) == 1 {
+				want.Fields = []string{"value"}
+			}
+			if d := wiretest.Diff(back, want); d != "" {
+				t.Error(d)
+			}
+		})
+	}
+	// A consumer reads the bounds with plain encoding/json.
+	f := wiretest.ExampleIntervals()
+	b, _ := wire.AppendForecastJSON(nil, &f)
+	var doc struct {
+		Horizon []struct {
+			Value float64            `json:"value"`
+			Lower map[string]float64 `json:"lower"`
+			Upper map[string]float64 `json:"upper"`
+		} `json:"horizon"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for h, st := range doc.Horizon {
+		if !(st.Lower["0.95"] <= st.Lower["0.8"] && st.Lower["0.8"] <= st.Value && st.Value <= st.Upper["0.8"] && st.Upper["0.8"] <= st.Upper["0.95"]) {
+			t.Errorf("step %d: bounds %v %v around %v are not nested", h, st.Lower, st.Upper, st.Value)
+		}
+	}
+}
+
 // TestJSONLayoutSums reads the golden multichannel messages with plain
 // encoding/json, as a consumer would, and checks that residual plus the
 // frequency values gives the forecast, field by field.
@@ -231,6 +280,9 @@ func TestEncodeRejectsInvalid(t *testing.T) {
 		{"zero cadence", func(f *wire.Forecast) { f.Cadence = 0 }, "cadence = 0s"},
 		{"ts too late", func(f *wire.Forecast) { f.TS = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC) }, "outside the years"},
 		{"last step too late", func(f *wire.Forecast) { f.TS = time.Date(2262, 4, 11, 23, 0, 0, 0, time.UTC) }, "after the year 2262"},
+		{"level 1", func(f *wire.Forecast) { wiretest.AddIntervals(f, 1) }, "level 1, want a coverage"},
+		{"levels not increasing", func(f *wire.Forecast) { wiretest.AddIntervals(f, 0.9, 0.8) }, "increasing"},
+		{"short bounds", func(f *wire.Forecast) { wiretest.AddIntervals(f, 0.9); f.Intervals[0].Upper = nil }, "len(Lower), len(Upper) = 4, 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := exampleMulti()
@@ -257,6 +309,7 @@ func TestEncodeRejectsInvalid(t *testing.T) {
 func TestDecodeJSONErrors(t *testing.T) {
 	single, _ := wire.AppendForecastJSON(nil, ptr(exampleSingle()))
 	attr, _ := wire.AppendAttributionJSON(nil, ptr(exampleMulti()), wire.AttributionsFull)
+	ivl, _ := wire.AppendForecastJSON(nil, ptr(wiretest.ExampleIntervals()))
 	for _, tc := range []struct {
 		name        string
 		attribution bool
@@ -279,6 +332,15 @@ func TestDecodeJSONErrors(t *testing.T) {
 		{"mixed steps", true, strings.Replace(string(attr), `{"temp":2.5,"humidity":78}`, `2.5`, 1), "step 1 is a number"},
 		{"missing alpha", true, strings.Replace(string(attr), `"alpha":0.625,`, ``, 1), `missing "alpha"`},
 		{"short values", true, strings.Replace(string(attr), `,{"temp":0.5,"humidity":-1.75}`, ``, 1), "1 steps, residual has 2"},
+		{"level out of range", false, strings.Replace(string(ivl), `"0.8":398`, `"1.5":398`, 1), "level 1.5"},
+		{"level not a number", false, strings.Replace(string(ivl), `"0.8":398`, `"high":398`, 1), `key "high"`},
+		{"levels decreasing", false, strings.Replace(string(ivl), `{"0.8":398,"0.95":385.5}`, `{"0.95":385.5,"0.8":398}`, 1), "increasing"},
+		{"upper missing", false, strings.Replace(string(ivl), `,"upper":{"0.8":427,"0.95":440}`, ``, 1), `missing "upper"`},
+		{"later step without bounds", false, strings.Replace(string(ivl), `,"lower":{"0.8":380.5,"0.95":365}`, ``, 1), `horizon[1]: missing "lower"`},
+		{"other levels in a step", false, strings.Replace(string(ivl), `"upper":{"0.8":416,"0.95":431.5}`, `"upper":{"0.9":416,"0.95":431.5}`, 1), "levels"},
+		{"bounds without intervals", false, strings.Replace(string(single), `"value":398.25}`, `"value":398.25,"lower":{"0.8":1}}`, 1), "horizon[0] has no intervals"},
+		{"empty bounds", false, strings.Replace(string(ivl), `{"0.8":398,"0.95":385.5}`, `{}`, 1), "empty object"},
+		{"object bounds with one field", false, strings.Replace(string(ivl), `"0.8":398,`, `"0.8":{"value":398},`, 1), "field object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error

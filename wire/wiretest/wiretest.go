@@ -15,11 +15,12 @@ import (
 )
 
 // Forecast returns a complete random forecast of the series at ts: cadence
-// one hour, model version 3, horizon steps of len(fields) channels, and k
-// frequencies with distinct ids. The residual is around 400, contributions
-// around ±10, and Values is computed as Residual + Σ contributions, so
-// Complete holds exactly; shares are each frequency's part of the total
-// absolute contribution.
+// one hour, model version 3, horizon steps of len(fields) channels, k
+// frequencies with distinct ids, and 80% and 95% intervals. The residual is
+// around 400, contributions around ±10, and Values is computed as Residual +
+// Σ contributions, so Complete holds exactly; shares are each frequency's
+// part of the total absolute contribution. The intervals widen with the
+// step (AddIntervals).
 func Forecast(rng *rand.Rand, series string, ts time.Time, fields []string, horizon, k int) wire.Forecast {
 	n := horizon * len(fields)
 	f := wire.Forecast{
@@ -59,7 +60,24 @@ func Forecast(rng *rand.Rand, series string, ts time.Time, fields []string, hori
 	for j := range f.Frequencies {
 		f.Frequencies[j].Share /= total
 	}
+	AddIntervals(&f, 0.8, 0.95)
 	return f
+}
+
+// AddIntervals gives f intervals of these levels (increasing), symmetric
+// around Values with a half-width that grows with the step and the level:
+// (1 + h/2)·(1 + 2·level) at step h.
+func AddIntervals(f *wire.Forecast, levels ...float64) {
+	c := len(f.Fields)
+	f.Intervals = make([]wire.Interval, len(levels))
+	for k, l := range levels {
+		iv := wire.Interval{Level: l, Lower: make([]float64, len(f.Values)), Upper: make([]float64, len(f.Values))}
+		for i, v := range f.Values {
+			w := (1 + float64(i/c)/2) * (1 + 2*l)
+			iv.Lower[i], iv.Upper[i] = v-w, v+w
+		}
+		f.Intervals[k] = iv
+	}
 }
 
 // Diff returns "" when got and want are the same forecast bit for bit
@@ -118,6 +136,16 @@ func Diff(got, want wire.Forecast) string {
 			floats(fmt.Sprintf("Frequencies[%d].Values", k), g.Values, w.Values)
 		}
 	}
+	if len(got.Intervals) != len(want.Intervals) {
+		add("len(Intervals) = %d, want %d", len(got.Intervals), len(want.Intervals))
+	} else {
+		for k, w := range want.Intervals {
+			g := got.Intervals[k]
+			floats(fmt.Sprintf("Intervals[%d].Level", k), []float64{g.Level}, []float64{w.Level})
+			floats(fmt.Sprintf("Intervals[%d].Lower", k), g.Lower, w.Lower)
+			floats(fmt.Sprintf("Intervals[%d].Upper", k), g.Upper, w.Upper)
+		}
+	}
 	return strings.Join(d, "; ")
 }
 
@@ -174,6 +202,26 @@ func Example() wire.Forecast {
 	}
 }
 
+// ExampleIntervals is Example with the 80% and 95% intervals of the wire
+// documentation.
+func ExampleIntervals() wire.Forecast {
+	f := Example()
+	f.Intervals = []wire.Interval{
+		{Level: 0.8, Lower: []float64{398, 380.5, 345}, Upper: []float64{427, 416, 392.5}},
+		{Level: 0.95, Lower: []float64{385.5, 365, 325.25}, Upper: []float64{440, 431.5, 412.25}},
+	}
+	return f
+}
+
+// ExampleMultiIntervals is ExampleMulti with an 80% interval.
+func ExampleMultiIntervals() wire.Forecast {
+	f := ExampleMulti()
+	f.Intervals = []wire.Interval{
+		{Level: 0.8, Lower: []float64{2.5, 77, 1.25, 73.5}, Upper: []float64{4.5, 83.5, 4.25, 82.5}},
+	}
+	return f
+}
+
 // ExampleMulti is the multichannel example of the wire documentation.
 func ExampleMulti() wire.Forecast {
 	return wire.Forecast{
@@ -205,7 +253,7 @@ func Forecasts(seed uint64, n int, fields []string, h, k int) []wire.Forecast {
 	return fs
 }
 
-// ForecastPart keeps what the forecast layouts carry.
+// ForecastPart keeps what the forecast layouts carry (the intervals too).
 func ForecastPart(f wire.Forecast) wire.Forecast {
 	f.Alpha, f.Residual, f.Frequencies = 0, nil, nil
 	return f
@@ -214,7 +262,7 @@ func ForecastPart(f wire.Forecast) wire.Forecast {
 // AttributionPart keeps what the attribution layouts carry in mode; the
 // JSON layout has no cadence (cadence false drops it).
 func AttributionPart(f wire.Forecast, mode wire.AttributionMode, cadence bool) wire.Forecast {
-	f.Values = nil
+	f.Values, f.Intervals = nil, nil
 	if !cadence {
 		f.Cadence = 0
 	}
