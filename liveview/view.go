@@ -110,7 +110,7 @@ type part struct {
 	values      []float64 // H×C
 }
 
-// band is one prediction interval.
+// band is one prediction interval (wire.Interval).
 type band struct {
 	level        float64
 	lower, upper []float64 // H×C
@@ -123,10 +123,6 @@ type band struct {
 // pipeline.ForecastObserverFunc and allocates nothing once the series is
 // kept with these shapes.
 func (v *View) Observe(f *wire.Forecast, window, level []float64) {
-	v.observe(f, window, level, intervalsOf(f))
-}
-
-func (v *View) observe(f *wire.Forecast, window, level []float64, ivs []interval) {
 	C := len(f.Fields)
 	if C == 0 || f.Horizon < 1 || len(window)%C != 0 {
 		return // not a forecast the pipeline issues
@@ -158,11 +154,11 @@ func (v *View) observe(f *wire.Forecast, window, level []float64, ivs []interval
 		p.id, p.periodSteps, p.period, p.share = c.ID, c.PeriodSteps, c.Period, c.Share
 		p.values = fill(p.values, c.Values)
 	}
-	s.nbands = len(ivs)
+	s.nbands = len(f.Intervals)
 	if len(s.bands) < s.nbands {
 		s.bands = append(s.bands, make([]band, s.nbands-len(s.bands))...)
 	}
-	for i, iv := range ivs {
+	for i, iv := range f.Intervals {
 		b := &s.bands[i]
 		b.level = iv.Level
 		b.lower = fill(b.lower, iv.Lower)

@@ -108,22 +108,20 @@ func TestServesTheLatestForecast(t *testing.T) {
 	v.Observe(&first, win, level)
 	clk.now = t0.Add(time.Second)
 	f := wiretest.Forecast(rng, "road/7", t0.Add(time.Hour), fields, H, K)
-	ivs := []interval{{Level: 0.9, Lower: make([]float64, H*C), Upper: make([]float64, H*C)}}
+	f.Intervals = []wire.Interval{{Level: 0.9, Lower: make([]float64, H*C), Upper: make([]float64, H*C)}}
 	for i := range f.Values {
-		ivs[0].Lower[i], ivs[0].Upper[i] = f.Values[i]-5, f.Values[i]+5
+		f.Intervals[0].Lower[i], f.Intervals[0].Upper[i] = f.Values[i]-5, f.Values[i]+5
 	}
-	v.observe(&f, win, level, ivs)
-	want := f
-	want.Values = append([]float64(nil), f.Values...)
+	v.Observe(&f, win, level)
+	want := wire.Clone(f)
 	wantWin := append([]float64(nil), win...)
 	// The caller reuses its slices: the view must have copied them.
 	for i := range f.Values {
-		f.Values[i], f.Residual[i] = -1, -1
+		f.Values[i], f.Residual[i], f.Intervals[0].Lower[i] = -1, -1, -1
 	}
 	for i := range win {
 		win[i] = -1
 	}
-	ivs[0].Lower[0] = -1
 
 	s := getSeries(t, mux, "road/7")
 	if s.Series != "road/7" || !s.TS.Equal(t0.Add(time.Hour)) || !s.Updated.Equal(clk.now) || s.Forecasts != 2 ||
@@ -305,20 +303,24 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	win := windowOf(L, len(fields))
 	level := []float64{1, 2}
 	f := wiretest.Forecast(rng, "s", t0, fields, H, K)
-	ivs := []interval{{0.5, f.Values, f.Values}, {0.9, f.Values, f.Values}}
+	bare := f
+	bare.Intervals = nil
 
 	t.Run("known series", func(t *testing.T) {
 		v, _, _ := newView(t, Config{})
-		v.Observe(&f, win, level)
-		if n := testing.AllocsPerRun(200, func() { v.Observe(&f, win, level) }); n != 0 {
+		v.Observe(&bare, win, level)
+		if n := testing.AllocsPerRun(200, func() { v.Observe(&bare, win, level) }); n != 0 {
 			t.Errorf("Observe allocates %g times per forecast once warm, want 0", n)
 		}
 	})
 	t.Run("with intervals", func(t *testing.T) {
 		v, _, _ := newView(t, Config{})
-		v.observe(&f, win, level, ivs)
-		if n := testing.AllocsPerRun(200, func() { v.observe(&f, win, level, ivs) }); n != 0 {
-			t.Errorf("observe with intervals allocates %g times per forecast once warm, want 0", n)
+		v.Observe(&f, win, level)
+		if len(f.Intervals) != 2 {
+			t.Fatalf("the forecast has %d intervals, want wiretest's 2", len(f.Intervals))
+		}
+		if n := testing.AllocsPerRun(200, func() { v.Observe(&f, win, level) }); n != 0 {
+			t.Errorf("Observe with intervals allocates %g times per forecast once warm, want 0", n)
 		}
 	})
 	t.Run("places taken over", func(t *testing.T) {

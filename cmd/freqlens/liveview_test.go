@@ -7,7 +7,10 @@ import (
 	"html"
 	"image"
 	"image/png"
+	"math"
+	"math/rand/v2"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/freqlens/freqlens/liveview"
 	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
 // docsScreenshot is the README's picture of the live view, rewritten by
@@ -205,6 +209,61 @@ func TestLiveViewInBrowser(t *testing.T) {
 		}
 	}
 	t.Logf("live view drawn with data after %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestLiveViewDrawsIntervalsInBrowser draws a view of two fields whose
+// forecast carries 80% and 95% intervals (the demo's forecasts carry none
+// until the service calibrates them), opened on the second field by the
+// URL: the band must cover pixels, and the field picker must show.
+func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
+	bin := chromium(t)
+	v, err := liveview.New(liveview.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const L, H = 96, 24
+	fields := []string{"flow", "speed"}
+	f := wiretest.Forecast(rand.New(rand.NewPCG(1, 2)), "road/7", time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC), fields, H, 4)
+	window := make([]float64, L*len(fields))
+	for i := range window {
+		window[i] = 400 + 40*math.Sin(2*math.Pi*float64(i/len(fields))/24)
+	}
+	v.Observe(&f, window, []float64{400, 400})
+	mux := http.NewServeMux()
+	v.Register(mux)
+	rep := online.Report{Horizon: []online.HorizonError{{Bucket: "all", MSE: 0.3}, {Bucket: "1-12", MSE: 0.2}, {Bucket: "13-24", MSE: 0.4}}}
+	for _, c := range f.Frequencies {
+		rep.Frequencies = append(rep.Frequencies, online.FrequencyState{ID: c.ID, Cycle: true, PeriodSteps: c.PeriodSteps, Share: c.Share})
+	}
+	mux.HandleFunc("GET /online", func(w http.ResponseWriter, r *http.Request) { json.NewEncoder(w).Encode(rep) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	url := srv.URL + "/#series=road%2F7&field=speed"
+	dom := string(runChromium(t, bin, url, "--virtual-time-budget=3000", "--dump-dom"))
+	plot := elementAttrs(t, dom, "plot-forecast")
+	if plot["data-bands"] != "2" {
+		t.Errorf("#plot-forecast data-bands = %q, want 2 (the 80%% and 95%% intervals)", plot["data-bands"])
+	}
+	if n, _ := strconv.Atoi(plot["data-band-pixels"]); n < 1000 {
+		t.Errorf("#plot-forecast data-band-pixels = %q, want the band to cover at least 1000 pixels", plot["data-band-pixels"])
+	}
+	if got := elementAttrs(t, dom, "plot-parts")["data-parts"]; got != "5" {
+		t.Errorf("#plot-parts data-parts = %q, want 5 (4 cycles and the residual)", got)
+	}
+	body := elementAttrs(t, dom, "body")
+	if body["data-series"] != "road/7" || body["data-field"] != "speed" {
+		t.Errorf("the page shows series %q, field %q; want road/7 and speed, as its URL asks", body["data-series"], body["data-field"])
+	}
+	if _, hidden := elementAttrs(t, dom, "field-label")["hidden"]; hidden || !strings.Contains(dom, `<option value="1">speed</option>`) {
+		t.Error("the field picker is hidden or lacks the second field")
+	}
+	if legend := elementText(t, dom, "legend-forecast"); !strings.Contains(legend, "80% interval") || !strings.Contains(legend, "95% interval") {
+		t.Errorf("the forecast's legend %q does not name the 80%% and 95%% intervals", legend)
+	}
+	if dir := os.Getenv("FREQLENS_LIVEVIEW_SHOTS"); dir != "" { // to look at it
+		runChromium(t, bin, url, "--virtual-time-budget=3000", "--window-size=1200,1040", "--screenshot="+filepath.Join(dir, "intervals.png"))
+	}
 }
 
 // inkOf counts the distinct colours of img and the fraction of its pixels

@@ -370,6 +370,7 @@ function draw() {
   drawError(state.online);
   document.body.dataset.updates = Number(document.body.dataset.updates) + 1;
   document.body.dataset.series = f ? f.series : "";
+  document.body.dataset.field = f ? f.fields[state.field] : "";
 }
 
 function status(text, error) {
