@@ -261,9 +261,8 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	if legend := elementText(t, dom, "legend-forecast"); !strings.Contains(legend, "80% interval") || !strings.Contains(legend, "95% interval") {
 		t.Errorf("the forecast's legend %q does not name the 80%% and 95%% intervals", legend)
 	}
-	if dir := os.Getenv("FREQLENS_LIVEVIEW_SHOTS"); dir != "" { // to look at it
-		runChromium(t, bin, url, "--virtual-time-budget=3000", "--window-size=1200,1040", "--screenshot="+filepath.Join(dir, "intervals.png"))
-	}
+	// To look at (go test -artifacts keeps it).
+	runChromium(t, bin, url, "--virtual-time-budget=3000", "--window-size=1200,1040", "--screenshot="+filepath.Join(t.ArtifactDir(), "intervals.png"))
 }
 
 // inkOf counts the distinct colours of img and the fraction of its pixels

@@ -177,7 +177,7 @@ function drawForecast(f, c) {
 
   let before = pixels(canvas);
   bands.forEach((b, k) => {
-    ctx.fillStyle = FORECAST; ctx.globalAlpha = 0.12 + 0.1 * k;
+    ctx.fillStyle = FORECAST; ctx.globalAlpha = 0.12 + 0.1 * k; // the legend's swatches match
     ctx.beginPath();
     tf.forEach((t, h) => { const x = g.sx(t), y = g.sy(b.upper[c][h]); if (h) ctx.lineTo(x, y); else ctx.moveTo(x, y); });
     for (let h = tf.length - 1; h >= 0; h--) ctx.lineTo(g.sx(tf[h]), g.sy(b.lower[c][h]));
@@ -197,7 +197,7 @@ function drawForecast(f, c) {
   canvas.dataset.drawnPixels = changed(before, after);
 
   const items = [["readings (" + read.length + " steps)", READINGS, true], ["forecast (" + fc.length + " steps)", FORECAST, true]];
-  bands.forEach((b) => items.push([Math.round(b.level * 100) + "% interval", FORECAST]));
+  bands.forEach((b, k) => items.push([Math.round(b.level * 100) + "% interval", "rgba(217, 72, 15, " + (0.12 + 0.1 * k).toFixed(2) + ")"]));
   legend($("legend-forecast"), items);
 }
 
