@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,8 +113,9 @@ func TestLiveViewInBrowser(t *testing.T) {
 		t.Fatalf(format+"\n--- demo output:\n%s", append(args, demoOut.String())...)
 	}
 
-	// Forecasts flow with their parts, and the learner has a spectrum and
-	// scored steps, so that every plot has something to draw.
+	// Forecasts flow with their parts, and the learner has scored steps and
+	// measured the frequencies' shares (at its first drift update), so that
+	// every plot has something to draw.
 	var series liveview.Series
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -121,7 +123,8 @@ func TestLiveViewInBrowser(t *testing.T) {
 		var rep online.Report
 		if getJSONQuiet(base+"/live/series", &list) && len(list.Series) > 0 &&
 			getJSONQuiet(base+"/live/forecast?series="+list.Series[0].Series, &series) && len(series.Parts) > 0 &&
-			getJSONQuiet(base+"/online?worst=0", &rep) && len(rep.Frequencies) > 0 && len(rep.Horizon) > 0 {
+			getJSONQuiet(base+"/online?worst=0", &rep) && len(rep.Horizon) > 0 &&
+			slices.ContainsFunc(rep.Frequencies, func(q online.FrequencyState) bool { return q.Share > 0 }) {
 			break
 		}
 		if time.Now().After(deadline) {
