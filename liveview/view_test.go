@@ -376,3 +376,32 @@ func BenchmarkObserve(b *testing.B) {
 		})
 	}
 }
+
+// TestConcurrentUse observes from two goroutines (two pipeline workers)
+// while the handlers serve; run with -race.
+func TestConcurrentUse(t *testing.T) {
+	v, _, mux := newView(t, Config{MaxSeries: 4})
+	done := make(chan struct{})
+	for w := range 2 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			win := windowOf(8, 1)
+			for i := range 200 {
+				f := wiretest.Forecast(rng, fmt.Sprintf("s-%d", (i+w)%6), t0, []string{"value"}, 4, 2)
+				v.Observe(&f, win, []float64{1})
+			}
+		}()
+	}
+	for range 50 {
+		get(t, mux, "/live/series")
+		if rec := get(t, mux, "/live/forecast?series=s-1"); rec.Code != http.StatusOK && rec.Code != http.StatusNotFound {
+			t.Fatalf("GET s-1 = %d: %s", rec.Code, rec.Body)
+		}
+	}
+	<-done
+	<-done
+	if n := len(v.List().Series); n != 4 {
+		t.Errorf("%d series kept, want MaxSeries = 4", n)
+	}
+}
