@@ -67,6 +67,7 @@ func keys(c *service.Config) map[string]any {
 		"output.write_timeout": &sk.WriteTimeout,
 		"output.max_attempts":  &sk.MaxAttempts,
 		"output.compression":   &sk.Compression,
+		"output.intervals":     &o.Intervals,
 
 		"metrics.listen":           &c.MetricsListen,
 		"metrics.live_view_series": &c.LiveView.MaxSeries,
@@ -101,6 +102,7 @@ func keys(c *service.Config) map[string]any {
 		"online.spectrum_steps":     &o.SpectrumSteps,
 		"online.track_series":       &o.TrackSeries,
 		"online.error_half_life":    &o.ErrorHalfLife,
+		"online.interval_rate":      &o.IntervalRate,
 		"online.seed":               &o.Seed,
 	}
 }

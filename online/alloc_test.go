@@ -1,6 +1,8 @@
 package online_test
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -14,13 +16,15 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	l, err := online.New(online.Config{ReplaySize: 200, MinHoldout: 10}, m)
+	l, err := online.New(online.Config{ReplaySize: 200, MinHoldout: 10, Intervals: []float64{0.8, 0.95}}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	x, fc := make([]float64, 24), make([]float64, 6)
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	o := &online.Observation{Series: "s", Window: x, Forecast: fc, Contributions: []model.Contribution{{Frequency: model.Frequency{ID: 1}, Share: 0.5}}}
+	o := &online.Observation{Series: "s", Window: x, Forecast: fc, Contributions: []model.Contribution{{Frequency: model.Frequency{ID: 1}, Share: 0.5}},
+		Lower: [][]float64{make([]float64, 6), make([]float64, 6)}, Upper: [][]float64{make([]float64, 6), make([]float64, 6)}}
+	published := 0
 	step := 0
 	next := func() {
 		for i := range x {
@@ -28,7 +32,9 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 		}
 		o.End = t0.Add(time.Duration(step) * time.Hour)
 		step++
-		l.Observe(o)
+		if l.Observe(o) {
+			published++
+		}
 	}
 	for range 400 { // past the replay buffer's growth
 		next()
@@ -36,7 +42,64 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 	if a := testing.AllocsPerRun(200, next); a != 0 {
 		t.Errorf("Observe allocates %.1f times per forecast of a tracked series; want 0", a)
 	}
-	if tot := l.Totals(); tot.Count == 0 || tot.Pairs == 0 {
+	if tot := l.Totals(); tot.Count == 0 || tot.Pairs == 0 || tot.Coverage[0].Scored == 0 {
 		t.Errorf("totals %+v: nothing was scored", tot)
+	}
+	if published == 0 {
+		t.Error("no forecast got its intervals")
+	}
+}
+
+// BenchmarkObserve measures Observe for a tracked series at L = H = 96,
+// one channel, without intervals and with two levels: the cost the
+// learner adds to every forecast on the serving path.
+func BenchmarkObserve(b *testing.B) {
+	const L, H = 96, 96
+	m, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: 1, Mode: model.Independent, Frequencies: 8, TopK: 4}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	for _, levels := range [][]float64{nil, {0.8, 0.95}} {
+		b.Run(fmt.Sprintf("levels=%d", len(levels)), func(b *testing.B) {
+			l, err := online.New(online.Config{Intervals: levels}, m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const series = 64
+			x, fc := make([]float64, L), make([]float64, H)
+			o := &online.Observation{Window: x, Forecast: fc}
+			for range levels {
+				o.Lower, o.Upper = append(o.Lower, make([]float64, H)), append(o.Upper, make([]float64, H))
+			}
+			names := make([]string, series)
+			for s := range names {
+				names[s] = fmt.Sprint("s", s)
+			}
+			t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+			step := 0
+			next := func() {
+				for i := range x {
+					x[i] = 100 + 10*math.Sin(float64(step+i)/4)
+				}
+				for i := range fc {
+					fc[i] = 100 + 10*math.Sin(float64(step+L+i)/4) + float64(i%3)
+				}
+				o.End = t0.Add(time.Duration(step) * time.Hour)
+				for _, s := range names {
+					o.Series = s
+					l.Observe(o)
+				}
+				step++
+			}
+			for range 2 * H {
+				next()
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				next()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*series), "ns/forecast")
+		})
 	}
 }

@@ -103,6 +103,23 @@ type Config struct {
 	//
 	// Default: 2000
 	ErrorHalfLife int
+	// Intervals are the nominal levels of the prediction intervals published
+	// with every forecast (YAML output.intervals, e.g. [0.8, 0.95]), in
+	// increasing order; none turns intervals off. They are calibrated online
+	// from the realised values by conformal prediction (see interval.go):
+	// a series' intervals appear once it has scored 32 forecasts over its
+	// whole horizon, or at once when other series are calibrated. They
+	// cost 2 × levels × H² × channels × 4 bytes per tracked series.
+	//
+	// Default: none
+	Intervals []float64
+	// IntervalRate is the step of the intervals' online calibration: after
+	// a miss a side of an interval widens by about this fraction, after a
+	// hit it narrows by this fraction times its miss rate. Larger follows a
+	// change sooner, smaller gives steadier widths.
+	//
+	// Default: 0.1
+	IntervalRate float64
 	// Seed drives the fine-tuning rounds' sampling.
 	//
 	// Default: 0
@@ -115,7 +132,7 @@ func DefaultConfig() Config {
 		Interval: 5 * time.Minute, MinNewSamples: 500, ReplaySize: 20000, Replay: ReplayRecent,
 		LearningRate: 1e-3, Steps: 50, BatchSize: 32, Holdout: 0.2, MinHoldout: 64, Workers: 1, Duty: 0.25,
 		Keep: 5, DriftThreshold: 0.05, MinDuration: 30 * time.Minute, Dominant: 3, DominantMinShare: 0.10,
-		TrackSeries: 500, ErrorHalfLife: 2000,
+		TrackSeries: 500, ErrorHalfLife: 2000, IntervalRate: 0.1,
 	}
 }
 
@@ -176,6 +193,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.track_series %d; use at least 1", c.TrackSeries)
 	case c.ErrorHalfLife < 1:
 		return fmt.Errorf("online.error_half_life %d; use at least 1", c.ErrorHalfLife)
+	case !(c.IntervalRate > 0 && c.IntervalRate <= 1):
+		return fmt.Errorf("online.interval_rate %g; use a small fraction such as 0.1", c.IntervalRate)
+	}
+	for k, level := range c.Intervals {
+		if !(level > 0 && level < 1) || k > 0 && !(level > c.Intervals[k-1]) {
+			return fmt.Errorf("output.intervals %v: want coverage levels in (0, 1), increasing, such as [0.8, 0.95]", c.Intervals)
+		}
 	}
 	return nil
 }

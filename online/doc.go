@@ -15,7 +15,10 @@
 // series it already tracks: it stores the forecast until its horizon has been
 // observed, scores every realised step against every forecast that predicted
 // it, and turns each forecast whose horizon is complete into a (window,
-// realised target) pair in the replay buffer. Learner.Run fine-tunes a copy of
+// realised target) pair in the replay buffer. With interval levels
+// (Config.Intervals) it also answers with the forecast's prediction
+// intervals, calibrated from the same realised values by online conformal
+// prediction (interval.go). Learner.Run fine-tunes a copy of
 // the serving model in the background and promotes it only when it scores at
 // least as well as the serving model on the newest pairs, which it was not
 // tuned on. The serving path never waits for it. WithGate makes the rounds
@@ -40,6 +43,7 @@
 // # Memory
 //
 // Every tracked series keeps its last L+H values and its last H forecasts
-// (float32); Config.TrackSeries caps how many series are tracked (the first
+// (float32), and with interval levels the bounds issued with them (2 ×
+// levels × H² × channels float32) and its interval thresholds; Config.TrackSeries caps how many series are tracked (the first
 // ones seen; idle series are dropped), and Config.ReplaySize caps the pairs.
 package online

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,11 @@ type Observation struct {
 	// Contributions are the forecast's attribution (nil when attributions
 	// are off; drift then follows periods only).
 	Contributions []model.Contribution
+	// Lower and Upper receive the forecast's prediction intervals when the
+	// learner has interval levels (Config.Intervals): one H×C slice each per
+	// level, in the order of Learner.Levels, filled when Observe returns
+	// true. Observe leaves them alone otherwise.
+	Lower, Upper [][]float64
 }
 
 // Learner is the online module: it scores issued forecasts against what
@@ -58,7 +64,10 @@ type Learner struct {
 
 	mu       sync.Mutex
 	counts   map[Outcome]int64
-	exported struct{ count, sq, abs, pairs, refused float64 } // totals already added to the counters
+	exported struct { // totals already added to the counters
+		count, sq, abs, pairs, refused float64
+		scored, covered                []int64 // per interval level
+	}
 }
 
 // Option configures a Learner.
@@ -128,23 +137,39 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 		cfg.SpectrumSteps = 8 * mc.Lookback
 		l.cfg.SpectrumSteps = cfg.SpectrumSteps
 	}
-	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, cfg.ErrorHalfLife, l.rp)
+	iv := newIntervals(cfg.Intervals, cfg.IntervalRate, mc.Horizon, mc.Channels, cfg.ErrorHalfLife)
+	l.exported.scored, l.exported.covered = make([]int64, len(cfg.Intervals)), make([]int64, len(cfg.Intervals))
+	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, cfg.ErrorHalfLife, l.rp, iv)
 	l.tr.errs.hist = l.met.absErr
 	l.dr = newDrift(cfg, reference)
 	if v, ok := reference.Meta.Metrics["test_mse"]; ok {
 		l.met.testMSE.Set(v)
 	}
 	l.met.driftThreshold.Set(cfg.DriftThreshold)
+	for _, level := range cfg.Intervals {
+		// Exported from the start, at 0, so that increase() sees the first
+		// realised steps and the alert rules have the levels to compare with.
+		lv := strconv.FormatFloat(level, 'g', -1, 64)
+		l.met.nominal.WithLabelValues(lv).Set(level)
+		l.met.intervalsScored.WithLabelValues(lv)
+		l.met.intervalsCovered.WithLabelValues(lv)
+	}
 	return l, nil
 }
 
-// Observe records one issued forecast. It is safe for concurrent use and
-// allocates nothing for a series it already tracks.
-func (l *Learner) Observe(o *Observation) {
+// Observe records one issued forecast and, with interval levels, fills
+// o.Lower and o.Upper with its prediction intervals and returns true once
+// they are calibrated (see Config.Intervals). It is safe for concurrent use
+// and allocates nothing for a series it already tracks.
+func (l *Learner) Observe(o *Observation) (intervals bool) {
 	if len(o.Window) != l.tr.L*l.tr.C || len(o.Forecast) != l.tr.H*l.tr.C {
-		return // a model of another shape is serving; nothing to join
+		return false // a model of another shape is serving; nothing to join
 	}
-	l.tr.observe(o.Series, o.End, o.Window, o.Forecast)
+	lower, upper := o.Lower, o.Upper
+	if !l.fits(lower, upper, len(o.Forecast)) {
+		lower, upper = nil, nil // no room to write the intervals in
+	}
+	intervals = l.tr.observe(o.Series, o.End, o.Window, o.Forecast, lower, upper)
 	l.dr.observeShares(o.Contributions)
 	if l.cfg.Enabled {
 		if _, seen := l.rp.len(); seen-l.lastNew.Load() >= int64(l.cfg.MinNewSamples) {
@@ -154,7 +179,26 @@ func (l *Learner) Observe(o *Observation) {
 			}
 		}
 	}
+	return intervals
 }
+
+// fits reports whether lower and upper have one slice of n values per
+// interval level.
+func (l *Learner) fits(lower, upper [][]float64, n int) bool {
+	if len(l.cfg.Intervals) == 0 || len(lower) != len(l.cfg.Intervals) || len(upper) != len(lower) {
+		return false
+	}
+	for k := range lower {
+		if len(lower[k]) != n || len(upper[k]) != n {
+			return false
+		}
+	}
+	return true
+}
+
+// Levels returns the nominal levels of the intervals Observe writes, in
+// increasing order (nil without intervals).
+func (l *Learner) Levels() []float64 { return l.cfg.Intervals }
 
 // Run fine-tunes (when enabled) every Interval or after MinNewSamples new
 // pairs, and evaluates drift and refreshes the metrics every second, until
@@ -231,6 +275,7 @@ func (l *Learner) updateMetrics() {
 	t.mu.Lock()
 	count, sq, abs := t.errs.count, t.errs.sumSq, t.errs.sumAbs
 	pairs, refused, tracked := t.pairs, t.refused, len(t.series)
+	cov := t.iv.coverage()
 	t.mu.Unlock()
 
 	l.mu.Lock()
@@ -246,6 +291,23 @@ func (l *Learner) updateMetrics() {
 		if d := c.total - *c.done; d > 0 {
 			c.counter.Add(d)
 			*c.done = c.total
+		}
+	}
+	for k, c := range cov {
+		level := strconv.FormatFloat(c.Level, 'g', -1, 64)
+		l.met.nominal.WithLabelValues(level).Set(c.Level)
+		if c.Scored > 0 {
+			l.met.coverage.WithLabelValues(level).Set(c.Recent)
+		}
+		for _, v := range []struct {
+			counter *prometheus.CounterVec
+			total   int64
+			done    *int64
+		}{{l.met.intervalsScored, c.Scored, &ex.scored[k]}, {l.met.intervalsCovered, c.Covered, &ex.covered[k]}} {
+			if d := v.total - *v.done; d > 0 {
+				v.counter.WithLabelValues(level).Add(float64(d))
+				*v.done = v.total
+			}
 		}
 	}
 	held, _ := l.rp.len()
@@ -420,6 +482,9 @@ type ErrorTotals struct {
 	Count         int64
 	SumSq, SumAbs float64
 	Pairs         int64
+	// Coverage is that of the published intervals, per level (nil without
+	// intervals).
+	Coverage []Coverage
 }
 
 // Totals returns the running totals of the online error.
@@ -427,7 +492,7 @@ func (l *Learner) Totals() ErrorTotals {
 	t := l.tr
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return ErrorTotals{Count: t.errs.count, SumSq: t.errs.sumSq, SumAbs: t.errs.sumAbs, Pairs: t.pairs}
+	return ErrorTotals{Count: t.errs.count, SumSq: t.errs.sumSq, SumAbs: t.errs.sumAbs, Pairs: t.pairs, Coverage: t.iv.coverage()}
 }
 
 // MSE returns the MSE of the stretch between two totals.
@@ -480,6 +545,8 @@ type Report struct {
 	// Horizon is the rolling error by horizon bucket (HorizonErrors).
 	Horizon     []HorizonError `json:"horizon"`
 	WorstSeries []SeriesError  `json:"worst_series"`
+	// Intervals is the coverage of the published intervals per level.
+	Intervals []Coverage `json:"intervals,omitempty"`
 }
 
 // Report returns the learner's state with the worst n series.
@@ -487,7 +554,7 @@ func (l *Learner) Report(srv Server, n int) Report {
 	_, version := srv.Model()
 	t := l.Totals()
 	r := Report{ModelVersion: version, ScoredSteps: t.Count, Pairs: t.Pairs, Rounds: l.Outcomes(),
-		Frequencies: l.Frequencies(), Horizon: l.HorizonErrors(), WorstSeries: l.WorstSeries(n)}
+		Frequencies: l.Frequencies(), Horizon: l.HorizonErrors(), WorstSeries: l.WorstSeries(n), Intervals: t.Coverage}
 	if t.Count > 0 {
 		r.MSE = t.MSE(ErrorTotals{})
 	}

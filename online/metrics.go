@@ -33,6 +33,8 @@ type metrics struct {
 	replay, tracked                           prometheus.Gauge
 	refused                                   prometheus.Counter
 	publishErrors                             prometheus.Counter
+	coverage, nominal                         *prometheus.GaugeVec
+	intervalsScored, intervalsCovered         *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -86,12 +88,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_model_publish_errors_total",
 			Help: "Promoted versions that could not be published to the models topic."}),
 	}
+	level := []string{"level"}
+	m.coverage = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_interval_coverage_ratio",
+		Help: "Recent fraction of published prediction-interval steps whose realised value fell inside, by nominal level (over about online.error_half_life steps)."}, level)
+	m.nominal = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_interval_nominal_ratio",
+		Help: "The nominal coverage of each configured interval level (output.intervals); the alert rules compare the coverage with it."}, level)
+	m.intervalsScored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_interval_scored_total",
+		Help: "Published prediction-interval steps whose value was realised, by nominal level."}, level)
+	m.intervalsCovered = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_interval_covered_total",
+		Help: "Published prediction-interval steps whose realised value fell inside, by nominal level; divide its increase by freqlens_interval_scored_total's for the coverage over any range."}, level)
 	for _, o := range outcomes {
 		m.rounds.WithLabelValues(string(o))
 	}
 	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
-		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold} {
+		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold,
+		m.coverage, m.nominal, m.intervalsScored, m.intervalsCovered} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

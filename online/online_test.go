@@ -13,7 +13,7 @@ import (
 
 func scenarioConfig(enabled bool) online.Config {
 	return online.Config{Enabled: enabled, Steps: 50, LearningRate: 3e-3, ReplaySize: 4000, MinHoldout: 128,
-		MinDuration: 12 * time.Hour, Duty: 1, Seed: 1}
+		MinDuration: 12 * time.Hour, Duty: 1, Seed: 1, Intervals: []float64{0.8, 0.95}}
 }
 
 // TestDriftScenario: a feed whose 24-step cycle becomes a 28-step cycle.
@@ -52,6 +52,9 @@ func TestDriftScenario(t *testing.T) {
 	}
 	f0, f1 := sc.run(t, frozen, frozenSrv, 24, false)
 	mseFrozen := f1.MSE(f0)
+	// The frozen model's errors grow at the switch: its intervals must
+	// follow them.
+	checkCoverage(t, "drift, frozen model, after the switch", f0, f1)
 	for _, trainHeads := range []bool{false, true} {
 		t.Run(fmt.Sprintf("train_heads=%v", trainHeads), func(t *testing.T) {
 			var events []online.DriftEvent
@@ -64,6 +67,7 @@ func TestDriftScenario(t *testing.T) {
 			}
 			s0, s1 := sc.run(t, tuned, tunedSrv, 24, true)
 			mseTuned := s1.MSE(s0)
+			checkCoverage(t, "drift, fine-tuned model, after the switch", s0, s1)
 			t.Logf("post-switch online MSE: fine-tuned %.4f, frozen %.4f (%.0f%% lower); rounds %v; version %d",
 				mseTuned, mseFrozen, 100*(1-mseTuned/mseFrozen), tuned.Outcomes(), tunedSrv.version)
 			for _, e := range events {
@@ -121,6 +125,8 @@ func TestStationaryScenario(t *testing.T) {
 	s0, s1 := sc.run(t, tuned, tunedSrv, 24, true)
 	f0, f1 := sc.run(t, frozen, frozenSrv, 24, false)
 	mseTuned, mseFrozen := s1.MSE(s0), f1.MSE(f0)
+	checkCoverage(t, "stationary, fine-tuned model", s0, s1)
+	checkCoverage(t, "stationary, frozen model", f0, f1)
 	t.Logf("stationary online MSE: fine-tuned %.4f, frozen %.4f; rounds %v", mseTuned, mseFrozen, tuned.Outcomes())
 	for _, e := range events {
 		if e.Kind == "period" {

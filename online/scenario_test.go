@@ -2,6 +2,7 @@ package online_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +98,10 @@ func (sc *scenario) run(t *testing.T, l *online.Learner, srv *server, roundEvery
 	var ex *model.Explainer
 	var exFor *model.Model
 	var expl *model.Explanation
+	var lower, upper [][]float64
+	for range l.Levels() {
+		lower, upper = append(lower, make([]float64, scH)), append(upper, make([]float64, scH))
+	}
 	start := trainSteps
 	for step := start; step < sc.steps; step++ {
 		if step == max(sc.switchAt, start)+scH {
@@ -120,7 +125,8 @@ func (sc *scenario) run(t *testing.T, l *online.Learner, srv *server, roundEvery
 		for s := range S {
 			expl = ex.Explain(s, expl)
 			l.Observe(&online.Observation{Series: sc.frame.Columns[s], End: sc.frame.Times[step],
-				Window: x[s*scL : (s+1)*scL], Forecast: y[s*scH : (s+1)*scH], Contributions: expl.Contributions})
+				Window: x[s*scL : (s+1)*scL], Forecast: y[s*scH : (s+1)*scH], Contributions: expl.Contributions,
+				Lower: lower, Upper: upper})
 		}
 		if (step-start)%roundEvery == roundEvery-1 {
 			l.Refresh(srv)
@@ -131,4 +137,25 @@ func (sc *scenario) run(t *testing.T, l *online.Learner, srv *server, roundEvery
 	}
 	l.Refresh(srv)
 	return atSwitch, l.Totals()
+}
+
+// checkCoverage fails unless the published intervals of every level held
+// the realised values at their nominal rate, within 3 points, over the
+// stretch between two totals.
+func checkCoverage(t *testing.T, what string, since, end online.ErrorTotals) {
+	t.Helper()
+	if len(end.Coverage) == 0 {
+		t.Fatalf("%s: no interval levels", what)
+	}
+	for k, c := range end.Coverage {
+		var from online.Coverage
+		if k < len(since.Coverage) {
+			from = since.Coverage[k]
+		}
+		rate := c.Rate(from)
+		t.Logf("%s: %.0f%% intervals held %.1f%% of %d realised steps", what, 100*c.Level, 100*rate, c.Scored-from.Scored)
+		if !(math.Abs(rate-c.Level) <= 0.03) {
+			t.Errorf("%s: %.0f%% intervals held %.1f%% of the realised values; want within 3 points", what, 100*c.Level, 100*rate)
+		}
+	}
 }

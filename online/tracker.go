@@ -23,10 +23,11 @@ type tracker struct {
 	series  map[string]*seriesState
 	errs    *errorStats
 	replay  *replay
-	newest  time.Time // latest observed step over all series (data time)
-	pairs   int64     // pairs made
-	refused int64     // forecasts of series beyond the cap
-	scratch struct{ in, tgt, scale []float64 }
+	newest  time.Time  // latest observed step over all series (data time)
+	pairs   int64      // pairs made
+	refused int64      // forecasts of series beyond the cap
+	iv      *intervals // nil without interval levels
+	scratch struct{ in, tgt, scale, issue []float64 }
 }
 
 // seriesState is one tracked series: a ring of its last values (L+H, or
@@ -41,6 +42,7 @@ type seriesState struct {
 	welford []welford // per channel
 	sqErr   float64   // rolling normalised squared error of the series
 	seen    time.Time
+	iv      *seriesIntervals // nil without interval levels
 }
 
 type welford struct{ n, mean, m2 float64 }
@@ -59,12 +61,13 @@ func (w *welford) std() float64 {
 	return math.Sqrt(w.m2 / (w.n - 1))
 }
 
-func newTracker(L, H, C, history int, cadence time.Duration, norm normaliser, cap, halfLife int, r *replay) *tracker {
+func newTracker(L, H, C, history int, cadence time.Duration, norm normaliser, cap, halfLife int, r *replay, iv *intervals) *tracker {
 	t := &tracker{L: L, H: H, C: C, ring: max(L+H, history), cadence: cadence, norm: norm, cap: cap,
-		series: make(map[string]*seriesState), errs: newErrorStats(H, halfLife), replay: r}
+		series: make(map[string]*seriesState), errs: newErrorStats(H, halfLife), replay: r, iv: iv}
 	t.scratch.in = make([]float64, L*C)
 	t.scratch.tgt = make([]float64, H*C)
 	t.scratch.scale = make([]float64, C)
+	t.scratch.issue = make([]float64, C)
 	return t
 }
 
@@ -74,6 +77,9 @@ func (t *tracker) newState() *seriesState {
 		pending: make([]float32, t.H*t.H*t.C),
 		issued:  make([]int64, t.H),
 		welford: make([]welford, t.C),
+	}
+	if t.iv != nil {
+		s.iv = t.iv.newSeries(t.H)
 	}
 	s.reset(math.MinInt64)
 	return s
@@ -90,8 +96,10 @@ func mod(a int64, n int) int { return int(((a % int64(n)) + int64(n)) % int64(n)
 
 // observe records the forecast fc (H×C) issued for the window x (L×C) of
 // series that ends at end, after scoring earlier forecasts against the
-// window's new steps.
-func (t *tracker) observe(series string, end time.Time, x, fc []float64) {
+// window's new steps. With interval levels it fills lower and upper (one
+// H×C slice per level) with the forecast's intervals and reports whether
+// they are published.
+func (t *tracker) observe(series string, end time.Time, x, fc []float64, lower, upper [][]float64) bool {
 	step := end.UnixNano() / int64(t.cadence)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -102,7 +110,10 @@ func (t *tracker) observe(series string, end time.Time, x, fc []float64) {
 	if s == nil {
 		if len(t.series) >= t.cap {
 			t.refused++
-			return
+			if t.iv == nil || len(lower) != len(t.iv.levels) {
+				return false
+			}
+			return t.iv.untracked(fc, t.windowScale(x), lower, upper)
 		}
 		s = t.newState()
 		t.series[series] = s
@@ -114,7 +125,14 @@ func (t *tracker) observe(series string, end time.Time, x, fc []float64) {
 		// New, or back after a gap longer than a window: nothing joins.
 		s.reset(step - int64(L))
 	case step <= s.last:
-		return // not a new step: nothing to score, the forecast is a repeat
+		// Not a new step: nothing to score, the forecast is a repeat of the
+		// one issued at this step (after a restart, or a late correction);
+		// it gets that forecast's intervals.
+		if slot := mod(step, H); t.iv != nil && s.issued[slot] == step && s.iv.published[slot] && len(lower) == len(t.iv.levels) {
+			t.iv.write(s.iv, slot, fc, lower, upper)
+			return true
+		}
+		return false
 	}
 	ring := t.ring
 	// Write the window: it holds the latest values of steps end−L+1 … end,
@@ -139,8 +157,14 @@ func (t *tracker) observe(series string, end time.Time, x, fc []float64) {
 				e := (float64(f[c]) - v[c]) / t.scale(s, c)
 				t.errs.add(h-1, e)
 				s.sqErr += (e*e - s.sqErr) / 256
+				if t.iv != nil {
+					t.iv.score(s.iv, slot, h-1, c, C, float64(f[c]), v[c], e)
+				}
 			}
 			if h == H {
+				if t.iv != nil {
+					t.iv.scoredLastStep(s.iv)
+				}
 				t.complete(s, at)
 				s.issued[slot] = math.MinInt64
 			}
@@ -153,6 +177,39 @@ func (t *tracker) observe(series string, end time.Time, x, fc []float64) {
 	for i, v := range fc {
 		dst[i] = float32(v)
 	}
+	if t.iv == nil {
+		return false
+	}
+	for c := range C {
+		t.scratch.issue[c] = t.scale(s, c)
+	}
+	published := t.iv.issue(s.iv, slot, t.scratch.issue)
+	if !published || len(lower) != len(t.iv.levels) {
+		return false
+	}
+	t.iv.write(s.iv, slot, fc, lower, upper)
+	return true
+}
+
+// windowScale returns the scale of each channel for a series that is not
+// tracked: the model's training std (mixed), else the window's own std.
+func (t *tracker) windowScale(x []float64) []float64 {
+	sc := t.scratch.issue
+	for c := range t.C {
+		if t.norm.std != nil {
+			sc[c] = t.norm.std[c]
+			continue
+		}
+		var w welford
+		for i := c; i < len(x); i += t.C {
+			w.add(x[i])
+		}
+		sc[c] = w.std()
+		if !(sc[c] > 1e-12) {
+			sc[c] = 1
+		}
+	}
+	return sc
 }
 
 // scale is the divisor that normalises channel c's errors.
@@ -228,6 +285,9 @@ func (t *tracker) expire() {
 	cut := t.newest.Add(-time.Duration(t.L+t.H) * t.cadence)
 	for k, s := range t.series {
 		if s.seen.Before(cut) {
+			if t.iv != nil {
+				t.iv.leave(s.iv)
+			}
 			delete(t.series, k)
 		}
 	}

@@ -2,7 +2,9 @@ package pipeline_test
 
 import (
 	"context"
+	"math"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -115,4 +117,127 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if got := metric(t, reg, "freqlens_model_version"); got < float64(v) {
 		t.Errorf("freqlens_model_version = %v, want at least %d", got, v)
 	}
+}
+
+// TestIntervalsEndToEnd: with interval levels, forecasts on the forecasts
+// topic carry nested lower and upper bounds once their series is
+// calibrated, in JSON and in Arrow, and the coverage of what was published
+// is exported.
+func TestIntervalsEndToEnd(t *testing.T) {
+	for _, format := range []wire.Format{wire.FormatJSON, wire.FormatArrow} {
+		t.Run(string(format), func(t *testing.T) {
+			b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 2, "forecasts": 2, "readings.dlq": 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(b.Close)
+			kc := kafkatest.Client(t, b.Addrs())
+			base := testModel(t, model.Independent, 1)
+			reg := prometheus.NewRegistry()
+			levels := []float64{0.8, 0.95}
+			l, err := online.New(online.Config{Intervals: levels}, base, online.WithRegisterer(reg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
+				BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			snk, err := sink.New(sink.Config{ForecastTopic: "forecasts", Format: format}, kc, sink.WithRegisterer(reg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: true, ShutdownTimeout: 5 * time.Second},
+				src, window.Config{}, base, snk, pipeline.WithRegisterer(reg), pipeline.WithOnline(l))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run after cancel = %v, want nil", err)
+				}
+			}()
+
+			series := []string{"a", "b", "c", "d"}
+			const steps = 150
+			produce(t, kc, series, []string{"value"}, 0, lookback+steps)
+			msgs := readTopic(t, kc, "forecasts", len(series)*(steps+1), 60*time.Second)
+			with := 0
+			for _, m := range msgs {
+				var f wire.Forecast
+				if format == wire.FormatJSON {
+					f, err = wire.DecodeForecastJSON(m.Value)
+				} else {
+					f, err = wire.DecodeForecastArrow(m.Value, nil)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.Intervals == nil {
+					continue
+				}
+				with++
+				if len(f.Intervals) != len(levels) || f.Intervals[0].Level != 0.8 || f.Intervals[1].Level != 0.95 {
+					t.Fatalf("forecast %s@%s has intervals of levels %v, want %v", f.Series, f.TS, f.Intervals, levels)
+				}
+				for h := range f.Horizon {
+					lo80, hi80, lo95, hi95 := f.Intervals[0].Lower[h], f.Intervals[0].Upper[h], f.Intervals[1].Lower[h], f.Intervals[1].Upper[h]
+					if !(lo95 <= lo80 && lo80 <= hi80 && hi80 <= hi95) || math.IsNaN(lo95) || math.IsNaN(hi95) {
+						t.Fatalf("forecast %s@%s step %d: 80%% [%g, %g] and 95%% [%g, %g] are not nested intervals", f.Series, f.TS, h, lo80, hi80, lo95, hi95)
+					}
+				}
+			}
+			// A series is calibrated after 32 forecasts scored over its whole
+			// horizon: the later forecasts of each series carry intervals.
+			if want := len(series) * (steps + 1 - horizon - 32 - 5); with < want {
+				t.Errorf("%d of %d forecasts carry intervals, want at least %d", with, len(msgs), want)
+			}
+			l.Refresh(p)
+			for _, c := range l.Totals().Coverage {
+				rate := c.Rate(online.Coverage{})
+				t.Logf("%.0f%% intervals held %.1f%% of %d realised steps", 100*c.Level, 100*rate, c.Scored)
+				if c.Scored == 0 || math.Abs(rate-c.Level) > 0.05 {
+					t.Errorf("%.0f%% intervals held %.1f%% of %d realised steps; want some, near the level", 100*c.Level, 100*rate, c.Scored)
+				}
+				lv := strconv.FormatFloat(c.Level, 'g', -1, 64)
+				if got := labelled(t, reg, "freqlens_interval_scored_total", "level", lv); got != float64(c.Scored) {
+					t.Errorf("freqlens_interval_scored_total{level=%q} = %v, want %d", lv, got, c.Scored)
+				}
+				if got := labelled(t, reg, "freqlens_interval_coverage_ratio", "level", lv); !(got > 0 && got <= 1) {
+					t.Errorf("freqlens_interval_coverage_ratio{level=%q} = %v, want a rate", lv, got)
+				}
+			}
+		})
+	}
+}
+
+// labelled returns the value of the gauge or counter name{label=value} in reg.
+func labelled(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					if c := m.GetCounter(); c != nil {
+						return c.GetValue()
+					}
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no metric %s{%s=%q}", name, label, value)
+	return 0
 }

@@ -30,6 +30,8 @@ type worker struct {
 	expl    *model.Explanation
 	obs     online.Observation // reused for every forecast handed to the learner
 	issued  wire.Forecast      // reused for every forecast handed to the forecast observer
+	lower   [][]float64        // obs.Lower and obs.Upper's storage: one slice per level
+	upper   [][]float64
 }
 
 // rowGroup is the rows of one batch that belong to one partition.
@@ -100,6 +102,7 @@ type part struct {
 	ingest    []time.Time
 	arena     []float64
 	contribs  []wire.Contribution
+	intervals []wire.Interval
 	outRange  []int // rows the windows refused as out of range
 	nonFinite []int // rows whose window's forecast had a non-finite value
 }
@@ -123,6 +126,7 @@ func (ob *outBatch) reset(in *stream.Batch) {
 	for i := range ob.parts {
 		pt := &ob.parts[i]
 		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = pt.fs[:0], pt.ingest[:0], pt.arena[:0], pt.contribs[:0], nil
+		pt.intervals = pt.intervals[:0]
 		pt.outRange, pt.nonFinite = pt.outRange[:0], pt.nonFinite[:0]
 	}
 }
@@ -197,11 +201,22 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	if !p.cfg.SkipAttributions {
 		perWindow = HC * (2 + maxContribs)
 	}
+	var levels []float64
+	if p.learner != nil {
+		levels = p.learner.Levels()
+		perWindow += 2 * len(levels) * HC
+	}
 	if need := n * perWindow; cap(pt.arena) < need {
 		pt.arena = make([]float64, 0, need)
 	}
 	if need := n * maxContribs; cap(pt.contribs) < need {
 		pt.contribs = make([]wire.Contribution, 0, need)
+	}
+	if need := n * len(levels); cap(pt.intervals) < need {
+		pt.intervals = make([]wire.Interval, 0, need)
+	}
+	if len(w.lower) != len(levels) {
+		w.lower, w.upper = make([][]float64, len(levels)), make([][]float64, len(levels))
 	}
 
 	for lo := 0; lo < n; lo += p.cfg.MaxBatch {
@@ -243,11 +258,21 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				continue
 			}
 			if p.learner != nil {
-				w.obs = online.Observation{Series: f.Series, End: f.TS, Window: w.ready.Values[i*L*C : (i+1)*L*C], Forecast: f.Values}
+				for k := range levels {
+					w.lower[k], w.upper[k] = pt.take(HC), pt.take(HC)
+				}
+				w.obs = online.Observation{Series: f.Series, End: f.TS, Window: w.ready.Values[i*L*C : (i+1)*L*C], Forecast: f.Values,
+					Lower: w.lower, Upper: w.upper}
 				if !p.cfg.SkipAttributions {
 					w.obs.Contributions = w.expl.Contributions
 				}
-				p.learner.Observe(&w.obs)
+				if p.learner.Observe(&w.obs) {
+					first := len(pt.intervals)
+					for k, level := range levels {
+						pt.intervals = append(pt.intervals, wire.Interval{Level: level, Lower: w.lower[k], Upper: w.upper[k]})
+					}
+					f.Intervals = pt.intervals[first:len(pt.intervals):len(pt.intervals)]
+				}
 			}
 			if p.observeIssued != nil {
 				var level []float64

@@ -86,6 +86,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cfg.MetricsListen = *metricsAddr
 	cfg.Online.Enabled = *finetune > 0
 	cfg.Online.Interval = max(*finetune, time.Second)
+	cfg.Online.Intervals = []float64{0.8, 0.95}
 	watch := newWatcher("s-0")
 	svc, err := service.New(ctx, cfg, service.WithModel(m), service.WithLogger(log), service.WithObserver(watch.observe))
 	if err != nil {
@@ -121,6 +122,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		_, version := p.Model()
 		fmt.Fprintf(stdout, "online: MSE %.3f over %d realised forecast steps (normalised units; the model's test MSE is in its file); "+
 			"serving version %d; fine-tuning rounds %v\n", t.MSE(online.ErrorTotals{}), t.Count, version, learner.Outcomes())
+		for _, c := range t.Coverage {
+			if c.Scored > 0 {
+				fmt.Fprintf(stdout, "intervals: the %.0f%% intervals held %.1f%% of %d realised steps\n", 100*c.Level, 100*c.Rate(online.Coverage{}), c.Scored)
+			}
+		}
 	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -243,6 +249,8 @@ type watcher struct {
 	mu     sync.Mutex
 	ts     time.Time
 	next   float64
+	band   [2]float64 // the next hour's first interval; NaN without one
+	level  float64
 	peak   float64
 	peakAt time.Time
 	parts  []string
@@ -289,6 +297,11 @@ func (w *watcher) observe(f *wire.Forecast) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.ts, w.next, w.parts, w.count = f.TS, f.Values[0], parts, w.count+1
+	w.band, w.level = [2]float64{math.NaN(), math.NaN()}, 0
+	if len(f.Intervals) > 0 {
+		iv := f.Intervals[0]
+		w.band, w.level = [2]float64{iv.Lower[0], iv.Upper[0]}, iv.Level
+	}
 	w.peak, w.peakAt = peak, f.TS.Add(time.Duration(at+1)*f.Cadence)
 }
 
@@ -320,8 +333,12 @@ func summarise(ctx context.Context, out io.Writer, p *pipeline.Pipeline, l *onli
 				first = true
 				fmt.Fprintf(out, "first forecast %s after start\n", time.Since(started).Round(100*time.Millisecond))
 			}
-			line += fmt.Sprintf(" | %s at %s: next hour %.0f, peak %.0f at %s | %s", w.series, w.ts.Format("Mon 15:04"),
-				w.next, w.peak, w.peakAt.Format("15:04"), strings.Join(w.parts, ", "))
+			band := ""
+			if !math.IsNaN(w.band[0]) {
+				band = fmt.Sprintf(" (%.0f%%: %.0f–%.0f)", 100*w.level, w.band[0], w.band[1])
+			}
+			line += fmt.Sprintf(" | %s at %s: next hour %.0f%s, peak %.0f at %s | %s", w.series, w.ts.Format("Mon 15:04"),
+				w.next, band, w.peak, w.peakAt.Format("15:04"), strings.Join(w.parts, ", "))
 		}
 		w.mu.Unlock()
 		fmt.Fprintln(out, line)
