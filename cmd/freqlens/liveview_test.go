@@ -113,22 +113,23 @@ func TestLiveViewInBrowser(t *testing.T) {
 		t.Fatalf(format+"\n--- demo output:\n%s", append(args, demoOut.String())...)
 	}
 
-	// Forecasts flow with their parts, and the learner has scored steps and
-	// measured the frequencies' shares (at its first drift update), so that
-	// every plot has something to draw.
+	// Forecasts flow with their parts and their intervals (the demo
+	// publishes 80% and 95% intervals once a series is calibrated), and the
+	// learner has scored steps and measured the frequencies' shares (at its
+	// first drift update), so that every plot has something to draw.
 	var series liveview.Series
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var list liveview.SeriesList
 		var rep online.Report
 		if getJSONQuiet(base+"/live/series", &list) && len(list.Series) > 0 &&
-			getJSONQuiet(base+"/live/forecast?series="+list.Series[0].Series, &series) && len(series.Parts) > 0 &&
+			getJSONQuiet(base+"/live/forecast?series="+list.Series[0].Series, &series) && len(series.Parts) > 0 && len(series.Intervals) > 0 &&
 			getJSONQuiet(base+"/online?worst=0", &rep) && len(rep.Horizon) > 0 &&
 			slices.ContainsFunc(rep.Frequencies, func(q online.FrequencyState) bool { return q.Share > 0 }) {
 			break
 		}
 		if time.Now().After(deadline) {
-			fail("after 90s the live view still has no series with parts, or /online no spectrum or horizon error")
+			fail("after 90s the live view still has no series with parts and intervals, or /online no spectrum or horizon error")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -173,10 +174,8 @@ func TestLiveViewInBrowser(t *testing.T) {
 			t.Errorf("#%s %s = %d, want at least %d %s", c.id, c.attr, got, c.min, c.what)
 		}
 	}
-	if len(series.Intervals) > 0 {
-		if got := num("plot-forecast", "data-band-pixels"); got < 100 {
-			t.Errorf("the forecast has %d intervals but the band covers %d pixels", len(series.Intervals), got)
-		}
+	if got := num("plot-forecast", "data-band-pixels"); got < 100 {
+		t.Errorf("the forecast has %d intervals but the band covers %d pixels", len(series.Intervals), got)
 	}
 	legend := elementText(t, dom, "legend-parts")
 	if !regexp.MustCompile(`\d+(\.\d)?[smhd] cycle \d+%`).MatchString(legend) || !strings.Contains(legend, "residual") {
