@@ -69,7 +69,8 @@ func keys(c *service.Config) map[string]any {
 		"output.compression":   &sk.Compression,
 		"output.intervals":     &o.Intervals,
 
-		"metrics.listen": &c.MetricsListen,
+		"metrics.listen":           &c.MetricsListen,
+		"metrics.live_view_series": &c.LiveView.MaxSeries,
 
 		"service.workers":            &p.Workers,
 		"service.max_batch":          &p.MaxBatch,

@@ -267,15 +267,12 @@ func (l *Learner) updateMetrics() {
 	l.met.alpha.Set(l.dr.alpha)
 	l.dr.mu.Unlock()
 
+	for _, b := range l.HorizonErrors() {
+		l.met.mse.WithLabelValues(b.Bucket).Set(b.MSE)
+		l.met.mae.WithLabelValues(b.Bucket).Set(b.MAE)
+	}
 	t := l.tr
 	t.mu.Lock()
-	names, bounds := horizonBuckets(t.H)
-	for i, b := range bounds {
-		if mse, mae, ok := t.errs.bucket(b[0], b[1]); ok {
-			l.met.mse.WithLabelValues(names[i]).Set(mse)
-			l.met.mae.WithLabelValues(names[i]).Set(mae)
-		}
-	}
 	count, sq, abs := t.errs.count, t.errs.sumSq, t.errs.sumAbs
 	pairs, refused, tracked := t.pairs, t.refused, len(t.series)
 	cov := t.iv.coverage()
@@ -509,9 +506,34 @@ func (l *Learner) Frequencies() []FrequencyState { return l.dr.frequencies() }
 // WorstSeries returns the n tracked series with the highest rolling MSE.
 func (l *Learner) WorstSeries(n int) []SeriesError { return l.tr.worst(n) }
 
+// HorizonError is the rolling online error of one horizon bucket: "all",
+// then the quarters of the horizon by step, 1-based ("1-6", "7-12", …).
+type HorizonError struct {
+	Bucket string  `json:"bucket"`
+	MSE    float64 `json:"mse"` // normalised units
+	MAE    float64 `json:"mae"`
+}
+
+// HorizonErrors returns the rolling online error by horizon bucket (what
+// freqlens_online_mse and freqlens_online_mae export), omitting the buckets
+// no realised value has reached yet.
+func (l *Learner) HorizonErrors() []HorizonError {
+	t := l.tr
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	names, bounds := horizonBuckets(t.H)
+	var out []HorizonError
+	for i, b := range bounds {
+		if mse, mae, ok := t.errs.bucket(b[0], b[1]); ok {
+			out = append(out, HorizonError{Bucket: names[i], MSE: mse, MAE: mae})
+		}
+	}
+	return out
+}
+
 // Report is what the learner knows, for an operator: the serving version,
-// the online error, the rounds by outcome, every frequency's drift state
-// and the series the model forecasts worst. Per-series errors would be too
+// the online error (in total and by horizon bucket), the rounds by outcome,
+// every frequency's drift state and the series the model forecasts worst. Per-series errors would be too
 // many Prometheus series; the service serves this as JSON on /online.
 type Report struct {
 	ModelVersion int64             `json:"model_version"`
@@ -520,7 +542,9 @@ type Report struct {
 	Pairs        int64             `json:"pairs"`
 	Rounds       map[Outcome]int64 `json:"rounds"`
 	Frequencies  []FrequencyState  `json:"frequencies"`
-	WorstSeries  []SeriesError     `json:"worst_series"`
+	// Horizon is the rolling error by horizon bucket (HorizonErrors).
+	Horizon     []HorizonError `json:"horizon"`
+	WorstSeries []SeriesError  `json:"worst_series"`
 	// Intervals is the coverage of the published intervals per level.
 	Intervals []Coverage `json:"intervals,omitempty"`
 }
@@ -530,7 +554,7 @@ func (l *Learner) Report(srv Server, n int) Report {
 	_, version := srv.Model()
 	t := l.Totals()
 	r := Report{ModelVersion: version, ScoredSteps: t.Count, Pairs: t.Pairs, Rounds: l.Outcomes(),
-		Frequencies: l.Frequencies(), WorstSeries: l.WorstSeries(n), Intervals: t.Coverage}
+		Frequencies: l.Frequencies(), Horizon: l.HorizonErrors(), WorstSeries: l.WorstSeries(n), Intervals: t.Coverage}
 	if t.Count > 0 {
 		r.MSE = t.MSE(ErrorTotals{})
 	}

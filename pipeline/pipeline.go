@@ -128,6 +128,22 @@ func WithClock(now func() time.Time) Option { return func(p *Pipeline) { p.now =
 // The forecast's slices are reused afterwards: copy what you keep.
 func WithObserver(f func(*wire.Forecast)) Option { return func(p *Pipeline) { p.observe = f } }
 
+// ForecastObserverFunc sees one forecast as the pipeline issues it, before
+// the sink has it: f with its attribution, the window it was computed from
+// (L×C row-major, the input's units, oldest step first) and level, the
+// per-field window mean inside f.Residual (nil when attributions are
+// skipped). It runs on a worker's goroutine, several at once with more than
+// one worker, on the hot path: it must not block, and everything it is
+// given is reused after it returns, so it copies what it keeps.
+type ForecastObserverFunc func(f *wire.Forecast, window, level []float64)
+
+// WithForecastObserver calls f for every forecast issued (the live view
+// keeps each series' latest). Forecasts with a non-finite value, which are
+// never written, are not observed.
+func WithForecastObserver(f ForecastObserverFunc) Option {
+	return func(p *Pipeline) { p.observeIssued = f }
+}
+
 // WithOnline hands every issued forecast, with its window, to the online
 // learner, and runs the learner beside the pipeline: its promotions swap the
 // serving model through SetModel.
@@ -143,12 +159,14 @@ type Pipeline struct {
 	reg     prometheus.Registerer
 	now     func() time.Time
 	observe func(*wire.Forecast)
-	learner *online.Learner
-	met     *metrics
-	seed    maphash.Seed
-	win     window.Config  // of every Set: Lookback, Fields and Cadence filled in
-	budget  *window.Budget // window.max_series, shared by every Set
-	expire  time.Duration  // the expiry period
+	// observeIssued sees every forecast as it is issued (WithForecastObserver).
+	observeIssued ForecastObserverFunc
+	learner       *online.Learner
+	met           *metrics
+	seed          maphash.Seed
+	win           window.Config  // of every Set: Lookback, Fields and Cadence filled in
+	budget        *window.Budget // window.max_series, shared by every Set
+	expire        time.Duration  // the expiry period
 
 	current atomic.Pointer[versioned]
 	free    chan *outBatch

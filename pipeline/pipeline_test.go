@@ -24,6 +24,7 @@ import (
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
 	"github.com/freqlens/freqlens/wire"
+	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
 const (
@@ -601,5 +602,79 @@ func TestWindowErrorIsDeadLettered(t *testing.T) {
 	}
 	if got := metric(t, reg, "freqlens_pipeline_dead_lettered_readings_total"); got != float64(n) {
 		t.Errorf("freqlens_pipeline_dead_lettered_readings_total = %v, want %d", got, n)
+	}
+}
+
+// issued is what a forecast observer was handed, copied.
+type issued struct {
+	f             wire.Forecast
+	window, level []float64
+}
+
+// TestForecastObserver: WithForecastObserver sees every forecast as the
+// sink gets it, with the window it was computed from (L×C row-major, the
+// readings as produced) and the level inside its residual (each field's
+// window mean).
+func TestForecastObserver(t *testing.T) {
+	kc := startBroker(t)
+	fields := []string{"a", "b"}
+	m := testModel(t, model.Independent, 1) // applied to each field
+	var mu sync.Mutex
+	var seen []issued
+	reg := prometheus.NewRegistry()
+	src := newConsumer(t, kc, reg, fields...)
+	mem := sink.NewMemory()
+	p, err := pipeline.New(pipeline.Config{Fields: fields, Cadence: time.Hour}, src, window.Config{}, m, mem,
+		pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, window, level []float64) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, issued{wire.Clone(*f), append([]float64(nil), window...), append([]float64(nil), level...)})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	produce(t, kc, []string{"s"}, fields, 0, lookback+2)
+	waitFor(t, func() bool { return mem.Len() >= 3 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	written := mem.Forecasts()
+	if len(seen) != len(written) {
+		t.Fatalf("observed %d forecasts, the sink got %d", len(seen), len(written))
+	}
+	C := len(fields)
+	for k, o := range seen {
+		if d := wiretest.Diff(o.f, written[k]); d != "" {
+			t.Errorf("forecast %d observed differs from the one written: %s", k, d)
+		}
+		if len(o.window) != lookback*C || len(o.level) != C {
+			t.Fatalf("forecast %d: window of %d values and level of %d, want %d and %d", k, len(o.window), len(o.level), lookback*C, C)
+		}
+		// The window ends at the forecast's step k+L-1; produce writes
+		// 100·(c+1) + 10·sin(2π·step/24).
+		for i := range lookback {
+			step := k + i
+			for c := range C {
+				want := 100*float64(c+1) + 10*math.Sin(2*math.Pi*float64(step)/24)
+				if got := o.window[i*C+c]; math.Abs(got-want) > 1e-9 {
+					t.Fatalf("forecast %d: window step %d field %d = %g, want the reading %g", k, i, c, got, want)
+				}
+			}
+		}
+		for c := range C {
+			var mean float64
+			for i := range lookback {
+				mean += o.window[i*C+c] / lookback
+			}
+			if math.Abs(o.level[c]-mean) > 1e-6*math.Abs(mean) {
+				t.Errorf("forecast %d: level[%d] = %g, want the window mean %g", k, c, o.level[c], mean)
+			}
+		}
 	}
 }

@@ -29,6 +29,7 @@ type worker struct {
 	exModel *model.Model
 	expl    *model.Explanation
 	obs     online.Observation // reused for every forecast handed to the learner
+	issued  wire.Forecast      // reused for every forecast handed to the forecast observer
 	lower   [][]float64        // obs.Lower and obs.Upper's storage: one slice per level
 	upper   [][]float64
 }
@@ -272,6 +273,14 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 					}
 					f.Intervals = pt.intervals[first:len(pt.intervals):len(pt.intervals)]
 				}
+			}
+			if p.observeIssued != nil {
+				var level []float64
+				if !p.cfg.SkipAttributions {
+					level = w.expl.Level
+				}
+				w.issued = f // a field, so that f does not escape
+				p.observeIssued(&w.issued, w.ready.Values[i*L*C:(i+1)*L*C], level)
 			}
 			pt.fs = append(pt.fs, f)
 			pt.ingest = append(pt.ingest, w.ready.Ingest[i])

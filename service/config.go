@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/liveview"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/sink"
@@ -64,6 +65,10 @@ type Config struct {
 	//
 	// Default: 127.0.0.1:9464
 	MetricsListen string
+	// LiveView bounds the live view served at / on the metrics listener
+	// (package liveview; metrics.live_view_series). Without a metrics
+	// listener there is no live view.
+	LiveView liveview.Config
 	// EmbeddedBroker, when set, starts an in-process Kafka-protocol broker
 	// (franz-go's kfake) on this address, creates the topics and connects
 	// to it instead of Kafka.Brokers (the --embedded-broker flag; not a YAML
@@ -85,6 +90,7 @@ func DefaultConfig() Config {
 		DriftTopic:    "drift",
 		Learner:       LearnerAuto,
 		MetricsListen: "127.0.0.1:9464",
+		LiveView:      liveview.DefaultConfig(),
 	}
 }
 
@@ -109,7 +115,7 @@ func (c Config) validate(needModelPath bool) error {
 	wc := c.Window
 	wc.Lookback, wc.Fields, wc.Cadence = 1, fields, c.Pipeline.Cadence // the model's lookback is checked by New
 	for _, check := range []func() error{
-		kafka.Validate, c.Stream.Validate, pc.Validate, wc.Validate, c.Sink.Validate, c.Online.Validate,
+		kafka.Validate, c.Stream.Validate, pc.Validate, wc.Validate, c.Sink.Validate, c.Online.Validate, c.LiveView.Validate,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -10,10 +10,11 @@
 //	                                   │                             └─► broadcast (models topic, drift events)
 //	                                   ├─► model (model.path, or the newest checkpoint / models-topic version)
 //	                                   ├─► online.Learner ───────────────────────────────────┤
-//	                                   └─► /metrics, /online, /healthz, /readyz   pipeline.Pipeline ◄┘
+//	                                   ├─► liveview.View (with a metrics listener) ───────────┤
+//	                                   └─► /metrics, /online, /healthz, /readyz, / (live view)   pipeline.Pipeline ◄┘
 //
 // service imports every package of the service (kafkaconn, stream, window,
-// model, pipeline, sink, wire, online, broadcast); nothing but cmd and the
+// model, pipeline, sink, wire, online, broadcast, liveview); nothing but cmd and the
 // tests imports it. Config holds each package's own Config, so the
 // defaults are the packages' (DefaultConfig) and so are the checks
 // (Validate); Config.Validate adds the checks across packages (distinct

@@ -76,6 +76,7 @@ func (m *metricsServer) start() {
 		}
 	}()
 	m.log.Info("metrics", "url", "http://"+m.ln.Addr().String()+"/metrics")
+	m.log.Info("live view", "url", "http://"+m.ln.Addr().String()+"/")
 }
 
 // stop shuts the server down (waiting up to 2s for requests in flight) or,

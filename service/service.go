@@ -15,6 +15,7 @@ import (
 
 	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/liveview"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
@@ -43,6 +44,7 @@ type Service struct {
 	models   *broadcast.Models // nil without topics.models
 	events   *broadcast.Events // nil without topics.drift
 	metrics  *metricsServer
+	live     *liveview.View // nil without a metrics listener
 	watch    *watch
 	base     *model.Model
 	closeErr error
@@ -128,6 +130,11 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if err := s.newLearner(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.MetricsListen != "" {
+		if s.live, err = liveview.New(cfg.LiveView); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.newPipeline(serve, version, o.observe); err != nil {
 		return nil, err
 	}
@@ -135,6 +142,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	mux := http.NewServeMux()
 	mux.Handle("/online", onlineReport(s.learner, s.p))
 	s.healthHandlers(mux)
+	if s.live != nil {
+		s.live.Register(mux)
+	}
 	if s.metrics, err = listenMetrics(s.cfg.MetricsListen, s.reg, mux, s.log); err != nil {
 		return nil, err
 	}
@@ -258,6 +268,9 @@ func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.
 	opts := []pipeline.Option{pipeline.WithRegisterer(s.reg), pipeline.WithLogger(s.log), pipeline.WithOnline(s.learner)}
 	if observe != nil {
 		opts = append(opts, pipeline.WithObserver(observe))
+	}
+	if s.live != nil {
+		opts = append(opts, pipeline.WithForecastObserver(s.live.Observe))
 	}
 	p, err := pipeline.New(pc, src, s.cfg.Window, m, snk, opts...)
 	if err != nil {
@@ -395,6 +408,15 @@ func (s *Service) Pipeline() *pipeline.Pipeline { return s.p }
 
 // Learner returns the online learner.
 func (s *Service) Learner() *online.Learner { return s.learner }
+
+// LiveViewURL returns the address of the live view (package liveview),
+// "" without a metrics listener.
+func (s *Service) LiveViewURL() string {
+	if s.live == nil || s.metrics == nil {
+		return ""
+	}
+	return "http://" + s.metrics.addr() + "/"
+}
 
 // MetricsAddr returns the address /metrics is served on, "" without a
 // listener.

@@ -104,6 +104,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "; fine-tuning every %s", *finetune)
 	}
 	fmt.Fprintf(stdout, "; Ctrl-C stops\n")
+	if url := svc.LiveViewURL(); url != "" {
+		fmt.Fprintf(stdout, "live view: %s (open it in a browser)\n", url)
+	}
 
 	// 3. Sensors, service and summary until ctx ends.
 	g, gctx := errgroup.WithContext(ctx)

@@ -225,6 +225,31 @@ func TestDashboardIsWellFormed(t *testing.T) {
 	}
 }
 
+// startDemo runs the demo in this process until the test ends: 8 sensors
+// at 20 simulated hours per second, a model trained one epoch, fine-tuning
+// every second, and its metrics listener (with /online and the live view)
+// on a free port, which it returns with the demo's output.
+func startDemo(t *testing.T) (metricsAddr string, out *lockedBuffer) {
+	t.Helper()
+	metricsAddr = freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	out = &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"demo", "--metrics-addr", metricsAddr, "--series", "8", "--rate", "20",
+			"--train-epochs", "1", "--finetune-interval", "1s"}, out, out)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("the demo did not stop within 20s of its cancellation")
+		}
+	})
+	return metricsAddr, out
+}
+
 // lockedBuffer is a bytes.Buffer that several goroutines may write.
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -315,23 +340,7 @@ func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 	d := loadDashboard(t)
 	start := time.Now()
 
-	// The demo, in this process, with its metrics on a free port.
-	metricsAddr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var demoOut lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"demo", "--metrics-addr", metricsAddr, "--series", "8", "--rate", "20",
-			"--train-epochs", "1", "--finetune-interval", "1s"}, &demoOut, &demoOut)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("the demo did not stop within 20s of its cancellation")
-		}
-	})
+	metricsAddr, demoOut := startDemo(t)
 
 	// Prometheus, scraping the demo every second into a temporary store.
 	dir := t.TempDir()

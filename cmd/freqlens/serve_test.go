@@ -269,6 +269,20 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	if rep.ModelVersion != 7 || len(rep.Frequencies) != 8 || len(rep.WorstSeries) != 1 || rep.WorstSeries[0].Series != "s" {
 		t.Errorf("/online = %+v; want version 7, 8 frequencies and series s among the worst", rep)
 	}
+	if len(rep.Horizon) == 0 || rep.Horizon[0].Bucket != "all" || math.IsNaN(rep.Horizon[0].MSE) {
+		t.Errorf("/online horizon = %+v, want the rolling error by horizon bucket, \"all\" first", rep.Horizon)
+	}
+	// The live view: serve logs its address and shows the series.
+	if want := `msg="live view" url=http://` + metrics + "/"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("serve did not log %s:\n%s", want, stderr.String())
+	}
+	var live struct {
+		Series   string `json:"series"`
+		Forecast [][]float64
+	}
+	if code := getJSON(t, "http://"+metrics+"/live/forecast?series=s", &live); code != http.StatusOK || live.Series != "s" || len(live.Forecast) != 1 {
+		t.Errorf("/live/forecast?series=s: %d %+v, want series s's latest forecast", code, live)
+	}
 	resp, err := http.Get("http://" + metrics + "/online?worst=many")
 	if err != nil {
 		t.Fatal(err)
@@ -314,4 +328,20 @@ func TestReplay(t *testing.T) {
 	if code, _, errOut := runCLI("replay", "--data", data); code != 2 || !strings.Contains(errOut, "--brokers") {
 		t.Errorf("replay without brokers exited %d: %s; want 2 and a message naming --brokers", code, errOut)
 	}
+}
+
+// getJSON decodes the JSON body of a GET into v and returns the status.
+func getJSON(t *testing.T, url string, v any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+	}
+	return resp.StatusCode
 }

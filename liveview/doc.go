@@ -1,0 +1,38 @@
+// Package liveview is the service's live view: a page served at / on the
+// metrics listener that shows, for a series picked from those seen
+// recently, its latest window of readings, the latest forecast with its
+// prediction-interval band, the forecast split into its parts (each
+// discovered cycle, the residual and the window's level), and, from the
+// learner's /online report, the learned spectrum (period, share and drift
+// of each frequency) and the rolling online error by horizon bucket. The
+// page polls small JSON endpoints every second; it is one HTML file and one
+// script embedded in the binary, drawn on canvases by hand, so nothing is
+// fetched from the internet.
+//
+// It exists so that an operator (or someone running `freqlens demo`) can
+// watch what the model does without Grafana, Kafka tooling or a notebook:
+// what the metrics aggregate away (one series, one forecast, its parts) is
+// what it shows.
+//
+// # Where it sits
+//
+//	pipeline worker ──Observe(forecast, window, level)──► View ──GET /live/*──► page (/)
+//	online.Learner ──/online (service) ────────────────────────────────────────► page
+//
+// liveview imports wire only: the pipeline calls Observe through
+// pipeline.WithForecastObserver, and service wires the two and registers
+// the handlers beside /metrics and /online. It does not import model,
+// pipeline, stream or Kafka. The spectrum and the online error are not
+// copied here: the page reads the learner's Report from /online.
+//
+// # Cost and concurrency
+//
+// Observe is on the pipeline's hot path: it copies the forecast into the
+// series' preallocated buffers under a mutex and, once every kept series
+// has been seen with its shapes, allocates nothing. At most
+// Config.MaxSeries series are kept; a new series takes the place of the
+// one forecast least recently only when that one has had no forecast for
+// Config.StaleAfter, else it is not shown. The handlers copy a series
+// under the same mutex and encode it after releasing it. A View is safe
+// for concurrent use.
+package liveview

@@ -1,0 +1,217 @@
+package liveview
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// page holds the page and its script, embedded in the binary.
+//
+//go:embed page/index.html page/live.js
+var page embed.FS
+
+// Register adds the view's handlers to mux:
+//
+//	GET /                           the page
+//	GET /live/live.js               its script
+//	GET /live/series                the kept series (SeriesList)
+//	GET /live/forecast?series=NAME  one series' latest forecast (Series)
+//
+// The page also reads GET /online (the learner's report), which the
+// service serves.
+func (v *View) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		serveFile(w, "page/index.html", "text/html; charset=utf-8")
+	})
+	mux.HandleFunc("GET /live/live.js", func(w http.ResponseWriter, r *http.Request) {
+		serveFile(w, "page/live.js", "text/javascript; charset=utf-8")
+	})
+	mux.HandleFunc("GET /live/series", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, v.List())
+	})
+	mux.HandleFunc("GET /live/forecast", v.serveSeries)
+}
+
+func serveFile(w http.ResponseWriter, name, contentType string) {
+	b, err := page.ReadFile(name)
+	if err != nil { // embedded: cannot happen
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(b)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+func (v *View) serveSeries(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("series")
+	if name == "" {
+		http.Error(w, "liveview: missing ?series=NAME; GET /live/series lists the series the view keeps", http.StatusBadRequest)
+		return
+	}
+	s, ok := v.Series(name)
+	if !ok {
+		http.Error(w, fmt.Sprintf("liveview: series %q has no forecast in the live view: it keeps the first %d series "+
+			"forecast (a series without a forecast for %s gives its place to a new one); GET /live/series lists them",
+			name, v.cfg.MaxSeries, v.cfg.StaleAfter), http.StatusNotFound)
+		return
+	}
+	writeJSON(w, s)
+}
+
+// SeriesList is what GET /live/series serves.
+type SeriesList struct {
+	// MaxSeries is Config.MaxSeries.
+	MaxSeries int `json:"max_series"`
+	// Dropped counts the forecasts of series not kept because the view was
+	// full of series forecast within Config.StaleAfter.
+	Dropped int64 `json:"dropped_forecasts"`
+	// Series are the kept series, by name.
+	Series []SeriesInfo `json:"series"`
+}
+
+// SeriesInfo names one kept series.
+type SeriesInfo struct {
+	Series string    `json:"series"`
+	TS     time.Time `json:"ts"`
+	Fields []string  `json:"fields"`
+}
+
+// List returns the kept series, sorted by name.
+func (v *View) List() SeriesList {
+	v.mu.Lock()
+	out := SeriesList{MaxSeries: v.cfg.MaxSeries, Dropped: v.dropped, Series: make([]SeriesInfo, len(v.slots))}
+	for i := range v.slots {
+		s := &v.slots[i]
+		out.Series[i] = SeriesInfo{Series: s.series, TS: s.ts, Fields: s.fields}
+	}
+	v.mu.Unlock()
+	slices.SortFunc(out.Series, func(a, b SeriesInfo) int { return strings.Compare(a.Series, b.Series) })
+	return out
+}
+
+// Series is what GET /live/forecast serves: one series' latest forecast,
+// with every H×C or L×C array of the wire format split by field
+// (Forecast[c][h] is field c at horizon step h+1).
+type Series struct {
+	Series string `json:"series"`
+	// TS is the forecast origin, the time of Readings' last step; step h
+	// (0-based) of the horizon is at TS + (h+1)·Cadence.
+	TS             time.Time `json:"ts"`
+	Updated        time.Time `json:"updated"`
+	Forecasts      int64     `json:"forecasts"` // of this series since the view kept it
+	ModelVersion   int64     `json:"model_version"`
+	CadenceSeconds float64   `json:"cadence_seconds"`
+	Fields         []string  `json:"fields"`
+	Lookback       int       `json:"lookback"`
+	Horizon        int       `json:"horizon"`
+	// Readings is the window the forecast was computed from, by field,
+	// oldest first (null where a step was missing and not filled).
+	Readings [][]Number `json:"readings"`
+	Forecast [][]Number `json:"forecast"`
+	// Alpha is the model's fusion weight of the frequency part.
+	Alpha float64 `json:"alpha"`
+	// Residual is what no frequency carries (the level included), by field;
+	// null without attributions.
+	Residual [][]Number `json:"residual"`
+	// Level is each field's window mean inside Residual; null when unknown.
+	Level []Number `json:"level"`
+	// Parts are the frequencies' contributions, as the forecast lists them:
+	// Forecast = Residual + Σ Parts, element by element.
+	Parts []Part `json:"parts"`
+	// Intervals are the prediction intervals; null when the forecast has
+	// none.
+	Intervals []Interval `json:"intervals"`
+}
+
+// Part is one frequency's contribution to a forecast.
+type Part struct {
+	ID            int        `json:"id"`
+	PeriodSteps   float64    `json:"period_steps"`
+	PeriodSeconds float64    `json:"period_seconds"` // 0 when unknown
+	Share         float64    `json:"share"`
+	Values        [][]Number `json:"values"`
+}
+
+// Interval is one prediction interval: Level is its central probability.
+type Interval struct {
+	Level float64    `json:"level"`
+	Lower [][]Number `json:"lower"`
+	Upper [][]Number `json:"upper"`
+}
+
+// Number is a float64 that encodes a non-finite value as null (JSON has
+// no NaN).
+type Number float64
+
+// MarshalJSON writes n, or null when it is not finite.
+func (n Number) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, f, 'g', -1, 64), nil
+}
+
+// Series returns the latest forecast of series, and false when the view
+// does not keep it.
+func (v *View) Series(series string) (Series, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	i, ok := v.index[series]
+	if !ok {
+		return Series{}, false
+	}
+	s := &v.slots[i]
+	C := len(s.fields)
+	out := Series{
+		Series: s.series, TS: s.ts, Updated: s.updated, Forecasts: s.forecasts, ModelVersion: s.version,
+		CadenceSeconds: s.cadence.Seconds(), Fields: slices.Clone(s.fields), Lookback: s.lookback, Horizon: s.horizon,
+		Readings: byField(s.window, C), Forecast: byField(s.values, C), Alpha: s.alpha,
+		Residual: byField(s.residual, C), Parts: make([]Part, s.nparts),
+	}
+	if len(s.level) == C {
+		out.Level = make([]Number, C)
+		for c, x := range s.level {
+			out.Level[c] = Number(x)
+		}
+	}
+	for k, p := range s.parts[:s.nparts] {
+		out.Parts[k] = Part{ID: p.id, PeriodSteps: p.periodSteps, PeriodSeconds: p.period.Seconds(), Share: p.share,
+			Values: byField(p.values, C)}
+	}
+	for _, b := range s.bands[:s.nbands] {
+		out.Intervals = append(out.Intervals, Interval{Level: b.level, Lower: byField(b.lower, C), Upper: byField(b.upper, C)})
+	}
+	return out, true
+}
+
+// byField splits a row-major n×C array into C columns; nil for an empty
+// one.
+func byField(xs []float64, C int) [][]Number {
+	if len(xs) == 0 || C == 0 {
+		return nil
+	}
+	n := len(xs) / C
+	out := make([][]Number, C)
+	for c := range out {
+		out[c] = make([]Number, n)
+		for i := range n {
+			out[c][i] = Number(xs[i*C+c])
+		}
+	}
+	return out
+}
