@@ -51,6 +51,8 @@ var (
 	BaselineColor = color.RGBA{0x99, 0x99, 0x99, 0xff}
 	// MAEColor draws the mean absolute error.
 	MAEColor = color.RGBA{0xd5, 0x5e, 0x00, 0xff}
+	// BandColors fill the 80% and the 95% prediction interval.
+	BandColors = [...]color.RGBA{{0x9e, 0xc9, 0xe2, 0xff}, {0xd4, 0xe6, 0xf1, 0xff}}
 	// LevelColor draws the window's level.
 	LevelColor = color.RGBA{0x44, 0x44, 0x44, 0xff}
 	// PlacedColor draws frequencies placed on a spectral peak that the
@@ -273,6 +275,35 @@ func (b *divergingBars) DataRange() (xmin, xmax, ymin, ymax float64) {
 			}
 		}
 		ymin, ymax = min(ymin, neg), max(ymax, pos)
+	}
+	return xmin, xmax, ymin, ymax
+}
+
+// band fills the area between lower and upper over xs.
+type band struct {
+	xs, lower, upper []float64
+	color            color.Color
+}
+
+// Plot implements plot.Plotter.
+func (b *band) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	pts := make([]vg.Point, 0, 2*len(b.xs))
+	for i, x := range b.xs {
+		pts = append(pts, vg.Point{X: trX(x), Y: trY(b.lower[i])})
+	}
+	for i := len(b.xs) - 1; i >= 0; i-- {
+		pts = append(pts, vg.Point{X: trX(b.xs[i]), Y: trY(b.upper[i])})
+	}
+	c.FillPolygon(b.color, c.ClipPolygonXY(pts))
+}
+
+// DataRange implements plot.DataRanger.
+func (b *band) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax, ymin, ymax = math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for i, x := range b.xs {
+		xmin, xmax = min(xmin, x), max(xmax, x)
+		ymin, ymax = min(ymin, b.lower[i]), max(ymax, b.upper[i])
 	}
 	return xmin, xmax, ymin, ymax
 }

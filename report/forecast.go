@@ -59,6 +59,11 @@ func (r *Report) forecastFigure() figure {
 	level := &polyline{xs: []float64{hx[0], fx[H-1]}, ys: []float64{fc.Level, fc.Level}, style: dashed(LevelColor, 1)}
 	history := &polyline{xs: hx, ys: fc.History, style: solid(HistoryColor, 1.5)}
 	forecast := &polyline{xs: fx, ys: fc.Values, style: solid(ForecastColor, 2)}
+	// The widest band first, so that the narrower ones show on top of it.
+	for k := len(fc.Intervals) - 1; k >= 0; k-- {
+		iv := fc.Intervals[k]
+		top.Add(&band{xs: fx, lower: iv.Lower, upper: iv.Upper, color: BandColors[k%len(BandColors)]})
+	}
 	top.Add(level, history)
 	top.Legend.Add("input window", lineThumb{history.style})
 	if len(fc.Actual) > 0 {
@@ -69,6 +74,9 @@ func (r *Report) forecastFigure() figure {
 	top.Add(forecast)
 	top.Legend.Add("forecast", lineThumb{forecast.style})
 	top.Legend.Add(fmt.Sprintf("level %.4g", fc.Level), lineThumb{level.style})
+	for k, iv := range fc.Intervals {
+		top.Legend.Add(fmt.Sprintf("%.0f%% interval (test-split errors)", 100*iv.Level), swatch{BandColors[k%len(BandColors)]})
+	}
 
 	bars := &divergingBars{x: fx, width: 0.8}
 	sum := make([]float64, H)

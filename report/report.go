@@ -120,7 +120,21 @@ type Forecast struct {
 	// the window did not select it), the other frequencies together, and
 	// the residual MLP without the level.
 	Parts []Part
+	// Intervals are the 80% and 95% prediction intervals a served model
+	// would start from (the model's test-split error quantiles,
+	// model.Meta.ErrorQuantiles, in data units); nil when the model file
+	// holds none or no normalisation statistics.
+	Intervals []Interval
 }
+
+// Interval is a prediction interval of one level around a forecast.
+type Interval struct {
+	Level        float64
+	Lower, Upper []float64 // one value per forecast step
+}
+
+// intervalLevels are the levels of the report's prediction intervals.
+var intervalLevels = []float64{0.8, 0.95}
 
 // PartKind says what a forecast part is.
 type PartKind int
@@ -333,6 +347,7 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int) (*Forecas
 		residual.Values[h] = ex.Residual[h*C+ch] - fc.Level
 	}
 	fc.Parts = append(fc.Parts, other, residual)
+	fc.Intervals = intervals(m, fc.Values, ch)
 	total := 0.0
 	for i := range fc.Parts {
 		for _, v := range fc.Parts[i].Values {
@@ -346,6 +361,36 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int) (*Forecas
 		}
 	}
 	return fc, nil
+}
+
+// intervals returns the prediction intervals of channel ch's forecast
+// values from the model's error quantiles, scaled from z-scores to data
+// units by the channel's training std, nested across levels; nil when the
+// model holds no quantiles or no std for the channel.
+func intervals(m *model.Model, values []float64, ch int) []Interval {
+	q := m.Meta.ErrorQuantiles
+	if q == nil || ch >= len(m.Meta.Std) || q.Horizon != len(values) {
+		return nil
+	}
+	qc := 0
+	if q.Channels > 1 {
+		qc = ch
+	}
+	sd := m.Meta.Std[ch]
+	var out []Interval
+	for k, level := range intervalLevels {
+		iv := Interval{Level: level, Lower: make([]float64, len(values)), Upper: make([]float64, len(values))}
+		for h, v := range values {
+			iv.Lower[h] = v + q.Quantile((1-level)/2, h, qc)*sd
+			iv.Upper[h] = v + q.Quantile((1+level)/2, h, qc)*sd
+			if k > 0 {
+				iv.Lower[h] = min(iv.Lower[h], out[k-1].Lower[h])
+				iv.Upper[h] = max(iv.Upper[h], out[k-1].Upper[h])
+			}
+		}
+		out = append(out, iv)
+	}
+	return out
 }
 
 // horizonErrors scores every test window of bm step by step, on the

@@ -69,6 +69,9 @@ func train(f *dataset.Frame, mode model.Mode) (*model.Model, error) {
 	}
 	m.Meta.Metrics = map[string]float64{"test_mse": met.MSE}
 	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
+	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(ctx, m, bm.Test, 4096); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -138,6 +141,26 @@ func TestNumbersAreTheModels(t *testing.T) {
 			}
 			if math.Abs(shares-1) > 1e-9 {
 				t.Errorf("part shares sum to %v, want 1", shares)
+			}
+
+			// The intervals are the model's error quantiles around the
+			// forecast, in data units, the 95% one around the 80% one.
+			ch := slices.Index(fx.frame.Columns, fc.Channel)
+			q, qc := fx.m.Meta.ErrorQuantiles, 0
+			if q.Channels > 1 {
+				qc = ch
+			}
+			if len(fc.Intervals) != 2 {
+				t.Fatalf("%d intervals, want 2", len(fc.Intervals))
+			}
+			for h, v := range fc.Values {
+				i80, i95 := fc.Intervals[0], fc.Intervals[1]
+				if want := v + q.Quantile(0.1, h, qc)*fx.m.Meta.Std[ch]; math.Abs(i80.Lower[h]-want) > 1e-9*math.Max(1, math.Abs(want)) {
+					t.Fatalf("step %d: 80%% lower bound %v, want forecast + the 0.1 error quantile × std = %v", h, i80.Lower[h], want)
+				}
+				if !(i95.Lower[h] <= i80.Lower[h] && i80.Lower[h] < i80.Upper[h] && i80.Upper[h] <= i95.Upper[h]) {
+					t.Fatalf("step %d: 80%% [%v, %v] and 95%% [%v, %v] are not nested intervals", h, i80.Lower[h], i80.Upper[h], i95.Lower[h], i95.Upper[h])
+				}
 			}
 
 			// The default window is the last test window: its actuals are the data's last rows.
@@ -323,6 +346,18 @@ func TestFiguresShowTheirData(t *testing.T) {
 		}
 		if n := p.count(report.ForecastColor, 0.08, 0.4, 0.08, 0.48); n > 0 {
 			t.Errorf("%d forecast pixels over the input window", n)
+		}
+		// The intervals' bands, around the forecast only.
+		if len(r.Forecast.Intervals) != 2 {
+			t.Fatalf("%d intervals, want the 80%% and 95%% ones from the model's error quantiles", len(r.Forecast.Intervals))
+		}
+		for k, c := range report.BandColors {
+			if n := p.count(c, 0.5, 0.76, 0.08, 0.48); n < 200 {
+				t.Errorf("the %.0f%% band covers %d pixels after the window, want ≥ 200", 100*r.Forecast.Intervals[k].Level, n)
+			}
+			if n := p.count(c, 0.08, 0.4, 0.08, 0.48); n > 0 {
+				t.Errorf("%d pixels of a band over the input window", n)
+			}
 		}
 		// Lower half: the parts' bars, each with an area in proportion to
 		// its share of the forecast (equal widths, heights |value|).
@@ -533,5 +568,32 @@ func TestBadInputIsRefusedWithAFix(t *testing.T) {
 				t.Errorf("error = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNoIntervalsWithoutErrorQuantiles: a model file from before the error
+// quantiles gets a forecast figure without bands.
+func TestNoIntervalsWithoutErrorQuantiles(t *testing.T) {
+	fx := fixtureOf(t, model.Mixed)
+	m := fx.m.Clone()
+	m.Meta.ErrorQuantiles = nil
+	r, err := report.Build(context.Background(), m, report.Options{Data: fx.frame})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Forecast.Intervals != nil {
+		t.Errorf("%d intervals from a model without error quantiles, want none", len(r.Forecast.Intervals))
+	}
+	dir := t.TempDir()
+	if _, err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	p := decode(t, filepath.Join(dir, "forecast.png"))
+	for _, c := range report.BandColors {
+		// The forecast line's anti-aliased edge blends into a few pixels of
+		// these light blues; a band would cover hundreds.
+		if n := p.count(c, 0, 1, 0, 1); n > 40 {
+			t.Errorf("%d pixels of a band's colour in a figure without intervals, want at most a few of the line's edge", n)
+		}
 	}
 }
