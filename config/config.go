@@ -184,11 +184,11 @@ func setNode(p any, n *yaml.Node) error {
 		return nil
 	case *[]float64:
 		if n.Kind != yaml.SequenceNode {
-			return fmt.Errorf("%q is not a list; write it like [-100, 100]", n.Value)
+			return fmt.Errorf("%q is not a list; write it like [1, 2.5]", n.Value)
 		}
 		var v []float64
 		if err := n.Decode(&v); err != nil {
-			return errors.New("is not a list of numbers; write it like [-100, 100]")
+			return errors.New("is not a list of numbers; write it like [1, 2.5]")
 		}
 		*p = v
 		return nil
@@ -234,7 +234,7 @@ func setString(p any, s string) error {
 			}
 			x, err := strconv.ParseFloat(f, 64)
 			if err != nil {
-				return fmt.Errorf("%q is not a comma-separated list of numbers; write it like -100,100", s)
+				return fmt.Errorf("%q is not a comma-separated list of numbers; write it like 1,2.5", s)
 			}
 			v = append(v, x)
 		}

@@ -64,9 +64,8 @@ func (v *View) serveSeries(w http.ResponseWriter, r *http.Request) {
 	}
 	s, ok := v.Series(name)
 	if !ok {
-		http.Error(w, fmt.Sprintf("liveview: series %q has no forecast in the live view: it keeps the first %d series "+
-			"forecast (a series without a forecast for %s gives its place to a new one); GET /live/series lists them",
-			name, v.cfg.MaxSeries, v.cfg.StaleAfter), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("liveview: unknown series %q: no forecast of it is in the live view; GET /live/series lists "+
+			"the series it has (it keeps up to %d, metrics.live_view_series)", name, v.cfg.MaxSeries), http.StatusNotFound)
 		return
 	}
 	writeJSON(w, s)

@@ -210,7 +210,7 @@ func TestRequests(t *testing.T) {
 		{"the list, by name", "/live/series", 200, "application/json", []string{`"series":[{"series":"a"`, `{"series":"b"`, `"max_series":200`}},
 		{"a known series", "/live/forecast?series=a", 200, "application/json", []string{`"series":"a"`, `"parts":[{`}},
 		{"an unknown series", "/live/forecast?series=zz", 404, "text/plain; charset=utf-8",
-			[]string{`series "zz" has no forecast in the live view`, "GET /live/series lists them"}},
+			[]string{`unknown series "zz"`, "GET /live/series lists the series it has"}},
 		{"no series", "/live/forecast", 400, "text/plain; charset=utf-8", []string{"missing ?series=NAME"}},
 		{"another path is not the page", "/nothing", 404, "text/plain; charset=utf-8", []string{"404 page not found"}},
 	} {

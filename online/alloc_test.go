@@ -48,6 +48,31 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 	if published == 0 {
 		t.Error("no forecast got its intervals")
 	}
+
+	// An independent model forecasting two fields: each is tracked on its own.
+	x2, fc2 := make([]float64, 2*24), make([]float64, 2*6)
+	o2 := &online.Observation{Series: "two", Window: x2, Forecast: fc2,
+		Lower: [][]float64{make([]float64, 12), make([]float64, 12)}, Upper: [][]float64{make([]float64, 12), make([]float64, 12)}}
+	step2, published2 := 0, 0
+	next2 := func() {
+		for i := range x2 {
+			x2[i] = float64((step2+i/2)%7) * float64(1+i%2)
+		}
+		o2.End = t0.Add(time.Duration(step2) * time.Hour)
+		step2++
+		if l.Observe(o2) {
+			published2++
+		}
+	}
+	for range 400 {
+		next2()
+	}
+	if a := testing.AllocsPerRun(200, next2); a != 0 {
+		t.Errorf("Observe allocates %.1f times per two-field forecast of a tracked series; want 0", a)
+	}
+	if published2 == 0 {
+		t.Error("no two-field forecast got its intervals")
+	}
 }
 
 // BenchmarkObserve measures Observe for a tracked series at L = H = 96,

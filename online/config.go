@@ -197,8 +197,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.interval_rate %g; use a small fraction such as 0.1", c.IntervalRate)
 	}
 	for k, level := range c.Intervals {
-		if !(level > 0 && level < 1) || k > 0 && !(level > c.Intervals[k-1]) {
-			return fmt.Errorf("output.intervals %v: want coverage levels in (0, 1), increasing, such as [0.8, 0.95]", c.Intervals)
+		switch {
+		case !(level > 0 && level < 1):
+			return fmt.Errorf("output.intervals %v: %g is not a coverage level; write levels between 0 and 1, such as [0.8, 0.95]", c.Intervals, level)
+		case k > 0 && !(level > c.Intervals[k-1]):
+			return fmt.Errorf("output.intervals %v: list each level once, in increasing order, such as [0.8, 0.95]", c.Intervals)
 		}
 	}
 	return nil

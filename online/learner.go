@@ -59,8 +59,11 @@ type Learner struct {
 	gate    func() bool
 	now     func() time.Time
 	kick    chan struct{}
-	rounds  atomic.Int64
-	lastNew atomic.Int64 // replay.seen at the last round
+	// independent: the model forecasts each field on its own, so a forecast
+	// of several fields is tracked field by field.
+	independent bool
+	rounds      atomic.Int64
+	lastNew     atomic.Int64 // replay.seen at the last round
 
 	mu       sync.Mutex
 	counts   map[Outcome]int64
@@ -132,6 +135,7 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	if mc.Mode == model.Mixed && len(reference.Meta.Std) == mc.Channels {
 		norm = normaliser{mean: reference.Meta.Mean, std: reference.Meta.Std}
 	}
+	l.independent = mc.Mode == model.Independent
 	l.rp = newReplay(cfg.ReplaySize, mc.Lookback, mc.Horizon, mc.Channels, cfg.Replay, cfg.Seed)
 	if cfg.SpectrumSteps == 0 {
 		cfg.SpectrumSteps = 8 * mc.Lookback
@@ -162,7 +166,10 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 // they are calibrated (see Config.Intervals). It is safe for concurrent use
 // and allocates nothing for a series it already tracks.
 func (l *Learner) Observe(o *Observation) (intervals bool) {
-	if len(o.Window) != l.tr.L*l.tr.C || len(o.Forecast) != l.tr.H*l.tr.C {
+	// The fields of the forecast: the model's channels, or any number for
+	// an independent model, which forecasts each field on its own.
+	F := len(o.Forecast) / l.tr.H
+	if F < 1 || len(o.Forecast) != l.tr.H*F || len(o.Window) != l.tr.L*F || F != l.tr.C && !(l.independent && l.tr.C == 1) {
 		return false // a model of another shape is serving; nothing to join
 	}
 	lower, upper := o.Lower, o.Upper

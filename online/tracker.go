@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,7 +28,12 @@ type tracker struct {
 	pairs   int64      // pairs made
 	refused int64      // forecasts of series beyond the cap
 	iv      *intervals // nil without interval levels
-	scratch struct{ in, tgt, scale, issue []float64 }
+	scratch struct {
+		in, tgt, scale, issue []float64
+		key                   []byte
+		x, fc                 []float64   // one field's window and forecast
+		lower, upper          [][]float64 // one field's bounds, per level
+	}
 }
 
 // seriesState is one tracked series: a ring of its last values (L+H, or
@@ -68,6 +74,13 @@ func newTracker(L, H, C, history int, cadence time.Duration, norm normaliser, ca
 	t.scratch.tgt = make([]float64, H*C)
 	t.scratch.scale = make([]float64, C)
 	t.scratch.issue = make([]float64, C)
+	t.scratch.x, t.scratch.fc = make([]float64, L), make([]float64, H)
+	if iv != nil {
+		for range iv.levels {
+			t.scratch.lower = append(t.scratch.lower, make([]float64, H))
+			t.scratch.upper = append(t.scratch.upper, make([]float64, H))
+		}
+	}
 	return t
 }
 
@@ -94,19 +107,60 @@ func (s *seriesState) reset(step int64) {
 
 func mod(a int64, n int) int { return int(((a % int64(n)) + int64(n)) % int64(n)) }
 
-// observe records the forecast fc (H×C) issued for the window x (L×C) of
+// observe records the forecast fc (H×F) issued for the window x (L×F) of
 // series that ends at end, after scoring earlier forecasts against the
-// window's new steps. With interval levels it fills lower and upper (one
-// H×C slice per level) with the forecast's intervals and reports whether
-// they are published.
+// window's new steps. F is the tracker's C, or any number of fields for a
+// one-channel tracker (an independent model, which forecasts each field as
+// a series of its own): each field is then tracked as the series
+// "<series>/<field index>". With interval levels it fills lower and upper
+// (one H×F slice per level) with the forecast's intervals and reports
+// whether they are published.
 func (t *tracker) observe(series string, end time.Time, x, fc []float64, lower, upper [][]float64) bool {
-	step := end.UnixNano() / int64(t.cadence)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if end.After(t.newest) {
 		t.newest = end
 	}
-	s := t.series[series]
+	F := len(fc) / t.H
+	if F == t.C {
+		t.scratch.key = append(t.scratch.key[:0], series...)
+		return t.observeKey(t.scratch.key, end, x, fc, lower, upper)
+	}
+	// One channel per field: split the window, the forecast and the
+	// bounds by field, and put the bounds back.
+	L, H := t.L, t.H
+	sc := &t.scratch
+	published := true
+	for f := range F {
+		for i := range L {
+			sc.x[i] = x[i*F+f]
+		}
+		for h := range H {
+			sc.fc[h] = fc[h*F+f]
+		}
+		var lo, hi [][]float64
+		if len(lower) > 0 {
+			lo, hi = sc.lower, sc.upper
+		}
+		sc.key = strconv.AppendInt(append(append(sc.key[:0], series...), '/'), int64(f), 10)
+		if !t.observeKey(sc.key, end, sc.x, sc.fc, lo, hi) {
+			published = false
+			continue
+		}
+		for k := range lo {
+			for h := range H {
+				lower[k][h*F+f], upper[k][h*F+f] = lo[k][h], hi[k][h]
+			}
+		}
+	}
+	return published && len(lower) > 0
+}
+
+// observeKey is observe of one tracked series (t.C channels) named key;
+// the caller holds t.mu.
+func (t *tracker) observeKey(key []byte, end time.Time, x, fc []float64, lower, upper [][]float64) bool {
+	step := end.UnixNano() / int64(t.cadence)
+	s := t.series[string(key)]
 	if s == nil {
 		if len(t.series) >= t.cap {
 			t.refused++
@@ -116,7 +170,7 @@ func (t *tracker) observe(series string, end time.Time, x, fc []float64, lower, 
 			return t.iv.untracked(fc, t.windowScale(x), lower, upper)
 		}
 		s = t.newState()
-		t.series[series] = s
+		t.series[string(key)] = s
 	}
 	s.seen = end
 	L, H, C := t.L, t.H, t.C

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -124,8 +125,18 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 // calibrated, in JSON and in Arrow, and the coverage of what was published
 // is exported.
 func TestIntervalsEndToEnd(t *testing.T) {
-	for _, format := range []wire.Format{wire.FormatJSON, wire.FormatArrow} {
-		t.Run(string(format), func(t *testing.T) {
+	for _, tc := range []struct {
+		format wire.Format
+		fields []string
+	}{
+		{wire.FormatJSON, []string{"value"}},
+		{wire.FormatArrow, []string{"value"}},
+		// An independent model forecasts each field on its own: each is
+		// calibrated as a series of its own.
+		{wire.FormatJSON, []string{"temp", "hum"}},
+	} {
+		format, fields := tc.format, tc.fields
+		t.Run(fmt.Sprintf("%s %d fields", format, len(fields)), func(t *testing.T) {
 			b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 2, "forecasts": 2, "readings.dlq": 1})
 			if err != nil {
 				t.Fatal(err)
@@ -140,7 +151,7 @@ func TestIntervalsEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-				BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
+				BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour, ValueFields: fields}, kc, stream.WithRegisterer(reg))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +159,7 @@ func TestIntervalsEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: true, ShutdownTimeout: 5 * time.Second},
+			p, err := pipeline.New(pipeline.Config{Fields: fields, Cadence: time.Hour, SkipAttributions: true, ShutdownTimeout: 5 * time.Second},
 				src, window.Config{}, base, snk, pipeline.WithRegisterer(reg), pipeline.WithOnline(l))
 			if err != nil {
 				t.Fatal(err)
@@ -165,7 +176,7 @@ func TestIntervalsEndToEnd(t *testing.T) {
 
 			series := []string{"a", "b", "c", "d"}
 			const steps = 150
-			produce(t, kc, series, []string{"value"}, 0, lookback+steps)
+			produce(t, kc, series, fields, 0, lookback+steps)
 			msgs := readTopic(t, kc, "forecasts", len(series)*(steps+1), 60*time.Second)
 			with := 0
 			for _, m := range msgs {
@@ -185,10 +196,10 @@ func TestIntervalsEndToEnd(t *testing.T) {
 				if len(f.Intervals) != len(levels) || f.Intervals[0].Level != 0.8 || f.Intervals[1].Level != 0.95 {
 					t.Fatalf("forecast %s@%s has intervals of levels %v, want %v", f.Series, f.TS, f.Intervals, levels)
 				}
-				for h := range f.Horizon {
-					lo80, hi80, lo95, hi95 := f.Intervals[0].Lower[h], f.Intervals[0].Upper[h], f.Intervals[1].Lower[h], f.Intervals[1].Upper[h]
+				for i := range f.Values {
+					lo80, hi80, lo95, hi95 := f.Intervals[0].Lower[i], f.Intervals[0].Upper[i], f.Intervals[1].Lower[i], f.Intervals[1].Upper[i]
 					if !(lo95 <= lo80 && lo80 <= hi80 && hi80 <= hi95) || math.IsNaN(lo95) || math.IsNaN(hi95) {
-						t.Fatalf("forecast %s@%s step %d: 80%% [%g, %g] and 95%% [%g, %g] are not nested intervals", f.Series, f.TS, h, lo80, hi80, lo95, hi95)
+						t.Fatalf("forecast %s@%s value %d: 80%% [%g, %g] and 95%% [%g, %g] are not nested intervals", f.Series, f.TS, i, lo80, hi80, lo95, hi95)
 					}
 				}
 			}

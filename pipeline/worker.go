@@ -266,7 +266,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				if !p.cfg.SkipAttributions {
 					w.obs.Contributions = w.expl.Contributions
 				}
-				if p.learner.Observe(&w.obs) {
+				if p.learner.Observe(&w.obs) && finiteBounds(w.lower, w.upper) {
 					first := len(pt.intervals)
 					for k, level := range levels {
 						pt.intervals = append(pt.intervals, wire.Interval{Level: level, Lower: w.lower[k], Upper: w.upper[k]})
@@ -286,6 +286,19 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 			pt.ingest = append(pt.ingest, w.ready.Ingest[i])
 		}
 	}
+}
+
+// finiteBounds reports whether every interval bound is finite: an
+// interval that is not is left out (the forecast is still written).
+func finiteBounds(lower, upper [][]float64) bool {
+	for k := range lower {
+		for i := range lower[k] {
+			if lo, hi := lower[k][i], upper[k][i]; math.IsNaN(lo) || math.IsInf(lo, 0) || math.IsNaN(hi) || math.IsInf(hi, 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // finite reports whether every number of f (forecast, residual and

@@ -630,6 +630,9 @@ func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 		}
 		f.Intervals[k] = iv
 	}
+	if err := f.checkIntervals(); err != nil {
+		return Forecast{}, err
+	}
 	return f, nil
 }
 

@@ -135,6 +135,9 @@ func decodeForecastJSON(data []byte) (Forecast, error) {
 			return Forecast{}, fmt.Errorf("horizon[%d]: %w", h, err)
 		}
 	}
+	if err := f.checkIntervals(); err != nil {
+		return Forecast{}, err
+	}
 	return f, nil
 }
 

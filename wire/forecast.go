@@ -215,6 +215,12 @@ func (f *Forecast) checkIntervals() error {
 			return fmt.Errorf("forecast %s: interval %g: len(Lower), len(Upper) = %d, %d, want Horizon×len(Fields) = %d",
 				f.label(), iv.Level, len(iv.Lower), len(iv.Upper), want)
 		}
+		for i := range iv.Lower {
+			if iv.Lower[i] > iv.Upper[i] {
+				return fmt.Errorf("forecast %s: interval %g at step %d: lower bound %g above the upper %g",
+					f.label(), iv.Level, i/len(f.Fields)+1, iv.Lower[i], iv.Upper[i])
+			}
+		}
 	}
 	return nil
 }

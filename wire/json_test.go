@@ -340,6 +340,7 @@ func TestDecodeJSONErrors(t *testing.T) {
 		{"other levels in a step", false, strings.Replace(string(ivl), `"upper":{"0.8":416,"0.95":431.5}`, `"upper":{"0.9":416,"0.95":431.5}`, 1), "levels"},
 		{"bounds without intervals", false, strings.Replace(string(single), `"value":398.25}`, `"value":398.25,"lower":{"0.8":1}}`, 1), "horizon[0] has no intervals"},
 		{"empty bounds", false, strings.Replace(string(ivl), `{"0.8":398,"0.95":385.5}`, `{}`, 1), "empty object"},
+		{"lower above upper", false, strings.Replace(string(ivl), `"upper":{"0.8":427,`, `"upper":{"0.8":397,`, 1), "lower bound 398 above the upper 397"},
 		{"object bounds with one field", false, strings.Replace(string(ivl), `"0.8":398,`, `"0.8":{"value":398},`, 1), "field object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -176,13 +176,18 @@ function drawForecast(f, c) {
   ctx.beginPath(); ctx.moveTo(g.sx(ts) + 0.5, g.y0); ctx.lineTo(g.sx(ts) + 0.5, g.y1); ctx.stroke(); ctx.setLineDash([]);
 
   let before = pixels(canvas);
-  bands.forEach((b, k) => {
-    ctx.fillStyle = FORECAST; ctx.globalAlpha = 0.12 + 0.1 * k; // the legend's swatches match
+  // Widest band first (bands is sorted so), each narrower one over it: the
+  // area of band k alone is covered by bands 0 … k, so its shade (the
+  // legend's swatch) is 1 − (1 − alpha)^(k+1).
+  const alpha = 0.15, shade = bands.map((_, k) => 1 - Math.pow(1 - alpha, k + 1));
+  for (let k = 0; k < bands.length; k++) {
+    const b = bands[k];
+    ctx.fillStyle = FORECAST; ctx.globalAlpha = alpha;
     ctx.beginPath();
     tf.forEach((t, h) => { const x = g.sx(t), y = g.sy(b.upper[c][h]); if (h) ctx.lineTo(x, y); else ctx.moveTo(x, y); });
     for (let h = tf.length - 1; h >= 0; h--) ctx.lineTo(g.sx(tf[h]), g.sy(b.lower[c][h]));
     ctx.closePath(); ctx.fill(); ctx.globalAlpha = 1;
-  });
+  }
   let after = pixels(canvas);
   canvas.dataset.bandPixels = bands.length ? changed(before, after) : 0;
   canvas.dataset.bands = bands.length;
@@ -197,7 +202,7 @@ function drawForecast(f, c) {
   canvas.dataset.drawnPixels = changed(before, after);
 
   const items = [["readings (" + read.length + " steps)", READINGS, true], ["forecast (" + fc.length + " steps)", FORECAST, true]];
-  bands.forEach((b, k) => items.push([Math.round(b.level * 100) + "% interval", "rgba(217, 72, 15, " + (0.12 + 0.1 * k).toFixed(2) + ")"]));
+  bands.forEach((b, k) => items.push([Math.round(b.level * 100) + "% interval", "rgba(217, 72, 15, " + shade[k].toFixed(2) + ")"]));
   legend($("legend-forecast"), items);
 }
 
@@ -214,10 +219,13 @@ function drawParts(f, c) {
   }
   const H = f.horizon, cad = f.cadence_seconds * 1000, ts = Date.parse(f.ts);
   const base = f.level ? f.level[c] : 0;
+  // Named like the spectrum names them: "cycle" only for the frequencies
+  // placed on a cycle of the data (the /online report's cycle flag).
+  const cycles = new Set(((state.online && state.online.frequencies) || []).filter((q) => q.cycle).map((q) => q.id));
   const parts = [];
   for (const p of f.parts) {
     const v = p.values[c];
-    if (v.some((x) => x !== 0)) parts.push({ label: periodName(p.period_seconds, p.period_steps) + " cycle", colour: colourOf(p.id), v, share: p.share });
+    if (v.some((x) => x !== 0)) parts.push({ label: periodName(p.period_seconds, p.period_steps) + (cycles.has(p.id) ? " cycle" : ""), colour: colourOf(p.id), v, share: p.share });
   }
   parts.sort((a, b) => b.share - a.share);
   parts.push({ label: "residual" + (f.level ? " (level removed)" : ""), colour: RESIDUAL, v: f.residual[c].map((x) => x - base) });
@@ -382,13 +390,17 @@ async function poll() {
   try {
     if (state.polls % LIST_EVERY === 0 || !state.series) await refreshList();
     state.polls++;
-    const [f, online] = await Promise.all([
+    const asked = state.series;
+    let [f, online] = await Promise.all([
       state.series ? getJSON("/live/forecast?series=" + encodeURIComponent(state.series)).catch((e) => {
         if (String(e.message).includes(" 404 ")) { state.polls = 0; return null; } // gone: refresh the list next time
         throw e;
       }) : null,
       getJSON("/online?worst=0").catch(() => null),
     ]);
+    // The user may have picked another series meanwhile (poll0 fetched
+    // it): this answer is about the old one.
+    if (asked !== state.series) f = state.forecast;
     state.forecast = f; state.online = online;
     draw();
     if (f) {
