@@ -189,6 +189,10 @@ func (l *Learner) Observe(o *Observation) (intervals bool) {
 	return intervals
 }
 
+// minQuantilePairs is the fewest holdout pairs a promoted version's error
+// quantiles are measured on; with fewer it keeps its parent's.
+const minQuantilePairs = 200
+
 // fits reports whether lower and upper have one slice of n values per
 // interval level.
 func (l *Learner) fits(lower, upper [][]float64, n int) bool {
@@ -410,6 +414,15 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	}
 	next := version + 1
 	cand.Meta.Version = next
+	// Where the promoted version's intervals start after a restart, or on a
+	// replica that loads it: its errors on the newest realised pairs (which
+	// it was not tuned on), not the test split the base model was trained
+	// on, which the data may have left.
+	if hold.Len() >= minQuantilePairs {
+		if q, err := model.MeasureErrorQuantiles(ctx, cand, hold, hold.Len()); err == nil {
+			cand.Meta.ErrorQuantiles = q
+		}
+	}
 	if err := srv.SetModel(cand, next); err != nil {
 		return r.end(OutcomeError, err)
 	}

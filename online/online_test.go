@@ -79,6 +79,16 @@ func TestDriftScenario(t *testing.T) {
 			if !(mseTuned <= 0.7*mseFrozen) {
 				t.Errorf("post-switch online MSE %.4f with fine-tuning vs %.4f without; want at least 30%% lower", mseTuned, mseFrozen)
 			}
+			// The promoted version carries the quantiles of its errors on the
+			// newest realised pairs (its round's holdout, all after the
+			// switch), where a restart's intervals start.
+			served, _ := tunedSrv.Model()
+			q, q0 := served.Meta.ErrorQuantiles, base.Meta.ErrorQuantiles
+			if q == nil || q == q0 || q.Windows < 200 {
+				t.Fatalf("the promoted version's error quantiles %+v are not its own, measured on at least 200 holdout pairs", q)
+			}
+			t.Logf("80%% error range at step %d: promoted %.3f (on %d holdout pairs), base model %.3f (before the switch)", scH,
+				q.Quantile(0.9, scH-1, 0)-q.Quantile(0.1, scH-1, 0), q.Windows, q0.Quantile(0.9, scH-1, 0)-q0.Quantile(0.1, scH-1, 0))
 			now := tuned.Frequencies()[carrier]
 			if math.Abs(now.PeriodSteps/28-1) > 0.03 {
 				t.Errorf("the frequency that carried the 24-step cycle (%d) is at %.2f steps, more than 3%% off 28", carrier, now.PeriodSteps)

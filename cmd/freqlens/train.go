@@ -204,5 +204,9 @@ func printErrorQuantiles(w io.Writer, q *model.ErrorQuantiles) {
 		loH, hiH := bounds(level, q.Horizon-1)
 		parts = append(parts, fmt.Sprintf("%.0f%% [%+.2f, %+.2f] at step 1, [%+.2f, %+.2f] at step %d", 100*level, lo1, hi1, loH, hiH, q.Horizon))
 	}
-	fmt.Fprintf(w, "prediction intervals start from the errors of %d test windows (normalised units): %s\n", q.Windows, strings.Join(parts, "; "))
+	over := ""
+	if q.Channels > 1 {
+		over = fmt.Sprintf(", mean over the %d channels", q.Channels)
+	}
+	fmt.Fprintf(w, "prediction intervals start from the errors of %d test windows (normalised units%s): %s\n", q.Windows, over, strings.Join(parts, "; "))
 }
