@@ -56,6 +56,10 @@ type View struct {
 	index   map[string]int // series → slots index
 	slots   []slot
 	dropped int64 // forecasts of series not kept (the view was full)
+	// fullUntil: no kept series can be stale before this time (the oldest
+	// update seen by the last full scan, plus StaleAfter), so a new series
+	// is turned away without scanning the slots again.
+	fullUntil time.Time
 }
 
 // New returns an empty view; zero fields of cfg take their defaults.
@@ -178,6 +182,9 @@ func (v *View) slot(series string, now time.Time) *slot {
 		v.index[series] = len(v.slots) - 1
 		return &v.slots[len(v.slots)-1]
 	}
+	if now.Before(v.fullUntil) {
+		return nil // updates only move forward: nothing is stale yet
+	}
 	oldest := 0
 	for i := range v.slots {
 		if v.slots[i].updated.Before(v.slots[oldest].updated) {
@@ -186,6 +193,7 @@ func (v *View) slot(series string, now time.Time) *slot {
 	}
 	s := &v.slots[oldest]
 	if now.Sub(s.updated) < v.cfg.StaleAfter {
+		v.fullUntil = s.updated.Add(v.cfg.StaleAfter)
 		return nil
 	}
 	delete(v.index, s.series)
