@@ -242,18 +242,7 @@ func BenchmarkThroughput(b *testing.B) {
 				p, stop := bw.service(b, mode, func(f *wire.Forecast) {
 					once.Do(func() { outputs = encodedOutputs(b, f, mode) })
 				})
-				first := bw.warm(b, p)
-				n := steps * benchSeries
-				start := time.Now()
-				go func() {
-					for s := range steps {
-						if err := bw.step(context.Background(), first+s); err != nil {
-							b.Error(err)
-						}
-					}
-				}()
-				waitUntil(b, func() bool { return p.Stats().Forecasts >= int64(n) })
-				rate := float64(n) / time.Since(start).Seconds()
+				first, rate := bw.measure(b, p, steps)
 				stop()
 				total := (first + steps) * benchSeries
 				echo := bw.passThrough(b, "passthrough", total, nil)
@@ -263,6 +252,76 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(rate/echo, "ratio")
 				b.ReportMetric(equal, "equal_output_readings/s")
 				b.ReportMetric(rate/equal, "ratio_equal_output")
+			}
+		})
+	}
+}
+
+// measure warms every series' window, then produces steps readings of
+// each series as fast as the broker takes them and returns the first
+// measured step and the readings forecast per second.
+func (bw *benchWorld) measure(b *testing.B, p *pipeline.Pipeline, steps int) (first int, rate float64) {
+	b.Helper()
+	first = bw.warm(b, p)
+	n := steps * benchSeries
+	start := time.Now()
+	go func() {
+		for s := range steps {
+			if err := bw.step(context.Background(), first+s); err != nil {
+				b.Error(err)
+			}
+		}
+	}()
+	waitUntil(b, func() bool { return p.Stats().Forecasts >= int64(n) })
+	return first, float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkThroughputOnline measures what the online learner costs the
+// serving path, summary attributions: without a learner, with one that
+// scores every forecast (as serve always runs it; fine-tuning off), and
+// with 80% and 95% prediction intervals too, every forecast carrying them
+// from the first (the model has error quantiles). Each variant is its own
+// run; "bytes/forecast" is the forecast message's size.
+func BenchmarkThroughputOnline(b *testing.B) {
+	const steps = 40
+	for _, v := range []struct {
+		name    string
+		learner bool
+		levels  []float64
+	}{{"no_learner", false, nil}, {"learner", true, nil}, {"learner+intervals", true, []float64{0.8, 0.95}}} {
+		b.Run(v.name, func(b *testing.B) {
+			for b.Loop() {
+				bw := newBenchWorld(b)
+				var extra []pipeline.Option
+				if v.learner {
+					H := bw.m.Horizon()
+					q := &model.ErrorQuantiles{Probs: []float64{0.025, 0.1, 0.9, 0.975}, Horizon: H, Channels: 1, Windows: 1,
+						Values: make([]float64, 4*H)}
+					for h := range H {
+						for k, z := range []float64{-2, -1.3, 1.3, 2} {
+							q.Values[k*H+h] = z * (0.2 + float64(h)/float64(H))
+						}
+					}
+					bw.m.Meta.ErrorQuantiles = q
+					l, err := online.New(online.Config{Intervals: v.levels, TrackSeries: benchSeries}, bw.m,
+						online.WithLogger(slog.New(slog.DiscardHandler)))
+					if err != nil {
+						b.Fatal(err)
+					}
+					extra = append(extra, pipeline.WithOnline(l))
+				}
+				var size atomic.Int64
+				p, stop := bw.service(b, wire.AttributionsSummary, func(f *wire.Forecast) {
+					if size.Load() == 0 {
+						if msg, err := wire.AppendForecastJSON(nil, f); err == nil && (len(v.levels) == 0 || f.Intervals != nil) {
+							size.Store(int64(len(msg)))
+						}
+					}
+				}, extra...)
+				_, rate := bw.measure(b, p, steps)
+				stop()
+				b.ReportMetric(rate, "readings/s")
+				b.ReportMetric(float64(size.Load()), "bytes/forecast")
 			}
 		})
 	}
