@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -28,8 +27,9 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 
 // DecodeForecastJSON decodes a forecast-topic JSON message (the layout of
 // AppendForecastJSON) into a Forecast with Series, TS (in UTC), ModelVersion,
-// Cadence, Fields, Horizon and Values set; a single-field message names its
-// field "value". null numbers decode as NaN. Unknown keys are ignored.
+// Cadence, Fields, Horizon and Values set, and Intervals when the message
+// has them; a single-field message names its field "value". null numbers
+// decode as NaN. Unknown keys are ignored.
 //
 // It never panics and every error is a *DecodeError. For every forecast f
 // with finite values whose single field, if any, is named "value",
@@ -54,9 +54,12 @@ func decodeForecastJSON(data []byte) (Forecast, error) {
 			TS     *time.Time  `json:"ts"`
 			Value  jsonNumber  `json:"value"`
 			Values fieldObject `json:"values"`
-			Lower  bounds      `json:"lower"`
-			Upper  bounds      `json:"upper"`
 		} `json:"horizon"`
+		Intervals []struct {
+			Level jsonNumber `json:"level"`
+			Lower stepsArray `json:"lower"`
+			Upper stepsArray `json:"upper"`
+		} `json:"intervals"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return Forecast{}, err
@@ -125,141 +128,55 @@ func decodeForecastJSON(data []byte) (Forecast, error) {
 		default:
 			f.Values = append(f.Values, st.Value.v)
 		}
-		if h == 0 && (st.Lower.set || st.Upper.set) {
-			f.Intervals = make([]Interval, len(st.Lower.levels))
-			for k, l := range st.Lower.levels {
-				f.Intervals[k] = Interval{Level: l, Lower: make([]float64, 0, f.Horizon*c), Upper: make([]float64, 0, f.Horizon*c)}
-			}
-		}
-		if err := readStepBounds(&f, h, &st.Lower, &st.Upper, multi); err != nil {
-			return Forecast{}, fmt.Errorf("horizon[%d]: %w", h, err)
-		}
 	}
-	if err := f.checkIntervals(); err != nil {
+	if err := readIntervals(&f, doc.Intervals, multi); err != nil {
 		return Forecast{}, err
 	}
 	return f, nil
 }
 
-// readStepBounds appends step h's bounds of every interval of f, which must
-// be given for exactly the levels of step 0 (or not at all when step 0 has
-// none).
-func readStepBounds(f *Forecast, h int, lower, upper *bounds, multi bool) error {
-	if f.Intervals == nil {
-		if lower.set || upper.set {
-			return errors.New(`has "lower" or "upper" but horizon[0] has no intervals`)
-		}
+// readIntervals sets f.Intervals from the message's "intervals": each a
+// level and lower and upper arrays of the horizon's steps, numbers with one
+// field and field objects with several, like the forecast's values.
+func readIntervals(f *Forecast, ivs []struct {
+	Level jsonNumber `json:"level"`
+	Lower stepsArray `json:"lower"`
+	Upper stepsArray `json:"upper"`
+}, multi bool) error {
+	if len(ivs) == 0 {
 		return nil
 	}
-	levels := levelsOf(f.Intervals)
-	for _, b := range [...]struct {
-		name  string
-		src   *bounds
-		upper bool
-	}{{"lower", lower, false}, {"upper", upper, true}} {
-		if !b.src.set {
-			return fmt.Errorf(`missing %q (horizon[0] has intervals)`, b.name)
-		}
-		if !slices.Equal(b.src.levels, levels) {
-			return fmt.Errorf(`%q has levels %v, horizon[0]'s "lower" has %v`, b.name, b.src.levels, levels)
-		}
-		if (b.src.objs != nil) != multi {
-			return fmt.Errorf(`%q: bounds must be numbers with one field and field objects with several`, b.name)
-		}
-		for k := range f.Intervals {
-			dst := &f.Intervals[k].Lower
-			if b.upper {
-				dst = &f.Intervals[k].Upper
-			}
-			if !multi {
-				*dst = append(*dst, b.src.nums[k])
-				continue
-			}
-			var err error
-			if *dst, err = b.src.objs[k].appendTo(*dst, f.Fields); err != nil {
-				return fmt.Errorf("%q %g: %w", b.name, b.src.levels[k], err)
-			}
-		}
+	var fields []string // nil: the single-field layout
+	if multi {
+		fields = f.Fields
 	}
-	return nil
-}
-
-func levelsOf(ivs []Interval) []float64 {
-	out := make([]float64, len(ivs))
-	for k, iv := range ivs {
-		out[k] = iv.Level
-	}
-	return out
-}
-
-// bounds is one step's lower or upper bounds, an object keyed by level
-// whose values are numbers (one field) or field objects (several).
-type bounds struct {
-	levels []float64
-	nums   []float64     // one field
-	objs   []fieldObject // several fields
-	set    bool
-}
-
-func (b *bounds) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		return nil
-	}
-	d := json.NewDecoder(bytes.NewReader(data))
-	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
-		return fmt.Errorf("want an object keyed by level, got %.32s", data)
-	}
-	var prev float64
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return err
+	f.Intervals = make([]Interval, len(ivs))
+	for k := range ivs {
+		iv := &ivs[k]
+		if !iv.Level.set {
+			return fmt.Errorf(`intervals[%d]: missing "level"`, k)
 		}
-		key, _ := tok.(string) // object keys are strings
-		level, err := strconv.ParseFloat(key, 64)
-		if err != nil {
-			return fmt.Errorf("key %q is not a level such as \"0.9\"", key)
-		}
-		if err := checkLevel(level, prev); err != nil {
-			return err
-		}
-		prev = level
-		b.levels = append(b.levels, level)
-		tok, err = d.Token()
-		if err != nil {
-			return err
-		}
-		switch v := tok.(type) {
-		case float64, nil:
-			if b.objs != nil {
-				return fmt.Errorf("level %s is a number, the first level a field object", key)
+		out := Interval{Level: iv.Level.v}
+		for _, b := range [...]struct {
+			name string
+			src  *stepsArray
+			dst  *[]float64
+		}{{"lower", &iv.Lower, &out.Lower}, {"upper", &iv.Upper, &out.Upper}} {
+			if !b.src.set {
+				return fmt.Errorf(`intervals[%d]: missing %q`, k, b.name)
 			}
-			x := math.NaN()
-			if v != nil {
-				x = v.(float64)
+			if b.src.steps != f.Horizon {
+				return fmt.Errorf(`intervals[%d]: %q has %d steps, the horizon %d`, k, b.name, b.src.steps, f.Horizon)
 			}
-			b.nums = append(b.nums, x)
-		case json.Delim:
-			if v != '{' || b.nums != nil {
-				return fmt.Errorf("level %s: want a number, null or a field object like the first level's", key)
-			}
-			names, vals, err := readFields(d, nil, nil)
+			v, err := b.src.reorder(fields)
 			if err != nil {
-				return fmt.Errorf("level %s: %w", key, err)
+				return fmt.Errorf(`intervals[%d]: %q: %w`, k, b.name, err)
 			}
-			b.objs = append(b.objs, fieldObject{names: names, vals: vals, set: true})
-		default:
-			return fmt.Errorf("level %s: want a number, null or a field object, got %v", key, tok)
+			*b.dst = v
 		}
+		f.Intervals[k] = out
 	}
-	if _, err := d.Token(); err != nil { // '}'
-		return err
-	}
-	if len(b.levels) == 0 {
-		return errors.New("an empty object: give at least one level")
-	}
-	b.set = true
-	return nil
+	return f.checkIntervals()
 }
 
 // DecodeAttributionJSON decodes an attribution-topic JSON message (the layout

@@ -42,13 +42,16 @@
 // "ts" is the last observed step; horizon step h (0-based) is at
 // ts + (h+1)·cadence.
 //
-// When the service has prediction intervals (output.intervals), each
-// horizon entry also carries their bounds, keyed by nominal level:
+// When the service has prediction intervals (output.intervals), the message
+// ends with them, one entry per nominal level, each bound an array of the
+// horizon's steps (field objects with several fields, like "values"):
 //
-//	{"ts":"2026-01-05T09:00:00Z","value":412.5,"lower":{"0.8":398,"0.95":385.5},"upper":{"0.8":427,"0.95":440}}
+//	"horizon":[…],
+//	"intervals":[{"level":0.8,"lower":[398,380.5],"upper":[427,416]},
+//	             {"level":0.95,"lower":[385.5,365],"upper":[440,431.5]}]
 //
-// (with several fields each bound is a field object like "values"). The
-// realised value is expected within [lower, upper] at the level's rate.
+// The realised value of step h is expected within [lower[h], upper[h]] at
+// the level's rate.
 // Intervals are absent until the service has calibrated them from realised
 // values (see package online).
 //

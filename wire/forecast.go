@@ -225,6 +225,15 @@ func (f *Forecast) checkIntervals() error {
 	return nil
 }
 
+// levelsOf returns the levels of ivs.
+func levelsOf(ivs []Interval) []float64 {
+	out := make([]float64, len(ivs))
+	for k, iv := range ivs {
+		out[k] = iv.Level
+	}
+	return out
+}
+
 // checkLevel checks one nominal level, following prev (0 for the first).
 func checkLevel(level, prev float64) error {
 	if !(level > 0 && level < 1) {

@@ -15,12 +15,14 @@ import (
 //	 "horizon":[{"ts":"2026-01-05T09:00:00Z","value":412.5},…]}
 //
 // with several, each horizon entry holds "values":{"temp":3.5,"humidity":80.1}
-// (fields in f.Fields order) instead of "value". When f has intervals, each
-// horizon entry also holds their bounds keyed by level, in f.Intervals order:
+// (fields in f.Fields order) instead of "value". When f has intervals, the
+// message ends with them, in f.Intervals order, each bound an array of the
+// horizon's steps like the attribution's "residual" (field objects with
+// several fields):
 //
-//	{"ts":"2026-01-05T09:00:00Z","value":412.5,"lower":{"0.8":398,"0.95":385.5},"upper":{"0.8":427,"0.95":440}}
+//	…,"horizon":[…],"intervals":[{"level":0.8,"lower":[398,380.5],"upper":[427,416]},
+//	                            {"level":0.95,"lower":[385.5,365],"upper":[440,431.5]}]} Step h's ts is
 //
-// (with several fields each bound is a field object like "values"). Step h's ts is
 // TS + (h+1)·Cadence. Times are RFC 3339 in UTC with as many fractional digits
 // as needed (none for whole seconds), the cadence is Go's duration string,
 // numbers are the shortest decimal that parses back to the same float64, and
@@ -56,42 +58,27 @@ func AppendForecastJSON(dst []byte, f *Forecast) ([]byte, error) {
 			dst = append(dst, `","values":`...)
 			dst = appendFieldObject(dst, f.Fields, f.Values[h*c:(h+1)*c])
 		}
-		if len(f.Intervals) > 0 {
-			dst = append(dst, `,"lower":`...)
-			dst = appendBounds(dst, f, h, false)
-			dst = append(dst, `,"upper":`...)
-			dst = appendBounds(dst, f, h, true)
-		}
 		dst = append(dst, '}')
 	}
-	return append(dst, "]}"...), nil
-}
-
-// appendBounds writes step h's lower (or upper) bounds of every interval as
-// an object keyed by level: {"0.8":1.5,"0.95":1.2} with one field,
-// {"0.8":{"temp":1.5,"humidity":70},…} with several.
-func appendBounds(dst []byte, f *Forecast, h int, upper bool) []byte {
-	c := len(f.Fields)
-	dst = append(dst, '{')
-	for k := range f.Intervals {
-		iv := &f.Intervals[k]
-		if k > 0 {
-			dst = append(dst, ',')
+	dst = append(dst, ']')
+	if len(f.Intervals) > 0 {
+		dst = append(dst, `,"intervals":[`...)
+		for k := range f.Intervals {
+			iv := &f.Intervals[k]
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"level":`...)
+			dst = appendLevel(dst, iv.Level)
+			dst = append(dst, `,"lower":`...)
+			dst = appendSteps(dst, f.Fields, iv.Lower)
+			dst = append(dst, `,"upper":`...)
+			dst = appendSteps(dst, f.Fields, iv.Upper)
+			dst = append(dst, '}')
 		}
-		dst = append(dst, '"')
-		dst = appendLevel(dst, iv.Level)
-		dst = append(dst, `":`...)
-		b := iv.Lower
-		if upper {
-			b = iv.Upper
-		}
-		if c == 1 {
-			dst = appendFloat(dst, b[h])
-		} else {
-			dst = appendFieldObject(dst, f.Fields, b[h*c:(h+1)*c])
-		}
+		dst = append(dst, ']')
 	}
-	return append(dst, '}')
+	return append(dst, '}'), nil
 }
 
 // appendLevel writes a nominal level as the shortest decimal that parses

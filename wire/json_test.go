@@ -99,17 +99,24 @@ func TestJSONIntervalsGolden(t *testing.T) {
 	b, _ := wire.AppendForecastJSON(nil, &f)
 	var doc struct {
 		Horizon []struct {
-			Value float64            `json:"value"`
-			Lower map[string]float64 `json:"lower"`
-			Upper map[string]float64 `json:"upper"`
+			Value float64 `json:"value"`
 		} `json:"horizon"`
+		Intervals []struct {
+			Level float64   `json:"level"`
+			L     []float64 `json:"lower"`
+			U     []float64 `json:"upper"`
+		} `json:"intervals"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
+	if len(doc.Intervals) != 2 || doc.Intervals[0].Level != 0.8 || doc.Intervals[1].Level != 0.95 {
+		t.Fatalf("intervals %+v, want levels 0.8 and 0.95", doc.Intervals)
+	}
+	i80, i95 := doc.Intervals[0], doc.Intervals[1]
 	for h, st := range doc.Horizon {
-		if !(st.Lower["0.95"] <= st.Lower["0.8"] && st.Lower["0.8"] <= st.Value && st.Value <= st.Upper["0.8"] && st.Upper["0.8"] <= st.Upper["0.95"]) {
-			t.Errorf("step %d: bounds %v %v around %v are not nested", h, st.Lower, st.Upper, st.Value)
+		if !(i95.L[h] <= i80.L[h] && i80.L[h] <= st.Value && st.Value <= i80.U[h] && i80.U[h] <= i95.U[h]) {
+			t.Errorf("step %d: bounds 80%% [%v, %v], 95%% [%v, %v] around %v are not nested", h, i80.L[h], i80.U[h], i95.L[h], i95.U[h], st.Value)
 		}
 	}
 }
@@ -310,6 +317,7 @@ func TestDecodeJSONErrors(t *testing.T) {
 	single, _ := wire.AppendForecastJSON(nil, ptr(exampleSingle()))
 	attr, _ := wire.AppendAttributionJSON(nil, ptr(exampleMulti()), wire.AttributionsFull)
 	ivl, _ := wire.AppendForecastJSON(nil, ptr(wiretest.ExampleIntervals()))
+	ivlMulti, _ := wire.AppendForecastJSON(nil, ptr(wiretest.ExampleMultiIntervals()))
 	for _, tc := range []struct {
 		name        string
 		attribution bool
@@ -332,16 +340,14 @@ func TestDecodeJSONErrors(t *testing.T) {
 		{"mixed steps", true, strings.Replace(string(attr), `{"temp":2.5,"humidity":78}`, `2.5`, 1), "step 1 is a number"},
 		{"missing alpha", true, strings.Replace(string(attr), `"alpha":0.625,`, ``, 1), `missing "alpha"`},
 		{"short values", true, strings.Replace(string(attr), `,{"temp":0.5,"humidity":-1.75}`, ``, 1), "1 steps, residual has 2"},
-		{"level out of range", false, strings.Replace(string(ivl), `"0.8":398`, `"1.5":398`, 1), "level 1.5"},
-		{"level not a number", false, strings.Replace(string(ivl), `"0.8":398`, `"high":398`, 1), `key "high"`},
-		{"levels decreasing", false, strings.Replace(string(ivl), `{"0.8":398,"0.95":385.5}`, `{"0.95":385.5,"0.8":398}`, 1), "increasing"},
-		{"upper missing", false, strings.Replace(string(ivl), `,"upper":{"0.8":427,"0.95":440}`, ``, 1), `missing "upper"`},
-		{"later step without bounds", false, strings.Replace(string(ivl), `,"lower":{"0.8":380.5,"0.95":365}`, ``, 1), `horizon[1]: missing "lower"`},
-		{"other levels in a step", false, strings.Replace(string(ivl), `"upper":{"0.8":416,"0.95":431.5}`, `"upper":{"0.9":416,"0.95":431.5}`, 1), "levels"},
-		{"bounds without intervals", false, strings.Replace(string(single), `"value":398.25}`, `"value":398.25,"lower":{"0.8":1}}`, 1), "horizon[0] has no intervals"},
-		{"empty bounds", false, strings.Replace(string(ivl), `{"0.8":398,"0.95":385.5}`, `{}`, 1), "empty object"},
-		{"lower above upper", false, strings.Replace(string(ivl), `"upper":{"0.8":427,`, `"upper":{"0.8":397,`, 1), "lower bound 398 above the upper 397"},
-		{"object bounds with one field", false, strings.Replace(string(ivl), `"0.8":398,`, `"0.8":{"value":398},`, 1), "field object"},
+		{"level out of range", false, strings.Replace(string(ivl), `"level":0.8`, `"level":1.5`, 1), "level 1.5"},
+		{"level missing", false, strings.Replace(string(ivl), `"level":0.8,`, ``, 1), `intervals[0]: missing "level"`},
+		{"levels decreasing", false, strings.Replace(string(ivl), `"level":0.95`, `"level":0.7`, 1), "increasing"},
+		{"upper missing", false, strings.Replace(string(ivl), `,"upper":[427,416,392.5]`, ``, 1), `intervals[0]: missing "upper"`},
+		{"short bound", false, strings.Replace(string(ivl), `"lower":[398,380.5,345]`, `"lower":[398,380.5]`, 1), `"lower" has 2 steps, the horizon 3`},
+		{"lower above upper", false, strings.Replace(string(ivl), `"upper":[427,`, `"upper":[397,`, 1), "lower bound 398 above the upper 397"},
+		{"field objects with one field", false, strings.Replace(string(ivl), `"lower":[398,380.5,345]`, `"lower":[{"value":398},{"value":380.5},{"value":345}]`, 1), "different layouts"},
+		{"numbers with several fields", false, strings.Replace(string(ivlMulti), `"lower":[{"temp":2.5,"humidity":77},{"temp":1.25,"humidity":73.5}]`, `"lower":[2.5,1.25]`, 1), "different layouts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
