@@ -325,7 +325,7 @@ func (iv *intervals) untracked(fc []float64, scale []float64, lower, upper [][]f
 	for l := range iv.levels {
 		for i, y := range fc {
 			sc := scale[i%len(scale)]
-			lower[l][i], upper[l][i] = y-iv.sumLo[l*iv.n+i]*inv*sc, y+iv.sumHi[l*iv.n+i]*inv*sc
+			lower[l][i], upper[l][i] = atFloat32(y-iv.sumLo[l*iv.n+i]*inv*sc), atFloat32(y+iv.sumHi[l*iv.n+i]*inv*sc)
 			if l > 0 { // nested, as issue makes them
 				lower[l][i], upper[l][i] = min(lower[l][i], lower[l-1][i]), max(upper[l][i], upper[l-1][i])
 			}
@@ -341,10 +341,14 @@ func (iv *intervals) write(s *seriesIntervals, slot int, fc []float64, lower, up
 	for l := range iv.levels {
 		for i, y := range fc {
 			j := base + l*n + i
-			lower[l][i], upper[l][i] = y-float64(s.below[j]), y+float64(s.above[j])
+			lower[l][i], upper[l][i] = atFloat32(y-float64(s.below[j])), atFloat32(y+float64(s.above[j]))
 		}
 	}
 }
+
+// atFloat32 rounds a bound to float32 precision, which the output layouts
+// keep (package wire), so that what is published is what consumers decode.
+func atFloat32(v float64) float64 { return float64(float32(v)) }
 
 // gaussianHalfWidth is the half-width, in standard deviations, of the
 // central interval of a Gaussian holding level of its mass.

@@ -156,7 +156,8 @@ func sameLevels(levels []float64, ivs []Interval) bool {
 // ForecastSchema returns the Arrow schema of forecast messages with these
 // fields and cadence, and intervals of these levels: after the field columns,
 // per level, the lower bound of each field (<field>_lower_<level>, e.g.
-// value_lower_0.8), then the upper bound of each (<field>_upper_<level>).
+// value_lower_0.8), then the upper bound of each (<field>_upper_<level>),
+// as float32: interval bounds are kept at float32 precision.
 func ForecastSchema(fields []string, cadence time.Duration, levels ...float64) *arrow.Schema {
 	cols := append([]arrow.Field(nil), forecastColumns...)
 	for _, name := range fields {
@@ -173,7 +174,7 @@ func ForecastSchema(fields []string, cadence time.Duration, levels ...float64) *
 		}
 		keys, vals = append(keys, MetaIntervals), append(vals, string(list))
 		for _, name := range boundColumns(fields, levels) {
-			cols = append(cols, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64})
+			cols = append(cols, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float32})
 		}
 	}
 	md := arrow.NewMetadata(keys, vals)
@@ -239,20 +240,27 @@ func (e *ArrowEncoder) AppendForecast(dst []byte, f *Forecast) ([]byte, error) {
 		step.Append(int32(i + 1))
 	}
 	col := len(forecastColumns)
-	appendColumns := func(v []float64) {
+	for j := 0; j < c; j++ {
+		fb := b.Field(col).(*array.Float64Builder)
+		col++
+		fb.Reserve(h)
+		for i := 0; i < h; i++ {
+			fb.UnsafeAppend(f.Values[i*c+j])
+		}
+	}
+	appendBounds := func(v []float64) {
 		for j := 0; j < c; j++ {
-			fb := b.Field(col).(*array.Float64Builder)
+			fb := b.Field(col).(*array.Float32Builder)
 			col++
 			fb.Reserve(h)
 			for i := 0; i < h; i++ {
-				fb.UnsafeAppend(v[i*c+j])
+				fb.UnsafeAppend(float32(v[i*c+j]))
 			}
 		}
 	}
-	appendColumns(f.Values)
 	for k := range f.Intervals {
-		appendColumns(f.Intervals[k].Lower)
-		appendColumns(f.Intervals[k].Upper)
+		appendBounds(f.Intervals[k].Lower)
+		appendBounds(f.Intervals[k].Upper)
 	}
 	return e.write(dst, &e.forecast, "forecast")
 }
@@ -545,9 +553,13 @@ func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 			return Forecast{}, fmt.Errorf("column %s, want %s (the interval columns follow the fields, level by level)", got, name)
 		}
 	}
-	for _, c := range cols {
-		if !arrow.TypeEqual(c.Type, arrow.PrimitiveTypes.Float64) {
-			return Forecast{}, fmt.Errorf("field column %s is %s, want float64", c.Name, c.Type)
+	for i, c := range cols {
+		want := arrow.PrimitiveTypes.Float64
+		if i >= len(fields) {
+			want = arrow.PrimitiveTypes.Float32 // an interval bound
+		}
+		if !arrow.TypeEqual(c.Type, want) {
+			return Forecast{}, fmt.Errorf("column %s is %s, want %s", c.Name, c.Type, want)
 		}
 	}
 	h := int(rec.NumRows())
@@ -600,22 +612,30 @@ func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 	}
 	c := len(fields)
 	col := len(forecastColumns)
+	f.Values = make([]float64, h*c)
+	for j := 0; j < c; j++ {
+		v := rec.Column(col).(*array.Float64).Float64Values()
+		col++
+		if len(v) < h {
+			return Forecast{}, errors.New("columns shorter than the record")
+		}
+		for i := 0; i < h; i++ {
+			f.Values[i*c+j] = v[i]
+		}
+	}
 	readColumns := func() ([]float64, error) {
 		out := make([]float64, h*c)
 		for j := 0; j < c; j++ {
-			v := rec.Column(col).(*array.Float64).Float64Values()
+			v := rec.Column(col).(*array.Float32).Float32Values()
 			col++
 			if len(v) < h {
 				return nil, errors.New("columns shorter than the record")
 			}
 			for i := 0; i < h; i++ {
-				out[i*c+j] = v[i]
+				out[i*c+j] = float64(v[i])
 			}
 		}
 		return out, nil
-	}
-	if f.Values, err = readColumns(); err != nil {
-		return Forecast{}, err
 	}
 	if len(levels) > 0 {
 		f.Intervals = make([]Interval, len(levels))

@@ -145,7 +145,7 @@ func TestArrowIntervalColumns(t *testing.T) {
 	if v, _ := schema.Metadata().GetValue(wire.MetaIntervals); v != "0.8,0.95" {
 		t.Errorf("%s = %q, want 0.8,0.95", wire.MetaIntervals, v)
 	}
-	if got, want := rec.Column(14).(*array.Float64).Value(1), f.Intervals[1].Upper[3]; got != want {
+	if got, want := float64(rec.Column(14).(*array.Float32).Value(1)), f.Intervals[1].Upper[3]; got != want {
 		t.Errorf("humidity_upper_0.95 at step 2 = %v, want %v", got, want)
 	}
 	back, err := wire.DecodeForecastArrow(b, mem)

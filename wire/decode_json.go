@@ -57,8 +57,8 @@ func decodeForecastJSON(data []byte) (Forecast, error) {
 		} `json:"horizon"`
 		Intervals []struct {
 			Level jsonNumber `json:"level"`
-			Lower stepsArray `json:"lower"`
-			Upper stepsArray `json:"upper"`
+			Lower boundSteps `json:"lower"`
+			Upper boundSteps `json:"upper"`
 		} `json:"intervals"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -140,8 +140,8 @@ func decodeForecastJSON(data []byte) (Forecast, error) {
 // field and field objects with several, like the forecast's values.
 func readIntervals(f *Forecast, ivs []struct {
 	Level jsonNumber `json:"level"`
-	Lower stepsArray `json:"lower"`
-	Upper stepsArray `json:"upper"`
+	Lower boundSteps `json:"lower"`
+	Upper boundSteps `json:"upper"`
 }, multi bool) error {
 	if len(ivs) == 0 {
 		return nil
@@ -161,7 +161,7 @@ func readIntervals(f *Forecast, ivs []struct {
 			name string
 			src  *stepsArray
 			dst  *[]float64
-		}{{"lower", &iv.Lower, &out.Lower}, {"upper", &iv.Upper, &out.Upper}} {
+		}{{"lower", &iv.Lower.stepsArray, &out.Lower}, {"upper", &iv.Upper.stepsArray, &out.Upper}} {
 			if !b.src.set {
 				return fmt.Errorf(`intervals[%d]: missing %q`, k, b.name)
 			}
@@ -321,11 +321,11 @@ func (o *fieldObject) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
+	d := newDecoder(b)
 	if _, err := d.Token(); err != nil { // '{', checked below by readFields
 		return err
 	}
-	names, vals, err := readFields(d, nil, nil)
+	names, vals, err := readFields(d, nil, nil, 64)
 	if err != nil {
 		return err
 	}
@@ -352,7 +352,7 @@ func (o *fieldObject) appendTo(dst []float64, fields []string) ([]float64, error
 // readFields reads the members of an object whose '{' has been consumed,
 // through its '}', appending keys and values; keys must be distinct and
 // values numbers or null.
-func readFields(d *json.Decoder, names []string, vals []float64) ([]string, []float64, error) {
+func readFields(d *json.Decoder, names []string, vals []float64, bits int) ([]string, []float64, error) {
 	start := len(names)
 	for d.More() {
 		tok, err := d.Token()
@@ -366,7 +366,7 @@ func readFields(d *json.Decoder, names []string, vals []float64) ([]string, []fl
 		if indexOf(names[start:], name) >= 0 {
 			return nil, nil, fmt.Errorf("field %q appears twice", name)
 		}
-		v, err := readNumber(d)
+		v, err := readNumber(d, bits)
 		if err != nil {
 			return nil, nil, fmt.Errorf("field %q: %w", name, err)
 		}
@@ -378,18 +378,37 @@ func readFields(d *json.Decoder, names []string, vals []float64) ([]string, []fl
 	return names, vals, nil
 }
 
-func readNumber(d *json.Decoder) (float64, error) {
+func readNumber(d *json.Decoder, bits int) (float64, error) {
 	tok, err := d.Token()
 	if err != nil {
 		return 0, err
 	}
+	return numberOf(tok, bits)
+}
+
+// numberOf returns the value of a token of a decoder that uses json.Number:
+// the number parsed at float64 (bits 64) or float32 (bits 32) precision, or
+// NaN for null.
+func numberOf(tok json.Token, bits int) (float64, error) {
 	switch v := tok.(type) {
-	case float64:
-		return v, nil
+	case json.Number:
+		x, err := strconv.ParseFloat(string(v), bits)
+		if err != nil {
+			return 0, fmt.Errorf("number %.32s does not fit a float%d", v, bits)
+		}
+		return x, nil
 	case nil:
 		return math.NaN(), nil
 	}
 	return 0, fmt.Errorf("want a number or null, got %v", tok)
+}
+
+// newDecoder returns a token decoder of b that keeps numbers as text, so
+// that they are parsed at the precision they were written with.
+func newDecoder(b []byte) *json.Decoder {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d
 }
 
 // stepsArray is a per-step array: numbers (one field) or field objects
@@ -401,11 +420,20 @@ type stepsArray struct {
 	set   bool
 }
 
-func (s *stepsArray) UnmarshalJSON(b []byte) error {
+func (s *stepsArray) UnmarshalJSON(b []byte) error { return s.parse(b, 64) }
+
+// boundSteps is a stepsArray of interval bounds, written at float32
+// precision.
+type boundSteps struct{ stepsArray }
+
+func (s *boundSteps) UnmarshalJSON(b []byte) error { return s.parse(b, 32) }
+
+// parse reads a per-step array whose numbers are at precision bits.
+func (s *stepsArray) parse(b []byte, bits int) error {
 	if string(b) == "null" {
 		return nil
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
+	d := newDecoder(b)
 	if tok, err := d.Token(); err != nil || tok != json.Delim('[') {
 		return fmt.Errorf("want an array of steps, got %.32s", b)
 	}
@@ -421,13 +449,13 @@ func (s *stepsArray) UnmarshalJSON(b []byte) error {
 			return err
 		}
 		switch v := tok.(type) {
-		case float64, nil:
+		case json.Number, nil:
 			if objs {
 				return fmt.Errorf("step %d is a number, step 0 a field object", steps)
 			}
-			x := math.NaN()
-			if v != nil {
-				x = v.(float64)
+			x, err := numberOf(tok, bits)
+			if err != nil {
+				return fmt.Errorf("step %d: %w", steps, err)
 			}
 			vals = append(vals, x)
 		case json.Delim:
@@ -439,7 +467,7 @@ func (s *stepsArray) UnmarshalJSON(b []byte) error {
 			}
 			objs = true
 			if steps == 0 {
-				if names, vals, err = readFields(d, nil, nil); err != nil {
+				if names, vals, err = readFields(d, nil, nil, bits); err != nil {
 					return fmt.Errorf("step 0: %w", err)
 				}
 				if len(names) == 0 {
@@ -451,7 +479,7 @@ func (s *stepsArray) UnmarshalJSON(b []byte) error {
 			// the names of step 0.
 			var stepNames []string
 			var stepVals []float64
-			if stepNames, stepVals, err = readFields(d, nil, nil); err != nil {
+			if stepNames, stepVals, err = readFields(d, nil, nil, bits); err != nil {
 				return fmt.Errorf("step %d: %w", steps, err)
 			}
 			o := fieldObject{names: stepNames, vals: stepVals}

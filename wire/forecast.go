@@ -50,7 +50,9 @@ type Forecast struct {
 
 // Interval is a prediction interval of one nominal level around a forecast:
 // the realised value of step h, field c is expected within
-// [Lower[h·C+c], Upper[h·C+c]] with probability Level.
+// [Lower[h·C+c], Upper[h·C+c]] with probability Level. The layouts keep the
+// bounds at float32 precision (about 7 significant digits, more than any
+// interval's accuracy): a decoded bound is float64(float32(bound)).
 type Interval struct {
 	// Level is the nominal coverage, in (0, 1): 0.8 for an 80% interval.
 	Level float64

@@ -18,7 +18,9 @@ import (
 // (fields in f.Fields order) instead of "value". When f has intervals, the
 // message ends with them, in f.Intervals order, each bound an array of the
 // horizon's steps like the attribution's "residual" (field objects with
-// several fields):
+// several fields), written at float32 precision (about 7 significant
+// digits: the shortest decimal that parses back to float32(bound); null
+// beyond ±3.4e38):
 //
 //	…,"horizon":[…],"intervals":[{"level":0.8,"lower":[398,380.5],"upper":[427,416]},
 //	                            {"level":0.95,"lower":[385.5,365],"upper":[440,431.5]}]} Step h's ts is
@@ -56,7 +58,7 @@ func AppendForecastJSON(dst []byte, f *Forecast) ([]byte, error) {
 			dst = appendFloat(dst, f.Values[h])
 		} else {
 			dst = append(dst, `","values":`...)
-			dst = appendFieldObject(dst, f.Fields, f.Values[h*c:(h+1)*c])
+			dst = appendFieldObject(dst, f.Fields, f.Values[h*c:(h+1)*c], 64)
 		}
 		dst = append(dst, '}')
 	}
@@ -71,9 +73,9 @@ func AppendForecastJSON(dst []byte, f *Forecast) ([]byte, error) {
 			dst = append(dst, `{"level":`...)
 			dst = appendLevel(dst, iv.Level)
 			dst = append(dst, `,"lower":`...)
-			dst = appendSteps(dst, f.Fields, iv.Lower)
+			dst = appendSteps(dst, f.Fields, iv.Lower, 32)
 			dst = append(dst, `,"upper":`...)
-			dst = appendSteps(dst, f.Fields, iv.Upper)
+			dst = appendSteps(dst, f.Fields, iv.Upper, 32)
 			dst = append(dst, '}')
 		}
 		dst = append(dst, ']')
@@ -128,7 +130,7 @@ func AppendAttributionJSON(dst []byte, f *Forecast, mode AttributionMode) ([]byt
 	dst = appendFloat(dst, f.Alpha)
 	if full {
 		dst = append(dst, `,"residual":`...)
-		dst = appendSteps(dst, f.Fields, f.Residual)
+		dst = appendSteps(dst, f.Fields, f.Residual, 64)
 	}
 	dst = append(dst, `,"frequencies":[`...)
 	for k := range f.Frequencies {
@@ -146,7 +148,7 @@ func AppendAttributionJSON(dst []byte, f *Forecast, mode AttributionMode) ([]byt
 		dst = appendFloat(dst, fr.Share)
 		if full {
 			dst = append(dst, `,"values":`...)
-			dst = appendSteps(dst, f.Fields, fr.Values)
+			dst = appendSteps(dst, f.Fields, fr.Values, 64)
 		}
 		dst = append(dst, '}')
 	}
@@ -164,8 +166,9 @@ func checkEncodeMode(mode AttributionMode) error {
 }
 
 // appendSteps writes an H×C row-major block: an array of numbers for one
-// field, an array of field objects for several.
-func appendSteps(dst []byte, fields []string, v []float64) []byte {
+// field, an array of field objects for several; bits is 64, or 32 for
+// numbers kept at float32 precision (interval bounds).
+func appendSteps(dst []byte, fields []string, v []float64, bits int) []byte {
 	c := len(fields)
 	dst = append(dst, '[')
 	for h := 0; h < len(v)/c; h++ {
@@ -173,15 +176,15 @@ func appendSteps(dst []byte, fields []string, v []float64) []byte {
 			dst = append(dst, ',')
 		}
 		if c == 1 {
-			dst = appendFloat(dst, v[h])
+			dst = appendFloatBits(dst, v[h], bits)
 		} else {
-			dst = appendFieldObject(dst, fields, v[h*c:(h+1)*c])
+			dst = appendFieldObject(dst, fields, v[h*c:(h+1)*c], bits)
 		}
 	}
 	return append(dst, ']')
 }
 
-func appendFieldObject(dst []byte, fields []string, v []float64) []byte {
+func appendFieldObject(dst []byte, fields []string, v []float64, bits int) []byte {
 	dst = append(dst, '{')
 	for i, name := range fields {
 		if i > 0 {
@@ -189,18 +192,26 @@ func appendFieldObject(dst []byte, fields []string, v []float64) []byte {
 		}
 		dst = appendString(dst, name)
 		dst = append(dst, ':')
-		dst = appendFloat(dst, v[i])
+		dst = appendFloatBits(dst, v[i], bits)
 	}
 	return append(dst, '}')
 }
 
 // appendFloat writes the shortest decimal that parses back to v, or null for
 // NaN and ±Inf, which JSON cannot represent.
-func appendFloat(dst []byte, v float64) []byte {
+func appendFloat(dst []byte, v float64) []byte { return appendFloatBits(dst, v, 64) }
+
+// appendFloatBits is appendFloat at float64 (bits 64) or float32 (bits 32)
+// precision: the shortest decimal that parses back to float32(v), and null
+// when float32(v) is not finite.
+func appendFloatBits(dst []byte, v float64, bits int) []byte {
+	if bits == 32 {
+		v = float64(float32(v))
+	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(dst, "null"...)
 	}
-	return strconv.AppendFloat(dst, v, 'g', -1, 64)
+	return strconv.AppendFloat(dst, v, 'g', -1, bits)
 }
 
 func appendTime(dst []byte, t time.Time) []byte {

@@ -435,3 +435,46 @@ func TestJSONZeroAllocs(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestIntervalBoundsAtFloat32Precision: bounds are written at float32
+// precision in both layouts, and decode as float64(float32(bound)), bit for
+// bit; beyond the float32 range JSON writes null.
+func TestIntervalBoundsAtFloat32Precision(t *testing.T) {
+	f := exampleSingle()
+	f.Intervals = []wire.Interval{{Level: 0.9,
+		Lower: []float64{398.123456789012, 1.0 / 3, -7e-9}, Upper: []float64{427.98765432101, 2.0 / 3, 1e39}}}
+	b, err := wire.AppendForecastJSON(nil, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"lower":[398.12344,0.33333334,-7e-09],"upper":[427.98764,0.6666667,null]`)) {
+		t.Errorf("bounds not at float32 precision: %s", b)
+	}
+	enc := wire.NewArrowEncoder(nil)
+	defer enc.Release()
+	ab, err := enc.AppendForecast(nil, &f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := wire.DecodeForecastJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromArrow, err := wire.DecodeForecastArrow(ab, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, got := range []wire.Forecast{fromJSON, fromArrow} {
+		for i := range 3 {
+			for _, side := range []struct{ got, sent float64 }{{got.Intervals[0].Lower[i], f.Intervals[0].Lower[i]}, {got.Intervals[0].Upper[i], f.Intervals[0].Upper[i]}} {
+				want := float64(float32(side.sent))
+				if math.IsInf(want, 0) && math.IsNaN(side.got) {
+					continue // JSON: null
+				}
+				if math.Float64bits(side.got) != math.Float64bits(want) {
+					t.Errorf("bound %v decoded as %v, want float32 precision %v", side.sent, side.got, want)
+				}
+			}
+		}
+	}
+}

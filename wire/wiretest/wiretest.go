@@ -64,9 +64,10 @@ func Forecast(rng *rand.Rand, series string, ts time.Time, fields []string, hori
 	return f
 }
 
-// AddIntervals gives f intervals of these levels (increasing), symmetric
-// around Values with a half-width that grows with the step and the level:
-// (1 + h/2)·(1 + 2·level) at step h.
+// AddIntervals gives f intervals of these levels (increasing), about
+// symmetric around Values with a half-width that grows with the step and the
+// level, (1 + h/2)·(1 + 2·level) at step h, and bounds at float32 precision
+// as the layouts keep them.
 func AddIntervals(f *wire.Forecast, levels ...float64) {
 	c := len(f.Fields)
 	f.Intervals = make([]wire.Interval, len(levels))
@@ -74,7 +75,7 @@ func AddIntervals(f *wire.Forecast, levels ...float64) {
 		iv := wire.Interval{Level: l, Lower: make([]float64, len(f.Values)), Upper: make([]float64, len(f.Values))}
 		for i, v := range f.Values {
 			w := (1 + float64(i/c)/2) * (1 + 2*l)
-			iv.Lower[i], iv.Upper[i] = v-w, v+w
+			iv.Lower[i], iv.Upper[i] = float64(float32(v-w)), float64(float32(v+w))
 		}
 		f.Intervals[k] = iv
 	}
