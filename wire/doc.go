@@ -51,7 +51,9 @@
 //	             {"level":0.95,"lower":[385.5,365],"upper":[440,431.5]}]
 //
 // The realised value of step h is expected within [lower[h], upper[h]] at
-// the level's rate.
+// the level's rate. Bounds are written at float32 precision (the shortest
+// decimal that parses back to the float32; null beyond ±3.4e38), and the
+// decoders read them so.
 // Intervals are absent until the service has calibrated them from realised
 // values (see package online).
 //
@@ -104,7 +106,7 @@
 //	step           int32                    1 … H
 //	<field>…       float64                  the forecast, one column per field, named as configured
 //	<field>_lower_<level>…, <field>_upper_<level>…
-//	               float64                  with intervals: per level, the lower bound of each field, then the upper
+//	               float32                  with intervals: per level, the lower bound of each field, then the upper
 //	metadata       freqlens.message=forecast, freqlens.cadence=1h0m0s, freqlens.intervals=0.8,0.95 (with intervals)
 //
 // for example
@@ -138,7 +140,8 @@
 // so the element-wise sum of a field's lists over all rows is that field's
 // forecast. The summary mode has the same rows without the list columns.
 // Field names must not be one of the fixed column names (ValidateFields).
-// Arrow keeps every float64 bit for bit, NaN and ±Inf included.
+// Arrow keeps every float64 bit for bit, NaN and ±Inf included (interval
+// bounds: every float32 bit).
 //
 // # Decoding
 //
