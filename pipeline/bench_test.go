@@ -294,21 +294,7 @@ func BenchmarkThroughputOnline(b *testing.B) {
 				bw := newBenchWorld(b)
 				var extra []pipeline.Option
 				if v.learner {
-					H := bw.m.Horizon()
-					q := &model.ErrorQuantiles{Probs: []float64{0.025, 0.1, 0.9, 0.975}, Horizon: H, Channels: 1, Windows: 1,
-						Values: make([]float64, 4*H)}
-					for h := range H {
-						for k, z := range []float64{-2, -1.3, 1.3, 2} {
-							q.Values[k*H+h] = z * (0.2 + float64(h)/float64(H))
-						}
-					}
-					bw.m.Meta.ErrorQuantiles = q
-					l, err := online.New(online.Config{Intervals: v.levels, TrackSeries: benchSeries}, bw.m,
-						online.WithLogger(slog.New(slog.DiscardHandler)))
-					if err != nil {
-						b.Fatal(err)
-					}
-					extra = append(extra, pipeline.WithOnline(l))
+					extra = append(extra, pipeline.WithOnline(newIntervalLearner(b, bw, v.levels)))
 				}
 				var size atomic.Int64
 				p, stop := bw.service(b, wire.AttributionsSummary, func(f *wire.Forecast) {
@@ -327,6 +313,27 @@ func BenchmarkThroughputOnline(b *testing.B) {
 	}
 }
 
+// newIntervalLearner returns a learner for bw's model that tracks every
+// series, fine-tunes nothing, and publishes intervals of these levels from
+// each series' first forecast (the model gets error quantiles).
+func newIntervalLearner(b *testing.B, bw *benchWorld, levels []float64) *online.Learner {
+	b.Helper()
+	H := bw.m.Horizon()
+	q := &model.ErrorQuantiles{Probs: []float64{0.025, 0.1, 0.9, 0.975}, Horizon: H, Channels: 1, Windows: 1,
+		Values: make([]float64, 4*H)}
+	for h := range H {
+		for k, z := range []float64{-2, -1.3, 1.3, 2} {
+			q.Values[k*H+h] = z * (0.2 + float64(h)/float64(H))
+		}
+	}
+	bw.m.Meta.ErrorQuantiles = q
+	l, err := online.New(online.Config{Intervals: levels, TrackSeries: benchSeries}, bw.m, online.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
 // BenchmarkLatency produces 5,000 readings/s for 1,000 series and reports
 // the time from a reading's produce to the acknowledgement of the forecast
 // it completed (summary attributions). "steady" sends 50 readings every
@@ -336,15 +343,17 @@ func BenchmarkThroughputOnline(b *testing.B) {
 // fine-tuning rounds running back to back for the whole measurement.
 func BenchmarkLatency(b *testing.B) {
 	for _, pace := range []struct {
-		name     string
-		every    time.Duration
-		chunk    int
-		finetune bool
-	}{{"steady", 10 * time.Millisecond, 50, false}, {"steady+finetune", 10 * time.Millisecond, 50, true},
-		{"bursts", 200 * time.Millisecond, benchSeries, false}} {
+		name      string
+		every     time.Duration
+		chunk     int
+		finetune  bool
+		intervals bool
+	}{{"steady", 10 * time.Millisecond, 50, false, false}, {"steady+finetune", 10 * time.Millisecond, 50, true, false},
+		{"steady+intervals", 10 * time.Millisecond, 50, false, true},
+		{"bursts", 200 * time.Millisecond, benchSeries, false, false}} {
 		b.Run(pace.name, func(b *testing.B) {
 			for b.Loop() {
-				latencyRun(b, pace.every, pace.chunk, pace.finetune)
+				latencyRun(b, pace.every, pace.chunk, pace.finetune, pace.intervals)
 			}
 		})
 	}
@@ -372,14 +381,19 @@ func newBenchLearner(b *testing.B, bw *benchWorld) *online.Learner {
 	return l
 }
 
-func latencyRun(b *testing.B, every time.Duration, chunk int, finetune bool) {
+func latencyRun(b *testing.B, every time.Duration, chunk int, finetune, intervals bool) {
 	const seconds = 10
 	bw := newBenchWorld(b)
 	var extra []pipeline.Option
 	var learner *online.Learner
-	if finetune {
+	switch {
+	case finetune:
 		learner = newBenchLearner(b, bw)
 		extra = append(extra, pipeline.WithOnline(learner))
+	case intervals:
+		// A learner that only scores and publishes 80% and 95% intervals,
+		// from the first forecast (the model has error quantiles).
+		extra = append(extra, pipeline.WithOnline(newIntervalLearner(b, bw, []float64{0.8, 0.95})))
 	}
 	var mu sync.Mutex
 	sent := map[string]time.Time{} // series|ts → produce time
