@@ -101,7 +101,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "\n%d sensors, one reading per simulated hour, %g simulated hours per second; drift events on %q", *series, *rate, cfg.DriftTopic)
 	if *finetune > 0 {
-		fmt.Fprintf(stdout, "; fine-tuning every %s", *finetune)
+		fmt.Fprintf(stdout, "; fine-tuning every %s or after %d new realised forecasts", *finetune, cfg.Online.MinNewSamples)
 	}
 	fmt.Fprintf(stdout, "; Ctrl-C stops\n")
 	if url := svc.LiveViewURL(); url != "" {
