@@ -51,29 +51,8 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts"}, kc, sink.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: true, ShutdownTimeout: 5 * time.Second},
-		src, window.Config{}, base, snk, pipeline.WithRegisterer(reg), pipeline.WithOnline(l))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run after cancel = %v, want nil", err)
-		}
-	}()
+	r := runPipeline(t, kc, base, pipeline.Config{}, window.Config{}, stream.Config{}, sink.Config{}, pipeline.WithOnline(l))
+	p := r.p
 
 	// 4 series × 30 windows: 4 × (30 − horizon) realised pairs ≥ 60.
 	series := []string{"a", "b", "c", "d"}
@@ -115,7 +94,7 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if after < len(series)*2 {
 		t.Errorf("%d forecasts carry version %d or later; want at least the %d made after the promotion", after, v, len(series)*2)
 	}
-	if got := metric(t, reg, "freqlens_model_version"); got < float64(v) {
+	if got := metric(t, r.reg, "freqlens_model_version"); got < float64(v) {
 		t.Errorf("freqlens_model_version = %v, want at least %d", got, v)
 	}
 }
@@ -150,29 +129,8 @@ func TestIntervalsEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-				BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour, ValueFields: fields}, kc, stream.WithRegisterer(reg))
-			if err != nil {
-				t.Fatal(err)
-			}
-			snk, err := sink.New(sink.Config{ForecastTopic: "forecasts", Format: format}, kc, sink.WithRegisterer(reg))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := pipeline.New(pipeline.Config{Fields: fields, Cadence: time.Hour, SkipAttributions: true, ShutdownTimeout: 5 * time.Second},
-				src, window.Config{}, base, snk, pipeline.WithRegisterer(reg), pipeline.WithOnline(l))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- p.Run(ctx) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("Run after cancel = %v, want nil", err)
-				}
-			}()
+			p := runPipeline(t, kc, base, pipeline.Config{Fields: fields}, window.Config{}, stream.Config{}, sink.Config{Format: format},
+				pipeline.WithOnline(l)).p
 
 			series := []string{"a", "b", "c", "d"}
 			const steps = 150
@@ -225,30 +183,4 @@ func TestIntervalsEndToEnd(t *testing.T) {
 			}
 		})
 	}
-}
-
-// labelled returns the value of the gauge or counter name{label=value} in reg.
-func labelled(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					if c := m.GetCounter(); c != nil {
-						return c.GetValue()
-					}
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no metric %s{%s=%q}", name, label, value)
-	return 0
 }

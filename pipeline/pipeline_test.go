@@ -236,17 +236,32 @@ func TestEndToEnd(t *testing.T) {
 // metric returns the value of the counter or gauge name in reg.
 func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	return labelled(t, reg, name, "", "")
+}
+
+// labelled returns the value of the counter or gauge name{label=value} in
+// reg (with label "", its first series).
+func labelled(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			m := mf.GetMetric()[0]
-			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := label == ""
+			for _, lp := range m.GetLabel() {
+				match = match || lp.GetName() == label && lp.GetValue() == value
+			}
+			if match {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
 		}
 	}
-	t.Fatalf("metric %s not registered", name)
+	t.Fatalf("no metric %s{%s=%q}", name, label, value)
 	return 0
 }
 

@@ -29,24 +29,30 @@ type running struct {
 }
 
 // runPipeline runs a pipeline of the readings topic in group freqlens,
-// writing to the forecasts topic (no attributions), until stop or the end
-// of the test.
-func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline.Config, win window.Config, sc stream.Config) *running {
+// writing to the forecasts topic (no attributions; sk sets the rest of the
+// sink) the fields pc.Fields (default value), with opts, until stop or the
+// end of the test.
+func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline.Config, win window.Config, sc stream.Config,
+	sk sink.Config, opts ...pipeline.Option) *running {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	sc.Group, sc.Topic, sc.DeadLetterTopic = "freqlens", "readings", "readings.dlq"
+	if pc.Fields == nil {
+		pc.Fields = []string{"value"}
+	}
+	sc.Group, sc.Topic, sc.DeadLetterTopic, sc.ValueFields = "freqlens", "readings", "readings.dlq", pc.Fields
 	sc.BatchLatency, sc.MaxFuture = 5*time.Millisecond, 1e5*time.Hour
 	sc.RebuildSpan = pipeline.RebuildSpan(lookback, win, time.Hour)
 	src, err := stream.NewConsumer(sc, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts"}, kc, sink.WithRegisterer(reg))
+	sk.ForecastTopic = "forecasts"
+	snk, err := sink.New(sk, kc, sink.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc.Fields, pc.Cadence, pc.SkipAttributions, pc.ShutdownTimeout = []string{"value"}, time.Hour, true, 5*time.Second
-	p, err := pipeline.New(pc, src, win, m, snk, pipeline.WithRegisterer(reg))
+	pc.Cadence, pc.SkipAttributions, pc.ShutdownTimeout = time.Hour, true, 5*time.Second
+	p, err := pipeline.New(pc, src, win, m, snk, append([]pipeline.Option{pipeline.WithRegisterer(reg)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +88,7 @@ func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline
 func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 	t.Run("out of range", func(t *testing.T) {
 		kc := startBroker(t)
-		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.Config{}, stream.Config{})
+		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.Config{}, stream.Config{}, sink.Config{})
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 		bad := stream.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{1e300}}
@@ -113,7 +119,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		m := testModel(t, model.Independent, 1)
 		m.Params().ResB2[0] = math.NaN()
 		m.Refresh()
-		r := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, stream.Config{})
+		r := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, stream.Config{}, sink.Config{})
 		produce(t, kc, []string{"a", "b"}, []string{"value"}, 0, lookback+2) // 3 windows each
 		dlq := readTopic(t, kc, "readings.dlq", 6, 30*time.Second)
 		for _, d := range dlq {
@@ -137,7 +143,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 func TestLimitsMeanWhatTheySay(t *testing.T) {
 	kc := startBroker(t)
 	r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{Workers: 3},
-		window.Config{MaxSeries: 10, SeriesTTL: 2 * time.Second}, stream.Config{})
+		window.Config{MaxSeries: 10, SeriesTTL: 2 * time.Second}, stream.Config{}, sink.Config{})
 	var series []string
 	for i := range 40 {
 		series = append(series, fmt.Sprintf("s-%02d", i))
@@ -169,10 +175,10 @@ func TestRebalanceForgetsAndLosesNothing(t *testing.T) {
 	for i := range 30 {
 		series = append(series, fmt.Sprintf("s-%02d", i))
 	}
-	a := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, sc)
+	a := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, sc, sink.Config{})
 	produce(t, kc, series, []string{"value"}, 0, lookback+5)
 	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
-	b := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, sc)
+	b := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, sc, sink.Config{})
 	for step := lookback + 5; step < lookback+25; step++ {
 		produce(t, kc, series, []string{"value"}, step, step+1)
 		time.Sleep(50 * time.Millisecond)

@@ -247,20 +247,6 @@ func checkLevel(level, prev float64) error {
 	return nil
 }
 
-// ValidateLevels reports whether levels can be the nominal levels of
-// forecast intervals: each in (0, 1), increasing and distinct. Callers check
-// their configuration with it once, at start-up.
-func ValidateLevels(levels []float64) error {
-	var prev float64
-	for _, l := range levels {
-		if err := checkLevel(l, prev); err != nil {
-			return fmt.Errorf("wire: %w: %w", ErrInvalid, err)
-		}
-		prev = l
-	}
-	return nil
-}
-
 // checkAttributionLayout runs the checks of the attribution layouts in mode
 // (full or summary); summary needs only the id.
 func (f *Forecast) checkAttributionLayout(mode AttributionMode) error {
