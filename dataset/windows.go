@@ -18,7 +18,8 @@ type Windows struct {
 	lookback int
 	horizon  int
 	r        Range
-	n        int // number of windows
+	n        int     // number of windows
+	times    []int64 // Unix nanoseconds of every row of data, nil when unknown
 }
 
 // NewWindows returns the stride-1 windows of the rows r of data, a
@@ -95,6 +96,30 @@ func (w *Windows) EndRow(i int) int {
 	return w.r.Start + i + w.lookback - 1
 }
 
+// WithTimes returns a copy of w whose windows know when they end: times
+// holds the time of every row of the buffer w was cut from (not only of its
+// range), in Unix nanoseconds. A model that reads the time (rhythms phased
+// by the clock) trains and forecasts only on windows with times.
+func (w *Windows) WithTimes(times []int64) (*Windows, error) {
+	if rows := len(w.data) / w.channels; len(times) != rows {
+		return nil, fmt.Errorf("windows: %d times for %d rows; give one time per row of the data", len(times), rows)
+	}
+	c := *w
+	c.times = times
+	return &c, nil
+}
+
+// EndTime returns the time of the newest row of window i's input (row
+// EndRow(i)) in Unix nanoseconds, and false when the windows have no
+// times. It panics if i is not in [0, Len()).
+func (w *Windows) EndTime(i int) (int64, bool) {
+	w.check(i)
+	if w.times == nil {
+		return 0, false
+	}
+	return w.times[w.EndRow(i)], true
+}
+
 // Channels returns the number of channels per row.
 func (w *Windows) Channels() int { return w.channels }
 
@@ -137,6 +162,9 @@ type Benchmark struct {
 	// Normalised holds the whole frame z-scored with Scaler, row-major.
 	// Metrics computed on it compare with published tables.
 	Normalised []float64
+	// Times holds the time of every row in Unix nanoseconds; the windows
+	// below carry them (Windows.EndTime).
+	Times []int64
 	// Train, Val and Test hold every stride-1 window of each part.
 	Train, Val, Test *Windows
 }
@@ -173,6 +201,10 @@ func Standard(f *Frame, lookback, horizon int) (*Benchmark, error) {
 	}
 	b := &Benchmark{Frame: f, Protocol: p, Split: split, Scaler: FitScaler(f, split.Train)}
 	b.Normalised = b.Scaler.Transform(nil, f.Values)
+	b.Times = make([]int64, rows)
+	for i, t := range f.Times {
+		b.Times[i] = t.UnixNano()
+	}
 	for _, part := range []struct {
 		name string
 		r    Range
@@ -183,6 +215,9 @@ func Standard(f *Frame, lookback, horizon int) (*Benchmark, error) {
 		{"test", split.Test, &b.Test},
 	} {
 		w, err := NewWindows(b.Normalised, chans, lookback, horizon, part.r)
+		if err == nil {
+			w, err = w.WithTimes(b.Times)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("standard benchmark %s: %s split under protocol %s: %w", f.Name, part.name, p, err)
 		}

@@ -7,38 +7,48 @@ import (
 
 // Attribution splits one forecast into its parts:
 //
-//	ŷ = Σ_{f∈S} α·σ·g_f(c_f) + ((1−α)·σ·r(x̂) + μ)
+//	ŷ = Σ_f σ·(α·1[f∈S]·g_f(c_f) + q_f(τ)) + ((1−α)·σ·r(u) + μ)
 //
 // where S is the selected set, g_f frequency f's bias-free head, c_f its
-// coefficients, r the residual MLP, and μ, σ the window's per-channel mean
-// and standard deviation restored by instance normalisation (μ = 0, σ = 1
-// without it). The contributions and the residual add up to the forecast
-// exactly, up to floating-point rounding.
+// coefficients, q_f its clock term (format 4: a frequency of a rhythm,
+// phased by the window's time τ; zero for the others), r the residual MLP
+// reading u, the window less its rhythms, and μ, σ the window's per-channel
+// mean and standard deviation restored by instance normalisation (μ = 0,
+// σ = 1 without it). The contributions and the residual add up to the
+// forecast exactly, up to floating-point rounding.
 //
-// Because the frequency part is a plain sum, each contribution is that
-// frequency's Shapley value among the selected frequencies; a frequency with
-// zero coefficients contributes exactly zero (its head has no bias).
+// In a format 4 model nothing in a frequency's part depends on which other
+// frequencies take part, and nothing else depends on it: the forecast is
+// an additive game over the frequencies, so each contribution is that
+// frequency's Shapley value, removing it moves the forecast by exactly its
+// contribution (Workspace.Without), a frequency whose part is zero for
+// every window contributes zero, and twin frequencies contribute alike.
 type Attribution struct {
-	// Alpha is α, the fusion weight of the frequency part.
+	// Alpha is α, the fusion weight of the frequency heads.
 	Alpha float64
 	// Forecast is ŷ, Horizon×Channels row-major.
 	Forecast []float64
-	// Residual is (1−α)·σ·r(x̂) + μ: everything not credited to a frequency,
+	// Residual is (1−α)·σ·r(u) + μ: everything not credited to a frequency,
 	// the window level included. Horizon×Channels.
 	Residual []float64
 	// Level is μ, the per-channel window mean inside Residual.
 	Level []float64
-	// Contributions has one entry per selected frequency, highest selection
-	// score first.
+	// Contributions has one entry per frequency with a part in this
+	// forecast: the selected ones, highest selection score first, then the
+	// unselected frequencies of rhythms (their clock terms), by id.
 	Contributions []Contribution
 }
 
-// Contribution is one selected frequency's part of a forecast.
+// Contribution is one frequency's part of a forecast.
 type Contribution struct {
 	Frequency
-	// Score is the selection logit that chose this frequency.
+	// Score is the frequency's selection logit.
 	Score float64
-	// Values is α·σ·g_f(c_f), Horizon×Channels, in the forecast's units.
+	// Selected says the window selected the frequency, so its head adds to
+	// Values; a frequency of a rhythm has a part (its clock term) either way.
+	Selected bool
+	// Values is σ·(α·g_f(c_f) + q_f), Horizon×Channels, in the forecast's
+	// units.
 	Values []float64
 	// Share is this frequency's part of the total absolute attribution:
 	// Σ|Values| over Σ|Values| of all frequencies plus Σ|Residual − Level|.
@@ -57,17 +67,14 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 	}
 	m := ws.m
 	cfg := m.cfg
-	H, C, K := cfg.Horizon, cfg.Channels, cfg.TopK
+	L, H, C, K := cfg.Lookback, cfg.Horizon, cfg.Channels, cfg.TopK
 	HC := H * C
 	alpha := sigmoid(m.params.Fusion[0])
 	dst.Alpha = alpha
 	dst.Forecast = resize(dst.Forecast, HC)
 	dst.Residual = resize(dst.Residual, HC)
 	dst.Level = resize(dst.Level, C)
-	if cap(dst.Contributions) < K {
-		dst.Contributions = make([]Contribution, K)
-	}
-	dst.Contributions = dst.Contributions[:K]
+	dst.Contributions = dst.Contributions[:0]
 
 	mu, sd := ws.mu[i*C:(i+1)*C], ws.sd[i*C:(i+1)*C]
 	copy(dst.Level, mu)
@@ -79,26 +86,64 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 			hs[h*C+c], sr[h*C+c], lv[h*C+c] = alpha*sd[c], sd[c], mu[c]
 		}
 	}
+	var qf []float64
+	if m.clock.active {
+		qf = ws.qprof[(i*(L+H)+L)*C : (i+1)*(L+H)*C]
+	}
 	// The same expressions as the forward pass, so that with every
 	// contribution zero the residual is the forecast to the last bit.
 	fc, rd := dst.Forecast[:HC], dst.Residual[:HC]
 	fs, res = fs[:HC], res[:HC]
 	total := 0.0
 	for j := range fc {
-		fc[j] = (alpha*fs[j]+(1-alpha)*res[j])*sr[j] + lv[j]
+		yn := alpha*fs[j] + (1-alpha)*res[j]
+		if qf != nil {
+			yn += qf[j]
+		}
+		fc[j] = yn*sr[j] + lv[j]
 		r := (1 - alpha) * res[j] * sr[j]
 		rd[j] = r + lv[j]
 		total += math.Abs(r)
 	}
-	for k := range K {
-		f := int(ws.sel[i*K+k])
-		slot := int(ws.pos[i*K+k])
+	add := func(f int, selected bool) *Contribution {
+		k := len(dst.Contributions)
+		if cap(dst.Contributions) > k {
+			dst.Contributions = dst.Contributions[:k+1]
+		} else {
+			dst.Contributions = append(dst.Contributions, Contribution{})
+		}
 		ct := &dst.Contributions[k]
 		ct.Frequency = m.frequency(f)
 		ct.Score = ws.score[i*cfg.Frequencies+f]
+		ct.Selected = selected
 		ct.Values = resize(ct.Values, HC)
+		return ct
+	}
+	clk := ws.attrClock[:HC]
+	for k := range K {
+		f := int(ws.sel[i*K+k])
+		if ws.without != nil && ws.without[f] {
+			continue
+		}
+		slot := int(ws.pos[i*K+k])
+		ct := add(f, true)
 		vals := ct.Values[:HC]
 		ct.Share = scaleAbsSum(vals, ws.contrib[slot*HC:(slot+1)*HC], hs)
+		if ws.clockTerm(i, f, clk) {
+			ct.Share = 0
+			for j := range vals {
+				vals[j] += clk[j] * sr[j]
+				ct.Share += math.Abs(vals[j])
+			}
+		}
+		total += ct.Share
+	}
+	for _, f := range m.clock.ids {
+		if (ws.without != nil && ws.without[f]) || ws.selected(i, f) || !ws.clockTerm(i, f, clk) {
+			continue
+		}
+		ct := add(f, false)
+		ct.Share = scaleAbsSum(ct.Values[:HC], clk, sr)
 		total += ct.Share
 	}
 	for k := range dst.Contributions {
@@ -109,6 +154,40 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 		}
 	}
 	return dst
+}
+
+// selected reports whether window i of the last pass selected frequency f.
+func (ws *Workspace) selected(i, f int) bool {
+	K := ws.cfg.TopK
+	for _, s := range ws.sel[i*K : (i+1)*K] {
+		if int(s) == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Without removes the frequencies ids from every following pass with ws:
+// their heads are dropped from the selection (not replaced by the next
+// best) and their clock terms are zero, so the forecast is the model's
+// forecast without them. For a format 4 model it differs from the full
+// forecast by exactly the removed frequencies' contributions. Without()
+// with no ids restores the full model. It allocates only on its first use.
+func (ws *Workspace) Without(ids ...int) {
+	if len(ids) == 0 {
+		ws.without = nil
+		return
+	}
+	if cap(ws.withoutBuf) < ws.cfg.Frequencies {
+		ws.withoutBuf = make([]bool, ws.cfg.Frequencies)
+	}
+	ws.without = ws.withoutBuf[:ws.cfg.Frequencies]
+	clear(ws.without)
+	for _, id := range ids {
+		if id >= 0 && id < len(ws.without) {
+			ws.without[id] = true
+		}
+	}
 }
 
 // addShares adds window i's attribution shares of the last Forward call to
@@ -125,29 +204,57 @@ func (ws *Workspace) addShares(i int, acc []float64) float64 {
 	for j, v := range res {
 		resid += math.Abs((1 - alpha) * v * sd[j%C])
 	}
-	// Two passes over the selected heads: the total first, then the shares,
-	// so nothing is allocated for any K.
+	// Two passes over the parts: the total first, then the shares, so
+	// nothing is allocated for any K.
 	total := resid
 	for k := range K {
-		total += ws.headAbs(i, k, alpha)
+		total += ws.partAbs(i, int(ws.sel[i*K+k]), k, alpha)
+	}
+	for _, f := range m.clock.ids {
+		if !ws.selected(i, f) {
+			total += ws.partAbs(i, f, -1, alpha)
+		}
 	}
 	if total <= 0 {
 		return 0
 	}
 	for k := range K {
-		acc[ws.sel[i*K+k]] += ws.headAbs(i, k, alpha) / total
+		f := int(ws.sel[i*K+k])
+		acc[f] += ws.partAbs(i, f, k, alpha) / total
+	}
+	for _, f := range m.clock.ids {
+		if !ws.selected(i, f) {
+			acc[f] += ws.partAbs(i, f, -1, alpha) / total
+		}
 	}
 	return resid / total
 }
 
-// headAbs is Σ|α·σ·g_f| of window i's rank-k selection.
-func (ws *Workspace) headAbs(i, k int, alpha float64) float64 {
+// partAbs is Σ|σ·(α·g_f + q_f)| of frequency f in window i, with its head
+// the rank-k selection (k < 0: not selected).
+func (ws *Workspace) partAbs(i, f, k int, alpha float64) float64 {
 	C, K, HC := ws.cfg.Channels, ws.cfg.TopK, ws.cfg.Horizon*ws.cfg.Channels
 	sd := ws.sd[i*C : (i+1)*C]
-	slot := int(ws.pos[i*K+k])
+	clk := ws.attrClock[:HC]
+	hasClock := ws.clockTerm(i, f, clk)
+	if !hasClock && k < 0 {
+		return 0
+	}
+	var head []float64
+	if k >= 0 {
+		slot := int(ws.pos[i*K+k])
+		head = ws.contrib[slot*HC : (slot+1)*HC]
+	}
 	a := 0.0
-	for j, v := range ws.contrib[slot*HC : (slot+1)*HC] {
-		a += math.Abs(alpha * v * sd[j%C])
+	for j := range HC {
+		v := 0.0
+		if head != nil {
+			v = alpha * head[j]
+		}
+		if hasClock {
+			v += clk[j]
+		}
+		a += math.Abs(v * sd[j%C])
 	}
 	return a
 }
@@ -179,4 +286,14 @@ func scaleAbsSum(dst, g, s []float64) float64 {
 		a0 += math.Abs(dst[i])
 	}
 	return (a0 + a1) + (a2 + a3)
+}
+
+// MaxContributions is the most contributions an Attribution of one model
+// window holds: the K selected frequencies and, in a model that reads the
+// time, the rhythms' frequencies (their clock terms) that were not.
+func (m *Model) MaxContributions() int {
+	if m.clock.active {
+		return m.cfg.TopK + len(m.clock.ids)
+	}
+	return m.cfg.TopK
 }

@@ -46,6 +46,17 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		}
 	}
 
+	// The clock's terms enter ŷₙ as they are: their horizon rows get ∂L/∂ŷₙ;
+	// their window rows get what the residual's input passes back (below).
+	ck := m.clock
+	if ck.active {
+		dq := tr.dq[:n*(L+H)*C]
+		clear(dq)
+		for b := range n {
+			copy(dq[(b*(L+H)+L)*C:(b+1)*(L+H)*C], dyn[b*HC:(b+1)*HC])
+		}
+	}
+
 	// Fusion: ŷₙ = α·F + (1−α)·r, α = σ(w).
 	fs, res := ws.freqSum[:n*HC], ws.res[:n*HC]
 	dalpha := 0.0
@@ -58,6 +69,10 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	dr := tr.dr[:n*HC]
 	for i, v := range dyn {
 		dr[i] = (1 - alpha) * v
+	}
+	if pw, _, _ := cfg.residualShape(); pw > 1 {
+		// One residual row per window and channel: ∂L/∂r channel by channel.
+		transposeWindows(tr.drT[:n*HC], dr, n, H, C)
 	}
 	clear(tr.dcoef[:nN*D])
 	ws.draws, ws.bk = draws, k
@@ -141,8 +156,15 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		}
 	}
 
-	if !cfg.residualReadsAll {
+	switch {
+	case cfg.residualReadsAll:
+	case cfg.residualSelected:
 		m.leftoverBackward(ws, n, dY)
+	case len(ck.ids) > 0:
+		m.rhythmLeftoverBackward(ws, n)
+	}
+	if ck.active {
+		m.clockBackward(ws, n)
 	}
 
 	// Y_b = Ψ̄·[x̂_b | 1]: the basis gradient.
@@ -161,28 +183,36 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 // ∂L/∂ŷₙ in ws.tr.dyn and (1−α)·∂L/∂ŷₙ in ws.tr.dr.
 func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
 	cfg, p, tr, g, n := m.cfg, m.params, ws.tr, ws.tr.grad, ws.n
-	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	C, H := cfg.Channels, cfg.Horizon
 	D, N, E, R := 2*cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
-	HC, LC := H*C, L*C
+	HC := H * C
 	alpha := sigmoid(p.Fusion[0])
-	dyn, dr, drh := tr.dyn[:n*HC], tr.dr[:n*HC], tr.drh[:n*R]
+	pw, in, out := cfg.residualShape()
+	rows := n * pw
+	dyn, dr, drh := tr.dyn[:n*HC], tr.dr[:n*HC], tr.drh[:rows*R]
 	var resMask, headMask []float64
 	if ws.draws != nil {
 		resMask, headMask = ws.draws.resMask, ws.draws.headMask
 	}
 
-	// Residual: output columns h0:h1 of the last layer, hidden columns r0:r1.
+	// Residual: output columns of the last layer, hidden columns r0:r1.
+	// The rows' output gradient is dr, or drT (one row per channel).
 	h0, h1 := split(HC, part, ws.parts())
 	for b := range n {
 		gemm.Axpy(1, dr[b*HC+h0:b*HC+h1], g.ResB2[h0:h1])
 	}
-	gemm.TN(R, h1-h0, n, ws.rh, R, dr[h0:], HC, g.ResW2[h0:], HC)
+	dro := dr
+	if pw > 1 {
+		dro = tr.drT[:rows*out]
+	}
+	o0, o1 := split(out, part, ws.parts())
+	gemm.TN(R, o1-o0, rows, ws.rh, R, dro[o0:], out, g.ResW2[o0:], out)
 	r0, r1 := split(R, part, ws.parts())
-	for b := range n {
+	for b := range rows {
 		clear(drh[b*R+r0 : b*R+r1])
 	}
-	gemm.NT(n, r1-r0, HC, dr, HC, p.ResW2[r0*HC:], HC, drh[r0:], R)
-	for b := range n {
+	gemm.NT(rows, r1-r0, out, dro, out, p.ResW2[r0*out:], out, drh[r0:], R)
+	for b := range rows {
 		for i := b*R + r0; i < b*R+r1; i++ {
 			drh[i] *= geluGrad(ws.rpre[i], ws.rtanh[i])
 			if resMask != nil {
@@ -191,7 +221,7 @@ func (m *Model) headsAndResidualBackward(ws *Workspace, part int) {
 		}
 		gemm.Axpy(1, drh[b*R+r0:b*R+r1], g.ResB1[r0:r1])
 	}
-	gemm.TN(LC, r1-r0, n, ws.resIn, LC, drh[r0:], R, g.ResW1[r0:], R)
+	gemm.TN(in, r1-r0, rows, ws.resX, in, drh[r0:], R, g.ResW1[r0:], R)
 
 	// Heads, one product per selected head.
 	fLo, fHi := ws.headRange(part)
@@ -277,11 +307,9 @@ func energyBackward(ws *Workspace, n int, dscore, dY []float64) {
 // The gradient reaching x̂ is not needed: x̂ is data.
 func (m *Model) leftoverBackward(ws *Workspace, n int, dY []float64) {
 	cfg, tr := m.cfg, ws.tr
-	L, C, K, R := cfg.Lookback, cfg.Channels, cfg.TopK, cfg.ResidualHidden
+	L, C, K := cfg.Lookback, cfg.Channels, cfg.TopK
 	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
-	G := tr.dxr[:n*LC]
-	clear(G)
-	gemm.NT(n, LC, R, tr.drh[:n*R], R, m.params.ResW1, R, G, LC)
+	G := m.residualInputGrad(ws, n)
 	psibar := m.basis.psibar
 	for b := range n {
 		gb, yb, db := G[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1], dY[b*M*C1:(b+1)*M*C1]
@@ -301,4 +329,85 @@ func (m *Model) leftoverBackward(ws *Workspace, n int, dY []float64) {
 			}
 		}
 	}
+}
+
+// rhythmLeftoverBackward adds the gradient that reaches the atoms and the
+// clock through the residual MLP's input of a format 4 model (see
+// rhythmLeftover), given ∂L/∂(its pre-activation) in ws.tr.drh. With
+// G = ∂L/∂u:
+//
+//	clock:    u = x̃ = x̂ − q_past,  ∂L/∂q_past = −G
+//	no clock: u = x̃ − Σ_{j of R} ψ̄_j ⊗ Z_j,  Z_j = ψ̄_jᵀ·x̃,  W_j = ψ̄_jᵀ·G,
+//	          ∂L/∂ψ̄_j(t) −= Σ_c G_tc·Z_jc + x̃_tc·W_jc,  ∂L/∂x̃ = G − Σ_j ψ̄_j ⊗ W_j
+//
+// The gradient reaching x̂ itself is not needed: x̂ is data.
+func (m *Model) rhythmLeftoverBackward(ws *Workspace, n int) {
+	cfg, tr, ck := m.cfg, ws.tr, m.clock
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	LC, M := L*C, len(ck.ids)
+	G := m.residualInputGrad(ws, n)
+	decycle := ck.active && !cfg.noDecycle
+	project := m.projectsRhythms()
+	psibar := m.basis.psibar
+	wj := tr.dab[:2*C] // scratch; clockBackward clears dab before its own use
+	for b := range n {
+		gb, xb, zb := G[b*LC:(b+1)*LC], ws.xt[b*LC:(b+1)*LC], ws.zfix[b*2*M*C:(b+1)*2*M*C]
+		dxt := gb
+		if decycle && project {
+			dxt = tr.dxt[b*LC : (b+1)*LC]
+			copy(dxt, gb)
+		}
+		for j, id := range ck.ids {
+			if !project {
+				break
+			}
+			clear(wj)
+			gemm.NN(2, C, L, psibar[2*id*L:], L, gb, C, wj, C)
+			zj := zb[2*j*C : (2*j+2)*C]
+			d0, d1 := tr.dPsibar[2*id*L:(2*id+1)*L], tr.dPsibar[(2*id+1)*L:(2*id+2)*L]
+			for t := range L {
+				g, x := gb[t*C:(t+1)*C], xb[t*C:(t+1)*C]
+				s0, s1 := 0.0, 0.0
+				for c := range C {
+					s0 += g[c]*zj[c] + x[c]*wj[c]
+					s1 += g[c]*zj[C+c] + x[c]*wj[C+c]
+				}
+				d0[t] -= s0
+				d1[t] -= s1
+				if decycle {
+					a0, a1 := psibar[2*id*L+t], psibar[(2*id+1)*L+t]
+					row := dxt[t*C : (t+1)*C]
+					for c := range row {
+						row[c] -= a0*wj[c] + a1*wj[C+c]
+					}
+				}
+			}
+		}
+		if decycle {
+			dq := tr.dq[b*(L+H)*C : b*(L+H)*C+LC]
+			for i, v := range dxt {
+				dq[i] = -v
+			}
+		}
+	}
+}
+
+// residualInputGrad returns ∂L/∂(the residual MLP's input) of the n
+// windows, in the window layout (step, then channel), from ∂L/∂(its
+// pre-activation) in ws.tr.drh: drh·R₁ᵀ, row by row.
+func (m *Model) residualInputGrad(ws *Workspace, n int) []float64 {
+	cfg, tr := m.cfg, ws.tr
+	L, C, R := cfg.Lookback, cfg.Channels, cfg.ResidualHidden
+	pw, in, _ := cfg.residualShape()
+	G := tr.dxr[:n*L*C]
+	gt := G
+	if pw > 1 {
+		gt = tr.gT[:n*L*C]
+	}
+	clear(gt)
+	gemm.NT(n*pw, in, R, tr.drh[:n*pw*R], R, m.params.ResW1, R, gt, in)
+	if pw > 1 {
+		untransposeWindows(G, gt, n, L, C)
+	}
+	return G
 }

@@ -47,12 +47,12 @@ func BenchmarkForwardWindow(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				m, x := benchModel(b, c.cfg, 1)
 				ws := m.NewWorkspace(1)
-				dst := m.Forward(ws, nil, x)
+				dst := m.Forward(ws, nil, x, nil)
 				var a *model.Attribution
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
-					dst = m.Forward(ws, dst, x)
+					dst = m.Forward(ws, dst, x, nil)
 					if explain {
 						a = ws.Attribution(0, a)
 					}
@@ -78,7 +78,7 @@ func BenchmarkForwardBatched(b *testing.B) {
 			ws := m.NewWorkspace(batch)
 			dst := make([]float64, batch*m.Horizon()*m.Channels())
 			for range per {
-				dst = m.Forward(ws, dst, x)
+				dst = m.Forward(ws, dst, x, nil)
 			}
 		})
 	}
@@ -163,7 +163,7 @@ func BenchmarkETTh1(b *testing.B) {
 func BenchmarkAttribution(b *testing.B) {
 	m, x := benchModel(b, model.Config{Horizon: 96, Channels: 7}, 1)
 	ws := m.NewWorkspace(1)
-	m.Forward(ws, nil, x)
+	m.Forward(ws, nil, x, nil)
 	a := ws.Attribution(0, nil)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -81,9 +81,30 @@ type Config struct {
 	// score is the learned scorer alone, and the residual MLP reads the
 	// whole window. New models leave both false: the score adds the log of
 	// each frequency's share of the window's energy (windowEnergy), and the
-	// residual reads what the selected frequencies leave (leftover). Tests
+	// residual reads what the rhythms' frequencies leave (leftover). Tests
 	// set one at a time to measure what each part buys.
 	noEnergyPrior, residualReadsAll bool
+	// residualSelected and noClock select the maths of format 3 (both
+	// set): the residual MLP reads what the *selected* frequencies leave of
+	// the window, so removing a frequency from the selection changes the
+	// residual's input, and no frequency reads the time. Format 4 leaves
+	// both false: the residual reads the window less the rhythms' part of
+	// it (a fixed set, so attributions are faithful to removal) and every
+	// rhythm frequency adds a term phased by the window's timestamp.
+	residualSelected, noClock bool
+	// residualMixesChannels selects the residual MLP of format 3 and
+	// older: one MLP over the flattened window of all channels, L·C → H·C.
+	// Format 4 shares one MLP, L → H, between the channels of a window
+	// (channel-independent, with a per-channel output bias).
+	residualMixesChannels bool
+	// noDecycle and residualSeesRhythms are a test's ablations of what the
+	// residual MLP of a model that reads the time sees: with noDecycle the
+	// window less its projection on the rhythms' atoms but with the
+	// clock's terms in it; with residualSeesRhythms the window less the
+	// clock's terms only, so the residual sees how this window's rhythms
+	// differ from their usual shape (more accurate on ETTh1, but the
+	// residual then carries cycles: see the README's ablation).
+	noDecycle, residualSeesRhythms bool
 }
 
 // withDefaults returns cfg with every zero field set to its default.
@@ -163,6 +184,17 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("model: these shapes need %d parameters, more than the %d a model file holds; lower horizon, lookback or hidden sizes", n, maxParams)
 	}
 	return nil
+}
+
+// residualShape returns the shape of the residual MLP's products: rows
+// per window, input and output width. A format 4 model runs one MLP row per
+// window and channel (L → H, weights shared between channels); older
+// formats one row per window over all channels (L·C → H·C).
+func (cfg Config) residualShape() (perWindow, in, out int) {
+	if cfg.residualMixesChannels {
+		return 1, cfg.Lookback * cfg.Channels, cfg.Horizon * cfg.Channels
+	}
+	return cfg.Channels, cfg.Lookback, cfg.Horizon
 }
 
 // Lookback returns L, the number of past steps a window holds.

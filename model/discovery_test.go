@@ -74,9 +74,12 @@ type discoveryResult struct {
 
 // discoveryVariant changes one step of discovery, to measure what it buys.
 type discoveryVariant struct {
-	name  string
-	model func(*Config)
-	train func(*TrainConfig)
+	name string
+	// untimed trains on windows without timestamps (a model that cannot
+	// read the time).
+	untimed bool
+	model   func(*Config)
+	train   func(*TrainConfig)
 }
 
 // trainDiscovery trains an independent model with default settings (but
@@ -85,8 +88,15 @@ type discoveryVariant struct {
 func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int, v discoveryVariant) discoveryResult {
 	t.Helper()
 	S, T := c.frame.Channels(), c.frame.Rows()
+	times := make([]int64, T)
+	for i, ts := range c.frame.Times {
+		times[i] = ts.UnixNano()
+	}
 	win := func(lo, hi int) *dataset.Windows {
 		w, err := dataset.NewWindows(c.frame.Values, S, lookback, horizon, dataset.Range{Start: lo, End: hi})
+		if err == nil && !v.untimed {
+			w, err = w.WithTimes(times)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,6 +115,9 @@ func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !v.untimed {
+		m.Meta.Cadence = c.frame.Cadence
+	}
 	if _, err := Train(context.Background(), m, tr, va, tc, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +126,7 @@ func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int
 		t.Fatal(err)
 	}
 	r := discoveryResult{residualShare: met.ResidualShare, shares: met.Shares, testMSE: met.MSE}
+	t.Logf("DEBUG rhythms %s peaks %+v alpha %.3f", describeRhythms(m.Meta.Rhythms), m.Meta.Peaks, m.Alpha())
 	fs := m.Frequencies()
 	onCycle := func(f Frequency) bool {
 		return slices.ContainsFunc(c.periods, func(p float64) bool { return math.Abs(f.PeriodSteps/p-1) < 0.01 })

@@ -85,6 +85,7 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 			x := make([]float64, batch*L*C)
 			y := make([]float64, batch*H*C)
 			out := make([]float64, batch*H*C)
+			tau := make([]float64, batch*C)
 			idx := make([]int, batch)
 			for {
 				k := int(next.Add(1)) - 1
@@ -96,8 +97,8 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 				for j := range n {
 					idx[j] = lo + j
 				}
-				bt.fill(x, y, idx[:n])
-				m.forward(ws, out[:n*H*C], x[:n*L*C], n, nil)
+				bt.fill(x, y, tau, idx[:n])
+				m.forward(ws, out[:n*H*C], x[:n*L*C], tau[:n*C], n, nil)
 				for _, f := range ws.sel[:n*K] {
 					cnt[f]++
 				}

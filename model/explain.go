@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Explanation is the forecast of one window of C channels with its complete
@@ -25,6 +26,28 @@ type Explanation struct {
 	// ResidualShare is the residual's part (level excluded) of the total
 	// absolute attribution; it and the contributions' shares sum to 1.
 	ResidualShare float64
+	// Rhythms holds the part of each of the model's rhythms (in the order
+	// of Model.Meta.Rhythms): the exact sum of its frequencies'
+	// contributions.
+	Rhythms []RhythmPart
+}
+
+// RhythmPart is one rhythm's part of a forecast: the sum of the
+// contributions of its frequencies.
+type RhythmPart struct {
+	// Index is the rhythm's index in Model.Meta.Rhythms.
+	Index int
+	// PeriodSteps is its fundamental period in steps, Period in time (0
+	// when the cadence is unknown).
+	PeriodSteps float64
+	Period      time.Duration
+	// Frequencies are its frequencies' ids.
+	Frequencies []int
+	// Values is Σ of its frequencies' contributions, Horizon×Channels, in
+	// the forecast's units.
+	Values []float64
+	// Share is Σ of its frequencies' shares.
+	Share float64
 }
 
 // Explainer forecasts batches of C-channel windows given in their own units
@@ -38,6 +61,7 @@ type Explainer struct {
 	C    int // channels of a window
 	ws   *Workspace
 	x, y []float64
+	ends []int64 // the model windows' end times
 	n    int
 	attr *Attribution
 	byID []int // frequency id → index in the explanation being built, −1 when absent
@@ -76,8 +100,10 @@ func (e *Explainer) modelWindows() int {
 
 // Forecast runs the model on n windows (x holds n·Lookback·C values,
 // window after window, step then channel) and returns the n forecasts
-// (n·Horizon·C values), valid until the next call.
-func (e *Explainer) Forecast(x []float64) []float64 {
+// (n·Horizon·C values), valid until the next call. ends holds the time of
+// each window's newest step (Unix nanoseconds); a model that reads the
+// time (Model.ReadsTime) needs it, others take nil.
+func (e *Explainer) Forecast(x []float64, ends []int64) []float64 {
 	cfg := e.m.cfg
 	L, H, C := cfg.Lookback, cfg.Horizon, e.C
 	if len(x)%(L*C) != 0 {
@@ -109,7 +135,22 @@ func (e *Explainer) Forecast(x []float64) []float64 {
 	} else {
 		copy(e.x, x)
 	}
-	out := e.m.Forward(e.ws, e.y, e.x)
+	if e.m.clock.active {
+		if len(ends) != n {
+			panic(fmt.Sprintf("model: Explainer.Forecast got %d window times for %d windows; this model reads the time of each window", len(ends), n))
+		}
+		if k == 1 {
+			e.ends = append(e.ends[:0], ends...)
+		} else {
+			e.ends = e.ends[:0]
+			for _, t := range ends {
+				for range k {
+					e.ends = append(e.ends, t)
+				}
+			}
+		}
+	}
+	out := e.m.Forward(e.ws, e.y, e.x, e.ends)
 	e.y = out
 	if cfg.Mode == Independent {
 		// Back to window-major, step, channel: out holds (w·C + c)·H + h.
@@ -242,5 +283,48 @@ func (e *Explainer) Explain(i int, dst *Explanation) *Explanation {
 			dst.Level[c] = dst.Level[c]*e.std[c] + e.mean[c]
 		}
 	}
+	e.rhythmParts(dst)
 	return dst
+}
+
+// rhythmParts fills dst.Rhythms from its contributions.
+func (e *Explainer) rhythmParts(dst *Explanation) {
+	rs := e.m.Meta.Rhythms
+	if cap(dst.Rhythms) < len(rs) {
+		dst.Rhythms = make([]RhythmPart, len(rs))
+	}
+	dst.Rhythms = dst.Rhythms[:len(rs)]
+	HC := len(dst.Forecast)
+	for r := range rs {
+		rp := &dst.Rhythms[r]
+		rp.Index, rp.PeriodSteps, rp.Frequencies = r, rs[r].PeriodSteps, rs[r].Frequencies
+		rp.Period = 0
+		if e.m.Meta.Cadence > 0 {
+			rp.Period = time.Duration(math.Round(rs[r].PeriodSteps * float64(e.m.Meta.Cadence)))
+		}
+		rp.Values = resize(rp.Values, HC)
+		clear(rp.Values)
+		rp.Share = 0
+	}
+	for _, c := range dst.Contributions {
+		r := e.m.clock.rhythmOfID(c.ID)
+		if r < 0 || r >= len(dst.Rhythms) {
+			continue
+		}
+		rp := &dst.Rhythms[r]
+		for j, v := range c.Values {
+			rp.Values[j] += v
+		}
+		rp.Share += c.Share
+	}
+}
+
+// Without removes the frequencies ids from the following forecasts (see
+// Workspace.Without): the forecast without them differs from the full one
+// by exactly their contributions. Without() restores the full model.
+func (e *Explainer) Without(ids ...int) {
+	if e.ws == nil {
+		e.ws = e.m.NewWorkspace(1)
+	}
+	e.ws.Without(ids...)
 }

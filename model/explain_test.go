@@ -40,7 +40,7 @@ func TestExplainerCompleteInInputUnits(t *testing.T) {
 					x = append(x, 1000+250*v) // far from the training scale
 				}
 			}
-			y := e.Forecast(x)
+			y := e.Forecast(x, nil)
 			HC := tc.cfg.Horizon * tc.channels
 			var ex *Explanation
 			for i := range 5 {
@@ -79,13 +79,13 @@ func TestExplainerIndependentMatchesSingleChannel(t *testing.T) {
 	m := randomModel(t, cfg, 5)
 	e, _ := m.NewExplainer(3)
 	src := sineSource(1, 16, 4, 3, 9)
-	y := append([]float64(nil), e.Forecast(src.Input(0))...)
+	y := append([]float64(nil), e.Forecast(src.Input(0), nil)...)
 	for c := range 3 {
 		one := make([]float64, 16)
 		for t := range 16 {
 			one[t] = src.Input(0)[t*3+c]
 		}
-		alone := m.Forward(m.NewWorkspace(1), nil, one)
+		alone := m.Forward(m.NewWorkspace(1), nil, one, nil)
 		for h := range 4 {
 			if y[h*3+c] != alone[h] {
 				t.Fatalf("field %d step %d: %v in the 3-field window, %v alone", c, h, y[h*3+c], alone[h])
@@ -98,10 +98,10 @@ func TestExplainerAllocatesNothing(t *testing.T) {
 	m := randomModel(t, Config{Horizon: 96, Channels: 1, Mode: Independent}, 2)
 	e, _ := m.NewExplainer(2)
 	x, _ := randomBatch(Config{Lookback: 96, Horizon: 96, Channels: 2}, 8, 3)
-	e.Forecast(x)
+	e.Forecast(x, nil)
 	ex := e.Explain(7, nil)
 	if allocs := testing.AllocsPerRun(10, func() {
-		e.Forecast(x)
+		e.Forecast(x, nil)
 		for i := range 8 {
 			ex = e.Explain(i, ex)
 		}

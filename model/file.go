@@ -33,14 +33,19 @@ import (
 //   - 3: the tensors of version 2; the selection score adds the log of
 //     each frequency's share of the window's energy, and the residual MLP
 //     reads what the selected frequencies leave of the window.
+//   - 4: rhythms (metadata "rhythms") and the clock: a tensor clock.weight
+//     [N, 2, C] of terms phased by each window's time for the rhythms'
+//     frequencies; the residual MLP reads the window less its rhythms (a
+//     fixed set, not the selection), so attributions are faithful to
+//     removal.
 //
 // A version 1 model loads as the version 2 model that forecasts exactly as
 // it did: its cosine atoms are the old atoms (φ moved to the new anchor),
 // and the weights that read the sine atoms are zero, for training to grow.
-// A version 2 model keeps the version 2 maths (and is saved as version 2),
-// so it forecasts exactly as it did; models trained by this build are
-// version 3.
-const FormatVersion = 3
+// A version 2 or 3 model keeps its maths (and is saved in its version), so
+// it forecasts exactly as it did; models trained by this build are
+// version 4.
+const FormatVersion = 4
 
 const (
 	formatName     = "freqlens"
@@ -165,6 +170,9 @@ func (m *Model) metadata(weightsSHA string) map[string]string {
 	if len(m.Meta.Peaks) > 0 {
 		md["peaks"] = js(m.Meta.Peaks)
 	}
+	if len(m.Meta.Rhythms) > 0 {
+		md["rhythms"] = js(m.Meta.Rhythms)
+	}
 	if m.Meta.Shares != nil {
 		md["shares"] = js(m.Meta.Shares)
 		md["residual_share"] = strconv.FormatFloat(m.Meta.ResidualShare, 'g', -1, 64)
@@ -245,6 +253,7 @@ func Decode(b []byte) (*Model, error) {
 		return nil, err
 	}
 	cfg.noEnergyPrior, cfg.residualReadsAll = ver <= 2, ver <= 2
+	cfg.residualSelected, cfg.noClock, cfg.residualMixesChannels = ver == 3, ver <= 3, ver <= 3
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("incompatible model: %w", err)
 	}
@@ -320,6 +329,7 @@ func Decode(b []byte) (*Model, error) {
 		reanchorV1(m.params, cfg)
 	}
 	m.refresh()
+	m.setClock()
 	return m, nil
 }
 
@@ -329,9 +339,12 @@ func Decode(b []byte) (*Model, error) {
 // format holds.
 func (cfg Config) formatVersion() int {
 	switch {
-	case cfg.noEnergyPrior && cfg.residualReadsAll:
+	case cfg.noDecycle || cfg.residualSeesRhythms:
+	case cfg.noEnergyPrior && cfg.residualReadsAll && cfg.noClock && cfg.residualMixesChannels:
 		return 2
-	case !cfg.noEnergyPrior && !cfg.residualReadsAll:
+	case !cfg.noEnergyPrior && !cfg.residualReadsAll && cfg.residualSelected && cfg.noClock && cfg.residualMixesChannels:
+		return 3
+	case !cfg.noEnergyPrior && !cfg.residualReadsAll && !cfg.residualSelected && !cfg.noClock && !cfg.residualMixesChannels:
 		return FormatVersion
 	}
 	return 0
@@ -409,7 +422,7 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 	for _, f := range []struct {
 		key string
 		dst any
-	}{{"selected", &meta.Selected}, {"peaks", &meta.Peaks}, {"shares", &meta.Shares}} {
+	}{{"selected", &meta.Selected}, {"peaks", &meta.Peaks}, {"shares", &meta.Shares}, {"rhythms", &meta.Rhythms}} {
 		if s := md[f.key]; s != "" {
 			if err := json.Unmarshal([]byte(s), f.dst); err != nil {
 				return cfg, meta, fmt.Errorf("corrupted header: metadata %s: %v", f.key, err)
@@ -491,6 +504,18 @@ func (meta Meta) check(cfg Config) error {
 	for _, pk := range meta.Peaks {
 		if pk.ID < 0 || pk.ID >= cfg.Frequencies || !(pk.PeriodSteps > 0) || math.IsInf(pk.PeriodSteps, 0) {
 			return fmt.Errorf("corrupted header: metadata peaks names frequency %d with period %v of %d frequencies", pk.ID, pk.PeriodSteps, cfg.Frequencies)
+		}
+	}
+	for _, r := range meta.Rhythms {
+		if !(r.PeriodSteps > 0) || math.IsInf(r.PeriodSteps, 0) || len(r.Frequencies) == 0 || len(r.Frequencies) != len(r.Harmonics) ||
+			math.IsNaN(r.AnchorStep) || math.IsInf(r.AnchorStep, 0) || !(r.AnchorPhase >= 0 && r.AnchorPhase < 1) {
+			return fmt.Errorf("corrupted header: metadata rhythms holds a rhythm of period %v with %d frequencies and %d harmonics",
+				r.PeriodSteps, len(r.Frequencies), len(r.Harmonics))
+		}
+		for j, id := range r.Frequencies {
+			if id < 0 || id >= cfg.Frequencies || r.Harmonics[j] < 1 {
+				return fmt.Errorf("corrupted header: metadata rhythms names frequency %d (harmonic %d) of %d frequencies", id, r.Harmonics[j], cfg.Frequencies)
+			}
 		}
 	}
 	if len(meta.Mean) != len(meta.Std) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -23,8 +24,9 @@ func encoded(t testing.TB, m *Model) []byte {
 }
 
 func TestSaveLoadRoundTrip(t *testing.T) {
-	m := randomModel(t, smallConfigs[0].cfg, 9)
+	m := smallModel(t, 0, 9)
 	m.Meta = Meta{
+		Rhythms:       m.Meta.Rhythms,
 		ChannelNames:  []string{"HUFL", "OT"},
 		Cadence:       time.Hour,
 		Mean:          []float64{1.5, -2},
@@ -63,10 +65,15 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if !bytes.Equal(gj, wj) {
 		t.Errorf("meta = %s, want %s", gj, wj)
 	}
-	// The loaded model forecasts bit for bit like the saved one.
+	// The loaded model forecasts bit for bit like the saved one, reading
+	// the time as it did.
+	if !got.ReadsTime() || len(got.Meta.Rhythms) != 2 {
+		t.Fatalf("the loaded model has rhythms %+v and reads the time: %v; want both as saved", got.Meta.Rhythms, got.ReadsTime())
+	}
 	x, _ := randomBatch(m.cfg, 3, 1)
-	a := m.Forward(m.NewWorkspace(3), nil, x)
-	b := got.Forward(got.NewWorkspace(3), nil, x)
+	ends := windowEnds(m, 3, 2)
+	a := m.Forward(m.NewWorkspace(3), nil, x, ends)
+	b := got.Forward(got.NewWorkspace(3), nil, x, ends)
 	for i := range a {
 		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
 			t.Fatalf("forecast %d = %v after loading, %v before", i, b[i], a[i])
@@ -213,7 +220,7 @@ func FuzzDecode(f *testing.F) {
 // whose cosine atoms are the old atoms and whose sine weights are zero, so
 // it forecasts exactly as it did.
 func TestDecodeUpgradesVersion1(t *testing.T) {
-	cfg := smallConfigs[0].cfg
+	cfg := smallConfigs[len(smallConfigs)-1].cfg // the version 2 maths, which version 1 loads as
 	m := randomModel(t, cfg, 21)
 	c := m.cfg
 	d, N, S, E, L := c.Hidden, c.Frequencies, c.ScorerHidden, c.HeadHidden, c.Lookback
@@ -286,57 +293,48 @@ func TestDecodeUpgradesVersion1(t *testing.T) {
 	}
 }
 
-// TestFormat2KeepsItsMaths: a version 2 file loads as a model with the
-// version 2 maths (no energy term in the selection, a residual MLP that
-// reads the whole window), forecasts exactly as the plain reference of
-// that maths does, and is saved as version 2 again; the same parameters
-// under the version 3 maths forecast differently.
-func TestFormat2KeepsItsMaths(t *testing.T) {
-	for _, sc := range smallConfigs {
-		if sc.cfg.formatVersion() != FormatVersion {
+// TestOlderFormatsKeepTheirMaths: a version 2 or 3 file loads as a model
+// with that version's maths (version 2: no energy term in the selection, a
+// residual MLP that reads the whole window; version 3: the residual reads
+// what the selected frequencies leave; both without rhythms' clock and with
+// one residual MLP over all channels), forecasts exactly as the plain
+// reference of that maths does, and is saved in its version again.
+func TestOlderFormatsKeepTheirMaths(t *testing.T) {
+	for i, sc := range smallConfigs {
+		ver := sc.cfg.formatVersion()
+		if ver == FormatVersion || ver == 0 {
 			continue
 		}
 		t.Run(sc.name, func(t *testing.T) {
-			m := randomModel(t, sc.cfg, 31)
-			var buf bytes.Buffer
-			if _, err := m.WriteTo(&buf); err != nil {
-				t.Fatal(err)
-			}
-			file := bytes.Replace(buf.Bytes(), []byte(`"format_version":"3"`), []byte(`"format_version":"2"`), 1)
-			if bytes.Equal(file, buf.Bytes()) {
-				t.Fatal("the written header holds no format_version 3")
+			m := smallModel(t, i, 31)
+			file := encoded(t, m)
+			if !bytes.Contains(file, []byte(fmt.Sprintf(`"format_version":"%d"`, ver))) {
+				t.Fatalf("a version %d model was not written as version %d", ver, ver)
 			}
 			old, err := Decode(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !old.cfg.noEnergyPrior || !old.cfg.residualReadsAll {
-				t.Fatalf("a version 2 file loaded with config %+v, want the version 2 maths", old.cfg)
+			if old.cfg != m.cfg {
+				t.Fatalf("a version %d file loaded with config %+v, want %+v", ver, old.cfg, m.cfg)
 			}
 			const n = 4
 			x, y := randomBatch(m.cfg, n, 5)
-			got := old.Forward(old.NewWorkspace(n), nil, x)
-			// The reference of the version 2 maths, with the selection the
-			// forecast made (a training pass without noise or dropout
-			// selects the same top-K, with gates of exactly 1).
+			got := old.Forward(old.NewWorkspace(n), nil, x, nil)
+			// The reference of that maths, with the selection the forecast
+			// made (a training pass without noise or dropout selects the
+			// same top-K, with gates of exactly 1).
 			noise := make([]float64, n*old.cfg.Frequencies)
 			tr := newGradTrainer(t, old, x, y, noise, n, TrainConfig{Dropout: -1})
 			tr.gradient(n, 1)
-			want := refLoss(old.cfg, old.params, x, y, n, noise, 1, selectionOf(tr, n), tr.cfg)
+			want := refLoss(old.cfg, old.params, clockOf(old, tr.tau), x, y, n, noise, 1, selectionOf(tr, n), tr.cfg)
 			for i := range got {
 				if !close(got[i], want.forecast[i], 1e-9) {
-					t.Fatalf("forecast %d = %v, the version 2 reference gives %v", i, got[i], want.forecast[i])
+					t.Fatalf("forecast %d = %v, the version %d reference gives %v", i, got[i], ver, want.forecast[i])
 				}
 			}
-			if now := m.Forward(m.NewWorkspace(n), nil, x); slices.Equal(now, got) {
-				t.Error("the version 3 maths forecast exactly as version 2 on the same parameters; the test cannot tell them apart")
-			}
-			buf.Reset()
-			if _, err := old.WriteTo(&buf); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Contains(buf.Bytes(), []byte(`"format_version":"2"`)) {
-				t.Error("a version 2 model was not saved as version 2")
+			if !bytes.Equal(encoded(t, old), file) {
+				t.Errorf("a version %d model was not saved as it was read", ver)
 			}
 		})
 	}

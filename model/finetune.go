@@ -10,7 +10,8 @@ import (
 
 // FineTuneConfig sets one round of online fine-tuning: a few Adam steps on
 // recent (window, target) pairs that move only the frequency parameters θ
-// and φ and the fusion weight, and optionally the heads. The zero value of
+// and φ, the rhythms' clock terms and the fusion weight, and optionally the
+// heads. The zero value of
 // every field means its default.
 type FineTuneConfig struct {
 	// Steps is the number of Adam steps.
@@ -207,7 +208,7 @@ func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (Fi
 func fineTuned(heads bool) func(component string) bool {
 	return func(component string) bool {
 		switch component {
-		case "frequencies", "fusion":
+		case "frequencies", "fusion", "clock":
 			return true
 		case "heads":
 			return heads

@@ -26,13 +26,16 @@ func geluGrad(x, t float64) float64 {
 //
 // x holds n windows of Lookback×Channels values, row-major (step, then
 // channel), back to back; dst receives n forecasts of Horizon×Channels in the
-// same layout. A nil or short dst is replaced by a new slice. Frequency
-// selection is the deterministic top-K. After the call ws explains each
-// window (Workspace.Attribution).
+// same layout. A nil or short dst is replaced by a new slice. ends holds the
+// time of each window's newest step in Unix nanoseconds; a model that reads
+// the time (ReadsTime) needs it, the others ignore it and take nil.
+// Frequency selection is the deterministic top-K. After the call ws explains
+// each window (Workspace.Attribution).
 //
 // Forward allocates nothing once ws has held a batch of n windows. It panics
-// when len(x) is not a multiple of Lookback×Channels.
-func (m *Model) Forward(ws *Workspace, dst, x []float64) []float64 {
+// when len(x) is not a multiple of Lookback×Channels, or when the model
+// reads the time and ends does not hold one time per window.
+func (m *Model) Forward(ws *Workspace, dst, x []float64, ends []int64) []float64 {
 	w := m.cfg.Lookback * m.cfg.Channels
 	if len(x)%w != 0 || len(x) == 0 {
 		panic(fmt.Sprintf("model: Forward got %d values, not a positive multiple of lookback×channels = %d", len(x), w))
@@ -43,9 +46,29 @@ func (m *Model) Forward(ws *Workspace, dst, x []float64) []float64 {
 		dst = make([]float64, out)
 	}
 	dst = dst[:out]
-	m.forward(ws, dst, x, n, nil)
+	var tau []float64
+	if m.clock.active {
+		if len(ends) != n {
+			panic(fmt.Sprintf("model: Forward got %d window times for %d windows; this model reads the time of each window", len(ends), n))
+		}
+		ws.grow(n)
+		C := m.cfg.Channels
+		tau = ws.tauIn[:n*C]
+		for b, t := range ends {
+			s := m.clock.steps(t)
+			for c := range C {
+				tau[b*C+c] = s
+			}
+		}
+	}
+	m.forward(ws, dst, x, tau, n, nil)
 	return dst
 }
+
+// ReadsTime reports whether the model's forecasts depend on the time of
+// each window (a format 4 model with rhythms and a known cadence): then
+// Forward and the Explainer need the windows' times.
+func (m *Model) ReadsTime() bool { return m.clock.active }
 
 // stepDraws are the random draws of a training forward pass for n windows.
 type stepDraws struct {
@@ -60,7 +83,12 @@ type stepDraws struct {
 // path: top-K of the perturbed logits, with the tempered softmax kept for
 // the straight-through gradient, and dropout. With nil draws the selection
 // is the deterministic top-K of the logits and nothing is dropped.
-func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws) {
+//
+// tau holds, for every window and channel, the time of the window's newest
+// step in steps since the Unix epoch (n·C values; channels of a shuffled
+// training sample come from different windows); it is read only when the
+// model's clock is active.
+func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *stepDraws) {
 	if ws.cfg != m.cfg {
 		panic("model: workspace was made for a model with different shapes")
 	}
@@ -145,11 +173,35 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 		topK(sel[b*K:(b+1)*K], logits, ws.topv)
 	}
 
-	// The residual reads what the selected frequencies leave of the window.
+	// The clock: the rhythm frequencies' terms over the window and horizon.
+	ck := m.clock
+	if ck.active {
+		if len(tau) < n*C {
+			panic(fmt.Sprintf("model: %d window times for %d windows of %d channels; this model reads the time", len(tau), n, C))
+		}
+		copy(ws.tau[:n*C], tau[:n*C])
+		m.clockForward(ws, n)
+	}
+
+	// The residual reads what the rhythms (format 4) or the selected
+	// frequencies (format 3) leave of the window.
 	ws.resIn = ws.xn
-	if !cfg.residualReadsAll {
+	switch {
+	case cfg.residualReadsAll:
+	case cfg.residualSelected:
 		ws.resIn = ws.xr
 		leftover(ws, n)
+	case len(ck.ids) > 0:
+		ws.resIn = ws.xr
+		m.rhythmLeftover(ws, n)
+	}
+
+	// The residual MLP's rows: one per window, or one per window and
+	// channel (weights shared between channels), read channel by channel.
+	ws.resX = ws.resIn
+	if pw, _, _ := cfg.residualShape(); pw > 1 {
+		ws.resX = ws.resT[:n*LC]
+		transposeWindows(ws.resX, ws.resIn[:n*LC], n, L, C)
 	}
 
 	// 6. Group the selections by head so each head runs one product.
@@ -162,13 +214,20 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 	ws.draws = nil
 	fs, res := ws.freqSum[:n*HC], ws.res[:n*HC]
 
-	// 9. Fuse and undo the normalisation.
+	// 9. Fuse, add the clock's terms and undo the normalisation.
 	alpha := sigmoid(p.Fusion[0])
 	for b := range n {
+		var qf []float64
+		if ck.active {
+			qf = ws.qprof[(b*(L+H)+L)*C : (b+1)*(L+H)*C]
+		}
 		for h := range H {
 			for c := range C {
 				i := b*HC + h*C + c
 				yn := alpha*fs[i] + (1-alpha)*res[i]
+				if qf != nil {
+					yn += qf[h*C+c]
+				}
 				dst[i] = yn*sd[b*C+c] + mu[b*C+c]
 			}
 		}
@@ -181,9 +240,9 @@ func (m *Model) forward(ws *Workspace, dst, x []float64, n int, draws *stepDraws
 // the result does not depend on how many parts run.
 func (m *Model) headsAndHidden(ws *Workspace, part int) {
 	cfg, p, n := m.cfg, m.params, ws.n
-	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	C, H := cfg.Channels, cfg.Horizon
 	D, N, E, R := 2*cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
-	HC, LC := H*C, L*C
+	HC := H * C
 	var headMask, resMask []float64
 	if ws.draws != nil {
 		headMask, resMask = ws.draws.headMask, ws.draws.resMask
@@ -221,13 +280,15 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 		gemm.NN(cnt, HC, E, A, E, p.HeadW2[f*E*HC:(f+1)*E*HC], HC, O, HC)
 	}
 
-	rpre, rt, rh := ws.rpre[:n*R], ws.rtanh[:n*R], ws.rh[:n*R]
+	pw, in, _ := cfg.residualShape()
+	rows := n * pw
+	rpre, rt, rh := ws.rpre[:rows*R], ws.rtanh[:rows*R], ws.rh[:rows*R]
 	c0, c1 := split(R, part, ws.parts())
-	for b := range n {
+	for b := range rows {
 		copy(rpre[b*R+c0:b*R+c1], p.ResB1[c0:c1])
 	}
-	gemm.NN(n, c1-c0, LC, ws.resIn, LC, p.ResW1[c0:], R, rpre[c0:], R)
-	for b := range n {
+	gemm.NN(rows, c1-c0, in, ws.resX, in, p.ResW1[c0:], R, rpre[c0:], R)
+	for b := range rows {
 		lo, hi := b*R+c0, b*R+c1
 		gemm.GELU(rh[lo:hi], rt[lo:hi], rpre[lo:hi])
 		if resMask != nil {
@@ -244,18 +305,67 @@ func (m *Model) residualOut(ws *Workspace, part int) {
 	cfg, p, n := m.cfg, m.params, ws.n
 	HC, K, R := cfg.Horizon*cfg.Channels, cfg.TopK, cfg.ResidualHidden
 	res, fs := ws.res[:n*HC], ws.freqSum[:n*HC]
-	c0, c1 := split(HC, part, ws.parts())
-	for b := range n {
-		copy(res[b*HC+c0:b*HC+c1], p.ResB2[c0:c1])
+	if pw, _, out := cfg.residualShape(); pw > 1 {
+		// One row per window and channel: out = H columns, then back to
+		// the (window, step, channel) layout with the channel's bias.
+		C, rows := cfg.Channels, n*pw
+		c0, c1 := split(out, part, ws.parts())
+		ro := ws.resOut[:rows*out]
+		for r := range rows {
+			clear(ro[r*out+c0 : r*out+c1])
+		}
+		gemm.NN(rows, c1-c0, R, ws.rh, R, p.ResW2[c0:], out, ro[c0:], out)
+		for b := range n {
+			for c := range C {
+				row := ro[(b*C+c)*out:]
+				for h := c0; h < c1; h++ {
+					res[b*HC+h*C+c] = row[h] + p.ResB2[h*C+c]
+				}
+			}
+		}
+	} else {
+		c0, c1 := split(HC, part, ws.parts())
+		for b := range n {
+			copy(res[b*HC+c0:b*HC+c1], p.ResB2[c0:c1])
+		}
+		gemm.NN(n, c1-c0, R, ws.rh, R, p.ResW2[c0:], HC, res[c0:], HC)
 	}
-	gemm.NN(n, c1-c0, R, ws.rh, R, p.ResW2[c0:], HC, res[c0:], HC)
 	b0, b1 := split(n, part, ws.parts())
 	for b := b0; b < b1; b++ {
 		row := fs[b*HC : (b+1)*HC]
 		clear(row)
 		for k := range K {
+			if ws.without != nil && ws.without[ws.sel[b*K+k]] {
+				continue
+			}
 			j := int(ws.pos[b*K+k])
 			gemm.Axpy(1, ws.contrib[j*HC:(j+1)*HC], row)
+		}
+	}
+}
+
+// transposeWindows writes n windows of L steps × C channels (step-major)
+// channel by channel: dst[(b·C + c)·L + t] = src[b·L·C + t·C + c].
+func transposeWindows(dst, src []float64, n, L, C int) {
+	for b := range n {
+		s, d := src[b*L*C:(b+1)*L*C], dst[b*L*C:(b+1)*L*C]
+		for t := range L {
+			for c := range C {
+				d[c*L+t] = s[t*C+c]
+			}
+		}
+	}
+}
+
+// untransposeWindows is the inverse of transposeWindows: dst[b·L·C + t·C + c]
+// = src[(b·C + c)·L + t].
+func untransposeWindows(dst, src []float64, n, L, C int) {
+	for b := range n {
+		s, d := src[b*L*C:(b+1)*L*C], dst[b*L*C:(b+1)*L*C]
+		for c := range C {
+			for t := range L {
+				d[t*C+c] = s[c*L+t]
+			}
 		}
 	}
 }
@@ -341,6 +451,9 @@ func leftover(ws *Workspace, n int) {
 	for b := range n {
 		pb, yb := proj[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1]
 		for _, f := range ws.sel[b*K : (b+1)*K] {
+			if ws.without != nil && ws.without[f] {
+				continue // removed from the selection: the residual sees its band
+			}
 			// The projection on the pair, [ψ̄_cos ψ̄_sin]·[Y_cos; Y_sin] (L×C).
 			j := 2 * int(f)
 			gemm.TN(L, C, 2, psibar[j*L:], L, yb[j*C1:], C1, pb, C)
@@ -349,6 +462,66 @@ func leftover(ws *Workspace, n int) {
 	for i, v := range ws.xn[:n*LC] {
 		proj[i] = v - proj[i]
 	}
+}
+
+// rhythmLeftover writes the residual MLP's input of each of the n windows
+// of a format 4 model to ws.xr: the window less its rhythms, so that the
+// residual cannot continue a cycle the rhythms carry and the rhythms get
+// the credit for them. It takes out what the clock says the rhythms put
+// into the window (their usual shape at this time of day, week, …; when
+// the model reads the time) and then the window's projection on the
+// rhythms' atoms, what this window shows of them:
+//
+//	x̃ = x̂ − q_past
+//	u = x̃ − Σ_{f∈R} Σ_{j ∈ {2f, 2f+1}} ψ̄_j ⊗ Z_j,   Z_j = ψ̄_jᵀ·x̃
+//
+// with R the rhythms' frequencies, a set fixed by the model: unlike the
+// selection it does not depend on the window, so removing a frequency from
+// the selection leaves the residual as it is. x̃ is kept in ws.xt and Z in
+// ws.zfix for the backward pass.
+func (m *Model) rhythmLeftover(ws *Workspace, n int) {
+	cfg, ck := m.cfg, m.clock
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	LC, M := L*C, len(ck.ids)
+	psibar := m.basis.psibar
+	xt, u := ws.xt[:n*LC], ws.xr[:n*LC]
+	copy(xt, ws.xn[:n*LC])
+	if ck.active && !cfg.noDecycle {
+		for b := range n {
+			q := ws.qprof[b*(L+H)*C : b*(L+H)*C+LC]
+			xb := xt[b*LC : (b+1)*LC]
+			for i, v := range q {
+				xb[i] -= v
+			}
+		}
+	}
+	copy(u, xt)
+	if !m.projectsRhythms() {
+		return
+	}
+	z := ws.zfix[:n*2*M*C]
+	clear(z)
+	for b := range n {
+		xb, ub, zb := xt[b*LC:(b+1)*LC], u[b*LC:(b+1)*LC], z[b*2*M*C:(b+1)*2*M*C]
+		for j, id := range ck.ids {
+			zj := zb[2*j*C : (2*j+2)*C]
+			gemm.NN(2, C, L, psibar[2*id*L:], L, xb, C, zj, C)
+			for t := range L {
+				a0, a1 := psibar[2*id*L+t], psibar[(2*id+1)*L+t]
+				row := ub[t*C : (t+1)*C]
+				for c := range row {
+					row[c] -= a0*zj[c] + a1*zj[C+c]
+				}
+			}
+		}
+	}
+}
+
+// projectsRhythms reports whether the residual's input of a format 4 model
+// leaves out the window's projection on the rhythms' atoms: always, but
+// for a test's ablation (Config.residualSeesRhythms).
+func (m *Model) projectsRhythms() bool {
+	return !m.clock.active || !m.cfg.residualSeesRhythms
 }
 
 // instanceNorm writes each window's channels with their own mean removed

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"testing"
 
@@ -29,11 +30,11 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"mixed C=7 instance norm", Config{Horizon: 96, Channels: 7}},
-		{"independent no norm", Config{Horizon: 96, Channels: 1, Mode: Independent, Norm: NormNone}},
+		{"mixed C=7 instance norm, rhythms and clock", Config{Horizon: 96, Channels: 7}},
+		{"independent no norm, rhythms and clock", Config{Horizon: 96, Channels: 1, Mode: Independent, Norm: NormNone}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 21)
+			m := withRhythms(randomModel(t, tc.cfg, 21), true)
 			// Keep the scale of the full model's activations moderate.
 			for i := range m.params.Data {
 				m.params.Data[i] *= 0.2
@@ -47,7 +48,7 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 			got := slices.Clone(tr.ws.tr.grad.Data)
 			fix := selectionOf(tr, n)
 
-			want, loss := gorgoniaGradient(t, m, x, y, n, noise, tau, fix, tr.cfg)
+			want, loss := gorgoniaGradient(t, m, x, y, tr.tau, n, noise, tau, fix, tr.cfg)
 			if !close(hand.total, loss, 1e-10) {
 				t.Errorf("loss: hand-written %.15g, gorgonia %.15g", hand.total, loss)
 			}
@@ -58,7 +59,10 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 
 // gorgoniaGradient returns gorgonia's gradient of the training loss with
 // respect to every parameter, laid out like Params.Data, and the loss.
-func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) ([]float64, float64) {
+//
+// The model is a format 4 model that reads the time: steps holds each
+// window's (and channel's) end time in steps since the epoch.
+func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) ([]float64, float64) {
 	t.Helper()
 	cfg, p := m.cfg, m.params
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
@@ -68,7 +72,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 	must := func(nd *G.Node, err error) *G.Node {
 		t.Helper()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v\n%s", err, debug.Stack())
 		}
 		return nd
 	}
@@ -112,10 +116,14 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 	scB1 := param("scB1", p.ScB1, S)
 	scW2 := param("scW2", p.ScW2, S)
 	freqBias := param("freqBias", p.FreqBias, N)
-	resW1 := param("resW1", p.ResW1, L*C, R)
+	if cfg.residualMixesChannels || !m.ReadsTime() {
+		t.Fatal("the gorgonia oracle builds the format 4 maths of a model that reads the time")
+	}
+	resW1 := param("resW1", p.ResW1, L, R)
 	resB1 := param("resB1", p.ResB1, R)
-	resW2 := param("resW2", p.ResW2, R, HC)
-	resB2 := param("resB2", p.ResB2, HC)
+	resW2 := param("resW2", p.ResW2, R, H)
+	resB2 := param("resB2", p.ResB2, H, C)
+	clockW := param("clock", p.Clock, 2*N, C)
 	fusion := G.NewScalar(g, gt.Float64, G.WithName("fusion"), G.WithValue(p.Fusion[0]))
 	headW1 := make([]*G.Node, N)
 	headW2 := make([]*G.Node, N)
@@ -232,27 +240,87 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 		}
 		acc(&sparse, must(G.Sub(scalar(1), inside)))
 
-		xflat := constant("xflat", xn, 1, L*C)
-		if !cfg.residualReadsAll {
-			// The residual reads the window less its selected frequencies.
-			xm := constant("xm", xn, L, C)
-			u := xm
-			for _, f := range fix.sel[b] {
-				for _, atoms := range []*G.Node{psibarCos, psibarSin} {
-					row := must(G.Reshape(must(G.Slice(atoms, G.S(f))), gt.Shape{1, L}))
-					proj := must(G.Mul(row, xm))                                  // 1×C
-					u = must(G.Sub(u, must(G.Mul(must(G.Transpose(row)), proj)))) // L×C
+		// The clock: per channel, the rhythm frequencies' cos/sin at each
+		// step of the window and the horizon (constants of the window's
+		// time) times that channel's column of the clock weights.
+		var qPast, qFut []*G.Node
+		for c := range C {
+			bp, bf := make([]float64, L*2*N), make([]float64, H*2*N)
+			for _, r := range m.Meta.Rhythms {
+				for j, id := range r.Frequencies {
+					k := float64(r.Harmonics[j])
+					rho := r.AnchorPhase + (steps[b*C+c]-r.AnchorStep)/r.PeriodSteps
+					rho -= math.Floor(rho)
+					for st := -(L - 1); st <= H; st++ {
+						sn, cs := math.Sincos(2 * math.Pi * k * (rho + float64(st)/r.PeriodSteps))
+						if st <= 0 {
+							bp[(st+L-1)*2*N+2*id], bp[(st+L-1)*2*N+2*id+1] = cs, sn
+						} else {
+							bf[(st-1)*2*N+2*id], bf[(st-1)*2*N+2*id+1] = cs, sn
+						}
+					}
 				}
 			}
-			xflat = must(G.Reshape(u, gt.Shape{1, L * C}))
+			if cfg.Norm == NormInstance {
+				// Each term less its mean over the window.
+				for j := range 2 * N {
+					mean := 0.0
+					for tt := range L {
+						mean += bp[tt*2*N+j] / float64(L)
+					}
+					for tt := range L {
+						bp[tt*2*N+j] -= mean
+					}
+					for h := range H {
+						bf[h*2*N+j] -= mean
+					}
+				}
+			}
+			col := must(G.Reshape(must(G.Slice(clockW, nil, G.S(c))), gt.Shape{2 * N, 1}))
+			qPast = append(qPast, must(G.Mul(constant("bpast", bp, L, 2*N), col))) // L×1
+			qFut = append(qFut, must(G.Mul(constant("bfut", bf, H, 2*N), col)))    // H×1
 		}
-		rh := gelu(must(G.Add(must(G.Mul(xflat, resW1)), must(G.Reshape(resB1, gt.Shape{1, R})))))
-		if fix.resMask != nil {
-			rh = must(G.HadamardProd(rh, input(fmt.Sprintf("rmask_%d", b), fix.resMask[b], 1, R)))
+		qf := qFut[0]
+		if C > 1 {
+			qf = must(G.Concat(1, qFut...))
 		}
-		res := must(G.Add(must(G.Mul(rh, resW2)), must(G.Reshape(resB2, gt.Shape{1, HC}))))
+		// The residual reads the window less its rhythms, channel by
+		// channel with shared weights.
+		var resCols []*G.Node
+		for c := range C {
+			xcol := make([]float64, L)
+			for tt := range L {
+				xcol[tt] = xn[tt*C+c]
+			}
+			// x̃ = x̂ − q_past, less its projection on the rhythms' atoms.
+			xt := must(G.Sub(constant("xcol", xcol, L, 1), qPast[c])) // L×1
+			uc := xt
+			for _, r := range m.Meta.Rhythms {
+				for _, id := range r.Frequencies {
+					for _, atoms := range []*G.Node{psibarCos, psibarSin} {
+						row := must(G.Reshape(must(G.Slice(atoms, G.S(id))), gt.Shape{1, L}))
+						proj := must(G.Mul(row, xt))                                    // 1×1
+						uc = must(G.Sub(uc, must(G.Mul(must(G.Transpose(row)), proj)))) // L×1
+					}
+				}
+			}
+			uc = must(G.Reshape(uc, gt.Shape{1, L}))
+			rh := gelu(must(G.Add(must(G.Mul(uc, resW1)), must(G.Reshape(resB1, gt.Shape{1, R})))))
+			if fix.resMask != nil {
+				rh = must(G.HadamardProd(rh, input(fmt.Sprintf("rmask_%d_%d", b, c), fix.resMask[b*C+c], 1, R)))
+			}
+			rc := must(G.Mul(rh, resW2))
+			rc = must(G.Add(must(G.Reshape(rc, gt.Shape{H, 1})), must(G.Reshape(must(G.Slice(resB2, nil, G.S(c))), gt.Shape{H, 1}))))
+			resCols = append(resCols, rc)
+		}
+		res := resCols[0]
+		if C > 1 {
+			res = must(G.Concat(1, resCols...))
+		}
+		res = must(G.Reshape(res, gt.Shape{1, HC}))
 
 		yn := must(G.Add(must(G.Mul(yfreq, alpha)), must(G.Mul(res, oneMinusAlpha))))
+		yn = must(G.Add(yn, must(G.Reshape(qf, gt.Shape{1, HC}))))
 		sdRow, muRow := make([]float64, HC), make([]float64, HC)
 		for j := range HC {
 			sdRow[j], muRow[j] = sd[j%C], mu[j%C]
@@ -309,7 +377,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 	total = must(G.Add(total, must(G.Mul(sparse, scalar(tc.LambdaSparse/B)))))
 	total = must(G.Add(total, must(G.Mul(vr, scalar(tc.LambdaVar/(B*float64(C)))))))
 
-	wrt := []*G.Node{inW, inB, theta, phi, scW1, scB1, scW2, freqBias, resW1, resB1, resW2, resB2, fusion}
+	wrt := []*G.Node{inW, inB, theta, phi, scW1, scB1, scW2, freqBias, resW1, resB1, resW2, resB2, fusion, clockW}
 	for f := range N {
 		if used[f] {
 			wrt = append(wrt, headW1[f], headW2[f])
@@ -345,7 +413,8 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y []float64, n int, noise []flo
 	}{
 		{inW, grad.InW}, {inB, grad.InB}, {theta, grad.Theta}, {phi, grad.Phi},
 		{scW1, grad.ScW1}, {scB1, grad.ScB1}, {scW2, grad.ScW2}, {freqBias, grad.FreqBias},
-		{resW1, grad.ResW1}, {resB1, grad.ResB1}, {resW2, grad.ResW2}, {resB2, grad.ResB2}, {fusion, grad.Fusion},
+		{resW1, grad.ResW1}, {resB1, grad.ResB1}, {resW2, grad.ResW2}, {resB2, grad.ResB2},
+		{fusion, grad.Fusion}, {clockW, grad.Clock},
 	} {
 		read(e.nd, e.dst)
 	}

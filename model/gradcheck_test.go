@@ -13,24 +13,42 @@ import (
 var smallConfigs = []struct {
 	name string
 	cfg  Config
+	// rhythms gives the model rhythms (withRhythms); clock a cadence too,
+	// so it reads the time.
+	rhythms, clock bool
 }{
-	{"mixed instance-norm", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}},
-	{"mixed no norm", Config{Lookback: 10, Horizon: 3, Channels: 3, Hidden: 5, Frequencies: 5, TopK: 2, ScorerHidden: 2, HeadHidden: 3, ResidualHidden: 4, Norm: NormNone}},
-	{"independent", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 7, TopK: 4, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent}},
+	{"mixed instance-norm, rhythms and clock", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}, true, true},
+	{"mixed no norm, rhythms without the time", Config{Lookback: 10, Horizon: 3, Channels: 3, Hidden: 5, Frequencies: 5, TopK: 2, ScorerHidden: 2, HeadHidden: 3, ResidualHidden: 4, Norm: NormNone}, true, false},
+	{"independent, rhythms and clock", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 7, TopK: 4, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent}, true, true},
+	{"independent, no rhythms", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 7, TopK: 4, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent}, false, false},
+	{"mixed, the residual sees the rhythms' band (ablation)", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
+		residualSeesRhythms: true}, true, true},
+	{"mixed, format 3 maths", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
+		residualSelected: true, noClock: true, residualMixesChannels: true}, false, false},
 	{"mixed, format 2 maths", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
-		noEnergyPrior: true, residualReadsAll: true}},
+		noEnergyPrior: true, residualReadsAll: true, noClock: true, residualMixesChannels: true}, false, false},
+}
+
+// smallModel returns a random model of small config i with its rhythms.
+func smallModel(t testing.TB, i int, seed uint64) *Model {
+	sc := smallConfigs[i]
+	m := randomModel(t, sc.cfg, seed)
+	if sc.rhythms {
+		withRhythms(m, sc.clock)
+	}
+	return m
 }
 
 func TestForwardMatchesReference(t *testing.T) {
-	for _, tc := range smallConfigs {
+	for i, tc := range smallConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 1)
+			m := smallModel(t, i, 1)
 			n := 5
 			x, y := randomBatch(m.cfg, n, 2)
 			noise := gumbel(n*m.cfg.Frequencies, 3)
 			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: -1})
 			got := tr.gradient(n, 0.7)
-			want := refLoss(m.cfg, m.params, x, y, n, noise, 0.7, selectionOf(tr, n), tr.cfg)
+			want := refLoss(m.cfg, m.params, clockOf(m, tr.tau), x, y, n, noise, 0.7, selectionOf(tr, n), tr.cfg)
 			for i, v := range want.forecast {
 				if !close(tr.out[i], v, 1e-12) {
 					t.Fatalf("forecast[%d] = %.17g, reference %.17g", i, tr.out[i], v)
@@ -56,9 +74,9 @@ func TestForwardMatchesReference(t *testing.T) {
 // the selection held fixed (it is piecewise constant) and straight-through
 // gates 1 + p − p̄.
 func TestGradientFiniteDifferences(t *testing.T) {
-	for _, tc := range smallConfigs {
+	for i, tc := range smallConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 4)
+			m := smallModel(t, i, 4)
 			n := 6
 			x, y := randomBatch(m.cfg, n, 5)
 			noise := gumbel(n*m.cfg.Frequencies, 6)
@@ -72,7 +90,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 			p := m.params.clone(m.cfg)
 			f := func(v []float64) float64 {
 				copy(p.Data, v)
-				return refLoss(m.cfg, p, x, y, n, noise, tau, fix, tr.cfg).total
+				return refLoss(m.cfg, p, clockOf(m, tr.tau), x, y, n, noise, tau, fix, tr.cfg).total
 			}
 			want := fd.Gradient(nil, f, slices.Clone(m.params.Data), &fd.Settings{Formula: fd.Central, Step: 1e-6})
 			if !slices.Equal(x, xIn) || !slices.Equal(y, yIn) {

@@ -16,6 +16,7 @@ type Model struct {
 	cfg    Config
 	params *Params
 	basis  *basis
+	clock  *clock
 	// Meta describes the data the model was trained on. It is saved with the
 	// model and does not affect the maths.
 	Meta Meta
@@ -55,6 +56,11 @@ type Meta struct {
 	// Metrics.Shares); nil when unknown.
 	Shares        []float64 `json:"shares,omitempty"`
 	ResidualShare float64   `json:"residual_share,omitempty"`
+	// Rhythms are the data's rhythms among the placed cycles: each a
+	// fundamental period with the frequencies at its harmonics (see
+	// FindRhythms). In a format 4 model with a known cadence they also set
+	// the clock, the terms phased by each window's time.
+	Rhythms []Rhythm `json:"rhythms,omitempty"`
 	// ErrorQuantiles are the quantiles of the errors on the test split at
 	// training time (MeasureErrorQuantiles), where a served model's
 	// prediction intervals start; nil when unknown. Read-only once set: a
@@ -89,6 +95,7 @@ func New(cfg Config, seed uint64) (*Model, error) {
 	initParams(m.params, cfg, rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)))
 	m.Meta.Seed = seed
 	m.refresh()
+	m.setClock()
 	return m, nil
 }
 
@@ -107,6 +114,7 @@ func (m *Model) Clone() *Model {
 	c.Meta.Selected = append([]int(nil), m.Meta.Selected...)
 	c.Meta.Peaks = append([]PlacedPeak(nil), m.Meta.Peaks...)
 	c.Meta.Shares = append([]float64(nil), m.Meta.Shares...)
+	c.Meta.Rhythms = cloneRhythms(m.Meta.Rhythms)
 	if m.Meta.Training != nil {
 		c.Meta.Training = make(map[string]float64, len(m.Meta.Training))
 		for k, v := range m.Meta.Training {
@@ -120,6 +128,7 @@ func (m *Model) Clone() *Model {
 		}
 	}
 	c.refresh()
+	c.setClock()
 	return c
 }
 

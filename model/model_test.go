@@ -12,167 +12,27 @@ import (
 
 // fullConfigs are the default shapes for both modes.
 var fullConfigs = []struct {
-	name string
-	cfg  Config
+	name           string
+	cfg            Config
+	rhythms, clock bool
 }{
-	{"mixed C=7 H=96", Config{Horizon: 96, Channels: 7}},
-	{"mixed C=3 H=192 no norm", Config{Horizon: 192, Channels: 3, Norm: NormNone}},
-	{"independent H=96", Config{Horizon: 96, Channels: 1, Mode: Independent}},
-}
-
-// TestCompleteness: for random models and inputs, the contributions plus the
-// residual equal the forecast to 1e-9 relative, for every window of a batch.
-func TestCompleteness(t *testing.T) {
-	for _, tc := range append(fullConfigs, smallConfigs...) {
-		t.Run(tc.name, func(t *testing.T) {
-			for seed := range uint64(5) {
-				m := randomModel(t, tc.cfg, seed)
-				n := 9
-				x, _ := randomBatch(m.cfg, n, seed+100)
-				ws := m.NewWorkspace(n)
-				y := m.Forward(ws, nil, x)
-				var a *Attribution
-				for i := range n {
-					a = ws.Attribution(i, a)
-					if got := len(a.Contributions); got != m.cfg.TopK {
-						t.Fatalf("window %d has %d contributions, want K = %d", i, got, m.cfg.TopK)
-					}
-					HC := m.cfg.Horizon * m.cfg.Channels
-					scale := 0.0
-					for j := range HC {
-						scale = math.Max(scale, math.Abs(y[i*HC+j]))
-					}
-					for j := range HC {
-						sum := a.Residual[j]
-						for _, c := range a.Contributions {
-							sum += c.Values[j]
-						}
-						if d := math.Abs(sum - y[i*HC+j]); d > 1e-9*scale {
-							t.Fatalf("seed %d window %d value %d: parts sum to %.17g, forecast %.17g (|diff| %.3g > 1e-9 × %.3g)",
-								seed, i, j, sum, y[i*HC+j], d, scale)
-						}
-						if a.Forecast[j] != y[i*HC+j] {
-							t.Fatalf("Attribution.Forecast[%d] = %v, Forward gave %v", j, a.Forecast[j], y[i*HC+j])
-						}
-					}
-					share := 0.0
-					seen := map[int]bool{}
-					for _, c := range a.Contributions {
-						if seen[c.ID] {
-							t.Fatalf("frequency %d selected twice", c.ID)
-						}
-						seen[c.ID] = true
-						share += c.Share
-					}
-					if share > 1+1e-12 || share < 0 {
-						t.Errorf("frequency shares sum to %v, want within [0, 1]", share)
-					}
-				}
-			}
-		})
-	}
-}
-
-// TestNullFrequency: a frequency whose coefficients are zero contributes
-// exactly zero. With a zero input bias and a constant window every
-// coefficient is zero, so the forecast is the residual alone.
-func TestNullFrequency(t *testing.T) {
-	for _, tc := range fullConfigs {
-		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 3)
-			clear(m.params.InB)
-			L, C := m.cfg.Lookback, m.cfg.Channels
-			x := make([]float64, L*C)
-			for i := range x {
-				x[i] = float64(i%C) - 1.5 // each channel constant
-			}
-			if m.cfg.Norm == NormNone {
-				clear(x)
-			}
-			ws := m.NewWorkspace(1)
-			y := m.Forward(ws, nil, x)
-			a := ws.Attribution(0, nil)
-			for _, c := range a.Contributions {
-				for j, v := range c.Values {
-					if v != 0 {
-						t.Fatalf("frequency %d contributes %v at %d with zero coefficients", c.ID, v, j)
-					}
-				}
-			}
-			for j := range y {
-				if y[j] != a.Residual[j] {
-					t.Fatalf("forecast[%d] = %v, residual %v: they must be equal when all contributions are zero", j, y[j], a.Residual[j])
-				}
-			}
-		})
-	}
-	// Head level: g_f(0) = 0 for every head of a random model.
-	m := randomModel(t, fullConfigs[0].cfg, 4)
-	c := m.cfg
-	for f := range c.Frequencies {
-		for e := range c.HeadHidden {
-			h := 0.0
-			for j := range c.Hidden {
-				h += 0 * m.params.HeadW1[f*c.Hidden*c.HeadHidden+j*c.HeadHidden+e]
-			}
-			if math.Max(h, 0) != 0 {
-				t.Fatalf("head %d unit %d is %v at zero input", f, e, h)
-			}
-		}
-	}
-}
-
-// TestSymmetry: two frequencies with the same θ, φ, prior and head get the
-// same coefficients and, when both are selected, identical contributions.
-func TestSymmetry(t *testing.T) {
-	for _, tc := range fullConfigs {
-		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 8)
-			p, c := m.params, m.cfg
-			i, j := 2, 5
-			p.Theta[j], p.Phi[j] = p.Theta[i], p.Phi[i]
-			p.FreqBias[i], p.FreqBias[j] = 50, 50 // both always selected
-			D, E, HC := 2*c.Hidden, c.HeadHidden, c.Horizon*c.Channels
-			copy(p.HeadW1[j*D*E:(j+1)*D*E], p.HeadW1[i*D*E:(i+1)*D*E])
-			copy(p.HeadW2[j*E*HC:(j+1)*E*HC], p.HeadW2[i*E*HC:(i+1)*E*HC])
-			m.refresh()
-			x, _ := randomBatch(c, 4, 9)
-			ws := m.NewWorkspace(4)
-			m.Forward(ws, nil, x)
-			var a *Attribution
-			for w := range 4 {
-				a = ws.Attribution(w, a)
-				var vi, vj []float64
-				for _, ct := range a.Contributions {
-					switch ct.ID {
-					case i:
-						vi = ct.Values
-					case j:
-						vj = ct.Values
-					}
-				}
-				if vi == nil || vj == nil {
-					t.Fatalf("window %d did not select both twin frequencies", w)
-				}
-				if !slices.Equal(vi, vj) {
-					t.Fatalf("window %d: twin frequencies contribute differently", w)
-				}
-			}
-		})
-	}
+	{"mixed C=7 H=96, rhythms and clock", Config{Horizon: 96, Channels: 7}, true, true},
+	{"mixed C=3 H=192 no norm", Config{Horizon: 192, Channels: 3, Norm: NormNone}, false, false},
+	{"independent H=96, rhythms and clock", Config{Horizon: 96, Channels: 1, Mode: Independent}, true, true},
 }
 
 // TestBatchMatchesSingle: a window's forecast does not depend on the other
 // windows of its batch.
 func TestBatchMatchesSingle(t *testing.T) {
-	m := randomModel(t, fullConfigs[0].cfg, 10)
+	m := caseModel(t, fullConfigs[0].cfg, true, true, 10)
 	n := 7
 	x, _ := randomBatch(m.cfg, n, 11)
-	batch := m.Forward(m.NewWorkspace(n), nil, x)
+	ends := windowEnds(m, n, 12)
+	batch := m.Forward(m.NewWorkspace(n), nil, x, ends)
 	ws := m.NewWorkspace(1)
 	LC, HC := m.cfg.Lookback*m.cfg.Channels, m.cfg.Horizon*m.cfg.Channels
 	for i := range n {
-		one := m.Forward(ws, nil, x[i*LC:(i+1)*LC])
+		one := m.Forward(ws, nil, x[i*LC:(i+1)*LC], ends[i:i+1])
 		for j := range one {
 			if !close(one[j], batch[i*HC+j], 1e-12) {
 				t.Fatalf("window %d value %d: alone %v, in a batch %v", i, j, one[j], batch[i*HC+j])
@@ -184,20 +44,22 @@ func TestBatchMatchesSingle(t *testing.T) {
 // TestInstanceNormIsScaleFree: with instance normalisation, scaling and
 // shifting a window scales and shifts its forecast the same way.
 func TestInstanceNormIsScaleFree(t *testing.T) {
-	m := randomModel(t, fullConfigs[2].cfg, 12)
+	m := caseModel(t, fullConfigs[2].cfg, true, true, 12)
 	x, _ := randomBatch(m.cfg, 1, 13)
+	ends := windowEnds(m, 1, 14)
 	ws := m.NewWorkspace(1)
-	y := slices.Clone(m.Forward(ws, nil, x))
+	y := slices.Clone(m.Forward(ws, nil, x, ends))
 	big := slices.Clone(x)
 	for i := range big {
 		big[i] = 1000*big[i] + 5e4
 	}
-	yb := m.Forward(ws, nil, big)
+	yb := m.Forward(ws, nil, big, ends)
 	// Not exact: the ε under the square root of the normalisation weighs
 	// 10⁶ times less on the scaled window, a relative change of about
-	// ε/(2·var) in its normalised values.
+	// ε/(2·var) in its normalised values and in σ, which scales the clock's
+	// terms (the same in both windows) back to the input's units.
 	for j := range y {
-		if want := 1000*y[j] + 5e4; !close(yb[j], want, 1e-5) {
+		if want := 1000*y[j] + 5e4; !close(yb[j], want, 1e-4) {
 			t.Fatalf("forecast[%d] of the scaled window = %v, want %v", j, yb[j], want)
 		}
 	}
@@ -206,14 +68,15 @@ func TestInstanceNormIsScaleFree(t *testing.T) {
 func TestForwardAllocatesNothing(t *testing.T) {
 	for _, tc := range fullConfigs {
 		for _, n := range []int{1, 32} {
-			m := randomModel(t, tc.cfg, 14)
+			m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 14)
 			x, _ := randomBatch(m.cfg, n, 15)
+			ends := windowEnds(m, n, 16)
 			ws := m.NewWorkspace(n)
-			dst := m.Forward(ws, nil, x)
+			dst := m.Forward(ws, nil, x, ends)
 			var a *Attribution
 			a = ws.Attribution(0, a)
 			allocs := testing.AllocsPerRun(20, func() {
-				dst = m.Forward(ws, dst, x)
+				dst = m.Forward(ws, dst, x, ends)
 				a = ws.Attribution(n-1, a)
 			})
 			if allocs != 0 {
@@ -257,8 +120,9 @@ func TestParamCounts(t *testing.T) {
 		"frequencies":      2 * 32,
 		"scorer":           2*64*32 + 32 + 32 + 32,
 		"heads":            32 * (2*64*64 + 64*96*7),
-		"residual":         96*7*128 + 128 + 128*96*7 + 96*7,
+		"residual":         96*128 + 128 + 128*96 + 96*7,
 		"fusion":           1,
+		"clock":            32 * 2 * 7,
 	}
 	sum := 0
 	for _, p := range parts {

@@ -29,11 +29,19 @@ type Params struct {
 	ScW1, ScB1, ScW2, FreqBias []float64
 	// HeadW1 [N, 2d, E] and HeadW2 [N, E, H·C] are the N bias-free heads.
 	HeadW1, HeadW2 []float64
-	// ResW1 [L·C, R], ResB1 [R], ResW2 [R, H·C] and ResB2 [H·C] are the
-	// residual MLP on the flattened window.
+	// ResW1 [L, R], ResB1 [R], ResW2 [R, H] and ResB2 [H·C] are the
+	// residual MLP, applied to each channel of the window with the same
+	// weights and a per-channel output bias (format 4); in format 3 and
+	// older ResW1 is [L·C, R] and ResW2 [R, H·C], one MLP over the
+	// flattened window.
 	ResW1, ResB1, ResW2, ResB2 []float64
 	// Fusion [1] is w, with α = σ(w).
 	Fusion []float64
+	// Clock [N, 2, C] holds, for every frequency of a rhythm, the cosine and
+	// sine coefficients per channel of its term phased by the time of day,
+	// week or whatever its rhythm's period is (see clock); zero and unused
+	// for the other frequencies. Absent (empty) in format 3 and older.
+	Clock []float64
 }
 
 // tensor names one view of Params for the model file and for inspection.
@@ -46,9 +54,10 @@ type tensor struct {
 
 // tensors lists the views of Params in storage order, with the shapes of cfg.
 func tensors(cfg Config) []tensor {
-	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	C, H := cfg.Channels, cfg.Horizon
 	d, N, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
-	return []tensor{
+	_, rin, rout := cfg.residualShape()
+	ts := []tensor{
 		{"input.weight", "input projection", []int{C, d}, func(p *Params) *[]float64 { return &p.InW }},
 		{"input.bias", "input projection", []int{d}, func(p *Params) *[]float64 { return &p.InB }},
 		{"freq.theta", "frequencies", []int{N}, func(p *Params) *[]float64 { return &p.Theta }},
@@ -59,12 +68,16 @@ func tensors(cfg Config) []tensor {
 		{"scorer.freq_bias", "scorer", []int{N}, func(p *Params) *[]float64 { return &p.FreqBias }},
 		{"heads.w1", "heads", []int{N, 2 * d, E}, func(p *Params) *[]float64 { return &p.HeadW1 }},
 		{"heads.w2", "heads", []int{N, E, H * C}, func(p *Params) *[]float64 { return &p.HeadW2 }},
-		{"residual.w1", "residual", []int{L * C, R}, func(p *Params) *[]float64 { return &p.ResW1 }},
+		{"residual.w1", "residual", []int{rin, R}, func(p *Params) *[]float64 { return &p.ResW1 }},
 		{"residual.b1", "residual", []int{R}, func(p *Params) *[]float64 { return &p.ResB1 }},
-		{"residual.w2", "residual", []int{R, H * C}, func(p *Params) *[]float64 { return &p.ResW2 }},
+		{"residual.w2", "residual", []int{R, rout}, func(p *Params) *[]float64 { return &p.ResW2 }},
 		{"residual.b2", "residual", []int{H * C}, func(p *Params) *[]float64 { return &p.ResB2 }},
-		{"fusion.w", "fusion", []int{1}, func(p *Params) *[]float64 { return &p.Fusion }},
 	}
+	ts = append(ts, tensor{"fusion.w", "fusion", []int{1}, func(p *Params) *[]float64 { return &p.Fusion }})
+	if !cfg.noClock {
+		ts = append(ts, tensor{"clock.weight", "clock", []int{N, 2, C}, func(p *Params) *[]float64 { return &p.Clock }})
+	}
+	return ts
 }
 
 func numel(shape []int) int {
@@ -183,9 +196,10 @@ func initParams(p *Params, cfg Config, rng *rand.Rand) {
 		glorot(p.HeadW2[f*E*H*C:(f+1)*E*H*C], E, H*C, 0.1)
 	}
 
-	glorot(p.ResW1, L*C, R, 1)
+	_, rin, rout := cfg.residualShape()
+	glorot(p.ResW1, rin, R, 1)
 	clear(p.ResB1)
-	glorot(p.ResW2, R, H*C, 0.1)
+	glorot(p.ResW2, R, rout, 0.1)
 	clear(p.ResB2)
 
 	p.Fusion[0] = 0

@@ -33,6 +33,14 @@ type Placement struct {
 // PlaceFrequencies is meant for a new model before training: the heads of a
 // trained model would no longer match their frequencies.
 func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
+	return m.placeFrequencies(peaks, nil)
+}
+
+// placeFrequencies is PlaceFrequencies with, after the peaks, one
+// frequency exactly on each of harmonics (cycles per step): the missing
+// harmonics of the rhythms, which the clock tells apart by time even where
+// a window cannot (closer than 1/L), within the same cap of N/2.
+func (m *Model) placeFrequencies(peaks []Peak, harmonics []float64) Placement {
 	cfg := m.cfg
 	N, L := cfg.Frequencies, cfg.Lookback
 	res := 1 / float64(L)
@@ -65,6 +73,12 @@ func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
 		if ok {
 			keep = append(keep, kept{p.Frequency, i})
 		}
+	}
+	for _, f := range harmonics {
+		if len(keep) >= N/2 || !(f > fmin && f < fmax) {
+			continue
+		}
+		keep = append(keep, kept{f, -1})
 	}
 
 	// Spread the free frequencies over [1/L, ½] in log-frequency, skipping
@@ -119,7 +133,7 @@ func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
 		u = math.Min(math.Max(u, 1e-9), 1-1e-9)
 		p.Theta[id] = math.Log(u / (1 - u))
 		p.Phi[id] = 0
-		if j < len(keep) {
+		if j < len(keep) && keep[j].peak >= 0 {
 			pl.Placed[id] = keep[j].peak
 			pk := peaks[keep[j].peak]
 			m.Meta.Peaks = append(m.Meta.Peaks, PlacedPeak{ID: id, PeriodSteps: 1 / pk.Frequency,
@@ -168,7 +182,10 @@ func (m *Model) Cycles(shares []float64, minShare float64) []Cycle {
 // CycleMove is a discovered cycle's frequency moved to where the recent
 // spectrum shows the cycle now.
 type CycleMove struct {
-	ID                    int
+	ID int
+	// Rhythm is the index of the frequency's rhythm, which moved as one
+	// (TrackRhythms), or −1 for a frequency moved alone (TrackCycles).
+	Rhythm                int
 	FromPeriod, ToPeriod  float64 // steps
 	PeakShare, Prominence float64 // of the recent peak
 }
@@ -214,7 +231,7 @@ func (m *Model) TrackCycles(peaks []Peak) []CycleMove {
 		}
 		u := (pk.Frequency - fmin) / (fmax - fmin)
 		m.params.Theta[id] = math.Log(u / (1 - u))
-		moves = append(moves, CycleMove{ID: id, FromPeriod: 1 / from, ToPeriod: 1 / pk.Frequency, PeakShare: pk.Share, Prominence: pk.Prominence})
+		moves = append(moves, CycleMove{ID: id, Rhythm: -1, FromPeriod: 1 / from, ToPeriod: 1 / pk.Frequency, PeakShare: pk.Share, Prominence: pk.Prominence})
 	}
 	if len(moves) > 0 {
 		m.refresh()

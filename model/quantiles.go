@@ -109,6 +109,7 @@ func MeasureErrorQuantiles(ctx context.Context, m *Model, src Source, maxWindows
 	const batch = 256
 	ws := m.NewWorkspace(batch)
 	x, y, out := make([]float64, batch*L*C), make([]float64, batch*H*C), make([]float64, batch*H*C)
+	tau := make([]float64, batch*C)
 	idx := make([]int, 0, batch)
 	for lo := 0; lo < n; lo += batch {
 		if err := ctx.Err(); err != nil {
@@ -119,8 +120,8 @@ func MeasureErrorQuantiles(ctx context.Context, m *Model, src Source, maxWindows
 			idx = append(idx, int(int64(i)*int64(samples)/int64(n)))
 		}
 		k := len(idx)
-		bt.fill(x, y, idx)
-		m.forward(ws, out[:k*H*C], x[:k*L*C], k, nil)
+		bt.fill(x, y, tau, idx)
+		m.forward(ws, out[:k*H*C], x[:k*L*C], tau[:k*C], k, nil)
 		for j := range k {
 			for i := range H * C {
 				h, c := i/C, i%C

@@ -56,8 +56,8 @@ func TestMeasureErrorQuantiles(t *testing.T) {
 			for i := range idx {
 				idx[i] = i * bt.samples() / n
 			}
-			bt.fill(x, y, idx)
-			out := m.Forward(m.NewWorkspace(n), nil, x)
+			bt.fill(x, y, nil, idx)
+			out := m.Forward(m.NewWorkspace(n), nil, x, nil)
 			for h := range H {
 				for c := range qc {
 					for k, p := range q.Probs {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 // This file holds a second, deliberately plain implementation of the
@@ -31,8 +32,21 @@ type refLosses struct {
 	forecast                           []float64
 }
 
+// refClock is what the reference needs of a model's rhythms: the rhythms,
+// whether the clock's terms are in use, and each window's (and channel's)
+// end time in steps since the epoch.
+type refClock struct {
+	rhythms []Rhythm
+	active  bool
+	steps   []float64
+}
+
+func clockOf(m *Model, steps []float64) refClock {
+	return refClock{rhythms: m.Meta.Rhythms, active: m.clock.active, steps: steps}
+}
+
 // refLoss evaluates the training loss of params p (shapes cfg) on n windows.
-func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) refLosses {
+func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) refLosses {
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
 	d, N, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
 	HC := H * C
@@ -173,9 +187,76 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 				yfreq[o] += gate * v
 			}
 		}
-		// Residual MLP, on what the selected frequencies leave of the window.
+		// The clock's terms over the window and the horizon, straight from
+		// their definition: a·cos(2πk(ρ + s/P)) + b·sin(2πk(ρ + s/P)).
+		qpast, qfut := make([]float64, L*C), make([]float64, HC)
+		var members []int
+		for _, r := range rc.rhythms {
+			for j, id := range r.Frequencies {
+				members = append(members, id)
+				if !rc.active {
+					continue
+				}
+				k := float64(r.Harmonics[j])
+				for c := range C {
+					rho := r.AnchorPhase + (rc.steps[b*C+c]-r.AnchorStep)/r.PeriodSteps
+					rho -= math.Floor(rho) // the phase, in cycles: its whole cycles are nothing
+					for st := -(L - 1); st <= H; st++ {
+						ang := 2 * math.Pi * k * (rho + float64(st)/r.PeriodSteps)
+						v := p.Clock[2*id*C+c]*math.Cos(ang) + p.Clock[(2*id+1)*C+c]*math.Sin(ang)
+						if st <= 0 {
+							qpast[(st+L-1)*C+c] += v
+						} else {
+							qfut[(st-1)*C+c] += v
+						}
+					}
+				}
+			}
+		}
+		// With instance normalisation a term is its excess over its mean in
+		// the window.
+		if rc.active && cfg.Norm == NormInstance {
+			for c := range C {
+				mean := 0.0
+				for t := range L {
+					mean += qpast[t*C+c] / float64(L)
+				}
+				for t := range L {
+					qpast[t*C+c] -= mean
+				}
+				for h := range H {
+					qfut[h*C+c] -= mean
+				}
+			}
+		}
+		// Residual MLP, on what the selected frequencies (format 3) or the
+		// rhythms (format 4) leave of the window.
 		xr := slices.Clone(xn)
-		if !cfg.residualReadsAll {
+		switch {
+		case cfg.residualReadsAll:
+		case !cfg.residualSelected && len(members) > 0:
+			if rc.active && !cfg.noDecycle {
+				for i := range xr {
+					xr[i] -= qpast[i]
+				}
+			}
+			if !rc.active || !cfg.residualSeesRhythms {
+				xt := slices.Clone(xr)
+				for _, f := range members {
+					for _, psi := range psibar[2*f : 2*f+2] {
+						for c := range C {
+							proj := 0.0
+							for t := range L {
+								proj += psi[t] * xt[t*C+c]
+							}
+							for t := range L {
+								xr[t*C+c] -= psi[t] * proj
+							}
+						}
+					}
+				}
+			}
+		case cfg.residualSelected:
 			for _, f := range fix.sel[b] {
 				for _, psi := range psibar[2*f : 2*f+2] {
 					for c := range C {
@@ -190,24 +271,52 @@ func refLoss(cfg Config, p *Params, x, y []float64, n int, noise []float64, tau 
 				}
 			}
 		}
-		rh := make([]float64, R)
-		for k := range R {
-			v := p.ResB1[k]
-			for i := range L * C {
-				v += xr[i] * p.ResW1[i*R+k]
+		res := make([]float64, HC)
+		if cfg.residualMixesChannels {
+			rh := make([]float64, R)
+			for k := range R {
+				v := p.ResB1[k]
+				for i := range L * C {
+					v += xr[i] * p.ResW1[i*R+k]
+				}
+				rh[k] = geluF(v)
+				if fix.resMask != nil {
+					rh[k] *= fix.resMask[b][k]
+				}
 			}
-			rh[k] = geluF(v)
-			if fix.resMask != nil {
-				rh[k] *= fix.resMask[b][k]
+			for o := range HC {
+				v := p.ResB2[o]
+				for k := range R {
+					v += rh[k] * p.ResW2[k*HC+o]
+				}
+				res[o] = v
+			}
+		} else {
+			// One MLP, shared by the channels.
+			for c := range C {
+				rh := make([]float64, R)
+				for k := range R {
+					v := p.ResB1[k]
+					for t := range L {
+						v += xr[t*C+c] * p.ResW1[t*R+k]
+					}
+					rh[k] = geluF(v)
+					if fix.resMask != nil {
+						rh[k] *= fix.resMask[b*C+c][k]
+					}
+				}
+				for h := range H {
+					v := p.ResB2[h*C+c]
+					for k := range R {
+						v += rh[k] * p.ResW2[k*H+h]
+					}
+					res[h*C+c] = v
+				}
 			}
 		}
 		for o := range HC {
-			v := p.ResB2[o]
-			for k := range R {
-				v += rh[k] * p.ResW2[k*HC+o]
-			}
 			c := o % C
-			out.forecast[b*HC+o] = (alpha*yfreq[o]+(1-alpha)*v)*sd[c] + mu[c]
+			out.forecast[b*HC+o] = (alpha*yfreq[o]+(1-alpha)*res[o]+qfut[o])*sd[c] + mu[c]
 		}
 		// Output losses.
 		fb, tb := out.forecast[b*HC:(b+1)*HC], y[b*HC:(b+1)*HC]
@@ -290,6 +399,22 @@ func randomModel(t testing.TB, cfg Config, seed uint64) *Model {
 	return m
 }
 
+// withRhythms gives m two rhythms over its first frequencies, one shorter
+// than the window and one longer (with a phase anchor), and with clock a
+// cadence so the clock's terms are used.
+func withRhythms(m *Model, clock bool) *Model {
+	L := float64(m.cfg.Lookback)
+	rs := []Rhythm{{PeriodSteps: L / 2.3, Frequencies: []int{0, 2}, Harmonics: []int{1, 2}}}
+	if m.cfg.Frequencies >= 4 {
+		rs = append(rs, Rhythm{PeriodSteps: 3.1 * L, Frequencies: []int{1, 3}, Harmonics: []int{2, 5}, AnchorStep: 4.9e5 + 17, AnchorPhase: 0.3})
+	}
+	if clock {
+		m.Meta.Cadence = time.Hour
+	}
+	m.SetRhythms(rs)
+	return m
+}
+
 // randomBatch returns n windows and targets with per-channel levels and
 // scales, so instance normalisation has work to do.
 func randomBatch(cfg Config, n int, seed uint64) (x, y []float64) {
@@ -334,6 +459,12 @@ func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, tc Tra
 	copy(tr.x, x)
 	copy(tr.y, y)
 	copy(tr.noise, noise)
+	// Window end times around 2026, each channel its own (as a shuffled
+	// mixed sample's are), in steps of the cadence.
+	trng := rand.New(rand.NewPCG(uint64(n), 19))
+	for i := range tr.tau {
+		tr.tau[i] = 4.9e5 + 1000*trng.Float64()
+	}
 	rng := rand.New(rand.NewPCG(uint64(n), 17))
 	for _, mask := range [][]float64{tr.resMask, tr.headMask} {
 		for i := range mask {
@@ -364,8 +495,11 @@ func selectionOf(tr *trainer, n int) refSelection {
 	}
 	if tr.resMask != nil {
 		R, E := tr.m.cfg.ResidualHidden, tr.m.cfg.HeadHidden
+		pw, _, _ := tr.m.cfg.residualShape()
+		for r := range n * pw {
+			fix.resMask = append(fix.resMask, tr.resMask[r*R:(r+1)*R])
+		}
 		for b := range n {
-			fix.resMask = append(fix.resMask, tr.resMask[b*R:(b+1)*R])
 			var heads [][]float64
 			for k := range K {
 				heads = append(heads, tr.headMask[(b*K+k)*E:(b*K+k+1)*E])

@@ -25,6 +25,16 @@ type RowSource interface {
 	Rows() []float64
 }
 
+// TimedSource is a Source whose windows know when they end. A model that
+// reads the time (Model.ReadsTime) trains and evaluates only on one.
+// dataset.Windows of a frame with timestamps is one.
+type TimedSource interface {
+	Source
+	// EndTime returns the time of window i's newest step in Unix
+	// nanoseconds; ok is false when the windows have no times.
+	EndTime(i int) (t int64, ok bool)
+}
+
 // batcher copies windows of a Source into the contiguous batch layout the
 // model reads. For an Independent model a C-channel source becomes C
 // single-channel windows per source window: sample s is channel s%C of
@@ -34,11 +44,26 @@ type batcher struct {
 	L, H, C     int // model shapes
 	srcC        int // channels of the source
 	independent bool
+	// timed gives the windows' times when the model reads them (nil
+	// otherwise); ck converts them to steps.
+	timed TimedSource
+	ck    *clock
 }
 
 func newBatcher(m *Model, src Source) (*batcher, error) {
 	cfg := m.cfg
-	b := &batcher{src: src, L: cfg.Lookback, H: cfg.Horizon, C: cfg.Channels, srcC: src.Channels()}
+	b := &batcher{src: src, L: cfg.Lookback, H: cfg.Horizon, C: cfg.Channels, srcC: src.Channels(), ck: m.clock}
+	if m.clock.active {
+		ts, ok := src.(TimedSource)
+		if ok && src.Len() > 0 {
+			_, ok = ts.EndTime(0)
+		}
+		if !ok {
+			return nil, fmt.Errorf("model: this model reads the time of each window (its rhythms are phased by the clock), " +
+				"but the windows carry no timestamps; build them from data with a time column")
+		}
+		b.timed = ts
+	}
 	switch {
 	case cfg.Mode == Independent:
 		b.independent = true
@@ -67,18 +92,26 @@ func (b *batcher) samples() int {
 	return b.src.Len()
 }
 
-// fill copies the samples idx into x (len(idx)·L·C) and y (len(idx)·H·C);
-// y may be nil.
-func (b *batcher) fill(x, y []float64, idx []int) {
-	b.fillShuffled(x, y, idx, 0, nil)
+// fill copies the samples idx into x (len(idx)·L·C) and y (len(idx)·H·C),
+// and their end times into tau (len(idx)·C steps since the epoch) when the
+// model reads the time; y may be nil.
+func (b *batcher) fill(x, y, tau []float64, idx []int) {
+	b.fillShuffled(x, y, tau, idx, 0, nil)
+}
+
+// endSteps is the end time of source window w in steps since the epoch.
+func (b *batcher) endSteps(w int) float64 {
+	t, _ := b.timed.EndTime(w)
+	return b.ck.steps(t)
 }
 
 // fillShuffled is fill, except that with probability p a mixed sample takes
 // each channel's input and target from its own randomly drawn window: the
 // channels keep their identity and their own history→future pairs, but not
 // their co-occurrence.
-func (b *batcher) fillShuffled(x, y []float64, idx []int, p float64, rng *rand.Rand) {
+func (b *batcher) fillShuffled(x, y, tau []float64, idx []int, p float64, rng *rand.Rand) {
 	L, H, C := b.L, b.H, b.C
+	timed := b.timed != nil && tau != nil
 	for j, s := range idx {
 		if !b.independent && p > 0 && rng.Float64() < p {
 			xs, ys := x[j*L*C:(j+1)*L*C], y[j*H*C:(j+1)*H*C]
@@ -91,6 +124,9 @@ func (b *batcher) fillShuffled(x, y []float64, idx []int, p float64, rng *rand.R
 				for t := range H {
 					ys[t*C+c] = tg[t*C+c]
 				}
+				if timed {
+					tau[j*C+c] = b.endSteps(w)
+				}
 			}
 			continue
 		}
@@ -99,9 +135,18 @@ func (b *batcher) fillShuffled(x, y []float64, idx []int, p float64, rng *rand.R
 			if y != nil {
 				copy(y[j*H*C:(j+1)*H*C], b.src.Target(s))
 			}
+			if timed {
+				e := b.endSteps(s)
+				for c := range C {
+					tau[j*C+c] = e
+				}
+			}
 			continue
 		}
 		w, c, sc := s/b.srcC, s%b.srcC, b.srcC
+		if timed {
+			tau[j] = b.endSteps(w)
+		}
 		in := b.src.Input(w)
 		xs := x[j*L : (j+1)*L]
 		for t := range xs {

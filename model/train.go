@@ -139,6 +139,14 @@ type TrainConfig struct {
 	// 5× rate that noise walked placed frequencies 3–26% off their cycles
 	// at unchanged test MSE. Online fine-tuning trains θ either way.
 	TrainPlacedFrequencies bool
+	// FillHarmonics places, after the spectrum's peaks, a frequency on
+	// each missing harmonic k ≤ FillHarmonics of every rhythm of more than
+	// one line (within the cap of N/2 placed frequencies), so that a
+	// rhythm's clock term can follow the shape of its cycle. 0 leaves
+	// them out.
+	//
+	// Default: 0
+	FillHarmonics int
 	// FrequencyInit says where the frequencies start. InitSpectrum places
 	// one frequency on each cycle of the training rows' spectrum (see
 	// FindPeaks and Model.PlaceFrequencies) when the training Source is a
@@ -279,6 +287,27 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	res := &TrainResult{BestValMSE: math.Inf(1), Stopped: "epochs"}
+	if rs, ok := train.(RowSource); ok && cfg.FrequencyInit == InitSpectrum {
+		fmin, _ := freqBounds(m.cfg.Lookback)
+		rows := rs.Rows()
+		peaks := FindPeaks(rows, rs.Channels(), PeakOptions{MinFrequency: fmin})
+		pl := m.PlaceFrequencies(peaks)
+		ropts := RhythmOptions{Rows: len(rows) / max(rs.Channels(), 1), Cadence: m.Meta.Cadence}
+		rhythms := FindRhythms(m.lines(), ropts)
+		if cfg.FillHarmonics > 0 {
+			tol := 0.5 / float64(ropts.Rows)
+			fills := harmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, cfg.FillHarmonics,
+				m.cfg.Frequencies/2-len(m.Meta.Peaks), fmin, tol)
+			if len(fills) > 0 {
+				pl = m.placeFrequencies(peaks, fills)
+				rhythms = FindRhythms(m.lines(), ropts)
+				addFills(rhythms, fills, m.basis.freq, tol)
+			}
+		}
+		res.Placement = &pl
+		m.SetRhythms(rhythms)
+	}
 	tb, err := newBatcher(m, train)
 	if err != nil {
 		return nil, err
@@ -294,12 +323,6 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	}
 	if val.Len() == 0 {
 		return nil, errors.New("train: the validation split holds no window; early stopping needs one")
-	}
-	res := &TrainResult{BestValMSE: math.Inf(1), Stopped: "epochs"}
-	if rs, ok := train.(RowSource); ok && cfg.FrequencyInit == InitSpectrum {
-		fmin, _ := freqBounds(m.cfg.Lookback)
-		pl := m.PlaceFrequencies(FindPeaks(rs.Rows(), rs.Channels(), PeakOptions{MinFrequency: fmin}))
-		res.Placement = &pl
 	}
 	t := newTrainer(m, cfg, tb)
 	// Frequencies placed on the spectrum stay there (see TrainPlacedFrequencies).
@@ -433,6 +456,7 @@ type trainer struct {
 	ws                *Workspace
 	evalWS            []*Workspace
 	x, y              []float64 // batch inputs and targets
+	tau               []float64 // batch window end times, steps since the epoch (per channel)
 	out               []float64 // batch forecasts
 	dOut              []float64 // ∂L/∂forecast
 	noise             []float64 // Gumbel draws
@@ -455,6 +479,7 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 		rng:   rand.New(rand.NewPCG(cfg.Seed, 0xda3e39cb94b95bdb)),
 		x:     make([]float64, B*L*C),
 		y:     make([]float64, B*H*C),
+		tau:   make([]float64, B*C),
 		out:   make([]float64, B*H*C),
 		dOut:  make([]float64, B*H*C),
 		noise: make([]float64, B*N),
@@ -472,7 +497,8 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 		t.live = m.params.clone(m.cfg)
 	}
 	if cfg.Dropout > 0 {
-		t.resMask = make([]float64, B*c.ResidualHidden)
+		pw, _, _ := c.residualShape()
+		t.resMask = make([]float64, B*pw*c.ResidualHidden)
 		t.headMask = make([]float64, B*c.TopK*c.HeadHidden)
 	}
 	t.ws = m.NewWorkspace(B)
@@ -505,7 +531,7 @@ var errDiverged = errors.New("loss is not finite; lower the learning rate or che
 // step runs one optimiser step on the samples idx.
 func (t *trainer) step(idx []int, lr, tau float64) (stepLoss, error) {
 	B, N := len(idx), t.m.cfg.Frequencies
-	t.data.fillShuffled(t.x, t.y, idx, t.cfg.ChannelShuffle, t.rng)
+	t.data.fillShuffled(t.x, t.y, t.tau, idx, t.cfg.ChannelShuffle, t.rng)
 	for i := range t.noise[:B*N] {
 		u := t.rng.Float64()
 		for u == 0 {
@@ -555,7 +581,7 @@ func (t *trainer) gradient(B int, tau float64) stepLoss {
 		draws.xNoise = t.xNoise[:B*L*C]
 	}
 	out, dOut := t.out[:B*HC], t.dOut[:B*HC]
-	m.forward(ws, out, t.x[:B*L*C], B, draws)
+	m.forward(ws, out, t.x[:B*L*C], t.tau[:B*C], B, draws)
 	var l stepLoss
 	l.mse, l.vr = outputLoss(dOut, out, t.y[:B*HC], B, H, C, B, cfg.LambdaVar)
 	m.backward(ws, dOut, draws, consts)

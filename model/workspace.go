@@ -16,6 +16,9 @@ type Workspace struct {
 	xn, mu, sd           []float64 // normalised windows n·L·C; per-window channel mean, std n·C
 	xr                   []float64 // n·L·C: the residual MLP's input, x̂ less its selected cycles
 	resIn                []float64 // what the residual MLP read: xr, or xn for a format 2 model
+	resX                 []float64 // the residual MLP's input rows: resIn, or resT (one row per channel)
+	resT                 []float64 // n·C·L: resIn channel by channel
+	resOut               []float64 // n·C·H: the residual MLP's output rows before the bias (one row per channel)
 	xc                   []float64 // n·C: per-window channel means of x̂ (0 with instance norm)
 	energy               []float64 // n: Σ (x̂ − mean)² of each window
 	eshare               []float64 // n·N: each frequency's share of its window's energy
@@ -32,12 +35,23 @@ type Workspace struct {
 	gcoef, hidden        []float64 // n·K·2d, n·K·E: head inputs and ReLU outputs, grouped
 	contrib              []float64 // n·K·H·C: head outputs g_f(c_f), grouped
 	freqSum              []float64 // n·H·C: Σ_{f∈S} g_f(c_f)
-	rpre, rtanh, rh, res []float64 // residual MLP: n·R, n·R, n·R, n·H·C
+	rpre, rtanh, rh, res []float64 // residual MLP: rows·R three times (rows: n, or n·C), n·H·C
 	topv                 []float64 // K: top-K scratch
 	attrHead, attrSD     []float64 // H·C: α·σ and σ per output position (Attribution)
 	attrLevel            []float64 // H·C: μ per output position (Attribution)
-	headSplit            int       // heads [0, headSplit) are part 0's, the rest part 1's
-	bk                   backwardConsts
+	attrClock            []float64 // H·C: a clock term (Attribution)
+	tauIn, tau           []float64 // n·C: window end times in steps since the epoch (Forward's, the pass's)
+	ab                   []float64 // n·2N·C: clock coefficients (A, B) of each rhythm frequency
+	abKept               []float64 // 2N·C: one window's (A, B) without the removed frequencies
+	qprof                []float64 // n·(L+H)·C: the clock's terms over window and horizon
+	xt                   []float64 // n·L·C: the window less the clock's terms (format 4)
+	zfix                 []float64 // n·2N·C: projections of xt on the rhythm frequencies' atoms
+	// without, when set, removes frequencies from every pass: their heads
+	// are dropped from the selection (not replaced) and their clock terms
+	// are zero (see Workspace.Without).
+	without, withoutBuf []bool
+	headSplit           int // heads [0, headSplit) are part 0's, the rest part 1's
+	bk                  backwardConsts
 
 	// par, when set, runs ws.run(s, 0) and ws.run(s, 1) and returns when
 	// both are done (training sets it to use two cores); nil runs one part.
@@ -51,7 +65,9 @@ type Workspace struct {
 type trainScratch struct {
 	noisy, prob []float64 // n·N: perturbed logits, their tempered softmax
 	dyn, dr     []float64 // n·H·C
-	drh         []float64 // n·R
+	drh         []float64 // rows·R (rows: n, or n·C)
+	drT         []float64 // n·C·H: ∂L/∂r channel by channel
+	gT          []float64 // n·C·L: ∂L/∂(residual input) channel by channel
 	dO, dA, dG  []float64 // grouped n·K·H·C, n·K·E, n·K·2d
 	dm          []float64 // n·K, grouped: ∂L/∂gate
 	dscore      []float64 // n·N
@@ -63,6 +79,9 @@ type trainScratch struct {
 	recQ        []float64 // (C+1)·(C+1): Σ_b E_bᵀE_b
 	dPsibar     []float64 // 2N·L
 	onesAcc     []float64 // 2N: gradient reaching the atoms through the constant column
+	dq          []float64 // n·(L+H)·C: ∂L/∂(clock terms)
+	dab         []float64 // 2N·C: ∂L/∂(A, B) of one window
+	dxt         []float64 // n·L·C: ∂L/∂x̃
 	sparse      float64   // Σ_b Σ_{i∉S_b} p_bi of the last backward
 	grad        *Params
 }
@@ -107,14 +126,25 @@ func (ws *Workspace) grow(n int) {
 	ws.hidden = make([]float64, n*K*E)
 	ws.contrib = make([]float64, n*K*HC)
 	ws.freqSum = make([]float64, n*HC)
-	ws.rpre = make([]float64, n*R)
-	ws.rtanh = make([]float64, n*R)
-	ws.rh = make([]float64, n*R)
+	pw, _, _ := cfg.residualShape()
+	ws.rpre = make([]float64, n*pw*R)
+	ws.rtanh = make([]float64, n*pw*R)
+	ws.rh = make([]float64, n*pw*R)
+	ws.resT = make([]float64, n*L*C)
+	ws.resOut = make([]float64, n*H*C)
 	ws.res = make([]float64, n*HC)
 	ws.topv = make([]float64, K)
 	ws.attrHead = make([]float64, HC)
 	ws.attrSD = make([]float64, HC)
 	ws.attrLevel = make([]float64, HC)
+	ws.attrClock = make([]float64, HC)
+	ws.tauIn = make([]float64, n*C)
+	ws.tau = make([]float64, n*C)
+	ws.ab = make([]float64, n*2*N*C)
+	ws.abKept = make([]float64, 2*N*C)
+	ws.qprof = make([]float64, n*(L+H)*C)
+	ws.xt = make([]float64, n*L*C)
+	ws.zfix = make([]float64, n*2*N*C)
 	if ws.tr != nil {
 		ws.tr = nil
 		ws.enableTraining()
@@ -135,7 +165,9 @@ func (ws *Workspace) enableTraining() {
 		prob:    make([]float64, n*N),
 		dyn:     make([]float64, n*HC),
 		dr:      make([]float64, n*HC),
-		drh:     make([]float64, n*R),
+		drh:     make([]float64, n*C*R),
+		drT:     make([]float64, n*HC),
+		gT:      make([]float64, n*L*C),
 		dO:      make([]float64, n*K*HC),
 		dA:      make([]float64, n*K*E),
 		dG:      make([]float64, n*K*2*d),
@@ -150,6 +182,9 @@ func (ws *Workspace) enableTraining() {
 		recQ:    make([]float64, C1*C1),
 		dPsibar: make([]float64, 2*N*L),
 		onesAcc: make([]float64, 2*N),
+		dq:      make([]float64, n*(L+H)*C),
+		dab:     make([]float64, 2*N*C),
+		dxt:     make([]float64, n*L*C),
 		grad:    newParams(cfg),
 	}
 }

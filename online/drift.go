@@ -15,42 +15,55 @@ import (
 type DriftEvent struct {
 	// TS is the data time the event was raised at (the newest observed step).
 	TS time.Time `json:"ts"`
-	// Kind is "period" (a dominant frequency's period moved beyond the
-	// threshold from the last period reported for it and settled there for
-	// min_duration), "dominant_entered" or "dominant_left" (the set of
-	// frequencies that carry the attribution changed and the change lasted
-	// min_duration). See drift for the rules.
-	Kind        string `json:"kind"`
-	FrequencyID int    `json:"frequency_id"`
-	// Cycle says the frequency was placed on a cycle of the training data,
-	// so Period is that cycle's period now.
+	// Kind is "period" (a dominant rhythm's or frequency's period moved
+	// beyond the threshold from the last period reported for it and
+	// settled there for min_duration), "dominant_entered" or
+	// "dominant_left" (the set of rhythms and frequencies that carry the
+	// attribution changed and the change lasted min_duration). See drift
+	// for the rules.
+	Kind string `json:"kind"`
+	// FrequencyID is the frequency the event is about; for a rhythm, its
+	// lowest harmonic's.
+	FrequencyID int `json:"frequency_id"`
+	// Rhythm is the rhythm the event is about (its index in the model's
+	// rhythms) and Frequencies its frequencies, which drift as one; nil
+	// for a free frequency.
+	Rhythm      *int  `json:"rhythm,omitempty"`
+	Frequencies []int `json:"frequencies,omitempty"`
+	// Cycle says the event is about a cycle of the data (a rhythm, or in a
+	// model without rhythms a frequency placed on a cycle of the training
+	// data), so Period is that cycle's period now.
 	Cycle bool `json:"cycle"`
-	// ReferencePeriod and Period are in steps; the _seconds fields give
-	// them in time when the cadence is known.
+	// ReferencePeriod and Period are in steps (a rhythm's fundamental
+	// period); the _seconds fields give them in time when the cadence is
+	// known.
 	ReferencePeriod        float64 `json:"reference_period"`
 	Period                 float64 `json:"period"`
 	ReferencePeriodSeconds float64 `json:"reference_period_seconds,omitempty"`
 	PeriodSeconds          float64 `json:"period_seconds,omitempty"`
 	// RelativeChange is Period/ReferencePeriod − 1.
 	RelativeChange float64 `json:"relative_change"`
-	// Share is the frequency's recent part of the attribution.
+	// Share is the recent part of the attribution of the rhythm (its
+	// frequencies together) or frequency.
 	Share        float64 `json:"share"`
 	ModelVersion int64   `json:"model_version"`
 }
 
-// drift follows each frequency's period against its reference and which
-// frequencies carry the attribution of recent forecasts.
+// drift follows the periods the model relies on against their reference,
+// and which of them carry the attribution of recent forecasts. Its units
+// are the rhythms, each followed as one (its fundamental period, the sum of
+// its frequencies' shares), and the free frequencies.
 //
 // The rules, so that an event means something changed and stayed changed:
 //
-//   - A frequency is dominant while it carries the attribution: it joins
-//     once its smoothed share reaches DominantMinShare and it is among the
+//   - A unit is dominant while it carries the attribution: it joins once
+//     its smoothed share reaches DominantMinShare and it is among the
 //     Dominant largest (a full set admits a newcomer only when its share is
 //     half as large again as the smallest member's), and it leaves once its
 //     share falls below half of DominantMinShare. A change of the set
 //     counts after it has held for MinDuration: "dominant_entered" and
 //     "dominant_left" events.
-//   - A "period" event is raised for a dominant frequency whose period is
+//   - A "period" event is raised for a dominant unit whose period is
 //     further than DriftThreshold from the last period reported for it (at
 //     first its reference, the period it was trained with) and has settled:
 //     it moved less than a quarter of DriftThreshold over the last
@@ -61,36 +74,68 @@ type drift struct {
 	mu       sync.Mutex
 	cfg      Config
 	cadence  time.Duration
-	ref      []float64 // reference period of each frequency, in steps
-	cycle    []bool    // the frequency was placed on a cycle of the training data
-	shareSum []float64 // attribution shares since the last evaluation
+	unitOf   []int     // frequency id → unit
+	members  [][]int   // unit → its frequencies (a rhythm's, or one free frequency)
+	rhythm   []int     // unit → rhythm index, −1 for a free frequency
+	ref      []float64 // reference period of each unit, in steps
+	cycle    []bool    // the unit is a cycle of the data
+	freqSum  []float64 // attribution shares by frequency since the last evaluation
 	shareN   int64
-	share    []float64 // smoothed recent share
+	share    []float64 // smoothed recent share of each unit
+	fshare   []float64 // smoothed recent share of each frequency
 	shared   bool      // share holds a value
-	periods  []float64 // the serving model's periods
+	periods  []float64 // the serving model's period of each unit
+	fperiods []float64 // the serving model's period of each frequency
 	alpha    float64
 	version  int64
 	dominant []bool
 	pending  []bool    // a changed dominant set waiting for min_duration
 	setSince time.Time // when pending was first seen
-	reported []float64 // the period last reported for each frequency (its reference at first)
+	reported []float64 // the period last reported for each unit (its reference at first)
 	anchor   []float64 // the period a settling move is measured from
 	since    []time.Time
 }
 
 func newDrift(cfg Config, ref *model.Model) *drift {
 	N := ref.Config().Frequencies
-	d := &drift{cfg: cfg, cadence: ref.Meta.Cadence, ref: make([]float64, N), cycle: make([]bool, N), shareSum: make([]float64, N),
-		share: make([]float64, N), periods: make([]float64, N), dominant: make([]bool, N),
-		reported: make([]float64, N), anchor: make([]float64, N), since: make([]time.Time, N)}
-	for i, f := range ref.Frequencies() {
-		d.ref[i], d.periods[i], d.reported[i] = f.PeriodSteps, f.PeriodSteps, f.PeriodSteps
+	d := &drift{cfg: cfg, cadence: ref.Meta.Cadence, unitOf: make([]int, N), freqSum: make([]float64, N),
+		fshare: make([]float64, N), fperiods: make([]float64, N)}
+	for i := range d.unitOf {
+		d.unitOf[i] = -1
 	}
+	for r, rh := range ref.Meta.Rhythms {
+		u := len(d.members)
+		var ids []int
+		for _, id := range rh.Frequencies {
+			if id >= 0 && id < N && d.unitOf[id] < 0 {
+				d.unitOf[id] = u
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		d.members, d.rhythm, d.cycle = append(d.members, ids), append(d.rhythm, r), append(d.cycle, true)
+		d.ref = append(d.ref, rh.PeriodSteps)
+	}
+	placed := make([]bool, N)
 	for _, pk := range ref.Meta.Peaks {
 		if pk.ID >= 0 && pk.ID < N {
-			d.cycle[pk.ID] = true
+			placed[pk.ID] = true
 		}
 	}
+	for i, f := range ref.Frequencies() {
+		d.fperiods[i] = f.PeriodSteps
+		if d.unitOf[i] >= 0 {
+			continue
+		}
+		d.unitOf[i] = len(d.members)
+		d.members, d.rhythm, d.cycle = append(d.members, []int{i}), append(d.rhythm, -1), append(d.cycle, placed[i])
+		d.ref = append(d.ref, f.PeriodSteps)
+	}
+	U := len(d.members)
+	d.share, d.periods, d.dominant = make([]float64, U), slices.Clone(d.ref), make([]bool, U)
+	d.reported, d.anchor, d.since = slices.Clone(d.ref), make([]float64, U), make([]time.Time, U)
 	d.alpha = ref.Alpha()
 	return d
 }
@@ -101,8 +146,8 @@ func (d *drift) observeShares(cs []model.Contribution) {
 	}
 	d.mu.Lock()
 	for _, c := range cs {
-		if c.ID >= 0 && c.ID < len(d.shareSum) {
-			d.shareSum[c.ID] += c.Share
+		if c.ID >= 0 && c.ID < len(d.freqSum) {
+			d.freqSum[c.ID] += c.Share
 		}
 	}
 	d.shareN++
@@ -116,18 +161,33 @@ func (d *drift) evaluate(now time.Time, m *model.Model, version int64) []DriftEv
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for i, f := range m.Frequencies() {
-		d.periods[i] = f.PeriodSteps
+		if i < len(d.fperiods) {
+			d.fperiods[i] = f.PeriodSteps
+		}
+	}
+	for u, ids := range d.members {
+		if r := d.rhythm[u]; r >= 0 && r < len(m.Meta.Rhythms) {
+			d.periods[u] = m.Meta.Rhythms[r].PeriodSteps
+		} else {
+			d.periods[u] = d.fperiods[ids[0]]
+		}
 	}
 	d.alpha, d.version = m.Alpha(), version
 	if d.shareN > 0 {
-		for i := range d.share {
-			recent := d.shareSum[i] / float64(d.shareN)
+		for i := range d.fshare {
+			recent := d.freqSum[i] / float64(d.shareN)
 			if d.shared {
-				d.share[i] = 0.5*d.share[i] + 0.5*recent
+				d.fshare[i] = 0.5*d.fshare[i] + 0.5*recent
 			} else {
-				d.share[i] = recent
+				d.fshare[i] = recent
 			}
-			d.shareSum[i] = 0
+			d.freqSum[i] = 0
+		}
+		for u, ids := range d.members {
+			d.share[u] = 0
+			for _, id := range ids {
+				d.share[u] += d.fshare[id]
+			}
 		}
 		d.shareN, d.shared = 0, true
 	}
@@ -215,21 +275,40 @@ func (d *drift) updateDominant(now time.Time, events []DriftEvent) []DriftEvent 
 	return events
 }
 
-func (d *drift) event(now time.Time, kind string, i int) DriftEvent {
-	e := DriftEvent{TS: now, Kind: kind, FrequencyID: i, Cycle: d.cycle[i], ReferencePeriod: d.ref[i], Period: d.periods[i],
-		RelativeChange: d.periods[i]/d.ref[i] - 1, Share: d.share[i], ModelVersion: d.version}
+func (d *drift) event(now time.Time, kind string, u int) DriftEvent {
+	e := DriftEvent{TS: now, Kind: kind, FrequencyID: d.members[u][0], Cycle: d.cycle[u], ReferencePeriod: d.ref[u], Period: d.periods[u],
+		RelativeChange: d.periods[u]/d.ref[u] - 1, Share: d.share[u], ModelVersion: d.version}
+	if r := d.rhythm[u]; r >= 0 {
+		e.Rhythm, e.Frequencies = &r, slices.Clone(d.members[u])
+	}
 	if d.cadence > 0 {
-		e.ReferencePeriodSeconds = d.ref[i] * d.cadence.Seconds()
-		e.PeriodSeconds = d.periods[i] * d.cadence.Seconds()
+		e.ReferencePeriodSeconds = d.ref[u] * d.cadence.Seconds()
+		e.PeriodSeconds = d.periods[u] * d.cadence.Seconds()
 	}
 	return e
 }
 
 // FrequencyState is what the drift tracker knows of one frequency.
 type FrequencyState struct {
-	ID              int     `json:"id"`
+	ID int `json:"id"`
+	// Rhythm is the index of the frequency's rhythm, nil for a free one.
+	Rhythm          *int    `json:"rhythm,omitempty"`
 	Cycle           bool    `json:"cycle"`
 	PeriodSteps     float64 `json:"period_steps"`
+	ReferencePeriod float64 `json:"reference_period_steps"`
+	DriftRatio      float64 `json:"drift_ratio"`
+	Share           float64 `json:"share"`
+	// Dominant says the frequency, or its rhythm, carries the attribution.
+	Dominant bool `json:"dominant"`
+}
+
+// RhythmState is what the drift tracker knows of one rhythm.
+type RhythmState struct {
+	Index       int     `json:"index"`
+	Frequencies []int   `json:"frequencies"`
+	PeriodSteps float64 `json:"period_steps"`
+	// PeriodSeconds is the period in time when the cadence is known.
+	PeriodSeconds   float64 `json:"period_seconds,omitempty"`
 	ReferencePeriod float64 `json:"reference_period_steps"`
 	DriftRatio      float64 `json:"drift_ratio"`
 	Share           float64 `json:"share"`
@@ -239,10 +318,39 @@ type FrequencyState struct {
 func (d *drift) frequencies() []FrequencyState {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]FrequencyState, len(d.ref))
+	out := make([]FrequencyState, len(d.unitOf))
 	for i := range out {
-		out[i] = FrequencyState{ID: i, Cycle: d.cycle[i], PeriodSteps: d.periods[i], ReferencePeriod: d.ref[i],
-			DriftRatio: d.periods[i]/d.ref[i] - 1, Share: d.share[i], Dominant: d.dominant[i]}
+		u := d.unitOf[i]
+		fs := FrequencyState{ID: i, Cycle: d.cycle[u], PeriodSteps: d.fperiods[i], Share: d.fshare[i], Dominant: d.dominant[u]}
+		// A rhythm's frequency drifts with its rhythm: its reference is
+		// its harmonic of the rhythm's reference.
+		fs.ReferencePeriod = d.fperiods[i] * d.ref[u] / d.periods[u]
+		if d.rhythm[u] < 0 {
+			fs.ReferencePeriod = d.ref[u]
+		} else {
+			r := d.rhythm[u]
+			fs.Rhythm = &r
+		}
+		fs.DriftRatio = fs.PeriodSteps/fs.ReferencePeriod - 1
+		out[i] = fs
+	}
+	return out
+}
+
+func (d *drift) rhythms() []RhythmState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []RhythmState
+	for u, r := range d.rhythm {
+		if r < 0 {
+			continue
+		}
+		rs := RhythmState{Index: r, Frequencies: slices.Clone(d.members[u]), PeriodSteps: d.periods[u], ReferencePeriod: d.ref[u],
+			DriftRatio: d.periods[u]/d.ref[u] - 1, Share: d.share[u], Dominant: d.dominant[u]}
+		if d.cadence > 0 {
+			rs.PeriodSeconds = d.periods[u] * d.cadence.Seconds()
+		}
+		out = append(out, rs)
 	}
 	return out
 }

@@ -274,6 +274,12 @@ func (l *Learner) updateMetrics() {
 		}
 		l.met.dominant.WithLabelValues(id).Set(dom)
 	}
+	for _, r := range l.dr.rhythms() {
+		id := fmt.Sprint(r.Index)
+		l.met.rhythmPeriod.WithLabelValues(id).Set(r.PeriodSteps * cad)
+		l.met.rhythmRatio.WithLabelValues(id).Set(r.DriftRatio)
+		l.met.rhythmShare.WithLabelValues(id).Set(r.Share)
+	}
 	l.dr.mu.Lock()
 	l.met.alpha.Set(l.dr.alpha)
 	l.dr.mu.Unlock()
@@ -457,15 +463,22 @@ const spectrumSeries = 64
 
 // trackCycles moves the candidate's cycles to where the spectrum of the
 // recent realised values shows them (see model.Model.TrackCycles).
+//
+// A model with rhythms moves each rhythm as one, re-anchoring its clock at
+// the newest observed step so its phase is continuous.
 func (l *Learner) trackCycles(cand *model.Model) []model.CycleMove {
-	if len(cand.Meta.Peaks) == 0 {
+	if len(cand.Meta.Peaks) == 0 && len(cand.Meta.Rhythms) == 0 {
 		return nil
 	}
 	rows, width := l.tr.recentRows(l.cfg.SpectrumSteps, spectrumSeries)
 	if width == 0 {
 		return nil
 	}
-	return cand.TrackCycles(model.FindPeaks(rows, width, model.PeakOptions{}))
+	peaks := model.FindPeaks(rows, width, model.PeakOptions{})
+	if len(cand.Meta.Rhythms) > 0 {
+		return cand.TrackRhythms(peaks, l.tr.newestStep())
+	}
+	return cand.TrackCycles(peaks)
 }
 
 // pace sleeps after a fine-tuning step so that computing takes Duty of a
@@ -523,6 +536,9 @@ func (a ErrorTotals) MSE(since ErrorTotals) float64 {
 // Frequencies returns the drift tracker's view of every frequency.
 func (l *Learner) Frequencies() []FrequencyState { return l.dr.frequencies() }
 
+// Rhythms returns the drift tracker's view of every rhythm.
+func (l *Learner) Rhythms() []RhythmState { return l.dr.rhythms() }
+
 // WorstSeries returns the n tracked series with the highest rolling MSE.
 func (l *Learner) WorstSeries(n int) []SeriesError { return l.tr.worst(n) }
 
@@ -562,6 +578,8 @@ type Report struct {
 	Pairs        int64             `json:"pairs"`
 	Rounds       map[Outcome]int64 `json:"rounds"`
 	Frequencies  []FrequencyState  `json:"frequencies"`
+	// Rhythms is every rhythm's drift state: each drifts as one.
+	Rhythms []RhythmState `json:"rhythms"`
 	// Horizon is the rolling error by horizon bucket (HorizonErrors).
 	Horizon     []HorizonError `json:"horizon"`
 	WorstSeries []SeriesError  `json:"worst_series"`
@@ -574,7 +592,7 @@ func (l *Learner) Report(srv Server, n int) Report {
 	_, version := srv.Model()
 	t := l.Totals()
 	r := Report{ModelVersion: version, ScoredSteps: t.Count, Pairs: t.Pairs, Rounds: l.Outcomes(),
-		Frequencies: l.Frequencies(), Horizon: l.HorizonErrors(), WorstSeries: l.WorstSeries(n), Intervals: t.Coverage}
+		Frequencies: l.Frequencies(), Rhythms: l.Rhythms(), Horizon: l.HorizonErrors(), WorstSeries: l.WorstSeries(n), Intervals: t.Coverage}
 	if t.Count > 0 {
 		r.MSE = t.MSE(ErrorTotals{})
 	}

@@ -21,6 +21,7 @@ func horizonBuckets(H int) (names []string, bounds [][2]int) {
 
 type metrics struct {
 	period, periodSec, ratio, share, dominant *prometheus.GaugeVec
+	rhythmPeriod, rhythmRatio, rhythmShare    *prometheus.GaugeVec
 	alpha, lastPromotion, testMSE             prometheus.Gauge
 	driftThreshold                            prometheus.Gauge
 	mse, mae                                  *prometheus.GaugeVec
@@ -50,6 +51,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Recent part of the absolute attribution carried by each frequency."}, freq),
 		dominant: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_dominant",
 			Help: "1 when the frequency is among the dominant ones (by recent attribution share), else 0."}, freq),
+		rhythmPeriod: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_period_seconds",
+			Help: "Fundamental period of each rhythm of the serving model (a cycle with its harmonics), in seconds (when the cadence is known)."}, []string{"rhythm"}),
+		rhythmRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_drift_ratio",
+			Help: "Period / reference period − 1 of each rhythm (signed relative change); a rhythm's frequencies drift as one."}, []string{"rhythm"}),
+		rhythmShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_share",
+			Help: "Recent part of the absolute attribution carried by each rhythm: the sum of its frequencies' shares."}, []string{"rhythm"}),
 		alpha: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_fusion_alpha",
 			Help: "Fusion weight α of the serving model: the frequency part's weight against the residual."}),
 		lastPromotion: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_finetune_last_promotion_timestamp_seconds",
@@ -100,7 +107,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, o := range outcomes {
 		m.rounds.WithLabelValues(string(o))
 	}
-	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant, m.alpha, m.lastPromotion,
+	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant,
+		m.rhythmPeriod, m.rhythmRatio, m.rhythmShare, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
 		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold,
 		m.coverage, m.nominal, m.intervalsScored, m.intervalsCovered} {

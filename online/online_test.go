@@ -107,8 +107,11 @@ func TestDriftScenario(t *testing.T) {
 				case e.Kind == "period":
 					t.Errorf("a period event for frequency %d (%.2f → %.2f steps), which carries no cycle that moved", e.FrequencyID, e.ReferencePeriod, e.Period)
 				default:
-					if entries[e.FrequencyID]++; entries[e.FrequencyID] > 1 {
-						t.Errorf("frequency %d joined or left the dominant set more than once (flapping): %+v", e.FrequencyID, e)
+					// A free frequency may stand in for the rhythm while
+					// its period is re-tracked: it enters once and leaves
+					// once. More is flapping.
+					if entries[e.FrequencyID]++; entries[e.FrequencyID] > 2 {
+						t.Errorf("frequency %d joined or left the dominant set more than twice (flapping): %+v", e.FrequencyID, e)
 					}
 				}
 			}

@@ -16,6 +16,7 @@ type replay struct {
 	policy  string // ReplayRecent or ReplayReservoir
 	data    []float64
 	seq     []int64 // arrival number of each slot's pair
+	ends    []int64 // the time of each slot's window's newest step, Unix nanoseconds
 	n       int     // slots in use
 	next    int     // next slot (recent)
 	seen    int64   // pairs ever added
@@ -30,8 +31,9 @@ func newReplay(size, L, H, C int, policy string, seed uint64) *replay {
 func (r *replay) stride() int { return (r.L + r.H + 1) * r.C }
 
 // add stores one pair: input L×C, target H×C, scale C (row-major, step then
-// channel), all copied.
-func (r *replay) add(input, target, scale []float64) {
+// channel), all copied, and end, the time of the input's newest step (Unix
+// nanoseconds), which a model that reads the time needs.
+func (r *replay) add(input, target, scale []float64, end int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	slot := -1
@@ -41,6 +43,7 @@ func (r *replay) add(input, target, scale []float64) {
 		r.n++
 		r.data = append(r.data, make([]float64, r.stride())...)
 		r.seq = append(r.seq, 0)
+		r.ends = append(r.ends, 0)
 	case r.policy == ReplayReservoir:
 		if j := r.rng.Int64N(r.seen + 1); j < int64(r.size) {
 			slot = int(j)
@@ -59,6 +62,7 @@ func (r *replay) add(input, target, scale []float64) {
 	copy(d[LC:LC+HC], target)
 	copy(d[LC+HC:], scale)
 	r.seq[slot] = r.seen
+	r.ends[slot] = end
 }
 
 // len returns the pairs held and the pairs ever added.
@@ -87,7 +91,7 @@ func (r *replay) split(frac float64, minHoldout, maxTrain int, norm normaliser) 
 
 func (r *replay) copyOut(slots []int, norm normaliser) *pairs {
 	p := &pairs{n: len(slots), L: r.L, H: r.H, C: r.C,
-		x: make([]float64, len(slots)*r.L*r.C), y: make([]float64, len(slots)*r.H*r.C)}
+		x: make([]float64, len(slots)*r.L*r.C), y: make([]float64, len(slots)*r.H*r.C), ends: make([]int64, len(slots))}
 	LC, HC := r.L*r.C, r.H*r.C
 	for i, s := range slots {
 		d := r.data[s*r.stride() : (s+1)*r.stride()]
@@ -96,13 +100,16 @@ func (r *replay) copyOut(slots []int, norm normaliser) *pairs {
 		copy(y, d[LC:LC+HC])
 		norm.apply(x, r.C, d[LC+HC:])
 		norm.apply(y, r.C, d[LC+HC:])
+		p.ends[i] = r.ends[s]
 	}
 	return p
 }
 
-// pairs is a set of normalised (window, target) pairs; it is a model.Source.
+// pairs is a set of normalised (window, target) pairs with the time each
+// window ends; it is a model.TimedSource.
 type pairs struct {
 	x, y    []float64
+	ends    []int64
 	n       int
 	L, H, C int
 }
@@ -111,6 +118,9 @@ func (p *pairs) Len() int               { return p.n }
 func (p *pairs) Channels() int          { return p.C }
 func (p *pairs) Input(i int) []float64  { return p.x[i*p.L*p.C : (i+1)*p.L*p.C] }
 func (p *pairs) Target(i int) []float64 { return p.y[i*p.H*p.C : (i+1)*p.H*p.C] }
+func (p *pairs) EndTime(i int) (int64, bool) {
+	return p.ends[i], true
+}
 
 // normaliser maps values in the input's units to the units the model was
 // trained in (mixed models: its z-score) or to a series' own scale

@@ -147,7 +147,14 @@ func (sc *scenario) run(t *testing.T, l *online.Learner, srv *server, roundEvery
 				x[s*scL+i] = sc.frame.Values[(step-scL+1+i)*S+s]
 			}
 		}
-		y := ex.Forecast(x)
+		var ends []int64
+		if m.ReadsTime() {
+			ends = make([]int64, S)
+			for s := range ends {
+				ends[s] = sc.frame.Times[step].UnixNano()
+			}
+		}
+		y := ex.Forecast(x, ends)
 		for s := range S {
 			expl = ex.Explain(s, expl)
 			l.Observe(&online.Observation{Series: sc.frame.Columns[s], End: sc.frame.Times[step],

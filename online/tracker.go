@@ -293,7 +293,7 @@ func (t *tracker) complete(s *seriesState, at int64) {
 	for c := range C {
 		t.scratch.scale[c] = t.scale(s, c)
 	}
-	t.replay.add(t.scratch.in, t.scratch.tgt, t.scratch.scale)
+	t.replay.add(t.scratch.in, t.scratch.tgt, t.scratch.scale, at*int64(t.cadence))
 	t.pairs++
 }
 
@@ -330,6 +330,18 @@ func (t *tracker) recentRows(steps, maxSeries int) (rows []float64, channels int
 		}
 	}
 	return rows, width
+}
+
+// newestStep is the newest observed data time in steps of the cadence since
+// the Unix epoch.
+func (t *tracker) newestStep() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ns, cad := t.newest.UnixNano(), int64(t.cadence)
+	if cad <= 0 {
+		return 0
+	}
+	return float64(ns/cad) + float64(ns%cad)/float64(cad)
 }
 
 // expire forgets series not seen within the last L+H steps of data time.

@@ -28,6 +28,7 @@ type worker struct {
 	ex      *model.Explainer // for exModel; rebuilt when the model changes
 	exModel *model.Model
 	expl    *model.Explanation
+	ends    []int64            // the window end times of a forward pass, Unix nanoseconds
 	obs     online.Observation // reused for every forecast handed to the learner
 	issued  wire.Forecast      // reused for every forecast handed to the forecast observer
 	lower   [][]float64        // obs.Lower and obs.Upper's storage: one slice per level
@@ -102,6 +103,7 @@ type part struct {
 	ingest    []time.Time
 	arena     []float64
 	contribs  []wire.Contribution
+	rhythms   []wire.RhythmPart
 	intervals []wire.Interval
 	outRange  []int // rows the windows refused as out of range
 	nonFinite []int // rows whose window's forecast had a non-finite value
@@ -126,7 +128,7 @@ func (ob *outBatch) reset(in *stream.Batch) {
 	for i := range ob.parts {
 		pt := &ob.parts[i]
 		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = pt.fs[:0], pt.ingest[:0], pt.arena[:0], pt.contribs[:0], nil
-		pt.intervals = pt.intervals[:0]
+		pt.intervals, pt.rhythms = pt.intervals[:0], pt.rhythms[:0]
 		pt.outRange, pt.nonFinite = pt.outRange[:0], pt.nonFinite[:0]
 	}
 }
@@ -193,13 +195,14 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	m := v.m
 	H, C, L := m.Horizon(), len(p.cfg.Fields), m.Lookback()
 	HC := H * C
-	maxContribs := m.Config().TopK
+	maxContribs := m.MaxContributions()
 	if m.Config().Mode == model.Independent {
 		maxContribs *= C
 	}
+	rhythms := len(m.Meta.Rhythms)
 	perWindow := HC
 	if !p.cfg.SkipAttributions {
-		perWindow = HC * (2 + maxContribs)
+		perWindow = HC * (2 + maxContribs + rhythms)
 	}
 	var levels []float64
 	if p.learner != nil {
@@ -212,6 +215,9 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	if need := n * maxContribs; cap(pt.contribs) < need {
 		pt.contribs = make([]wire.Contribution, 0, need)
 	}
+	if need := n * rhythms; cap(pt.rhythms) < need {
+		pt.rhythms = make([]wire.RhythmPart, 0, need)
+	}
 	if need := n * len(levels); cap(pt.intervals) < need {
 		pt.intervals = make([]wire.Interval, 0, need)
 	}
@@ -222,7 +228,15 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	for lo := 0; lo < n; lo += p.cfg.MaxBatch {
 		hi := min(lo+p.cfg.MaxBatch, n)
 		start := p.now()
-		y := w.ex.Forecast(w.ready.Values[lo*L*C : hi*L*C])
+		var ends []int64
+		if m.ReadsTime() {
+			w.ends = w.ends[:0]
+			for _, t := range w.ready.End[lo:hi] {
+				w.ends = append(w.ends, t.UnixNano())
+			}
+			ends = w.ends
+		}
+		y := w.ex.Forecast(w.ready.Values[lo*L*C:hi*L*C], ends)
 		p.met.forward.Observe(p.now().Sub(start).Seconds())
 		p.met.batchWindows.Observe(float64(hi - lo))
 		for i := lo; i < hi; i++ {
@@ -244,12 +258,24 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				for _, c := range e.Contributions {
 					vals := pt.take(HC)
 					copy(vals, c.Values)
+					r, cycle := m.RhythmOf(c.ID)
 					pt.contribs = append(pt.contribs, wire.Contribution{
 						ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: vals,
 						Period: time.Duration(math.Round(c.PeriodSteps * float64(p.cfg.Cadence))),
+						Cycle:  cycle, Rhythm: r,
 					})
 				}
 				f.Frequencies = pt.contribs[first:len(pt.contribs):len(pt.contribs)]
+				firstR := len(pt.rhythms)
+				for _, rp := range e.Rhythms {
+					vals := pt.take(HC)
+					copy(vals, rp.Values)
+					pt.rhythms = append(pt.rhythms, wire.RhythmPart{
+						Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: vals,
+						Period: time.Duration(math.Round(rp.PeriodSteps * float64(p.cfg.Cadence))),
+					})
+				}
+				f.Rhythms = pt.rhythms[firstR:len(pt.rhythms):len(pt.rhythms)]
 			}
 			if !finite(&f) {
 				// Never written: the reading that completed the window is

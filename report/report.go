@@ -307,7 +307,11 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int) (*Forecas
 	for t := at - L + 1; t <= at; t++ {
 		x = append(x, f.Row(t)...)
 	}
-	e.Forecast(x)
+	var ends []int64
+	if m.ReadsTime() {
+		ends = []int64{f.Times[at].UnixNano()}
+	}
+	e.Forecast(x, ends)
 	ex := e.Explain(0, nil)
 
 	fc := &Forecast{At: at, Channel: f.Columns[ch], Level: ex.Level[ch],
@@ -408,6 +412,7 @@ func horizonErrors(ctx context.Context, m *model.Model, bm *dataset.Benchmark) (
 	per := max(1, 256/k) // source windows per batch
 	ws := m.NewWorkspace(per * k)
 	x := make([]float64, per*k*L*mc)
+	var ends []int64
 	var out []float64
 	he := &HorizonErrors{Data: bm.Frame.Name, Protocol: string(bm.Protocol), Windows: w.Len(), Channels: C,
 		MSE: make([]float64, H), MAE: make([]float64, H), PersistenceMSE: make([]float64, H)}
@@ -416,7 +421,17 @@ func horizonErrors(ctx context.Context, m *model.Model, bm *dataset.Benchmark) (
 			return nil, err
 		}
 		n := min(per, w.Len()-lo)
+		ends = ends[:0]
 		for j := range n {
+			if m.ReadsTime() {
+				t, ok := w.EndTime(lo + j)
+				if !ok {
+					return nil, fmt.Errorf("report: the model reads the time of each window, but %s has no timestamps", bm.Frame.Name)
+				}
+				for range k {
+					ends = append(ends, t)
+				}
+			}
 			in := w.Input(lo + j)
 			if k == 1 {
 				copy(x[j*L*C:(j+1)*L*C], in)
@@ -429,7 +444,7 @@ func horizonErrors(ctx context.Context, m *model.Model, bm *dataset.Benchmark) (
 				}
 			}
 		}
-		out = m.Forward(ws, out, x[:n*k*L*mc])
+		out = m.Forward(ws, out, x[:n*k*L*mc], ends)
 		for j := range n {
 			in, tg := w.Input(lo+j), w.Target(lo+j)
 			for h := range H {

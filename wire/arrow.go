@@ -1,9 +1,11 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +30,11 @@ const (
 	// intervals, comma-separated in increasing order ("0.8,0.95"); absent
 	// when the message has none.
 	MetaIntervals = "freqlens.intervals"
+	// MetaRhythms lists the model's rhythms in an attribution message, as
+	// JSON: [{"index":0,"period_steps":24,"period":"24h0m0s",
+	// "frequencies":[3,7,9]}, …]; absent for a model without rhythms. A
+	// rhythm's part of the forecast is the sum of its frequencies' rows.
+	MetaRhythms = "freqlens.rhythms"
 )
 
 var (
@@ -84,7 +91,8 @@ type arrowLayout struct {
 	fields  []string
 	cadence time.Duration
 	mode    AttributionMode
-	levels  []float64 // of the intervals (forecast layout)
+	levels  []float64    // of the intervals (forecast layout)
+	rhythms []RhythmPart // of the attribution layout: index, period and frequencies only
 	schema  *arrow.Schema
 	b       *array.RecordBuilder
 
@@ -125,13 +133,19 @@ func (l *arrowLayout) release() {
 // builder returns the record builder of the layout, rebuilding it when the
 // fields, the cadence, the mode or the interval levels changed.
 func (l *arrowLayout) builder(mem memory.Allocator, fields []string, cadence time.Duration, mode AttributionMode,
-	ivs []Interval, schema func() *arrow.Schema) *array.RecordBuilder {
-	if l.b != nil && l.cadence == cadence && l.mode == mode && equalStrings(l.fields, fields) && sameLevels(l.levels, ivs) {
+	ivs []Interval, rhythms []RhythmPart, schema func() *arrow.Schema) *array.RecordBuilder {
+	if l.b != nil && l.cadence == cadence && l.mode == mode && equalStrings(l.fields, fields) && sameLevels(l.levels, ivs) &&
+		sameRhythms(l.rhythms, rhythms) {
 		return l.b
 	}
 	l.release()
 	l.fields = append([]string(nil), fields...)
 	l.cadence, l.mode = cadence, mode
+	l.rhythms = nil
+	for _, r := range rhythms {
+		l.rhythms = append(l.rhythms, RhythmPart{Index: r.Index, PeriodSteps: r.PeriodSteps, Period: r.Period,
+			Frequencies: append([]int(nil), r.Frequencies...)})
+	}
 	l.levels = nil
 	for _, iv := range ivs {
 		l.levels = append(l.levels, iv.Level)
@@ -139,6 +153,34 @@ func (l *arrowLayout) builder(mem memory.Allocator, fields []string, cadence tim
 	l.schema = schema()
 	l.b = array.NewRecordBuilder(mem, l.schema)
 	return l.b
+}
+
+// sameRhythms reports whether two lists of rhythms agree on what the schema
+// records of them: index, period and frequencies.
+func sameRhythms(a, b []RhythmPart) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if a[k].Index != b[k].Index || a[k].PeriodSteps != b[k].PeriodSteps || a[k].Period != b[k].Period ||
+			len(a[k].Frequencies) != len(b[k].Frequencies) {
+			return false
+		}
+		for j, id := range a[k].Frequencies {
+			if b[k].Frequencies[j] != id {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// rhythmMeta is one rhythm in the MetaRhythms metadata.
+type rhythmMeta struct {
+	Index       int     `json:"index"`
+	PeriodSteps float64 `json:"period_steps"`
+	Period      string  `json:"period"`
+	Frequencies []int   `json:"frequencies"`
 }
 
 func sameLevels(levels []float64, ivs []Interval) bool {
@@ -196,15 +238,30 @@ func boundColumns(fields []string, levels []float64) []string {
 
 // AttributionSchema returns the Arrow schema of attribution messages with
 // these fields and cadence in mode (full or summary).
-func AttributionSchema(fields []string, cadence time.Duration, mode AttributionMode) *arrow.Schema {
+//
+// With rhythms (the model's, whose index, period and frequencies it
+// records in MetaRhythms) the schema says which frequencies make each
+// rhythm; their shares and values are those of its frequencies' rows.
+func AttributionSchema(fields []string, cadence time.Duration, mode AttributionMode, rhythms ...RhythmPart) *arrow.Schema {
 	cols := append([]arrow.Field(nil), attributionColumns...)
 	if mode == AttributionsFull {
 		for _, name := range fields {
 			cols = append(cols, arrow.Field{Name: name, Type: float64List, Nullable: true})
 		}
 	}
-	md := arrow.NewMetadata([]string{MetaMessage, MetaCadence, MetaAttributions},
-		[]string{"attribution", cadence.String(), string(mode)})
+	keys, vals := []string{MetaMessage, MetaCadence, MetaAttributions}, []string{"attribution", cadence.String(), string(mode)}
+	if len(rhythms) > 0 {
+		rm := make([]rhythmMeta, len(rhythms))
+		for k, r := range rhythms {
+			rm[k] = rhythmMeta{Index: r.Index, PeriodSteps: r.PeriodSteps, Period: r.Period.String(), Frequencies: r.Frequencies}
+			if rm[k].Frequencies == nil {
+				rm[k].Frequencies = []int{}
+			}
+		}
+		b, _ := json.Marshal(rm) // plain numbers and strings: cannot fail
+		keys, vals = append(keys, MetaRhythms), append(vals, string(b))
+	}
+	md := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(cols, &md)
 }
 
@@ -219,7 +276,7 @@ func (e *ArrowEncoder) AppendForecast(dst []byte, f *Forecast) ([]byte, error) {
 	if err := checkArrowFields(f.Fields); err != nil {
 		return dst, err
 	}
-	b := e.forecast.builder(e.mem, f.Fields, f.Cadence, "", f.Intervals, func() *arrow.Schema {
+	b := e.forecast.builder(e.mem, f.Fields, f.Cadence, "", f.Intervals, nil, func() *arrow.Schema {
 		return ForecastSchema(f.Fields, f.Cadence, levelsOf(f.Intervals)...)
 	})
 	h, c := f.Horizon, len(f.Fields)
@@ -286,8 +343,8 @@ func (e *ArrowEncoder) AppendAttribution(dst []byte, f *Forecast, mode Attributi
 	if !full {
 		fields = nil
 	}
-	b := e.attr.builder(e.mem, fields, f.Cadence, mode, nil, func() *arrow.Schema {
-		return AttributionSchema(fields, f.Cadence, mode)
+	b := e.attr.builder(e.mem, fields, f.Cadence, mode, nil, f.Rhythms, func() *arrow.Schema {
+		return AttributionSchema(fields, f.Cadence, mode, f.Rhythms...)
 	})
 	rows := 1 + len(f.Frequencies)
 	series := b.Field(0).(*array.StringBuilder)
@@ -735,6 +792,9 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 			Share:       share.Value(r),
 		}
 	}
+	if err := readRhythms(rec.Schema(), &f); err != nil {
+		return Forecast{}, err
+	}
 	if !full {
 		return f, nil
 	}
@@ -782,5 +842,52 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 			}
 		}
 	}
+	sumRhythms(&f)
 	return f, nil
+}
+
+// readRhythms fills f.Rhythms from the schema's MetaRhythms (absent for a
+// model without rhythms), with each rhythm's share the sum of its
+// frequencies', and marks those frequencies with their rhythm.
+func readRhythms(s *arrow.Schema, f *Forecast) error {
+	v, ok := s.Metadata().GetValue(MetaRhythms)
+	if !ok {
+		return nil
+	}
+	var rm []rhythmMeta
+	if err := json.Unmarshal([]byte(v), &rm); err != nil {
+		return fmt.Errorf("schema metadata %s: %w", MetaRhythms, err)
+	}
+	for _, r := range rm {
+		period, err := time.ParseDuration(r.Period)
+		if err != nil {
+			return fmt.Errorf("schema metadata %s: rhythm %d: period: %w", MetaRhythms, r.Index, err)
+		}
+		rp := RhythmPart{Index: r.Index, PeriodSteps: r.PeriodSteps, Period: period, Frequencies: r.Frequencies}
+		for k := range f.Frequencies {
+			fr := &f.Frequencies[k]
+			if slices.Contains(r.Frequencies, fr.ID) {
+				fr.Cycle, fr.Rhythm = true, r.Index
+				rp.Share += fr.Share
+			}
+		}
+		f.Rhythms = append(f.Rhythms, rp)
+	}
+	return nil
+}
+
+// sumRhythms sets each rhythm's values to the sum of its frequencies'.
+func sumRhythms(f *Forecast) {
+	n := len(f.Residual)
+	for k := range f.Rhythms {
+		rp := &f.Rhythms[k]
+		rp.Values = make([]float64, n)
+		for _, fr := range f.Frequencies {
+			if fr.Cycle && fr.Rhythm == rp.Index {
+				for i, v := range fr.Values {
+					rp.Values[i] += v
+				}
+			}
+		}
+	}
 }

@@ -211,8 +211,17 @@ func decodeAttributionJSON(data []byte) (Forecast, error) {
 			PeriodSteps jsonNumber `json:"period_steps"`
 			Period      *string    `json:"period"`
 			Share       jsonNumber `json:"share"`
+			Rhythm      *int       `json:"rhythm"`
 			Values      stepsArray `json:"values"`
 		} `json:"frequencies"`
+		Rhythms []struct {
+			Index       *int       `json:"index"`
+			PeriodSteps jsonNumber `json:"period_steps"`
+			Period      *string    `json:"period"`
+			Share       jsonNumber `json:"share"`
+			Frequencies []int      `json:"frequencies"`
+			Values      stepsArray `json:"values"`
+		} `json:"rhythms"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return Forecast{}, err
@@ -272,6 +281,9 @@ func decodeAttributionJSON(data []byte) (Forecast, error) {
 			return Forecast{}, fmt.Errorf(`frequencies[%d]: "period": %w`, k, err)
 		}
 		c := Contribution{ID: *fr.ID, PeriodSteps: fr.PeriodSteps.v, Period: period, Share: fr.Share.v}
+		if fr.Rhythm != nil {
+			c.Cycle, c.Rhythm = true, *fr.Rhythm
+		}
 		if full {
 			if c.Values, err = fr.Values.reorder(doc.Residual.names); err != nil {
 				return Forecast{}, fmt.Errorf("frequencies[%d]: values: %w", k, err)
@@ -281,6 +293,37 @@ func decodeAttributionJSON(data []byte) (Forecast, error) {
 			}
 		}
 		f.Frequencies[k] = c
+	}
+	for k := range doc.Rhythms {
+		rp := &doc.Rhythms[k]
+		switch {
+		case rp.Index == nil:
+			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "index"`, k)
+		case !rp.PeriodSteps.set:
+			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "period_steps"`, k)
+		case rp.Period == nil:
+			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "period"`, k)
+		case !rp.Share.set:
+			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "share"`, k)
+		case full && !rp.Values.set:
+			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "values" (the message has a residual)`, k)
+		case !full && rp.Values.set:
+			return Forecast{}, fmt.Errorf(`rhythms[%d] has "values" but the message has no "residual"`, k)
+		}
+		period, err := time.ParseDuration(*rp.Period)
+		if err != nil {
+			return Forecast{}, fmt.Errorf(`rhythms[%d]: "period": %w`, k, err)
+		}
+		r := RhythmPart{Index: *rp.Index, PeriodSteps: rp.PeriodSteps.v, Period: period, Share: rp.Share.v, Frequencies: rp.Frequencies}
+		if full {
+			if r.Values, err = rp.Values.reorder(doc.Residual.names); err != nil {
+				return Forecast{}, fmt.Errorf("rhythms[%d]: values: %w", k, err)
+			}
+			if rp.Values.steps != f.Horizon {
+				return Forecast{}, fmt.Errorf("rhythms[%d]: values has %d steps, residual has %d", k, rp.Values.steps, f.Horizon)
+			}
+		}
+		f.Rhythms = append(f.Rhythms, r)
 	}
 	return f, nil
 }

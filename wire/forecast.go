@@ -39,9 +39,13 @@ type Forecast struct {
 	Alpha float64
 	// Residual is everything not credited to a frequency, H×C row-major.
 	Residual []float64
-	// Frequencies holds one entry per selected frequency, in the order they
-	// are written.
+	// Frequencies holds one entry per frequency with a part in the
+	// forecast, in the order they are written.
 	Frequencies []Contribution
+	// Rhythms holds one entry per rhythm of the model (a cycle of the data
+	// with its harmonics): each the exact sum of its frequencies' parts.
+	// Empty for a model without rhythms.
+	Rhythms []RhythmPart
 	// Intervals are the forecast's prediction intervals, one per nominal
 	// level in increasing order of level; nil when intervals are off or not
 	// calibrated yet. They belong to the forecast message.
@@ -73,6 +77,29 @@ type Contribution struct {
 	Share float64
 	// Values is the frequency's contribution, H×C row-major. The summary
 	// attribution layouts do not carry it, and their decoders leave it nil.
+	Values []float64
+	// Cycle says the frequency is a harmonic of a cycle of the data, the
+	// rhythm whose index in the model is Rhythm; a free frequency ("other
+	// frequencies") has neither.
+	Cycle  bool
+	Rhythm int
+}
+
+// RhythmPart is one rhythm's part of a forecast: the sum of its
+// frequencies' contributions.
+type RhythmPart struct {
+	// Index is the rhythm's index in the model.
+	Index int
+	// PeriodSteps is its fundamental period in steps; Period the same in
+	// time (0 when unknown).
+	PeriodSteps float64
+	Period      time.Duration
+	// Share is the sum of its frequencies' shares.
+	Share float64
+	// Frequencies are the ids of its frequencies.
+	Frequencies []int
+	// Values is Σ of its frequencies' Values, H×C row-major; nil in the
+	// summary layouts.
 	Values []float64
 }
 
@@ -179,6 +206,12 @@ func (f *Forecast) checkAttribution(mode AttributionMode) error {
 		if n := len(f.Frequencies[k].Values); n != want {
 			return fmt.Errorf("forecast %s: frequency %d (id %d): len(Values) = %d, want Horizon×len(Fields) = %d",
 				f.label(), k, f.Frequencies[k].ID, n, want)
+		}
+	}
+	for k := range f.Rhythms {
+		if n := len(f.Rhythms[k].Values); n != want {
+			return fmt.Errorf("forecast %s: rhythm %d: len(Values) = %d, want Horizon×len(Fields) = %d",
+				f.label(), f.Rhythms[k].Index, n, want)
 		}
 	}
 	return nil
@@ -296,6 +329,7 @@ func Merge(forecast, attribution Forecast) (Forecast, error) {
 	forecast.Alpha = attribution.Alpha
 	forecast.Residual = attribution.Residual
 	forecast.Frequencies = attribution.Frequencies
+	forecast.Rhythms = attribution.Rhythms
 	return forecast, nil
 }
 

@@ -146,13 +146,49 @@ func AppendAttributionJSON(dst []byte, f *Forecast, mode AttributionMode) ([]byt
 		dst = appendDuration(dst, fr.Period)
 		dst = append(dst, `","share":`...)
 		dst = appendFloat(dst, fr.Share)
+		if fr.Cycle {
+			dst = append(dst, `,"rhythm":`...)
+			dst = strconv.AppendInt(dst, int64(fr.Rhythm), 10)
+		}
 		if full {
 			dst = append(dst, `,"values":`...)
 			dst = appendSteps(dst, f.Fields, fr.Values, 64)
 		}
 		dst = append(dst, '}')
 	}
-	return append(dst, "]}"...), nil
+	dst = append(dst, ']')
+	if len(f.Rhythms) > 0 {
+		dst = append(dst, `,"rhythms":[`...)
+		for k := range f.Rhythms {
+			rp := &f.Rhythms[k]
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"index":`...)
+			dst = strconv.AppendInt(dst, int64(rp.Index), 10)
+			dst = append(dst, `,"period_steps":`...)
+			dst = appendFloat(dst, rp.PeriodSteps)
+			dst = append(dst, `,"period":"`...)
+			dst = appendDuration(dst, rp.Period)
+			dst = append(dst, `","share":`...)
+			dst = appendFloat(dst, rp.Share)
+			dst = append(dst, `,"frequencies":[`...)
+			for j, id := range rp.Frequencies {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = strconv.AppendInt(dst, int64(id), 10)
+			}
+			dst = append(dst, ']')
+			if full {
+				dst = append(dst, `,"values":`...)
+				dst = appendSteps(dst, f.Fields, rp.Values, 64)
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}'), nil
 }
 
 func checkEncodeMode(mode AttributionMode) error {

@@ -3,37 +3,79 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/freqlens/freqlens/model"
 )
 
-// cycleReport is one discovered cycle in the JSON of train, eval and
-// inspect: a frequency placed on a peak of the training data's spectrum,
-// with its share of the attribution.
-type cycleReport struct {
-	ID            int      `json:"id"`
+// rhythmReport is one rhythm in the JSON of train, eval and inspect: a
+// cycle of the data (a fundamental period) with the model's frequencies at
+// its harmonics, and its share of the attribution, the sum of theirs.
+type rhythmReport struct {
 	PeriodSteps   float64  `json:"period_steps"`
 	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
 	Period        string   `json:"period,omitempty"`
-	// Share is the cycle's mean share of the attribution (level excluded).
+	// Share is the rhythm's mean share of the attribution (level
+	// excluded): the sum of its frequencies' shares.
 	Share float64 `json:"share"`
-	// SpectralPeriodSteps is where the training data's spectrum put it;
-	// VarianceShare is the cycle's share of its channel's variance there.
-	SpectralPeriodSteps float64 `json:"spectral_period_steps"`
-	VarianceShare       float64 `json:"variance_share"`
+	// Frequencies are its frequencies' ids and Harmonics their harmonic
+	// numbers, in the same order.
+	Frequencies []int `json:"frequencies"`
+	Harmonics   []int `json:"harmonics"`
+	// Lines details each frequency.
+	Lines []lineReport `json:"lines"`
 }
 
-// cyclesOf lists m's discovered cycles under shares (per frequency id).
-func cyclesOf(m *model.Model, shares []float64) []cycleReport {
-	out := []cycleReport{}
-	for _, c := range m.Cycles(shares, model.MinCycleShare) {
-		cr := cycleReport{ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share,
-			SpectralPeriodSteps: c.Peak.PeriodSteps, VarianceShare: c.Peak.VarianceShare}
-		if c.Period > 0 {
-			s := c.Period.Seconds()
-			cr.PeriodSeconds, cr.Period = &s, model.FormatPeriod(c.Period)
+// lineReport is one frequency of a rhythm.
+type lineReport struct {
+	ID            int      `json:"id"`
+	Harmonic      int      `json:"harmonic"`
+	PeriodSteps   float64  `json:"period_steps"`
+	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
+	Period        string   `json:"period,omitempty"`
+	Share         float64  `json:"share"`
+	// SpectralPeriodSteps is where the training data's spectrum had the
+	// line and VarianceShare the line's share of its channel's variance
+	// there; both absent for a harmonic placed without a peak.
+	SpectralPeriodSteps float64 `json:"spectral_period_steps,omitempty"`
+	VarianceShare       float64 `json:"variance_share,omitempty"`
+}
+
+// periodFields returns a period of steps in time, when the cadence is known.
+func periodFields(steps float64, cadence time.Duration) (*float64, string) {
+	if cadence <= 0 {
+		return nil, ""
+	}
+	d := time.Duration(steps * float64(cadence))
+	s := d.Seconds()
+	return &s, model.FormatPeriod(d)
+}
+
+// rhythmsOf lists m's rhythms under shares (per frequency id), largest
+// share first.
+func rhythmsOf(m *model.Model, shares []float64) []rhythmReport {
+	peaks := map[int]model.PlacedPeak{}
+	for _, pk := range m.Meta.Peaks {
+		peaks[pk.ID] = pk
+	}
+	out := []rhythmReport{}
+	for _, rs := range m.RhythmShares(shares) {
+		r := rhythmReport{PeriodSteps: rs.PeriodSteps, Share: rs.Share, Frequencies: rs.Frequencies, Harmonics: rs.Harmonics}
+		r.PeriodSeconds, r.Period = periodFields(rs.PeriodSteps, m.Meta.Cadence)
+		for j, id := range rs.Frequencies {
+			k := rs.Harmonics[j]
+			ln := lineReport{ID: id, Harmonic: k, PeriodSteps: rs.PeriodSteps / float64(k)}
+			ln.PeriodSeconds, ln.Period = periodFields(ln.PeriodSteps, m.Meta.Cadence)
+			if id < len(shares) {
+				ln.Share = shares[id]
+			}
+			if pk, ok := peaks[id]; ok {
+				ln.SpectralPeriodSteps, ln.VarianceShare = pk.PeriodSteps, pk.VarianceShare
+			}
+			r.Lines = append(r.Lines, ln)
 		}
-		out = append(out, cr)
+		out = append(out, r)
 	}
 	return out
 }
@@ -46,18 +88,41 @@ func periodLabel(period string, steps float64) string {
 	return fmt.Sprintf("%.1f steps", steps)
 }
 
-// printCycles writes the discovered cycles and the residual's share.
-func printCycles(w io.Writer, cycles []cycleReport, residualShare float64, where string) {
-	fmt.Fprintf(w, "discovered cycles (share of the attribution on %s, level excluded):\n", where)
-	if len(cycles) == 0 {
-		fmt.Fprintln(w, "  none: no peak of the training data's spectrum carries 1% of the forecasts")
+// rhythmName is how a user reads a rhythm: "24.0h cycle".
+func rhythmName(r rhythmReport) string { return periodLabel(r.Period, r.PeriodSteps) + " cycle" }
+
+// printRhythms writes the rhythms that carry at least model.MinCycleShare
+// of the attribution, each with its frequencies, and the residual's and
+// the other frequencies' shares.
+func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, where string) {
+	fmt.Fprintf(w, "cycles of the data: rhythms with their harmonics (share of the attribution on %s, level excluded):\n", where)
+	total, shown, weak := 0.0, 0, 0
+	for _, r := range rhythms {
+		total += r.Share
+		if r.Share < model.MinCycleShare {
+			weak++
+			continue
+		}
+		shown++
+		var parts []string
+		for _, ln := range r.Lines {
+			parts = append(parts, fmt.Sprintf("%s %.1f%%", periodLabel(ln.Period, ln.PeriodSteps), 100*ln.Share))
+		}
+		fmt.Fprintf(w, "  %-14s %5.1f%%   %d frequenc%s: %s\n", rhythmName(r), 100*r.Share, len(r.Lines), plural(len(r.Lines), "y", "ies"), strings.Join(parts, ", "))
 	}
-	total := 0.0
-	for _, c := range cycles {
-		fmt.Fprintf(w, "  %-12s id %2d  %5.1f%%   (spectrum: %.2f steps, %.1f%% of the variance)\n",
-			periodLabel(c.Period, c.PeriodSteps), c.ID, 100*c.Share, c.SpectralPeriodSteps, 100*c.VarianceShare)
-		total += c.Share
+	if shown == 0 {
+		fmt.Fprintln(w, "  none: no rhythm of the training data carries 1% of the forecasts")
+	}
+	if weak > 0 {
+		fmt.Fprintf(w, "  (%d more rhythm%s below 1%%)\n", weak, plural(weak, "", "s"))
 	}
 	fmt.Fprintf(w, "  cycles together %.1f%%, residual MLP %.1f%%, other frequencies %.1f%%\n",
 		100*total, 100*residualShare, 100*max(0, 1-total-residualShare))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

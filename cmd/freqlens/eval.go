@@ -28,10 +28,10 @@ type evalReport struct {
 	Seconds          float64            `json:"seconds"`
 	WindowsPerSecond float64            `json:"windows_per_second"`
 	// ResidualShare is the residual MLP's mean share of the attribution
-	// (level excluded) over the test windows; Cycles the discovered cycles
+	// (level excluded) over the test windows; Rhythms the data's rhythms
 	// with theirs.
-	ResidualShare float64       `json:"residual_share"`
-	Cycles        []cycleReport `json:"cycles"`
+	ResidualShare float64        `json:"residual_share"`
+	Rhythms       []rhythmReport `json:"rhythms"`
 }
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -60,7 +60,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		PerChannel:    perChannel(frame.Columns, met.PerChannelMSE),
 		PerChannelMAE: perChannel(frame.Columns, met.PerChannelMAE),
 		Seconds:       met.Seconds, WindowsPerSecond: met.WindowsPerSecond,
-		ResidualShare: met.ResidualShare, Cycles: cyclesOf(m, met.Shares),
+		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
@@ -72,7 +72,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", name, met.PerChannelMSE[i], met.PerChannelMAE[i])
 	}
 	fmt.Fprintln(stdout)
-	printCycles(stdout, rep.Cycles, rep.ResidualShare, "the test split")
+	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	return nil
 }
 

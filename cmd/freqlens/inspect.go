@@ -29,10 +29,13 @@ type inspectFrequency struct {
 	Phase         float64  `json:"phase"`
 	Selected      int      `json:"selected"`
 	SelectedShare float64  `json:"selected_share"`
-	// Share is the mean share of the attribution; Cycle says the frequency
-	// was placed on a peak of the training data's spectrum.
-	Share float64 `json:"share"`
-	Cycle bool    `json:"cycle"`
+	// Share is the mean share of the attribution; Rhythm is the index (in
+	// the model's rhythms) of the rhythm the frequency is a harmonic of,
+	// absent for a free frequency, and Cycle says it has one: the
+	// frequency carries a cycle of the data.
+	Share  float64 `json:"share"`
+	Rhythm *int    `json:"rhythm,omitempty"`
+	Cycle  bool    `json:"cycle"`
 }
 
 type inspectMatch struct {
@@ -55,11 +58,11 @@ type inspectReport struct {
 	CadenceSeconds float64 `json:"cadence_seconds,omitempty"`
 	Alpha          float64 `json:"alpha"`
 	SelectionFrom  string  `json:"selection_counted_on"`
-	// SharesFrom says where the attribution shares of Cycles,
+	// SharesFrom says where the attribution shares of Rhythms,
 	// ResidualShare and Frequencies[].Share were counted; empty when the
 	// model file holds none and no --data was given.
 	SharesFrom    string                 `json:"shares_counted_on,omitempty"`
-	Cycles        []cycleReport          `json:"cycles"`
+	Rhythms       []rhythmReport         `json:"rhythms"`
 	ResidualShare float64                `json:"residual_share"`
 	Frequencies   []inspectFrequency     `json:"frequencies"`
 	MostSelected  []inspectFrequency     `json:"most_selected"`
@@ -124,13 +127,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Model: *modelPath, TrainedOn: m.Meta.DataName, Mode: string(cfg.Mode),
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
 		CadenceSeconds: m.Meta.Cadence.Seconds(), Alpha: m.Alpha(), SelectionFrom: from,
-		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Cycles: []cycleReport{}, ResidualShare: residualShare,
+		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil), ResidualShare: residualShare,
 	}
 	if shares != nil {
-		rep.Cycles, rep.SharesFrom = cyclesOf(m, shares), from
+		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares), from
 	}
 	for _, f := range m.Frequencies() {
-		jf := inspectFrequency{ID: f.ID, Frequency: f.Frequency, PeriodSteps: f.PeriodSteps, Phase: f.Phase, Cycle: placed[f.ID]}
+		jf := inspectFrequency{ID: f.ID, Frequency: f.Frequency, PeriodSteps: f.PeriodSteps, Phase: f.Phase}
+		if r, ok := m.RhythmOf(f.ID); ok {
+			jf.Rhythm, jf.Cycle = &r, true
+		} else {
+			jf.Cycle = placed[f.ID] // a model without rhythms (format 3 and older)
+		}
 		if shares != nil {
 			jf.Share = shares[f.ID]
 		}
@@ -180,14 +188,17 @@ func printInspect(w io.Writer, r inspectReport) {
 	printErrorQuantiles(w, r.ErrorQuantiles)
 	fmt.Fprintf(w, "alpha %.3f (the fusion weight of the frequency heads)\n\n", r.Alpha)
 	if r.SharesFrom != "" {
-		printCycles(w, r.Cycles, r.ResidualShare, "the "+r.SharesFrom)
+		printRhythms(w, r.Rhythms, r.ResidualShare, "the "+r.SharesFrom)
 	} else {
-		fmt.Fprintln(w, "discovered cycles: unknown (the model file holds no attribution shares; pass --data, or retrain with this version)")
+		fmt.Fprintf(w, "cycles of the data: %d rhythm(s); their shares are unknown (the model file holds no attribution shares; pass --data, or retrain with this version)\n", len(r.Rhythms))
+		for _, rh := range r.Rhythms {
+			fmt.Fprintf(w, "  %-14s frequencies %v (harmonics %v)\n", rhythmName(rh), rh.Frequencies, rh.Harmonics)
+		}
 	}
-	fmt.Fprintf(w, "\nthe rest of the spectrum, by period (counted on the %s):\n", r.SelectionFrom)
+	fmt.Fprintf(w, "\nother frequencies, by period (counted on the %s):\n", r.SelectionFrom)
 	fmt.Fprintf(w, "  %3s  %10s  %12s  %10s  %9s  %7s\n", "id", "frequency", "period_steps", "period", "selected", "share")
 	for _, f := range r.Frequencies {
-		if slices.ContainsFunc(r.Cycles, func(c cycleReport) bool { return c.ID == f.ID }) {
+		if f.Rhythm != nil {
 			continue
 		}
 		note := ""

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
@@ -19,10 +24,26 @@ type predictContribution struct {
 	Period        string   `json:"period,omitempty"`
 	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
 	Share         float64  `json:"share"`
-	// Cycle says the frequency sits on a cycle of the training data (a
-	// peak of its spectrum); other frequencies carry what has no cycle.
+	// Rhythm is the index of the frequency's rhythm (see the report's
+	// rhythms), absent for a free frequency; Cycle says it has one: the
+	// frequency is a harmonic of a cycle of the data. Other frequencies
+	// carry what has no cycle.
+	Rhythm *int        `json:"rhythm,omitempty"`
 	Cycle  bool        `json:"cycle"`
 	Values [][]float64 `json:"values"`
+}
+
+// predictRhythm is one rhythm's part of the forecast: the sum of its
+// frequencies' contributions.
+type predictRhythm struct {
+	Index         int         `json:"index"`
+	Name          string      `json:"name"`
+	PeriodSteps   float64     `json:"period_steps"`
+	Period        string      `json:"period,omitempty"`
+	PeriodSeconds *float64    `json:"period_seconds,omitempty"`
+	Share         float64     `json:"share"`
+	Frequencies   []int       `json:"frequencies"`
+	Values        [][]float64 `json:"values"`
 }
 
 // predictReport is what `predict --json` prints. Values are in the data's
@@ -40,7 +61,15 @@ type predictReport struct {
 	ResidualShare float64               `json:"residual_share"`
 	Level         []float64             `json:"level"`
 	Contributions []predictContribution `json:"contributions"`
-	Actual        [][]float64           `json:"actual"`
+	// Rhythms are the parts of the model's rhythms: each the sum of its
+	// frequencies' contributions.
+	Rhythms []predictRhythm `json:"rhythms"`
+	Actual  [][]float64     `json:"actual"`
+	// Without lists the frequencies removed with --without; Forecast is
+	// then the forecast without them and Full the model's forecast with
+	// them, so Full − Forecast is their summed contributions.
+	Without []int       `json:"without,omitempty"`
+	Full    [][]float64 `json:"full_forecast,omitempty"`
 }
 
 func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,6 +78,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	data := fs.String("data", "", "CSV holding the window")
 	at := fs.Int("at", -1, "0-based data row (header not counted) that ends the input window")
 	asJSON := fs.Bool("json", false, "print the forecast and its attribution as one JSON object")
+	without := fs.String("without", "", "forecast without these frequencies: ids or cycle names (e.g. 3,17 or 24h or \"7.0d\"), comma-separated")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
@@ -78,7 +108,11 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if n := len(m.Meta.Mean); n != 0 && n != frame.Channels() {
 		return fmt.Errorf("the model was trained on %d columns and normalises with their statistics, but %s has %d", n, *data, frame.Channels())
 	}
-	rep, err := predict(m, frame, *at)
+	removed, err := parseWithout(m, *without)
+	if err != nil {
+		return err
+	}
+	rep, err := predict(m, frame, *at, removed)
 	if err != nil {
 		return err
 	}
@@ -93,7 +127,11 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // predict forecasts the window ending at row at and explains it in the
 // data's units (the model's Explainer applies and undoes its training
 // normalisation; shares are measured on the model's scale).
-func predict(m *model.Model, frame *dataset.Frame, at int) (predictReport, error) {
+//
+// With removed, the forecast is the model's forecast without those
+// frequencies (removed from the selection, not replaced, and without
+// their clock terms), and the report also holds the full forecast.
+func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predictReport, error) {
 	L, H, C := m.Lookback(), m.Horizon(), frame.Channels()
 	e, err := m.NewExplainer(C)
 	if err != nil {
@@ -103,7 +141,11 @@ func predict(m *model.Model, frame *dataset.Frame, at int) (predictReport, error
 	for t := range L {
 		x = append(x, frame.Row(at-L+1+t)...)
 	}
-	e.Forecast(x)
+	var ends []int64
+	if m.ReadsTime() {
+		ends = []int64{frame.Times[at].UnixNano()}
+	}
+	full := slices.Clone(e.Forecast(x, ends))
 	ex := e.Explain(0, nil)
 
 	rows := func(v []float64) [][]float64 {
@@ -124,11 +166,31 @@ func predict(m *model.Model, frame *dataset.Frame, at int) (predictReport, error
 	for _, ct := range ex.Contributions {
 		pc := predictContribution{ID: ct.ID, Frequency: ct.Frequency.Frequency, PeriodSteps: ct.PeriodSteps, Share: ct.Share,
 			Cycle: placed[ct.ID], Values: rows(ct.Values)}
+		if r, ok := m.RhythmOf(ct.ID); ok {
+			pc.Rhythm, pc.Cycle = &r, true
+		}
 		if ct.Period > 0 {
 			s := ct.Period.Seconds()
 			pc.Period, pc.PeriodSeconds = model.FormatPeriod(ct.Period), &s
 		}
 		rep.Contributions = append(rep.Contributions, pc)
+	}
+	rep.Rhythms = []predictRhythm{}
+	for _, rp := range ex.Rhythms {
+		pr := predictRhythm{Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: rows(rp.Values)}
+		pr.PeriodSeconds, pr.Period = periodFields(rp.PeriodSteps, m.Meta.Cadence)
+		pr.Name = periodLabel(pr.Period, pr.PeriodSteps) + " cycle"
+		rep.Rhythms = append(rep.Rhythms, pr)
+	}
+	slices.SortStableFunc(rep.Rhythms, func(a, b predictRhythm) int { return cmp.Compare(b.Share, a.Share) })
+	if len(removed) > 0 {
+		// The counterfactual: the same window through the model without
+		// them. Its difference from the full forecast is exactly their
+		// contributions (the attribution is faithful to removal).
+		e.Without(removed...)
+		rep.Forecast = rows(e.Forecast(x, ends))
+		e.Without()
+		rep.Full, rep.Without = rows(full), removed
 	}
 	if at < len(frame.Times) {
 		rep.Time = frame.Times[at].Format(time.DateTime)
@@ -161,20 +223,44 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		fmt.Fprintf(w, " (%s)", r.Time)
 	}
 	fmt.Fprintf(w, ", alpha %.3f\n\nwhat drives it (share of the total absolute attribution):\n", r.Alpha)
-	others := false
-	for _, c := range r.Contributions {
-		label := periodLabel(c.Period, c.PeriodSteps) + " cycle"
-		if !c.Cycle {
-			label, others = periodLabel(c.Period, c.PeriodSteps)+" frequency*", true
-		}
-		fmt.Fprintf(w, "  %-22s (id %2d) %5.1f%%\n", label, c.ID, 100*c.Share)
+	label := func(c predictContribution) string {
+		return fmt.Sprintf("%s (id %d)", periodLabel(c.Period, c.PeriodSteps), c.ID)
 	}
-	fmt.Fprintf(w, "  %-22s         %5.1f%%\n", "residual MLP", 100*r.ResidualShare)
-	if others {
-		fmt.Fprintln(w, "  * not a cycle of the training data: a frequency that carries what has no peak in its spectrum")
+	for _, rh := range r.Rhythms {
+		fmt.Fprintf(w, "  %-24s %5.1f%%\n", rh.Name, 100*rh.Share)
+		var parts []string
+		for _, c := range r.Contributions {
+			if c.Rhythm != nil && *c.Rhythm == rh.Index {
+				parts = append(parts, fmt.Sprintf("%s %.1f%%", label(c), 100*c.Share))
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "      %s\n", strings.Join(parts, ", "))
+		}
+	}
+	other := 0.0
+	var parts []string
+	for _, c := range r.Contributions {
+		if c.Rhythm == nil {
+			other += c.Share
+			parts = append(parts, fmt.Sprintf("%s %.1f%%", label(c), 100*c.Share))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "  %-24s %5.1f%%\n      %s\n", "other frequencies*", 100*other, strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "  %-24s %5.1f%%\n", "residual MLP", 100*r.ResidualShare)
+	if len(parts) > 0 {
+		fmt.Fprintln(w, "  * no cycle of the training data: frequencies that carry what has no peak in its spectrum")
+	}
+	if len(r.Without) > 0 {
+		fmt.Fprintf(w, "\nforecast without frequencies %v (the full forecast minus exactly their contributions):\n", r.Without)
 	}
 	show := min(H, 6)
 	fmt.Fprintf(w, "\nfirst %d steps (forecast", show)
+	if r.Full != nil {
+		fmt.Fprint(w, " without them / full")
+	}
 	if r.Actual != nil {
 		fmt.Fprint(w, " / actual")
 	}
@@ -186,12 +272,74 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		}
 		fmt.Fprintf(w, "  %-20s", label)
 		for c := range r.Channels {
+			fmt.Fprintf(w, " %s %.3f", r.Channels[c], r.Forecast[h][c])
+			if r.Full != nil {
+				fmt.Fprintf(w, "/%.3f", r.Full[h][c])
+			}
 			if r.Actual != nil {
-				fmt.Fprintf(w, " %s %.3f/%.3f", r.Channels[c], r.Forecast[h][c], r.Actual[h][c])
-			} else {
-				fmt.Fprintf(w, " %s %.3f", r.Channels[c], r.Forecast[h][c])
+				fmt.Fprintf(w, "/%.3f", r.Actual[h][c])
 			}
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// parseWithout reads --without: frequency ids and cycle (rhythm) names,
+// comma-separated. A cycle name is its period as inspect and predict
+// print it ("24.0h", "7.0d"), with or without " cycle", or its period in
+// steps ("168"); it stands for every frequency of the rhythm.
+func parseWithout(m *model.Model, spec string) ([]int, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, nil
+	}
+	var ids []int
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(item), "cycle"))
+		if id, err := strconv.Atoi(item); err == nil && id >= 0 && id < m.Config().Frequencies {
+			ids = append(ids, id)
+			continue
+		}
+		r, ok := rhythmByName(m, item)
+		if !ok {
+			var names []string
+			for _, rs := range m.RhythmShares(nil) {
+				_, name := periodFields(rs.PeriodSteps, m.Meta.Cadence)
+				names = append(names, periodLabel(name, rs.PeriodSteps))
+			}
+			return nil, fmt.Errorf("--without %q: not a frequency id (0 to %d) nor a cycle of this model (its cycles: %s)",
+				item, m.Config().Frequencies-1, strings.Join(names, ", "))
+		}
+		ids = append(ids, m.Meta.Rhythms[r].Frequencies...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// rhythmByName finds the rhythm whose period reads as name ("24.0h",
+// "24h", "7.0d", or steps), within 1%.
+func rhythmByName(m *model.Model, name string) (int, bool) {
+	want := -1.0
+	if v, err := strconv.ParseFloat(strings.TrimSuffix(name, " steps"), 64); err == nil {
+		want = v
+	} else if m.Meta.Cadence > 0 {
+		s := strings.ReplaceAll(name, " ", "")
+		if strings.HasSuffix(s, "d") {
+			if v, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64); err == nil {
+				s = strconv.FormatFloat(v*24, 'f', -1, 64) + "h"
+			}
+		}
+		if d, err := time.ParseDuration(s); err == nil {
+			want = float64(d) / float64(m.Meta.Cadence)
+		}
+	}
+	if want <= 0 {
+		return 0, false
+	}
+	for r, rh := range m.Meta.Rhythms {
+		if math.Abs(rh.PeriodSteps/want-1) <= 0.01 {
+			return r, true
+		}
+	}
+	return 0, false
 }

@@ -42,7 +42,7 @@ type trainReport struct {
 	PerChannelMSE      map[string]float64 `json:"per_channel_mse"`
 	Alpha              float64            `json:"alpha"`
 	ResidualShare      float64            `json:"residual_share"`
-	Cycles             []cycleReport      `json:"cycles"`
+	Rhythms            []rhythmReport     `json:"rhythms"`
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -150,7 +150,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Stopped: res.Stopped, BestEpoch: res.BestEpoch, ValMSE: res.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
 		PerChannelMSE: perChannel(frame.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
-		ResidualShare: met.ResidualShare, Cycles: cyclesOf(m, met.Shares),
+		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
@@ -158,7 +158,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "trained %d epochs (best %d, %s), median epoch %.2fs\n", rep.EpochsRun, rep.BestEpoch, rep.Stopped, rep.EpochSecondsMedian)
 	fmt.Fprintf(stdout, "validation MSE %.4f\n", rep.ValMSE)
 	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, all %d channels)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, rep.Channels)
-	printCycles(stdout, rep.Cycles, rep.ResidualShare, "the test split")
+	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	printErrorQuantiles(stdout, m.Meta.ErrorQuantiles)
 	fmt.Fprintf(stdout, "model written to %s\n", *out)
 	if trainErr != nil {

@@ -1,0 +1,241 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+)
+
+// The rhythm property: on seeded feeds drawn at random from two kinds of
+// generator, a model trained as the service trains it (timestamps, an
+// independent model) reports exactly the generator's rhythms, each within
+// 1% of its period, no other rhythm with more than 3% of the attribution,
+// and a residual share of at most 0.30.
+//
+//   - Traffic-like: a daily shape of random bumps (hours, widths and heights
+//     drawn), weekends with a shape of their own, so the week is a rhythm
+//     a 96-step window cannot see; the weekly rhythm's share must rise with
+//     the weekday/weekend difference.
+//   - A cycle 1.5–3× the lookback, of a non-sinusoidal shape (harmonics of
+//     random amplitude and phase), with a shorter cycle beside it half the
+//     time, at a 10-minute cadence.
+
+// bump is a Gaussian in the time of day.
+type bump struct{ hour, width, height float64 }
+
+func bumpsAt(bs []bump, hour float64) float64 {
+	v := 0.0
+	for _, b := range bs {
+		d := math.Mod(hour-b.hour+36, 24) - 12
+		v += b.height * math.Exp(-d*d/(2*b.width*b.width))
+	}
+	return v
+}
+
+func randomBumps(rng *rand.Rand, n int) []bump {
+	bs := make([]bump, n)
+	for i := range bs {
+		bs[i] = bump{hour: 24 * rng.Float64(), width: 1 + 3*rng.Float64(), height: 0.5 + rng.Float64()}
+	}
+	return bs
+}
+
+// weeklyFrame is hourly traffic from series sensors over weeks: weekdays
+// follow one random daily shape, weekends a mix of it and another by diff
+// (0: the same shape every day).
+func weeklyFrame(seed uint64, diff float64, series, weeks int) *dataset.Frame {
+	rng := rand.New(rand.NewPCG(seed, 77))
+	weekday, weekend := randomBumps(rng, 2+rng.IntN(3)), randomBumps(rng, 1+rng.IntN(3))
+	noise := 0.05 + 0.1*rng.Float64()
+	steps := weeks * 168
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC) // a Monday
+	f := &dataset.Frame{Name: "weekly", Cadence: time.Hour, Times: make([]time.Time, steps), Values: make([]float64, steps*series)}
+	scale := make([]float64, series)
+	for s := range series {
+		f.Columns = append(f.Columns, fmt.Sprint("s-", s))
+		scale[s] = 1 + 0.4*(rng.Float64()-0.5)
+	}
+	for t := range steps {
+		ts := start.Add(time.Duration(t) * time.Hour)
+		f.Times[t] = ts
+		h := float64(ts.Hour())
+		v := bumpsAt(weekday, h)
+		if wd := ts.Weekday(); wd == time.Saturday || wd == time.Sunday {
+			v = (1-diff)*v + diff*bumpsAt(weekend, h)
+		}
+		for s := range series {
+			f.Values[t*series+s] = 10 + scale[s]*(v+noise*rng.NormFloat64())
+		}
+	}
+	return f
+}
+
+// longCycleFrame has a cycle of period (steps) 1.5–3× lookback with 1–3
+// harmonics, and half the time a shorter cycle, at a 10-minute cadence.
+// It returns the frame and the generator's periods.
+func longCycleFrame(seed uint64, lookback, series, steps int) (*dataset.Frame, []float64) {
+	rng := rand.New(rand.NewPCG(seed, 78))
+	long := float64(lookback) * (1.5 + 1.5*rng.Float64())
+	periods := []float64{long}
+	type part struct{ period, amp, phase float64 }
+	var parts []part
+	for k := 1; k <= 1+rng.IntN(3); k++ {
+		parts = append(parts, part{long / float64(k), (0.6 + 0.6*rng.Float64()) / float64(k), 2 * math.Pi * rng.Float64()})
+	}
+	if rng.IntN(2) == 0 {
+		short := 6 + 30*rng.Float64()
+		periods = append(periods, short)
+		parts = append(parts, part{short, 0.5 + 0.5*rng.Float64(), 2 * math.Pi * rng.Float64()})
+	}
+	noise := 0.1 + 0.2*rng.Float64()
+	start := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	f := &dataset.Frame{Name: "long", Cadence: 10 * time.Minute, Times: make([]time.Time, steps), Values: make([]float64, steps*series)}
+	for s := range series {
+		f.Columns = append(f.Columns, fmt.Sprint("s-", s))
+	}
+	for t := range steps {
+		f.Times[t] = start.Add(time.Duration(t) * 10 * time.Minute)
+		v := 0.0
+		for _, p := range parts {
+			v += p.amp * math.Sin(2*math.Pi*float64(t)/p.period+p.phase)
+		}
+		for s := range series {
+			f.Values[t*series+s] = 5 + float64(s) + (1+0.2*float64(s))*(v+noise*rng.NormFloat64())
+		}
+	}
+	return f, periods
+}
+
+// rhythmResult is what a model trained on a feed reports of its test split.
+type rhythmResult struct {
+	rhythms  []RhythmShare
+	residual float64
+	mse      float64
+}
+
+func (r rhythmResult) String() string {
+	var b strings.Builder
+	for _, rs := range r.rhythms {
+		fmt.Fprintf(&b, "%.2f steps %.1f%% (ids %v k %v); ", rs.PeriodSteps, 100*rs.Share, rs.Frequencies, rs.Harmonics)
+	}
+	fmt.Fprintf(&b, "residual %.3f, test MSE %.4f", r.residual, r.mse)
+	return b.String()
+}
+
+// trainOnFrame trains an independent model with timestamps on the first 70%
+// of f's rows (validation the next 10%) and counts the shares on the last
+// 20%.
+func trainOnFrame(t *testing.T, f *dataset.Frame, lookback, horizon, epochs int, seed uint64) rhythmResult {
+	t.Helper()
+	S, T := f.Channels(), f.Rows()
+	times := make([]int64, T)
+	for i, ts := range f.Times {
+		times[i] = ts.UnixNano()
+	}
+	win := func(lo, hi int) *dataset.Windows {
+		w, err := dataset.NewWindows(f.Values, S, lookback, horizon, dataset.Range{Start: lo, End: hi})
+		if err == nil {
+			w, err = w.WithTimes(times)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	tr, va, te := win(0, T*7/10), win(T*7/10-lookback, T*8/10), win(T*8/10-lookback, T)
+	m, err := New(Config{Lookback: lookback, Horizon: horizon, Channels: 1, Mode: Independent}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = f.Cadence
+	if _, err := Train(context.Background(), m, tr, va, TrainConfig{Epochs: epochs, Seed: seed}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !m.ReadsTime() {
+		t.Fatalf("the model does not read the time: rhythms %v", describeRhythms(m.Meta.Rhythms))
+	}
+	met, err := Evaluate(context.Background(), m, te, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rhythmResult{rhythms: m.RhythmShares(met.Shares), residual: met.ResidualShare, mse: met.MSE}
+}
+
+// checkRhythms requires exactly the rhythms of periods (each reported
+// within 1%, with at least 1% of the attribution), no other rhythm above
+// 3%, and a residual share of at most 0.30.
+func checkRhythms(t *testing.T, r rhythmResult, periods []float64) {
+	t.Helper()
+	for _, p := range periods {
+		if !slices.ContainsFunc(r.rhythms, func(rs RhythmShare) bool {
+			return math.Abs(rs.PeriodSteps/p-1) <= 0.01 && rs.Share >= MinCycleShare
+		}) {
+			t.Errorf("no rhythm within 1%% of the generator's %.2f steps carries 1%% of the attribution: %v", p, r)
+		}
+	}
+	for _, rs := range r.rhythms {
+		if slices.ContainsFunc(periods, func(p float64) bool { return math.Abs(rs.PeriodSteps/p-1) <= 0.01 }) {
+			continue
+		}
+		if rs.Share > 0.03 {
+			t.Errorf("a rhythm of %.2f steps that the generator does not have carries %.1f%% of the attribution: %v", rs.PeriodSteps, 100*rs.Share, r)
+		}
+	}
+	if r.residual > 0.30 {
+		t.Errorf("the residual MLP carries %.2f of the attribution, want at most 0.30: %v", r.residual, r)
+	}
+}
+
+func shareOf(r rhythmResult, period float64) float64 {
+	for _, rs := range r.rhythms {
+		if math.Abs(rs.PeriodSteps/period-1) <= 0.01 {
+			return rs.Share
+		}
+	}
+	return 0
+}
+
+func TestRhythmsOfTrafficWeeks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains six models; skipped in -short mode")
+	}
+	const L, H, epochs = 96, 24, 10
+	for _, seed := range []uint64{11, 12} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			t.Parallel()
+			var weekly []float64
+			for _, diff := range []float64{0.25, 0.5, 1} {
+				r := trainOnFrame(t, weeklyFrame(seed, diff, 3, 14), L, H, epochs, seed)
+				checkRhythms(t, r, []float64{24, 168})
+				weekly = append(weekly, shareOf(r, 168))
+				t.Logf("weekday/weekend difference %.2f: %v", diff, r)
+			}
+			if !slices.IsSorted(weekly) {
+				t.Errorf("the weekly rhythm's share does not rise with the weekday/weekend difference 0.25, 0.5, 1: %.3f", weekly)
+			}
+		})
+	}
+}
+
+func TestRhythmsLongerThanTheWindow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains three models; skipped in -short mode")
+	}
+	const L, H, epochs = 96, 24, 10
+	for _, seed := range []uint64{21, 22, 23} {
+		f, periods := longCycleFrame(seed, L, 2, 4000)
+		t.Run(fmt.Sprintf("seed %d periods %.1f", seed, periods), func(t *testing.T) {
+			t.Parallel()
+			r := trainOnFrame(t, f, L, H, epochs, seed)
+			checkRhythms(t, r, periods)
+			t.Logf("%v", r)
+		})
+	}
+}
