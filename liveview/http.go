@@ -131,6 +131,11 @@ type Series struct {
 	// Parts are the frequencies' contributions, as the forecast lists them:
 	// Forecast = Residual + Σ Parts, element by element.
 	Parts []Part `json:"parts"`
+	// Rhythms are the parts of the model's rhythms (cycles of the data with
+	// their harmonics), each the sum of its frequencies' parts; the page
+	// stacks these, with the frequencies that belong to none as "other
+	// frequencies".
+	Rhythms []Rhythm `json:"rhythms"`
 	// Intervals are the prediction intervals; null when the forecast has
 	// none.
 	Intervals []Interval `json:"intervals"`
@@ -138,10 +143,23 @@ type Series struct {
 
 // Part is one frequency's contribution to a forecast.
 type Part struct {
-	ID            int        `json:"id"`
+	ID            int     `json:"id"`
+	PeriodSteps   float64 `json:"period_steps"`
+	PeriodSeconds float64 `json:"period_seconds"` // 0 when unknown
+	Share         float64 `json:"share"`
+	// Rhythm is the index of the frequency's rhythm; absent for a free
+	// frequency.
+	Rhythm *int       `json:"rhythm,omitempty"`
+	Values [][]Number `json:"values"`
+}
+
+// Rhythm is one rhythm's part of a forecast.
+type Rhythm struct {
+	Index         int        `json:"index"`
 	PeriodSteps   float64    `json:"period_steps"`
 	PeriodSeconds float64    `json:"period_seconds"` // 0 when unknown
 	Share         float64    `json:"share"`
+	Frequencies   []int      `json:"frequencies"`
 	Values        [][]Number `json:"values"`
 }
 
@@ -191,6 +209,15 @@ func (v *View) Series(series string) (Series, bool) {
 	for k, p := range s.parts[:s.nparts] {
 		out.Parts[k] = Part{ID: p.id, PeriodSteps: p.periodSteps, PeriodSeconds: p.period.Seconds(), Share: p.share,
 			Values: byField(p.values, C)}
+		if p.cycle {
+			r := p.rhythm
+			out.Parts[k].Rhythm = &r
+		}
+	}
+	out.Rhythms = make([]Rhythm, 0, s.nrhythms)
+	for _, r := range s.rhythms[:s.nrhythms] {
+		out.Rhythms = append(out.Rhythms, Rhythm{Index: r.index, PeriodSteps: r.periodSteps, PeriodSeconds: r.period.Seconds(),
+			Share: r.share, Frequencies: slices.Clone(r.frequencies), Values: byField(r.values, C)})
 	}
 	for _, b := range s.bands[:s.nbands] {
 		out.Intervals = append(out.Intervals, Interval{Level: b.level, Lower: byField(b.lower, C), Upper: byField(b.upper, C)})

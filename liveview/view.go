@@ -101,6 +101,8 @@ type slot struct {
 	level     []float64 // C; empty when unknown
 	parts     []part    // the first nparts are this forecast's
 	nparts    int
+	rhythms   []rhythmPart // the first nrhythms are this forecast's
+	nrhythms  int
 	bands     []band // the first nbands are this forecast's
 	nbands    int
 }
@@ -111,6 +113,18 @@ type part struct {
 	periodSteps float64
 	period      time.Duration
 	share       float64
+	cycle       bool // a harmonic of rhythm
+	rhythm      int
+	values      []float64 // H×C
+}
+
+// rhythmPart is one rhythm's part: the sum of its frequencies'.
+type rhythmPart struct {
+	index       int
+	periodSteps float64
+	period      time.Duration
+	share       float64
+	frequencies []int
 	values      []float64 // H×C
 }
 
@@ -156,7 +170,20 @@ func (v *View) Observe(f *wire.Forecast, window, level []float64) {
 	for i, c := range f.Frequencies {
 		p := &s.parts[i]
 		p.id, p.periodSteps, p.period, p.share = c.ID, c.PeriodSteps, c.Period, c.Share
+		p.cycle, p.rhythm = c.Cycle, c.Rhythm
 		p.values = fill(p.values, c.Values)
+	}
+	s.nrhythms = len(f.Rhythms)
+	if len(s.rhythms) < s.nrhythms {
+		s.rhythms = append(s.rhythms, make([]rhythmPart, s.nrhythms-len(s.rhythms))...)
+	}
+	for i, r := range f.Rhythms {
+		rp := &s.rhythms[i]
+		rp.index, rp.periodSteps, rp.period, rp.share = r.Index, r.PeriodSteps, r.Period, r.Share
+		if !slices.Equal(rp.frequencies, r.Frequencies) {
+			rp.frequencies = slices.Clone(r.Frequencies)
+		}
+		rp.values = fill(rp.values, r.Values)
 	}
 	s.nbands = len(f.Intervals)
 	if len(s.bands) < s.nbands {

@@ -59,8 +59,9 @@ type Report struct {
 
 	// Frequencies are all learned frequencies, shortest period first.
 	Frequencies []Frequency
-	// Cycles are the discovered cycles (model.Model.Cycles at
-	// model.MinCycleShare), largest share first.
+	// Cycles are the data's cycles, the model's rhythms (a fundamental
+	// period with its harmonics) that carry at least model.MinCycleShare
+	// of the attribution, largest share first.
 	Cycles []Cycle
 	// ResidualShare is the residual MLP's mean share of the attribution.
 	ResidualShare float64
@@ -79,18 +80,21 @@ type Frequency struct {
 	model.Frequency
 	// Share is its mean share of the attribution (level excluded).
 	Share float64
-	// Cycle is its index in Report.Cycles, −1 when it is not a discovered
-	// cycle.
+	// Cycle is the index in Report.Cycles of the cycle (rhythm) it is a
+	// harmonic of, −1 when it is none's.
 	Cycle int
+	// Harmonic is its harmonic number in that cycle (0 for none).
+	Harmonic int
 	// Placed says training placed it on a peak of the training data's
 	// spectrum; a placed frequency below model.MinCycleShare is a peak the
 	// forecasts barely use.
 	Placed bool
 }
 
-// Cycle is a discovered cycle with the name the figures give it.
+// Cycle is a cycle of the data, one of the model's rhythms, with the name
+// the figures give it.
 type Cycle struct {
-	model.Cycle
+	model.RhythmShare
 	// Name is its period the way people say it ("24.0h"), or in steps when
 	// the cadence is unknown; unique within a report.
 	Name string
@@ -116,9 +120,9 @@ type Forecast struct {
 	// Level is the window's level inside the residual (its mean for a
 	// model with instance normalisation).
 	Level float64
-	// Parts are each discovered cycle (in Report.Cycles order, zeros when
-	// the window did not select it), the other frequencies together, and
-	// the residual MLP without the level.
+	// Parts are each cycle (in Report.Cycles order: the sum of its
+	// frequencies' contributions), the other frequencies together, and the
+	// residual MLP without the level.
 	Parts []Part
 	// Intervals are the 80% and 95% prediction intervals a served model
 	// would start from (the model's test-split error quantiles,
@@ -141,8 +145,8 @@ type PartKind int
 
 // The kinds of forecast parts.
 const (
-	PartCycle    PartKind = iota // one discovered cycle
-	PartOther                    // the frequencies that are not discovered cycles
+	PartCycle    PartKind = iota // one cycle of the data (a rhythm with its harmonics)
+	PartOther                    // the frequencies that are no cycle's
 	PartResidual                 // the residual MLP, level excluded
 )
 
@@ -261,17 +265,22 @@ func (r *Report) setCycles(m *model.Model, shares []float64, residual float64) {
 	for _, pk := range m.Meta.Peaks {
 		placed[pk.ID] = true
 	}
-	byID := map[int]int{}
+	byID, harmonic := map[int]int{}, map[int]int{}
 	if shares != nil {
 		seen := map[string]bool{}
-		for i, c := range m.Cycles(shares, model.MinCycleShare) {
-			name := periodName(c.Frequency)
+		for _, rs := range m.RhythmShares(shares) {
+			if rs.Share < model.MinCycleShare {
+				continue
+			}
+			name := periodName(model.Frequency{PeriodSteps: rs.PeriodSteps, Period: rs.Period})
 			if seen[name] {
-				name += " #" + strconv.Itoa(c.ID)
+				name += " #" + strconv.Itoa(rs.Index)
 			}
 			seen[name] = true
-			r.Cycles = append(r.Cycles, Cycle{Cycle: c, Name: name})
-			byID[c.ID] = i
+			for j, id := range rs.Frequencies {
+				byID[id], harmonic[id] = len(r.Cycles), rs.Harmonics[j]
+			}
+			r.Cycles = append(r.Cycles, Cycle{RhythmShare: rs, Name: name})
 		}
 	}
 	for _, f := range m.Frequencies() {
@@ -280,7 +289,7 @@ func (r *Report) setCycles(m *model.Model, shares []float64, residual float64) {
 			fr.Share = shares[f.ID]
 		}
 		if i, ok := byID[f.ID]; ok {
-			fr.Cycle = i
+			fr.Cycle, fr.Harmonic = i, harmonic[f.ID]
 		}
 		r.Frequencies = append(r.Frequencies, fr)
 	}
@@ -334,7 +343,9 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int) (*Forecas
 	cycleOf := map[int]int{}
 	for i, c := range r.Cycles {
 		fc.Parts = append(fc.Parts, newPart(c.Name+" cycle", PartCycle, i))
-		cycleOf[c.ID] = i
+		for _, id := range c.Frequencies {
+			cycleOf[id] = i
+		}
 	}
 	other := newPart("other frequencies", PartOther, -1)
 	residual := newPart("residual MLP", PartResidual, -1)

@@ -185,10 +185,20 @@ func TestNumbersAreTheModels(t *testing.T) {
 				t.Errorf("12 steps ahead the model's MSE %v is not below repeating the last value %v", r.Errors.MSE[11], r.Errors.PersistenceMSE[11])
 			}
 
-			// The discovered cycles are the model's, named, with the shares of this data.
-			want := fx.m.Cycles(met.Shares, model.MinCycleShare)
+			// The cycles are the model's rhythms, named, with the shares of this data.
+			var want []model.RhythmShare
+			for _, rs := range fx.m.RhythmShares(met.Shares) {
+				if rs.Share >= model.MinCycleShare {
+					want = append(want, rs)
+				}
+			}
 			if len(r.Cycles) != len(want) || len(want) == 0 {
-				t.Fatalf("%d cycles, model.Cycles gives %d (want at least one)", len(r.Cycles), len(want))
+				t.Fatalf("%d cycles, the model's rhythms with 1%% of the attribution are %d (want at least one)", len(r.Cycles), len(want))
+			}
+			for i, c := range r.Cycles {
+				if c.Index != want[i].Index || math.Abs(c.Share-want[i].Share) > 1e-12 {
+					t.Errorf("cycle %d is rhythm %d with share %v, the model's is rhythm %d with %v", i, c.Index, c.Share, want[i].Index, want[i].Share)
+				}
 			}
 			if !slices.ContainsFunc(r.Cycles, func(c report.Cycle) bool { return c.Name == "24.0h" }) {
 				t.Errorf("no cycle named 24.0h among %v", r.Cycles)

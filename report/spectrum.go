@@ -40,9 +40,13 @@ func (r *Report) spectrumFigure() figure {
 		switch {
 		case f.Cycle >= 0:
 			c, rad = cycleColor(f.Cycle), vg.Points(4.5)
-			lab.xs, lab.ys = append(lab.xs, x), append(lab.ys, y)
-			lab.labels = append(lab.labels, fmt.Sprintf("%s\n%.1f%%", r.Cycles[f.Cycle].Name, 100*f.Share))
-			lab.colors = append(lab.colors, c)
+			// The cycle's name at its fundamental; its other harmonics
+			// take its colour.
+			if lowestHarmonic(r, f) {
+				lab.xs, lab.ys = append(lab.xs, x), append(lab.ys, y)
+				lab.labels = append(lab.labels, fmt.Sprintf("%s cycle\n%.1f%%", r.Cycles[f.Cycle].Name, 100*r.Cycles[f.Cycle].Share))
+				lab.colors = append(lab.colors, c)
+			}
 		case f.Placed:
 			c = PlacedColor
 		}
@@ -178,4 +182,10 @@ func (t periodTicks) Ticks(lo, hi float64) []plot.Tick {
 		return plot.LogTicks{Prec: -1}.Ticks(lo, hi)
 	}
 	return ticks
+}
+
+// lowestHarmonic reports whether f is the lowest harmonic of its cycle
+// (its fundamental when the model has a frequency there).
+func lowestHarmonic(r *Report, f Frequency) bool {
+	return !slices.ContainsFunc(r.Frequencies, func(g Frequency) bool { return g.Cycle == f.Cycle && g.Harmonic < f.Harmonic })
 }

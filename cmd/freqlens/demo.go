@@ -172,13 +172,13 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	}
 	fmt.Fprintf(stdout, "  test MSE %.4f (normalised units; the online MSE below compares with it)\n", met.MSE)
 	var found []string
-	for _, pm := range m.MatchPeriods([]time.Duration{12 * time.Hour, 24 * time.Hour, 168 * time.Hour}, matchTolerance) {
-		if pm.Match {
-			found = append(found, fmt.Sprintf("%s (learned %s)", model.FormatPeriod(pm.Known), model.FormatPeriod(pm.Nearest.Period)))
+	for _, r := range rhythmsOf(m, met.Shares) {
+		if r.Share >= model.MinCycleShare {
+			found = append(found, fmt.Sprintf("%s %.0f%% (%d harmonics)", rhythmName(r), 100*r.Share, len(r.Lines)))
 		}
 	}
 	if len(found) > 0 {
-		fmt.Fprintf(stdout, "  learned periods matching known cycles: %s\n", strings.Join(found, ", "))
+		fmt.Fprintf(stdout, "  cycles of the traffic: %s; residual MLP %.0f%%\n", strings.Join(found, ", "), 100*met.ResidualShare)
 	}
 	return m, nil
 }
@@ -263,33 +263,26 @@ type watcher struct {
 func newWatcher(series string) *watcher { return &watcher{series: series} }
 
 // observe is called by the pipeline for every acknowledged forecast. It
-// groups the contributions into cycle families: frequencies within 15% of a
-// known period (12h, 24h, 168h) and the rest. Attributions add up, so a
-// family's share is exactly the sum of its members'.
+// names the forecast's cycles (its rhythms, each the exact sum of its
+// frequencies' parts), the other frequencies together and the residual.
 func (w *watcher) observe(f *wire.Forecast) {
 	if f.Series != w.series {
 		return
 	}
-	family := make([]float64, len(knownPeriods)+1) // known periods, then "other"
-	residual := 1.0
+	residual, other := 1.0, 0.0
 	for _, c := range f.Frequencies {
 		residual -= c.Share
-		k := len(knownPeriods)
-		for i, p := range knownPeriods {
-			if math.Abs(float64(c.Period-p)) < matchTolerance*float64(p) {
-				k = i
-				break
-			}
+		if !c.Cycle {
+			other += c.Share
 		}
-		family[k] += c.Share
 	}
 	var parts []string
-	for i, p := range knownPeriods {
-		if family[i] > 0.005 {
-			parts = append(parts, fmt.Sprintf("%s cycle %.0f%%", model.FormatPeriod(p), 100*family[i]))
+	for _, r := range f.Rhythms {
+		if r.Share > 0.005 {
+			parts = append(parts, fmt.Sprintf("%s cycle %.0f%%", periodLabel(model.FormatPeriod(r.Period), r.PeriodSteps), 100*r.Share))
 		}
 	}
-	parts = append(parts, fmt.Sprintf("other cycles %.0f%%", 100*family[len(knownPeriods)]),
+	parts = append(parts, fmt.Sprintf("other frequencies %.0f%%", 100*other),
 		fmt.Sprintf("residual %.0f%%", 100*max(residual, 0)))
 	peak, at := math.Inf(-1), 0
 	for h, v := range f.Values {

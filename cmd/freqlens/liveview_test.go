@@ -23,6 +23,7 @@ import (
 
 	"github.com/freqlens/freqlens/liveview"
 	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/wire"
 	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
@@ -226,6 +227,24 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	const L, H = 96, 24
 	fields := []string{"flow", "speed"}
 	f := wiretest.Forecast(rand.New(rand.NewPCG(1, 2)), "road/7", time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC), fields, H, 4)
+	// Two rhythms: frequencies 0 and 1 the first's, 2 the second's; 3 is
+	// free.
+	for i, r := range []int{0, 0, 1} {
+		f.Frequencies[i].Cycle, f.Frequencies[i].Rhythm = true, r
+	}
+	for r := range 2 {
+		rp := wire.RhythmPart{Index: r, PeriodSteps: 24 * float64(r+1), Period: time.Duration(24*(r+1)) * time.Hour, Values: make([]float64, len(f.Values))}
+		for _, c := range f.Frequencies[:3] {
+			if c.Rhythm == r {
+				rp.Frequencies = append(rp.Frequencies, c.ID)
+				rp.Share += c.Share
+				for j, x := range c.Values {
+					rp.Values[j] += x
+				}
+			}
+		}
+		f.Rhythms = append(f.Rhythms, rp)
+	}
 	window := make([]float64, L*len(fields))
 	for i := range window {
 		window[i] = 400 + 40*math.Sin(2*math.Pi*float64(i/len(fields))/24)
@@ -250,8 +269,11 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	if n, _ := strconv.Atoi(plot["data-band-pixels"]); n < 1000 {
 		t.Errorf("#plot-forecast data-band-pixels = %q, want the band to cover at least 1000 pixels", plot["data-band-pixels"])
 	}
-	if got := elementAttrs(t, dom, "plot-parts")["data-parts"]; got != "5" {
-		t.Errorf("#plot-parts data-parts = %q, want 5 (4 cycles and the residual)", got)
+	if got := elementAttrs(t, dom, "plot-parts")["data-parts"]; got != "4" {
+		t.Errorf("#plot-parts data-parts = %q, want 4 (2 cycles, the other frequencies and the residual)", got)
+	}
+	if got := elementAttrs(t, dom, "plot-parts")["data-cycles"]; got != "2" {
+		t.Errorf("#plot-parts data-cycles = %q, want 2: one colour per rhythm", got)
 	}
 	body := elementAttrs(t, dom, "body")
 	if body["data-series"] != "road/7" || body["data-field"] != "speed" {

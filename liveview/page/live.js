@@ -7,15 +7,16 @@
 
 const POLL_MS = 1000;        // forecast and /online
 const LIST_EVERY = 5;        // polls between refreshes of the series list
-const RESIDUAL = "#9aa3ad", READINGS = "#1d2330", FORECAST = "#d9480f", LEVEL = "#5f6b7a";
+const RESIDUAL = "#9aa3ad", READINGS = "#1d2330", FORECAST = "#d9480f", LEVEL = "#5f6b7a", OTHER = "#c9ced6";
 
 const $ = (id) => document.getElementById(id);
 const state = { series: "", field: 0, list: [], forecast: null, online: null, polls: 0 };
 
-// colourOf gives each frequency id its own colour, the same in every plot
-// for the page's life: the palette's colours go to ids in the order the
-// page first meets them (the spectrum is met largest share first), golden-
-// angle hues after them.
+// colourOf gives each rhythm ("r" + its index) and each free frequency (its
+// id) its own colour, the same in every plot for the page's life: the
+// palette's colours go to keys in the order the page first meets them (the
+// spectrum is met largest share first), golden-angle hues after them. A
+// rhythm's frequencies take their rhythm's colour.
 const PALETTE = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#3b4cc0", "#7f7f00", "#00796b"];
 const colours = new Map();
 function colourOf(id) {
@@ -219,13 +220,24 @@ function drawParts(f, c) {
   }
   const H = f.horizon, cad = f.cadence_seconds * 1000, ts = Date.parse(f.ts);
   const base = f.level ? f.level[c] : 0;
-  // Named like the spectrum names them: "cycle" only for the frequencies
-  // placed on a cycle of the data (the /online report's cycle flag).
-  const cycles = new Set(((state.online && state.online.frequencies) || []).filter((q) => q.cycle).map((q) => q.id));
-  const parts = [];
-  for (const p of f.parts) {
-    const v = p.values[c];
-    if (v.some((x) => x !== 0)) parts.push({ label: periodName(p.period_seconds, p.period_steps) + (cycles.has(p.id) ? " cycle" : ""), colour: colourOf(p.id), v, share: p.share });
+  // One layer per rhythm (a cycle of the data with its harmonics: "24h
+  // cycle"), the frequencies of no rhythm together ("other frequencies"),
+  // and the residual; a rhythm's frequencies are listed as its detail.
+  const parts = [], detail = [];
+  const rhythms = f.rhythms || [];
+  for (const r of rhythms) {
+    const v = r.values[c];
+    if (!v.some((x) => x !== 0)) continue;
+    parts.push({ label: periodName(r.period_seconds, r.period_steps) + " cycle", colour: colourOf("r" + r.index), v, share: r.share });
+    const members = f.parts.filter((p) => p.rhythm === r.index).sort((a, b) => b.share - a.share);
+    if (members.length > 1) detail.push(periodName(r.period_seconds, r.period_steps) + " cycle: " +
+      members.map((p) => periodName(p.period_seconds, p.period_steps) + " " + Math.round(p.share * 100) + "%").join(", "));
+  }
+  const free = f.parts.filter((p) => p.rhythm === undefined);
+  if (free.length) {
+    const v = new Array(H).fill(0);
+    for (const p of free) p.values[c].forEach((x, h) => { v[h] += x; });
+    if (v.some((x) => x !== 0)) parts.push({ label: "other frequencies", colour: OTHER, v, share: free.reduce((s, p) => s + p.share, 0) });
   }
   parts.sort((a, b) => b.share - a.share);
   parts.push({ label: "residual" + (f.level ? " (level removed)" : ""), colour: RESIDUAL, v: f.residual[c].map((x) => x - base) });
@@ -259,11 +271,12 @@ function drawParts(f, c) {
   if (f.level) polyline(ctx, t.map(g.sx), t.map(() => g.sy(base)), LEVEL, 1, [4, 3]);
   polyline(ctx, t.map(g.sx), f.forecast[c].map((v) => g.sy(v)), "#000000", 2);
   canvas.dataset.parts = layers.length;
-  canvas.dataset.cycles = layers.length - 1;
+  canvas.dataset.cycles = parts.filter((p) => p.label.endsWith(" cycle")).length;
   const items = parts.map((p) => [p.label + (p.share !== undefined ? " " + Math.round(p.share * 100) + "%" : ""), p.colour]);
   if (f.level) items.push(["level " + fmtNum(base), LEVEL, true]);
   items.push(["forecast", "#000000", true]);
   legend($("legend-parts"), items);
+  $("detail-parts").textContent = detail.join("; ");
 }
 
 // drawSpectrum: one bar per frequency (largest share first, at most 12),
@@ -277,7 +290,7 @@ function drawSpectrum(online, cadenceSeconds) {
   const before = pixels(canvas);
   fs.forEach((q, i) => {
     const y = g.y0 + i * row, bh = Math.max(2, row * 0.7), w = (g.x1 - g.x0) * q.share / top;
-    ctx.fillStyle = colourOf(q.id);
+    ctx.fillStyle = q.rhythm !== undefined ? colourOf("r" + q.rhythm) : colourOf(q.id);
     ctx.fillRect(g.x0, y + (row - bh) / 2, Math.max(1, w), bh);
   });
   canvas.dataset.drawnPixels = changed(before, pixels(canvas));
@@ -286,7 +299,10 @@ function drawSpectrum(online, cadenceSeconds) {
     const y = g.y0 + (i + 0.5) * row;
     ctx.fillStyle = "#1d2330"; ctx.textAlign = "right";
     ctx.font = (q.dominant ? "bold " : "") + "11px system-ui, sans-serif";
-    ctx.fillText(periodName(q.period_steps * cadenceSeconds, q.period_steps) + (q.cycle ? " cycle" : ""), g.x0 - 6, y);
+    // Only a rhythm is a cycle: its frequencies are named with it.
+    const rh = ((online && online.rhythms) || []).find((r) => r.index === q.rhythm);
+    const of = rh ? " (" + periodName(rh.period_steps * cadenceSeconds, rh.period_steps) + " cycle)" : "";
+    ctx.fillText(periodName(q.period_steps * cadenceSeconds, q.period_steps) + of, g.x0 - 6, y);
     ctx.textAlign = "left"; ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#5f6b7a";
     const drift = q.drift_ratio * 100;
     ctx.fillText(Math.round(q.share * 1000) / 10 + "%  drift " + (drift >= 0 ? "+" : "") + drift.toFixed(1) + "%", g.x1 + 6, y);
@@ -366,7 +382,7 @@ function updateFields(f) {
 function draw() {
   const f = state.forecast;
   if (state.online && state.online.frequencies) {
-    state.online.frequencies.slice().sort((a, b) => b.share - a.share).forEach((q) => colourOf(q.id));
+    state.online.frequencies.slice().sort((a, b) => b.share - a.share).forEach((q) => colourOf(q.rhythm !== undefined ? "r" + q.rhythm : q.id));
   }
   if (f) {
     updateFields(f);
