@@ -287,6 +287,23 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	}
 	// To look at (go test -artifacts keeps it).
 	runChromium(t, bin, url, "--virtual-time-budget=3000", "--window-size=1200,1040", "--screenshot="+filepath.Join(t.ArtifactDir(), "intervals.png"))
+
+	// The forecast without the first cycle, toggled off by the URL: its
+	// dashed line starts at the forecast less exactly the cycle's part.
+	name := "24h cycle"
+	dom = string(runChromium(t, bin, url+"&without="+strings.ReplaceAll(name, " ", "%20"), "--virtual-time-budget=3000", "--dump-dom"))
+	parts := elementAttrs(t, dom, "plot-parts")
+	if parts["data-without"] != name || parts["data-cycles"] != "1" {
+		t.Errorf("#plot-parts without %q: data-without %q, data-cycles %q; want the cycle off and one cycle drawn", name, parts["data-without"], parts["data-cycles"])
+	}
+	got, err := strconv.ParseFloat(parts["data-without-first"], 64)
+	want := f.Values[1] - f.Rhythms[0].Values[1] // step 1 of field 1 (speed)
+	if err != nil || math.Abs(got-want) > 1e-9*math.Abs(want) {
+		t.Errorf("the forecast without the %s starts at %q, want the forecast less its part, %v", name, parts["data-without-first"], want)
+	}
+	if legend := elementText(t, dom, "legend-parts"); !strings.Contains(legend, "forecast without "+name) {
+		t.Errorf("the parts' legend %q does not name the forecast without the %s", legend, name)
+	}
 }
 
 // inkOf counts the distinct colours of img and the fraction of its pixels

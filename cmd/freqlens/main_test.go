@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,8 +117,12 @@ func TestEndToEnd(t *testing.T) {
 	}
 	var pr predictReport
 	lastJSON(t, out, &pr)
-	if len(pr.Forecast) != 12 || len(pr.Forecast[0]) != 3 || len(pr.Contributions) != 8 || pr.Actual == nil {
-		t.Fatalf("predict JSON has %d×%d forecast, %d contributions", len(pr.Forecast), len(pr.Forecast[0]), len(pr.Contributions))
+	if len(pr.Forecast) != 12 || len(pr.Forecast[0]) != 3 || len(pr.Contributions) < 8 || pr.Actual == nil {
+		t.Fatalf("predict JSON has %d×%d forecast, %d contributions (want the 8 selected and the rhythms' clock terms)",
+			len(pr.Forecast), len(pr.Forecast[0]), len(pr.Contributions))
+	}
+	if len(pr.Rhythms) == 0 || pr.Rhythms[0].Name != "24.0h cycle" {
+		t.Errorf("predict JSON rhythms = %+v, want the 24.0h cycle first", pr.Rhythms)
 	}
 	for h := range pr.Forecast {
 		for c := range pr.Forecast[h] {
@@ -129,6 +134,70 @@ func TestEndToEnd(t *testing.T) {
 				t.Fatalf("step %d channel %d: residual + contributions = %v, forecast %v", h, c, sum, pr.Forecast[h][c])
 			}
 		}
+	}
+}
+
+// TestPredictWithout: removing any frequency, any cycle or several of
+// them moves the forecast by exactly their parts (1e-9 of the forecast's
+// scale): the attribution is faithful to removal.
+func TestPredictWithout(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "sensors.csv", 3, 900)
+	modelPath := filepath.Join(dir, "m.safetensors")
+	if code, _, errOut := runCLI("train", "--data", data, "--horizon", "12", "--lookback", "48", "--epochs", "3", "--out", modelPath); code != 0 {
+		t.Fatalf("train exited %d: %s", code, errOut)
+	}
+	predict := func(args ...string) predictReport {
+		t.Helper()
+		code, out, errOut := runCLI(append([]string{"predict", "--model", modelPath, "--data", data, "--at", "600", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("predict %v exited %d: %s", args, code, errOut)
+		}
+		var pr predictReport
+		lastJSON(t, out, &pr)
+		return pr
+	}
+	full := predict()
+	check := func(what string, without predictReport, parts ...[][]float64) {
+		t.Helper()
+		scale := 0.0
+		for _, row := range full.Forecast {
+			for _, v := range row {
+				scale = max(scale, math.Abs(v))
+			}
+		}
+		for h := range full.Forecast {
+			for c := range full.Forecast[h] {
+				want := 0.0
+				for _, p := range parts {
+					want += p[h][c]
+				}
+				if got := without.Full[h][c] - without.Forecast[h][c]; math.Abs(got-want) > 1e-9*scale {
+					t.Fatalf("without %s, step %d channel %d: the forecast moved by %.17g, its parts sum to %.17g", what, h, c, got, want)
+				}
+				if without.Full[h][c] != full.Forecast[h][c] {
+					t.Fatalf("without %s: full_forecast %v differs from the plain forecast %v", what, without.Full[h][c], full.Forecast[h][c])
+				}
+			}
+		}
+	}
+	var all []string
+	var allParts [][][]float64
+	for _, ct := range full.Contributions {
+		id := strconv.Itoa(ct.ID)
+		check("frequency "+id, predict("--without", id), ct.Values)
+		all, allParts = append(all, id), append(allParts, ct.Values)
+	}
+	if len(full.Rhythms) == 0 {
+		t.Fatal("the model has no rhythm to remove")
+	}
+	for _, r := range full.Rhythms {
+		check(r.Name, predict("--without", r.Name), r.Values)
+		check(r.Period, predict("--without", r.Period), r.Values)
+	}
+	check("every part", predict("--without", strings.Join(all, ",")), allParts...)
+	if code, _, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", "13h"); code != 2 || !strings.Contains(errOut, "24.0h") {
+		t.Errorf("--without 13h exited %d with %q; want status 2 and the model's cycles named", code, errOut)
 	}
 }
 

@@ -10,7 +10,7 @@ const LIST_EVERY = 5;        // polls between refreshes of the series list
 const RESIDUAL = "#9aa3ad", READINGS = "#1d2330", FORECAST = "#d9480f", LEVEL = "#5f6b7a", OTHER = "#c9ced6";
 
 const $ = (id) => document.getElementById(id);
-const state = { series: "", field: 0, list: [], forecast: null, online: null, polls: 0 };
+const state = { series: "", field: 0, list: [], forecast: null, online: null, polls: 0, without: new Set() };
 
 // colourOf gives each rhythm ("r" + its index) and each free frequency (its
 // id) its own colour, the same in every plot for the page's life: the
@@ -140,11 +140,21 @@ function polyline(ctx, xs, ys, colour, width, dash) {
   return n;
 }
 
-function legend(el, items) {
-  el.replaceChildren(...items.map(([label, colour, line]) => {
+// legend lists items [label, colour, line, key, off]; an item with a key
+// toggles it (onToggle) when clicked, and an item that is off is struck
+// through.
+function legend(el, items, onToggle) {
+  el.replaceChildren(...items.map(([label, colour, line, key, off]) => {
     const s = document.createElement("span");
     s.textContent = label; s.style.setProperty("--c", colour);
     if (line) s.className = "line";
+    if (key !== undefined && onToggle) {
+      s.classList.add("toggle");
+      if (off) s.classList.add("off");
+      s.dataset.key = key;
+      s.title = off ? "click to put it back" : "click to see the forecast without it";
+      s.addEventListener("click", () => onToggle(key));
+    }
     return s;
   }));
 }
@@ -240,10 +250,16 @@ function drawParts(f, c) {
     if (v.some((x) => x !== 0)) parts.push({ label: "other frequencies", colour: OTHER, v, share: free.reduce((s, p) => s + p.share, 0) });
   }
   parts.sort((a, b) => b.share - a.share);
-  parts.push({ label: "residual" + (f.level ? " (level removed)" : ""), colour: RESIDUAL, v: f.residual[c].map((x) => x - base) });
+  // The parts toggled off: the forecast without them is the forecast less
+  // exactly their values (the attribution is faithful to removal), drawn
+  // dashed; their layers are left out.
+  const off = parts.filter((p) => state.without.has(p.label));
+  const without = f.forecast[c].map((y, h) => off.reduce((s, p) => s - (p.v[h] || 0), y));
+  const shown = parts.filter((p) => !state.without.has(p.label));
+  shown.push({ label: "residual" + (f.level ? " (level removed)" : ""), colour: RESIDUAL, v: f.residual[c].map((x) => x - base) });
   // Stack: pos[h] and neg[h] are the running tops above and below the base.
   const pos = new Array(H).fill(base), neg = new Array(H).fill(base);
-  const layers = parts.map((p) => {
+  const layers = shown.map((p) => {
     const lo = new Array(H), hi = new Array(H);
     for (let h = 0; h < H; h++) {
       const x = p.v[h] || 0;
@@ -251,7 +267,7 @@ function drawParts(f, c) {
     }
     return { p, lo, hi };
   });
-  const lo = Math.min(...neg, ...f.forecast[c]), hi = Math.max(...pos, ...f.forecast[c]);
+  const lo = Math.min(...neg, ...f.forecast[c], ...without), hi = Math.max(...pos, ...f.forecast[c], ...without);
   const t = Array.from({ length: H }, (_, h) => ts + (h + 1) * cad);
   scales(g, t[0] - cad / 2, t[H - 1] + cad / 2, lo, hi);
   axes(g, g.ylo, g.yhi, timeTicks(g, t[0] - cad / 2, t[H - 1] + cad / 2));
@@ -270,12 +286,21 @@ function drawParts(f, c) {
   canvas.dataset.drawnPixels = changed(before, pixels(canvas)); // the areas alone
   if (f.level) polyline(ctx, t.map(g.sx), t.map(() => g.sy(base)), LEVEL, 1, [4, 3]);
   polyline(ctx, t.map(g.sx), f.forecast[c].map((v) => g.sy(v)), "#000000", 2);
+  if (off.length) polyline(ctx, t.map(g.sx), without.map((v) => g.sy(v)), FORECAST, 2, [6, 4]);
   canvas.dataset.parts = layers.length;
-  canvas.dataset.cycles = parts.filter((p) => p.label.endsWith(" cycle")).length;
-  const items = parts.map((p) => [p.label + (p.share !== undefined ? " " + Math.round(p.share * 100) + "%" : ""), p.colour]);
+  canvas.dataset.cycles = shown.filter((p) => p.label.endsWith(" cycle")).length;
+  canvas.dataset.without = off.map((p) => p.label).join(";");
+  canvas.dataset.withoutFirst = off.length ? String(without[0]) : "";
+  const items = parts.map((p) => [p.label + (p.share !== undefined ? " " + Math.round(p.share * 100) + "%" : ""), p.colour, false, p.label, state.without.has(p.label)]);
+  items.push([shown[shown.length - 1].label, RESIDUAL]);
   if (f.level) items.push(["level " + fmtNum(base), LEVEL, true]);
   items.push(["forecast", "#000000", true]);
-  legend($("legend-parts"), items);
+  if (off.length) items.push(["forecast without " + off.map((p) => p.label).join(", "), FORECAST, true]);
+  legend($("legend-parts"), items, (key) => {
+    if (state.without.has(key)) state.without.delete(key); else state.without.add(key);
+    writeHash();
+    drawParts(f, c);
+  });
   $("detail-parts").textContent = detail.join("; ");
 }
 
@@ -344,12 +369,15 @@ function readHash() {
   const q = new URLSearchParams(location.hash.slice(1));
   if (q.get("series")) state.series = q.get("series");
   if (q.get("field")) state.fieldName = q.get("field");
+  // without: the parts toggled off, by their legend label ("7d cycle").
+  if (q.get("without")) state.without = new Set(q.get("without").split(",").filter((s) => s));
 }
 
 function writeHash() {
   const q = new URLSearchParams({ series: state.series });
   const f = state.forecast;
   if (f && f.fields.length > 1) q.set("field", f.fields[state.field]);
+  if (state.without.size) q.set("without", [...state.without].join(","));
   history.replaceState(null, "", "#" + q.toString());
 }
 
