@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -353,4 +354,20 @@ func (d *drift) rhythms() []RhythmState {
 		out = append(out, rs)
 	}
 	return out
+}
+
+// cycleName names rhythm r by its reference period, the way the CLI does
+// ("24.0h", "7.0d"), or in steps without a cadence: a label that stays the
+// same while the rhythm drifts.
+func (d *drift) cycleName(r int) string {
+	for u, ru := range d.rhythm {
+		if ru != r {
+			continue
+		}
+		if d.cadence > 0 {
+			return model.FormatPeriod(time.Duration(math.Round(d.ref[u] * float64(d.cadence))))
+		}
+		return strconv.FormatFloat(d.ref[u], 'f', 1, 64) + " steps"
+	}
+	return ""
 }

@@ -274,11 +274,23 @@ func (l *Learner) updateMetrics() {
 		}
 		l.met.dominant.WithLabelValues(id).Set(dom)
 	}
+	for _, f := range l.dr.frequencies() {
+		r := -1.0
+		if f.Rhythm != nil {
+			r = float64(*f.Rhythm)
+		}
+		l.met.frequencyRhythm.WithLabelValues(fmt.Sprint(f.ID)).Set(r)
+	}
 	for _, r := range l.dr.rhythms() {
-		id := fmt.Sprint(r.Index)
-		l.met.rhythmPeriod.WithLabelValues(id).Set(r.PeriodSteps * cad)
-		l.met.rhythmRatio.WithLabelValues(id).Set(r.DriftRatio)
-		l.met.rhythmShare.WithLabelValues(id).Set(r.Share)
+		id, name := fmt.Sprint(r.Index), l.dr.cycleName(r.Index)
+		l.met.rhythmPeriod.WithLabelValues(id, name).Set(r.PeriodSteps * cad)
+		l.met.rhythmRatio.WithLabelValues(id, name).Set(r.DriftRatio)
+		l.met.rhythmShare.WithLabelValues(id, name).Set(r.Share)
+		dom := 0.0
+		if r.Dominant {
+			dom = 1
+		}
+		l.met.rhythmDominant.WithLabelValues(id, name).Set(dom)
 	}
 	l.dr.mu.Lock()
 	l.met.alpha.Set(l.dr.alpha)

@@ -22,6 +22,7 @@ func horizonBuckets(H int) (names []string, bounds [][2]int) {
 type metrics struct {
 	period, periodSec, ratio, share, dominant *prometheus.GaugeVec
 	rhythmPeriod, rhythmRatio, rhythmShare    *prometheus.GaugeVec
+	rhythmDominant, frequencyRhythm           *prometheus.GaugeVec
 	alpha, lastPromotion, testMSE             prometheus.Gauge
 	driftThreshold                            prometheus.Gauge
 	mse, mae                                  *prometheus.GaugeVec
@@ -39,7 +40,7 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	freq := []string{"frequency"}
+	freq, cycle := []string{"frequency"}, []string{"rhythm", "cycle"}
 	m := &metrics{
 		period: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_period_steps",
 			Help: "Learned period of each frequency of the serving model, in steps."}, freq),
@@ -52,11 +53,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		dominant: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_dominant",
 			Help: "1 when the frequency is among the dominant ones (by recent attribution share), else 0."}, freq),
 		rhythmPeriod: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_period_seconds",
-			Help: "Fundamental period of each rhythm of the serving model (a cycle with its harmonics), in seconds (when the cadence is known)."}, []string{"rhythm"}),
+			Help: "Fundamental period of each rhythm (a cycle of the data with its harmonics) of the serving model, in seconds (when the cadence is known); label cycle names its reference period."}, cycle),
 		rhythmRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_drift_ratio",
-			Help: "Period / reference period − 1 of each rhythm (signed relative change); a rhythm's frequencies drift as one."}, []string{"rhythm"}),
+			Help: "Period / reference period − 1 of each rhythm (signed relative change); a rhythm's frequencies drift as one."}, cycle),
 		rhythmShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_share",
-			Help: "Recent part of the absolute attribution carried by each rhythm: the sum of its frequencies' shares."}, []string{"rhythm"}),
+			Help: "Recent part of the absolute attribution carried by each rhythm: the sum of its frequencies' shares."}, cycle),
+		rhythmDominant: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_dominant",
+			Help: "1 when the rhythm is among the dominant ones (by recent attribution share), else 0."}, cycle),
+		frequencyRhythm: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_rhythm",
+			Help: "Index of the rhythm each frequency is a harmonic of (the rhythm label of the freqlens_rhythm_* metrics), −1 for a free frequency."}, freq),
 		alpha: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_fusion_alpha",
 			Help: "Fusion weight α of the serving model: the frequency part's weight against the residual."}),
 		lastPromotion: prometheus.NewGauge(prometheus.GaugeOpts{Name: "freqlens_finetune_last_promotion_timestamp_seconds",
@@ -108,7 +113,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.rounds.WithLabelValues(string(o))
 	}
 	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant,
-		m.rhythmPeriod, m.rhythmRatio, m.rhythmShare, m.alpha, m.lastPromotion,
+		m.rhythmPeriod, m.rhythmRatio, m.rhythmShare, m.rhythmDominant, m.frequencyRhythm, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
 		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold,
 		m.coverage, m.nominal, m.intervalsScored, m.intervalsCovered} {
