@@ -23,14 +23,35 @@
 //	s_i   = GELU(c_i·V₁ + v₁)·v₂ + β_i + log(e_i + 0.01)   selection score
 //	S     = top-K of s                          (top-K of s + Gumbel noise in training)
 //	g_f   = ReLU(c_f·A_f)·B_f                    one bias-free head per frequency, 2d → H·C
-//	u     = x̂ − Σ_{f∈S} Σ_{j∈f} ψ̄_j ψ̄_jᵀ x̂       what the selected frequencies leave of the window
-//	r     = GELU(vec(u)·R₁ + r₁)·R₂ + r₂         residual MLP, L·C → H·C
-//	ŷ     = σ·(α·Σ_{f∈S} g_f + (1−α)·r) + μ      α = σ(w)
+//	q_f   = a_f·cos(2πk_f ρ_r(τ+s)) + b_f·sin(…)   clock term of a rhythm's frequency (harmonic k_f of rhythm r), s = −(L−1) … H
+//	x̃     = x̂ − Σ_f q_f(past)                     the window less what the clock says its rhythms put there
+//	u     = x̃ − Σ_{f∈R} Σ_{j∈f} ψ̄_j ψ̄_jᵀ x̃        … and less its projection on the rhythms' atoms (R: a fixed set)
+//	r_c   = GELU(u_c·R₁ + r₁)·R₂ + r₂,c          residual MLP, one per channel with shared weights, L → H
+//	ŷ     = σ·(α·Σ_{f∈S} g_f + Σ_f q_f(future) + (1−α)·r) + μ     α = σ(w)
 //
-// Because the frequency part is a plain sum over fixed, per-frequency heads,
-// α·σ·g_f is frequency f's Shapley value: the contributions and the residual
-// add up to the forecast exactly (see Attribution), a frequency with zero
-// coefficients contributes zero, and twin frequencies contribute alike.
+// A rhythm (FindRhythms) is a fundamental period P_r with the frequencies at
+// its harmonics: training groups the cycles placed on the training data's
+// spectrum into rhythms (the day: 24h, 12h, 8h …; the week: the 168/k-hour
+// lines that are not the day's) and puts each of their frequencies exactly
+// on its harmonic k/P_r. The clock reads the time of the window's newest
+// step τ (steps since the Unix epoch) and the rhythm's phase
+// ρ_r(τ) = AnchorPhase + (τ − AnchorStep)/P_r, so a cycle longer than the
+// window (a week seen through 96 hours) still has its place in it; with
+// instance normalisation each term is centred on its mean over the window.
+//
+// Frequency f's part of the forecast is σ·(α·1[f∈S]·g_f + q_f(future)).
+// Nothing in it depends on which other frequencies take part, and nothing
+// else depends on it: the residual's input leaves out the rhythms as a
+// fixed set, not the selection. So the forecast is an additive game over
+// the frequencies and each part is its frequency's Shapley value: the parts
+// and the residual add up to the forecast exactly (Completeness), removing
+// a frequency (Workspace.Without) moves the forecast by exactly its part
+// (Faithfulness), a frequency that adds nothing gets nothing (Null), and
+// twin frequencies get the same (Symmetry). A rhythm's part is the sum of
+// its frequencies'. Model files of format 3 and older keep their maths,
+// whose residual reads what the selected frequencies leave: their parts are
+// complete, null and symmetric, but removing a frequency puts its band back
+// into the residual's input, so they are not faithful to removal.
 //
 // # Where it differs from the public reference code
 //
@@ -78,26 +99,32 @@
 //     straight-through gradient credits only selected frequencies: trained
 //     on, the scorer learned to drop cycles in the windows where the
 //     residual MLP had learned to carry them, and the two fed each other.
-//  8. The residual MLP reads what the selected frequencies leave of the
-//     window (u above), so it cannot continue a cycle the frequencies
-//     carry: it models the rest, and the attribution names the cycles.
-//     Omitting only the placed cycles and letting the residual see the
-//     free frequencies' bands scored better on Weather (test MSE 0.1654
-//     against 0.1667) but raised the residual's share on clean synthetic
-//     feeds (BenchmarkDiscovery: mean 0.13 to 0.19, worst 0.21 to 0.29),
-//     too close to what a periodic feed should leave it; not taken.
+//  8. The residual MLP does not see the rhythms (u above), so it cannot
+//     continue a cycle the frequencies carry: it models the rest, and the
+//     attribution names the cycles. In format 3 it read what the *selected*
+//     frequencies left, which made the residual answer for a frequency
+//     removed from the selection; format 4 leaves out the rhythms, a fixed
+//     set, and their clock terms.
 //  9. The residual MLP stays at its (near zero) start for the first
 //     TrainConfig.ResidualWarmup epochs (5), while the heads learn the
 //     cycles.
 //
-// Format 2 files load with the maths they were trained with (no energy
-// term, a residual MLP that reads the whole window) and forecast exactly
-// as before.
+// Steps 10 and 11 are format 4's: rhythms and their clock (above), and a
+// residual MLP shared by the channels (one per channel, L → H, with a
+// per-channel output bias), regularised like the channel-independent
+// linear models that do well on these benchmarks.
+//
+// Format 2 and 3 files load with the maths they were trained with and
+// forecast exactly as before (format 2: no energy term, a residual MLP that
+// reads the whole window; format 3: the residual reads what the selected
+// frequencies leave; both one residual MLP over all channels, no clock).
 //
 // # Training
 //
 // Train places the frequencies on the training rows' cycles (step 6) when
-// the Source is a RowSource (dataset.Windows is one), then minimises
+// the Source is a RowSource (dataset.Windows is one), groups them into
+// rhythms and, when the model knows its cadence and the Source is a
+// TimedSource, starts their clock; then it minimises
 //
 //	MSE + λ_div·L_div + λ_recon·L_recon + λ_sparse·L_sparse + λ_var·L_var
 //

@@ -30,7 +30,7 @@ const usage = `freqlens: interpretable frequency-attribution forecasting
 
 usage:
   freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]    the streaming demo, nothing to install
-  freqlens train   --data CSV --horizon H --out MODEL [--lookback 96] [--epochs 50] [--seed 42] [--mode mixed|independent] [--channel-shuffle 1] [--frequency-init spectrum|grid] [--json]
+  freqlens train   --data CSV --horizon H --out MODEL [--lookback 96] [--epochs 50] [--batch-size 128] [--seed 42] [--mode mixed|independent] [--channel-shuffle 1] [--frequency-init spectrum|grid] [--json]
   freqlens eval    --model MODEL --data CSV [--json]
   freqlens inspect --model MODEL [--data CSV] [--json]
   freqlens predict --model MODEL --data CSV --at ROW [--json]

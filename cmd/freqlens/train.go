@@ -51,6 +51,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	horizon := fs.Int("horizon", 0, "steps to forecast, e.g. 96")
 	lookback := fs.Int("lookback", 96, "past steps in a window")
 	epochs := fs.Int("epochs", 50, "most passes over the training windows (early stopping may end sooner)")
+	batch := fs.Int("batch-size", 128, "windows per optimiser step")
 	seed := fs.Uint64("seed", 42, "seed of the initialisation, shuffling and Gumbel noise")
 	mode := fs.String("mode", string(model.Mixed), "mixed (all channels in one model) or independent (one single-channel model for every channel)")
 	shuffle := fs.Float64("channel-shuffle", -1, "mixed mode: share of training samples whose channels come from independently drawn windows (default: the model package's default; 0 turns it off)")
@@ -63,8 +64,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := require(fs, "data", "horizon", "out"); err != nil {
 		return err
 	}
-	if *horizon < 1 || *lookback < 4 || *epochs < 1 {
-		return fmt.Errorf("--horizon, --lookback and --epochs must be positive (lookback at least 4); got %d, %d, %d", *horizon, *lookback, *epochs)
+	if *horizon < 1 || *lookback < 4 || *epochs < 1 || *batch < 1 {
+		return fmt.Errorf("--horizon, --lookback, --epochs and --batch-size must be positive (lookback at least 4); got %d, %d, %d, %d", *horizon, *lookback, *epochs, *batch)
 	}
 	if *shuffle > 1 || (*shuffle < 0 && *shuffle != -1) {
 		return fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", *shuffle)
@@ -106,7 +107,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bar := newProgress(stderr, *epochs)
 	bar.start(fmt.Sprintf("training %s on %s: %d windows, %d params", *mode, filepath.Base(*data), bm.Train.Len(), params))
 	start := time.Now()
-	tc := model.TrainConfig{Epochs: *epochs, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit)}
+	tc := model.TrainConfig{Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit)}
 	switch {
 	case *shuffle == 0:
 		tc.ChannelShuffle = -1 // off
