@@ -32,6 +32,9 @@ type evalReport struct {
 	// with theirs.
 	ResidualShare float64        `json:"residual_share"`
 	Rhythms       []rhythmReport `json:"rhythms"`
+	// Perturbation is the perturbation test (--perturbation K): the
+	// forecast without each window's k largest parts, k = 1 … K.
+	Perturbation *model.PerturbationResult `json:"perturbation,omitempty"`
 }
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -39,11 +42,15 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
 	data := fs.String("data", "", "CSV to score on its standard-protocol test split")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	perturb := fs.Int("perturbation", 0, "also remove each test window's k largest parts, k = 1 … K, and compare the forecast's change with the parts (0: off)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if err := require(fs, "model", "data"); err != nil {
 		return err
+	}
+	if *perturb < 0 {
+		return fmt.Errorf("--perturbation %d is negative; use a number of parts such as 8", *perturb)
 	}
 	m, frame, bm, err := loadModelAndData(*modelPath, *data)
 	if err != nil {
@@ -62,6 +69,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Seconds:       met.Seconds, WindowsPerSecond: met.WindowsPerSecond,
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
 	}
+	if *perturb > 0 {
+		pr, err := model.Perturbation(ctx, m, bm.Test, *perturb, 1)
+		if err != nil {
+			return err
+		}
+		rep.Perturbation = &pr
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
@@ -73,6 +87,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stdout)
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
+	if pr := rep.Perturbation; pr != nil {
+		fmt.Fprintf(stdout, "\nperturbation: each test window's k largest parts removed (%d windows; full forecasts MSE %.4f):\n", pr.Windows, pr.MSE)
+		fmt.Fprintf(stdout, "  %2s  %14s  %14s  %10s  %9s  %16s\n", "k", "forecast moved", "parts removed", "worst gap", "MSE", "MSE, k at random")
+		for _, st := range pr.Steps {
+			fmt.Fprintf(stdout, "  %2d  %14.6f  %14.6f  %10.2e  %9.4f  %16.4f\n", st.K, st.Change, st.Parts, st.Gap, st.MSE, st.RandomMSE)
+		}
+	}
 	return nil
 }
 

@@ -196,6 +196,22 @@ func TestPredictWithout(t *testing.T) {
 		check(r.Period, predict("--without", r.Period), r.Values)
 	}
 	check("every part", predict("--without", strings.Join(all, ",")), allParts...)
+
+	// The perturbation test over the test split says the same of every window.
+	code, out, errOut := runCLI("eval", "--model", modelPath, "--data", data, "--perturbation", "3", "--json")
+	if code != 0 {
+		t.Fatalf("eval --perturbation exited %d: %s", code, errOut)
+	}
+	var ev evalReport
+	lastJSON(t, out, &ev)
+	if ev.Perturbation == nil || len(ev.Perturbation.Steps) != 3 || ev.Perturbation.Windows != ev.Windows {
+		t.Fatalf("eval --perturbation 3 JSON = %+v", ev.Perturbation)
+	}
+	for _, st := range ev.Perturbation.Steps {
+		if st.Gap > 1e-9 {
+			t.Errorf("k = %d: removing the largest parts moved the forecasts by their sum ± %.3g of their scale", st.K, st.Gap)
+		}
+	}
 	if code, _, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", "13h"); code != 2 || !strings.Contains(errOut, "24.0h") {
 		t.Errorf("--without 13h exited %d with %q; want status 2 and the model's cycles named", code, errOut)
 	}
