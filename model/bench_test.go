@@ -9,24 +9,34 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 )
 
-// benchModel returns a freshly initialised model and n random windows.
-func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64) {
+// benchModel returns a freshly initialised model with the rhythm a model
+// trained on ETTh1 has (the day: 8 frequencies at harmonics 1, 2, 3, 4, 5,
+// 7, 8 and 11 of 24 hourly steps, so the clock runs as it does in
+// service), n random windows and their end times.
+func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64, []int64) {
 	b.Helper()
 	m, err := model.New(cfg, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
+	m.Meta.Cadence = time.Hour
+	m.SetRhythms([]model.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}})
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := make([]float64, n*m.Lookback()*m.Channels())
 	for i := range x {
 		x[i] = rng.NormFloat64()
 	}
-	return m, x
+	ends := make([]int64, n)
+	for i := range ends {
+		ends[i] = time.Date(2026, 3, 1, i%24, 0, 0, 0, time.UTC).UnixNano()
+	}
+	return m, x, ends
 }
 
 // BenchmarkForwardWindow is the latency of one window's forecast, alone and
@@ -45,14 +55,14 @@ func BenchmarkForwardWindow(b *testing.B) {
 				name = c.name + "/forecast+attribution"
 			}
 			b.Run(name, func(b *testing.B) {
-				m, x := benchModel(b, c.cfg, 1)
+				m, x, ends := benchModel(b, c.cfg, 1)
 				ws := m.NewWorkspace(1)
-				dst := m.Forward(ws, nil, x, nil)
+				dst := m.Forward(ws, nil, x, ends)
 				var a *model.Attribution
 				b.ReportAllocs()
 				b.ResetTimer()
 				for b.Loop() {
-					dst = m.Forward(ws, dst, x, nil)
+					dst = m.Forward(ws, dst, x, ends)
 					if explain {
 						a = ws.Attribution(0, a)
 					}
@@ -67,7 +77,7 @@ func BenchmarkForwardWindow(b *testing.B) {
 // cores, one workspace per goroutine (C=7, L=H=96, batches of 256).
 func BenchmarkForwardBatched(b *testing.B) {
 	const batch = 256
-	m, x := benchModel(b, model.Config{Horizon: 96, Channels: 7}, batch)
+	m, x, ends := benchModel(b, model.Config{Horizon: 96, Channels: 7}, batch)
 	workers := runtime.GOMAXPROCS(0)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -78,7 +88,7 @@ func BenchmarkForwardBatched(b *testing.B) {
 			ws := m.NewWorkspace(batch)
 			dst := make([]float64, batch*m.Horizon()*m.Channels())
 			for range per {
-				dst = m.Forward(ws, dst, x, nil)
+				dst = m.Forward(ws, dst, x, ends)
 			}
 		})
 	}
@@ -111,22 +121,30 @@ func loadETT(b *testing.B, name string, horizon int) *dataset.Benchmark {
 func BenchmarkTrainEpoch(b *testing.B) {
 	bm := loadETT(b, "ETTh1.csv", 96)
 	for _, mode := range []model.Mode{model.Mixed, model.Independent} {
-		b.Run(string(mode), func(b *testing.B) {
-			C := bm.Train.Channels()
-			if mode == model.Independent {
-				C = 1
+		for _, batch := range []int{32, 128} {
+			name := string(mode)
+			if batch != 32 {
+				name += fmt.Sprintf("/batch %d", batch)
 			}
-			for b.Loop() {
-				m, err := model.New(model.Config{Horizon: 96, Channels: C, Mode: mode}, 42)
-				if err != nil {
-					b.Fatal(err)
+			b.Run(name, func(b *testing.B) {
+				C := bm.Train.Channels()
+				if mode == model.Independent {
+					C = 1
 				}
-				if _, err := model.Train(context.Background(), m, bm.Train, bm.Val, model.TrainConfig{Epochs: 1, Seed: 42, ResidualWarmup: -1}, nil); err != nil {
-					b.Fatal(err)
+				for b.Loop() {
+					m, err := model.New(model.Config{Horizon: 96, Channels: C, Mode: mode}, 42)
+					if err != nil {
+						b.Fatal(err)
+					}
+					m.Meta.Cadence = bm.Frame.Cadence // the clock runs, as in train
+					tc := model.TrainConfig{Epochs: 1, BatchSize: batch, Seed: 42, ResidualWarmup: -1}
+					if _, err := model.Train(context.Background(), m, bm.Train, bm.Val, tc, nil); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/epoch")
-		})
+				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/epoch")
+			})
+		}
 	}
 }
 
@@ -140,7 +158,8 @@ func BenchmarkETTh1(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := model.Train(context.Background(), m, bm.Train, bm.Val, model.TrainConfig{Seed: 42}, nil)
+		m.Meta.Cadence = bm.Frame.Cadence
+		res, err := model.Train(context.Background(), m, bm.Train, bm.Val, model.TrainConfig{Seed: 42, BatchSize: 128}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -161,9 +180,9 @@ func BenchmarkETTh1(b *testing.B) {
 // window (C=7, H=96): K contributions of H×C values, the residual and the
 // shares.
 func BenchmarkAttribution(b *testing.B) {
-	m, x := benchModel(b, model.Config{Horizon: 96, Channels: 7}, 1)
+	m, x, ends := benchModel(b, model.Config{Horizon: 96, Channels: 7}, 1)
 	ws := m.NewWorkspace(1)
-	m.Forward(ws, nil, x, nil)
+	m.Forward(ws, nil, x, ends)
 	a := ws.Attribution(0, nil)
 	b.ReportAllocs()
 	for b.Loop() {
