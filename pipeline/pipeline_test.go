@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +44,9 @@ type service struct {
 }
 
 // testModel returns an untrained model: the plumbing does not care how
-// good the forecasts are, only that they are complete and delivered.
+// good the forecasts are, only that they are complete and delivered. It has
+// a daily rhythm with clock terms, so its forecasts depend on the time of
+// each window as a trained model's do.
 func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 	t.Helper()
 	m, err := model.New(model.Config{Lookback: lookback, Horizon: horizon, Channels: channels, Mode: mode, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
@@ -50,6 +54,14 @@ func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
+	m.SetRhythms([]model.Rhythm{{PeriodSteps: 24, Frequencies: []int{2, 5}, Harmonics: []int{1, 2}}})
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range m.Params().Clock {
+		m.Params().Clock[i] = 0.5 * rng.NormFloat64()
+	}
+	if !m.ReadsTime() {
+		t.Fatal("the test model does not read the time")
+	}
 	return m
 }
 
@@ -691,5 +703,65 @@ func TestForecastObserver(t *testing.T) {
 				t.Errorf("forecast %d: level[%d] = %g, want the window mean %g", k, c, o.level[c], mean)
 			}
 		}
+	}
+}
+
+// TestForecastsReadTheTime: every window is forecast at its own time, also
+// after a gap the windows fill: the forecast origin is the time of the
+// reading that completed the window, and the forecast is the model's at
+// that time (and not at the hour after, which the clock tells apart).
+func TestForecastsReadTheTime(t *testing.T) {
+	kc := startBroker(t)
+	m := testModel(t, model.Independent, 1)
+	var mu sync.Mutex
+	var seen []issued
+	reg := prometheus.NewRegistry()
+	src := newConsumer(t, kc, reg)
+	mem := sink.NewMemory()
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{MaxGap: 3}, m, mem,
+		pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, window, level []float64) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, issued{wire.Clone(*f), append([]float64(nil), window...), nil})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	// Steps 0 … L+2, a gap of two steps, then four more.
+	produce(t, kc, []string{"s"}, []string{"value"}, 0, lookback+3)
+	produce(t, kc, []string{"s"}, []string{"value"}, lookback+5, lookback+9)
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) >= 8 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	ex, err := m.NewExplainer(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var origins []int
+	for _, o := range seen {
+		step := int(o.f.TS.Sub(t0) / time.Hour)
+		origins = append(origins, step)
+		want := ex.Forecast(o.window, []int64{o.f.TS.UnixNano()})
+		for i, v := range o.f.Values {
+			if math.Float64bits(v) != math.Float64bits(want[i]) {
+				t.Fatalf("forecast from step %d: value %d = %v, the model at the window's time gives %v", step, i, v, want[i])
+			}
+		}
+		later := ex.Forecast(o.window, []int64{o.f.TS.Add(time.Hour).UnixNano()})
+		if slices.Equal(later[:len(o.f.Values)], o.f.Values) {
+			t.Fatalf("forecast from step %d: the model gives the same forecast an hour later; the test cannot see the time", step)
+		}
+	}
+	want := []int{lookback - 1, lookback, lookback + 1, lookback + 2, lookback + 5, lookback + 6, lookback + 7, lookback + 8}
+	if !slices.Equal(origins, want) {
+		t.Errorf("forecast origins at steps %v, want %v (each window at its last reading's time, the gap's steps filled but not forecast)", origins, want)
 	}
 }
