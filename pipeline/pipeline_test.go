@@ -57,7 +57,7 @@ func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 	m.SetRhythms([]model.Rhythm{{PeriodSteps: 24, Frequencies: []int{2, 5}, Harmonics: []int{1, 2}}})
 	rng := rand.New(rand.NewPCG(7, 8))
 	for i := range m.Params().Clock {
-		m.Params().Clock[i] = 0.5 * rng.NormFloat64()
+		m.Params().Clock[i] = 0.05 * rng.NormFloat64()
 	}
 	if !m.ReadsTime() {
 		t.Fatal("the test model does not read the time")
