@@ -127,14 +127,11 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 		}
 		slot := int(ws.pos[i*K+k])
 		ct := add(f, true)
-		vals := ct.Values[:HC]
-		ct.Share = scaleAbsSum(vals, ws.contrib[slot*HC:(slot+1)*HC], hs)
+		vals, head := ct.Values[:HC], ws.contrib[slot*HC:(slot+1)*HC]
 		if ws.clockTerm(i, f, clk) {
-			ct.Share = 0
-			for j := range vals {
-				vals[j] += clk[j] * sr[j]
-				ct.Share += math.Abs(vals[j])
-			}
+			ct.Share = scaleAddAbsSum(vals, head, hs, clk, sr)
+		} else {
+			ct.Share = scaleAbsSum(vals, head, hs)
 		}
 		total += ct.Share
 	}
@@ -257,6 +254,28 @@ func (ws *Workspace) partAbs(i, f, k int, alpha float64) float64 {
 		a += math.Abs(v * sd[j%C])
 	}
 	return a
+}
+
+// scaleAddAbsSum writes dst[j] = g[j]·s[j] + q[j]·t[j] and returns
+// Σ|dst[j]|, four positions at a time.
+func scaleAddAbsSum(dst, g, s, q, t []float64) float64 {
+	g, s, q, t = g[:len(dst)], s[:len(dst)], q[:len(dst)], t[:len(dst)]
+	var a0, a1, a2, a3 float64
+	i := 0
+	for ; i+4 <= len(dst); i += 4 {
+		v0, v1 := g[i]*s[i]+q[i]*t[i], g[i+1]*s[i+1]+q[i+1]*t[i+1]
+		v2, v3 := g[i+2]*s[i+2]+q[i+2]*t[i+2], g[i+3]*s[i+3]+q[i+3]*t[i+3]
+		dst[i], dst[i+1], dst[i+2], dst[i+3] = v0, v1, v2, v3
+		a0 += math.Abs(v0)
+		a1 += math.Abs(v1)
+		a2 += math.Abs(v2)
+		a3 += math.Abs(v3)
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = g[i]*s[i] + q[i]*t[i]
+		a0 += math.Abs(dst[i])
+	}
+	return (a0 + a1) + (a2 + a3)
 }
 
 // resize returns s with length n, reusing its storage when it is large enough.

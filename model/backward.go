@@ -348,45 +348,39 @@ func (m *Model) rhythmLeftoverBackward(ws *Workspace, n int) {
 	G := m.residualInputGrad(ws, n)
 	decycle := ck.active && !cfg.noDecycle
 	project := m.projectsRhythms()
-	psibar := m.basis.psibar
-	wj := tr.dab[:2*C] // scratch; clockBackward clears dab before its own use
+	// A is the rhythms' atoms as the forward pass gathered them (2M×L);
+	// W = A·G and ∂L/∂A = −(Z·Gᵀ + W·x̃ᵀ) summed over the windows.
+	A, W, nw, dA := ws.ratoms[:2*M*L], tr.dab[:2*M*C], ws.zneg[:2*M*C], tr.dratoms[:2*M*L]
+	clear(dA)
 	for b := range n {
 		gb, xb, zb := G[b*LC:(b+1)*LC], ws.xt[b*LC:(b+1)*LC], ws.zfix[b*2*M*C:(b+1)*2*M*C]
 		dxt := gb
-		if decycle && project {
-			dxt = tr.dxt[b*LC : (b+1)*LC]
-			copy(dxt, gb)
-		}
-		for j, id := range ck.ids {
-			if !project {
-				break
-			}
-			clear(wj)
-			gemm.NN(2, C, L, psibar[2*id*L:], L, gb, C, wj, C)
-			zj := zb[2*j*C : (2*j+2)*C]
-			d0, d1 := tr.dPsibar[2*id*L:(2*id+1)*L], tr.dPsibar[(2*id+1)*L:(2*id+2)*L]
-			for t := range L {
-				g, x := gb[t*C:(t+1)*C], xb[t*C:(t+1)*C]
-				s0, s1 := 0.0, 0.0
-				for c := range C {
-					s0 += g[c]*zj[c] + x[c]*wj[c]
-					s1 += g[c]*zj[C+c] + x[c]*wj[C+c]
+		if project {
+			clear(W)
+			gemm.NN(2*M, C, L, A, L, gb, C, W, C)
+			gemm.NT(2*M, L, C, zb, C, gb, C, dA, L)
+			gemm.NT(2*M, L, C, W, C, xb, C, dA, L)
+			if decycle {
+				dxt = tr.dxt[b*LC : (b+1)*LC]
+				copy(dxt, gb)
+				for i, v := range W {
+					nw[i] = -v
 				}
-				d0[t] -= s0
-				d1[t] -= s1
-				if decycle {
-					a0, a1 := psibar[2*id*L+t], psibar[(2*id+1)*L+t]
-					row := dxt[t*C : (t+1)*C]
-					for c := range row {
-						row[c] -= a0*wj[c] + a1*wj[C+c]
-					}
-				}
+				gemm.TN(L, C, 2*M, A, L, nw, C, dxt, C)
 			}
 		}
 		if decycle {
 			dq := tr.dq[b*(L+H)*C : b*(L+H)*C+LC]
 			for i, v := range dxt {
 				dq[i] = -v
+			}
+		}
+	}
+	if project {
+		for j, id := range ck.ids {
+			d := tr.dPsibar[2*id*L : (2*id+2)*L]
+			for i, v := range dA[2*j*L : (2*j+2)*L] {
+				d[i] -= v
 			}
 		}
 	}

@@ -499,21 +499,20 @@ func (m *Model) rhythmLeftover(ws *Workspace, n int) {
 	if !m.projectsRhythms() {
 		return
 	}
-	z := ws.zfix[:n*2*M*C]
+	// The rhythms' atoms as one 2M×L matrix A: Z = A·x̃, u = x̃ − Aᵀ·Z.
+	A := ws.ratoms[:2*M*L]
+	for j, id := range ck.ids {
+		copy(A[2*j*L:(2*j+2)*L], psibar[2*id*L:(2*id+2)*L])
+	}
+	z, nz := ws.zfix[:n*2*M*C], ws.zneg[:2*M*C]
 	clear(z)
 	for b := range n {
 		xb, ub, zb := xt[b*LC:(b+1)*LC], u[b*LC:(b+1)*LC], z[b*2*M*C:(b+1)*2*M*C]
-		for j, id := range ck.ids {
-			zj := zb[2*j*C : (2*j+2)*C]
-			gemm.NN(2, C, L, psibar[2*id*L:], L, xb, C, zj, C)
-			for t := range L {
-				a0, a1 := psibar[2*id*L+t], psibar[(2*id+1)*L+t]
-				row := ub[t*C : (t+1)*C]
-				for c := range row {
-					row[c] -= a0*zj[c] + a1*zj[C+c]
-				}
-			}
+		gemm.NN(2*M, C, L, A, L, xb, C, zb, C)
+		for i, v := range zb {
+			nz[i] = -v
 		}
+		gemm.TN(L, C, 2*M, A, L, nz, C, ub, C)
 	}
 }
 

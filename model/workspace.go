@@ -46,6 +46,8 @@ type Workspace struct {
 	qprof                []float64 // n·(L+H)·C: the clock's terms over window and horizon
 	xt                   []float64 // n·L·C: the window less the clock's terms (format 4)
 	zfix                 []float64 // n·2N·C: projections of xt on the rhythm frequencies' atoms
+	ratoms               []float64 // 2N·L: the rhythm frequencies' atoms, gathered
+	zneg                 []float64 // 2N·C: one window's −zfix
 	// without, when set, removes frequencies from every pass: their heads
 	// are dropped from the selection (not replaced) and their clock terms
 	// are zero (see Workspace.Without).
@@ -82,6 +84,7 @@ type trainScratch struct {
 	dq          []float64 // n·(L+H)·C: ∂L/∂(clock terms)
 	dab         []float64 // 2N·C: ∂L/∂(A, B) of one window
 	dxt         []float64 // n·L·C: ∂L/∂x̃
+	dratoms     []float64 // 2N·L: ∂L/∂(the rhythms' gathered atoms), negated
 	sparse      float64   // Σ_b Σ_{i∉S_b} p_bi of the last backward
 	grad        *Params
 }
@@ -145,6 +148,8 @@ func (ws *Workspace) grow(n int) {
 	ws.qprof = make([]float64, n*(L+H)*C)
 	ws.xt = make([]float64, n*L*C)
 	ws.zfix = make([]float64, n*2*N*C)
+	ws.ratoms = make([]float64, 2*N*L)
+	ws.zneg = make([]float64, 2*N*C)
 	if ws.tr != nil {
 		ws.tr = nil
 		ws.enableTraining()
@@ -185,6 +190,7 @@ func (ws *Workspace) enableTraining() {
 		dq:      make([]float64, n*(L+H)*C),
 		dab:     make([]float64, 2*N*C),
 		dxt:     make([]float64, n*L*C),
+		dratoms: make([]float64, 2*N*L),
 		grad:    newParams(cfg),
 	}
 }
