@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/freqlens/freqlens/internal/jsonstr"
 )
 
 // JSONDecoder decodes one flat JSON object per message:
@@ -494,48 +495,18 @@ func AppendJSON(dst []byte, r Reading, cfg Config) []byte {
 	series, ts, values := configNames(cfg)
 	checkValues(r, values)
 	dst = append(dst, '{')
-	dst = appendJSONString(dst, series)
+	dst = jsonstr.Append(dst, series)
 	dst = append(dst, ':')
-	dst = appendJSONString(dst, r.Series)
+	dst = jsonstr.Append(dst, r.Series)
 	dst = append(dst, ',')
-	dst = appendJSONString(dst, ts)
+	dst = jsonstr.Append(dst, ts)
 	dst = append(dst, ':')
 	dst = appendTime(dst, r.Time.UnixMilli(), true)
 	for j, f := range values {
 		dst = append(dst, ',')
-		dst = appendJSONString(dst, f)
+		dst = jsonstr.Append(dst, f)
 		dst = append(dst, ':')
 		dst = appendFloat(dst, r.Values[j], true)
 	}
 	return append(dst, '}')
-}
-
-// appendJSONString appends s as a JSON string. Bytes that are not UTF-8
-// are copied as they are.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

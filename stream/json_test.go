@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -222,5 +223,27 @@ func checkDecodeAllocs(t *testing.T, dec Decoder, values []string, msg []byte) {
 	})
 	if allocs != 0 {
 		t.Errorf("Decode allocates %.2f times per message, want 0", allocs)
+	}
+}
+
+// TestAppendJSONIsAlwaysJSON: whatever bytes a series id or a field name
+// holds, the reading AppendJSON writes is valid JSON (invalid UTF-8 becomes
+// U+FFFD, as in the forecasts wire writes).
+func TestAppendJSONIsAlwaysJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	word := func() string {
+		b := make([]byte, 1+rng.IntN(12))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		return string(b)
+	}
+	for range 2000 {
+		field := word()
+		cfg := Config{ValueFields: []string{field}}
+		r := Reading{Series: word(), Time: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), Values: []float64{rng.NormFloat64()}}
+		if out := AppendJSON(nil, r, cfg); !json.Valid(out) {
+			t.Fatalf("AppendJSON of series %q, field %q = %q: not valid JSON", r.Series, field, out)
+		}
 	}
 }

@@ -5,7 +5,8 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/freqlens/freqlens/internal/jsonstr"
 )
 
 // AppendForecastJSON appends the forecast-topic JSON message of f to dst and
@@ -39,7 +40,7 @@ func AppendForecastJSON(dst []byte, f *Forecast) ([]byte, error) {
 	}
 	c := len(f.Fields)
 	dst = append(dst, `{"series":`...)
-	dst = appendString(dst, f.Series)
+	dst = jsonstr.Append(dst, f.Series)
 	dst = append(dst, `,"ts":"`...)
 	dst = appendTime(dst, f.TS)
 	dst = append(dst, `","model_version":`...)
@@ -121,7 +122,7 @@ func AppendAttributionJSON(dst []byte, f *Forecast, mode AttributionMode) ([]byt
 	}
 	full := mode == AttributionsFull
 	dst = append(dst, `{"series":`...)
-	dst = appendString(dst, f.Series)
+	dst = jsonstr.Append(dst, f.Series)
 	dst = append(dst, `,"ts":"`...)
 	dst = appendTime(dst, f.TS)
 	dst = append(dst, `","model_version":`...)
@@ -226,7 +227,7 @@ func appendFieldObject(dst []byte, fields []string, v []float64, bits int) []byt
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, name)
+		dst = jsonstr.Append(dst, name)
 		dst = append(dst, ':')
 		dst = appendFloatBits(dst, v[i], bits)
 	}
@@ -256,50 +257,4 @@ func appendTime(dst []byte, t time.Time) []byte {
 
 func appendDuration(dst []byte, d time.Duration) []byte {
 	return append(dst, d.String()...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string, escaping quotes, backslashes and
-// control characters, and replacing invalid UTF-8 with U+FFFD as
-// encoding/json does.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
