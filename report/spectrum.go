@@ -62,8 +62,12 @@ func (r *Report) spectrumFigure() figure {
 	if !known {
 		yLabel = "shares unknown: pass --data"
 	}
-	title := fmt.Sprintf("Learned spectrum: %s\n%d frequencies, %d discovered cycles carrying %.1f%% of the attribution; residual MLP %.1f%%",
-		r.Name, len(r.Frequencies), len(r.Cycles), 100*r.cycleShare(), 100*r.ResidualShare)
+	cycles := fmt.Sprintf("%d cycles", len(r.Cycles))
+	if len(r.Cycles) == 1 {
+		cycles = "1 cycle"
+	}
+	title := fmt.Sprintf("Learned spectrum: %s\n%d frequencies, %s of the data (with their harmonics) carrying %.1f%% of the attribution; residual MLP %.1f%%",
+		r.Name, len(r.Frequencies), cycles, 100*r.cycleShare(), 100*r.ResidualShare)
 	if !known {
 		title = fmt.Sprintf("Learned spectrum: %s\n%d frequencies (attribution shares unknown: the model file holds none)", r.Name, len(r.Frequencies))
 	}
@@ -94,7 +98,7 @@ func (r *Report) spectrumFigure() figure {
 		p.Y.Tick.Marker = plot.ConstantTicks{}
 	}
 	if len(r.Cycles) > 0 {
-		p.Legend.Add("discovered cycle", dotThumb{cycleColor(0)})
+		p.Legend.Add("a cycle's frequencies", dotThumb{cycleColor(0)})
 	}
 	if len(r.Cycles) > len(CycleColors) {
 		p.Legend.Add(fmt.Sprintf("(cycles after the %d largest: grey)", len(CycleColors)))

@@ -189,7 +189,7 @@ func TestLiveViewInBrowser(t *testing.T) {
 	// A screenshot, kept in the test's artifact directory.
 	shot := filepath.Join(t.ArtifactDir(), "liveview.png")
 	t0 = time.Now()
-	runChromium(t, bin, base+"/", "--virtual-time-budget=4000", "--window-size=1200,1040", "--screenshot="+shot)
+	runChromium(t, bin, base+"/", "--virtual-time-budget=4000", "--window-size=1060,940", "--screenshot="+shot)
 	t.Logf("chromium --screenshot took %s", time.Since(t0).Round(time.Millisecond))
 	b, err := os.ReadFile(shot)
 	if err != nil {

@@ -326,8 +326,13 @@ function drawSpectrum(online, cadenceSeconds) {
     ctx.font = (q.dominant ? "bold " : "") + "11px system-ui, sans-serif";
     // Only a rhythm is a cycle: its frequencies are named with it.
     const rh = ((online && online.rhythms) || []).find((r) => r.index === q.rhythm);
-    const of = rh ? " (" + periodName(rh.period_steps * cadenceSeconds, rh.period_steps) + " cycle)" : "";
-    ctx.fillText(periodName(q.period_steps * cadenceSeconds, q.period_steps) + of, g.x0 - 6, y);
+    const name = periodName(q.period_steps * cadenceSeconds, q.period_steps);
+    let label = name;
+    if (rh) {
+      const cycle = periodName(rh.period_steps * cadenceSeconds, rh.period_steps) + " cycle";
+      label = name + " cycle" === cycle ? cycle : name + " (" + cycle + ")";
+    }
+    ctx.fillText(label, g.x0 - 6, y);
     ctx.textAlign = "left"; ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#5f6b7a";
     const drift = q.drift_ratio * 100;
     ctx.fillText(Math.round(q.share * 1000) / 10 + "%  drift " + (drift >= 0 ? "+" : "") + drift.toFixed(1) + "%", g.x1 + 6, y);
