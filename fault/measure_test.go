@@ -17,7 +17,7 @@ import (
 	"github.com/freqlens/freqlens/stream"
 )
 
-// The measurements of the README's reliability section: runs of minutes,
+// The measurements of docs/reliability.md: runs of minutes,
 // skipped unless asked for by their environment variable.
 
 // envInt returns the integer in environment variable name, or skips the

@@ -148,7 +148,7 @@ func BenchmarkTrainEpoch(b *testing.B) {
 	}
 }
 
-// BenchmarkETTh1 is the full standard-protocol run behind the README's
+// BenchmarkETTh1 is the full standard-protocol run behind docs/benchmarks.md's
 // headline figure: defaults, seed 42, H=96, early stopping, then the test
 // split. Run it alone: go test -run '^$' -bench ETTh1 -benchtime 1x ./model/
 func BenchmarkETTh1(b *testing.B) {

@@ -103,7 +103,7 @@ type Config struct {
 	// clock's terms in it; with residualSeesRhythms the window less the
 	// clock's terms only, so the residual sees how this window's rhythms
 	// differ from their usual shape (more accurate on ETTh1, but the
-	// residual then carries cycles: see the README's ablation).
+	// residual then carries cycles: see BenchmarkAblation and docs/benchmarks.md).
 	noDecycle, residualSeesRhythms bool
 }
 

@@ -74,7 +74,7 @@
 // frequencies stayed near their log-uniform start, a cycle was split over
 // neighbours and the residual MLP carried 75–82% of the attribution, so an
 // attribution named model artefacts rather than the data's cycles
-// (BenchmarkDiscovery measures each step; the README has the figures).
+// (BenchmarkDiscovery measures each step; docs/benchmarks.md has the figures).
 //
 //  6. Frequencies start on the data's cycles. Before the first step Train
 //     finds the peaks of the training rows' periodogram (FindPeaks: each

@@ -27,7 +27,7 @@ import (
 	"github.com/freqlens/freqlens/wire/wiretest"
 )
 
-// docsScreenshot is the README's picture of the live view, rewritten by
+// docsScreenshot is docs/operating.md's picture of the live view, rewritten by
 // TestLiveViewInBrowser when FREQLENS_WRITE_DOCS=1.
 const docsScreenshot = "../../docs/liveview.png"
 
