@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -567,4 +569,26 @@ func FuzzReadCSV(f *testing.F) {
 			t.Fatalf("round trip Values = %v, want %v", back.Values, fr.Values)
 		}
 	})
+}
+
+// TestShippedETTh1 checks the repository's copy of ETTh1 is the original
+// file, byte for byte (testdata/README.md), and the shared folder's when it
+// is there.
+func TestShippedETTh1(t *testing.T) {
+	const want = "f18de3ad269cef59bb07b5438d79bb3042d3be49bdeecf01c1cd6d29695ee066"
+	f, err := LoadCSV(shippedETTh1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.SHA256 != want {
+		t.Errorf("testdata/ETTh1.csv has SHA-256 %s, want the original's %s", f.SHA256, want)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "SHA256SUMS")); err == nil {
+		if got := sha256Sums(t)["ETTh1.csv"]; got != want {
+			t.Errorf("the shared folder's ETTh1.csv has SHA-256 %s, the shipped copy %s", got, want)
+		}
+	}
+	if f.Rows() != 17420 || f.Channels() != 7 {
+		t.Errorf("testdata/ETTh1.csv has %d rows of %d channels, want 17420 of 7", f.Rows(), f.Channels())
+	}
 }
