@@ -108,14 +108,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "live view: %s (open it in a browser)\n", url)
 	}
 
-	// 3. Sensors, service and summary until ctx ends.
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return svc.Run(ctx) })
-	g.Go(func() error {
-		return simulate(gctx, svc.Kafka(), cfg.Stream.Topic, *series, *rate, *seed+1, m.Lookback())
-	})
-	g.Go(func() error { return summarise(gctx, stdout, p, learner, watch, started) })
-	err = g.Wait()
+	// 3. Sensors, service and summary until ctx ends, or until one of them
+	// fails, which stops the others.
+	err = runTogether(ctx,
+		svc.Run,
+		func(ctx context.Context) error {
+			return simulate(ctx, svc.Kafka(), cfg.Stream.Topic, *series, *rate, *seed+1, m.Lookback())
+		},
+		func(ctx context.Context) error { return summarise(ctx, stdout, p, learner, watch, started) })
 	s := p.Stats()
 	fmt.Fprintf(stdout, "\nstopped: %d readings, %d forecasts written in %s\n", s.Readings, s.Forecasts, time.Since(started).Round(time.Second))
 	if t := learner.Totals(); t.Count > 0 {
@@ -340,4 +340,15 @@ func summarise(ctx context.Context, out io.Writer, p *pipeline.Pipeline, l *onli
 		fmt.Fprintln(out, line)
 		prev, prevAt = s, now
 	}
+}
+
+// runTogether runs every fn until ctx ends or one of them returns an error,
+// which cancels the context the others run with; it returns the first
+// error.
+func runTogether(ctx context.Context, fns ...func(context.Context) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, fn := range fns {
+		g.Go(func() error { return fn(gctx) })
+	}
+	return g.Wait()
 }

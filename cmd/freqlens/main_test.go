@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -304,5 +305,34 @@ func TestUsageListsEveryCommand(t *testing.T) {
 		if !strings.Contains(errOut.String(), "freqlens "+name+" ") {
 			t.Errorf("the usage does not list %q:\n%s", name, errOut.String())
 		}
+	}
+}
+
+// TestRunTogetherStopsAllWhenOneFails: when the demo's simulation fails, the
+// service and the summary stop with it (the service used to run with the
+// parent context and kept the demo silent until Ctrl-C).
+func TestRunTogetherStopsAllWhenOneFails(t *testing.T) {
+	boom := errors.New("the simulation failed")
+	stopped := make(chan struct{}, 2)
+	waitForCancel := func(ctx context.Context) error {
+		<-ctx.Done()
+		stopped <- struct{}{}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- runTogether(context.Background(), waitForCancel,
+			func(context.Context) error { return boom }, waitForCancel)
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, boom) {
+			t.Errorf("runTogether = %v, want the simulation's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("runTogether still runs 10 s after one of its functions failed")
+	}
+	if len(stopped) != 2 {
+		t.Errorf("%d of the 2 other functions stopped", len(stopped))
 	}
 }
