@@ -3,6 +3,7 @@ package online_test
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -75,9 +76,12 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 	}
 }
 
-// BenchmarkObserve measures Observe for a tracked series at L = H = 96,
-// one channel, without intervals and with two levels: the cost the
-// learner adds to every forecast on the serving path.
+// BenchmarkObserve measures Observe for tracked series at L = H = 96, one
+// channel, without intervals and with two levels: the cost the learner adds
+// to every forecast on the serving path, and the heap each tracked series
+// holds (B/series: the learner's heap after every series' first forecast,
+// over the series, before the replay buffer fills). With 64 series every one is in the full tier, which
+// measures the error at every horizon step; with 10,000 the rest are not.
 func BenchmarkObserve(b *testing.B) {
 	const L, H = 96, 96
 	m, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: 1, Mode: model.Independent, Frequencies: 8, TopK: 4}, 1)
@@ -85,46 +89,56 @@ func BenchmarkObserve(b *testing.B) {
 		b.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	for _, levels := range [][]float64{nil, {0.8, 0.95}} {
-		b.Run(fmt.Sprintf("levels=%d", len(levels)), func(b *testing.B) {
-			l, err := online.New(online.Config{Intervals: levels}, m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			const series = 64
-			x, fc := make([]float64, L), make([]float64, H)
-			o := &online.Observation{Window: x, Forecast: fc}
-			for range levels {
-				o.Lower, o.Upper = append(o.Lower, make([]float64, H)), append(o.Upper, make([]float64, H))
-			}
-			names := make([]string, series)
-			for s := range names {
-				names[s] = fmt.Sprint("s", s)
-			}
-			t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-			step := 0
-			next := func() {
-				for i := range x {
-					x[i] = 100 + 10*math.Sin(float64(step+i)/4)
+	for _, series := range []int{64, 10_000} {
+		for _, levels := range [][]float64{nil, {0.8, 0.95}} {
+			b.Run(fmt.Sprintf("series=%d/levels=%d", series, len(levels)), func(b *testing.B) {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				l, err := online.New(online.Config{Intervals: levels}, m)
+				if err != nil {
+					b.Fatal(err)
 				}
-				for i := range fc {
-					fc[i] = 100 + 10*math.Sin(float64(step+L+i)/4) + float64(i%3)
+				x, fc := make([]float64, L), make([]float64, H)
+				o := &online.Observation{Window: x, Forecast: fc}
+				for range levels {
+					o.Lower, o.Upper = append(o.Lower, make([]float64, H)), append(o.Upper, make([]float64, H))
 				}
-				o.End = t0.Add(time.Duration(step) * time.Hour)
-				for _, s := range names {
-					o.Series = s
-					l.Observe(o)
+				names := make([]string, series)
+				for s := range names {
+					names[s] = fmt.Sprint("s", s)
 				}
-				step++
-			}
-			for range 2 * H {
-				next()
-			}
-			b.ResetTimer()
-			for b.Loop() {
-				next()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*series), "ns/forecast")
-		})
+				t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+				step := 0
+				next := func() {
+					for i := range x {
+						x[i] = 100 + 10*math.Sin(float64(step+i)/4)
+					}
+					for i := range fc {
+						fc[i] = 100 + 10*math.Sin(float64(step+L+i)/4) + float64(i%3)
+					}
+					o.End = t0.Add(time.Duration(step) * time.Hour)
+					for _, s := range names {
+						o.Series = s
+						l.Observe(o)
+					}
+					step++
+				}
+				next() // every series' state, before the replay buffer fills
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perSeries := float64(after.HeapAlloc-before.HeapAlloc) / float64(series)
+				for range H + 8 {
+					next()
+				}
+				b.ResetTimer()
+				for b.Loop() {
+					next()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*series), "ns/forecast")
+				b.ReportMetric(perSeries, "B/series")
+				runtime.KeepAlive(l)
+			})
+		}
 	}
 }

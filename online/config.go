@@ -94,9 +94,13 @@ type Config struct {
 	//
 	// Default: 0
 	SpectrumSteps int
-	// TrackSeries caps the series whose forecasts are remembered and scored.
+	// TrackSeries caps the series whose forecasts are remembered and scored
+	// (each with its own online error and intervals); 0 sets no cap of its
+	// own, so every series the windows hold is tracked (window.max_series
+	// bounds them). A series beyond the cap gets the mean intervals of the
+	// others. See the package doc for the bytes a series costs.
 	//
-	// Default: 500
+	// Default: 0 (every series)
 	TrackSeries int
 	// ErrorHalfLife is how many scored values per horizon step the rolling
 	// error averages over (an exponential half-life).
@@ -107,9 +111,10 @@ type Config struct {
 	// with every forecast (YAML output.intervals, e.g. [0.8, 0.95]), in
 	// increasing order; none turns intervals off. They are calibrated online
 	// from the realised values by conformal prediction (see interval.go):
-	// a series' intervals appear once it has scored 32 forecasts over its
-	// whole horizon, or at once when other series are calibrated. They
-	// cost 2 × levels × H² × channels × 4 bytes per tracked series.
+	// a series' intervals appear once 32 of its forecasts have completed
+	// their horizon, or at once when other series are calibrated (or the
+	// model recorded its held-out errors). They cost
+	// 2 × 2 × levels × H × channels × 4 bytes per tracked series.
 	//
 	// Default: none
 	Intervals []float64
@@ -132,7 +137,7 @@ func DefaultConfig() Config {
 		Interval: 5 * time.Minute, MinNewSamples: 500, ReplaySize: 20000, Replay: ReplayRecent,
 		LearningRate: 1e-3, Steps: 50, BatchSize: 32, Holdout: 0.2, MinHoldout: 64, Workers: 1, Duty: 0.25,
 		Keep: 5, DriftThreshold: 0.05, MinDuration: 30 * time.Minute, Dominant: 3, DominantMinShare: 0.10,
-		TrackSeries: 500, ErrorHalfLife: 2000, IntervalRate: 0.1,
+		ErrorHalfLife: 2000, IntervalRate: 0.1,
 	}
 }
 
@@ -189,8 +194,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.dominant_min_share %g; use a fraction such as 0.10", c.DominantMinShare)
 	case c.SpectrumSteps < 0:
 		return fmt.Errorf("online.spectrum_steps %d is negative; use a count of steps such as 768, or 0 for 8 × the lookback", c.SpectrumSteps)
-	case c.TrackSeries < 1:
-		return fmt.Errorf("online.track_series %d; use at least 1", c.TrackSeries)
+	case c.TrackSeries < 0:
+		return fmt.Errorf("online.track_series %d is negative; use a number of series, or 0 to track every series", c.TrackSeries)
 	case c.ErrorHalfLife < 1:
 		return fmt.Errorf("online.error_half_life %d; use at least 1", c.ErrorHalfLife)
 	case !(c.IntervalRate > 0 && c.IntervalRate <= 1):

@@ -12,10 +12,11 @@
 //
 // The pipeline calls Learner.Observe for every forecast it issues, with the
 // window it forecast from. Observe is cheap and allocates nothing for a
-// series it already tracks: it stores the forecast until its horizon has been
-// observed, scores every realised step against every forecast that predicted
-// it, and turns each forecast whose horizon is complete into a (window,
-// realised target) pair in the replay buffer. With interval levels
+// series it already tracks: it keeps what it needs of the forecast until its
+// horizon has been observed, scores the realised steps against the
+// forecasts that predicted them (two sampled steps of each forecast, every
+// step in the full tier: see Memory), and turns each forecast whose horizon
+// is complete into a (window, realised target) pair in the replay buffer. With interval levels
 // (Config.Intervals) it also answers with the forecast's prediction
 // intervals, calibrated from the same realised values by online conformal
 // prediction (interval.go). Learner.Run fine-tunes a copy of
@@ -42,8 +43,18 @@
 //
 // # Memory
 //
-// Every tracked series keeps its last L+H values and its last H forecasts
-// (float32), and with interval levels the bounds issued with them (2 ×
-// levels × H² × channels float32) and its interval thresholds; Config.TrackSeries caps how many series are tracked (the first
-// ones seen; idle series are dropped), and Config.ReplaySize caps the pairs.
+// Every tracked series keeps its last L+H values, the step each of its last
+// H forecasts was issued at and, of each, the values at two sampled steps
+// (float32); with interval levels also the bounds published at those steps
+// and its own thresholds (see interval.go). That is about
+//
+//	(L+H)·C·4 + H·(8 + 4 + 8·C) + levels·(16·H·C + 16·C) + 300 bytes
+//
+// per series: 6.3 KB at L = H = 96, one channel, two levels (measured by
+// TestTrackedSeriesBytes and BenchmarkObserve), so every series the windows
+// hold can be tracked (Config.TrackSeries caps them, 0 by default: no cap
+// of its own). The first 64 series tracked (the full tier) also keep every
+// value of their last H forecasts (H²·C float32) and SpectrumSteps of
+// history, about 40 KB each at L = H = 96: the error at every horizon step,
+// and what a round's spectrum reads. Config.ReplaySize caps the pairs.
 package online

@@ -120,6 +120,9 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	if reference.Meta.Cadence <= 0 {
 		return nil, errors.New("online: the model has no cadence; set input.cadence so forecasts can be joined to realised values")
 	}
+	if mc.Horizon > math.MaxUint16 {
+		return nil, fmt.Errorf("online: the model's horizon %d is longer than the %d steps the learner scores", mc.Horizon, math.MaxUint16)
+	}
 	l := &Learner{cfg: cfg, ref: reference, log: slog.Default(), now: time.Now, kick: make(chan struct{}, 1),
 		counts: make(map[Outcome]int64)}
 	for _, o := range opts {
@@ -143,7 +146,7 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	}
 	iv := newIntervals(cfg.Intervals, cfg.IntervalRate, mc.Horizon, mc.Channels, cfg.ErrorHalfLife, reference.Meta.ErrorQuantiles)
 	l.exported.scored, l.exported.covered = make([]int64, len(cfg.Intervals)), make([]int64, len(cfg.Intervals))
-	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, cfg.ErrorHalfLife, l.rp, iv)
+	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, spectrumSeries, cfg.ErrorHalfLife, l.rp, iv)
 	l.tr.errs.hist = l.met.absErr
 	l.dr = newDrift(cfg, reference)
 	if v, ok := reference.Meta.Metrics["test_mse"]; ok {
@@ -470,7 +473,9 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 func (l *Learner) mayLearn() bool { return l.gate == nil || l.gate() }
 
 // spectrumSeries caps the series whose recent history the spectrum of a
-// round reads: enough to average out noise, few enough to stay cheap.
+// round reads: enough to average out noise, few enough to stay cheap. They
+// are the tracker's full tier, which also measures the error at every
+// horizon step.
 const spectrumSeries = 64
 
 // trackCycles moves the candidate's cycles to where the spectrum of the
@@ -554,6 +559,14 @@ func (l *Learner) Rhythms() []RhythmState { return l.dr.rhythms() }
 // WorstSeries returns the n tracked series with the highest rolling MSE.
 func (l *Learner) WorstSeries(n int) []SeriesError { return l.tr.worst(n) }
 
+// Calibration returns the tracked series whose intervals have scored at
+// least minScored realised steps, those whose own coverage is furthest
+// from the nominal levels first, at most n of them (every one when
+// n ≤ 0); nil without intervals.
+func (l *Learner) Calibration(n, minScored int) []SeriesCalibration {
+	return l.tr.calibration(n, minScored)
+}
+
 // HorizonError is the rolling online error of one horizon bucket: "all",
 // then the quarters of the horizon by step, 1-based ("1-6", "7-12", …).
 type HorizonError struct {
@@ -597,14 +610,25 @@ type Report struct {
 	WorstSeries []SeriesError  `json:"worst_series"`
 	// Intervals is the coverage of the published intervals per level.
 	Intervals []Coverage `json:"intervals,omitempty"`
+	// WorstCalibrated are the series whose own coverage is furthest from
+	// the levels, among those with at least reportMinScored scored steps.
+	WorstCalibrated []SeriesCalibration `json:"worst_calibrated,omitempty"`
 }
 
-// Report returns the learner's state with the worst n series.
+// reportMinScored is the fewest scored steps a series' own coverage needs
+// to be reported: with fewer, one miss moves it by more than a point.
+const reportMinScored = 100
+
+// Report returns the learner's state with the worst n series, by error and
+// by calibration.
 func (l *Learner) Report(srv Server, n int) Report {
 	_, version := srv.Model()
 	t := l.Totals()
 	r := Report{ModelVersion: version, ScoredSteps: t.Count, Pairs: t.Pairs, Rounds: l.Outcomes(),
 		Frequencies: l.Frequencies(), Rhythms: l.Rhythms(), Horizon: l.HorizonErrors(), WorstSeries: l.WorstSeries(n), Intervals: t.Coverage}
+	if n > 0 {
+		r.WorstCalibrated = l.Calibration(n, reportMinScored)
+	}
 	if t.Count > 0 {
 		r.MSE = t.MSE(ErrorTotals{})
 	}

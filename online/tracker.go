@@ -14,13 +14,23 @@ import (
 // tracker remembers the forecasts of up to TrackSeries series until their
 // horizon has been observed, scores them against the realised values, and
 // turns every completed forecast into a replay pair.
+//
+// Every tracked series keeps its last L+H values, and of each of its last H
+// forecasts the values at sampledSteps steps drawn at random (with the
+// bounds published there): what its own error and intervals are scored on.
+// The first fullSeries series tracked (a place frees when one is forgotten)
+// keep more: every value of their last H forecasts, so that the error per
+// horizon step is measured on every step even when few series are served,
+// and the history the spectrum of a fine-tuning round reads (SpectrumSteps).
 type tracker struct {
 	mu      sync.Mutex
 	L, H, C int
-	ring    int // steps of history kept per series: max(L+H, the spectrum's)
+	history int // steps of history kept by a series of the full tier: max(L+H, the spectrum's)
 	cadence time.Duration
 	norm    normaliser
-	cap     int
+	cap     int // 0: no cap
+	fullCap int
+	full    int // series of the full tier
 	series  map[string]*seriesState
 	errs    *errorStats
 	replay  *replay
@@ -36,20 +46,28 @@ type tracker struct {
 	}
 }
 
-// seriesState is one tracked series: a ring of its last values (L+H, or
-// the spectrum's history when longer), the
-// forecasts issued at each of its last H steps, and its running scale.
+// seriesState is one tracked series: a ring of its last values, the step
+// each of its last H forecasts was issued at, their sampled steps, and its
+// running scale.
 type seriesState struct {
-	last    int64 // latest observed step
-	first   int64 // earliest step in the ring since the last reset
-	values  []float64
-	pending []float32 // H slots × H×C forecast values
-	issued  []int64   // step each slot was issued at; math.MinInt64 when free
+	last   int64 // latest observed step
+	first  int64 // earliest step in the ring since the last reset
+	seen   int64 // data time of the newest window's end, Unix ns
+	seed   uint64
+	values []float32 // ring × C: L+H steps, or tracker.history in the full tier
+	issued []int64   // per slot (step mod H): the step its forecast was issued at; none when free
+	// lags are the sampled steps (1 … H; 0 for none) of each slot's
+	// forecast, sampledSteps per slot, and sampled their values (× C).
+	lags    []uint16
+	sampled []float32
+	pending []float32 // the full tier only: H slots × H×C forecast values
 	welford []welford // per channel
 	sqErr   float64   // rolling normalised squared error of the series
-	seen    time.Time
-	iv      *seriesIntervals // nil without interval levels
+	iv      *seriesIntervals
 }
+
+// none marks a free slot.
+const none = math.MinInt64
 
 type welford struct{ n, mean, m2 float64 }
 
@@ -67,8 +85,8 @@ func (w *welford) std() float64 {
 	return math.Sqrt(w.m2 / (w.n - 1))
 }
 
-func newTracker(L, H, C, history int, cadence time.Duration, norm normaliser, cap, halfLife int, r *replay, iv *intervals) *tracker {
-	t := &tracker{L: L, H: H, C: C, ring: max(L+H, history), cadence: cadence, norm: norm, cap: cap,
+func newTracker(L, H, C, history int, cadence time.Duration, norm normaliser, cap, fullCap, halfLife int, r *replay, iv *intervals) *tracker {
+	t := &tracker{L: L, H: H, C: C, history: max(L+H, history), cadence: cadence, norm: norm, cap: cap, fullCap: fullCap,
 		series: make(map[string]*seriesState), errs: newErrorStats(H, halfLife), replay: r, iv: iv}
 	t.scratch.in = make([]float64, L*C)
 	t.scratch.tgt = make([]float64, H*C)
@@ -84,28 +102,73 @@ func newTracker(L, H, C, history int, cadence time.Duration, norm normaliser, ca
 	return t
 }
 
-func (t *tracker) newState() *seriesState {
+func (t *tracker) newState(key []byte) *seriesState {
+	ring := t.L + t.H
 	s := &seriesState{
-		values:  make([]float64, t.ring*t.C),
-		pending: make([]float32, t.H*t.H*t.C),
+		seed:    seriesSeed(key),
 		issued:  make([]int64, t.H),
+		lags:    make([]uint16, t.H*sampledSteps),
+		sampled: make([]float32, t.H*sampledSteps*t.C),
 		welford: make([]welford, t.C),
 	}
-	if t.iv != nil {
-		s.iv = t.iv.newSeries(t.H)
+	if t.full < t.fullCap {
+		t.full++
+		ring = t.history
+		s.pending = make([]float32, t.H*t.H*t.C)
 	}
-	s.reset(math.MinInt64)
+	s.values = make([]float32, ring*t.C)
+	if t.iv != nil {
+		s.iv = t.iv.newSeries()
+	}
+	s.reset(none)
 	return s
 }
 
 func (s *seriesState) reset(step int64) {
 	s.last, s.first = step, step+1
 	for i := range s.issued {
-		s.issued[i] = math.MinInt64
+		s.issued[i] = none
 	}
 }
 
+// ring is the number of steps s's values hold.
+func (s *seriesState) ring(C int) int { return len(s.values) / C }
+
 func mod(a int64, n int) int { return int(((a % int64(n)) + int64(n)) % int64(n)) }
+
+// seriesSeed hashes a series name (FNV-1a) into the seed of its sampled
+// steps.
+func seriesSeed(key []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, b := range key {
+		h = (h ^ uint64(b)) * 1099511628211
+	}
+	return h
+}
+
+// drawLags writes the sampled steps of the forecast issued at step at: one
+// in each of len(dst) equal parts of 1 … H, drawn by a hash of seed and
+// at (0 for a part that is empty, when H < len(dst)).
+func drawLags(dst []uint16, seed uint64, at int64, H int) {
+	R := len(dst)
+	for r := range R {
+		lo, hi := r*H/R, (r+1)*H/R // the part (lo, hi]
+		if hi == lo {
+			dst[r] = 0
+			continue
+		}
+		u := splitmix64(seed ^ (uint64(at)*0x9e3779b97f4a7c15 + uint64(r)))
+		dst[r] = uint16(lo + 1 + int(u%uint64(hi-lo)))
+	}
+}
+
+// splitmix64 is the finaliser of SplitMix64: a well-mixed 64-bit hash.
+func splitmix64(z uint64) uint64 {
+	z += 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
 
 // observe records the forecast fc (H×F) issued for the window x (L×F) of
 // series that ends at end, after scoring earlier forecasts against the
@@ -162,87 +225,136 @@ func (t *tracker) observeKey(key []byte, end time.Time, x, fc []float64, lower, 
 	step := end.UnixNano() / int64(t.cadence)
 	s := t.series[string(key)]
 	if s == nil {
-		if len(t.series) >= t.cap {
+		if t.cap > 0 && len(t.series) >= t.cap {
 			t.refused++
 			if t.iv == nil || len(lower) != len(t.iv.levels) {
 				return false
 			}
 			return t.iv.untracked(fc, t.windowScale(x), lower, upper)
 		}
-		s = t.newState()
+		s = t.newState(key)
 		t.series[string(key)] = s
 	}
-	s.seen = end
+	s.seen = end.UnixNano()
 	L, H, C := t.L, t.H, t.C
 	switch {
-	case s.last == math.MinInt64 || step-s.last > int64(L):
+	case s.last == none || step-s.last > int64(L):
 		// New, or back after a gap longer than a window: nothing joins.
 		s.reset(step - int64(L))
 	case step <= s.last:
 		// Not a new step: nothing to score, the forecast is a repeat of the
 		// one issued at this step (after a restart, or a late correction);
-		// it gets that forecast's intervals.
-		if slot := mod(step, H); t.iv != nil && s.issued[slot] == step && s.iv.published[slot] && len(lower) == len(t.iv.levels) {
-			t.iv.write(s.iv, slot, fc, lower, upper)
-			return true
+		// it gets intervals from the current thresholds.
+		if slot := mod(step, H); t.iv != nil && s.issued[slot] == step {
+			return t.iv.reissue(s.iv, slot, fc, t.seriesScale(s), lower, upper)
 		}
 		return false
 	}
-	ring := t.ring
+	ring := s.ring(C)
 	// Write the window: it holds the latest values of steps end−L+1 … end,
 	// late corrections included.
 	for i := range L {
 		st := step - int64(L-1-i)
-		copy(s.values[mod(st, ring)*C:][:C], x[i*C:(i+1)*C])
-	}
-	// Score the new steps against every forecast that predicted them.
-	for st := s.last + 1; st <= step; st++ {
-		v := s.values[mod(st, ring)*C:][:C]
+		dst := s.values[mod(st, ring)*C:][:C]
 		for c := range C {
-			s.welford[c].add(v[c])
+			dst[c] = float32(x[i*C+c])
 		}
-		for slot, at := range s.issued {
-			if at == math.MinInt64 || st <= at || st > at+int64(H) {
-				continue
-			}
-			h := int(st - at) // 1 … H
-			f := s.pending[slot*H*C+(h-1)*C:][:C]
-			for c := range C {
-				e := (float64(f[c]) - v[c]) / t.scale(s, c)
-				t.errs.add(h-1, e)
-				s.sqErr += (e*e - s.sqErr) / 256
-				if t.iv != nil {
-					t.iv.score(s.iv, slot, h-1, c, C, float64(f[c]), v[c], e)
-				}
-			}
-			if h == H {
-				if t.iv != nil {
-					t.iv.scoredLastStep(s.iv)
-				}
-				t.complete(s, at)
-				s.issued[slot] = math.MinInt64
-			}
-		}
+	}
+	for st := s.last + 1; st <= step; st++ {
+		t.score(s, st)
 	}
 	s.last = step
 	slot := mod(step, H)
 	s.issued[slot] = step
-	dst := s.pending[slot*H*C : (slot+1)*H*C]
-	for i, v := range fc {
-		dst[i] = float32(v)
+	if s.pending != nil {
+		dst := s.pending[slot*H*C : (slot+1)*H*C]
+		for i, v := range fc {
+			dst[i] = float32(v)
+		}
+	}
+	lags := s.lags[slot*sampledSteps : (slot+1)*sampledSteps]
+	drawLags(lags, s.seed, step, H)
+	for r, lag := range lags {
+		if lag == 0 {
+			continue
+		}
+		dst := s.sampled[(slot*sampledSteps+r)*C:][:C]
+		for c := range C {
+			dst[c] = float32(fc[(int(lag)-1)*C+c])
+		}
 	}
 	if t.iv == nil {
 		return false
 	}
+	if len(lower) != len(t.iv.levels) {
+		lower, upper = nil, nil
+	}
+	return t.iv.issue(s.iv, slot, lags, fc, t.seriesScale(s), lower, upper)
+}
+
+// score scores the forecasts of s that predicted step st, whose values are
+// in s's ring: in the full tier every one for the error statistics, and
+// the sampled steps of each for the series' error and intervals (and for
+// the error statistics outside the full tier). A forecast whose horizon
+// ends at st becomes a replay pair.
+func (t *tracker) score(s *seriesState, st int64) {
+	H, C := t.H, t.C
+	v := s.values[mod(st, s.ring(C))*C:][:C]
 	for c := range C {
+		s.welford[c].add(float64(v[c]))
+	}
+	for slot, at := range s.issued {
+		if at == none || st <= at || st > at+int64(H) {
+			continue
+		}
+		h := int(st - at) // 1 … H
+		if s.pending != nil {
+			f := s.pending[slot*H*C+(h-1)*C:][:C]
+			for c := range C {
+				t.noteError(h, c, (float64(f[c])-float64(v[c]))/t.scale(s, c))
+			}
+		}
+		for r, lag := range s.lags[slot*sampledSteps : (slot+1)*sampledSteps] {
+			if int(lag) != h {
+				continue
+			}
+			f := s.sampled[(slot*sampledSteps+r)*C:][:C]
+			for c := range C {
+				e := (float64(f[c]) - float64(v[c])) / t.scale(s, c)
+				s.sqErr += (e*e - s.sqErr) / 256
+				if s.pending == nil {
+					t.noteError(h, c, e)
+				}
+				if t.iv != nil {
+					t.iv.score(s.iv, slot, r, h-1, c, float64(v[c]), e)
+				}
+			}
+		}
+		if h == H {
+			if t.iv != nil {
+				t.iv.completed(s.iv)
+			}
+			t.complete(s, at)
+			s.issued[slot] = none
+		}
+	}
+}
+
+// noteError adds the normalised error e of horizon step h (1-based),
+// channel c to the error statistics and the intervals' shape.
+func (t *tracker) noteError(h, c int, e float64) {
+	t.errs.add(h-1, e)
+	if t.iv != nil {
+		t.iv.noteError((h-1)*t.C+c, e)
+	}
+}
+
+// seriesScale returns the scale of each of s's channels in scratch.
+func (t *tracker) seriesScale(s *seriesState) []float64 {
+	for c := range t.C {
 		t.scratch.issue[c] = t.scale(s, c)
 	}
-	published := t.iv.issue(s.iv, slot, t.scratch.issue)
-	if !published || len(lower) != len(t.iv.levels) {
-		return false
-	}
-	t.iv.write(s.iv, slot, fc, lower, upper)
-	return true
+	return t.scratch.issue
 }
 
 // windowScale returns the scale of each channel for a series that is not
@@ -280,15 +392,21 @@ func (t *tracker) scale(s *seriesState, c int) float64 {
 // complete turns the forecast issued at step at, whose horizon has just been
 // observed, into a replay pair.
 func (t *tracker) complete(s *seriesState, at int64) {
-	L, H, C, ring := t.L, t.H, t.C, t.ring
+	L, H, C, ring := t.L, t.H, t.C, s.ring(t.C)
 	if at-int64(L-1) < s.first {
 		return
 	}
 	for i := range L {
-		copy(t.scratch.in[i*C:(i+1)*C], s.values[mod(at-int64(L-1-i), ring)*C:][:C])
+		src := s.values[mod(at-int64(L-1-i), ring)*C:][:C]
+		for c, v := range src {
+			t.scratch.in[i*C+c] = float64(v)
+		}
 	}
 	for i := range H {
-		copy(t.scratch.tgt[i*C:(i+1)*C], s.values[mod(at+1+int64(i), ring)*C:][:C])
+		src := s.values[mod(at+1+int64(i), ring)*C:][:C]
+		for c, v := range src {
+			t.scratch.tgt[i*C+c] = float64(v)
+		}
 	}
 	for c := range C {
 		t.scratch.scale[c] = t.scale(s, c)
@@ -297,20 +415,20 @@ func (t *tracker) complete(s *seriesState, at int64) {
 	t.pairs++
 }
 
-// recentRows returns the last steps values of up to maxSeries tracked
-// series whose history holds that many contiguous steps, side by side as
-// channels (row-major: steps rows of k·C values), for the spectrum of the
-// recent data. Series are taken in name order, so the result does not
-// depend on map order. It returns nil when no series has the history.
+// recentRows returns the last steps values of up to maxSeries series of
+// the full tier whose history holds that many contiguous steps, side by
+// side as channels (row-major: steps rows of k·C values), for the spectrum
+// of the recent data. Series are taken in name order, so the result does
+// not depend on map order. It returns nil when no series has the history.
 func (t *tracker) recentRows(steps, maxSeries int) (rows []float64, channels int) {
-	if steps > t.ring {
+	if steps > t.history {
 		return nil, 0
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var names []string
 	for k, s := range t.series {
-		if s.last != math.MinInt64 && s.last-s.first+1 >= int64(steps) {
+		if s.pending != nil && s.last != none && s.last-s.first+1 >= int64(steps) {
 			names = append(names, k)
 		}
 	}
@@ -326,7 +444,9 @@ func (t *tracker) recentRows(steps, maxSeries int) (rows []float64, channels int
 		s := t.series[k]
 		for i := range steps {
 			st := s.last - int64(steps-1-i)
-			copy(rows[i*width+j*C:][:C], s.values[mod(st, t.ring)*C:][:C])
+			for c, v := range s.values[mod(st, s.ring(C))*C:][:C] {
+				rows[i*width+j*C+c] = float64(v)
+			}
 		}
 	}
 	return rows, width
@@ -348,11 +468,14 @@ func (t *tracker) newestStep() float64 {
 func (t *tracker) expire() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cut := t.newest.Add(-time.Duration(t.L+t.H) * t.cadence)
+	cut := t.newest.Add(-time.Duration(t.L+t.H) * t.cadence).UnixNano()
 	for k, s := range t.series {
-		if s.seen.Before(cut) {
+		if s.seen < cut {
 			if t.iv != nil {
 				t.iv.leave(s.iv)
+			}
+			if s.pending != nil {
+				t.full--
 			}
 			delete(t.series, k)
 		}
@@ -367,16 +490,41 @@ type SeriesError struct {
 
 // worst returns the n tracked series with the highest rolling MSE.
 func (t *tracker) worst(n int) []SeriesError {
-	t.mu.Lock()
-	out := make([]SeriesError, 0, len(t.series))
-	for k, s := range t.series {
-		out = append(out, SeriesError{Series: k, MSE: s.sqErr})
+	if n <= 0 {
+		return []SeriesError{}
 	}
-	t.mu.Unlock()
-	slices.SortFunc(out, func(a, b SeriesError) int {
+	top := newTopN(n, func(a, b SeriesError) int {
 		return cmp.Or(cmp.Compare(b.MSE, a.MSE), cmp.Compare(a.Series, b.Series)) // worst first
 	})
-	return out[:min(n, len(out))]
+	t.mu.Lock()
+	for k, s := range t.series {
+		top.add(SeriesError{Series: k, MSE: s.sqErr})
+	}
+	t.mu.Unlock()
+	return top.items
+}
+
+// topN keeps the first n items in the order of cmp, in order, without
+// holding the rest: a report of the worst few among a million series
+// costs n items, not a million.
+type topN[T any] struct {
+	n     int
+	cmp   func(a, b T) int
+	items []T
+}
+
+func newTopN[T any](n int, cmp func(a, b T) int) *topN[T] { return &topN[T]{n: n, cmp: cmp} }
+
+// add offers v; n ≤ 0 keeps every item.
+func (k *topN[T]) add(v T) {
+	if k.n > 0 && len(k.items) == k.n && k.cmp(v, k.items[k.n-1]) >= 0 {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(k.items, v, k.cmp)
+	if k.n > 0 && len(k.items) == k.n {
+		k.items = k.items[:k.n-1]
+	}
+	k.items = slices.Insert(k.items, i, v)
 }
 
 // errorStats is the online error: per horizon step, exponentially weighted
@@ -421,4 +569,49 @@ func (e *errorStats) bucket(lo, hi int) (mse, mae float64, ok bool) {
 		return 0, 0, false
 	}
 	return mse / w, mae / w, true
+}
+
+// SeriesCalibration is one tracked series' interval coverage: at each
+// level, the share of its published, realised sampled steps whose value the
+// interval held.
+type SeriesCalibration struct {
+	Series string `json:"series"`
+	// Scored counts the series' published sampled steps that were realised.
+	Scored int64 `json:"scored"`
+	// Coverage is per level, in the order of Learner.Levels.
+	Coverage []float64 `json:"coverage"`
+	// Deviation is the largest |coverage − level| over the levels.
+	Deviation float64 `json:"deviation"`
+}
+
+// calibration returns the tracked series with at least minScored scored
+// steps, those whose coverage is furthest from nominal first, at most n of
+// them (every one when n ≤ 0). Ties go by name.
+func (t *tracker) calibration(n, minScored int) []SeriesCalibration {
+	if t.iv == nil {
+		return nil
+	}
+	top := newTopN(n, func(a, b SeriesCalibration) int {
+		return cmp.Or(cmp.Compare(b.Deviation, a.Deviation), cmp.Compare(a.Series, b.Series))
+	})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	levels := t.iv.levels
+	cov := make([]float64, len(levels))
+	for k, s := range t.series {
+		scored := s.iv.scored[0]
+		if int(scored) < max(minScored, 1) {
+			continue
+		}
+		dev := 0.0
+		for l, level := range levels {
+			cov[l] = float64(s.iv.covered[l]) / float64(s.iv.scored[l])
+			dev = max(dev, math.Abs(cov[l]-level))
+		}
+		if n > 0 && len(top.items) == n && dev < top.items[n-1].Deviation {
+			continue // saves the copy of cov
+		}
+		top.add(SeriesCalibration{Series: k, Scored: int64(scored), Coverage: slices.Clone(cov), Deviation: dev})
+	}
+	return top.items
 }

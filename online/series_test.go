@@ -1,0 +1,223 @@
+package online_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
+)
+
+// newIndependent returns an untrained independent model of one channel
+// with an hourly cadence: the learner needs only its shapes.
+func newIndependent(t testing.TB, L, H int) *model.Model {
+	t.Helper()
+	m, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: 1, Mode: model.Independent, Frequencies: 4, TopK: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	return m
+}
+
+// TestTrackedSeriesBytes measures what one more tracked series costs the
+// learner at L = H = 96, one channel, two interval levels: its values, its
+// sampled forecasts and bounds, its thresholds and its place in the map,
+// after the full tier (the first 64 series, which keep more) is taken.
+// The budget is 8 KB; scoring every step of every forecast cost 147 KB.
+func TestTrackedSeriesBytes(t *testing.T) {
+	const L, H, series = 96, 96, 10_000
+	l, err := online.New(online.Config{Intervals: []float64{0.8, 0.95}}, newIndependent(t, L, H))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, fc := make([]float64, L), make([]float64, H)
+	for i := range x {
+		x[i] = float64(i % 24)
+	}
+	for i := range fc {
+		fc[i] = float64(i % 24)
+	}
+	o := &online.Observation{End: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), Window: x, Forecast: fc,
+		Lower: [][]float64{make([]float64, H), make([]float64, H)}, Upper: [][]float64{make([]float64, H), make([]float64, H)}}
+	for s := range 64 {
+		o.Series = fmt.Sprint("full-", s)
+		l.Observe(o)
+	}
+	names := make([]string, series)
+	for s := range names {
+		names[s] = fmt.Sprintf("sensor-%06d", s)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, name := range names {
+		o.Series = name
+		l.Observe(o)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / series
+	t.Logf("a tracked series costs %.0f bytes (L = H = 96, one channel, two interval levels)", per)
+	if per > 8192 {
+		t.Errorf("a tracked series costs %.0f bytes; want at most 8192", per)
+	}
+	if got := l.Totals(); got.Count != 0 {
+		t.Errorf("%d errors scored from first forecasts; want none", got.Count)
+	}
+	runtime.KeepAlive(l)
+}
+
+// TestEverySeriesCalibrated: 10,000 tracked series whose forecasters err by
+// amounts a hundredfold apart (each with a bias of up to half its error's
+// std: an interval always holds its forecast, so a forecaster biased by
+// more than a side's quantile over-covers that side), on a seeded feed,
+// each get their own
+// intervals: every series' own coverage is within 3 points of each level,
+// the quietest series' intervals are much narrower than the noisiest's,
+// and the coverage a consumer measures on every step of every forecast of
+// a sample of series (not only the steps the learner scores) is nominal.
+func TestEverySeriesCalibrated(t *testing.T) {
+	const L, H = 24, 12
+	series, steps := 10_000, 1000
+	if testing.Short() {
+		series, steps = 2000, 600
+	}
+	levels := []float64{0.8, 0.95}
+	l, err := online.New(online.Config{Intervals: levels}, newIndependent(t, L, H))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(20, 26))
+	type sensor struct {
+		name               string
+		phase, level, bias float64
+		noise              float64 // the std of the forecaster's error
+		x                  []float64
+	}
+	sensors := make([]sensor, series)
+	for s := range sensors {
+		noise := math.Exp(math.Log(0.05) + rng.Float64()*math.Log(100)) // 0.05 … 5
+		sensors[s] = sensor{name: fmt.Sprintf("road-%05d", s), phase: 2 * math.Pi * rng.Float64(), level: 100 * rng.Float64(),
+			bias: noise * (rng.Float64() - 0.5), noise: noise, x: make([]float64, L)}
+	}
+	signal := func(s *sensor, t int) float64 {
+		return s.level + 10*math.Sin(2*math.Pi*float64(t)/24+s.phase)
+	}
+	// The consumer's check: every bound of every forecast of a sample of
+	// series, against the realised value.
+	const watched = 50
+	type issued struct {
+		step   int
+		lo, hi [][]float64
+	}
+	queue := make([][]issued, watched)
+	held, checked := make([]int, len(levels)), 0
+	realised := make([][]float64, watched) // per watched series: value at each step
+	for s := range realised {
+		realised[s] = make([]float64, steps+L)
+	}
+
+	fc := make([]float64, H)
+	lower := [][]float64{make([]float64, H), make([]float64, H)}
+	upper := [][]float64{make([]float64, H), make([]float64, H)}
+	o := &online.Observation{Forecast: fc, Lower: lower, Upper: upper}
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	halfWidth := make([]float64, series) // at the first step, of the 80% interval, at the end
+	for step := range steps + L {
+		for s := range sensors {
+			sn := &sensors[s]
+			copy(sn.x, sn.x[1:])
+			sn.x[L-1] = signal(sn, step) + sn.noise*rng.NormFloat64()
+			if s < watched {
+				realised[s][step] = sn.x[L-1]
+			}
+			if step < L-1 {
+				continue
+			}
+			for h := range H {
+				fc[h] = signal(sn, step+1+h) + sn.bias
+			}
+			o.Series, o.End, o.Window = sn.name, t0.Add(time.Duration(step)*time.Hour), sn.x
+			if !l.Observe(o) {
+				continue
+			}
+			halfWidth[s] = (upper[0][0] - lower[0][0]) / 2
+			if s < watched && step >= L+100 {
+				queue[s] = append(queue[s], issued{step: step, lo: [][]float64{slices.Clone(lower[0]), slices.Clone(lower[1])},
+					hi: [][]float64{slices.Clone(upper[0]), slices.Clone(upper[1])}})
+			}
+		}
+	}
+	for s, q := range queue {
+		for _, is := range q {
+			for h := range H {
+				at := is.step + 1 + h
+				if at >= steps+L {
+					continue
+				}
+				v := realised[s][at]
+				checked++
+				for k := range levels {
+					if is.lo[k][h] <= v && v <= is.hi[k][h] {
+						held[k]++
+					}
+				}
+			}
+		}
+	}
+
+	cal := l.Calibration(0, 1)
+	if len(cal) != series {
+		t.Fatalf("%d series have their own coverage; want all %d", len(cal), series)
+	}
+	worst := cal[0]
+	t.Logf("%d series: the worst calibrated, %s, held %.1f%% and %.1f%% of %d scored steps", series, worst.Series,
+		100*worst.Coverage[0], 100*worst.Coverage[1], worst.Scored)
+	for _, c := range cal {
+		if c.Deviation > 0.03 {
+			t.Errorf("series %s held %.1f%% and %.1f%% of its %d scored steps; want within 3 points of %v",
+				c.Series, 100*c.Coverage[0], 100*c.Coverage[1], c.Scored, levels)
+		}
+	}
+	for k, level := range levels {
+		rate := float64(held[k]) / float64(checked)
+		t.Logf("every step of %d series' forecasts: %.0f%% intervals held %.1f%% of %d values", watched, 100*level, 100*rate, checked)
+		if math.Abs(rate-level) > 0.02 {
+			t.Errorf("every step of %d series' forecasts: %.0f%% intervals held %.1f%% of %d values; want within 2 points",
+				watched, 100*level, 100*rate, checked)
+		}
+	}
+	// Own widths: the quietest tenth against the noisiest tenth.
+	order := make([]int, series)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmpFloat(sensors[a].noise, sensors[b].noise) })
+	tenth := series / 10
+	var quiet, noisy float64
+	for i := range tenth {
+		quiet += halfWidth[order[i]] / float64(tenth)
+		noisy += halfWidth[order[series-1-i]] / float64(tenth)
+	}
+	t.Logf("80%% half-width at the first step: quietest tenth %.3f, noisiest tenth %.3f", quiet, noisy)
+	if !(noisy > 20*quiet) {
+		t.Errorf("the noisiest tenth's 80%% intervals (%.3f) are not much wider than the quietest's (%.3f); every series should have its own",
+			noisy, quiet)
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
