@@ -52,6 +52,7 @@ type Learner struct {
 	rp      *replay
 	dr      *drift
 	met     *metrics
+	reg     prometheus.Registerer // nil: a private registry
 	log     *slog.Logger
 	events  func(DriftEvent)
 	hook    func(*model.Model)
@@ -76,10 +77,11 @@ type Learner struct {
 // Option configures a Learner.
 type Option func(*Learner)
 
-// WithRegisterer registers the online metrics with reg (default: a private
-// registry, so nothing is exported).
+// WithRegisterer registers the online metrics with reg; New returns the
+// registration's error (a name already registered, say). Default: a private
+// registry, so nothing is exported.
 func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(l *Learner) { l.met, _ = newMetrics(reg) }
+	return func(l *Learner) { l.reg = reg }
 }
 
 // WithLogger sets the logger (default slog.Default()).
@@ -128,11 +130,13 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	for _, o := range opts {
 		o(l)
 	}
-	if l.met == nil {
-		var err error
-		if l.met, err = newMetrics(prometheus.NewRegistry()); err != nil {
-			return nil, err
-		}
+	reg := l.reg
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	var err error
+	if l.met, err = newMetrics(reg); err != nil {
+		return nil, fmt.Errorf("online: register metrics: %w", err)
 	}
 	var norm normaliser
 	if mc.Mode == model.Mixed && len(reference.Meta.Std) == mc.Channels {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
@@ -172,5 +175,23 @@ func TestCorruptCandidateIsRejected(t *testing.T) {
 	}
 	if cur, v := srv.Model(); cur != m || v != 3 || !cur.Finite() {
 		t.Errorf("after a rejected candidate the server holds version %d (same model: %v); want the old version 3", v, cur == m)
+	}
+}
+
+// TestRegistrationErrorsAreReturned: a second learner on the same registry
+// cannot register its metrics, and New says so instead of serving with
+// metrics nobody sees.
+func TestRegistrationErrorsAreReturned(t *testing.T) {
+	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Frequencies: 4, TopK: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	reg := prometheus.NewRegistry()
+	if _, err := online.New(online.Config{}, m, online.WithRegisterer(reg)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := online.New(online.Config{}, m, online.WithRegisterer(reg)); err == nil || !strings.Contains(err.Error(), "register metrics") {
+		t.Errorf("a second learner on the same registry: err = %v; want the registration error", err)
 	}
 }
