@@ -52,6 +52,7 @@ func keys(c *service.Config) map[string]any {
 		"window.max_gap":          maxGap{&w.MaxGap},
 		"window.fill":             &w.Fill,
 		"window.allowed_lateness": &w.AllowedLateness,
+		"window.late":             &w.Late,
 		"window.series_ttl":       &w.SeriesTTL,
 		"window.max_series":       &w.MaxSeries,
 		"window.stride":           &w.Stride,

@@ -28,6 +28,10 @@ type Batch struct {
 	// OutOfRange lists the record rows Append refused as out of range (see
 	// Config.MaxJump), in the order it met them; they are not windows.
 	OutOfRange []int
+	// TooLate lists the record rows too late to update their step (see
+	// Config.AllowedLateness), in the order Append met them, when
+	// Config.Late is LateDeadLetter; they are not windows.
+	TooLate []int
 }
 
 // Len returns the number of windows in b.
@@ -41,6 +45,7 @@ func (b *Batch) Reset() {
 	b.Ingest = b.Ingest[:0]
 	b.Rows = b.Rows[:0]
 	b.OutOfRange = b.OutOfRange[:0]
+	b.TooLate = b.TooLate[:0]
 }
 
 // Window returns the L·C values of window i, a view into b.Values that is

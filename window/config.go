@@ -8,6 +8,17 @@ import (
 	"github.com/freqlens/freqlens/internal/defaults"
 )
 
+// Late says what happens to a reading too late to update its step.
+type Late string
+
+const (
+	// LateDeadLetter lists the reading in Batch.TooLate, for the pipeline
+	// to send to the dead-letter topic (reason too_late), and counts it.
+	LateDeadLetter Late = "dead_letter"
+	// LateDrop counts the reading and drops it.
+	LateDrop Late = "drop"
+)
+
 // Fill says how the steps of a short gap are filled.
 type Fill string
 
@@ -51,10 +62,17 @@ type Config struct {
 	Fill Fill
 	// AllowedLateness is how far behind the series' newest step a reading
 	// may be and still update its step (while the step is in the window)
-	// (window.allowed_lateness). Later readings are dropped and counted.
+	// (window.allowed_lateness). Later readings are too late: see Late.
 	//
-	// Default: 0 (every late reading is dropped)
+	// Default: 0 (every late reading is too late)
 	AllowedLateness time.Duration
+	// Late says what happens to a reading too late to update its step
+	// (window.late): LateDeadLetter lists it in Batch.TooLate, so that the
+	// pipeline writes it to the dead-letter topic with reason too_late;
+	// LateDrop drops it. Either way it is counted (Stats.LateDropped).
+	//
+	// Default: dead_letter
+	Late Late
 	// SeriesTTL is how long a series may go without readings (by the wall
 	// clock) before Expire evicts it (window.series_ttl).
 	//
@@ -82,7 +100,7 @@ type Config struct {
 // DefaultConfig returns the default of every field that has one; Lookback,
 // Fields and Cadence are left for the caller.
 func DefaultConfig() Config {
-	return Config{Stride: 1, MaxGap: 3, Fill: FillLinear, SeriesTTL: 24 * time.Hour, MaxSeries: 1_000_000, MaxJump: 1e4}
+	return Config{Stride: 1, MaxGap: 3, Fill: FillLinear, Late: LateDeadLetter, SeriesTTL: 24 * time.Hour, MaxSeries: 1_000_000, MaxJump: 1e4}
 }
 
 // reserved are the fixed column names of a readings record.
@@ -145,7 +163,9 @@ func (cfg Config) Validate() error {
 	case cfg.Fill != FillLinear && cfg.Fill != FillHold:
 		return fmt.Errorf("window.fill = %q; use %q or %q", cfg.Fill, FillLinear, FillHold)
 	case cfg.AllowedLateness < 0:
-		return fmt.Errorf("window.allowed_lateness = %v is negative; use 0 to drop every late reading or a positive duration", cfg.AllowedLateness)
+		return fmt.Errorf("window.allowed_lateness = %v is negative; use 0 to update no step that has passed, or a positive duration", cfg.AllowedLateness)
+	case cfg.Late != LateDeadLetter && cfg.Late != LateDrop:
+		return fmt.Errorf("window.late = %q; use %q (too-late readings go to the dead-letter topic) or %q", cfg.Late, LateDeadLetter, LateDrop)
 	case cfg.SeriesTTL < 0:
 		return fmt.Errorf("window.series_ttl = %v is negative; use a positive duration (default %v)", cfg.SeriesTTL, d.SeriesTTL)
 	case cfg.MaxSeries < 0:

@@ -41,7 +41,9 @@
 //   - late when k < n: if (n − k)·Cadence ≤ AllowedLateness and step k is
 //     still in the ring (and after the last restart), it overwrites step k
 //     and is counted in LateUpdated, without emitting a window; the next
-//     window sees it. Otherwise it is dropped and counted in LateDropped. A
+//     window sees it. Otherwise it is too late: counted in LateDropped and,
+//     with Late = dead_letter (the default), its row listed in
+//     Batch.TooLate for the dead-letter topic. A
 //     filled step whose real reading arrives afterwards is updated by this
 //     rule like any other.
 //

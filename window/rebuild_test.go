@@ -187,3 +187,52 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// TestTooLate: a reading too late to update its step is listed by row in
+// Batch.TooLate (window.late: dead_letter, the default) or only counted
+// (drop), and a rebuild (no Batch) lists nothing; a late reading within
+// the allowed lateness is neither.
+func TestTooLate(t *testing.T) {
+	in := []rd{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3),
+		at("a", 2, 20), // within the hour of lateness: updates step 2
+		at("a", 0, 10), // three steps late: too late
+		at("b", 5, 5), at("b", 4, 4), // before b's first step: too late
+		at("a", 4, 4)}
+	for _, tc := range []struct {
+		name    string
+		late    Late
+		rebuild bool
+		want    []int
+	}{
+		{"dead_letter lists the rows", LateDeadLetter, false, []int{5, 7}},
+		{"the default is dead_letter", "", false, []int{5, 7}},
+		{"drop lists none", LateDrop, false, nil},
+		{"a rebuild lists none", LateDeadLetter, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Lookback: 2, Fields: one, Cadence: time.Hour, AllowedLateness: time.Hour, Late: tc.late}
+			s := mustNew(t, cfg)
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			rec := newRecord(t, mem, readingsSchema("value"), in)
+			defer rec.Release()
+			var out *Batch
+			if !tc.rebuild {
+				out = &Batch{}
+			}
+			if err := s.Append(rec, nil, out); err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			if out != nil {
+				got = out.TooLate
+			}
+			if !equalInts(got, tc.want) {
+				t.Errorf("TooLate = %v, want %v", got, tc.want)
+			}
+			if st := s.Stats(); st.LateDropped != 2 || st.LateUpdated != 1 {
+				t.Errorf("LateDropped %d, LateUpdated %d; want 2 and 1", st.LateDropped, st.LateUpdated)
+			}
+		})
+	}
+}

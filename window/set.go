@@ -91,6 +91,7 @@ type Set struct {
 	stride    int64
 	maxGap    uint64 // ≥ 0
 	lateSteps int64  // AllowedLateness / Cadence
+	deadLate  bool   // Late is LateDeadLetter
 	ttl       int64  // ns
 	hold      bool
 	maxJump   float64
@@ -134,6 +135,7 @@ func New(cfg Config, opts ...Option) (*Set, error) {
 		lateSteps: int64(cfg.AllowedLateness / cfg.Cadence),
 		ttl:       int64(cfg.SeriesTTL),
 		hold:      cfg.Fill == FillHold,
+		deadLate:  cfg.Late == LateDeadLetter,
 		maxJump:   cfg.MaxJump,
 		series:    make(map[string]*series),
 		log:       slog.Default(),
@@ -166,8 +168,8 @@ func (s *Set) Stats() Stats {
 
 // Append feeds the rows of rec listed in rows, in that order (nil rows means
 // every row, in record order), and appends every window that became ready to
-// out, and the rows it refused as out of range (see Config.MaxJump) to
-// out.OutOfRange. With a nil out the windows change as they would, but
+// out, the rows it refused as out of range (see Config.MaxJump) to
+// out.OutOfRange, and those too late (see Config.Late) to out.TooLate. With a nil out the windows change as they would, but
 // nothing is emitted or reported: that rebuilds the state from readings
 // whose windows were forecast before (after a restart or when a partition
 // moves here). rec must have the columns of a readings record (series, ts,
@@ -390,6 +392,9 @@ func (s *Set) reading(i int, now int64, out *Batch) {
 		d := sr.newest - k
 		if d > s.lateSteps || d >= int64(sr.n) {
 			s.stats.LateDropped++
+			if out != nil && s.deadLate {
+				out.TooLate = append(out.TooLate, i)
+			}
 			return
 		}
 		r := int(sr.head) - int(d)
