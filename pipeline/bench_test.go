@@ -149,9 +149,7 @@ func waitUntil(b *testing.B, cond func() bool) {
 // volume without windows or a model). It returns readings/s over n readings.
 func (bw *benchWorld) passThrough(b *testing.B, group string, n int, outputs [][]byte) float64 {
 	b.Helper()
-	rc := bw.kc.ReaderConfig(group, "readings")
-	rc.StartOffset, rc.MaxWait, rc.MinBytes, rc.MaxBytes = kafka.FirstOffset, 50*time.Millisecond, 1, 10<<20
-	r := kafka.NewReader(rc)
+	r := bw.kc.NewGroupReader(group, "readings", kafka.FirstOffset, kafkaconn.Fetch{MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
 	defer r.Close()
 	topics := []string{"copy", "copy.attributions"}
 	writers := make([]*kafka.Writer, max(1, len(outputs)))

@@ -232,15 +232,18 @@ func (c *Consumer) Run(ctx context.Context, out chan<- *Batch) error {
 // join creates the consumer group member (kafka-go joins in the
 // background).
 func (c *Consumer) join() (*kafka.ConsumerGroup, error) {
-	gc := c.kc.ConsumerGroupConfig(c.cfg.Group, c.cfg.Topic)
-	gc.SessionTimeout = c.cfg.SessionTimeout
-	gc.HeartbeatInterval = c.cfg.HeartbeatInterval
-	gc.RebalanceTimeout = c.cfg.RebalanceTimeout
-	gc.JoinGroupBackoff = c.cfg.JoinGroupBackoff
-	gc.WatchPartitionChanges = true
-	gc.StartOffset = kafka.FirstOffset
+	g := kafkaconn.Group{
+		ID:                    c.cfg.Group,
+		Topics:                []string{c.cfg.Topic},
+		SessionTimeout:        c.cfg.SessionTimeout,
+		HeartbeatInterval:     c.cfg.HeartbeatInterval,
+		RebalanceTimeout:      c.cfg.RebalanceTimeout,
+		JoinGroupBackoff:      c.cfg.JoinGroupBackoff,
+		WatchPartitionChanges: true,
+		StartOffset:           kafka.FirstOffset,
+	}
 	if c.cfg.StartOffset == "last" {
-		gc.StartOffset = kafka.LastOffset
+		g.StartOffset = kafka.LastOffset
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -249,12 +252,12 @@ func (c *Consumer) join() (*kafka.ConsumerGroup, error) {
 		return nil, ErrClosed
 	default:
 	}
-	g, err := kafka.NewConsumerGroup(gc)
+	cg, err := c.kc.NewConsumerGroup(g)
 	if err != nil {
-		return nil, fmt.Errorf("stream: consumer group %q: %w", c.cfg.Group, err)
+		return nil, fmt.Errorf("stream: %w", err)
 	}
-	c.group = g
-	return g, nil
+	c.group = cg
+	return cg, nil
 }
 
 // runGeneration serves one generation: it rebuilds, consumes until the
@@ -403,13 +406,9 @@ func (c *Consumer) consume(ctx, gctx context.Context, gen *generation, out chan<
 	}
 	c.mu.Unlock()
 	for _, p := range gen.parts {
-		rc := c.kc.ReaderConfig("", c.cfg.Topic)
-		rc.Partition = p
-		rc.MinBytes, rc.MaxBytes, rc.MaxWait = c.cfg.MinBytes, c.cfg.MaxBytes, c.cfg.MaxWait
-		r := kafka.NewReader(rc)
-		if err := r.SetOffset(starts[p]); err != nil {
-			r.Close()
-			return fmt.Errorf("stream: start partition %d at offset %d: %w", p, starts[p], err)
+		r, err := c.kc.NewPartitionReader(c.cfg.Topic, p, starts[p], kafkaconn.Fetch{MinBytes: c.cfg.MinBytes, MaxBytes: c.cfg.MaxBytes, MaxWait: c.cfg.MaxWait})
+		if err != nil {
+			return fmt.Errorf("stream: %w", err)
 		}
 		wg.Add(1)
 		go func() {

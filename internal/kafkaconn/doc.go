@@ -19,10 +19,12 @@
 //
 //   - NewWriter: a kafka-go Writer on the shared Transport (TLS, SASL,
 //     client id), keyed messages hashed to partitions, RequireAll.
-//   - ReaderConfig and ConsumerGroupConfig: kafka-go configurations with
-//     the brokers and the shared Dialer filled in, for a group Reader, a
-//     partition Reader or a ConsumerGroup with explicit generations
-//     (assignment callbacks, per-partition offsets).
+//   - NewPartitionReader, NewGroupReader and NewConsumerGroup: kafka-go
+//     Readers of one partition (at an offset) or in a consumer group, and
+//     ConsumerGroup members with explicit generations (assignments,
+//     per-partition committed offsets), on the shared Dialer. They are the
+//     only places the project builds kafka-go readers and groups, so the
+//     brokers, TLS, SASL, client id and logging cannot be left out.
 //   - Admin: a kafka.Client for metadata, topic creation, ListOffsets
 //     (including offsets for a time) and OffsetFetch.
 //   - Partitions and ReadPartition: the offset range of every partition of
