@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
@@ -36,7 +37,7 @@ const benchSeries = 1000
 
 // benchWorld is a broker, a producer of readings and a model.
 type benchWorld struct {
-	b      *stream.Broker
+	b      *embedded.Broker
 	kc     *kafkaconn.Client
 	w      *kafka.Writer
 	m      *model.Model
@@ -47,7 +48,7 @@ type benchWorld struct {
 
 func newBenchWorld(b *testing.B) *benchWorld {
 	b.Helper()
-	br, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 6, "forecasts": 6, "attributions": 6, "readings.dlq": 1, "copy": 6, "copy.attributions": 6})
+	br, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 6, "forecasts": 6, "attributions": 6, "readings.dlq": 1, "copy": 6, "copy.attributions": 6})
 	if err != nil {
 		b.Fatal(err)
 	}

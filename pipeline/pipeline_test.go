@@ -19,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/pipeline"
@@ -69,7 +70,7 @@ func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 // returns a client of it.
 func startBroker(t *testing.T) *kafkaconn.Client {
 	t.Helper()
-	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "attributions": 3, "readings.dlq": 1})
+	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "attributions": 3, "readings.dlq": 1})
 	if err != nil {
 		t.Fatal(err)
 	}

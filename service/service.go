@@ -15,6 +15,7 @@ import (
 
 	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/liveview"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
@@ -35,7 +36,7 @@ type Service struct {
 	cfg      Config
 	log      *slog.Logger
 	reg      *prometheus.Registry
-	broker   *stream.Broker // nil without an embedded broker
+	broker   *embedded.Broker // nil without an embedded broker
 	kc       *kafkaconn.Client
 	learner  *online.Learner
 	p        *pipeline.Pipeline
@@ -158,7 +159,7 @@ func (s *Service) startBroker() error {
 	for _, t := range s.cfg.Topics() {
 		topics[t] = embeddedPartitions
 	}
-	b, err := stream.StartBroker(s.cfg.EmbeddedBroker, topics)
+	b, err := embedded.Start(s.cfg.EmbeddedBroker, topics)
 	if err != nil {
 		return fmt.Errorf("embedded broker on %s: %w", s.cfg.EmbeddedBroker, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 )
 
@@ -75,7 +76,7 @@ func BenchmarkDecode(b *testing.B) {
 // broker: b.N JSON readings produced beforehand, then fetched, decoded and
 // batched (batches are released, not committed).
 func BenchmarkConsumer(b *testing.B) {
-	br, err := StartBroker("127.0.0.1:0", map[string]int{"in": 4})
+	br, err := embedded.Start("127.0.0.1:0", map[string]int{"in": 4})
 	if err != nil {
 		b.Fatal(err)
 	}

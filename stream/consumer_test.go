@@ -16,15 +16,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 )
 
 // newBroker starts an embedded broker for one test and returns a client of it.
 func newBroker(t *testing.T, topics map[string]int) *kafkaconn.Client {
 	t.Helper()
-	b, err := StartBroker("127.0.0.1:0", topics)
+	b, err := embedded.Start("127.0.0.1:0", topics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,5 +602,35 @@ func TestConsumerMetricsLint(t *testing.T) {
 	defer cancel()
 	if err := c2.Close(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestConsumerOverSASLAndTLS runs the consumer and its dead-letter writer
+// against a kfake cluster that requires SCRAM over TLS, through a client
+// configured like the service's kafka.* keys (the mechanisms one by one are
+// internal/kafkaconn's tests).
+func TestConsumerOverSASLAndTLS(t *testing.T) {
+	serverTLS, caFile := kafkatest.SelfSigned(t)
+	cluster := kafkatest.NewCluster(t, []string{"in", "dlq"}, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "u", "p"), kfake.TLS(serverTLS))
+	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: cluster.ListenAddrs(), TLSCAFile: caFile,
+		SASL: kafkaconn.SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: time.Millisecond}
+	kafkatest.Produce(t, kc, "in",
+		kafka.Message{Key: []byte("a"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)},
+		kafka.Message{Key: []byte("b"), Value: []byte("poison")})
+	r := start(t, kc, cfg)
+	rows, _ := r.collect(t, 2)
+	if len(rows) != 1 {
+		t.Errorf("%d rows, want 1", len(rows))
+	}
+	if got := testutil.ToFloat64(r.c.m.deadLetters); got != 1 {
+		t.Errorf("dead letters = %v, want 1", got)
+	}
+	if n := len(dlqMessages(t, kc, "dlq", 1)); n != 1 {
+		t.Errorf("%d messages on the dead-letter topic, want 1", n)
 	}
 }

@@ -12,9 +12,9 @@
 // stream imports kafka-go (its reader and dead-letter writer are built from
 // the internal/kafkaconn.Client given to NewConsumer, which holds the
 // brokers, TLS and SASL), Arrow (Arrow IPC input is read by
-// internal/arrowipc, the hardened reader it shares with package wire),
-// Prometheus and kfake (for the embedded Broker); it never imports window
-// or model. The pipeline wires it to the rest.
+// internal/arrowipc, the hardened reader it shares with package wire) and
+// Prometheus; it never imports window or model. The pipeline wires it to
+// the rest.
 //
 // # Batches
 //
@@ -85,8 +85,7 @@
 // call from any goroutine, and Batch.Commit from the goroutine that
 // acknowledges outputs. Shut down in two steps: cancel Run's context, then, after the
 // last Commit, Close(ctx) with a deadline. Decoders are not safe for
-// concurrent use; use one per goroutine. Encoders are plain functions. A
-// Broker's methods are safe for concurrent use.
+// concurrent use; use one per goroutine. Encoders are plain functions.
 //
 // # Metrics
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/stream"
 )
 
@@ -58,7 +59,7 @@ func ExampleJSONDecoder() {
 // A consumer on the embedded broker: produce, consume a batch, commit
 // after the outputs are acknowledged, shut down in two steps.
 func ExampleConsumer() {
-	broker, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 3, "readings.dlq": 1})
+	broker, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 3, "readings.dlq": 1})
 	if err != nil {
 		log.Fatal(err)
 	}

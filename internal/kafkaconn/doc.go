@@ -5,15 +5,17 @@
 // admin request of the project is built from a Client: the consumer and its
 // dead-letter writer (stream), the forecast producer (sink), the models
 // topic and drift events (broadcast), the embedded broker's topic creation
-// (stream), `freqlens replay` and the demo's simulated sensors, and the test
-// helpers of kafkatest.
+// (embedded), `freqlens replay` and the demo's simulated sensors, and the
+// test helpers of kafkatest.
 //
 // # Where it sits
 //
 // Below stream, sink and broadcast, which take a *Client instead of their
 // own broker lists and credentials; the service builds one Client from the
 // kafka.* keys of the configuration and hands it to all of them. It imports
-// kafka-go only: no FreqLens package.
+// kafka-go only: no FreqLens package. Two packages sit beside it: embedded,
+// the in-process broker (kfake) for single-machine runs and tests, and
+// kafkatest, the tests' helpers.
 //
 // # What a Client offers
 //
