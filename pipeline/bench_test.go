@@ -20,6 +20,7 @@ import (
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
@@ -43,7 +44,7 @@ type benchWorld struct {
 	m      *model.Model
 	t0     time.Time
 	series []string
-	cfg    stream.Config
+	cfg    readings.Config
 }
 
 func newBenchWorld(b *testing.B) *benchWorld {
@@ -62,7 +63,7 @@ func newBenchWorld(b *testing.B) *benchWorld {
 	w := kc.NewWriter("readings")
 	w.BatchTimeout, w.BatchSize = time.Millisecond, 5000
 	b.Cleanup(func() { w.Close() })
-	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: stream.Config{ValueFields: []string{"value"}}}
+	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: readings.Config{ValueFields: []string{"value"}}}
 	for i := range benchSeries {
 		bw.series = append(bw.series, fmt.Sprintf("sensor-%04d", i))
 	}
@@ -75,7 +76,7 @@ func (bw *benchWorld) step(ctx context.Context, step int) error {
 	ts := bw.t0.Add(time.Duration(step) * time.Hour)
 	for i, s := range bw.series {
 		v := 200 + 50*math.Sin(2*math.Pi*float64(step)/24+float64(i)) + float64(i%7)
-		msgs[i] = kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, stream.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)}
+		msgs[i] = kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, readings.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)}
 	}
 	return bw.w.WriteMessages(ctx, msgs...)
 }
@@ -85,7 +86,7 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 	b.Helper()
 	reg := prometheus.NewRegistry()
 	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		MaxFuture: 1e5 * time.Hour, BatchLatency: 2 * time.Millisecond}, bw.kc, stream.WithRegisterer(reg))
+		BatchLatency: 2 * time.Millisecond}, readings.Config{MaxFuture: 1e5 * time.Hour}, bw.kc, stream.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -441,7 +442,7 @@ func latencyRun(b *testing.B, every time.Duration, chunk int, finetune, interval
 		for i := lo; i < lo+chunk; i++ {
 			s := bw.series[i]
 			v := 200 + 50*math.Sin(2*math.Pi*float64(step)/24+float64(i))
-			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, stream.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)})
+			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, readings.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)})
 		}
 		mu.Lock()
 		now := time.Now()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,9 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/readings"
 )
 
 const (
@@ -23,8 +24,10 @@ const (
 	dlqBatchTimeout = time.Millisecond // the dead-letter writer's linger
 	endEvery        = 2 * time.Second  // how often the partitions' end offsets are refreshed (lag)
 	joinWarnEvery   = 30 * time.Second // a failing join is logged at warning level at most this often
-	minOldest       = math.MinInt64    // "no time yet"
 )
+
+// ErrClosed is returned by Run when the Consumer was closed under it.
+var ErrClosed = errors.New("stream: consumer closed")
 
 // Consumer reads the input topic in a consumer group, decodes messages into
 // Arrow batches and sends poison messages to the dead-letter topic.
@@ -49,10 +52,9 @@ type Consumer struct {
 	cfg       Config
 	kc        *kafkaconn.Client
 	log       *slog.Logger
-	dec       Decoder
-	bounds    *fields // dec's time bounds
-	probeDec  Decoder // decodes the samples of the rebuild's search
-	maxPastMs int64
+	dec       readings.Decoder
+	probeDec  readings.Decoder // decodes the samples of the rebuild's search
+	maxPastMs int64            // input.max_past, applied per partition through SetOldest
 	mem       memory.Allocator
 	schema    *arrow.Schema
 	dlq       *kafka.Writer // nil with DropPoison
@@ -78,7 +80,7 @@ type partition struct {
 	committed int64 // the committed offset, where a new owner resumes
 	next      int64 // the offset after the last message sent in a live batch
 	end       int64 // the high watermark last seen
-	newest    int64 // the newest event time decoded (ms), for MaxPast
+	newest    int64 // the newest event time decoded (ms), for input.max_past
 	whole     bool  // every rebuild batch of its windows was sent (a rebalance can cut a rebuild short)
 }
 
@@ -110,20 +112,27 @@ type Status struct {
 	Rebuilt bool
 }
 
-// NewConsumer validates cfg and returns a consumer of the input topic
-// through kc. The group is joined by Run. The dead-letter writer and the
-// partition readers are built from kc; Close closes them, not kc.
-func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
+// NewConsumer validates cfg and in and returns a consumer of the input
+// topic through kc, decoding messages as in says (readings.NewDecoder, with
+// the clock of WithClock) and bounding each partition's readings by
+// in.MaxPast behind the newest time it has seen. The group is joined by
+// Run. The dead-letter writer and the partition readers are built from kc;
+// Close closes them, not kc.
+func NewConsumer(cfg Config, in readings.Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
+	defaults.Fill(&in, readings.DefaultConfig())
 	o := newOptions(opts)
-	dec, err := NewDecoder(cfg, opts...)
+	dec, err := readings.NewDecoder(in, o.clock)
 	if err != nil {
 		return nil, err
 	}
-	probe, err := NewDecoder(cfg, opts...)
+	probe, err := readings.NewDecoder(in, o.clock)
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +141,10 @@ func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, e
 		kc:        kc,
 		log:       o.logger.With("component", "stream", "topic", cfg.Topic),
 		dec:       dec,
-		bounds:    dec.(bounded).timeBounds(),
 		probeDec:  probe,
-		maxPastMs: cfg.MaxPast.Milliseconds(),
+		maxPastMs: in.MaxPast.Milliseconds(),
 		mem:       o.mem,
-		schema:    Schema(cfg.ValueFields...),
+		schema:    readings.Schema(in.ValueFields...),
 		flow:      newFlow(cfg.MaxInflightBytes),
 		signal:    make(chan struct{}, 1),
 		parts:     map[int]*partition{},
@@ -347,7 +355,7 @@ func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation
 			kept = append(kept, p)
 			continue
 		}
-		parts[p] = &partition{committed: offsets[p], next: offsets[p], end: ranges[p].End, newest: minOldest}
+		parts[p] = &partition{committed: offsets[p], next: offsets[p], end: ranges[p].End, newest: readings.NoTime}
 		gen.rebuild = append(gen.rebuild, p)
 	}
 	for p := range c.parts {

@@ -21,6 +21,8 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/readings"
+	"github.com/freqlens/freqlens/readings/readingstest"
 )
 
 // newBroker starts an embedded broker for one test and returns a client of it.
@@ -48,12 +50,18 @@ type running struct {
 	stop func() error
 }
 
-// start creates a Consumer and runs it until the test ends or stop is
-// called; stop cancels Run, checks it returns context.Canceled, and closes
-// the consumer.
+// start creates a Consumer of readings in the default format and runs it
+// until the test ends or stop is called; stop cancels Run, checks it
+// returns context.Canceled, and closes the consumer.
 func start(t *testing.T, kc *kafkaconn.Client, cfg Config, opts ...Option) *running {
 	t.Helper()
-	c, err := NewConsumer(cfg, kc, opts...)
+	return startWith(t, kc, cfg, readings.Config{}, opts...)
+}
+
+// startWith is start with readings in the format in.
+func startWith(t *testing.T, kc *kafkaconn.Client, cfg Config, in readings.Config, opts ...Option) *running {
+	t.Helper()
+	c, err := NewConsumer(cfg, in, kc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,13 +129,13 @@ func (r *running) nextAny(t *testing.T, timeout time.Duration) *Batch {
 }
 
 // collect reads batches until they cover n messages, committing each.
-func (r *running) collect(t *testing.T, n int) (rows []row, batches []*Batch) {
+func (r *running) collect(t *testing.T, n int) (rows []readingstest.Row, batches []*Batch) {
 	t.Helper()
 	got := 0
 	for got < n {
 		b := r.next(t, 20*time.Second)
 		got += b.Messages
-		rows = append(rows, rowsOf(t, b.Record)...)
+		rows = append(rows, readingstest.Rows(t, b.Record)...)
 		if err := b.Commit(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -160,28 +168,9 @@ func header(m kafka.Message, key string) string {
 var base = time.Now().Add(-48 * time.Hour).Truncate(time.Hour).UTC()
 
 // readingsFor returns n readings over series s-0 … s-(series-1), each
-// series in time order.
-func readingsFor(n, series, channels int) []Reading {
-	rs := make([]Reading, n)
-	for i := range rs {
-		vals := make([]float64, channels)
-		for j := range vals {
-			vals[j] = float64(i)*1.25 - float64(j) + 1e-9*float64(i%7)
-		}
-		rs[i] = Reading{Series: fmt.Sprintf("s-%d", i%series), Time: base.Add(time.Duration(i/series) * time.Minute), Values: vals}
-	}
-	return rs
-}
-
-// byOrder sorts rows by series, then time (the Kafka order within a
-// series).
-func sortRows(rows []row) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].Series != rows[j].Series {
-			return rows[i].Series < rows[j].Series
-		}
-		return rows[i].TS < rows[j].TS
-	})
+// series in time order, from base.
+func readingsFor(n, series, channels int) []readings.Reading {
+	return readingstest.Sequence(n, series, channels, base)
 }
 
 func TestConsumerEndToEnd(t *testing.T) {
@@ -190,40 +179,38 @@ func TestConsumerEndToEnd(t *testing.T) {
 		reason     string
 	}
 	for _, tc := range []struct {
-		format Format
+		format readings.Format
 		poison []poisonMsg
 	}{
-		{format: FormatJSON, poison: []poisonMsg{
-			{"p-1", `not json`, ReasonUnparsable},
-			{"p-2", `{"series":"p-2","ts":"2026-01-05T08:00:00Z","temp":"NaN","humidity":1}`, ReasonNonFinite},
-			{"p-3", `{"series":"p-3","ts":"yesterday","temp":1,"humidity":1}`, ReasonBadTimestamp},
-			{"p-4", `{"series":"p-4","ts":"2099-01-01T00:00:00Z","temp":1,"humidity":1}`, ReasonFutureTimestamp},
+		{format: readings.FormatJSON, poison: []poisonMsg{
+			{"p-1", `not json`, readings.ReasonUnparsable},
+			{"p-2", `{"series":"p-2","ts":"2026-01-05T08:00:00Z","temp":"NaN","humidity":1}`, readings.ReasonNonFinite},
+			{"p-3", `{"series":"p-3","ts":"yesterday","temp":1,"humidity":1}`, readings.ReasonBadTimestamp},
+			{"p-4", `{"series":"p-4","ts":"2099-01-01T00:00:00Z","temp":1,"humidity":1}`, readings.ReasonFutureTimestamp},
 		}},
-		{format: FormatCSV, poison: []poisonMsg{
-			{"p-1", `p-1,2026-01-05T08:00:00Z,1`, ReasonBadSchema},
-			{"p-2", `p-2,2026-01-05T08:00:00Z,1,+Inf`, ReasonNonFinite},
-			{"p-3", `,2026-01-05T08:00:00Z,1,2`, ReasonEmptySeries},
+		{format: readings.FormatCSV, poison: []poisonMsg{
+			{"p-1", `p-1,2026-01-05T08:00:00Z,1`, readings.ReasonBadSchema},
+			{"p-2", `p-2,2026-01-05T08:00:00Z,1,+Inf`, readings.ReasonNonFinite},
+			{"p-3", `,2026-01-05T08:00:00Z,1,2`, readings.ReasonEmptySeries},
 		}},
-		{format: FormatArrow, poison: []poisonMsg{
-			{"p-1", "ARROW1\x00\x00garbage", ReasonUnparsable},
+		{format: readings.FormatArrow, poison: []poisonMsg{
+			{"p-1", "ARROW1\x00\x00garbage", readings.ReasonUnparsable},
 		}},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
 			kc := newBroker(t, map[string]int{"readings": 3, "readings.dlq": 1})
-			cfg := Config{
-				Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-				Format: tc.format, ValueFields: []string{"temp", "humidity"}, BatchRows: 64,
-			}
+			cfg := Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq", BatchRows: 64}
+			in := readings.Config{Format: tc.format, ValueFields: []string{"temp", "humidity"}}
 			rs := readingsFor(600, 7, 2)
 			var msgs []kafka.Message
-			if tc.format == FormatArrow {
+			if tc.format == readings.FormatArrow {
 				// One message per series, many readings each.
-				bySeries := map[string][]Reading{}
+				bySeries := map[string][]readings.Reading{}
 				for _, r := range rs {
 					bySeries[r.Series] = append(bySeries[r.Series], r)
 				}
 				for s, rr := range bySeries {
-					v, err := AppendArrow(nil, rr, cfg, nil)
+					v, err := readings.AppendArrow(nil, rr, in, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -231,19 +218,19 @@ func TestConsumerEndToEnd(t *testing.T) {
 				}
 				// A bad Arrow message: one NaN among valid rows.
 				bad := slices.Clone(rs[:5])
-				bad[3] = Reading{Series: bad[3].Series, Time: bad[3].Time, Values: []float64{math.NaN(), 1}}
-				v, err := AppendArrow(nil, bad, cfg, nil)
+				bad[3] = readings.Reading{Series: bad[3].Series, Time: bad[3].Time, Values: []float64{math.NaN(), 1}}
+				v, err := readings.AppendArrow(nil, bad, in, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				tc.poison = append(tc.poison, poisonMsg{"p-2", string(v), ReasonNonFinite})
+				tc.poison = append(tc.poison, poisonMsg{"p-2", string(v), readings.ReasonNonFinite})
 			} else {
 				for _, r := range rs {
 					var v []byte
-					if tc.format == FormatCSV {
-						v = AppendCSV(nil, r, cfg)
+					if tc.format == readings.FormatCSV {
+						v = readings.AppendCSV(nil, r, in)
 					} else {
-						v = AppendJSON(nil, r, cfg)
+						v = readings.AppendJSON(nil, r, in)
 					}
 					msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: v})
 				}
@@ -258,11 +245,11 @@ func TestConsumerEndToEnd(t *testing.T) {
 			reg := prometheus.NewPedanticRegistry()
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			r := start(t, kc, cfg, WithRegisterer(reg), WithAllocator(mem))
+			r := startWith(t, kc, cfg, in, WithRegisterer(reg), WithAllocator(mem))
 			got, _ := r.collect(t, len(msgs))
 
 			// Rows: every reading, bit-exact, each series in Kafka (= time) order.
-			want := rowsFromReadings(rs)
+			want := readingstest.FromReadings(rs, 0)
 			for i := range got {
 				if got[i].Ingest <= 0 {
 					t.Fatalf("row %d has ingest_ts %d", i, got[i].Ingest)
@@ -285,9 +272,9 @@ func TestConsumerEndToEnd(t *testing.T) {
 					t.Errorf("series s-%d arrived out of order: %v", s, ts)
 				}
 			}
-			sortRows(got)
-			sortRows(want)
-			if !sameRows(got, want) {
+			readingstest.Sort(got)
+			readingstest.Sort(want)
+			if !readingstest.SameRows(got, want) {
 				t.Fatalf("got %d rows, want %d; they differ", len(got), len(want))
 			}
 
@@ -334,7 +321,7 @@ func TestConsumerEndToEnd(t *testing.T) {
 					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 				}
 			}
-			for _, reason := range Reasons {
+			for _, reason := range readings.Reasons {
 				if got := testutil.ToFloat64(r.c.m.decodeErrors[reason]); got != reasons[reason] {
 					t.Errorf("decode errors{reason=%q} = %v, want %v", reason, got, reasons[reason])
 				}
@@ -361,7 +348,7 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 	rs := readingsFor(12, 1, 1)
 	var msgs []kafka.Message
 	for _, r := range rs {
-		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, r, cfg)})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	produce(t, kc, "in", msgs...)
 
@@ -371,8 +358,8 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2 := first.next(t, 20*time.Second) // never committed
-	if got := rowsOf(t, b2.Record); got[0].TS != rs[5].Time.UnixMilli() {
-		t.Fatalf("second batch starts at %s, want %s", formatMs(got[0].TS), rs[5].Time)
+	if got := readingstest.Rows(t, b2.Record); got[0].TS != rs[5].Time.UnixMilli() {
+		t.Fatalf("second batch starts at %s, want %s", time.UnixMilli(got[0].TS).UTC(), rs[5].Time)
 	}
 	b1.Release()
 	b2.Release()
@@ -383,15 +370,15 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 	second := start(t, kc, cfg)
 	b := second.next(t, 20*time.Second)
 	defer b.Release()
-	got := rowsOf(t, b.Record)
-	want := rowsFromReadings(rs[5:10])
+	got := readingstest.Rows(t, b.Record)
+	want := readingstest.FromReadings(rs[5:10], 0)
 	for i := range got {
 		got[i].Ingest = 0
 	}
 	for i := range want {
 		want[i].Ingest = 0
 	}
-	if !sameRows(got, want) {
+	if !readingstest.SameRows(got, want) {
 		t.Errorf("after the restart: %v, want the uncommitted batch again: %v", got, want)
 	}
 }
@@ -401,7 +388,7 @@ func TestConsumerBatchesByRows(t *testing.T) {
 	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 10, BatchLatency: time.Hour}
 	var msgs []kafka.Message
 	for _, r := range readingsFor(25, 3, 1) {
-		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, r, cfg)})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	produce(t, kc, "in", msgs...)
 	r := start(t, kc, cfg)
@@ -425,12 +412,12 @@ func TestConsumerBatchesByLatency(t *testing.T) {
 	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 1000, BatchLatency: 20 * time.Millisecond}
 	r := start(t, kc, cfg)
 	// Wait for the group to be joined: one message through.
-	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	r.next(t, 20*time.Second).Release()
 
 	var msgs []kafka.Message
 	for _, rd := range readingsFor(3, 3, 1) {
-		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, rd, cfg)})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, rd, readings.Config{})})
 	}
 	sent := time.Now()
 	produce(t, kc, "in", msgs...)
@@ -459,7 +446,7 @@ func TestConsumerPoisonOnlyBatch(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	produce(t, kc, "in", kafka.Message{Key: []byte("c"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Key: []byte("c"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	r2 := start(t, kc, cfg)
 	b := r2.next(t, 20*time.Second)
 	defer b.Release()
@@ -478,7 +465,7 @@ func TestConsumerDropPoison(t *testing.T) {
 	produce(t, kc, "in", kafka.Message{Key: []byte("a"), Value: []byte(`{"series":"a","ts":1,"value":"NaN"}`)})
 	r := start(t, kc, cfg, WithRegisterer(reg))
 	r.collect(t, 1)
-	if got := testutil.ToFloat64(r.c.m.decodeErrors[ReasonNonFinite]); got != 1 {
+	if got := testutil.ToFloat64(r.c.m.decodeErrors[readings.ReasonNonFinite]); got != 1 {
 		t.Errorf("decode errors{non_finite} = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(r.c.m.deadLetters); got != 0 {
@@ -489,7 +476,7 @@ func TestConsumerDropPoison(t *testing.T) {
 func TestConsumerShutdown(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 2, "dlq": 1})
 	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
-	c, err := NewConsumer(cfg, kc)
+	c, err := NewConsumer(cfg, readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +484,7 @@ func TestConsumerShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	out := make(chan *Batch) // nobody reads: Run must still stop
 	go func() { done <- c.Run(ctx, out) }()
-	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	time.Sleep(200 * time.Millisecond)
 	cancel()
 	select {
@@ -527,7 +514,7 @@ func TestConsumerShutdown(t *testing.T) {
 
 func TestConsumerCloseStopsRun(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, kc)
+	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -551,7 +538,7 @@ func TestConsumerCloseStopsRun(t *testing.T) {
 
 func TestCloseHonoursDeadline(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, kc)
+	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +559,7 @@ func TestConsumerMetricsLint(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	cfg := Config{Group: "g", Topic: "in", DropPoison: true}
 	r := start(t, kc, cfg, WithRegisterer(reg))
-	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	r.collect(t, 1)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -594,7 +581,7 @@ func TestConsumerMetricsLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A restarted consumer registers with the same registry.
-	c2, err := NewConsumer(cfg, kc, WithRegisterer(reg))
+	c2, err := NewConsumer(cfg, readings.Config{}, kc, WithRegisterer(reg))
 	if err != nil {
 		t.Fatalf("second consumer on the same registry: %v", err)
 	}
@@ -620,7 +607,7 @@ func TestConsumerOverSASLAndTLS(t *testing.T) {
 	defer kc.Close()
 	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: time.Millisecond}
 	kafkatest.Produce(t, kc, "in",
-		kafka.Message{Key: []byte("a"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)},
+		kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})},
 		kafka.Message{Key: []byte("b"), Value: []byte("poison")})
 	r := start(t, kc, cfg)
 	rows, _ := r.collect(t, 2)
