@@ -28,8 +28,9 @@ type Config struct {
 	// Default: readings
 	Topic string
 	// DeadLetterTopic receives poison messages: the original key and value
-	// with headers saying why (see Consumer) (topics.dead_letter). Required
-	// (the default names one) unless DropPoison is set.
+	// with headers saying why, partitioned by key as the forecasts are (see
+	// Consumer) (topics.dead_letter). Required (the default names one)
+	// unless DropPoison is set.
 	//
 	// Default: readings.dlq
 	DeadLetterTopic string

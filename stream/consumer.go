@@ -48,6 +48,19 @@ var ErrClosed = errors.New("stream: consumer closed")
 // same rebuilt windows, so the copies are identical. Poison is written to
 // the dead-letter topic before the batch covering it is sent, so after a
 // restart it may be dead-lettered twice, never lost.
+//
+// Dead letters keep their original key and are partitioned as every
+// other FreqLens writer partitions (kafkaconn.Client.NewWriter: kafka-go's
+// Hash balancer, FNV-1a of the key), the sink's forecasts and the readings
+// replay and the demo write included: a series' dead letters stay in one
+// partition of the dead-letter topic, in order, and with as many
+// partitions as the input they land in the partition number of its
+// readings, as its forecasts do, when the input was written with the same
+// partitioner. Whoever re-drives the topic chooses where a message goes
+// back to: a producer keyed by series puts it where its own partitioner
+// says; to put it back beside its series whatever partitioner wrote the
+// input (the Java client's murmur2, for one), write it to the partition
+// in its freqlens-source-partition header.
 type Consumer struct {
 	cfg       Config
 	kc        *kafkaconn.Client
@@ -151,8 +164,9 @@ func NewConsumer(cfg Config, in readings.Config, kc *kafkaconn.Client, opts ...O
 		closing:   make(chan struct{}),
 	}
 	if cfg.DeadLetterTopic != "" {
+		// kafkaconn's writer partitions by kafka-go's Hash balancer, as the
+		// sink does (see Consumer): no Balancer of its own.
 		c.dlq = kc.NewWriter(cfg.DeadLetterTopic)
-		c.dlq.Balancer = &kafka.Murmur2Balancer{}
 		c.dlq.BatchTimeout = dlqBatchTimeout
 	}
 	if c.m, err = newMetrics(o.reg, cfg.Topic, c); err != nil {

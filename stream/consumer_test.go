@@ -339,6 +339,32 @@ func TestConsumerEndToEnd(t *testing.T) {
 	}
 }
 
+// TestDeadLettersPartitionLikeTheInput: dead letters keep their key and
+// are partitioned as every FreqLens writer partitions (kafkaconn's writer,
+// the sink's too), so with as many partitions as the input each lands in
+// the partition number its message had.
+func TestDeadLettersPartitionLikeTheInput(t *testing.T) {
+	kc := newBroker(t, map[string]int{"in": 3, "dlq": 3})
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
+	var msgs []kafka.Message
+	for i := range 40 {
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint("sensor-", i)), Value: []byte("poison")})
+	}
+	produce(t, kc, "in", msgs...)
+	r := start(t, kc, cfg)
+	r.collect(t, len(msgs))
+	used := map[int]bool{}
+	for _, d := range dlqMessages(t, kc, "dlq", len(msgs)) {
+		used[d.Partition] = true
+		if src := header(d, HeaderSourcePartition); src != strconv.Itoa(d.Partition) {
+			t.Errorf("dead letter of %q in partition %d; its message was in partition %s", d.Key, d.Partition, src)
+		}
+	}
+	if len(used) < 2 {
+		t.Errorf("40 keys used the partitions %v of 3; the test needs several", used)
+	}
+}
+
 // TestConsumerResumesAfterCommit: a restarted consumer in the same group
 // resumes after the committed offsets, and gets the uncommitted batch again
 // (at-least-once).

@@ -64,7 +64,12 @@
 // key, value and headers, plus freqlens-dlq-reason, freqlens-dlq-error,
 // freqlens-source-topic, freqlens-source-partition and
 // freqlens-source-offset) before the batch covering it is sent, so its
-// offset is committed like any other. When the pipeline cannot put a batch
+// offset is committed like any other. Dead letters are partitioned by key
+// with the partitioner of every FreqLens writer, the sink's included
+// (kafka-go's Hash, FNV-1a), so a series' dead letters keep their order in
+// one partition; a re-drive that must restore a reading beside its series
+// whatever partitioner wrote the input writes it to the partition in
+// freqlens-source-partition (see Consumer). When the pipeline cannot put a batch
 // into windows it calls Batch.DeadLetter, which reads the batch's messages
 // back by offset and dead-letters them with the reason it gives
 // (pipeline.ReasonWindow) before the batch is committed; readings it
