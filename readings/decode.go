@@ -23,10 +23,10 @@ import (
 //
 // SetOldest and Newest let the caller bound event time by what came before
 // on the same partition, which a decoder cannot know (it sees messages, not
-// partitions): the consumer sets the oldest time allowed, the newest time
-// its partition has seen less Config.MaxPast, before each Decode, and
-// reads the newest time of the message after a Decode that succeeded.
-// Both are plain field accesses and allocate nothing.
+// partitions): the consumer (package stream) sets the oldest time allowed,
+// the newest time its partition has seen less Config.MaxPast, before each
+// Decode, and reads the newest time of the message after a Decode that
+// succeeded. Both are plain field accesses and allocate nothing.
 //
 // A Decoder keeps scratch space between calls; it is not safe for
 // concurrent use. It does not retain key or value.
