@@ -283,13 +283,9 @@ func (s *Models) Follow(ctx context.Context, after int64, serve func(*model.Mode
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, p := range parts {
-		rc := s.kc.ReaderConfig("", s.topic)
-		rc.Partition = p.Partition
-		rc.MinBytes, rc.MaxBytes, rc.MaxWait = 1, 4*ModelChunkBytes, followWait
-		r := kafka.NewReader(rc)
-		if err := r.SetOffset(kafka.FirstOffset); err != nil {
-			r.Close()
-			return fmt.Errorf("broadcast: follow models topic %s partition %d: %w", s.topic, p.Partition, err)
+		r, err := s.kc.NewPartitionReader(s.topic, p.Partition, kafka.FirstOffset, kafkaconn.Fetch{MinBytes: 1, MaxBytes: 4 * ModelChunkBytes, MaxWait: followWait})
+		if err != nil {
+			return fmt.Errorf("broadcast: follow models topic: %w", err)
 		}
 		wg.Add(1)
 		go func() {

@@ -6,7 +6,7 @@ import "github.com/freqlens/freqlens/service"
 // whole of the file's format: the defaults are the packages' own
 // (service.DefaultConfig), and so are the checks (service.Config.Validate).
 func keys(c *service.Config) map[string]any {
-	k, st, w, p, sk, o := &c.Kafka, &c.Stream, &c.Window, &c.Pipeline, &c.Sink, &c.Online
+	k, st, in, w, p, sk, o := &c.Kafka, &c.Stream, &c.Readings, &c.Window, &c.Pipeline, &c.Sink, &c.Online
 	return map[string]any{
 		"kafka.brokers":            &k.Brokers,
 		"kafka.group":              &st.Group,
@@ -31,16 +31,16 @@ func keys(c *service.Config) map[string]any {
 		"topics.drift":        &c.DriftTopic,
 		"topics.models":       &c.ModelsTopic,
 
-		"input.format":              &st.Format,
-		"input.series_field":        &st.SeriesField,
-		"input.time_field":          &st.TimeField,
-		"input.value_fields":        &st.ValueFields,
-		"input.csv_columns":         &st.CSVColumns,
+		"input.format":              &in.Format,
+		"input.series_field":        &in.SeriesField,
+		"input.time_field":          &in.TimeField,
+		"input.value_fields":        &in.ValueFields,
+		"input.csv_columns":         &in.CSVColumns,
 		"input.cadence":             &p.Cadence,
-		"input.max_future":          &st.MaxFuture,
-		"input.max_past":            &st.MaxPast,
-		"input.max_series_id_bytes": &st.MaxSeriesBytes,
-		"input.value_range":         &st.ValueRange,
+		"input.max_future":          &in.MaxFuture,
+		"input.max_past":            &in.MaxPast,
+		"input.max_series_id_bytes": &in.MaxSeriesBytes,
+		"input.value_range":         &in.ValueRange,
 		"input.batch_rows":          &st.BatchRows,
 		"input.batch_latency":       &st.BatchLatency,
 		"input.fetch_max_wait":      &st.MaxWait,

@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/wire"
 )
@@ -251,10 +252,10 @@ func TestBadInput(t *testing.T) {
 		msg    kafka.Message
 		reason string
 	}{
-		{reading("sensor-000", t0, `"NaN"`), stream.ReasonNonFinite},
-		{reading("huge", t0, `1.7e308`), stream.ReasonOutOfRange},
-		{reading(long, t0, `1`), stream.ReasonSeriesTooLong},
-		{kafka.Message{Key: []byte("garbage"), Value: []byte("{not json")}, stream.ReasonUnparsable},
+		{reading("sensor-000", t0, `"NaN"`), readings.ReasonNonFinite},
+		{reading("huge", t0, `1.7e308`), readings.ReasonOutOfRange},
+		{reading(long, t0, `1`), readings.ReasonSeriesTooLong},
+		{kafka.Message{Key: []byte("garbage"), Value: []byte("{not json")}, readings.ReasonUnparsable},
 	}
 	f.produce(0, lookback+10, pace, func(k int) {
 		if k == 2 {
@@ -273,10 +274,10 @@ func TestBadInput(t *testing.T) {
 	bad = append(bad, struct {
 		msg    kafka.Message
 		reason string
-	}{spike, stream.ReasonOutOfRange}, struct {
+	}{spike, readings.ReasonOutOfRange}, struct {
 		msg    kafka.Message
 		reason string
-	}{old, stream.ReasonTooOld})
+	}{old, readings.ReasonTooOld})
 	f.produce(lookback+10, lookback+20, pace, nil)
 	c.waitCommitted(90*time.Second, r)
 	dlq := kafkatest.ReadN(t, c.kc, "readings.dlq", len(bad), 30*time.Second)

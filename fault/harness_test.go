@@ -25,7 +25,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
-	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/wire"
 )
 
@@ -431,8 +431,8 @@ func (f *feed) produce(from, to int, every time.Duration, at func(step int)) {
 		}
 		msgs := make([]kafka.Message, len(f.series))
 		for i, s := range f.series {
-			r := stream.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{value(i, k)}}
-			msgs[i] = kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, r, stream.Config{})}
+			r := readings.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{value(i, k)}}
+			msgs[i] = kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, r, readings.Config{})}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		err := w.WriteMessages(ctx, msgs...)

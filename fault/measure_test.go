@@ -14,7 +14,7 @@ import (
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
-	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/readings"
 )
 
 // The measurements of docs/reliability.md: runs of minutes,
@@ -61,8 +61,8 @@ func produceSteps(t *testing.T, c *cluster, n, from, to int) {
 		msgs = msgs[:0]
 		for i := range n {
 			s := fmt.Sprintf("sensor-%06d", i)
-			r := stream.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{value(i, k)}}
-			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, r, stream.Config{})})
+			r := readings.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{value(i, k)}}
+			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, r, readings.Config{})})
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		if err := w.WriteMessages(ctx, msgs...); err != nil {

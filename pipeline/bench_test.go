@@ -15,10 +15,12 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
@@ -36,18 +38,18 @@ const benchSeries = 1000
 
 // benchWorld is a broker, a producer of readings and a model.
 type benchWorld struct {
-	b      *stream.Broker
+	b      *embedded.Broker
 	kc     *kafkaconn.Client
 	w      *kafka.Writer
 	m      *model.Model
 	t0     time.Time
 	series []string
-	cfg    stream.Config
+	cfg    readings.Config
 }
 
 func newBenchWorld(b *testing.B) *benchWorld {
 	b.Helper()
-	br, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 6, "forecasts": 6, "attributions": 6, "readings.dlq": 1, "copy": 6, "copy.attributions": 6})
+	br, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 6, "forecasts": 6, "attributions": 6, "readings.dlq": 1, "copy": 6, "copy.attributions": 6})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func newBenchWorld(b *testing.B) *benchWorld {
 	w := kc.NewWriter("readings")
 	w.BatchTimeout, w.BatchSize = time.Millisecond, 5000
 	b.Cleanup(func() { w.Close() })
-	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: stream.Config{ValueFields: []string{"value"}}}
+	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: readings.Config{ValueFields: []string{"value"}}}
 	for i := range benchSeries {
 		bw.series = append(bw.series, fmt.Sprintf("sensor-%04d", i))
 	}
@@ -74,7 +76,7 @@ func (bw *benchWorld) step(ctx context.Context, step int) error {
 	ts := bw.t0.Add(time.Duration(step) * time.Hour)
 	for i, s := range bw.series {
 		v := 200 + 50*math.Sin(2*math.Pi*float64(step)/24+float64(i)) + float64(i%7)
-		msgs[i] = kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, stream.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)}
+		msgs[i] = kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, readings.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)}
 	}
 	return bw.w.WriteMessages(ctx, msgs...)
 }
@@ -84,7 +86,7 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 	b.Helper()
 	reg := prometheus.NewRegistry()
 	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		MaxFuture: 1e5 * time.Hour, BatchLatency: 2 * time.Millisecond}, bw.kc, stream.WithRegisterer(reg))
+		BatchLatency: 2 * time.Millisecond}, readings.Config{MaxFuture: 1e5 * time.Hour}, bw.kc, stream.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -149,9 +151,7 @@ func waitUntil(b *testing.B, cond func() bool) {
 // volume without windows or a model). It returns readings/s over n readings.
 func (bw *benchWorld) passThrough(b *testing.B, group string, n int, outputs [][]byte) float64 {
 	b.Helper()
-	rc := bw.kc.ReaderConfig(group, "readings")
-	rc.StartOffset, rc.MaxWait, rc.MinBytes, rc.MaxBytes = kafka.FirstOffset, 50*time.Millisecond, 1, 10<<20
-	r := kafka.NewReader(rc)
+	r := bw.kc.NewGroupReader(group, "readings", kafka.FirstOffset, kafkaconn.Fetch{MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
 	defer r.Close()
 	topics := []string{"copy", "copy.attributions"}
 	writers := make([]*kafka.Writer, max(1, len(outputs)))
@@ -442,7 +442,7 @@ func latencyRun(b *testing.B, every time.Duration, chunk int, finetune, interval
 		for i := lo; i < lo+chunk; i++ {
 			s := bw.series[i]
 			v := 200 + 50*math.Sin(2*math.Pi*float64(step)/24+float64(i))
-			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, stream.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)})
+			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, readings.Reading{Series: s, Time: ts, Values: []float64{v}}, bw.cfg)})
 		}
 		mu.Lock()
 		now := time.Now()

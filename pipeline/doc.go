@@ -25,13 +25,13 @@
 // (RebuildSpan says how far back the consumer must read).
 //
 // A batch whose readings cannot be put into windows (a bug upstream: the
-// stream guarantees the schema) is never committed unread: the write stage
-// dead-letters its messages (stream.Batch.DeadLetter, reason window_error)
-// and counts it before committing. So are, message by message
+// decoders guarantee the schema) is never committed unread: the write stage
+// dead-letters its messages (stream.Batch.DeadLetter, ReasonWindow) and
+// counts it before committing. So are, message by message
 // (stream.Batch.DeadLetterRows), the readings the windows refuse as out of
-// range (window.max_jump) and the readings that completed a window whose
-// forecast or attribution had a non-finite value: such a forecast is never
-// written.
+// range (window.max_jump, readings.ReasonOutOfRange) and the readings that
+// completed a window whose forecast or attribution had a non-finite value
+// (ReasonNonFiniteOutput): such a forecast is never written.
 //
 // # Limits
 //

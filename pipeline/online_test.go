@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/freqlens/freqlens/broadcast"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
@@ -28,7 +29,7 @@ import (
 // checkpointed, and the forecasts that follow on the forecasts topic carry
 // the new model_version.
 func TestOnlineLearningEndToEnd(t *testing.T) {
-	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "readings.dlq": 1, "models": 1})
+	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "readings.dlq": 1, "models": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestIntervalsEndToEnd(t *testing.T) {
 	} {
 		format, fields := tc.format, tc.fields
 		t.Run(fmt.Sprintf("%s %d fields", format, len(fields)), func(t *testing.T) {
-			b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 2, "forecasts": 2, "readings.dlq": 1})
+			b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 2, "forecasts": 2, "readings.dlq": 1})
 			if err != nil {
 				t.Fatal(err)
 			}

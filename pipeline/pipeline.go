@@ -18,6 +18,7 @@ import (
 	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
@@ -390,7 +391,7 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 		// they go to the dead-letter topic first.
 		var n int
 		err := retry(ctx, p.log, "dead-letter a batch", func() (err error) {
-			n, err = ob.in.DeadLetter(ctx, stream.ReasonWindow, ob.err)
+			n, err = ob.in.DeadLetter(ctx, ReasonWindow, ob.err)
 			return err
 		})
 		if err != nil {
@@ -404,8 +405,8 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 		reason string
 		cause  error
 	}{
-		{ob.outRange, stream.ReasonOutOfRange, errOutOfRange},
-		{ob.nonFinite, stream.ReasonNonFiniteOutput, errNonFinite},
+		{ob.outRange, readings.ReasonOutOfRange, errOutOfRange},
+		{ob.nonFinite, ReasonNonFiniteOutput, errNonFinite},
 	} {
 		if len(r.rows) == 0 {
 			continue
@@ -436,6 +437,25 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 	p.met.lastCommit.Set(float64(now.UnixNano()) / 1e9)
 	return nil
 }
+
+// Reasons of the readings the pipeline dead-letters after decoding, written
+// in the freqlens-dlq-reason header (stream.HeaderReason) beside the
+// decoders' readings.Reasons. They belong here, not with the input format:
+// the message was well formed and plausible, and it is what the windows or
+// the model made of it that is refused, so no decoder returns them and
+// freqlens_stream_decode_errors_total does not count them
+// (freqlens_pipeline_dead_lettered_readings_total does). The readings the
+// windows refuse as implausible for their series (window.max_jump) are
+// dead-lettered as readings.ReasonOutOfRange, the decoders' judgement made
+// with the series' recent range.
+const (
+	// ReasonWindow: the batch could not be put into windows (a bug
+	// upstream: the decoders guarantee the schema).
+	ReasonWindow = "window_error"
+	// ReasonNonFiniteOutput: the forecast or attribution of the window this
+	// reading completed had a non-finite value, so it was not written.
+	ReasonNonFiniteOutput = "non_finite_output"
+)
 
 var (
 	errOutOfRange = errors.New("the value lies far outside the range of its series' window (window.max_jump)")

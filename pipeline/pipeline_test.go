@@ -19,9 +19,11 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
@@ -69,7 +71,7 @@ func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 // returns a client of it.
 func startBroker(t *testing.T) *kafkaconn.Client {
 	t.Helper()
-	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "attributions": 3, "readings.dlq": 1})
+	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "attributions": 3, "readings.dlq": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +84,8 @@ func startBroker(t *testing.T) *kafkaconn.Client {
 func newConsumer(t *testing.T, kc *kafkaconn.Client, reg prometheus.Registerer, fields ...string) *stream.Consumer {
 	t.Helper()
 	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		ValueFields: fields, BatchLatency: 5 * time.Millisecond, MaxFuture: 1e5 * time.Hour,
-		RebuildSpan: pipeline.RebuildSpan(lookback, window.Config{MaxGap: 3}, time.Hour)}, kc, stream.WithRegisterer(reg))
+		BatchLatency: 5 * time.Millisecond, RebuildSpan: pipeline.RebuildSpan(lookback, window.Config{MaxGap: 3}, time.Hour)},
+		readings.Config{ValueFields: fields, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func (s *service) stop(t *testing.T) {
 // hour, values a sine per series (and per field).
 func produce(t *testing.T, kc *kafkaconn.Client, series []string, fields []string, from, to int) {
 	t.Helper()
-	cfg := stream.Config{ValueFields: fields}
+	cfg := readings.Config{ValueFields: fields}
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
 	for step := from; step < to; step++ {
@@ -143,8 +145,8 @@ func produce(t *testing.T, kc *kafkaconn.Client, series []string, fields []strin
 			for c := range vals {
 				vals[c] = 100*float64(c+1) + 10*math.Sin(2*math.Pi*float64(step)/24+float64(i))
 			}
-			r := stream.Reading{Series: s, Time: t0.Add(time.Duration(step) * time.Hour), Values: vals}
-			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: stream.AppendJSON(nil, r, cfg)})
+			r := readings.Reading{Series: s, Time: t0.Add(time.Duration(step) * time.Hour), Values: vals}
+			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, r, cfg)})
 		}
 	}
 	kafkatest.Produce(t, kc, "readings", msgs...)
@@ -572,7 +574,7 @@ func (s *corruptingSource) Run(ctx context.Context, out chan<- *stream.Batch) er
 			return err
 		case b := <-mid:
 			if s.corrupted != nil && b.Record.NumRows() > 0 {
-				rb := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(stream.Schema().Fields()[:3], nil))
+				rb := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(readings.Schema().Fields()[:3], nil))
 				for i := range 3 {
 					rb.Field(i).AppendNulls(int(b.Record.NumRows()))
 				}
@@ -615,8 +617,8 @@ func TestWindowErrorIsDeadLettered(t *testing.T) {
 		t.Errorf("%d messages on the dead-letter topic, want the corrupted batch's %d", len(dlq), n)
 	}
 	for _, m := range dlq {
-		if got := header(m, "freqlens-dlq-reason"); got != stream.ReasonWindow {
-			t.Errorf("dead letter at offset %s has reason %q, want %q", header(m, "freqlens-source-offset"), got, stream.ReasonWindow)
+		if got := header(m, "freqlens-dlq-reason"); got != pipeline.ReasonWindow {
+			t.Errorf("dead letter at offset %s has reason %q, want %q", header(m, "freqlens-source-offset"), got, pipeline.ReasonWindow)
 		}
 	}
 	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })

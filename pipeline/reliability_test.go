@@ -15,6 +15,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
@@ -39,10 +40,11 @@ func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline
 	if pc.Fields == nil {
 		pc.Fields = []string{"value"}
 	}
-	sc.Group, sc.Topic, sc.DeadLetterTopic, sc.ValueFields = "freqlens", "readings", "readings.dlq", pc.Fields
-	sc.BatchLatency, sc.MaxFuture = 5*time.Millisecond, 1e5*time.Hour
+	sc.Group, sc.Topic, sc.DeadLetterTopic = "freqlens", "readings", "readings.dlq"
+	sc.BatchLatency = 5 * time.Millisecond
 	sc.RebuildSpan = pipeline.RebuildSpan(lookback, win, time.Hour)
-	src, err := stream.NewConsumer(sc, kc, stream.WithRegisterer(reg))
+	in := readings.Config{ValueFields: pc.Fields, MaxFuture: 1e5 * time.Hour}
+	src, err := stream.NewConsumer(sc, in, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +93,12 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.Config{}, stream.Config{}, sink.Config{})
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-		bad := stream.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{1e300}}
-		kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: stream.AppendJSON(nil, bad, stream.Config{})})
+		bad := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{1e300}}
+		kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, bad, readings.Config{})})
 		produce(t, kc, []string{"a"}, []string{"value"}, lookback+1, lookback+3)
 		dlq := readTopic(t, kc, "readings.dlq", 1, 30*time.Second)
-		if got := header(dlq[0], stream.HeaderReason); got != stream.ReasonOutOfRange || !bytes.Contains(dlq[0].Value, []byte("1e+300")) {
-			t.Errorf("dead letter %s with reason %q, want the 1e300 reading as %q", dlq[0].Value, got, stream.ReasonOutOfRange)
+		if got := header(dlq[0], stream.HeaderReason); got != readings.ReasonOutOfRange || !bytes.Contains(dlq[0].Value, []byte("1e+300")) {
+			t.Errorf("dead letter %s with reason %q, want the 1e300 reading as %q", dlq[0].Value, got, readings.ReasonOutOfRange)
 		}
 		waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
 		for _, m := range kafkatest.ReadAll(t, kc, "forecasts") {
@@ -123,8 +125,8 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		produce(t, kc, []string{"a", "b"}, []string{"value"}, 0, lookback+2) // 3 windows each
 		dlq := readTopic(t, kc, "readings.dlq", 6, 30*time.Second)
 		for _, d := range dlq {
-			if got := header(d, stream.HeaderReason); got != stream.ReasonNonFiniteOutput {
-				t.Errorf("dead letter reason %q, want %q", got, stream.ReasonNonFiniteOutput)
+			if got := header(d, stream.HeaderReason); got != pipeline.ReasonNonFiniteOutput {
+				t.Errorf("dead letter reason %q, want %q", got, pipeline.ReasonNonFiniteOutput)
 			}
 		}
 		waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })

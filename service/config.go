@@ -8,6 +8,7 @@ import (
 	"github.com/freqlens/freqlens/liveview"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/window"
@@ -22,15 +23,23 @@ type Config struct {
 	// Kafka is how every client connects: kafka.brokers, kafka.client_id,
 	// kafka.dial_timeout, kafka.tls, kafka.tls_ca_file, kafka.sasl.*.
 	Kafka kafkaconn.Config
-	// Stream is the consumer: kafka.group, topics.input,
-	// topics.dead_letter and input.* except input.cadence.
+	// Stream is the consumer: kafka.group, kafka.session_timeout,
+	// kafka.heartbeat_interval, kafka.rebalance_timeout,
+	// kafka.join_group_backoff, topics.input, topics.dead_letter,
+	// input.batch_rows, input.batch_latency, input.fetch_*,
+	// input.start_offset, input.drop_poison and service.max_inflight_bytes.
 	Stream stream.Config
+	// Readings is the input format and its plausibility checks:
+	// input.format, input.series_field, input.time_field,
+	// input.value_fields, input.csv_columns, input.max_future,
+	// input.max_past, input.max_series_id_bytes and input.value_range.
+	Readings readings.Config
 	// Window is the per-series windows: window.*. Its Lookback, Fields and
-	// Cadence come from the model, Stream.ValueFields and Pipeline.Cadence.
+	// Cadence come from the model, Readings.ValueFields and Pipeline.Cadence.
 	Window window.Config
-	// Pipeline is the stages: input.cadence and service.*. Its Fields are
-	// Stream.ValueFields, and SkipAttributions and ModelVersion are set by
-	// New.
+	// Pipeline is the stages: input.cadence and service.* (but
+	// service.max_inflight_bytes). Its Fields are Readings.ValueFields, and
+	// SkipAttributions and ModelVersion are set by New.
 	Pipeline pipeline.Config
 	// Sink is the producer: topics.forecasts, topics.attributions and
 	// output.*.
@@ -83,6 +92,7 @@ func DefaultConfig() Config {
 	return Config{
 		Kafka:         kafkaconn.DefaultConfig(),
 		Stream:        stream.DefaultConfig(),
+		Readings:      readings.DefaultConfig(),
 		Window:        window.DefaultConfig(),
 		Pipeline:      pipeline.DefaultConfig(),
 		Sink:          sink.DefaultConfig(),
@@ -109,13 +119,13 @@ func (c Config) validate(needModelPath bool) error {
 	} else if len(kafka.Brokers) == 0 {
 		return fmt.Errorf("kafka.brokers is empty; list your brokers (or set FREQLENS_KAFKA_BROKERS), or pass --embedded-broker 127.0.0.1:9092")
 	}
-	fields := c.Stream.ValueFields
+	fields := c.Readings.ValueFields
 	pc := c.Pipeline
 	pc.Fields = fields
 	wc := c.Window
 	wc.Lookback, wc.Fields, wc.Cadence = 1, fields, c.Pipeline.Cadence // the model's lookback is checked by New
 	for _, check := range []func() error{
-		kafka.Validate, c.Stream.Validate, pc.Validate, wc.Validate, c.Sink.Validate, c.Online.Validate, c.LiveView.Validate,
+		kafka.Validate, c.Stream.Validate, c.Readings.Validate, pc.Validate, wc.Validate, c.Sink.Validate, c.Online.Validate, c.LiveView.Validate,
 	} {
 		if err := check(); err != nil {
 			return err

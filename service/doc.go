@@ -13,12 +13,13 @@
 //	                                   ├─► liveview.View (with a metrics listener) ───────────┤
 //	                                   └─► /metrics, /online, /healthz, /readyz, / (live view)   pipeline.Pipeline ◄┘
 //
-// service imports every package of the service (kafkaconn, stream, window,
-// model, pipeline, sink, wire, online, broadcast, liveview); nothing but cmd and the
-// tests imports it. Config holds each package's own Config, so the
-// defaults are the packages' (DefaultConfig) and so are the checks
-// (Validate); Config.Validate adds the checks across packages (distinct
-// topics, field names the output format can carry, a model).
+// service imports every package of the service (kafkaconn and its embedded
+// broker, stream, readings, window, model, pipeline, sink, wire, online,
+// broadcast, liveview); nothing but cmd and the tests imports it. Config
+// holds each package's own Config, so the defaults are the packages'
+// (DefaultConfig) and so are the checks (Validate); Config.Validate adds
+// the checks across packages (distinct topics, field names the output
+// format can carry, a model).
 //
 // # Lifecycle
 //

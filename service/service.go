@@ -15,6 +15,7 @@ import (
 
 	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/liveview"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
@@ -35,7 +36,7 @@ type Service struct {
 	cfg      Config
 	log      *slog.Logger
 	reg      *prometheus.Registry
-	broker   *stream.Broker // nil without an embedded broker
+	broker   *embedded.Broker // nil without an embedded broker
 	kc       *kafkaconn.Client
 	learner  *online.Learner
 	p        *pipeline.Pipeline
@@ -158,7 +159,7 @@ func (s *Service) startBroker() error {
 	for _, t := range s.cfg.Topics() {
 		topics[t] = embeddedPartitions
 	}
-	b, err := stream.StartBroker(s.cfg.EmbeddedBroker, topics)
+	b, err := embedded.Start(s.cfg.EmbeddedBroker, topics)
 	if err != nil {
 		return fmt.Errorf("embedded broker on %s: %w", s.cfg.EmbeddedBroker, err)
 	}
@@ -247,12 +248,12 @@ func (s *Service) newLearner(ctx context.Context) error {
 // and, unless input.value_range is set, refuses values outside the range
 // plausibleRange derives from m.
 func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.Forecast)) error {
-	sc := s.cfg.Stream
+	sc, in := s.cfg.Stream, s.cfg.Readings
 	sc.RebuildSpan = pipeline.RebuildSpan(m.Lookback(), s.cfg.Window, s.cfg.Pipeline.Cadence)
-	if len(sc.ValueRange) == 0 {
-		sc.ValueRange = plausibleRange(m)
+	if len(in.ValueRange) == 0 {
+		in.ValueRange = plausibleRange(m)
 	}
-	src, err := stream.NewConsumer(sc, s.kc, stream.WithRegisterer(s.reg), stream.WithLogger(s.log))
+	src, err := stream.NewConsumer(sc, in, s.kc, stream.WithRegisterer(s.reg), stream.WithLogger(s.log))
 	if err != nil {
 		return err
 	}
@@ -262,7 +263,7 @@ func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.
 		return err
 	}
 	pc := s.cfg.Pipeline
-	pc.Fields = s.cfg.Stream.ValueFields
+	pc.Fields = s.cfg.Readings.ValueFields
 	pc.SkipAttributions = s.cfg.Sink.AttributionTopic == "" || s.cfg.Sink.Attributions == wire.AttributionsOff
 	pc.ModelVersion = max(version, 1)
 	opts := []pipeline.Option{pipeline.WithRegisterer(s.reg), pipeline.WithLogger(s.log), pipeline.WithOnline(s.learner)}

@@ -14,8 +14,8 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/service"
-	"github.com/freqlens/freqlens/stream"
 )
 
 // testModel returns a small untrained hourly model.
@@ -35,7 +35,7 @@ func testConfig() service.Config {
 	cfg.EmbeddedBroker = "127.0.0.1:0"
 	cfg.MetricsListen = "127.0.0.1:0"
 	cfg.Pipeline.Cadence = time.Hour
-	cfg.Stream.MaxFuture = 1e5 * time.Hour
+	cfg.Readings.MaxFuture = 1e5 * time.Hour
 	cfg.Stream.BatchLatency = 5 * time.Millisecond
 	return cfg
 }
@@ -56,8 +56,8 @@ func TestRun(t *testing.T) {
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
 	for step := range 26 {
-		r := stream.Reading{Series: "s", Time: t0.Add(time.Duration(step) * time.Hour), Values: []float64{float64(step % 24)}}
-		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: stream.AppendJSON(nil, r, stream.Config{})})
+		r := readings.Reading{Series: "s", Time: t0.Add(time.Duration(step) * time.Hour), Values: []float64{float64(step % 24)}}
+		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	kafkatest.Produce(t, kc, "readings", msgs...)
 	if n := len(kafkatest.ReadN(t, kc, "forecasts", 3, 60*time.Second)); n != 3 {

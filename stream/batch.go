@@ -13,13 +13,15 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/readings"
 )
 
 // Dead-letter headers: a poison message is written to the dead-letter topic
 // with its original key, value, timestamp and headers, plus these.
 const (
-	HeaderReason          = "freqlens-dlq-reason"       // one of Reasons, ReasonWindow or ReasonNonFiniteOutput
-	HeaderError           = "freqlens-dlq-error"        // the DecodeError, for people (at most 1 KiB)
+	HeaderReason          = "freqlens-dlq-reason"       // one of readings.Reasons, or the reason given to DeadLetter or DeadLetterRows
+	HeaderError           = "freqlens-dlq-error"        // the readings.DecodeError, for people (at most 1 KiB)
 	HeaderSourceTopic     = "freqlens-source-topic"     // the input topic
 	HeaderSourcePartition = "freqlens-source-partition" // decimal
 	HeaderSourceOffset    = "freqlens-source-offset"    // decimal
@@ -42,8 +44,9 @@ const (
 // the partitions whose windows must be dropped first, and the rebuild is
 // complete when its last rebuild batch is committed (Consumer.Status).
 type Batch struct {
-	// Record holds the readings (schema: Schema(cfg.ValueFields...)); it
-	// may have no rows. The batch owns it: call Release when done.
+	// Record holds the readings (schema: readings.Schema of the value
+	// fields given to NewConsumer); it may have no rows. The batch owns it:
+	// call Release when done.
 	Record arrow.Record
 	// Messages is the number of Kafka messages the batch covers,
 	// dead-lettered ones included.
@@ -95,9 +98,10 @@ func (b *Batch) Commit(ctx context.Context) error {
 
 // DeadLetter writes every message of the batch that was not already
 // dead-lettered as poison to the dead-letter topic with reason (for example
-// ReasonWindow) and cause in its headers, and returns how many it wrote.
-// The pipeline calls it when a batch it cannot process would otherwise be
-// committed unprocessed; commit the batch once it returns nil. The messages
+// pipeline.ReasonWindow) and cause in its headers, and returns how many it
+// wrote. The pipeline calls it when a batch it cannot process would
+// otherwise be committed unprocessed; commit the batch once it returns nil.
+// The messages
 // are read back from the input topic by their offsets, so a batch holds no
 // copy of them. With Config.DropPoison nothing is written: the messages are
 // counted and logged as dropped.
@@ -107,7 +111,7 @@ func (b *Batch) DeadLetter(ctx context.Context, reason string, cause error) (int
 	for i, last := range b.commits {
 		err := c.kc.ReadPartition(ctx, last.Topic, last.Partition, b.firsts[i], last.Offset+1, c.cfg.MaxBytes, func(m kafka.Message) error {
 			if !b.isPoison(m) {
-				dead = append(dead, deadLetter(m, &DecodeError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Reason: reason, Err: cause}))
+				dead = append(dead, deadLetter(m, &readings.DecodeError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Reason: reason, Err: cause}))
 			}
 			return nil
 		})
@@ -122,9 +126,9 @@ func (b *Batch) DeadLetter(ctx context.Context, reason string, cause error) (int
 // DeadLetterRows writes the messages that hold the given rows of the Record
 // to the dead-letter topic with reason and cause, each message once, and
 // returns how many it wrote. The pipeline calls it for readings it refuses
-// after decoding (ReasonOutOfRange, ReasonNonFiniteOutput) before it
-// commits the batch. Like DeadLetter it reads the messages back by offset;
-// an Arrow message is dead-lettered whole for any of its rows.
+// after decoding (readings.ReasonOutOfRange, pipeline.ReasonNonFiniteOutput)
+// before it commits the batch. Like DeadLetter it reads the messages back by
+// offset; an Arrow message is dead-lettered whole for any of its rows.
 func (b *Batch) DeadLetterRows(ctx context.Context, rows []int, reason string, cause error) (int, error) {
 	byPart := map[int][]int64{}
 	for _, r := range rows {
@@ -139,7 +143,7 @@ func (b *Batch) DeadLetterRows(ctx context.Context, rows []int, reason string, c
 		offs = slices.Compact(offs)
 		err := c.kc.ReadPartition(ctx, c.cfg.Topic, p, offs[0], offs[len(offs)-1]+1, c.cfg.MaxBytes, func(m kafka.Message) error {
 			if _, ok := slices.BinarySearch(offs, m.Offset); ok {
-				dead = append(dead, deadLetter(m, &DecodeError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Reason: reason, Err: cause}))
+				dead = append(dead, deadLetter(m, &readings.DecodeError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Reason: reason, Err: cause}))
 			}
 			return nil
 		})
@@ -176,7 +180,7 @@ func (b *Batch) Release() {
 }
 
 // deadLetter returns the dead-letter message of poison m.
-func deadLetter(m kafka.Message, de *DecodeError) kafka.Message {
+func deadLetter(m kafka.Message, de *readings.DecodeError) kafka.Message {
 	msg := de.Error()
 	if len(msg) > maxErrorHeader {
 		msg = msg[:maxErrorHeader]
@@ -234,19 +238,19 @@ func (b *batcher) add(m kafka.Message, st *partition) {
 	if !b.rebuild {
 		c.m.messages.Inc()
 	}
-	before := b.rb.Field(SeriesColumn).Len()
-	f := c.bounds
-	f.oldestMs = minOldest
-	if st.newest > minOldest+c.maxPastMs {
-		f.oldestMs = st.newest - c.maxPastMs
+	before := b.rb.Field(readings.SeriesColumn).Len()
+	oldest := readings.NoTime
+	if st.newest > readings.NoTime+c.maxPastMs {
+		oldest = st.newest - c.maxPastMs
 	}
+	c.dec.SetOldest(oldest)
 	if err := c.dec.Decode(b.rb, m.Key, m.Value, m.Time); err != nil {
 		if !b.rebuild {
 			b.poisoned(m, err)
 		}
 	} else {
-		st.newest = max(st.newest, f.newestMs)
-		n := b.rb.Field(SeriesColumn).Len() - before
+		st.newest = max(st.newest, c.dec.Newest())
+		n := b.rb.Field(readings.SeriesColumn).Len() - before
 		b.rows += n
 		for range n {
 			b.rowPart = append(b.rowPart, int32(m.Partition))
@@ -270,15 +274,15 @@ func (b *batcher) add(m kafka.Message, st *partition) {
 // topic.
 func (b *batcher) poisoned(m kafka.Message, err error) {
 	c := b.c
-	var de *DecodeError
+	var de *readings.DecodeError
 	if !errors.As(err, &de) {
-		de = &DecodeError{Reason: ReasonUnparsable, Err: err}
+		de = &readings.DecodeError{Reason: readings.ReasonUnparsable, Err: err}
 	}
 	de.Topic, de.Partition, de.Offset = m.Topic, m.Partition, m.Offset
 	if ctr, ok := c.m.decodeErrors[de.Reason]; ok {
 		ctr.Inc()
 	} else {
-		c.m.decodeErrors[ReasonUnparsable].Inc()
+		c.m.decodeErrors[readings.ReasonUnparsable].Inc()
 	}
 	level := slog.LevelDebug
 	if now := time.Now(); now.Sub(b.lastWarn) >= poisonWarnEvery {

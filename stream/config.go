@@ -3,7 +3,6 @@ package stream
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -12,27 +11,12 @@ import (
 	"github.com/freqlens/freqlens/internal/defaults"
 )
 
-// Format names how readings are encoded in Kafka message values.
-type Format string
-
-const (
-	// FormatJSON is one flat JSON object per message:
-	//
-	//	{"series": "s-17", "ts": "2026-01-05T08:00:00Z", "value": 412.0}
-	FormatJSON Format = "json"
-	// FormatCSV is one CSV line per message, columns as in Config.CSVColumns:
-	//
-	//	s-17,2026-01-05T08:00:00Z,412.0
-	FormatCSV Format = "csv"
-	// FormatArrow is one Arrow IPC stream per message (a schema and one or
-	// more record batches), many readings per message.
-	FormatArrow Format = "arrow"
-)
-
-// Config configures a Consumer and the decoders. A zero field means its
-// default (DefaultConfig) unless its comment says otherwise; each field
-// names its YAML key, which Validate's errors name too. The brokers, TLS and
-// SASL are the kafkaconn.Client's.
+// Config configures a Consumer: its group and topics, batching, fetching
+// and the group's timing. A zero field means its default (DefaultConfig)
+// unless its comment says otherwise; each field names its YAML key, which
+// Validate's errors name too. The brokers, TLS and SASL are the
+// kafkaconn.Client's; how messages are decoded is the readings.Config given
+// to NewConsumer.
 type Config struct {
 	// Group is the consumer group id; the group's committed offsets say
 	// where a restarted consumer resumes (kafka.group).
@@ -44,8 +28,9 @@ type Config struct {
 	// Default: readings
 	Topic string
 	// DeadLetterTopic receives poison messages: the original key and value
-	// with headers saying why (see Consumer) (topics.dead_letter). Required
-	// (the default names one) unless DropPoison is set.
+	// with headers saying why, partitioned by key as the forecasts are (see
+	// Consumer) (topics.dead_letter). Required (the default names one)
+	// unless DropPoison is set.
 	//
 	// Default: readings.dlq
 	DeadLetterTopic string
@@ -54,66 +39,6 @@ type Config struct {
 	//
 	// Default: false (poison goes to DeadLetterTopic)
 	DropPoison bool
-
-	// Format is how message values are encoded (input.format).
-	//
-	// Default: FormatJSON
-	Format Format
-	// SeriesField names the series id: a JSON field, a CSV column or an
-	// Arrow column (input.series_field). When a message lacks it (the field
-	// is absent or null, or CSVColumns does not name it) the message key is
-	// the series id.
-	//
-	// Default: "series"
-	SeriesField string
-	// TimeField names the event time of a reading (input.time_field): RFC
-	// 3339 (for example "2026-01-05T08:00:00Z" or
-	// "2026-01-05T09:00:00.250+01:00") or epoch milliseconds (a JSON number
-	// or a numeric string; in Arrow an int64 column, or a timestamp column of
-	// any unit). Times are kept to the millisecond, rounding down.
-	//
-	// Default: "ts"
-	TimeField string
-	// ValueFields names the values of a reading, in channel order
-	// (input.value_fields); several make a multichannel reading. They become
-	// the float64 columns 3… of a batch, with these names.
-	//
-	// Default: ["value"]
-	ValueFields []string
-	// CSVColumns names the columns of a CSV message in order
-	// (input.csv_columns). Columns whose name is neither SeriesField,
-	// TimeField nor a value field (for example "" or "-") are ignored.
-	// TimeField and every value field must appear; SeriesField may be left
-	// out, and then the key is the series id.
-	//
-	// Default: SeriesField, TimeField, ValueFields...
-	CSVColumns []string
-	// MaxFuture bounds clock skew: a reading whose time is later than now +
-	// MaxFuture is poison (reason "future_timestamp") (input.max_future).
-	//
-	// Default: 1h
-	MaxFuture time.Duration
-	// MaxPast bounds how far a reading may be behind the newest time its
-	// partition has seen: an earlier one is poison (reason "too_old")
-	// (input.max_past). It keeps a reading stamped 1970 from starting a
-	// series in the past; readings of known series that are merely late are
-	// the windows' business (window.allowed_lateness).
-	//
-	// Default: 168h
-	MaxPast time.Duration
-	// MaxSeriesBytes bounds the length of a series id: a longer one is
-	// poison (reason "series_too_long") (input.max_series_id_bytes).
-	//
-	// Default: 256
-	MaxSeriesBytes int
-	// ValueRange, when it holds two numbers [lo, hi], is the plausible range
-	// of every value field: a value outside it is poison (reason
-	// "out_of_range") (input.value_range). The service derives it from the
-	// model's normalisation when the configuration leaves it empty.
-	//
-	// Default: [] (no static range; window.max_jump still judges each value
-	// against its series' recent range)
-	ValueRange []float64
 
 	// BatchRows flushes a batch once it holds this many rows (or this many
 	// messages, poison included) (input.batch_rows). An Arrow message is
@@ -193,28 +118,12 @@ type Config struct {
 	RebuildSpan time.Duration
 }
 
-// The default field names, shared without copying by the encoders.
-const (
-	defaultSeriesField = "series"
-	defaultTimeField   = "ts"
-)
-
-var defaultValueFields = []string{"value"}
-
-// DefaultConfig returns the default of every field. CSVColumns stays empty:
-// its default follows the other fields.
+// DefaultConfig returns the default of every field.
 func DefaultConfig() Config {
 	return Config{
 		Group:           "freqlens",
 		Topic:           "readings",
 		DeadLetterTopic: "readings.dlq",
-		Format:          FormatJSON,
-		SeriesField:     defaultSeriesField,
-		TimeField:       defaultTimeField,
-		ValueFields:     append([]string(nil), defaultValueFields...),
-		MaxFuture:       time.Hour,
-		MaxPast:         168 * time.Hour,
-		MaxSeriesBytes:  256,
 		BatchRows:       4096,
 		BatchLatency:    10 * time.Millisecond,
 		MaxWait:         250 * time.Millisecond,
@@ -230,106 +139,14 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults returns cfg with every zero field set to its default. It
-// does not modify the caller's slices.
+// withDefaults returns cfg with every zero field set to its default.
 func (cfg Config) withDefaults() Config {
 	dropped := cfg.DropPoison && cfg.DeadLetterTopic == ""
-	values := len(cfg.ValueFields) == 0
 	defaults.Fill(&cfg, DefaultConfig())
 	if dropped {
 		cfg.DeadLetterTopic = "" // DropPoison needs no topic
 	}
-	if values {
-		cfg.ValueFields = defaultValueFields // shared, not copied: nobody writes to it
-	}
-	if len(cfg.CSVColumns) == 0 {
-		cols := make([]string, 0, 2+len(cfg.ValueFields))
-		cols = append(cols, cfg.SeriesField, cfg.TimeField)
-		cfg.CSVColumns = append(cols, cfg.ValueFields...)
-	}
 	return cfg
-}
-
-// validateDecode reports the first decoding setting that cannot work,
-// naming its YAML key and saying what to change. cfg has its defaults.
-func (cfg Config) validateDecode() error {
-	switch cfg.Format {
-	case FormatJSON, FormatCSV, FormatArrow:
-	default:
-		return fmt.Errorf("input.format = %q is not supported; use %q, %q or %q",
-			cfg.Format, FormatJSON, FormatCSV, FormatArrow)
-	}
-	if cfg.SeriesField == cfg.TimeField {
-		return fmt.Errorf("input.series_field and input.time_field are both %q; give the series id and the time their own fields",
-			cfg.SeriesField)
-	}
-	seen := make(map[string]int, len(cfg.ValueFields))
-	for i, f := range cfg.ValueFields {
-		switch f {
-		case "":
-			return fmt.Errorf("input.value_fields[%d] is empty; name the field that holds the value", i)
-		case cfg.SeriesField, cfg.TimeField:
-			return fmt.Errorf("input.value_fields[%d] = %q is also the series or time field; a field is one of series, time or value",
-				i, f)
-		case fixedColumns[SeriesColumn], fixedColumns[TimeColumn], fixedColumns[IngestColumn]:
-			return fmt.Errorf("input.value_fields[%d] = %q collides with the batch column %q that every batch has; rename the value field",
-				i, f, f)
-		}
-		if j, dup := seen[f]; dup {
-			return fmt.Errorf("input.value_fields[%d] and input.value_fields[%d] are both %q; list each value field once", j, i, f)
-		}
-		seen[f] = i
-	}
-	if cfg.Format == FormatCSV {
-		cols := make(map[string]int, len(cfg.CSVColumns))
-		for i, c := range cfg.CSVColumns {
-			if !cfg.isReadingField(c) {
-				continue
-			}
-			if j, dup := cols[c]; dup {
-				return fmt.Errorf("input.csv_columns[%d] and input.csv_columns[%d] are both %q; name each column once", j, i, c)
-			}
-			cols[c] = i
-		}
-		if _, ok := cols[cfg.TimeField]; !ok {
-			return fmt.Errorf("input.csv_columns %q has no time column %q; add it at its position", cfg.CSVColumns, cfg.TimeField)
-		}
-		for _, f := range cfg.ValueFields {
-			if _, ok := cols[f]; !ok {
-				return fmt.Errorf("input.csv_columns %q has no value column %q; add it at its position", cfg.CSVColumns, f)
-			}
-		}
-	}
-	if cfg.MaxFuture < 0 {
-		return fmt.Errorf("input.max_future = %v is negative; use a positive allowance for clock skew (default 1h)", cfg.MaxFuture)
-	}
-	if cfg.MaxPast < 0 {
-		return fmt.Errorf("input.max_past = %v is negative; use a positive duration (default 168h)", cfg.MaxPast)
-	}
-	if cfg.MaxSeriesBytes < 0 {
-		return fmt.Errorf("input.max_series_id_bytes = %d is negative; use a positive length (default 256)", cfg.MaxSeriesBytes)
-	}
-	switch r := cfg.ValueRange; {
-	case len(r) == 0:
-	case len(r) != 2:
-		return fmt.Errorf("input.value_range = %v; give two numbers [lo, hi], or [] for no static range", r)
-	case !(r[0] < r[1]) || math.IsNaN(r[0]) || math.IsNaN(r[1]):
-		return fmt.Errorf("input.value_range = %v; lo must be below hi", r)
-	}
-	return nil
-}
-
-// isReadingField reports whether name is the series, time or a value field.
-func (cfg Config) isReadingField(name string) bool {
-	if name == cfg.SeriesField || name == cfg.TimeField {
-		return true
-	}
-	for _, f := range cfg.ValueFields {
-		if name == f {
-			return true
-		}
-	}
-	return false
 }
 
 // Validate reports the first setting of a Consumer that cannot work, with
@@ -339,9 +156,6 @@ func (cfg Config) Validate() error {
 	cfg = cfg.withDefaults()
 	if cfg.DeadLetterTopic != "" && cfg.DeadLetterTopic == cfg.Topic {
 		return fmt.Errorf("topics.dead_letter is the input topic %q; poison would be read again, use another topic", cfg.Topic)
-	}
-	if err := cfg.validateDecode(); err != nil {
-		return err
 	}
 	d := DefaultConfig()
 	switch {
@@ -377,7 +191,7 @@ func (cfg Config) Validate() error {
 	return nil
 }
 
-// Option sets a collaborator of a Consumer or a decoder.
+// Option sets a collaborator of a Consumer.
 type Option func(*options)
 
 type options struct {
@@ -421,9 +235,10 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithClock makes clock the source of "now" for the MaxFuture check and
-// for the ingest time of messages without a timestamp. Batching latency
-// uses real timers regardless. Default: time.Now.
+// WithClock makes clock the decoders' source of "now", for the
+// input.max_future check and for the ingest time of messages without a
+// timestamp (see readings.NewDecoder). Batching latency uses real timers
+// regardless. Default: time.Now.
 func WithClock(clock func() time.Time) Option {
 	return func(o *options) {
 		if clock != nil {

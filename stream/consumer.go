@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,9 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/readings"
 )
 
 const (
@@ -23,8 +24,10 @@ const (
 	dlqBatchTimeout = time.Millisecond // the dead-letter writer's linger
 	endEvery        = 2 * time.Second  // how often the partitions' end offsets are refreshed (lag)
 	joinWarnEvery   = 30 * time.Second // a failing join is logged at warning level at most this often
-	minOldest       = math.MinInt64    // "no time yet"
 )
+
+// ErrClosed is returned by Run when the Consumer was closed under it.
+var ErrClosed = errors.New("stream: consumer closed")
 
 // Consumer reads the input topic in a consumer group, decodes messages into
 // Arrow batches and sends poison messages to the dead-letter topic.
@@ -45,14 +48,26 @@ const (
 // same rebuilt windows, so the copies are identical. Poison is written to
 // the dead-letter topic before the batch covering it is sent, so after a
 // restart it may be dead-lettered twice, never lost.
+//
+// Dead letters keep their original key and are partitioned as every
+// other FreqLens writer partitions (kafkaconn.Client.NewWriter: kafka-go's
+// Hash balancer, FNV-1a of the key), the sink's forecasts and the readings
+// replay and the demo write included: a series' dead letters stay in one
+// partition of the dead-letter topic, in order, and with as many
+// partitions as the input they land in the partition number of its
+// readings, as its forecasts do, when the input was written with the same
+// partitioner. Whoever re-drives the topic chooses where a message goes
+// back to: a producer keyed by series puts it where its own partitioner
+// says; to put it back beside its series whatever partitioner wrote the
+// input (the Java client's murmur2, for one), write it to the partition
+// in its freqlens-source-partition header.
 type Consumer struct {
 	cfg       Config
 	kc        *kafkaconn.Client
 	log       *slog.Logger
-	dec       Decoder
-	bounds    *fields // dec's time bounds
-	probeDec  Decoder // decodes the samples of the rebuild's search
-	maxPastMs int64
+	dec       readings.Decoder
+	probeDec  readings.Decoder // decodes the samples of the rebuild's search
+	maxPastMs int64            // input.max_past, applied per partition through SetOldest
 	mem       memory.Allocator
 	schema    *arrow.Schema
 	dlq       *kafka.Writer // nil with DropPoison
@@ -78,7 +93,7 @@ type partition struct {
 	committed int64 // the committed offset, where a new owner resumes
 	next      int64 // the offset after the last message sent in a live batch
 	end       int64 // the high watermark last seen
-	newest    int64 // the newest event time decoded (ms), for MaxPast
+	newest    int64 // the newest event time decoded (ms), for input.max_past
 	whole     bool  // every rebuild batch of its windows was sent (a rebalance can cut a rebuild short)
 }
 
@@ -110,20 +125,27 @@ type Status struct {
 	Rebuilt bool
 }
 
-// NewConsumer validates cfg and returns a consumer of the input topic
-// through kc. The group is joined by Run. The dead-letter writer and the
-// partition readers are built from kc; Close closes them, not kc.
-func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
+// NewConsumer validates cfg and in and returns a consumer of the input
+// topic through kc, decoding messages as in says (readings.NewDecoder, with
+// the clock of WithClock) and bounding each partition's readings by
+// in.MaxPast behind the newest time it has seen. The group is joined by
+// Run. The dead-letter writer and the partition readers are built from kc;
+// Close closes them, not kc.
+func NewConsumer(cfg Config, in readings.Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
+	defaults.Fill(&in, readings.DefaultConfig())
 	o := newOptions(opts)
-	dec, err := NewDecoder(cfg, opts...)
+	dec, err := readings.NewDecoder(in, o.clock)
 	if err != nil {
 		return nil, err
 	}
-	probe, err := NewDecoder(cfg, opts...)
+	probe, err := readings.NewDecoder(in, o.clock)
 	if err != nil {
 		return nil, err
 	}
@@ -132,19 +154,19 @@ func NewConsumer(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, e
 		kc:        kc,
 		log:       o.logger.With("component", "stream", "topic", cfg.Topic),
 		dec:       dec,
-		bounds:    dec.(bounded).timeBounds(),
 		probeDec:  probe,
-		maxPastMs: cfg.MaxPast.Milliseconds(),
+		maxPastMs: in.MaxPast.Milliseconds(),
 		mem:       o.mem,
-		schema:    Schema(cfg.ValueFields...),
+		schema:    readings.Schema(in.ValueFields...),
 		flow:      newFlow(cfg.MaxInflightBytes),
 		signal:    make(chan struct{}, 1),
 		parts:     map[int]*partition{},
 		closing:   make(chan struct{}),
 	}
 	if cfg.DeadLetterTopic != "" {
+		// kafkaconn's writer partitions by kafka-go's Hash balancer, as the
+		// sink does (see Consumer): no Balancer of its own.
 		c.dlq = kc.NewWriter(cfg.DeadLetterTopic)
-		c.dlq.Balancer = &kafka.Murmur2Balancer{}
 		c.dlq.BatchTimeout = dlqBatchTimeout
 	}
 	if c.m, err = newMetrics(o.reg, cfg.Topic, c); err != nil {
@@ -232,15 +254,18 @@ func (c *Consumer) Run(ctx context.Context, out chan<- *Batch) error {
 // join creates the consumer group member (kafka-go joins in the
 // background).
 func (c *Consumer) join() (*kafka.ConsumerGroup, error) {
-	gc := c.kc.ConsumerGroupConfig(c.cfg.Group, c.cfg.Topic)
-	gc.SessionTimeout = c.cfg.SessionTimeout
-	gc.HeartbeatInterval = c.cfg.HeartbeatInterval
-	gc.RebalanceTimeout = c.cfg.RebalanceTimeout
-	gc.JoinGroupBackoff = c.cfg.JoinGroupBackoff
-	gc.WatchPartitionChanges = true
-	gc.StartOffset = kafka.FirstOffset
+	g := kafkaconn.Group{
+		ID:                    c.cfg.Group,
+		Topics:                []string{c.cfg.Topic},
+		SessionTimeout:        c.cfg.SessionTimeout,
+		HeartbeatInterval:     c.cfg.HeartbeatInterval,
+		RebalanceTimeout:      c.cfg.RebalanceTimeout,
+		JoinGroupBackoff:      c.cfg.JoinGroupBackoff,
+		WatchPartitionChanges: true,
+		StartOffset:           kafka.FirstOffset,
+	}
 	if c.cfg.StartOffset == "last" {
-		gc.StartOffset = kafka.LastOffset
+		g.StartOffset = kafka.LastOffset
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -249,12 +274,12 @@ func (c *Consumer) join() (*kafka.ConsumerGroup, error) {
 		return nil, ErrClosed
 	default:
 	}
-	g, err := kafka.NewConsumerGroup(gc)
+	cg, err := c.kc.NewConsumerGroup(g)
 	if err != nil {
-		return nil, fmt.Errorf("stream: consumer group %q: %w", c.cfg.Group, err)
+		return nil, fmt.Errorf("stream: %w", err)
 	}
-	c.group = g
-	return g, nil
+	c.group = cg
+	return cg, nil
 }
 
 // runGeneration serves one generation: it rebuilds, consumes until the
@@ -344,7 +369,7 @@ func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation
 			kept = append(kept, p)
 			continue
 		}
-		parts[p] = &partition{committed: offsets[p], next: offsets[p], end: ranges[p].End, newest: minOldest}
+		parts[p] = &partition{committed: offsets[p], next: offsets[p], end: ranges[p].End, newest: readings.NoTime}
 		gen.rebuild = append(gen.rebuild, p)
 	}
 	for p := range c.parts {
@@ -403,13 +428,9 @@ func (c *Consumer) consume(ctx, gctx context.Context, gen *generation, out chan<
 	}
 	c.mu.Unlock()
 	for _, p := range gen.parts {
-		rc := c.kc.ReaderConfig("", c.cfg.Topic)
-		rc.Partition = p
-		rc.MinBytes, rc.MaxBytes, rc.MaxWait = c.cfg.MinBytes, c.cfg.MaxBytes, c.cfg.MaxWait
-		r := kafka.NewReader(rc)
-		if err := r.SetOffset(starts[p]); err != nil {
-			r.Close()
-			return fmt.Errorf("stream: start partition %d at offset %d: %w", p, starts[p], err)
+		r, err := c.kc.NewPartitionReader(c.cfg.Topic, p, starts[p], kafkaconn.Fetch{MinBytes: c.cfg.MinBytes, MaxBytes: c.cfg.MaxBytes, MaxWait: c.cfg.MaxWait})
+		if err != nil {
+			return fmt.Errorf("stream: %w", err)
 		}
 		wg.Add(1)
 		go func() {

@@ -16,15 +16,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/readings"
+	"github.com/freqlens/freqlens/readings/readingstest"
 )
 
 // newBroker starts an embedded broker for one test and returns a client of it.
 func newBroker(t *testing.T, topics map[string]int) *kafkaconn.Client {
 	t.Helper()
-	b, err := StartBroker("127.0.0.1:0", topics)
+	b, err := embedded.Start("127.0.0.1:0", topics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +50,18 @@ type running struct {
 	stop func() error
 }
 
-// start creates a Consumer and runs it until the test ends or stop is
-// called; stop cancels Run, checks it returns context.Canceled, and closes
-// the consumer.
+// start creates a Consumer of readings in the default format and runs it
+// until the test ends or stop is called; stop cancels Run, checks it
+// returns context.Canceled, and closes the consumer.
 func start(t *testing.T, kc *kafkaconn.Client, cfg Config, opts ...Option) *running {
 	t.Helper()
-	c, err := NewConsumer(cfg, kc, opts...)
+	return startWith(t, kc, cfg, readings.Config{}, opts...)
+}
+
+// startWith is start with readings in the format in.
+func startWith(t *testing.T, kc *kafkaconn.Client, cfg Config, in readings.Config, opts ...Option) *running {
+	t.Helper()
+	c, err := NewConsumer(cfg, in, kc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +129,13 @@ func (r *running) nextAny(t *testing.T, timeout time.Duration) *Batch {
 }
 
 // collect reads batches until they cover n messages, committing each.
-func (r *running) collect(t *testing.T, n int) (rows []row, batches []*Batch) {
+func (r *running) collect(t *testing.T, n int) (rows []readingstest.Row, batches []*Batch) {
 	t.Helper()
 	got := 0
 	for got < n {
 		b := r.next(t, 20*time.Second)
 		got += b.Messages
-		rows = append(rows, rowsOf(t, b.Record)...)
+		rows = append(rows, readingstest.Rows(t, b.Record)...)
 		if err := b.Commit(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -158,28 +168,9 @@ func header(m kafka.Message, key string) string {
 var base = time.Now().Add(-48 * time.Hour).Truncate(time.Hour).UTC()
 
 // readingsFor returns n readings over series s-0 … s-(series-1), each
-// series in time order.
-func readingsFor(n, series, channels int) []Reading {
-	rs := make([]Reading, n)
-	for i := range rs {
-		vals := make([]float64, channels)
-		for j := range vals {
-			vals[j] = float64(i)*1.25 - float64(j) + 1e-9*float64(i%7)
-		}
-		rs[i] = Reading{Series: fmt.Sprintf("s-%d", i%series), Time: base.Add(time.Duration(i/series) * time.Minute), Values: vals}
-	}
-	return rs
-}
-
-// byOrder sorts rows by series, then time (the Kafka order within a
-// series).
-func sortRows(rows []row) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].Series != rows[j].Series {
-			return rows[i].Series < rows[j].Series
-		}
-		return rows[i].TS < rows[j].TS
-	})
+// series in time order, from base.
+func readingsFor(n, series, channels int) []readings.Reading {
+	return readingstest.Sequence(n, series, channels, base)
 }
 
 func TestConsumerEndToEnd(t *testing.T) {
@@ -188,40 +179,38 @@ func TestConsumerEndToEnd(t *testing.T) {
 		reason     string
 	}
 	for _, tc := range []struct {
-		format Format
+		format readings.Format
 		poison []poisonMsg
 	}{
-		{format: FormatJSON, poison: []poisonMsg{
-			{"p-1", `not json`, ReasonUnparsable},
-			{"p-2", `{"series":"p-2","ts":"2026-01-05T08:00:00Z","temp":"NaN","humidity":1}`, ReasonNonFinite},
-			{"p-3", `{"series":"p-3","ts":"yesterday","temp":1,"humidity":1}`, ReasonBadTimestamp},
-			{"p-4", `{"series":"p-4","ts":"2099-01-01T00:00:00Z","temp":1,"humidity":1}`, ReasonFutureTimestamp},
+		{format: readings.FormatJSON, poison: []poisonMsg{
+			{"p-1", `not json`, readings.ReasonUnparsable},
+			{"p-2", `{"series":"p-2","ts":"2026-01-05T08:00:00Z","temp":"NaN","humidity":1}`, readings.ReasonNonFinite},
+			{"p-3", `{"series":"p-3","ts":"yesterday","temp":1,"humidity":1}`, readings.ReasonBadTimestamp},
+			{"p-4", `{"series":"p-4","ts":"2099-01-01T00:00:00Z","temp":1,"humidity":1}`, readings.ReasonFutureTimestamp},
 		}},
-		{format: FormatCSV, poison: []poisonMsg{
-			{"p-1", `p-1,2026-01-05T08:00:00Z,1`, ReasonBadSchema},
-			{"p-2", `p-2,2026-01-05T08:00:00Z,1,+Inf`, ReasonNonFinite},
-			{"p-3", `,2026-01-05T08:00:00Z,1,2`, ReasonEmptySeries},
+		{format: readings.FormatCSV, poison: []poisonMsg{
+			{"p-1", `p-1,2026-01-05T08:00:00Z,1`, readings.ReasonBadSchema},
+			{"p-2", `p-2,2026-01-05T08:00:00Z,1,+Inf`, readings.ReasonNonFinite},
+			{"p-3", `,2026-01-05T08:00:00Z,1,2`, readings.ReasonEmptySeries},
 		}},
-		{format: FormatArrow, poison: []poisonMsg{
-			{"p-1", "ARROW1\x00\x00garbage", ReasonUnparsable},
+		{format: readings.FormatArrow, poison: []poisonMsg{
+			{"p-1", "ARROW1\x00\x00garbage", readings.ReasonUnparsable},
 		}},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
 			kc := newBroker(t, map[string]int{"readings": 3, "readings.dlq": 1})
-			cfg := Config{
-				Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-				Format: tc.format, ValueFields: []string{"temp", "humidity"}, BatchRows: 64,
-			}
+			cfg := Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq", BatchRows: 64}
+			in := readings.Config{Format: tc.format, ValueFields: []string{"temp", "humidity"}}
 			rs := readingsFor(600, 7, 2)
 			var msgs []kafka.Message
-			if tc.format == FormatArrow {
+			if tc.format == readings.FormatArrow {
 				// One message per series, many readings each.
-				bySeries := map[string][]Reading{}
+				bySeries := map[string][]readings.Reading{}
 				for _, r := range rs {
 					bySeries[r.Series] = append(bySeries[r.Series], r)
 				}
 				for s, rr := range bySeries {
-					v, err := AppendArrow(nil, rr, cfg, nil)
+					v, err := readings.AppendArrow(nil, rr, in, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -229,19 +218,19 @@ func TestConsumerEndToEnd(t *testing.T) {
 				}
 				// A bad Arrow message: one NaN among valid rows.
 				bad := slices.Clone(rs[:5])
-				bad[3] = Reading{Series: bad[3].Series, Time: bad[3].Time, Values: []float64{math.NaN(), 1}}
-				v, err := AppendArrow(nil, bad, cfg, nil)
+				bad[3] = readings.Reading{Series: bad[3].Series, Time: bad[3].Time, Values: []float64{math.NaN(), 1}}
+				v, err := readings.AppendArrow(nil, bad, in, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				tc.poison = append(tc.poison, poisonMsg{"p-2", string(v), ReasonNonFinite})
+				tc.poison = append(tc.poison, poisonMsg{"p-2", string(v), readings.ReasonNonFinite})
 			} else {
 				for _, r := range rs {
 					var v []byte
-					if tc.format == FormatCSV {
-						v = AppendCSV(nil, r, cfg)
+					if tc.format == readings.FormatCSV {
+						v = readings.AppendCSV(nil, r, in)
 					} else {
-						v = AppendJSON(nil, r, cfg)
+						v = readings.AppendJSON(nil, r, in)
 					}
 					msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: v})
 				}
@@ -256,11 +245,11 @@ func TestConsumerEndToEnd(t *testing.T) {
 			reg := prometheus.NewPedanticRegistry()
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			r := start(t, kc, cfg, WithRegisterer(reg), WithAllocator(mem))
+			r := startWith(t, kc, cfg, in, WithRegisterer(reg), WithAllocator(mem))
 			got, _ := r.collect(t, len(msgs))
 
 			// Rows: every reading, bit-exact, each series in Kafka (= time) order.
-			want := rowsFromReadings(rs)
+			want := readingstest.FromReadings(rs, 0)
 			for i := range got {
 				if got[i].Ingest <= 0 {
 					t.Fatalf("row %d has ingest_ts %d", i, got[i].Ingest)
@@ -283,9 +272,9 @@ func TestConsumerEndToEnd(t *testing.T) {
 					t.Errorf("series s-%d arrived out of order: %v", s, ts)
 				}
 			}
-			sortRows(got)
-			sortRows(want)
-			if !sameRows(got, want) {
+			readingstest.Sort(got)
+			readingstest.Sort(want)
+			if !readingstest.SameRows(got, want) {
 				t.Fatalf("got %d rows, want %d; they differ", len(got), len(want))
 			}
 
@@ -332,7 +321,7 @@ func TestConsumerEndToEnd(t *testing.T) {
 					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 				}
 			}
-			for _, reason := range Reasons {
+			for _, reason := range readings.Reasons {
 				if got := testutil.ToFloat64(r.c.m.decodeErrors[reason]); got != reasons[reason] {
 					t.Errorf("decode errors{reason=%q} = %v, want %v", reason, got, reasons[reason])
 				}
@@ -350,6 +339,32 @@ func TestConsumerEndToEnd(t *testing.T) {
 	}
 }
 
+// TestDeadLettersPartitionLikeTheInput: dead letters keep their key and
+// are partitioned as every FreqLens writer partitions (kafkaconn's writer,
+// the sink's too), so with as many partitions as the input each lands in
+// the partition number its message had.
+func TestDeadLettersPartitionLikeTheInput(t *testing.T) {
+	kc := newBroker(t, map[string]int{"in": 3, "dlq": 3})
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
+	var msgs []kafka.Message
+	for i := range 40 {
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint("sensor-", i)), Value: []byte("poison")})
+	}
+	produce(t, kc, "in", msgs...)
+	r := start(t, kc, cfg)
+	r.collect(t, len(msgs))
+	used := map[int]bool{}
+	for _, d := range dlqMessages(t, kc, "dlq", len(msgs)) {
+		used[d.Partition] = true
+		if src := header(d, HeaderSourcePartition); src != strconv.Itoa(d.Partition) {
+			t.Errorf("dead letter of %q in partition %d; its message was in partition %s", d.Key, d.Partition, src)
+		}
+	}
+	if len(used) < 2 {
+		t.Errorf("40 keys used the partitions %v of 3; the test needs several", used)
+	}
+}
+
 // TestConsumerResumesAfterCommit: a restarted consumer in the same group
 // resumes after the committed offsets, and gets the uncommitted batch again
 // (at-least-once).
@@ -359,7 +374,7 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 	rs := readingsFor(12, 1, 1)
 	var msgs []kafka.Message
 	for _, r := range rs {
-		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, r, cfg)})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	produce(t, kc, "in", msgs...)
 
@@ -369,8 +384,8 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2 := first.next(t, 20*time.Second) // never committed
-	if got := rowsOf(t, b2.Record); got[0].TS != rs[5].Time.UnixMilli() {
-		t.Fatalf("second batch starts at %s, want %s", formatMs(got[0].TS), rs[5].Time)
+	if got := readingstest.Rows(t, b2.Record); got[0].TS != rs[5].Time.UnixMilli() {
+		t.Fatalf("second batch starts at %s, want %s", time.UnixMilli(got[0].TS).UTC(), rs[5].Time)
 	}
 	b1.Release()
 	b2.Release()
@@ -381,15 +396,15 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 	second := start(t, kc, cfg)
 	b := second.next(t, 20*time.Second)
 	defer b.Release()
-	got := rowsOf(t, b.Record)
-	want := rowsFromReadings(rs[5:10])
+	got := readingstest.Rows(t, b.Record)
+	want := readingstest.FromReadings(rs[5:10], 0)
 	for i := range got {
 		got[i].Ingest = 0
 	}
 	for i := range want {
 		want[i].Ingest = 0
 	}
-	if !sameRows(got, want) {
+	if !readingstest.SameRows(got, want) {
 		t.Errorf("after the restart: %v, want the uncommitted batch again: %v", got, want)
 	}
 }
@@ -399,7 +414,7 @@ func TestConsumerBatchesByRows(t *testing.T) {
 	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 10, BatchLatency: time.Hour}
 	var msgs []kafka.Message
 	for _, r := range readingsFor(25, 3, 1) {
-		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, r, cfg)})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	produce(t, kc, "in", msgs...)
 	r := start(t, kc, cfg)
@@ -423,12 +438,12 @@ func TestConsumerBatchesByLatency(t *testing.T) {
 	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 1000, BatchLatency: 20 * time.Millisecond}
 	r := start(t, kc, cfg)
 	// Wait for the group to be joined: one message through.
-	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	r.next(t, 20*time.Second).Release()
 
 	var msgs []kafka.Message
 	for _, rd := range readingsFor(3, 3, 1) {
-		msgs = append(msgs, kafka.Message{Value: AppendJSON(nil, rd, cfg)})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, rd, readings.Config{})})
 	}
 	sent := time.Now()
 	produce(t, kc, "in", msgs...)
@@ -457,7 +472,7 @@ func TestConsumerPoisonOnlyBatch(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	produce(t, kc, "in", kafka.Message{Key: []byte("c"), Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Key: []byte("c"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	r2 := start(t, kc, cfg)
 	b := r2.next(t, 20*time.Second)
 	defer b.Release()
@@ -476,7 +491,7 @@ func TestConsumerDropPoison(t *testing.T) {
 	produce(t, kc, "in", kafka.Message{Key: []byte("a"), Value: []byte(`{"series":"a","ts":1,"value":"NaN"}`)})
 	r := start(t, kc, cfg, WithRegisterer(reg))
 	r.collect(t, 1)
-	if got := testutil.ToFloat64(r.c.m.decodeErrors[ReasonNonFinite]); got != 1 {
+	if got := testutil.ToFloat64(r.c.m.decodeErrors[readings.ReasonNonFinite]); got != 1 {
 		t.Errorf("decode errors{non_finite} = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(r.c.m.deadLetters); got != 0 {
@@ -487,7 +502,7 @@ func TestConsumerDropPoison(t *testing.T) {
 func TestConsumerShutdown(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 2, "dlq": 1})
 	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
-	c, err := NewConsumer(cfg, kc)
+	c, err := NewConsumer(cfg, readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +510,7 @@ func TestConsumerShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	out := make(chan *Batch) // nobody reads: Run must still stop
 	go func() { done <- c.Run(ctx, out) }()
-	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	time.Sleep(200 * time.Millisecond)
 	cancel()
 	select {
@@ -525,7 +540,7 @@ func TestConsumerShutdown(t *testing.T) {
 
 func TestConsumerCloseStopsRun(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, kc)
+	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +564,7 @@ func TestConsumerCloseStopsRun(t *testing.T) {
 
 func TestCloseHonoursDeadline(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, kc)
+	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,7 +585,7 @@ func TestConsumerMetricsLint(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	cfg := Config{Group: "g", Topic: "in", DropPoison: true}
 	r := start(t, kc, cfg, WithRegisterer(reg))
-	produce(t, kc, "in", kafka.Message{Value: AppendJSON(nil, readingsFor(1, 1, 1)[0], cfg)})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	r.collect(t, 1)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -592,7 +607,7 @@ func TestConsumerMetricsLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A restarted consumer registers with the same registry.
-	c2, err := NewConsumer(cfg, kc, WithRegisterer(reg))
+	c2, err := NewConsumer(cfg, readings.Config{}, kc, WithRegisterer(reg))
 	if err != nil {
 		t.Fatalf("second consumer on the same registry: %v", err)
 	}
@@ -600,5 +615,35 @@ func TestConsumerMetricsLint(t *testing.T) {
 	defer cancel()
 	if err := c2.Close(ctx); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestConsumerOverSASLAndTLS runs the consumer and its dead-letter writer
+// against a kfake cluster that requires SCRAM over TLS, through a client
+// configured like the service's kafka.* keys (the mechanisms one by one are
+// internal/kafkaconn's tests).
+func TestConsumerOverSASLAndTLS(t *testing.T) {
+	serverTLS, caFile := kafkatest.SelfSigned(t)
+	cluster := kafkatest.NewCluster(t, []string{"in", "dlq"}, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "u", "p"), kfake.TLS(serverTLS))
+	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: cluster.ListenAddrs(), TLSCAFile: caFile,
+		SASL: kafkaconn.SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: time.Millisecond}
+	kafkatest.Produce(t, kc, "in",
+		kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})},
+		kafka.Message{Key: []byte("b"), Value: []byte("poison")})
+	r := start(t, kc, cfg)
+	rows, _ := r.collect(t, 2)
+	if len(rows) != 1 {
+		t.Errorf("%d rows, want 1", len(rows))
+	}
+	if got := testutil.ToFloat64(r.c.m.deadLetters); got != 1 {
+		t.Errorf("dead letters = %v, want 1", got)
+	}
+	if n := len(dlqMessages(t, kc, "dlq", 1)); n != 1 {
+		t.Errorf("%d messages on the dead-letter topic, want 1", n)
 	}
 }

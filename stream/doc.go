@@ -1,30 +1,32 @@
-// Package stream is the input of the FreqLens streaming service: it reads
-// sensor readings from a Kafka topic in a consumer group, decodes them into
-// Arrow record batches, sends poison messages to a dead-letter topic, and
-// hands batches to the pipeline together with what to commit.
+// Package stream is the input of the FreqLens streaming service: the Kafka
+// consumer group. It reads sensor readings from the input topic, decodes
+// them into Arrow record batches with package readings, sends poison
+// messages to a dead-letter topic, and hands batches to the pipeline
+// together with what to commit.
 //
 // # Where it sits
 //
 //	Kafka topic ──► stream ──► window ──► model ──► sink ──► Kafka topics
-//	 (readings)    decode to
-//	               Arrow batches
+//	 (readings)    consume,
+//	               decode (package readings),
+//	               dead letters
 //
-// stream imports kafka-go (its reader and dead-letter writer are built from
-// the internal/kafkaconn.Client given to NewConsumer, which holds the
-// brokers, TLS and SASL), Arrow (Arrow IPC input is read by
-// internal/arrowipc, the hardened reader it shares with package wire),
-// Prometheus and kfake (for the embedded Broker); it never imports window
-// or model. The pipeline wires it to the rest.
+// stream imports kafka-go (its readers, consumer group and dead-letter
+// writer are built by the internal/kafkaconn.Client given to NewConsumer,
+// which holds the brokers, TLS and SASL), readings (the input format:
+// decoders, Schema, DecodeError and its reasons, given to NewConsumer as a
+// readings.Config), Arrow and Prometheus; it never imports window or model.
+// The pipeline wires it to the rest.
 //
 // # Batches
 //
-// A Batch's Record has the columns
+// A Batch's Record has the columns of readings.Schema
 //
 //	series utf8 · ts timestamp[ms, UTC] · ingest_ts timestamp[ms, UTC] · <value field> float64 …
 //
-// (see Schema), no nulls, every value finite, rows in Kafka order within a
-// partition. ingest_ts is the Kafka message timestamp, for end-to-end
-// latency. Batch.Partition and Batch.Offset say where each row came from.
+// no nulls, every value finite, rows in Kafka order within a partition.
+// ingest_ts is the Kafka message timestamp, for end-to-end latency.
+// Batch.Partition and Batch.Offset say where each row came from.
 //
 // # Generations
 //
@@ -45,16 +47,14 @@
 // committed. Commits of a generation that is over are dropped, not
 // errors: the partition's next owner forecasts those readings again.
 //
-// # Formats
+// # Poison
 //
-// JSONDecoder, CSVDecoder and ArrowDecoder turn one message into rows;
-// AppendJSON, AppendCSV and AppendArrow write readings in the same formats
-// (for replay, the demo's simulated sensors and tests). Each decoder
-// rejects a bad message whole with a *DecodeError whose Reason is one of
-// Reasons: unparsable bytes, missing or wrongly typed fields, NaN and ±Inf,
-// empty or too long series ids, values outside Config.ValueRange, readings
-// later than now + MaxFuture and readings more than MaxPast behind the
-// newest time their partition has seen never reach a window.
+// A message the decoder refuses (a *readings.DecodeError; its Reason is one
+// of readings.Reasons) is poison: it is counted, logged and dead-lettered
+// whole. The consumer adds what a decoder cannot know: the message's topic,
+// partition and offset, and the time bound of input.max_past, which it
+// keeps per partition (the newest time the partition has seen) and gives
+// the decoder before each message (readings.Decoder.SetOldest).
 //
 // # Delivery: may reprocess, never drops
 //
@@ -64,15 +64,21 @@
 // key, value and headers, plus freqlens-dlq-reason, freqlens-dlq-error,
 // freqlens-source-topic, freqlens-source-partition and
 // freqlens-source-offset) before the batch covering it is sent, so its
-// offset is committed like any other. When the pipeline cannot put a batch
+// offset is committed like any other. Dead letters are partitioned by key
+// with the partitioner of every FreqLens writer, the sink's included
+// (kafka-go's Hash, FNV-1a), so a series' dead letters keep their order in
+// one partition; a re-drive that must restore a reading beside its series
+// whatever partitioner wrote the input writes it to the partition in
+// freqlens-source-partition (see Consumer). When the pipeline cannot put a batch
 // into windows it calls Batch.DeadLetter, which reads the batch's messages
-// back by offset and dead-letters them with reason window_error before the
-// batch is committed; readings it refuses after decoding (out_of_range,
-// non_finite_output) go through Batch.DeadLetterRows the same way. A
-// forced stop at any point (a cancelled Run, a crash, a rebalance that
-// could not drain) redelivers every uncommitted message to the partition's
-// next owner, whose windows are rebuilt first: outputs and dead letters
-// may be produced twice, identical, nothing is lost.
+// back by offset and dead-letters them with the reason it gives
+// (pipeline.ReasonWindow) before the batch is committed; readings it
+// refuses after decoding (out_of_range, non_finite_output) go through
+// Batch.DeadLetterRows the same way. A forced stop at any point (a
+// cancelled Run, a crash, a rebalance that could not drain) redelivers
+// every uncommitted message to the partition's next owner, whose windows
+// are rebuilt first: outputs and dead letters may be produced twice,
+// identical, nothing is lost.
 //
 // # Concurrency
 //
@@ -83,17 +89,17 @@
 // Fetching pauses while Config.MaxInflightBytes of messages are in
 // batches the pipeline has not released. Lag, Status and Close are safe to
 // call from any goroutine, and Batch.Commit from the goroutine that
-// acknowledges outputs. Shut down in two steps: cancel Run's context, then, after the
-// last Commit, Close(ctx) with a deadline. Decoders are not safe for
-// concurrent use; use one per goroutine. Encoders are plain functions. A
-// Broker's methods are safe for concurrent use.
+// acknowledges outputs. A Consumer's decoders are used by Run's goroutine
+// only. Shut down in two steps: cancel Run's context, then, after the last
+// Commit, Close(ctx) with a deadline.
 //
 // # Metrics
 //
 // From the Registerer given with WithRegisterer:
 // freqlens_stream_readings_consumed_total{topic},
 // freqlens_stream_messages_consumed_total{topic},
-// freqlens_stream_decode_errors_total{reason},
+// freqlens_stream_decode_errors_total{reason} (reason: one of
+// readings.Reasons),
 // freqlens_stream_dead_letters_total, freqlens_stream_batch_rows,
 // freqlens_stream_consumer_lag_records (the records of the assigned
 // partitions not committed yet, read at scrape time through

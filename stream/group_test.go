@@ -4,17 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/readings"
+	"github.com/freqlens/freqlens/readings/readingstest"
 )
 
 // groupTimings are short group timeouts for tests that rebalance.
@@ -45,7 +45,7 @@ func TestRebuildReadsBackTheSpan(t *testing.T) {
 	rs := readingsFor(600, 3, 1) // 3 series, one reading a minute each: 200 minutes
 	var msgs []kafka.Message
 	for _, r := range rs {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	produce(t, kc, "in", msgs...)
 
@@ -69,14 +69,14 @@ func TestRebuildReadsBackTheSpan(t *testing.T) {
 	cfg.RebuildSpan = 30 * time.Minute
 	reg := prometheus.NewRegistry()
 	second := start(t, kc, cfg, WithRegisterer(reg))
-	var rebuilt []row
+	var rebuilt []readingstest.Row
 	var offsets []int64
 	b := second.nextAny(t, 20*time.Second)
 	if !b.Rebuild || !slices.Equal(b.Forget, []int{0}) {
 		t.Fatalf("first batch: Rebuild %v, Forget %v; want a rebuild batch that forgets partition 0", b.Rebuild, b.Forget)
 	}
 	for b.Rebuild {
-		rebuilt = append(rebuilt, rowsOf(t, b.Record)...)
+		rebuilt = append(rebuilt, readingstest.Rows(t, b.Record)...)
 		for i := range int(b.Record.NumRows()) {
 			offsets = append(offsets, b.Offset(i))
 		}
@@ -111,7 +111,7 @@ func TestRebuildReadsBackTheSpan(t *testing.T) {
 	}
 	oldest := rebuilt[0].TS
 	if oldest > cutoff {
-		t.Errorf("the rebuild starts at %s, after the cutoff %s: the span is not covered", formatMs(oldest), formatMs(cutoff))
+		t.Errorf("the rebuild starts at %s, after the cutoff %s: the span is not covered", time.UnixMilli(oldest).UTC(), time.UnixMilli(cutoff).UTC())
 	}
 	if extra := (cutoff - oldest) / 60_000; extra > probeMessages/3+1 {
 		t.Errorf("the rebuild starts %d minutes before the cutoff, more than one probe of %d messages", extra, probeMessages)
@@ -172,8 +172,8 @@ func TestRebalanceDrainsBeforeHandingOver(t *testing.T) {
 	produceN := func(from, n int) {
 		var msgs []kafka.Message
 		for i := from; i < from+n; i++ {
-			r := Reading{Series: fmt.Sprintf("s-%d", i%30), Time: base.Add(time.Duration(i/30) * time.Minute), Values: []float64{float64(i)}}
-			msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+			r := readings.Reading{Series: fmt.Sprintf("s-%d", i%30), Time: base.Add(time.Duration(i/30) * time.Minute), Values: []float64{float64(i)}}
+			msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
 		}
 		produce(t, kc, "in", msgs...)
 	}
@@ -235,7 +235,7 @@ func TestLagCountsTheBacklog(t *testing.T) {
 	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond}
 	var msgs []kafka.Message
 	for _, r := range readingsFor(15000, 100, 1) {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	produce(t, kc, "in", msgs...)
 	reg := prometheus.NewRegistry()
@@ -286,7 +286,7 @@ func TestInflightIsBounded(t *testing.T) {
 	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond, MaxBytes: 8 << 10, MaxInflightBytes: limit}
 	var msgs []kafka.Message
 	for _, r := range readingsFor(5000, 10, 1) {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	produce(t, kc, "in", msgs...)
 	r := start(t, kc, cfg)
@@ -324,63 +324,6 @@ func TestInflightIsBounded(t *testing.T) {
 	}
 }
 
-// TestPlausibility: the decoders refuse series ids longer than
-// MaxSeriesBytes, values outside ValueRange and readings more than MaxPast
-// behind the newest time the partition has seen, in every format.
-func TestPlausibility(t *testing.T) {
-	long := strings.Repeat("s", 300)
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	for _, format := range []Format{FormatJSON, FormatCSV, FormatArrow} {
-		cfg := Config{Format: format, ValueRange: []float64{-1e6, 1e6}, MaxFuture: 1e6 * time.Hour}
-		enc := func(r Reading) []byte {
-			switch format {
-			case FormatCSV:
-				return AppendCSV(nil, r, cfg)
-			case FormatArrow:
-				b, err := AppendArrow(nil, []Reading{r}, cfg, mem)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return b
-			}
-			return AppendJSON(nil, r, cfg)
-		}
-		at := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
-		for _, tc := range []struct {
-			name   string
-			r      Reading
-			oldest time.Time
-			want   string
-		}{
-			{"a plausible reading", Reading{Series: "a", Time: at, Values: []float64{20}}, time.Time{}, ""},
-			{"a 300-byte series id", Reading{Series: long, Time: at, Values: []float64{20}}, time.Time{}, ReasonSeriesTooLong},
-			{"1e300", Reading{Series: "a", Time: at, Values: []float64{1e300}}, time.Time{}, ReasonOutOfRange},
-			{"-2e6", Reading{Series: "a", Time: at, Values: []float64{-2e6}}, time.Time{}, ReasonOutOfRange},
-			{"1970 behind a 2026 partition", Reading{Series: "a", Time: time.Unix(0, 0), Values: []float64{1}}, at.Add(-168 * time.Hour), ReasonTooOld},
-			{"a week behind, just", Reading{Series: "a", Time: at.Add(-168 * time.Hour), Values: []float64{1}}, at.Add(-168 * time.Hour), ""},
-		} {
-			t.Run(string(format)+"/"+tc.name, func(t *testing.T) {
-				dec, err := NewDecoder(cfg, WithClock(testClock))
-				if err != nil {
-					t.Fatal(err)
-				}
-				f := dec.(bounded).timeBounds()
-				if !tc.oldest.IsZero() {
-					f.oldestMs = tc.oldest.UnixMilli()
-				}
-				_, err = decodeOne(t, mem, dec, cfg.withDefaults().ValueFields, []byte("key"), enc(tc.r))
-				if got := reasonOf(err); got != tc.want {
-					t.Errorf("reason %q (%v), want %q", got, err, tc.want)
-				}
-				if tc.want == "" && f.newestMs != tc.r.Time.UnixMilli() {
-					t.Errorf("newest time of the message %s, want %s", formatMs(f.newestMs), tc.r.Time)
-				}
-			})
-		}
-	}
-}
-
 // TestTooOldIsPerPartition: the consumer bounds a partition's readings by
 // the newest time that partition has seen: a reading stamped 1970 after
 // 2026 readings is dead-lettered as too old.
@@ -389,10 +332,10 @@ func TestTooOldIsPerPartition(t *testing.T) {
 	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
 	var msgs []kafka.Message
 	for _, r := range readingsFor(10, 2, 1) {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: AppendJSON(nil, r, cfg)})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
-	old := Reading{Series: "new-series", Time: time.Unix(0, 0), Values: []float64{1}}
-	msgs = append(msgs, kafka.Message{Key: []byte(old.Series), Value: AppendJSON(nil, old, cfg)})
+	old := readings.Reading{Series: "new-series", Time: time.Unix(0, 0), Values: []float64{1}}
+	msgs = append(msgs, kafka.Message{Key: []byte(old.Series), Value: readings.AppendJSON(nil, old, readings.Config{})})
 	produce(t, kc, "in", msgs...)
 	r := start(t, kc, cfg)
 	rows, _ := r.collect(t, len(msgs))
@@ -400,8 +343,8 @@ func TestTooOldIsPerPartition(t *testing.T) {
 		t.Errorf("%d readings passed, want the 10 of 2026", len(rows))
 	}
 	dlq := dlqMessages(t, kc, "dlq", 1)
-	if got := header(dlq[0], HeaderReason); got != ReasonTooOld {
-		t.Errorf("dead letter reason %q, want %q", got, ReasonTooOld)
+	if got := header(dlq[0], HeaderReason); got != readings.ReasonTooOld {
+		t.Errorf("dead letter reason %q, want %q", got, readings.ReasonTooOld)
 	}
 }
 
@@ -412,7 +355,7 @@ func TestTooOldIsPerPartition(t *testing.T) {
 // assigned are forgotten with the rebuilt ones.
 func TestAssignmentDecisions(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 6})
-	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, kc)
+	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}

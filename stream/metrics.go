@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/readings"
 )
 
 // metrics are a Consumer's Prometheus metrics.
@@ -27,7 +29,7 @@ type metrics struct {
 // except the gauges read from c at scrape time, which are replaced by this
 // consumer's.
 func newMetrics(reg prometheus.Registerer, topic string, c *Consumer) (*metrics, error) {
-	readings := prometheus.NewCounterVec(prometheus.CounterOpts{
+	readingsVec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "freqlens_stream_readings_consumed_total",
 		Help: "Readings decoded from the input topic into batches (rows; an Arrow message holds many).",
 	}, []string{"topic"})
@@ -87,7 +89,7 @@ func newMetrics(reg prometheus.Registerer, topic string, c *Consumer) (*metrics,
 	if commitsSkipped, err = register(reg, commitsSkipped); err != nil {
 		return nil, err
 	}
-	if readings, err = register(reg, readings); err != nil {
+	if readingsVec, err = register(reg, readingsVec); err != nil {
 		return nil, err
 	}
 	if messages, err = register(reg, messages); err != nil {
@@ -118,9 +120,9 @@ func newMetrics(reg prometheus.Registerer, topic string, c *Consumer) (*metrics,
 	}
 
 	m := &metrics{
-		readings:        readings.WithLabelValues(topic),
+		readings:        readingsVec.WithLabelValues(topic),
 		messages:        messages.WithLabelValues(topic),
-		decodeErrors:    make(map[string]prometheus.Counter, len(Reasons)),
+		decodeErrors:    make(map[string]prometheus.Counter, len(readings.Reasons)),
 		deadLetters:     deadLetters,
 		batchRows:       batchRows,
 		assigned:        assigned,
@@ -129,7 +131,7 @@ func newMetrics(reg prometheus.Registerer, topic string, c *Consumer) (*metrics,
 		rebuildSeconds:  rebuildSeconds,
 		commitsSkipped:  commitsSkipped,
 	}
-	for _, r := range Reasons {
+	for _, r := range readings.Reasons {
 		m.decodeErrors[r] = decodeErrors.WithLabelValues(r)
 	}
 	return m, nil

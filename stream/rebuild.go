@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/readings"
 )
 
 // probeMessages is how many messages one probe of the rebuild's search
@@ -106,7 +108,7 @@ func (c *Consumer) rebuildFrom(ctx context.Context, p int, committed int64) (int
 	}
 	const k = probeMessages
 	newest, err := c.probe(ctx, p, max(first, committed-k), committed)
-	if err != nil || newest == minOldest {
+	if err != nil || newest == readings.NoTime {
 		return committed, err // nothing readable near the commit: nothing to rebuild
 	}
 	cutoff := newest - span
@@ -131,15 +133,14 @@ func (c *Consumer) rebuildFrom(ctx context.Context, p int, committed int64) (int
 }
 
 // probe returns the newest event time of the readable messages of
-// partition p in [from, to), or minOldest when none is.
+// partition p in [from, to), or readings.NoTime when none is.
 func (c *Consumer) probe(ctx context.Context, p int, from, to int64) (int64, error) {
 	rb := array.NewRecordBuilder(c.mem, c.schema)
 	defer rb.Release()
-	f := c.probeDec.(bounded).timeBounds()
-	newest := int64(minOldest)
+	newest := readings.NoTime
 	err := c.kc.ReadPartition(ctx, c.cfg.Topic, p, from, to, c.cfg.MaxBytes, func(m kafka.Message) error {
 		if c.probeDec.Decode(rb, m.Key, m.Value, m.Time) == nil {
-			newest = max(newest, f.newestMs)
+			newest = max(newest, c.probeDec.Newest())
 		}
 		return nil
 	})

@@ -15,8 +15,9 @@
 //	                                              └─ wire ────┘   (Forecast, encoders)
 //
 // wire imports Arrow and internal/arrowipc (the project's hardened Arrow
-// IPC reader, shared with stream's input decoder); it imports no Kafka
-// client and no other FreqLens package.
+// IPC reader, shared with the input decoder of package readings) and
+// internal/jsonstr (the JSON string encoder, shared with readings); it
+// imports no Kafka client and no other FreqLens package.
 //
 // # Headers
 //

@@ -21,8 +21,8 @@ import (
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/service"
-	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/wire"
 )
 
@@ -80,7 +80,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cfg := service.DefaultConfig()
 	cfg.EmbeddedBroker = *brokerAddr
 	cfg.Pipeline.Cadence = demoCadence
-	cfg.Stream.MaxFuture = 10 * 365 * 24 * time.Hour
+	cfg.Readings.MaxFuture = 10 * 365 * 24 * time.Hour
 	cfg.Stream.BatchLatency = 5 * time.Millisecond
 	cfg.Sink.Attributions = wire.AttributionsSummary
 	cfg.MetricsListen = *metricsAddr
@@ -203,7 +203,7 @@ func simulate(ctx context.Context, kc *kafkaconn.Client, topic string, n int, ra
 	w := kc.NewWriter(topic)
 	w.BatchTimeout = time.Millisecond
 	defer w.Close()
-	cfg := stream.Config{ValueFields: []string{"value"}}
+	cfg := readings.Config{ValueFields: []string{"value"}}
 	msgs := make([]kafka.Message, 0, n)
 	send := func(step int) error {
 		msgs = msgs[:0]
@@ -212,8 +212,8 @@ func simulate(ctx context.Context, kc *kafkaconn.Client, topic string, n int, ra
 			if math.IsNaN(row[s]) {
 				continue
 			}
-			r := stream.Reading{Series: name, Time: frame.Times[step], Values: []float64{math.Round(row[s]*10) / 10}}
-			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: stream.AppendJSON(nil, r, cfg)})
+			r := readings.Reading{Series: name, Time: frame.Times[step], Values: []float64{math.Round(row[s]*10) / 10}}
+			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil, r, cfg)})
 		}
 		return w.WriteMessages(ctx, msgs...)
 	}

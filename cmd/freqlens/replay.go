@@ -17,7 +17,7 @@ import (
 	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
-	"github.com/freqlens/freqlens/stream"
+	"github.com/freqlens/freqlens/readings"
 )
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -83,7 +83,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	// What one row becomes: one reading per column, or one multichannel
 	// reading per row whose series is the series column.
-	cfg := stream.Config{ValueFields: []string{*valueField}}
+	cfg := readings.Config{ValueFields: []string{*valueField}}
 	sc := -1
 	if *seriesCol != "" {
 		sc = slices.Index(frame.Columns, *seriesCol)
@@ -99,11 +99,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer w.Close()
 
 	var msgs []kafka.Message
-	encode := func(r stream.Reading) []byte {
+	encode := func(r readings.Reading) []byte {
 		if *format == "csv" {
-			return stream.AppendCSV(nil, r, cfg)
+			return readings.AppendCSV(nil, r, cfg)
 		}
-		return stream.AppendJSON(nil, r, cfg)
+		return readings.AppendJSON(nil, r, cfg)
 	}
 	flush := func() error {
 		if len(msgs) == 0 {
@@ -136,11 +136,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if row[sc] == math.Trunc(row[sc]) {
 				id = strconv.FormatInt(int64(row[sc]), 10)
 			}
-			rd := stream.Reading{Series: id, Time: frame.Times[r], Values: vals}
+			rd := readings.Reading{Series: id, Time: frame.Times[r], Values: vals}
 			msgs = append(msgs, kafka.Message{Key: []byte(id), Value: encode(rd)})
 		} else {
 			for c, name := range frame.Columns {
-				rd := stream.Reading{Series: name, Time: frame.Times[r], Values: []float64{row[c]}}
+				rd := readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{row[c]}}
 				msgs = append(msgs, kafka.Message{Key: []byte(name), Value: encode(rd)})
 			}
 		}

@@ -18,10 +18,10 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/broadcast"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
-	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/wire"
 )
 
@@ -193,7 +193,7 @@ func TestDemo(t *testing.T) {
 // set serves the newest version another replica published there, not the
 // model file's, and its /online report says so and names the worst series.
 func TestServeResumesFromModelsTopic(t *testing.T) {
-	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 1, "forecasts": 1, "attributions": 1,
+	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 1, "forecasts": 1, "attributions": 1,
 		"readings.dlq": 1, "drift": 1, "models": 1})
 	if err != nil {
 		t.Fatal(err)
@@ -297,7 +297,7 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 // Kafka layer, with the brokers from --brokers or from a serve --config
 // (kafka.brokers and topics.input), and refuses to run without either.
 func TestReplay(t *testing.T) {
-	b, err := stream.StartBroker("127.0.0.1:0", map[string]int{"readings": 1, "sensors": 1})
+	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 1, "sensors": 1})
 	if err != nil {
 		t.Fatal(err)
 	}

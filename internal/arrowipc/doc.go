@@ -1,5 +1,5 @@
 // Package arrowipc is the project's one hardened reader of Arrow IPC
-// streams from untrusted bytes. Both the input decoder (stream's
+// streams from untrusted bytes. Both the input decoder (readings'
 // ArrowDecoder, readings from Kafka) and the output decoders (wire's
 // DecodeForecastArrow and DecodeAttributionArrow, for consumers of the
 // forecast topics) read through Read.

@@ -1,6 +1,6 @@
 // Package jsonstr writes JSON strings: the one string encoder of the
-// project, used where readings are written (stream, the dead-letter and
-// replay messages) and where forecasts are (wire), so both sides agree on
+// project, used where readings are written (package readings: replay, the
+// demo and tests) and where forecasts are (wire), so both sides agree on
 // every byte. Every output is valid JSON: control characters are escaped,
 // and each byte that is not part of valid UTF-8 becomes \ufffd, as
 // encoding/json writes it.

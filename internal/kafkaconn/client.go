@@ -125,9 +125,9 @@ func (c *Client) Config() Config { return c.cfg }
 // Brokers returns the seed brokers.
 func (c *Client) Brokers() []string { return append([]string(nil), c.cfg.Brokers...) }
 
-// Dialer returns the shared Dialer: for kafka.ReaderConfig.Dialer,
-// kafka.ConsumerGroupConfig.Dialer and direct connections (DialLeader).
-// Do not modify it.
+// Dialer returns the shared Dialer, from which NewPartitionReader,
+// NewGroupReader, NewConsumerGroup and direct connections (ReadPartition)
+// dial. Do not modify it.
 func (c *Client) Dialer() *kafka.Dialer { return c.dialer }
 
 // Transport returns the shared Transport: for kafka.Writer.Transport and
@@ -153,37 +153,6 @@ func (c *Client) NewWriter(topic string) *kafka.Writer {
 		Transport:    c.transport,
 		Logger:       c.KafkaLogger(slog.LevelDebug, "topic", topic),
 		ErrorLogger:  c.KafkaLogger(slog.LevelWarn, "topic", topic),
-	}
-}
-
-// ReaderConfig returns a kafka-go reader configuration of topic with the
-// brokers, the shared Dialer and the loggers filled in. With a group it
-// reads in that consumer group; with group "" set Partition to read one
-// partition. The caller sets the fetch fields (MinBytes, MaxBytes, MaxWait,
-// StartOffset, …).
-func (c *Client) ReaderConfig(group, topic string) kafka.ReaderConfig {
-	return kafka.ReaderConfig{
-		Brokers:     c.Brokers(),
-		GroupID:     group,
-		Topic:       topic,
-		Dialer:      c.dialer,
-		Logger:      c.KafkaLogger(slog.LevelDebug, "topic", topic),
-		ErrorLogger: c.KafkaLogger(slog.LevelWarn, "topic", topic),
-	}
-}
-
-// ConsumerGroupConfig returns a kafka-go consumer group configuration for
-// topics with the brokers, the shared Dialer and the loggers filled in: for
-// kafka.NewConsumerGroup, whose generations report the assigned partitions
-// and their committed offsets. The caller sets the timeouts.
-func (c *Client) ConsumerGroupConfig(group string, topics ...string) kafka.ConsumerGroupConfig {
-	return kafka.ConsumerGroupConfig{
-		ID:          group,
-		Brokers:     c.Brokers(),
-		Topics:      topics,
-		Dialer:      c.dialer,
-		Logger:      c.KafkaLogger(slog.LevelDebug, "group", group),
-		ErrorLogger: c.KafkaLogger(slog.LevelWarn, "group", group),
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 )
 
 // TestSecuredBroker runs every kind of Kafka use the project has — a
-// writer, a consumer-group reader, a partition read, admin metadata and
-// offsets — through one Client against a kfake broker that requires SASL
+// writer, a consumer-group reader, a partition read, a partition reader, a
+// consumer group member, admin metadata and offsets — through one Client against a kfake broker that requires SASL
 // and/or TLS, configured only through Config (the kafka.* keys).
 func TestSecuredBroker(t *testing.T) {
 	serverTLS, caFile := kafkatest.SelfSigned(t)
@@ -64,14 +64,47 @@ func TestSecuredBroker(t *testing.T) {
 			if got := len(kafkatest.ReadAll(t, c, "t")); got != len(msgs) {
 				t.Errorf("partition reads returned %d messages, want %d", got, len(msgs))
 			}
-			rc := c.ReaderConfig("g", "t")
-			rc.StartOffset, rc.MaxWait = kafka.FirstOffset, 50*time.Millisecond
-			r := kafka.NewReader(rc)
+			r := c.NewGroupReader("g", "t", kafka.FirstOffset, kafkaconn.Fetch{MaxWait: 50 * time.Millisecond})
 			defer r.Close()
 			for i := range msgs {
 				if _, err := r.FetchMessage(ctx); err != nil {
 					t.Fatalf("group reader, message %d: %v", i+1, err)
 				}
+			}
+
+			// A partition reader starts where it is told: the last message
+			// of the partition holding most.
+			parts, err := c.Partitions(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fullest := parts[0]
+			for _, p := range parts {
+				if p.End-p.First > fullest.End-fullest.First {
+					fullest = p
+				}
+			}
+			pr, err := c.NewPartitionReader("t", fullest.Partition, fullest.End-1, kafkaconn.Fetch{MaxWait: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			if m, err := pr.FetchMessage(ctx); err != nil || m.Offset != fullest.End-1 || m.Partition != fullest.Partition {
+				t.Errorf("partition reader fetched %d/%d (%v), want %d/%d", m.Partition, m.Offset, err, fullest.Partition, fullest.End-1)
+			}
+
+			// A consumer group member joins and is assigned every partition.
+			cg, err := c.NewConsumerGroup(kafkaconn.Group{ID: "cg", Topics: []string{"t"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cg.Close()
+			gen, err := cg.Next(ctx)
+			if err != nil {
+				t.Fatalf("consumer group: %v", err)
+			}
+			if got := len(gen.Assignments["t"]); got != len(parts) {
+				t.Errorf("consumer group member assigned %d partitions of t, want %d", got, len(parts))
 			}
 		})
 	}

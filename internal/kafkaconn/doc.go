@@ -5,24 +5,28 @@
 // admin request of the project is built from a Client: the consumer and its
 // dead-letter writer (stream), the forecast producer (sink), the models
 // topic and drift events (broadcast), the embedded broker's topic creation
-// (stream), `freqlens replay` and the demo's simulated sensors, and the test
-// helpers of kafkatest.
+// (embedded), `freqlens replay` and the demo's simulated sensors, and the
+// test helpers of kafkatest.
 //
 // # Where it sits
 //
 // Below stream, sink and broadcast, which take a *Client instead of their
 // own broker lists and credentials; the service builds one Client from the
 // kafka.* keys of the configuration and hands it to all of them. It imports
-// kafka-go only: no FreqLens package.
+// kafka-go only: no FreqLens package. Two packages sit beside it: embedded,
+// the in-process broker (kfake) for single-machine runs and tests, and
+// kafkatest, the tests' helpers.
 //
 // # What a Client offers
 //
 //   - NewWriter: a kafka-go Writer on the shared Transport (TLS, SASL,
 //     client id), keyed messages hashed to partitions, RequireAll.
-//   - ReaderConfig and ConsumerGroupConfig: kafka-go configurations with
-//     the brokers and the shared Dialer filled in, for a group Reader, a
-//     partition Reader or a ConsumerGroup with explicit generations
-//     (assignment callbacks, per-partition offsets).
+//   - NewPartitionReader, NewGroupReader and NewConsumerGroup: kafka-go
+//     Readers of one partition (at an offset) or in a consumer group, and
+//     ConsumerGroup members with explicit generations (assignments,
+//     per-partition committed offsets), on the shared Dialer. They are the
+//     only places the project builds kafka-go readers and groups, so the
+//     brokers, TLS, SASL, client id and logging cannot be left out.
 //   - Admin: a kafka.Client for metadata, topic creation, ListOffsets
 //     (including offsets for a time) and OffsetFetch.
 //   - Partitions and ReadPartition: the offset range of every partition of

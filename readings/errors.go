@@ -1,14 +1,12 @@
-package stream
+package readings
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Reasons a message is poison: the bounded set of values of
 // DecodeError.Reason, of the reason label of
-// freqlens_stream_decode_errors_total and of the freqlens-dlq-reason
-// header.
+// freqlens_stream_decode_errors_total (package stream counts them) and of
+// the freqlens-dlq-reason header. The pipeline adds reasons of its own for
+// readings it refuses after decoding (package pipeline).
 const (
 	// ReasonUnparsable: the bytes are not the configured format (not a JSON
 	// object, not one CSV line, not an Arrow IPC stream, trailing bytes).
@@ -42,7 +40,8 @@ const (
 	ReasonTooOld = "too_old"
 	// ReasonOutOfRange: a value lies outside Config.ValueRange. The
 	// pipeline dead-letters with this reason too the readings its windows
-	// refuse as implausible for their series (window.max_jump).
+	// refuse as implausible for their series (window.max_jump): the same
+	// judgement, made with the series' recent range.
 	ReasonOutOfRange = "out_of_range"
 )
 
@@ -53,19 +52,8 @@ var Reasons = []string{
 	ReasonSeriesTooLong, ReasonTooOld, ReasonOutOfRange,
 }
 
-// Reasons of readings the pipeline dead-letters after decoding, through
-// Batch.DeadLetter and Batch.DeadLetterRows (besides ReasonOutOfRange).
-const (
-	// ReasonWindow: the batch could not be put into windows (a bug
-	// upstream: the decoders guarantee the schema).
-	ReasonWindow = "window_error"
-	// ReasonNonFiniteOutput: the forecast or attribution of the window this
-	// reading completed had a non-finite value, so it was not written.
-	ReasonNonFiniteOutput = "non_finite_output"
-)
-
 // DecodeError says why a message is poison. Decoders set Reason and Err;
-// the Consumer adds the message's coordinates.
+// the consumer (package stream) adds the message's coordinates.
 type DecodeError struct {
 	Topic     string
 	Partition int
@@ -90,9 +78,6 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 func poison(reason string, format string, args ...any) *DecodeError {
 	return &DecodeError{Reason: reason, Err: fmt.Errorf(format, args...)}
 }
-
-// ErrClosed is returned by Run when the Consumer was closed under it.
-var ErrClosed = errors.New("stream: consumer closed")
 
 // quote renders a value from a message for an error message, cut short.
 func quote(b []byte) string {

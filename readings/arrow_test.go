@@ -1,4 +1,4 @@
-package stream
+package readings_test
 
 import (
 	"bytes"
@@ -11,11 +11,13 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/ipc"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/freqlens/freqlens/readings"
 )
 
-func newArrow(t testing.TB, cfg Config) *ArrowDecoder {
+func newArrow(t testing.TB, cfg readings.Config) *readings.ArrowDecoder {
 	t.Helper()
-	d, err := NewArrowDecoder(cfg, WithClock(testClock))
+	d, err := readings.NewArrowDecoder(cfg, testClock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func ipcStream(t testing.TB, mem memory.Allocator, fields []arrow.Field, batches
 
 var (
 	fSeries = arrow.Field{Name: "series", Type: arrow.BinaryTypes.String}
-	fTS     = arrow.Field{Name: "ts", Type: TimestampType}
+	fTS     = arrow.Field{Name: "ts", Type: readings.TimestampType}
 	fValue  = arrow.Field{Name: "value", Type: arrow.PrimitiveTypes.Float64}
 )
 
@@ -75,18 +77,18 @@ func TestArrowDecode(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		cfg   Config
+		cfg   readings.Config
 		key   string
 		in    []byte
 		want  []row
 		wantR string
 	}{
-		{name: "three readings", in: valid, want: []row{{"a", t0, ing, []float64{1}}, {"b", t0, ing, []float64{2}}, {"a", t0 + 1000, ing, []float64{3}}}},
+		{name: "three readings", in: valid, want: []row{{Series: "a", TS: t0, Ingest: ing, Values: []float64{1}}, {Series: "b", TS: t0, Ingest: ing, Values: []float64{2}}, {Series: "a", TS: t0 + 1000, Ingest: ing, Values: []float64{3}}}},
 		{name: "two record batches", in: ipcStream(t, mem, std, threeRows, withValues([]float64{9}, nil)),
-			want: []row{{"a", t0, ing, []float64{1}}, {"b", t0, ing, []float64{2}}, {"a", t0 + 1000, ing, []float64{3}}, {"s", t0, ing, []float64{9}}}},
+			want: []row{{Series: "a", TS: t0, Ingest: ing, Values: []float64{1}}, {Series: "b", TS: t0, Ingest: ing, Values: []float64{2}}, {Series: "a", TS: t0 + 1000, Ingest: ing, Values: []float64{3}}, {Series: "s", TS: t0, Ingest: ing, Values: []float64{9}}}},
 		{name: "schema only", in: ipcStream(t, mem, std), want: nil},
 		{name: "int64 epoch, extra columns, no series: the key", key: "k",
-			cfg: Config{ValueFields: []string{"temp", "humidity"}},
+			cfg: readings.Config{ValueFields: []string{"temp", "humidity"}},
 			in: ipcStream(t, mem, []arrow.Field{
 				{Name: "humidity", Type: arrow.PrimitiveTypes.Float64},
 				{Name: "site", Type: arrow.PrimitiveTypes.Int32},
@@ -98,7 +100,7 @@ func TestArrowDecode(t *testing.T) {
 				rb.Field(2).(*array.Int64Builder).Append(t0)
 				rb.Field(3).(*array.Float64Builder).Append(3.5)
 			}),
-			want: []row{{"k", t0, ing, []float64{3.5, 81}}}},
+			want: []row{{Series: "k", TS: t0, Ingest: ing, Values: []float64{3.5, 81}}}},
 		{name: "microsecond timestamps round down", in: ipcStream(t, mem, []arrow.Field{fSeries,
 			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}}, fValue},
 			func(rb *array.RecordBuilder) {
@@ -106,7 +108,7 @@ func TestArrowDecode(t *testing.T) {
 				rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0*1000 + 1999, -1}, nil)
 				rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2}, nil)
 			}),
-			want: []row{{"a", t0 + 1, ing, []float64{1}}, {"a", -1, ing, []float64{2}}}},
+			want: []row{{Series: "a", TS: t0 + 1, Ingest: ing, Values: []float64{1}}, {Series: "a", TS: -1, Ingest: ing, Values: []float64{2}}}},
 		{name: "second timestamps", in: ipcStream(t, mem, []arrow.Field{
 			{Name: "series", Type: arrow.BinaryTypes.LargeString},
 			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Second, TimeZone: "Europe/Paris"}}, fValue},
@@ -115,45 +117,45 @@ func TestArrowDecode(t *testing.T) {
 				rb.Field(1).(*array.TimestampBuilder).Append(t0 / 1000)
 				rb.Field(2).(*array.Float64Builder).Append(1)
 			}),
-			want: []row{{"a", t0, ing, []float64{1}}}},
+			want: []row{{Series: "a", TS: t0, Ingest: ing, Values: []float64{1}}}},
 
-		{name: "empty", in: nil, wantR: ReasonUnparsable},
-		{name: "garbage", in: []byte("{\"series\":\"a\"}"), wantR: ReasonUnparsable},
-		{name: "truncated", in: valid[:len(valid)-20], wantR: ReasonUnparsable},
-		{name: "garbage after the end", in: append(append([]byte(nil), valid...), "xyz"...), wantR: ReasonUnparsable},
-		{name: "huge metadata length", in: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 2, 3}, wantR: ReasonUnparsable},
-		{name: "no value column", in: ipcStream(t, mem, []arrow.Field{fSeries, fTS}), wantR: ReasonBadSchema},
-		{name: "no time column", in: ipcStream(t, mem, []arrow.Field{fSeries, fValue}), wantR: ReasonBadSchema},
-		{name: "value column of ints", in: ipcStream(t, mem, []arrow.Field{fSeries, fTS, {Name: "value", Type: arrow.PrimitiveTypes.Int64}}), wantR: ReasonBadSchema},
-		{name: "series column of ints", in: ipcStream(t, mem, []arrow.Field{{Name: "series", Type: arrow.PrimitiveTypes.Int64}, fTS, fValue}), wantR: ReasonBadSchema},
-		{name: "time column of strings", in: ipcStream(t, mem, []arrow.Field{fSeries, {Name: "ts", Type: arrow.BinaryTypes.String}, fValue}), wantR: ReasonBadSchema},
-		{name: "one null value", in: ipcStream(t, mem, std, withValues([]float64{1, 2, 3}, []bool{true, false, true})), wantR: ReasonMissingField},
-		{name: "one NaN among many", in: ipcStream(t, mem, std, withValues([]float64{1, 2, math.NaN(), 4}, nil)), wantR: ReasonNonFinite},
-		{name: "one bad row in the second batch", in: ipcStream(t, mem, std, threeRows, withValues([]float64{math.Inf(1)}, nil)), wantR: ReasonNonFinite},
+		{name: "empty", in: nil, wantR: readings.ReasonUnparsable},
+		{name: "garbage", in: []byte("{\"series\":\"a\"}"), wantR: readings.ReasonUnparsable},
+		{name: "truncated", in: valid[:len(valid)-20], wantR: readings.ReasonUnparsable},
+		{name: "garbage after the end", in: append(append([]byte(nil), valid...), "xyz"...), wantR: readings.ReasonUnparsable},
+		{name: "huge metadata length", in: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 2, 3}, wantR: readings.ReasonUnparsable},
+		{name: "no value column", in: ipcStream(t, mem, []arrow.Field{fSeries, fTS}), wantR: readings.ReasonBadSchema},
+		{name: "no time column", in: ipcStream(t, mem, []arrow.Field{fSeries, fValue}), wantR: readings.ReasonBadSchema},
+		{name: "value column of ints", in: ipcStream(t, mem, []arrow.Field{fSeries, fTS, {Name: "value", Type: arrow.PrimitiveTypes.Int64}}), wantR: readings.ReasonBadSchema},
+		{name: "series column of ints", in: ipcStream(t, mem, []arrow.Field{{Name: "series", Type: arrow.PrimitiveTypes.Int64}, fTS, fValue}), wantR: readings.ReasonBadSchema},
+		{name: "time column of strings", in: ipcStream(t, mem, []arrow.Field{fSeries, {Name: "ts", Type: arrow.BinaryTypes.String}, fValue}), wantR: readings.ReasonBadSchema},
+		{name: "one null value", in: ipcStream(t, mem, std, withValues([]float64{1, 2, 3}, []bool{true, false, true})), wantR: readings.ReasonMissingField},
+		{name: "one NaN among many", in: ipcStream(t, mem, std, withValues([]float64{1, 2, math.NaN(), 4}, nil)), wantR: readings.ReasonNonFinite},
+		{name: "one bad row in the second batch", in: ipcStream(t, mem, std, threeRows, withValues([]float64{math.Inf(1)}, nil)), wantR: readings.ReasonNonFinite},
 		{name: "no series column and no key", in: ipcStream(t, mem, []arrow.Field{fTS, fValue}, func(rb *array.RecordBuilder) {
 			rb.Field(0).(*array.TimestampBuilder).Append(t0)
 			rb.Field(1).(*array.Float64Builder).Append(1)
-		}), wantR: ReasonMissingField},
+		}), wantR: readings.ReasonMissingField},
 		{name: "empty series", in: ipcStream(t, mem, std, func(rb *array.RecordBuilder) {
 			rb.Field(0).(*array.StringBuilder).AppendValues([]string{"a", ""}, nil)
 			rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0, t0}, nil)
 			rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2}, nil)
-		}), wantR: ReasonEmptySeries},
+		}), wantR: readings.ReasonEmptySeries},
 		{name: "a row too far ahead", in: ipcStream(t, mem, std, func(rb *array.RecordBuilder) {
 			rb.Field(0).(*array.StringBuilder).AppendValues([]string{"a", "a"}, nil)
 			rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0, arrow.Timestamp(testNow.Add(2 * time.Hour).UnixMilli())}, nil)
 			rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2}, nil)
-		}), wantR: ReasonFutureTimestamp},
+		}), wantR: readings.ReasonFutureTimestamp},
 		{name: "seconds beyond int64 milliseconds", in: ipcStream(t, mem, []arrow.Field{fSeries,
 			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Second}}, fValue},
 			func(rb *array.RecordBuilder) {
 				rb.Field(0).(*array.StringBuilder).Append("a")
 				rb.Field(1).(*array.TimestampBuilder).Append(math.MinInt64 / 10)
 				rb.Field(2).(*array.Float64Builder).Append(1)
-			}), wantR: ReasonBadTimestamp},
+			}), wantR: readings.ReasonBadTimestamp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.Format = FormatArrow
+			tc.cfg.Format = readings.FormatArrow
 			dec := newArrow(t, tc.cfg)
 			got, err := decodeOne(t, mem, dec, tc.cfg.ValueFields, []byte(tc.key), tc.in)
 			if r := reasonOf(err); r != tc.wantR {
@@ -173,11 +175,11 @@ func TestAppendArrowRoundTripRandom(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rng := rand.New(rand.NewPCG(5, 5))
-	for _, cfg := range []Config{{}, {SeriesField: "id", TimeField: "time", ValueFields: []string{"a", "b", "c"}}} {
-		cfg.Format = FormatArrow
+	for _, cfg := range []readings.Config{{}, {SeriesField: "id", TimeField: "time", ValueFields: []string{"a", "b", "c"}}} {
+		cfg.Format = readings.FormatArrow
 		dec := newArrow(t, cfg)
-		rs := randomReadings(rng, 3000, len(cfg.withDefaults().ValueFields))
-		msg, err := AppendArrow([]byte("prefix"), rs, cfg, mem)
+		rs := randomReadings(rng, 3000, len(valueFields(cfg)))
+		msg, err := readings.AppendArrow([]byte("prefix"), rs, cfg, mem)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +199,7 @@ func TestAppendArrowRoundTripRandom(t *testing.T) {
 func TestAppendArrowWrongValueCount(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	_, err := AppendArrow(nil, []Reading{{Series: "a", Values: []float64{1, 2}}}, Config{}, mem)
+	_, err := readings.AppendArrow(nil, []readings.Reading{{Series: "a", Values: []float64{1, 2}}}, readings.Config{}, mem)
 	if err == nil {
 		t.Fatal("AppendArrow with 2 values for 1 field: no error")
 	}
@@ -225,11 +227,11 @@ func TestArrowMetadataChecks(t *testing.T) {
 		rb.Field(4).AppendNull()
 		rb.Field(5).(*array.BinaryDictionaryBuilder).AppendString("x")
 	})
-	got, err := decodeOne(t, mem, newArrow(t, Config{}), nil, nil, in)
+	got, err := decodeOne(t, mem, newArrow(t, readings.Config{}), nil, nil, in)
 	if err != nil {
 		t.Fatalf("a schema with nested, dictionary and metadata extras: %v", err)
 	}
-	if want := []row{{"a", t0, testIngest.UnixMilli(), []float64{1}}}; !sameRows(got, want) {
+	if want := []row{{Series: "a", TS: t0, Ingest: testIngest.UnixMilli(), Values: []float64{1}}}; !sameRows(got, want) {
 		t.Errorf("rows = %v, want %v", got, want)
 	}
 

@@ -1,4 +1,4 @@
-package stream
+package readings
 
 import (
 	"bytes"
@@ -47,8 +47,8 @@ type ArrowDecoder struct {
 
 // NewArrowDecoder returns an Arrow IPC decoder for cfg (see NewDecoder);
 // cfg.Format is ignored.
-func NewArrowDecoder(cfg Config, opts ...Option) (*ArrowDecoder, error) {
-	f, err := newFields(cfg, FormatArrow, opts)
+func NewArrowDecoder(cfg Config, now func() time.Time) (*ArrowDecoder, error) {
+	f, err := newFields(cfg, FormatArrow, now)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +313,7 @@ func AppendArrow(dst []byte, rs []Reading, cfg Config, mem memory.Allocator) ([]
 		for _, r := range rs {
 			if len(r.Values) != len(values) {
 				w.Close()
-				return dst, fmt.Errorf("stream: reading of series %q has %d values for %d value fields %q",
+				return dst, fmt.Errorf("readings: reading of series %q has %d values for %d value fields %q",
 					r.Series, len(r.Values), len(values), values)
 			}
 			sb.Append(r.Series)
@@ -326,11 +326,11 @@ func AppendArrow(dst []byte, rs []Reading, cfg Config, mem memory.Allocator) ([]
 		defer rec.Release()
 		if err := w.Write(rec); err != nil {
 			w.Close()
-			return dst, fmt.Errorf("stream: encode Arrow record batch: %w", err)
+			return dst, fmt.Errorf("readings: encode Arrow record batch: %w", err)
 		}
 	}
 	if err := w.Close(); err != nil {
-		return dst, fmt.Errorf("stream: encode Arrow stream: %w", err)
+		return dst, fmt.Errorf("readings: encode Arrow stream: %w", err)
 	}
 	return buf.Bytes(), nil
 }

@@ -1,8 +1,7 @@
-package stream
+package readings_test
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -10,9 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/freqlens/freqlens/readings"
+	"github.com/freqlens/freqlens/readings/readingstest"
 )
 
 // testNow is the clock of decoder tests.
@@ -23,81 +24,42 @@ func testClock() time.Time { return testNow }
 // testIngest is the message time of decoder tests.
 var testIngest = time.Date(2026, 1, 5, 9, 0, 0, 5_000_000, time.UTC)
 
-// row is one decoded row, compared bit for bit.
-type row struct {
-	Series string
-	TS     int64
-	Ingest int64
-	Values []float64
-}
+// row is one decoded row, compared bit for bit by sameRows.
+type row = readingstest.Row
 
-func (r row) String() string {
-	return fmt.Sprintf("{%q %s ingest=%d %v}", r.Series, formatMs(r.TS), r.Ingest, r.Values)
-}
-
-func sameRows(a, b []row) bool {
-	return slices.EqualFunc(a, b, func(x, y row) bool {
-		return x.Series == y.Series && x.TS == y.TS && x.Ingest == y.Ingest &&
-			slices.EqualFunc(x.Values, y.Values, func(u, v float64) bool { return math.Float64bits(u) == math.Float64bits(v) })
-	})
-}
-
-// rowsOf reads every row of a batch record.
-func rowsOf(t testing.TB, rec arrow.Record) []row {
-	t.Helper()
-	if rec.NumCols() < FirstValueColumn {
-		t.Fatalf("record has %d columns", rec.NumCols())
-	}
-	series := rec.Column(SeriesColumn).(*array.String)
-	ts := rec.Column(TimeColumn).(*array.Timestamp)
-	ing := rec.Column(IngestColumn).(*array.Timestamp)
-	var rows []row
-	for i := 0; i < int(rec.NumRows()); i++ {
-		r := row{Series: strings.Clone(series.Value(i)), TS: int64(ts.Value(i)), Ingest: int64(ing.Value(i))}
-		for c := FirstValueColumn; c < int(rec.NumCols()); c++ {
-			r.Values = append(r.Values, rec.Column(c).(*array.Float64).Value(i))
-		}
-		rows = append(rows, r)
-	}
-	for c := 0; c < int(rec.NumCols()); c++ {
-		if n := rec.Column(c).NullN(); n != 0 {
-			t.Errorf("column %d has %d nulls", c, n)
-		}
-	}
-	return rows
-}
+var sameRows = readingstest.SameRows
 
 // decodeOne decodes one message with a fresh builder and returns its rows.
 // It checks the decoder's contract: an error is a *DecodeError with a
 // known reason, and a failed decode appends nothing.
-func decodeOne(t testing.TB, mem memory.Allocator, dec Decoder, values []string, key, value []byte) ([]row, error) {
+func decodeOne(t testing.TB, mem memory.Allocator, dec readings.Decoder, values []string, key, value []byte) ([]row, error) {
 	t.Helper()
-	rb := array.NewRecordBuilder(mem, Schema(values...))
+	rb := array.NewRecordBuilder(mem, readings.Schema(values...))
 	defer rb.Release()
 	err := dec.Decode(rb, key, value, testIngest)
 	rec := rb.NewRecord()
 	defer rec.Release()
 	if err != nil {
-		var de *DecodeError
+		var de *readings.DecodeError
 		if !errors.As(err, &de) {
 			t.Fatalf("Decode error %v (%T) is not a *DecodeError", err, err)
 		}
-		if _, ok := err.(*DecodeError); !ok {
+		if _, ok := err.(*readings.DecodeError); !ok {
 			t.Fatalf("Decode error is %T, want *DecodeError itself", err)
 		}
-		if !slices.Contains(Reasons, de.Reason) {
-			t.Fatalf("Decode reason %q is not one of %q", de.Reason, Reasons)
+		if !slices.Contains(readings.Reasons, de.Reason) {
+			t.Fatalf("Decode reason %q is not one of %q", de.Reason, readings.Reasons)
 		}
 		if rec.NumRows() != 0 {
 			t.Fatalf("failed Decode (%v) appended %d rows", err, rec.NumRows())
 		}
 		return nil, err
 	}
-	return rowsOf(t, rec), nil
+	return readingstest.Rows(t, rec), nil
 }
 
 func reasonOf(err error) string {
-	var de *DecodeError
+	var de *readings.DecodeError
 	if errors.As(err, &de) {
 		return de.Reason
 	}
@@ -107,28 +69,19 @@ func reasonOf(err error) string {
 	return ""
 }
 
-// readingsOf turns rows into readings (as the encoders take them).
-func readingsOf(rows []row) []Reading {
-	rs := make([]Reading, len(rows))
-	for i, r := range rows {
-		rs[i] = Reading{Series: r.Series, Time: time.UnixMilli(r.TS), Values: r.Values}
-	}
-	return rs
-}
-
 // encode encodes rs in cfg.Format, one message per reading (one message
 // for all of them in Arrow).
-func encode(t testing.TB, cfg Config, rs []Reading) [][]byte {
+func encode(t testing.TB, cfg readings.Config, rs []readings.Reading) [][]byte {
 	t.Helper()
-	switch cfg.withDefaults().Format {
-	case FormatCSV:
+	switch cfg.Format {
+	case readings.FormatCSV:
 		var msgs [][]byte
 		for _, r := range rs {
-			msgs = append(msgs, AppendCSV(nil, r, cfg))
+			msgs = append(msgs, readings.AppendCSV(nil, r, cfg))
 		}
 		return msgs
-	case FormatArrow:
-		b, err := AppendArrow(nil, rs, cfg, nil)
+	case readings.FormatArrow:
+		b, err := readings.AppendArrow(nil, rs, cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +89,7 @@ func encode(t testing.TB, cfg Config, rs []Reading) [][]byte {
 	default:
 		var msgs [][]byte
 		for _, r := range rs {
-			msgs = append(msgs, AppendJSON(nil, r, cfg))
+			msgs = append(msgs, readings.AppendJSON(nil, r, cfg))
 		}
 		return msgs
 	}
@@ -144,14 +97,14 @@ func encode(t testing.TB, cfg Config, rs []Reading) [][]byte {
 
 // checkRoundTrip re-encodes rows and decodes them again: encode∘decode must
 // be the identity.
-func checkRoundTrip(t testing.TB, cfg Config, dec Decoder, rows []row) {
+func checkRoundTrip(t testing.TB, cfg readings.Config, dec readings.Decoder, rows []row) {
 	t.Helper()
 	if len(rows) == 0 {
 		return
 	}
-	values := cfg.withDefaults().ValueFields
+	values := valueFields(cfg)
 	var got []row
-	for _, msg := range encode(t, cfg, readingsOf(rows)) {
+	for _, msg := range encode(t, cfg, readingstest.ToReadings(rows)) {
 		rs, err := decodeOne(t, memory.DefaultAllocator, dec, values, nil, msg)
 		if err != nil {
 			t.Fatalf("decoding the re-encoded %q: %v", msg, err)
@@ -169,9 +122,9 @@ func checkRoundTrip(t testing.TB, cfg Config, dec Decoder, rows []row) {
 // randomReadings draws readings that every encoder can carry: valid UTF-8
 // series (with quotes, commas, spaces, escapes), times over the whole range
 // the decoders accept, finite values of every kind.
-func randomReadings(rng *rand.Rand, n, channels int) []Reading {
+func randomReadings(rng *rand.Rand, n, channels int) []readings.Reading {
 	pieces := []string{"s", "-", "17", " ", ",", `"`, `\`, "\n", "\t", "é", "日本", "😀", "\u2028", "\x01", "x"}
-	rs := make([]Reading, n)
+	rs := make([]readings.Reading, n)
 	for i := range rs {
 		var sb strings.Builder
 		for k := 1 + rng.IntN(6); k > 0; k-- {
@@ -211,15 +164,29 @@ func randomReadings(rng *rand.Rand, n, channels int) []Reading {
 				vals[j] = rng.NormFloat64() * 100
 			}
 		}
-		rs[i] = Reading{Series: sb.String(), Time: time.UnixMilli(ms), Values: vals}
+		rs[i] = readings.Reading{Series: sb.String(), Time: time.UnixMilli(ms), Values: vals}
 	}
 	return rs
 }
 
-func rowsFromReadings(rs []Reading) []row {
-	rows := make([]row, len(rs))
-	for i, r := range rs {
-		rows[i] = row{Series: r.Series, TS: r.Time.UnixMilli(), Ingest: testIngest.UnixMilli(), Values: r.Values}
+// valueFields returns the value fields of cfg, the default when it names
+// none.
+func valueFields(cfg readings.Config) []string {
+	if len(cfg.ValueFields) == 0 {
+		return readings.DefaultConfig().ValueFields
 	}
-	return rows
+	return cfg.ValueFields
+}
+
+// The times the encoders write as RFC 3339 (years 0000 to 9999), in epoch
+// milliseconds; others are written as numbers.
+const (
+	minRFC3339Ms = -62167219200000 // 0000-01-01T00:00:00Z
+	maxRFC3339Ms = 253402300799999 // 9999-12-31T23:59:59.999Z
+)
+
+// rowsFromReadings returns the rows rs decode to, with the tests' ingest
+// time.
+func rowsFromReadings(rs []readings.Reading) []row {
+	return readingstest.FromReadings(rs, testIngest.UnixMilli())
 }

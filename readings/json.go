@@ -1,4 +1,4 @@
-package stream
+package readings
 
 import (
 	"time"
@@ -35,8 +35,8 @@ type JSONDecoder struct {
 
 // NewJSONDecoder returns a JSON decoder for cfg (see NewDecoder); cfg.Format
 // is ignored.
-func NewJSONDecoder(cfg Config, opts ...Option) (*JSONDecoder, error) {
-	f, err := newFields(cfg, FormatJSON, opts)
+func NewJSONDecoder(cfg Config, now func() time.Time) (*JSONDecoder, error) {
+	f, err := newFields(cfg, FormatJSON, now)
 	if err != nil {
 		return nil, err
 	}

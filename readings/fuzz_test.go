@@ -1,14 +1,16 @@
-package stream
+package readings_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/freqlens/freqlens/readings"
 )
 
 // fuzzReadings are the valid messages the corpora start from.
-var fuzzReadings = []Reading{
+var fuzzReadings = []readings.Reading{
 	{Series: "s-17", Time: time.UnixMilli(t0), Values: []float64{412}},
 	{Series: "a,\"b\" ü", Time: time.UnixMilli(t0 + 250), Values: []float64{-0.001}},
 }
@@ -29,7 +31,7 @@ func seedDecoder(f *testing.F, valid ...[]byte) {
 // appends nothing; a message that decodes re-encodes, with the package's
 // encoder, to one that decodes to the same rows, floats compared with
 // math.Float64bits (encode∘decode is the identity).
-func fuzzDecode(t *testing.T, cfg Config, dec Decoder, key, value []byte) {
+func fuzzDecode(t *testing.T, cfg readings.Config, dec readings.Decoder, key, value []byte) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rows, err := decodeOne(t, mem, dec, cfg.ValueFields, key, value)
@@ -41,10 +43,10 @@ func fuzzDecode(t *testing.T, cfg Config, dec Decoder, key, value []byte) {
 // FuzzDecodeJSON fuzzes JSONDecoder. Invariants (see fuzzDecode): it never
 // panics; every error is a *DecodeError; encode∘decode is the identity.
 func FuzzDecodeJSON(f *testing.F) {
-	cfg := Config{Format: FormatJSON}
+	cfg := readings.Config{Format: readings.FormatJSON}
 	var valid [][]byte
 	for _, r := range fuzzReadings {
-		valid = append(valid, AppendJSON(nil, r, cfg))
+		valid = append(valid, readings.AppendJSON(nil, r, cfg))
 	}
 	valid = append(valid, []byte(`{"ts":"2026-01-05T09:00:00.5+01:00","value":"1e3","x":[{"y":null}]}`))
 	seedDecoder(f, valid...)
@@ -55,10 +57,10 @@ func FuzzDecodeJSON(f *testing.F) {
 // FuzzDecodeCSV fuzzes CSVDecoder. Invariants (see fuzzDecode): it never
 // panics; every error is a *DecodeError; encode∘decode is the identity.
 func FuzzDecodeCSV(f *testing.F) {
-	cfg := Config{Format: FormatCSV}
+	cfg := readings.Config{Format: readings.FormatCSV}
 	var valid [][]byte
 	for _, r := range fuzzReadings {
-		valid = append(valid, AppendCSV(nil, r, cfg))
+		valid = append(valid, readings.AppendCSV(nil, r, cfg))
 	}
 	valid = append(valid, []byte(" \"x\"\"y\" , 1767600000000 ,1e-7\r\n"))
 	seedDecoder(f, valid...)
@@ -70,12 +72,12 @@ func FuzzDecodeCSV(f *testing.F) {
 // never panics; every error is a *DecodeError; encode∘decode is the
 // identity.
 func FuzzDecodeArrow(f *testing.F) {
-	cfg := Config{Format: FormatArrow}
-	many, err := AppendArrow(nil, fuzzReadings, cfg, nil)
+	cfg := readings.Config{Format: readings.FormatArrow}
+	many, err := readings.AppendArrow(nil, fuzzReadings, cfg, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
-	empty, err := AppendArrow(nil, nil, cfg, nil)
+	empty, err := readings.AppendArrow(nil, nil, cfg, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

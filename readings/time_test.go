@@ -1,4 +1,4 @@
-package stream
+package readings
 
 import (
 	"math/rand/v2"
@@ -54,6 +54,7 @@ func TestAppendTimeMatchesTime(t *testing.T) {
 }
 
 func TestParseTimeText(t *testing.T) {
+	const t0 = 1767600000000 // 2026-01-05T08:00:00Z
 	for _, tc := range []struct {
 		in     string
 		want   int64

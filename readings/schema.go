@@ -1,4 +1,4 @@
-package stream
+package readings
 
 import (
 	"fmt"
@@ -64,22 +64,22 @@ type Reading struct {
 // and examples, not for the hot path.
 func AppendReadings(dst []Reading, rec arrow.Record) ([]Reading, error) {
 	if int(rec.NumCols()) < FirstValueColumn {
-		return dst, fmt.Errorf("stream: record has %d columns, want at least %d (series, ts, ingest_ts, values…)", rec.NumCols(), FirstValueColumn)
+		return dst, fmt.Errorf("readings: record has %d columns, want at least %d (series, ts, ingest_ts, values…)", rec.NumCols(), FirstValueColumn)
 	}
 	series, ok := rec.Column(SeriesColumn).(*array.String)
 	if !ok {
-		return dst, fmt.Errorf("stream: record column %d is %s, want utf8", SeriesColumn, rec.Column(SeriesColumn).DataType())
+		return dst, fmt.Errorf("readings: record column %d is %s, want utf8", SeriesColumn, rec.Column(SeriesColumn).DataType())
 	}
 	ts, ok := rec.Column(TimeColumn).(*array.Timestamp)
 	if !ok {
-		return dst, fmt.Errorf("stream: record column %d is %s, want timestamp[ms]", TimeColumn, rec.Column(TimeColumn).DataType())
+		return dst, fmt.Errorf("readings: record column %d is %s, want timestamp[ms]", TimeColumn, rec.Column(TimeColumn).DataType())
 	}
 	nv := int(rec.NumCols()) - FirstValueColumn
 	vals := make([]*array.Float64, nv)
 	for j := range vals {
 		c, ok := rec.Column(FirstValueColumn + j).(*array.Float64)
 		if !ok {
-			return dst, fmt.Errorf("stream: record column %d is %s, want float64", FirstValueColumn+j, rec.Column(FirstValueColumn+j).DataType())
+			return dst, fmt.Errorf("readings: record column %d is %s, want float64", FirstValueColumn+j, rec.Column(FirstValueColumn+j).DataType())
 		}
 		vals[j] = c
 	}

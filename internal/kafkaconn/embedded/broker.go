@@ -1,11 +1,12 @@
-package stream
+package embedded
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -24,14 +25,14 @@ type Broker struct {
 	addrs []string
 }
 
-// StartBroker starts a broker listening on addr ("127.0.0.1:9092"; port 0
+// Start starts a broker listening on addr ("127.0.0.1:9092"; port 0
 // picks a free port, see Addrs) and creates topics (name → partitions). It
 // advertises the address it listens on, so clients must reach it by that
 // address: listen on a concrete interface rather than ":9092" when they are
 // not on this machine.
-func StartBroker(addr string, topics map[string]int) (*Broker, error) {
+func Start(addr string, topics map[string]int) (*Broker, error) {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return nil, fmt.Errorf(`stream: broker address %q: %w; use "host:port", for example "127.0.0.1:9092"`, addr, err)
+		return nil, fmt.Errorf(`embedded: broker address %q: %w; use "host:port", for example "127.0.0.1:9092"`, addr, err)
 	}
 	if err := checkTopics(topics); err != nil {
 		return nil, err
@@ -52,13 +53,13 @@ func StartBroker(addr string, topics map[string]int) (*Broker, error) {
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("stream: start embedded broker on %s: %w", addr, err)
+		return nil, fmt.Errorf("embedded: start the broker on %s: %w", addr, err)
 	}
 	return &Broker{c: c, addrs: c.ListenAddrs()}, nil
 }
 
 // Addrs returns the broker's "host:port" addresses (one), the Brokers of a
-// Config.
+// kafkaconn.Config.
 func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
 
 // Close stops the broker and drops everything it holds. It is idempotent.
@@ -83,12 +84,12 @@ func (b *Broker) CreateTopics(topics map[string]int) error {
 	defer kc.Close()
 	resp, err := kc.Admin(10*time.Second).CreateTopics(ctx, req)
 	if err != nil {
-		return fmt.Errorf("stream: create topics on the embedded broker: %w", err)
+		return fmt.Errorf("embedded: create topics: %w", err)
 	}
 	var errs []error
 	for _, name := range sortedTopics(topics) {
 		if err := resp.Errors[name]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
-			errs = append(errs, fmt.Errorf("stream: create topic %q: %w", name, err))
+			errs = append(errs, fmt.Errorf("embedded: create topic %q: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -97,20 +98,15 @@ func (b *Broker) CreateTopics(topics map[string]int) error {
 func checkTopics(topics map[string]int) error {
 	for _, name := range sortedTopics(topics) {
 		if name == "" {
-			return errors.New("stream: a topic name is empty; name every topic")
+			return errors.New("embedded: a topic name is empty; name every topic")
 		}
 		if n := topics[name]; n < 1 {
-			return fmt.Errorf("stream: topic %q has %d partitions; give it at least 1", name, n)
+			return fmt.Errorf("embedded: topic %q has %d partitions; give it at least 1", name, n)
 		}
 	}
 	return nil
 }
 
 func sortedTopics(topics map[string]int) []string {
-	names := make([]string, 0, len(topics))
-	for name := range topics {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(topics))
 }

@@ -1,4 +1,4 @@
-package stream
+package readings
 
 import (
 	"strings"
@@ -48,8 +48,8 @@ type csvSpan struct {
 
 // NewCSVDecoder returns a CSV decoder for cfg (see NewDecoder); cfg.Format is
 // ignored.
-func NewCSVDecoder(cfg Config, opts ...Option) (*CSVDecoder, error) {
-	f, err := newFields(cfg, FormatCSV, opts)
+func NewCSVDecoder(cfg Config, now func() time.Time) (*CSVDecoder, error) {
+	f, err := newFields(cfg, FormatCSV, now)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package stream
+package readings
 
 import (
 	"errors"
@@ -21,27 +21,48 @@ import (
 // zero). A message is decoded whole or not at all: on error Decode appends
 // nothing and returns a *DecodeError whose Reason says why.
 //
+// SetOldest and Newest let the caller bound event time by what came before
+// on the same partition, which a decoder cannot know (it sees messages, not
+// partitions): the consumer (package stream) sets the oldest time allowed,
+// the newest time its partition has seen less Config.MaxPast, before each
+// Decode, and reads the newest time of the message after a Decode that
+// succeeded. Both are plain field accesses and allocate nothing.
+//
 // A Decoder keeps scratch space between calls; it is not safe for
 // concurrent use. It does not retain key or value.
 type Decoder interface {
 	Decode(rb *array.RecordBuilder, key, value []byte, ingest time.Time) error
+	// SetOldest makes every reading earlier than ms (epoch milliseconds)
+	// poison with ReasonTooOld, until it is set again; NoTime, the
+	// initial value, lifts the bound.
+	SetOldest(ms int64)
+	// Newest returns the latest event time (epoch milliseconds) of the
+	// message of the last Decode that returned nil, or NoTime when it held
+	// no reading (an Arrow stream without rows). After a failed Decode its
+	// value is meaningless.
+	Newest() int64
 }
 
+// NoTime is the epoch-millisecond time before every other: SetOldest(NoTime)
+// lifts the bound on how old a reading may be, and Newest returns it for a
+// message without readings.
+const NoTime int64 = math.MinInt64
+
 // NewDecoder returns the decoder of cfg.Format: a *JSONDecoder, a
-// *CSVDecoder or an *ArrowDecoder. Only the decoding fields of cfg are
-// used (Format, SeriesField, TimeField, ValueFields, CSVColumns,
-// MaxFuture), and of the options only WithClock.
-func NewDecoder(cfg Config, opts ...Option) (Decoder, error) {
+// *CSVDecoder or an *ArrowDecoder. now is the clock of the MaxFuture check
+// and of the ingest time of messages without a timestamp; nil means
+// time.Now. Config.MaxPast is not applied by a decoder (see SetOldest).
+func NewDecoder(cfg Config, now func() time.Time) (Decoder, error) {
 	cfg = cfg.withDefaults()
 	switch cfg.Format {
 	case FormatCSV:
-		return NewCSVDecoder(cfg, opts...)
+		return NewCSVDecoder(cfg, now)
 	case FormatArrow:
-		return NewArrowDecoder(cfg, opts...)
+		return NewArrowDecoder(cfg, now)
 	case FormatJSON:
-		return NewJSONDecoder(cfg, opts...)
+		return NewJSONDecoder(cfg, now)
 	}
-	return nil, cfg.validateDecode()
+	return nil, cfg.Validate()
 }
 
 // fields is what every decoder needs from Config, and the time bounds of
@@ -54,18 +75,21 @@ type fields struct {
 	lo, hi         float64 // the plausible value range; ±Inf without one
 	clock          func() time.Time
 
-	// oldestMs is the earliest time a reading may have (see setOldest);
-	// newestMs is the latest time of the last message decoded.
+	// oldestMs is the earliest time a reading may have (see
+	// Decoder.SetOldest); newestMs is the latest time of the last message
+	// decoded.
 	oldestMs, newestMs int64
 }
 
-func newFields(cfg Config, format Format, opts []Option) (fields, error) {
+func newFields(cfg Config, format Format, now func() time.Time) (fields, error) {
 	cfg = cfg.withDefaults()
 	cfg.Format = format
-	if err := cfg.validateDecode(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return fields{}, err
 	}
-	o := newOptions(opts)
+	if now == nil {
+		now = time.Now
+	}
 	f := fields{
 		series:         cfg.SeriesField,
 		time:           cfg.TimeField,
@@ -74,8 +98,9 @@ func newFields(cfg Config, format Format, opts []Option) (fields, error) {
 		maxSeriesBytes: cfg.MaxSeriesBytes,
 		lo:             math.Inf(-1),
 		hi:             math.Inf(1),
-		clock:          o.clock,
-		oldestMs:       math.MinInt64,
+		clock:          now,
+		oldestMs:       NoTime,
+		newestMs:       NoTime,
 	}
 	if len(cfg.ValueRange) == 2 {
 		f.lo, f.hi = cfg.ValueRange[0], cfg.ValueRange[1]
@@ -83,19 +108,26 @@ func newFields(cfg Config, format Format, opts []Option) (fields, error) {
 	return f, nil
 }
 
-// bounded is implemented by the decoders of this package: the Consumer
-// bounds each message's times by the newest time its partition has seen
-// (Config.MaxPast) and learns the newest time of each message it decoded.
-type bounded interface {
-	timeBounds() *fields
-}
+// SetOldest implements Decoder.
+func (d *JSONDecoder) SetOldest(ms int64) { d.f.oldestMs = ms }
 
-func (d *JSONDecoder) timeBounds() *fields  { return &d.f }
-func (d *CSVDecoder) timeBounds() *fields   { return &d.f }
-func (d *ArrowDecoder) timeBounds() *fields { return &d.f }
+// Newest implements Decoder.
+func (d *JSONDecoder) Newest() int64 { return d.f.newestMs }
+
+// SetOldest implements Decoder.
+func (d *CSVDecoder) SetOldest(ms int64) { d.f.oldestMs = ms }
+
+// Newest implements Decoder.
+func (d *CSVDecoder) Newest() int64 { return d.f.newestMs }
+
+// SetOldest implements Decoder.
+func (d *ArrowDecoder) SetOldest(ms int64) { d.f.oldestMs = ms }
+
+// Newest implements Decoder.
+func (d *ArrowDecoder) Newest() int64 { return d.f.newestMs }
 
 // begin starts a message: no reading seen yet.
-func (f *fields) begin() { f.newestMs = math.MinInt64 }
+func (f *fields) begin() { f.newestMs = NoTime }
 
 // checkSeries reports a series id longer than MaxSeriesBytes.
 func (f *fields) checkSeries(series []byte) *DecodeError {
@@ -505,7 +537,7 @@ func configNames(cfg Config) (series, ts string, values []string) {
 
 func checkValues(r Reading, values []string) {
 	if len(r.Values) != len(values) {
-		panic(fmt.Sprintf("stream: reading of series %q has %d values for %d value fields %q",
+		panic(fmt.Sprintf("readings: reading of series %q has %d values for %d value fields %q",
 			r.Series, len(r.Values), len(values), values))
 	}
 }
