@@ -29,8 +29,10 @@
 // dead-letters its messages (stream.Batch.DeadLetter, ReasonWindow) and
 // counts it before committing. So are, message by message
 // (stream.Batch.DeadLetterRows), the readings the windows refuse as out of
-// range (window.max_jump, readings.ReasonOutOfRange) and the readings that
-// completed a window whose forecast or attribution had a non-finite value
+// range (window.max_jump, readings.ReasonOutOfRange), the readings too late
+// to update their step (window.allowed_lateness with window.late:
+// dead_letter, ReasonTooLate) and the readings that completed a window
+// whose forecast or attribution had a non-finite value
 // (ReasonNonFiniteOutput): such a forecast is never written.
 //
 // # Limits

@@ -96,7 +96,7 @@ func newWindowCollector() *windowCollector {
 		restarts: d("freqlens_window_restarts_total", "Series windows restarted after a gap longer than max_gap."),
 		gaps:     d("freqlens_window_gap_fills_total", "Missing steps filled by interpolation or by holding the last value."),
 		lateUp:   d("freqlens_window_late_updates_total", "Late readings within the allowed lateness that updated their step."),
-		lateDrop: d("freqlens_window_late_drops_total", "Readings later than the allowed lateness, dropped."),
+		lateDrop: d("freqlens_window_late_drops_total", "Readings too late to update their step (window.allowed_lateness): dead-lettered as too_late (window.late: dead_letter) or dropped."),
 		dups:     d("freqlens_window_duplicates_total", "Readings for a step that already had one (last write wins)."),
 		ready:    d("freqlens_window_windows_ready_total", "Windows that became ready for a forecast."),
 		outOfRange: d("freqlens_window_out_of_range_total",

@@ -406,6 +406,7 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 		cause  error
 	}{
 		{ob.outRange, readings.ReasonOutOfRange, errOutOfRange},
+		{ob.tooLate, ReasonTooLate, errTooLate},
 		{ob.nonFinite, ReasonNonFiniteOutput, errNonFinite},
 	} {
 		if len(r.rows) == 0 {
@@ -455,11 +456,15 @@ const (
 	// ReasonNonFiniteOutput: the forecast or attribution of the window this
 	// reading completed had a non-finite value, so it was not written.
 	ReasonNonFiniteOutput = "non_finite_output"
+	// ReasonTooLate: the reading arrived too late to update its step
+	// (window.allowed_lateness; with window.late: dead_letter).
+	ReasonTooLate = "too_late"
 )
 
 var (
 	errOutOfRange = errors.New("the value lies far outside the range of its series' window (window.max_jump)")
 	errNonFinite  = errors.New("the forecast of the window this reading completed has a non-finite value; it was not written")
+	errTooLate    = errors.New("the reading is older than its series' newest step by more than window.allowed_lateness, or than the series' window; it changed nothing")
 )
 
 // retry calls f until it succeeds or ctx ends, backing off from 100ms to 5s.

@@ -116,6 +116,30 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 			t.Errorf("freqlens_window_out_of_range_total = %v, want 1", got)
 		}
 	})
+	t.Run("too late", func(t *testing.T) {
+		kc := startBroker(t)
+		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.Config{AllowedLateness: time.Hour},
+			stream.Config{}, sink.Config{})
+		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback+2)
+		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+		late := readings.Reading{Series: "a", Time: t0.Add(5 * time.Hour), Values: []float64{42}}         // 92 steps late
+		within := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{7}} // one step late: updates it
+		for _, rd := range []readings.Reading{late, within} {
+			kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, rd, readings.Config{})})
+		}
+		produce(t, kc, []string{"a"}, []string{"value"}, lookback+2, lookback+3)
+		dlq := readTopic(t, kc, "readings.dlq", 1, 30*time.Second)
+		if got := header(dlq[0], stream.HeaderReason); got != pipeline.ReasonTooLate || !bytes.Contains(dlq[0].Value, []byte("42")) {
+			t.Errorf("dead letter %s with reason %q, want the late reading as %q", dlq[0].Value, got, pipeline.ReasonTooLate)
+		}
+		waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
+		if n := len(kafkatest.ReadAll(t, kc, "readings.dlq")); n != 1 {
+			t.Errorf("%d dead letters, want the one too-late reading", n)
+		}
+		if drops, updates := metric(t, r.reg, "freqlens_window_late_drops_total"), metric(t, r.reg, "freqlens_window_late_updates_total"); drops != 1 || updates != 1 {
+			t.Errorf("freqlens_window_late_drops_total = %v, freqlens_window_late_updates_total = %v; want 1 and 1", drops, updates)
+		}
+	})
 	t.Run("non-finite forecasts", func(t *testing.T) {
 		kc := startBroker(t)
 		m := testModel(t, model.Independent, 1)

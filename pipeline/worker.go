@@ -106,6 +106,7 @@ type part struct {
 	rhythms   []wire.RhythmPart
 	intervals []wire.Interval
 	outRange  []int // rows the windows refused as out of range
+	tooLate   []int // rows too late for their step
 	nonFinite []int // rows whose window's forecast had a non-finite value
 }
 
@@ -117,6 +118,7 @@ type outBatch struct {
 	all       []wire.Forecast
 	ingest    []time.Time
 	outRange  []int // rows dead-lettered as out of range before the commit
+	tooLate   []int // rows dead-lettered as too late before the commit
 	nonFinite []int // rows dead-lettered for a non-finite forecast before the commit
 }
 
@@ -124,12 +126,12 @@ func newOutBatch(workers int) *outBatch { return &outBatch{parts: make([]part, w
 
 func (ob *outBatch) reset(in *stream.Batch) {
 	ob.in = in
-	ob.all, ob.ingest, ob.outRange, ob.nonFinite = ob.all[:0], ob.ingest[:0], ob.outRange[:0], ob.nonFinite[:0]
+	ob.all, ob.ingest, ob.outRange, ob.tooLate, ob.nonFinite = ob.all[:0], ob.ingest[:0], ob.outRange[:0], ob.tooLate[:0], ob.nonFinite[:0]
 	for i := range ob.parts {
 		pt := &ob.parts[i]
 		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = pt.fs[:0], pt.ingest[:0], pt.arena[:0], pt.contribs[:0], nil
 		pt.intervals, pt.rhythms = pt.intervals[:0], pt.rhythms[:0]
-		pt.outRange, pt.nonFinite = pt.outRange[:0], pt.nonFinite[:0]
+		pt.outRange, pt.tooLate, pt.nonFinite = pt.outRange[:0], pt.tooLate[:0], pt.nonFinite[:0]
 	}
 }
 
@@ -145,6 +147,7 @@ func (ob *outBatch) gather() {
 		ob.all = append(ob.all, pt.fs...)
 		ob.ingest = append(ob.ingest, pt.ingest...)
 		ob.outRange = append(ob.outRange, pt.outRange...)
+		ob.tooLate = append(ob.tooLate, pt.tooLate...)
 		ob.nonFinite = append(ob.nonFinite, pt.nonFinite...)
 	}
 }
@@ -180,6 +183,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	}
 	w.refresh()
 	pt.outRange = append(pt.outRange, w.ready.OutOfRange...)
+	pt.tooLate = append(pt.tooLate, w.ready.TooLate...)
 	n := w.ready.Len()
 	if n == 0 {
 		return

@@ -194,8 +194,8 @@ func equalInts(a, b []int) bool {
 // the allowed lateness is neither.
 func TestTooLate(t *testing.T) {
 	in := []rd{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3),
-		at("a", 2, 20), // within the hour of lateness: updates step 2
-		at("a", 0, 10), // three steps late: too late
+		at("a", 2, 20),               // within the hour of lateness: updates step 2
+		at("a", 0, 10),               // three steps late: too late
 		at("b", 5, 5), at("b", 4, 4), // before b's first step: too late
 		at("a", 4, 4)}
 	for _, tc := range []struct {
