@@ -77,13 +77,14 @@ type Config struct {
 	//
 	// Default: ""
 	MetricsWebConfig string
-	// MetricsAllowedHosts are host names, besides those always accepted,
-	// that requests to the metrics listener may name in their Host header
-	// (metrics.allowed_hosts); "*" accepts any. Requests naming another
-	// host are refused (421), which defeats DNS rebinding: see hostCheck.
+	// MetricsAllowedHosts are host names that requests to the metrics
+	// listener may name in their Host header besides those always accepted
+	// (any IP address, localhost, the machine's host name and the host of
+	// metrics.listen), whatever the port (metrics.allowed_hosts); "*"
+	// accepts any. Requests naming another host are refused with 421
+	// Misdirected Request, which defeats DNS rebinding.
 	//
-	// Default: [] (IP addresses, localhost, the machine's host name and
-	// the host of metrics.listen only)
+	// Default: []
 	MetricsAllowedHosts []string
 	// LiveView bounds the live view served at / on the metrics listener
 	// (package liveview; metrics.live_view_series). Without a metrics

@@ -128,6 +128,7 @@ func newHostCheck(next http.Handler, listen string, allowed []string, log *slog.
 	for _, a := range allowed {
 		if a == "*" {
 			h.any = true
+			continue
 		}
 		h.names[hostName(a)] = true
 	}
