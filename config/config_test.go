@@ -141,22 +141,26 @@ func TestExplicitZeroesAreKept(t *testing.T) {
 
 func TestEnvironmentOverrides(t *testing.T) {
 	cfg, err := Parse([]byte(minimal), envOf(map[string]string{
-		"FREQLENS_KAFKA_BROKERS":        "10.0.0.1:9092, 10.0.0.2:9092",
-		"FREQLENS_INPUT_CADENCE":        "5m",
-		"FREQLENS_WINDOW_MAX_GAP":       "7",
-		"FREQLENS_KAFKA_TLS":            "true",
-		"FREQLENS_KAFKA_SASL_USERNAME":  "svc",
-		"FREQLENS_TOPICS_INPUT":         "sensors",
-		"FREQLENS_ONLINE_LEARNING_RATE": "0.01",
-		"FREQLENS_ONLINE_SEED":          "9",
-		"FREQLENS_OUTPUT_FORMAT":        "arrow",
+		"FREQLENS_KAFKA_BROKERS":         "10.0.0.1:9092, 10.0.0.2:9092",
+		"FREQLENS_INPUT_CADENCE":         "5m",
+		"FREQLENS_WINDOW_MAX_GAP":        "7",
+		"FREQLENS_KAFKA_TLS":             "true",
+		"FREQLENS_KAFKA_SASL_USERNAME":   "svc",
+		"FREQLENS_TOPICS_INPUT":          "sensors",
+		"FREQLENS_ONLINE_LEARNING_RATE":  "0.01",
+		"FREQLENS_ONLINE_SEED":           "9",
+		"FREQLENS_OUTPUT_FORMAT":         "arrow",
+		"FREQLENS_METRICS_WEB_CONFIG":    "/etc/freqlens/web.yml",
+		"FREQLENS_METRICS_ALLOWED_HOSTS": "freqlens.example.com, freqlens-1.example.com",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cfg.Kafka.Brokers) != 2 || cfg.Kafka.Brokers[1] != "10.0.0.2:9092" || cfg.Pipeline.Cadence != 5*time.Minute ||
 		cfg.Window.MaxGap != 7 || !cfg.Kafka.TLS || cfg.Kafka.SASL.Username != "svc" || cfg.Stream.Topic != "sensors" ||
-		cfg.Online.LearningRate != 0.01 || cfg.Online.Seed != 9 || cfg.Sink.Format != wire.FormatArrow {
+		cfg.Online.LearningRate != 0.01 || cfg.Online.Seed != 9 || cfg.Sink.Format != wire.FormatArrow ||
+		cfg.MetricsWebConfig != "/etc/freqlens/web.yml" ||
+		!slices.Equal(cfg.MetricsAllowedHosts, []string{"freqlens.example.com", "freqlens-1.example.com"}) {
 		t.Errorf("overrides not applied: %+v", cfg)
 	}
 }
@@ -204,6 +208,10 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad interval rate", minimal + "online: {interval_rate: 2}", nil, "online.interval_rate"},
 		{"models topic reused", minimal + "topics: {models: drift}", nil, "topics.models"},
 		{"drift topic reused", minimal + "topics: {drift: forecasts}", nil, "topics.drift"},
+		{"missing web config", minimal + "metrics: {web_config: /nonexistent/web.yml}", nil, "metrics.web_config"},
+		{"missing web config from the environment", minimal, map[string]string{"FREQLENS_METRICS_WEB_CONFIG": "/nonexistent/web.yml"}, "metrics.web_config"},
+		{"allowed host with a port", minimal + "metrics: {allowed_hosts: [freqlens.example.com:9464]}", nil, "metrics.allowed_hosts[0]"},
+		{"allowed hosts not a list", minimal + "metrics: {allowed_hosts: freqlens.example.com}", nil, "metrics.allowed_hosts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := noEnv

@@ -71,6 +71,8 @@ func keys(c *service.Config) map[string]any {
 		"output.intervals":     &o.Intervals,
 
 		"metrics.listen":           &c.MetricsListen,
+		"metrics.web_config":       &c.MetricsWebConfig,
+		"metrics.allowed_hosts":    &c.MetricsAllowedHosts,
 		"metrics.live_view_series": &c.LiveView.MaxSeries,
 
 		"service.workers":            &p.Workers,

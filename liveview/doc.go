@@ -5,9 +5,12 @@
 // discovered cycle, the residual and the window's level), and, from the
 // learner's /online report, the learned spectrum (period, share and drift
 // of each frequency) and the rolling online error by horizon bucket. The
-// page polls small JSON endpoints every second; it is one HTML file and one
-// script embedded in the binary, drawn on canvases by hand, so nothing is
-// fetched from the internet.
+// page polls small JSON endpoints every second; it is one HTML file, one
+// script and one stylesheet embedded in the binary, drawn on canvases by
+// hand, so nothing is fetched from the internet. Every response carries a
+// Content-Security-Policy that allows the page's own script, styles and
+// requests only (the page holds no inline code), nosniff, no framing and
+// no referrer.
 //
 // It exists so that an operator (or someone running `freqlens demo`) can
 // watch what the model does without Grafana, Kafka tooling or a notebook:

@@ -12,42 +12,75 @@ import (
 	"time"
 )
 
-// page holds the page and its script, embedded in the binary.
+// page holds the page, its script and its styles, embedded in the binary.
 //
-//go:embed page/index.html page/live.js
+//go:embed page/index.html page/live.js page/live.css
 var page embed.FS
+
+// contentSecurityPolicy is the Content-Security-Policy of every response
+// of the view: the page runs its own script and styles only (live.js and
+// live.css from its own origin; the page holds no inline script, style or
+// event handler, and the script sets styles through the CSSOM only), reads
+// JSON from its own origin only (/live/*, /online), loads nothing else,
+// and may not be framed.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
+	"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Register adds the view's handlers to mux:
 //
 //	GET /                           the page
 //	GET /live/live.js               its script
+//	GET /live/live.css              its styles
 //	GET /live/series                the kept series (SeriesList)
 //	GET /live/forecast?series=NAME  one series' latest forecast (Series)
 //
 // The page also reads GET /online (the learner's report), which the
-// service serves.
+// service serves. Every response carries security headers
+// (setSecurityHeaders): contentSecurityPolicy, which lets the page run only
+// its own script and styles and fetch only from its own origin, nosniff, no
+// framing and no referrer.
 func (v *View) Register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		serveFile(w, "page/index.html", "text/html; charset=utf-8")
-	})
-	mux.HandleFunc("GET /live/live.js", func(w http.ResponseWriter, r *http.Request) {
-		serveFile(w, "page/live.js", "text/javascript; charset=utf-8")
-	})
-	mux.HandleFunc("GET /live/series", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, v.List())
-	})
-	mux.HandleFunc("GET /live/forecast", v.serveSeries)
+	handle := func(pattern string, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			setSecurityHeaders(w.Header())
+			h(w, r)
+		})
+	}
+	handle("GET /{$}", serveFile("page/index.html", "text/html; charset=utf-8"))
+	handle("GET /live/live.js", serveFile("page/live.js", "text/javascript; charset=utf-8"))
+	handle("GET /live/live.css", serveFile("page/live.css", "text/css; charset=utf-8"))
+	handle("GET /live/series", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, v.List()) })
+	handle("GET /live/forecast", v.serveSeries)
 }
 
-func serveFile(w http.ResponseWriter, name, contentType string) {
-	b, err := page.ReadFile(name)
-	if err != nil { // embedded: cannot happen
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+// setSecurityHeaders sets the view's security headers on h, each unless h
+// already has it: a header set by the server around the view (such as one
+// of the web configuration's http_server_config.headers) is kept.
+func setSecurityHeaders(h http.Header) {
+	for _, kv := range [...][2]string{
+		{"Content-Security-Policy", contentSecurityPolicy},
+		{"X-Content-Type-Options", "nosniff"},
+		{"X-Frame-Options", "DENY"},
+		{"Referrer-Policy", "no-referrer"},
+	} {
+		if h.Get(kv[0]) == "" {
+			h.Set(kv[0], kv[1])
+		}
 	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Write(b)
+}
+
+// serveFile serves the embedded file name.
+func serveFile(name, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := page.ReadFile(name)
+		if err != nil { // embedded: cannot happen
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(b)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +208,7 @@ func TestRequests(t *testing.T) {
 	}{
 		{"the page", "/", 200, "text/html; charset=utf-8", []string{"<canvas id=\"plot-forecast\"", "/live/live.js"}},
 		{"the script", "/live/live.js", 200, "text/javascript; charset=utf-8", []string{"function drawParts", "data"}},
+		{"the styles", "/live/live.css", 200, "text/css; charset=utf-8", []string{"canvas {"}},
 		{"the list, by name", "/live/series", 200, "application/json", []string{`"series":[{"series":"a"`, `{"series":"b"`, `"max_series":200`}},
 		{"a known series", "/live/forecast?series=a", 200, "application/json", []string{`"series":"a"`, `"parts":[{`}},
 		{"an unknown series", "/live/forecast?series=zz", 404, "text/plain; charset=utf-8",
@@ -233,6 +235,46 @@ func TestRequests(t *testing.T) {
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/live/forecast?series=a", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("POST /live/forecast = %d, want 405", rec.Code)
+	}
+}
+
+// TestSecurityHeaders: every response of the view carries a
+// Content-Security-Policy that allows the page's own script, styles and
+// requests only (so the page holds no inline code: a browser would refuse
+// to run it), nosniff, no framing and no referrer; a header the server
+// around the view has already set is kept.
+func TestSecurityHeaders(t *testing.T) {
+	v, _, mux := newView(t, Config{})
+	f := wiretest.Forecast(rand.New(rand.NewPCG(5, 6)), "a", t0, []string{"value"}, 4, 2)
+	v.Observe(&f, windowOf(8, 1), nil)
+	want := map[string]string{
+		"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
+			"img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+		"X-Content-Type-Options": "nosniff",
+		"X-Frame-Options":        "DENY",
+		"Referrer-Policy":        "no-referrer",
+	}
+	for _, target := range []string{"/", "/live/live.js", "/live/live.css", "/live/series", "/live/forecast?series=a", "/live/forecast?series=zz", "/live/forecast"} {
+		rec := get(t, mux, target)
+		for name, value := range want {
+			if got := rec.Header().Get(name); got != value {
+				t.Errorf("GET %s: %s = %q, want %q", target, name, got, value)
+			}
+		}
+	}
+	page := get(t, mux, "/").Body.String()
+	for _, inline := range []string{`<style`, `<[^>]*\sstyle=`, `<script>`, `<[^>]*\son[a-z]+=`, `javascript:`} {
+		if m := regexp.MustCompile(inline).FindString(page); m != "" {
+			t.Errorf("the page holds %q: inline code the Content-Security-Policy refuses", m)
+		}
+	}
+
+	// A header set around the view (the web configuration's) is kept.
+	rec := httptest.NewRecorder()
+	rec.Header().Set("X-Frame-Options", "sameorigin")
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if got := rec.Header().Get("X-Frame-Options"); got != "sameorigin" {
+		t.Errorf("X-Frame-Options set before the view = %q, want it kept (sameorigin)", got)
 	}
 }
 

@@ -74,6 +74,27 @@ type Config struct {
 	//
 	// Default: 127.0.0.1:9464
 	MetricsListen string
+	// MetricsWebConfig is the path of a web configuration file for the
+	// metrics listener (metrics.web_config), in the format of Prometheus'
+	// and node_exporter's --web.config.file (package
+	// github.com/prometheus/exporter-toolkit/web): TLS
+	// (tls_server_config), basic authentication (basic_auth_users, bcrypt
+	// hashes) and extra response headers (http_server_config.headers).
+	// Validate reads and checks it; the listener reads it again on every
+	// request and TLS handshake, so users and certificates can change
+	// without a restart. "" serves plain HTTP to anyone who can connect.
+	//
+	// Default: ""
+	MetricsWebConfig string
+	// MetricsAllowedHosts are host names that requests to the metrics
+	// listener may name in their Host header besides those always accepted
+	// (any IP address, localhost, the machine's host name and the host of
+	// metrics.listen), whatever the port (metrics.allowed_hosts); "*"
+	// accepts any. Requests naming another host are refused with 421
+	// Misdirected Request, which defeats DNS rebinding.
+	//
+	// Default: []
+	MetricsAllowedHosts []string
 	// LiveView bounds the live view served at / on the metrics listener
 	// (package liveview; metrics.live_view_series). Without a metrics
 	// listener there is no live view.
@@ -139,10 +160,29 @@ func (c Config) validate(needModelPath bool) error {
 	default:
 		return fmt.Errorf("online.learner = %q; use %q (the owner of input partition 0 learns), %q or %q", c.Learner, LearnerAuto, LearnerAlways, LearnerNever)
 	}
+	if err := c.checkMetrics(); err != nil {
+		return err
+	}
 	if needModelPath && c.ModelPath == "" {
 		return fmt.Errorf("model.path is required: a model file written by 'freqlens train'")
 	}
 	return c.checkTopics()
+}
+
+// checkMetrics reports a metrics.allowed_hosts entry that is no host
+// name, and a metrics.web_config file that cannot be served (read, parsed
+// and checked as the listener would).
+func (c Config) checkMetrics() error {
+	for i, h := range c.MetricsAllowedHosts {
+		if err := checkAllowedHost(h); err != nil {
+			return fmt.Errorf("metrics.allowed_hosts[%d] = %q %w", i, h, err)
+		}
+	}
+	if c.MetricsWebConfig == "" {
+		return nil
+	}
+	_, err := readWebConfig(c.MetricsWebConfig)
+	return err
 }
 
 // checkTopics reports two keys that name the same topic.

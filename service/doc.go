@@ -33,6 +33,23 @@
 // reprocess, never drops) and releases everything; Close releases a
 // Service whose Run is never called.
 //
+// # The metrics listener
+//
+// metrics.listen serves /metrics, /online, /healthz, /readyz and the live
+// view. metrics.web_config, a file in the format of Prometheus'
+// --web.config.file, adds TLS, client certificates, basic authentication
+// and headers through github.com/prometheus/exporter-toolkit/web, which
+// reads the file again on every request and handshake; Validate reads and
+// checks it first (readWebConfig), so a bad file stops New before it
+// connects to anything. Behind it a Host check (hostCheck) refuses with 421
+// a request naming a host the service does not answer to, which defeats
+// DNS rebinding: IP addresses, localhost, the machine's host name, the host
+// of metrics.listen and metrics.allowed_hosts are accepted, whatever the
+// port. Every response carries nosniff, X-Frame-Options DENY,
+// Referrer-Policy no-referrer and a Content-Security-Policy
+// (withSecurityHeaders), unless a handler (the live view's own policy) or
+// the web configuration set them.
+//
 // # Faults and replicas
 //
 // While Run runs, a watch pings the brokers every 2s on a new connection

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/freqlens/freqlens/online"
 )
@@ -42,28 +43,58 @@ func NewRegistry() *prometheus.Registry {
 // metricsServer serves /metrics and the service's other handlers on a
 // listener bound by listenMetrics; a nil *metricsServer serves nothing.
 type metricsServer struct {
-	ln   net.Listener
-	srv  *http.Server
-	log  *slog.Logger
-	done chan struct{}
+	ln        net.Listener
+	srv       *http.Server
+	log       *slog.Logger
+	webConfig string // metrics.web_config; "" serves plain HTTP
+	scheme    string // "https" when the web configuration sets up TLS, else "http"
+	done      chan struct{}
 }
 
-// listenMetrics binds addr ("" binds nothing and returns nil), so that a
-// busy port is an error before anything runs, and serves reg on /metrics
-// beside the handlers of mux.
-func listenMetrics(addr string, reg *prometheus.Registry, mux *http.ServeMux, log *slog.Logger) (*metricsServer, error) {
+// listenMetrics binds cfg.MetricsListen ("" binds nothing and returns nil),
+// so that a busy port is an error before anything runs, and serves reg on
+// /metrics beside the handlers of mux: behind the web configuration's TLS,
+// basic authentication and headers (cfg.MetricsWebConfig, through the
+// exporter-toolkit), then the Host check (hostCheck), with the security
+// headers on every response (withSecurityHeaders).
+func listenMetrics(cfg Config, reg *prometheus.Registry, mux *http.ServeMux, log *slog.Logger) (*metricsServer, error) {
+	addr := cfg.MetricsListen
 	if addr == "" {
 		return nil, nil
+	}
+	scheme := "http"
+	if cfg.MetricsWebConfig != "" {
+		wc, err := readWebConfig(cfg.MetricsWebConfig)
+		if err != nil {
+			return nil, err
+		}
+		if wc.TLSConfig.IsEnabled() {
+			scheme = "https"
+		} else if len(wc.Users) > 0 {
+			log.Warn("metrics.web_config has basic_auth_users but no tls_server_config: passwords cross the network in clear text; "+
+				"add a certificate", "web_config", cfg.MetricsWebConfig)
+		}
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listen %s: %w (pass --metrics-addr with a free port, or set metrics.listen)", addr, err)
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	return &metricsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, log: log}, nil
+	srv := &http.Server{
+		Handler:           withSecurityHeaders(newHostCheck(mux, addr, cfg.MetricsAllowedHosts, log)),
+		ReadHeaderTimeout: 5 * time.Second,
+		// The server's own errors (a failed TLS handshake: a client that
+		// does not trust the certificate, or speaks plain HTTP) go to the
+		// service's log, not to the standard logger.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelInfo),
+	}
+	return &metricsServer{ln: ln, srv: srv, log: log, webConfig: cfg.MetricsWebConfig, scheme: scheme}, nil
 }
 
-// start serves in the background until stop.
+// start serves in the background until stop: with a web configuration
+// through the exporter-toolkit's web.Serve (which wraps the handler in its
+// basic authentication and headers and serves TLS when configured),
+// without one in plain HTTP.
 func (m *metricsServer) start() {
 	if m == nil {
 		return
@@ -71,12 +102,18 @@ func (m *metricsServer) start() {
 	m.done = make(chan struct{})
 	go func() {
 		defer close(m.done)
-		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if m.webConfig == "" {
+			err = m.srv.Serve(m.ln)
+		} else {
+			err = web.Serve(m.ln, m.srv, &web.FlagConfig{WebConfigFile: &m.webConfig}, m.log.With("component", "web"))
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.log.Error("metrics server", "err", err)
 		}
 	}()
-	m.log.Info("metrics", "url", "http://"+m.ln.Addr().String()+"/metrics")
-	m.log.Info("live view", "url", "http://"+m.ln.Addr().String()+"/")
+	m.log.Info("metrics", "url", m.url("/metrics"))
+	m.log.Info("live view", "url", m.url("/"))
 }
 
 // stop shuts the server down (waiting up to 2s for requests in flight) or,
@@ -100,6 +137,11 @@ func (m *metricsServer) addr() string {
 		return ""
 	}
 	return m.ln.Addr().String()
+}
+
+// url returns the URL of path on the listener, https with TLS.
+func (m *metricsServer) url(path string) string {
+	return m.scheme + "://" + m.ln.Addr().String() + path
 }
 
 // onlineReport serves the learner's Report as JSON: GET /online?worst=N

@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if s.live != nil {
 		s.live.Register(mux)
 	}
-	if s.metrics, err = listenMetrics(s.cfg.MetricsListen, s.reg, mux, s.log); err != nil {
+	if s.metrics, err = listenMetrics(s.cfg, s.reg, mux, s.log); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -411,12 +411,12 @@ func (s *Service) Pipeline() *pipeline.Pipeline { return s.p }
 func (s *Service) Learner() *online.Learner { return s.learner }
 
 // LiveViewURL returns the address of the live view (package liveview),
-// "" without a metrics listener.
+// https with TLS (metrics.web_config), "" without a metrics listener.
 func (s *Service) LiveViewURL() string {
 	if s.live == nil || s.metrics == nil {
 		return ""
 	}
-	return "http://" + s.metrics.addr() + "/"
+	return s.metrics.url("/")
 }
 
 // MetricsAddr returns the address /metrics is served on, "" without a

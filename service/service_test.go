@@ -2,14 +2,20 @@ package service_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
@@ -40,17 +46,25 @@ func testConfig() service.Config {
 	return cfg
 }
 
-// TestRun: one Config makes a running service: readings in through the
-// embedded broker, forecasts out, /metrics served, a clean stop that
-// releases the broker and the listener.
-func TestRun(t *testing.T) {
-	svc, err := service.New(context.Background(), testConfig(), service.WithModel(testModel(t)))
+// runService builds a service of cfg serving testModel and runs it until
+// cancel; done receives what Run returns.
+func runService(t *testing.T, cfg service.Config) (svc *service.Service, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	svc, err := service.New(context.Background(), cfg, service.WithModel(testModel(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
+	ran := make(chan error, 1)
+	go func() { ran <- svc.Run(ctx) }()
+	return svc, cancel, ran
+}
+
+// TestRun: one Config makes a running service: readings in through the
+// embedded broker, forecasts out, /metrics served, a clean stop that
+// releases the broker and the listener.
+func TestRun(t *testing.T) {
+	svc, cancel, done := runService(t, testConfig())
 
 	kc := kafkatest.Client(t, svc.Config().Kafka.Brokers)
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -71,7 +85,13 @@ func TestRun(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("/metrics: %s", resp.Status)
 	}
-	metrics := svc.MetricsAddr()
+	stopCleanly(t, cancel, done, svc.MetricsAddr())
+}
+
+// stopCleanly cancels the context of a running service's Run, which must
+// then return nil within 20s and leave the metrics address free.
+func stopCleanly(t *testing.T, cancel context.CancelFunc, done <-chan error, metrics string) {
+	t.Helper()
 	cancel()
 	select {
 	case err := <-done:
@@ -153,13 +173,7 @@ func TestResumesFromCheckpoint(t *testing.T) {
 func TestReadyz(t *testing.T) {
 	cfg := testConfig()
 	cfg.Online.Enabled = true
-	svc, err := service.New(context.Background(), cfg, service.WithModel(testModel(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
+	svc, cancel, done := runService(t, cfg)
 	defer func() {
 		cancel()
 		<-done
@@ -195,5 +209,112 @@ func TestReadyz(t *testing.T) {
 			t.Fatal("freqlens_service_learner and freqlens_service_ready did not reach 1 within 10s")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestMetricsOverTLSWithBasicAuth: with metrics.web_config naming a
+// certificate and a user (the exporter-toolkit's format, relative paths
+// from the file's directory), /metrics is served over TLS to that user
+// only, the Host check and the file's headers still apply, and Run still
+// stops cleanly and frees the port.
+func TestMetricsOverTLSWithBasicAuth(t *testing.T) {
+	certFile, keyFile := kafkatest.SelfSignedFiles(t)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := filepath.Join(filepath.Dir(certFile), "web.yml")
+	if err := os.WriteFile(webConfig, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n"+
+		"basic_auth_users:\n  prometheus: %s\nhttp_server_config:\n  headers:\n    X-Frame-Options: sameorigin\n",
+		filepath.Base(certFile), filepath.Base(keyFile), hash)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.MetricsWebConfig = webConfig
+	svc, cancel, done := runService(t, cfg)
+	addr := svc.MetricsAddr()
+	if got, want := svc.LiveViewURL(), "https://"+addr+"/"; got != want {
+		t.Errorf("LiveViewURL() = %q, want %q", got, want)
+	}
+
+	pemBytes, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(pemBytes)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	defer client.CloseIdleConnections()
+	for _, tc := range []struct {
+		name, user, password, host string
+		want                       int
+	}{
+		{name: "the user", user: "prometheus", password: "s3cret", want: 200},
+		{name: "no credentials", want: 401},
+		{name: "a wrong password", user: "prometheus", password: "secret", want: 401},
+		{name: "an unknown user", user: "grafana", password: "s3cret", want: 401},
+		{name: "the user naming another host", user: "prometheus", password: "s3cret", host: "attacker.example", want: 421},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, "https://"+addr+"/metrics", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.user != "" {
+				req.SetBasicAuth(tc.user, tc.password)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("GET /metrics: %s, want %d: %.300s", resp.Status, tc.want, body)
+			}
+			switch tc.want {
+			case 200:
+				if !strings.Contains(string(body), "freqlens_build_info") {
+					t.Errorf("/metrics over TLS lacks freqlens_build_info: %.300s", body)
+				}
+				if got := resp.Header.Get("X-Frame-Options"); got != "sameorigin" {
+					t.Errorf("X-Frame-Options = %q, want the web configuration's sameorigin", got)
+				}
+				if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+					t.Errorf("X-Content-Type-Options = %q, want nosniff", got)
+				}
+			case 401:
+				if got := resp.Header.Get("WWW-Authenticate"); got != "Basic" {
+					t.Errorf("WWW-Authenticate = %q, want Basic", got)
+				}
+			}
+		})
+	}
+	// Plain HTTP on the TLS port is not served.
+	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("GET http:// on the TLS listener answered 200")
+		}
+	}
+
+	stopCleanly(t, cancel, done, addr)
+}
+
+// TestNewRefusesABadWebConfig: a web configuration that cannot be served
+// is refused by Validate (so before New connects to anything) and New,
+// naming metrics.web_config.
+func TestNewRefusesABadWebConfig(t *testing.T) {
+	cfg := testConfig()
+	cfg.MetricsWebConfig = filepath.Join(t.TempDir(), "missing.yml")
+	cfg.ModelPath = "unused.safetensors"
+	if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), "metrics.web_config") {
+		t.Errorf("Validate with a missing web config = %v, want an error starting with metrics.web_config", err)
+	}
+	if _, err := service.New(context.Background(), cfg, service.WithModel(testModel(t))); err == nil || !strings.HasPrefix(err.Error(), "metrics.web_config") {
+		t.Errorf("New with a missing web config = %v, want an error starting with metrics.web_config", err)
 	}
 }

@@ -20,6 +20,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 )
 
 // dashboardPath is the Grafana dashboard, relative to this package.
@@ -301,6 +305,56 @@ func (c promClient) get(path string, params url.Values, v any) error {
 	return json.Unmarshal(r.Data, v)
 }
 
+// promTarget is one of the active targets of Prometheus' /api/v1/targets.
+type promTarget struct {
+	ScrapePool string `json:"scrapePool"`
+	Health     string `json:"health"`
+	LastError  string `json:"lastError"`
+}
+
+// targets returns Prometheus' active targets.
+func (c promClient) targets() ([]promTarget, error) {
+	var data struct {
+		ActiveTargets []promTarget `json:"activeTargets"`
+	}
+	err := c.get("/api/v1/targets", nil, &data)
+	return data.ActiveTargets, err
+}
+
+// startPrometheus runs the prometheus binary until the test ends, on a
+// free port with a temporary store, scraping and evaluating every second,
+// with scrapeConfigs (the YAML list under scrape_configs:), and returns a
+// client of its API and its output.
+func startPrometheus(t *testing.T, bin, scrapeConfigs string) (promClient, *lockedBuffer) {
+	t.Helper()
+	dir := t.TempDir()
+	promAddr := freeAddr(t)
+	cfg := "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n" + scrapeConfigs
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promOut := &lockedBuffer{}
+	prom := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+promAddr, "--log.level=warn")
+	prom.Stdout, prom.Stderr = promOut, promOut
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		prom.Process.Signal(os.Interrupt)
+		stopped := make(chan error, 1)
+		go func() { stopped <- prom.Wait() }()
+		select {
+		case <-stopped:
+		case <-time.After(10 * time.Second):
+			prom.Process.Kill()
+			<-stopped
+		}
+	})
+	return promClient{base: "http://" + promAddr, http: &http.Client{Timeout: 5 * time.Second}}, promOut
+}
+
 // finiteSamples runs an instant query and counts the samples of its result
 // whose value is a finite number.
 func (c promClient) finiteSamples(expr string) (int, error) {
@@ -343,49 +397,17 @@ func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 	metricsAddr, demoOut := startDemo(t)
 
 	// Prometheus, scraping the demo every second into a temporary store.
-	dir := t.TempDir()
-	promAddr := freeAddr(t)
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"+
-		"scrape_configs:\n  - job_name: freqlens\n    static_configs:\n      - targets: [%q]\n", metricsAddr)
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var promOut lockedBuffer
-	prom := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+promAddr, "--log.level=warn")
-	prom.Stdout, prom.Stderr = &promOut, &promOut
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		prom.Process.Signal(os.Interrupt)
-		stopped := make(chan error, 1)
-		go func() { stopped <- prom.Wait() }()
-		select {
-		case <-stopped:
-		case <-time.After(10 * time.Second):
-			prom.Process.Kill()
-			<-stopped
-		}
-	})
+	pc, promOut := startPrometheus(t, bin, fmt.Sprintf("  - job_name: freqlens\n    static_configs:\n      - targets: [%q]\n", metricsAddr))
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf(format+"\n--- demo output:\n%s\n--- prometheus output:\n%s", append(args, demoOut.String(), promOut.String())...)
 	}
-	pc := promClient{base: "http://" + promAddr, http: &http.Client{Timeout: 5 * time.Second}}
 
 	// Wait for the target to be up.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var targets struct {
-			ActiveTargets []struct {
-				Health    string `json:"health"`
-				LastError string `json:"lastError"`
-			} `json:"activeTargets"`
-		}
-		err := pc.get("/api/v1/targets", nil, &targets)
-		if err == nil && len(targets.ActiveTargets) == 1 && targets.ActiveTargets[0].Health == "up" {
+		targets, err := pc.targets()
+		if err == nil && len(targets) == 1 && targets[0].Health == "up" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -458,4 +480,58 @@ func TestDashboardQueriesAgainstPrometheus(t *testing.T) {
 		}
 	}
 	t.Logf("all %d queries of %d panels returned data after %s", len(d.queries()), len(d.allPanels()), time.Since(start).Round(time.Millisecond))
+}
+
+// TestPrometheusScrapesOverTLS: a real Prometheus scrapes `freqlens serve`
+// whose metrics.web_config sets up TLS and basic auth, with the
+// scrape_config of deploy/grafana/README.md (scheme https, tls_config with
+// the CA, basic_auth with a password file); without credentials its
+// scrape is refused with 401.
+func TestPrometheusScrapesOverTLS(t *testing.T) {
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus is not installed (Debian package prometheus; .ci/run installs it), so no scrape over TLS is tried")
+	}
+	certFile, keyFile := kafkatest.SelfSignedFiles(t)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	webConfig, passwordFile := filepath.Join(dir, "web.yml"), filepath.Join(dir, "password")
+	os.WriteFile(webConfig, fmt.Appendf(nil, "tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: %s\n",
+		certFile, keyFile, hash), 0o600)
+	os.WriteFile(passwordFile, []byte("s3cret"), 0o600)
+	metricsAddr := freeAddr(t)
+	startServe(t, fmt.Sprintf("input: {cadence: 1h}\nmetrics: {listen: %q, web_config: %q}\n", metricsAddr, webConfig))
+
+	job := func(name, auth string) string {
+		return fmt.Sprintf("  - job_name: %s\n    scheme: https\n    tls_config:\n      ca_file: %s\n%s    static_configs:\n      - targets: [%q]\n",
+			name, certFile, auth, metricsAddr)
+	}
+	pc, promOut := startPrometheus(t, bin, job("freqlens", "    basic_auth:\n      username: prometheus\n      password_file: "+passwordFile+"\n")+
+		job("without-credentials", ""))
+	want := map[string]func(promTarget) bool{
+		"freqlens":            func(tg promTarget) bool { return tg.Health == "up" },
+		"without-credentials": func(tg promTarget) bool { return tg.Health == "down" && strings.Contains(tg.LastError, "401") },
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		targets, err := pc.targets()
+		ok := err == nil && len(targets) == len(want)
+		for _, tg := range targets {
+			ok = ok && want[tg.ScrapePool] != nil && want[tg.ScrapePool](tg)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 60s the targets are %+v (%v); want freqlens up and without-credentials down with 401\n--- prometheus output:\n%s",
+				targets, err, promOut.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if n, err := pc.finiteSamples(`freqlens_build_info{job="freqlens"}`); err != nil || n != 1 {
+		t.Errorf("freqlens_build_info scraped over TLS: %d samples, %v; want 1", n, err)
+	}
 }

@@ -49,21 +49,44 @@ func chromium(t *testing.T) string {
 }
 
 // runChromium runs headless chromium on url with extra arguments (a fresh
-// profile, nothing fetched but url) and returns its standard output.
+// profile, nothing fetched but url) and returns its standard output. The
+// page's console goes to chromium's standard error, and every message
+// about the Content-Security-Policy (a script, style or request the policy
+// refused) fails the test.
 func runChromium(t *testing.T, bin, url string, extra ...string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--hide-scrollbars", "--force-device-scale-factor=1", "--user-data-dir=" + t.TempDir()}, extra...)
+		"--hide-scrollbars", "--force-device-scale-factor=1", "--enable-logging=stderr", "--v=0",
+		"--user-data-dir=" + t.TempDir()}, extra...)
 	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("chromium %s: %v\n%s", strings.Join(extra, " "), err, stderr.String())
 	}
+	for line := range strings.Lines(stderr.String()) {
+		if strings.Contains(line, "CONSOLE") && strings.Contains(line, "Content Security Policy") {
+			t.Errorf("chromium %s: the page broke its Content-Security-Policy: %s", strings.Join(extra, " "), strings.TrimSpace(line))
+		}
+	}
 	return stdout.Bytes()
+}
+
+// checkPolicy checks that the page at url is served with the live view's
+// Content-Security-Policy, which runChromium then finds unbroken.
+func checkPolicy(t *testing.T, url string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("the page's Content-Security-Policy is %q, want the live view's (default-src 'none', script-src 'self', …)", csp)
+	}
 }
 
 // elementAttrs returns the attributes of the DOM's first element with the
@@ -137,6 +160,7 @@ func TestLiveViewInBrowser(t *testing.T) {
 	if want := "live view: " + base + "/"; !strings.Contains(demoOut.String(), want) {
 		t.Errorf("the demo does not print %q", want)
 	}
+	checkPolicy(t, base+"/")
 	t.Logf("forecasts and scored steps after %s", time.Since(start).Round(time.Millisecond))
 
 	// The DOM after the page polled for 6 s of virtual time.
@@ -260,6 +284,7 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
+	checkPolicy(t, srv.URL+"/")
 	url := srv.URL + "/#series=road%2F7&field=speed"
 	dom := string(runChromium(t, bin, url, "--virtual-time-budget=3000", "--dump-dom"))
 	plot := elementAttrs(t, dom, "plot-forecast")

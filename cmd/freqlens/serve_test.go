@@ -51,14 +51,15 @@ func saveTestModel(t *testing.T, dir string) (*model.Model, string) {
 	return m, path
 }
 
-// startServe runs `freqlens serve` with an embedded broker until the test
-// ends and returns the broker address.
+// startServe runs `freqlens serve` with an embedded broker and the
+// configuration yaml (a model is added) until the test ends and returns the
+// broker address.
 func startServe(t *testing.T, yaml string) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, modelPath := saveTestModel(t, dir)
 	cfg := filepath.Join(dir, "serve.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\nmetrics: {listen: \"\"}\n%s", modelPath, yaml)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\n%s", modelPath, yaml)), 0o644)
 	broker := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -100,7 +101,7 @@ func TestServeWithKcat(t *testing.T) {
 	if err != nil {
 		t.Skip("kcat is not installed (Debian package kcat; CI installs it)")
 	}
-	broker := startServe(t, "input: {cadence: 1h, max_future: 100000h}\n")
+	broker := startServe(t, "input: {cadence: 1h, max_future: 100000h}\nmetrics: {listen: \"\"}\n")
 
 	var in bytes.Buffer
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -344,4 +345,70 @@ func getJSON(t *testing.T, url string, v any) int {
 		}
 	}
 	return resp.StatusCode
+}
+
+// TestServeRefusesBadWebConfig: serve exits 2 with one line naming
+// metrics.web_config, the file and what is wrong, before it connects to
+// anything, when the web configuration cannot be served, whether the key
+// comes from the file or from the environment.
+func TestServeRefusesBadWebConfig(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"typo.yml":   "tls_server_config: {cert_file: c.pem, keyfile: k.pem}\n",
+		"plain.yml":  "basic_auth_users: {prometheus: hunter2}\n",
+		"nocert.yml": "tls_server_config: {cert_file: c.pem, key_file: k.pem}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing listens on the broker: the check comes before connecting.
+	base := "kafka: {brokers: [\"127.0.0.1:1\"]}\ninput: {cadence: 1h}\nmodel: {path: m.safetensors}\n"
+	missing := filepath.Join(dir, "missing.yml")
+	for _, tc := range []struct {
+		name, webConfig string
+		env             bool // metrics.web_config from FREQLENS_METRICS_WEB_CONFIG, not the file
+		want            []string
+	}{
+		{name: "missing file", webConfig: missing, want: []string{missing, "cannot be read", "no such file"}},
+		{name: "missing file from the environment", webConfig: missing, env: true, want: []string{missing, "cannot be read"}},
+		{name: "unknown key", webConfig: "typo.yml", want: []string{"field keyfile not found", "fix the file"}},
+		{name: "a password instead of its hash", webConfig: "plain.yml", want: []string{"basic_auth_users.prometheus is not a bcrypt hash", "htpasswd"}},
+		{name: "missing certificate", webConfig: "nocert.yml", want: []string{"cert_file", filepath.Join(dir, "c.pem")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.webConfig)
+			if filepath.IsAbs(tc.webConfig) {
+				path = tc.webConfig
+			}
+			yaml := base + fmt.Sprintf("metrics: {web_config: %q}\n", path)
+			if tc.env {
+				yaml = base
+				t.Setenv("FREQLENS_METRICS_WEB_CONFIG", path)
+			}
+			cfg := filepath.Join(dir, "serve.yaml")
+			if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			code, _, errOut := runCLI("serve", "--config", cfg)
+			if code != 2 {
+				t.Errorf("exit status %d, want 2 (stderr %q)", code, errOut)
+			}
+			if n := strings.Count(strings.TrimRight(errOut, "\n"), "\n"); n != 0 {
+				t.Errorf("stderr has %d lines, want one: %q", n+1, errOut)
+			}
+			if !strings.HasPrefix(errOut, "freqlens serve: metrics.web_config ") {
+				t.Errorf("stderr %q does not start with the key, metrics.web_config", errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q does not say %q", errOut, w)
+				}
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("serve took %s to refuse the file: it should not wait for the brokers", d)
+			}
+		})
+	}
 }

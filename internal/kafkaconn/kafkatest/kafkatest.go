@@ -180,16 +180,32 @@ func Header(m kafka.Message, key string) string {
 // its certificate, which a client trusts through kafka.tls_ca_file.
 func SelfSigned(t testing.TB) (*tls.Config, string) {
 	t.Helper()
+	certFile, keyFile := SelfSignedFiles(t)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}}, certFile
+}
+
+// SelfSignedFiles writes a self-signed server certificate for 127.0.0.1
+// and localhost, valid for an hour, and its private key as PEM files in a
+// temporary directory, and returns their paths: for servers configured by
+// files (the metrics listener's web configuration), and for clients that
+// trust the certificate as its own authority.
+func SelfSignedFiles(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "kfake"},
+		Subject:      pkix.Name{CommonName: "freqlens test"},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IsCA:         true, BasicConstraintsValid: true,
@@ -198,9 +214,19 @@ func SelfSigned(t testing.TB) (*tls.Config, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, path
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	for _, f := range []struct {
+		path string
+		b    *pem.Block
+	}{{certFile, &pem.Block{Type: "CERTIFICATE", Bytes: der}}, {keyFile, &pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}}} {
+		if err := os.WriteFile(f.path, pem.EncodeToMemory(f.b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certFile, keyFile
 }
