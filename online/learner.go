@@ -52,7 +52,7 @@ type Learner struct {
 	rp      *replay
 	dr      *drift
 	met     *metrics
-	reg     prometheus.Registerer // nil: a private registry
+	reg     prometheus.Registerer // nil: not exported
 	log     *slog.Logger
 	events  func(DriftEvent)
 	hook    func(*model.Model)
@@ -78,8 +78,8 @@ type Learner struct {
 type Option func(*Learner)
 
 // WithRegisterer registers the online metrics with reg; New returns the
-// registration's error (a name already registered, say). Default: a private
-// registry, so nothing is exported.
+// registration's error (a name already registered, say). Default: they are
+// kept but not exported.
 func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(l *Learner) { l.reg = reg }
 }
@@ -130,13 +130,9 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	for _, o := range opts {
 		o(l)
 	}
-	reg := l.reg
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
 	var err error
-	if l.met, err = newMetrics(reg); err != nil {
-		return nil, fmt.Errorf("online: register metrics: %w", err)
+	if l.met, err = newMetrics(l.reg); err != nil {
+		return nil, err
 	}
 	var norm normaliser
 	if mc.Mode == model.Mixed && len(reference.Meta.Std) == mc.Channels {

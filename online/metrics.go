@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/internal/registry"
 )
 
 // horizonBuckets cut the horizon into quarters for the error gauges.
@@ -112,14 +114,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, o := range outcomes {
 		m.rounds.WithLabelValues(string(o))
 	}
-	for _, c := range []prometheus.Collector{m.period, m.periodSec, m.ratio, m.share, m.dominant,
+	if err := registry.Register(reg, "online", m.period, m.periodSec, m.ratio, m.share, m.dominant,
 		m.rhythmPeriod, m.rhythmRatio, m.rhythmShare, m.rhythmDominant, m.frequencyRhythm, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
 		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold,
-		m.coverage, m.nominal, m.intervalsScored, m.intervalsCovered} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+		m.coverage, m.nominal, m.intervalsScored, m.intervalsCovered); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

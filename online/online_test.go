@@ -191,7 +191,7 @@ func TestRegistrationErrorsAreReturned(t *testing.T) {
 	if _, err := online.New(online.Config{}, m, online.WithRegisterer(reg)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := online.New(online.Config{}, m, online.WithRegisterer(reg)); err == nil || !strings.Contains(err.Error(), "register metrics") {
+	if _, err := online.New(online.Config{}, m, online.WithRegisterer(reg)); err == nil || !strings.Contains(err.Error(), "already registered") {
 		t.Errorf("a second learner on the same registry: err = %v; want the registration error", err)
 	}
 }

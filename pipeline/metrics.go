@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/freqlens/freqlens/internal/registry"
 	"github.com/freqlens/freqlens/window"
 )
 
@@ -23,7 +24,7 @@ type metrics struct {
 	windowStats  *windowCollector
 }
 
-func newMetrics(p *Pipeline) *metrics {
+func newMetrics(p *Pipeline) (*metrics, error) {
 	m := &metrics{
 		forward: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "freqlens_model_forward_duration_seconds",
@@ -68,10 +69,11 @@ func newMetrics(p *Pipeline) *metrics {
 		windowStats: newWindowCollector(),
 	}
 	m.modelVersion.Set(float64(p.cfg.ModelVersion))
-	if p.reg != nil {
-		p.reg.MustRegister(m.forward, m.batchWindows, m.processing, m.endToEnd, m.lastCommit, m.modelVersion, m.windowErrors, m.deadLettered, m.nonFinite, m.windowStats)
+	if err := registry.Register(p.reg, "pipeline", m.forward, m.batchWindows, m.processing, m.endToEnd, m.lastCommit, m.modelVersion,
+		m.windowErrors, m.deadLettered, m.nonFinite, m.windowStats); err != nil {
+		return nil, err
 	}
-	return m
+	return m, nil
 }
 
 // windowCollector exports the workers' window counters from a snapshot the

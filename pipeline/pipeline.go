@@ -212,7 +212,9 @@ func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sin
 		p.workers = append(p.workers, &worker{sets: map[int]*window.Set{}})
 	}
 	p.current.Store(&versioned{m: m, version: cfg.ModelVersion})
-	p.met = newMetrics(p)
+	if p.met, err = newMetrics(p); err != nil {
+		return nil, err
+	}
 	// Three output buffers: one being filled, one being written, one spare.
 	p.free = make(chan *outBatch, 3)
 	for range 3 {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/internal/registry"
 )
 
 // watchEvery is how often the broker watch pings the brokers.
@@ -39,7 +40,7 @@ type watch struct {
 	readyG     prometheus.Gauge
 }
 
-func newWatch(kc *kafkaconn.Client, log *slog.Logger, reg prometheus.Registerer, learner func() bool) *watch {
+func newWatch(kc *kafkaconn.Client, log *slog.Logger, reg prometheus.Registerer, learner func() bool) (*watch, error) {
 	w := &watch{
 		kc: kc, log: log, after: kc.Config().UnreachableAfter, learner: learner, reachable: true,
 		reachableG: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -56,8 +57,10 @@ func newWatch(kc *kafkaconn.Client, log *slog.Logger, reg prometheus.Registerer,
 		}),
 	}
 	w.reachableG.Set(1)
-	reg.MustRegister(w.reachableG, w.learnerG, w.readyG)
-	return w
+	if err := registry.Register(reg, "service", w.reachableG, w.learnerG, w.readyG); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 // run pings every watchEvery until ctx ends.

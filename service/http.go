@@ -17,12 +17,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/freqlens/freqlens/internal/registry"
+
 	"github.com/freqlens/freqlens/online"
 )
 
 // NewRegistry returns a registry with the Go runtime, process and build
 // metrics (freqlens_build_info); the packages add theirs.
-func NewRegistry() *prometheus.Registry {
+func NewRegistry() (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	version, goVersion := "devel", "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
@@ -36,8 +38,10 @@ func NewRegistry() *prometheus.Registry {
 		Help: "Build information; always 1.",
 	}, []string{"version", "goversion"})
 	info.WithLabelValues(version, goVersion).Set(1)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), info)
-	return reg
+	if err := registry.Register(reg, "service", collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), info); err != nil {
+		return nil, err
+	}
+	return reg, nil
 }
 
 // metricsServer serves /metrics and the service's other handlers on a

@@ -93,7 +93,11 @@ func TestListenerHeaders(t *testing.T) {
 	mux := http.NewServeMux()
 	v.Register(mux)
 	mux.HandleFunc("/silent", func(http.ResponseWriter, *http.Request) {}) // writes nothing
-	m, err := listenMetrics(Config{MetricsListen: "127.0.0.1:0"}, NewRegistry(), mux, slog.New(slog.DiscardHandler))
+	reg, err := NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := listenMetrics(Config{MetricsListen: "127.0.0.1:0"}, reg, mux, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

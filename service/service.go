@@ -98,7 +98,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	}
 	s := &Service{cfg: cfg, log: o.log, reg: o.reg}
 	if s.reg == nil {
-		s.reg = NewRegistry()
+		if s.reg, err = NewRegistry(); err != nil {
+			return nil, err
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -139,7 +141,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if err := s.newPipeline(serve, version, o.observe); err != nil {
 		return nil, err
 	}
-	s.watch = newWatch(s.kc, s.log, s.reg, s.isLearner)
+	if s.watch, err = newWatch(s.kc, s.log, s.reg, s.isLearner); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/online", onlineReport(s.learner, s.p))
 	s.healthHandlers(mux)

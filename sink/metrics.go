@@ -1,9 +1,9 @@
 package sink
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/internal/registry"
 )
 
 // metrics are the sink's Prometheus collectors. Two sinks given the same
@@ -45,39 +45,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15), // 0.5ms … 8s
 		}),
 	}
+	// Two sinks given the same registerer add to the same totals.
+	const component = "sink"
 	var err error
-	m.forecasts, err = register(reg, m.forecasts)
-	if err == nil {
-		m.messages, err = register(reg, m.messages)
+	if m.forecasts, err = registry.Shared(reg, component, m.forecasts); err != nil {
+		return nil, err
 	}
-	if err == nil {
-		m.bytes, err = register(reg, m.bytes)
+	if m.messages, err = registry.Shared(reg, component, m.messages); err != nil {
+		return nil, err
 	}
-	if err == nil {
-		m.errors, err = register(reg, m.errors)
+	if m.bytes, err = registry.Shared(reg, component, m.bytes); err != nil {
+		return nil, err
 	}
-	if err == nil {
-		m.duration, err = register(reg, m.duration)
+	if m.errors, err = registry.Shared(reg, component, m.errors); err != nil {
+		return nil, err
 	}
-	if err != nil {
+	if m.duration, err = registry.Shared(reg, component, m.duration); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the equal collector already registered.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 func (m *metrics) topic(name string) topicMetrics {

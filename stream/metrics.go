@@ -1,11 +1,9 @@
 package stream
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/freqlens/freqlens/internal/registry"
 	"github.com/freqlens/freqlens/readings"
 )
 
@@ -73,37 +71,41 @@ func newMetrics(reg prometheus.Registerer, topic string, c *Consumer) (*metrics,
 		Help: "Batch commits dropped because their generation was over (the partitions' next owner reprocesses them).",
 	})
 
+	// Instances in one process (a consumer created again after a restart)
+	// add to the same totals.
+	const component = "stream"
 	var err error
-	if assigned, err = register(reg, assigned); err != nil {
+	if assigned, err = registry.Shared(reg, component, assigned); err != nil {
 		return nil, err
 	}
-	if rebalances, err = register(reg, rebalances); err != nil {
+	if rebalances, err = registry.Shared(reg, component, rebalances); err != nil {
 		return nil, err
 	}
-	if rebuildReadings, err = register(reg, rebuildReadings); err != nil {
+	if rebuildReadings, err = registry.Shared(reg, component, rebuildReadings); err != nil {
 		return nil, err
 	}
-	if rebuildSeconds, err = register(reg, rebuildSeconds); err != nil {
+	if rebuildSeconds, err = registry.Shared(reg, component, rebuildSeconds); err != nil {
 		return nil, err
 	}
-	if commitsSkipped, err = register(reg, commitsSkipped); err != nil {
+	if commitsSkipped, err = registry.Shared(reg, component, commitsSkipped); err != nil {
 		return nil, err
 	}
-	if readingsVec, err = register(reg, readingsVec); err != nil {
+	if readingsVec, err = registry.Shared(reg, component, readingsVec); err != nil {
 		return nil, err
 	}
-	if messages, err = register(reg, messages); err != nil {
+	if messages, err = registry.Shared(reg, component, messages); err != nil {
 		return nil, err
 	}
-	if decodeErrors, err = register(reg, decodeErrors); err != nil {
+	if decodeErrors, err = registry.Shared(reg, component, decodeErrors); err != nil {
 		return nil, err
 	}
-	if deadLetters, err = register(reg, deadLetters); err != nil {
+	if deadLetters, err = registry.Shared(reg, component, deadLetters); err != nil {
 		return nil, err
 	}
-	if batchRows, err = register(reg, batchRows); err != nil {
+	if batchRows, err = registry.Shared(reg, component, batchRows); err != nil {
 		return nil, err
 	}
+	// The gauges read at scrape time answer for the newest consumer.
 	for _, g := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "freqlens_stream_consumer_lag_records",
@@ -114,7 +116,7 @@ func newMetrics(reg prometheus.Registerer, topic string, c *Consumer) (*metrics,
 			Help: "Bytes of input messages fetched and not yet released by the pipeline (bounded by service.max_inflight_bytes).",
 		}, func() float64 { return float64(c.flow.inUse()) }),
 	} {
-		if err := replace(reg, g); err != nil {
+		if err := registry.Replace(reg, component, g); err != nil {
 			return nil, err
 		}
 	}
@@ -135,34 +137,4 @@ func newMetrics(reg prometheus.Registerer, topic string, c *Consumer) (*metrics,
 		m.decodeErrors[r] = decodeErrors.WithLabelValues(r)
 	}
 	return m, nil
-}
-
-// replace registers c with reg in place of a collector of the same name.
-func replace(reg prometheus.Registerer, c prometheus.Collector) error {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		reg.Unregister(are.ExistingCollector)
-		err = reg.Register(c)
-	}
-	if err != nil {
-		return fmt.Errorf("stream: register metrics: %w", err)
-	}
-	return nil
-}
-
-// register registers c with reg, or returns the collector of the same
-// name that is already there.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("stream: register metrics: %w; is another collector using a freqlens_stream_ name?", err)
 }
