@@ -54,6 +54,12 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	}
 	r := runPipeline(t, kc, base, pipeline.Config{}, window.Config{}, stream.Config{}, sink.Config{}, pipeline.WithOnline(l))
 	p := r.p
+	// The pipeline hands the learner its forecasts; its owner (the
+	// service) runs its rounds.
+	ctx, cancel := context.WithCancel(context.Background())
+	learnerDone := make(chan struct{})
+	go func() { defer close(learnerDone); l.Run(ctx, p) }()
+	t.Cleanup(func() { cancel(); <-learnerDone })
 
 	// 4 series × 30 windows: 4 × (30 − horizon) realised pairs ≥ 60.
 	series := []string{"a", "b", "c", "d"}

@@ -146,8 +146,9 @@ func WithForecastObserver(f ForecastObserverFunc) Option {
 }
 
 // WithOnline hands every issued forecast, with its window, to the online
-// learner, and runs the learner beside the pipeline: its promotions swap the
-// serving model through SetModel.
+// learner, which writes the forecast's intervals. Running the learner (its
+// rounds, whose promotions swap the serving model through SetModel) is its
+// owner's business: package service runs it beside the pipeline.
 func WithOnline(l *online.Learner) Option { return func(p *Pipeline) { p.learner = l } }
 
 // Pipeline is one running service instance.
@@ -302,18 +303,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return p.processLoop(gctx, batches, outputs)
 	})
 	g.Go(func() error { return p.writeLoop(gctx, outputs) })
-	learnerDone := make(chan struct{})
-	if p.learner != nil {
-		go func() {
-			defer close(learnerDone)
-			p.learner.Run(fetch, p)
-		}()
-	} else {
-		close(learnerDone)
-	}
 	err := g.Wait()
 	cancelFetch()
-	<-learnerDone
 
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.ShutdownTimeout)
 	defer cancel()

@@ -66,8 +66,10 @@
 //
 // # Concurrency
 //
-// Run is called once; it starts the watch and the models follower and
-// waits for them before it returns. The accessors (Pipeline, Learner,
+// Run is called once; it starts the watch, the models follower and the
+// learner's rounds (online.Learner.Run: the pipeline only hands the learner
+// its forecasts) beside the pipeline, stops them when the pipeline's Run
+// returns, and waits for them before it returns. The accessors (Pipeline, Learner,
 // Kafka, Config, MetricsAddr) are safe from any goroutine while it runs;
 // the /online, /healthz and /readyz handlers read the learner's report and
 // the consumer's status concurrently with serving.

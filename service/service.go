@@ -306,6 +306,11 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.models != nil {
 		wg.Go(func() { s.models.Follow(bg, version, s.serveVersion, s.skippedVersion) })
 	}
+	if s.learner != nil {
+		// Rounds, drift and the learner's metrics, until shutdown begins;
+		// the pipeline hands it every forecast.
+		wg.Go(func() { s.learner.Run(bg, s.p) })
+	}
 	err := s.p.Run(ctx)
 	stop()
 	wg.Wait()
