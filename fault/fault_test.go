@@ -81,11 +81,11 @@ func resumeTimes(log string) []string {
 func TestKill9(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	cfg := serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), "")
 	// 10 ms of latency each way, so that a crash often comes between the
 	// acknowledgement of a batch's forecasts and its commit: those are
 	// forecast again after the restart.
-	c.proxy.delay.Store(int64(10 * time.Millisecond))
+	c.proxy.SetDelay(10 * time.Millisecond)
 	f := newFeed(c, nSeries)
 	n := kills(t)
 	steps := max(nSteps, 40*(n+1))
@@ -109,7 +109,7 @@ func TestKill9(t *testing.T) {
 func TestSIGTERM(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	cfg := serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), "")
 	f := newFeed(c, nSeries)
 	r := start(t, "replica", cfg)
 	r = f.stopDuringBursts(r, nSteps, 2, func(r *replica) *replica {
@@ -132,7 +132,7 @@ func TestSIGTERM(t *testing.T) {
 func TestRebalanceOfThreeReplicas(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	cfg := serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), "")
 	f := newFeed(c, nSeries)
 	a := start(t, "a", cfg)
 	var b, d *replica
@@ -187,13 +187,13 @@ func TestRebalanceOfThreeReplicas(t *testing.T) {
 func TestBrokerCut(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	cfg := serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), "")
 	f := newFeed(c, nSeries)
 	r := start(t, "replica", cfg)
 	f.produce(0, nSteps/2, pace, nil)
 	r.waitReady(60 * time.Second)
 	f.produce(nSteps/2, nSteps/2+30, 0, nil) // a burst in flight when the cut comes
-	c.proxy.cut()
+	c.proxy.Cut()
 	cutAt := time.Now()
 	if !eventually(15*time.Second, func() bool { code, _ := r.get("/readyz"); return code == http.StatusServiceUnavailable }) {
 		t.Error("/readyz did not turn 503 within 15s of the cut")
@@ -205,7 +205,7 @@ func TestBrokerCut(t *testing.T) {
 		t.Errorf("freqlens_service_brokers_reachable = %v during the cut, want 0", up)
 	}
 	time.Sleep(time.Until(cutAt.Add(8 * time.Second)))
-	c.proxy.restore()
+	c.proxy.Restore()
 	r.waitReady(60 * time.Second)
 	f.produce(nSteps/2+30, nSteps, pace, nil)
 	c.waitCommitted(90*time.Second, r)
@@ -241,7 +241,7 @@ func TestBrokerCut(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), "")
+	cfg := serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), "")
 	f := newFeed(c, 10)
 	r := start(t, "replica", cfg)
 	reading := func(series string, at time.Time, v string) kafka.Message {
@@ -318,8 +318,8 @@ func TestBadBrokers(t *testing.T) {
 	}{
 		{"wrong port", closed, "", "kafka.brokers"},
 		{"unresolvable host", "no-such-broker.invalid:9092", "", "kafka.brokers"},
-		{"TLS against a plaintext listener", plain.proxy.addr, "kafka: {tls: true}\n", "kafka.tls"},
-		{"SASL against a broker without it", plain.proxy.addr, "kafka: {sasl: {mechanism: plain, username: u, password: p}}\n", "kafka.sasl"},
+		{"TLS against a plaintext listener", plain.proxy.Addr(), "kafka: {tls: true}\n", "kafka.tls"},
+		{"SASL against a broker without it", plain.proxy.Addr(), "kafka: {sasl: {mechanism: plain, username: u, password: p}}\n", "kafka.sasl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			began := time.Now()
@@ -385,7 +385,7 @@ func splitTop(s string) []string {
 func TestOneModelAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	cfg := serveConfig(c.proxy.addr, modelFile(t, t.TempDir()), `online:
+	cfg := serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), `online:
   enabled: true
   interval: 1s
   min_new_samples: 40

@@ -13,8 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -64,148 +62,17 @@ var t0 = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 type cluster struct {
 	t     *testing.T
 	kfake *kfake.Cluster
-	proxy *proxy
+	proxy *kafkatest.Proxy
 	kc    *kafkaconn.Client // the test's own client (through the proxy too)
 }
-
-// advertised is a listener that tells kfake its address is another's.
-type advertised struct {
-	net.Listener
-	addr net.Addr
-}
-
-func (a advertised) Addr() net.Addr { return a.addr }
 
 // newCluster starts the cluster with the service's topics (3 partitions
 // for the input and the outputs).
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	front, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back string
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID("fault"),
-		kfake.SeedTopics(3, "readings", "forecasts"), kfake.SeedTopics(1, "readings.dlq", "models"),
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			ln, err := net.Listen(network, "127.0.0.1:0")
-			if err != nil {
-				return nil, err
-			}
-			back = ln.Addr().String()
-			return advertised{Listener: ln, addr: front.Addr()}, nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	p := newProxy(t, front, back)
-	return &cluster{t: t, kfake: c, proxy: p, kc: kafkatest.Client(t, []string{p.addr})}
-}
-
-// proxy forwards TCP connections from addr to target until cut.
-type proxy struct {
-	t      *testing.T
-	addr   string
-	target string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
-	delay atomic.Int64 // ns added before every chunk forwarded (latency)
-}
-
-func newProxy(t *testing.T, ln net.Listener, target string) *proxy {
-	p := &proxy{t: t, addr: ln.Addr().String(), target: target, conns: map[net.Conn]bool{}}
-	p.serve(ln)
-	t.Cleanup(func() {
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", p.target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns[in], p.conns[out] = true, true
-			p.mu.Unlock()
-			p.wg.Add(2)
-			pipe := func(dst, src net.Conn) {
-				defer p.wg.Done()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := src.Read(buf)
-					if n > 0 {
-						if d := p.delay.Load(); d > 0 {
-							time.Sleep(time.Duration(d))
-						}
-						if _, werr := dst.Write(buf[:n]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				dst.Close()
-				src.Close()
-				p.mu.Lock()
-				delete(p.conns, dst)
-				delete(p.conns, src)
-				p.mu.Unlock()
-			}
-			go pipe(out, in)
-			go pipe(in, out)
-		}
-	}()
-}
-
-// cut closes the proxy's listener and every connection through it: the
-// broker is unreachable (connection refused) until restore.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// restore listens on the proxy's address again.
-func (p *proxy) restore() {
-	p.t.Helper()
-	var ln net.Listener
-	var err error
-	for range 50 {
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		p.t.Fatalf("proxy: listen on %s again: %v", p.addr, err)
-	}
-	p.serve(ln)
+	c, p := kafkatest.BehindProxy(t, kfake.ClusterID("fault"),
+		kfake.SeedTopics(3, "readings", "forecasts"), kfake.SeedTopics(1, "readings.dlq", "models"))
+	return &cluster{t: t, kfake: c, proxy: p, kc: kafkatest.Client(t, []string{p.Addr()})}
 }
 
 // freeAddr returns a loopback address whose port was free a moment ago.

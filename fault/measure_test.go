@@ -93,7 +93,7 @@ func TestResumeTime(t *testing.T) {
 	if err := m.Save(modelPath); err != nil {
 		t.Fatal(err)
 	}
-	cfg := serveConfig(c.proxy.addr, modelPath, "")
+	cfg := serveConfig(c.proxy.Addr(), modelPath, "")
 	const steps = 96 + 4 // windows ending at steps 95 … 99: 5 per series
 	began := time.Now()
 	produceSteps(t, c, n, 0, steps)
@@ -144,7 +144,7 @@ func TestCardinalityBurst(t *testing.T) {
 	if err := m.Save(modelPath); err != nil {
 		t.Fatal(err)
 	}
-	r := start(t, "replica", serveConfig(c.proxy.addr, modelPath, "window: {max_series: 50000, series_ttl: 20s}\n"))
+	r := start(t, "replica", serveConfig(c.proxy.Addr(), modelPath, "window: {max_series: 50000, series_ttl: 20s}\n"))
 	r.waitReady(60 * time.Second)
 	pid := r.cmd.Process.Pid
 	t.Logf("before the burst: RSS %.0f MB", rssMB(pid))

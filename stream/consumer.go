@@ -91,6 +91,7 @@ type Consumer struct {
 // partition is what the Consumer knows of one assigned partition.
 type partition struct {
 	committed int64 // the committed offset, where a new owner resumes
+	acked     int64 // the offset after the last live batch whose Commit was called: committed, or not when its generation had ended
 	next      int64 // the offset after the last message sent in a live batch
 	end       int64 // the high watermark last seen
 	newest    int64 // the newest event time decoded (ms), for input.max_past
@@ -108,6 +109,19 @@ type generation struct {
 	forget   []int // partitions whose windows the pipeline drops first
 	readings int64 // read back by the rebuild
 	over     bool  // drained and left: its batches no longer commit (guarded by c.mu)
+	// ended is closed when kafka-go ends the generation (a rebalance, or a
+	// heartbeat that failed: its coordinator connection may be gone).
+	ended <-chan struct{}
+}
+
+// hasEnded reports whether kafka-go ended the generation.
+func (g *generation) hasEnded() bool {
+	select {
+	case <-g.ended:
+		return true
+	default:
+		return false
+	}
 }
 
 // Status is what a Consumer can say about its place in the group.
@@ -177,13 +191,15 @@ func NewConsumer(cfg Config, in readings.Config, kc *kafkaconn.Client, opts ...O
 
 // Lag returns how many records of the assigned partitions are not
 // committed yet: the sum over them of the high watermark (refreshed every
-// 2s and by every fetch) minus the committed offset. The gauge
-// freqlens_stream_consumer_lag_records reads it when scraped. It is safe
-// for concurrent use.
+// 2s and by every fetch) minus the committed offset. Between generations
+// (a rebalance, a broker cut) it counts the last generation's partitions
+// with the last high watermarks seen, so it does not fall to 0 while
+// nothing is consumed. The gauge freqlens_stream_consumer_lag_records
+// reads it when scraped. It is safe for concurrent use.
 func (c *Consumer) Lag() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur == nil || c.cur.over {
+	if c.cur == nil {
 		return 0
 	}
 	var n int64
@@ -308,7 +324,7 @@ func (c *Consumer) runGeneration(ctx context.Context, kg *kafka.Generation, out 
 		}
 	}()
 
-	gen, err := c.begin(gctx, kg)
+	gen, err := c.begin(gctx, kg, genDone)
 	if err == nil {
 		err = c.rebuild(gctx, gen, out)
 	}
@@ -339,12 +355,12 @@ func (c *Consumer) runGeneration(ctx context.Context, kg *kafka.Generation, out 
 // windows (this consumer owned them, and everything it sent of them was
 // committed where the group says, and its rebuild was not cut short by a
 // rebalance), which are rebuilt, and which are forgotten; and logs it.
-func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation, error) {
+func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation, ended <-chan struct{}) (*generation, error) {
 	ranges, err := c.ranges(ctx)
 	if err != nil {
 		return nil, err
 	}
-	gen := &generation{c: c, g: kg, id: kg.ID, begun: time.Now()}
+	gen := &generation{c: c, g: kg, id: kg.ID, begun: time.Now(), ended: ended}
 	offsets := map[int]int64{}
 	for _, a := range kg.Assignments[c.cfg.Topic] {
 		off, r := a.Offset, ranges[a.ID]
@@ -359,6 +375,7 @@ func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation
 	}
 	slices.Sort(gen.parts)
 
+	c.recommit(kg, gen.parts, offsets)
 	c.mu.Lock()
 	var kept, revoked []int
 	parts := map[int]*partition{}
@@ -369,7 +386,7 @@ func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation
 			kept = append(kept, p)
 			continue
 		}
-		parts[p] = &partition{committed: offsets[p], next: offsets[p], end: ranges[p].End, newest: readings.NoTime}
+		parts[p] = &partition{committed: offsets[p], acked: offsets[p], next: offsets[p], end: ranges[p].End, newest: readings.NoTime}
 		gen.rebuild = append(gen.rebuild, p)
 	}
 	for p := range c.parts {
@@ -389,6 +406,42 @@ func (c *Consumer) begin(ctx context.Context, kg *kafka.Generation) (*generation
 	c.log.Info("partitions assigned", "group", c.cfg.Group, "generation", gen.id, "partitions", gen.parts,
 		"kept", kept, "rebuilt", gen.rebuild, "revoked", revoked)
 	return gen, nil
+}
+
+// recommit commits, in the new generation kg, what the pipeline
+// acknowledged in the last one but could not commit there because it ended
+// first (its coordinator connection gone with a broker cut, say): for each
+// partition of parts that this consumer held whole, acknowledged up to
+// where it had sent, and whose group offset in offsets is still its last
+// commit (nobody else moved it). On success offsets and the partition's
+// committed offset move there, so the partition keeps its windows and
+// nothing is forecast twice; on failure it is rebuilt from offsets as
+// usual.
+func (c *Consumer) recommit(kg *kafka.Generation, parts []int, offsets map[int]int64) {
+	c.mu.Lock()
+	todo := map[int]int64{}
+	for _, p := range parts {
+		if old := c.parts[p]; old != nil && old.whole && old.next == old.acked && old.acked > old.committed &&
+			old.committed == offsets[p] {
+			todo[p] = old.acked
+		}
+	}
+	c.mu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	if err := kg.CommitOffsets(map[string]map[int]int64{c.cfg.Topic: todo}); err != nil {
+		c.log.Warn("the offsets acknowledged before the generation ended could not be committed in the new one; those partitions are rebuilt and their last readings forecast again (identical copies)",
+			"generation", kg.ID, "offsets", todo, "err", err)
+		return
+	}
+	c.mu.Lock()
+	for p, off := range todo {
+		c.parts[p].committed = off
+		offsets[p] = off
+	}
+	c.mu.Unlock()
+	c.log.Info("committed what was acknowledged before the generation ended", "generation", kg.ID, "offsets", todo)
 }
 
 // ranges returns the offset range of every partition of the input topic,
@@ -568,6 +621,15 @@ func (c *Consumer) commit(ctx context.Context, b *Batch) error {
 		if c.moved(b.gen) {
 			return c.skipCommit(b, offsets)
 		}
+		if b.gen.hasEnded() {
+			// The generation is over and its commits fail (its coordinator
+			// connection died with the brokers): retrying cannot help, and
+			// the pipeline would wait here while the group waits for this
+			// member to rejoin. The next generation commits what was
+			// acknowledged (recommit) or the next owner forecasts it again.
+			c.endCommits(b.gen, err)
+			return c.skipCommit(b, offsets)
+		}
 		return fmt.Errorf("commit %d messages of %s: %w", b.Messages, c.cfg.Topic, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -578,15 +640,35 @@ func (c *Consumer) commit(ctx context.Context, b *Batch) error {
 		for p, off := range offsets {
 			if st := c.parts[p]; st != nil {
 				st.committed = max(st.committed, off)
+				st.acked = max(st.acked, off)
 			}
 		}
 	}
 	c.mu.Unlock()
+	c.wake()
+	return nil
+}
+
+// wake tells drain that a commit happened or was given up.
+func (c *Consumer) wake() {
 	select {
 	case c.signal <- struct{}{}:
 	default:
 	}
-	return nil
+}
+
+// endCommits marks gen over after a commit failed once it had ended: its
+// later batches are not committed (skipCommit) and drain stops waiting.
+func (c *Consumer) endCommits(gen *generation, err error) {
+	c.mu.Lock()
+	first := !gen.over
+	gen.over = true
+	c.mu.Unlock()
+	if first {
+		c.log.Warn("the generation ended and its commits fail; what was acknowledged is committed when the consumer rejoins",
+			"generation", gen.id, "err", err)
+	}
+	c.wake()
 }
 
 // moved reports whether gen is no longer the generation that commits.
@@ -596,11 +678,23 @@ func (c *Consumer) moved(gen *generation) bool {
 	return gen != c.cur || gen.over
 }
 
-// skipCommit drops the commit of a batch whose generation is over.
+// skipCommit drops the commit of a batch whose generation is over, noting
+// its offsets as acknowledged: if the partitions stay with this consumer,
+// the next generation commits them (recommit).
 func (c *Consumer) skipCommit(b *Batch, offsets map[int]int64) error {
+	c.mu.Lock()
+	if b.gen == c.cur {
+		for p, off := range offsets {
+			if st := c.parts[p]; st != nil {
+				st.acked = max(st.acked, off)
+			}
+		}
+	}
+	c.mu.Unlock()
 	c.m.commitsSkipped.Inc()
-	c.log.Debug("commit skipped: the generation is over; the partitions' next owner resumes from their last commit",
+	c.log.Debug("commit skipped: the generation is over; the offsets are committed when the partitions stay here, else their next owner resumes from their last commit",
 		"generation", b.gen.id, "offsets", offsets)
+	c.wake()
 	return nil
 }
 
@@ -617,7 +711,7 @@ func (c *Consumer) drain(ctx context.Context, gen *generation) {
 		select {
 		case <-c.signal:
 		case <-t.C:
-			c.log.Warn("a rebalance began before the batches in flight were committed; the partitions' next owners will forecast them again (identical copies)",
+			c.log.Warn("the generation ended before the batches in flight were committed; what is acknowledged later is committed by the next generation if the partitions stay here, else their next owners forecast it again (identical copies)",
 				"generation", gen.id, "waited", c.cfg.RebalanceTimeout/2)
 			return
 		case <-ctx.Done():
@@ -628,12 +722,21 @@ func (c *Consumer) drain(ctx context.Context, gen *generation) {
 	}
 }
 
-// drained reports whether every live batch sent in gen is committed.
+// drained reports whether every live batch sent in gen is committed or,
+// once its commits were given up (endCommits), acknowledged.
 func (c *Consumer) drained(gen *generation) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range gen.parts {
-		if st := c.parts[p]; st != nil && st.next != st.committed {
+		st := c.parts[p]
+		if st == nil {
+			continue
+		}
+		upTo := st.committed
+		if gen.over {
+			upTo = st.acked
+		}
+		if upTo != st.next {
 			return false
 		}
 	}

@@ -61,12 +61,19 @@ func start(t *testing.T, kc *kafkaconn.Client, cfg Config, opts ...Option) *runn
 // startWith is start with readings in the format in.
 func startWith(t *testing.T, kc *kafkaconn.Client, cfg Config, in readings.Config, opts ...Option) *running {
 	t.Helper()
+	return startOut(t, kc, cfg, in, 100, opts...)
+}
+
+// startOut is startWith with room for capacity batches between Run and
+// the test, as the pipeline has one.
+func startOut(t *testing.T, kc *kafkaconn.Client, cfg Config, in readings.Config, capacity int, opts ...Option) *running {
+	t.Helper()
 	c, err := NewConsumer(cfg, in, kc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{c: c, out: make(chan *Batch, 100), done: make(chan error, 1)}
+	r := &running{c: c, out: make(chan *Batch, capacity), done: make(chan error, 1)}
 	go func() { r.done <- c.Run(ctx, r.out) }()
 	stopped := false
 	r.stop = func() error {

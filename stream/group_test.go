@@ -369,7 +369,7 @@ func TestAssignmentDecisions(t *testing.T) {
 	kg := &kafka.Generation{ID: 7, Assignments: map[string][]kafka.PartitionAssignment{"in": {
 		{ID: 0, Offset: 5}, {ID: 1, Offset: 5}, {ID: 2, Offset: 8}, {ID: 3, Offset: 5}, {ID: 5, Offset: kafka.FirstOffset},
 	}}}
-	gen, err := c.begin(context.Background(), kg)
+	gen, err := c.begin(context.Background(), kg, make(chan struct{}))
 	if err != nil {
 		t.Fatal(err)
 	}
