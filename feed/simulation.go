@@ -111,9 +111,16 @@ func NewSimulation(cfg SimulationConfig, kc *kafkaconn.Client, topic string, now
 		return nil, fmt.Errorf("feed: simulation of %d sensors over %d steps: %w", cfg.Sensors, cfg.Steps, err)
 	}
 	// Move the simulation to end now, keeping the generator's weekday and
-	// time of day (its rush hours are at 08:00 and 17:30): shift by whole weeks.
+	// time of day (its rush hours are at 08:00 and 17:30): shift by whole
+	// weeks, rounding down, so that the last step is in the week up to now
+	// and not after it, also when now is before the generator's dates
+	// (Truncate rounds towards zero, which moved a negative shift forward).
 	week := 7 * 24 * time.Hour
-	shift := now().Sub(frame.Times[cfg.Steps-1]).Truncate(week)
+	behind := now().Sub(frame.Times[cfg.Steps-1])
+	shift := behind.Truncate(week)
+	if shift > behind {
+		shift -= week
+	}
 	for i := range frame.Times {
 		frame.Times[i] = frame.Times[i].Add(shift)
 	}

@@ -2,7 +2,9 @@ package feed_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +84,48 @@ func TestSimulationSeriesAndSteps(t *testing.T) {
 				t.Fatalf("series %s reading %d = %v, want a positive count rounded to 0.1", name, i, v)
 			}
 		}
+	}
+}
+
+// TestSimulationEndsAtTheClock: whatever the clock, the last step is at
+// most a week before it and never after it, also when the clock is earlier
+// than the generator's own dates (2026-01-05 on), which moves the
+// simulation back.
+func TestSimulationEndsAtTheClock(t *testing.T) {
+	clocks := []time.Time{
+		time.Date(2025, time.June, 1, 12, 34, 0, 0, time.UTC),     // before the generator's dates
+		time.Date(2026, time.January, 7, 23, 59, 59, 0, time.UTC), // inside them
+		time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC),    // the generator's first step
+		simNow,
+		time.Date(2031, time.March, 2, 6, 0, 0, 0, time.UTC), // a Sunday, exactly on a step
+	}
+	var topics []string
+	for i := range clocks {
+		topics = append(topics, "readings-"+strconv.Itoa(i))
+	}
+	kc := newBroker(t, topics...)
+	for i, now := range clocks {
+		t.Run(now.Format(time.DateTime), func(t *testing.T) {
+			topic := topics[i]
+			s, err := feed.NewSimulation(feed.SimulationConfig{Sensors: 2, Steps: 48, HistorySteps: 48}, kc, topic, func() time.Time { return now })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			last := int64(math.MinInt64)
+			for _, m := range kafkatest.ReadAll(t, kc, topic) {
+				var r struct{ TS time.Time }
+				if err := json.Unmarshal(m.Value, &r); err != nil {
+					t.Fatal(err)
+				}
+				last = max(last, r.TS.UnixMilli())
+			}
+			if lastT := time.UnixMilli(last).UTC(); lastT.After(now) || now.Sub(lastT) >= 7*24*time.Hour {
+				t.Errorf("clock %v: last step at %v, want within the week up to the clock", now, lastT)
+			}
+		})
 	}
 }
 
