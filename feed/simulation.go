@@ -67,8 +67,8 @@ func (cfg SimulationConfig) Validate() error {
 	case cfg.Sensors < 0:
 		return fmt.Errorf("feed: simulation Sensors = %d is negative; simulate at least 1 sensor, or 0 for the default of %d",
 			cfg.Sensors, DefaultSimulationConfig().Sensors)
-	case !(cfg.Rate > 0) || math.IsInf(cfg.Rate, 0):
-		return fmt.Errorf("feed: simulation Rate = %v; use a positive number of simulated hours per second, such as 10", cfg.Rate)
+	case !(cfg.Rate > 0 && cfg.Rate <= 1e9): // 1e9: one step a nanosecond, the ticker's finest
+		return fmt.Errorf("feed: simulation Rate = %v; use a positive number of simulated hours per second up to 1e9, such as 10", cfg.Rate)
 	case cfg.Steps < 0:
 		return fmt.Errorf("feed: simulation Steps = %d is negative; use a positive length in hours, or 0 for a year", cfg.Steps)
 	case cfg.HistorySteps < 0 || cfg.HistorySteps > cfg.Steps:
@@ -96,8 +96,8 @@ type Simulation struct {
 	frame *dataset.Frame
 }
 
-// NewSimulation generates the simulation of cfg, ending at now(), which
-// Run writes to topic through kc.
+// NewSimulation generates the simulation of cfg, its last step in the week
+// up to now(), which Run writes to topic through kc.
 func NewSimulation(cfg SimulationConfig, kc *kafkaconn.Client, topic string, now func() time.Time) (*Simulation, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -114,7 +114,8 @@ func NewSimulation(cfg SimulationConfig, kc *kafkaconn.Client, topic string, now
 	// time of day (its rush hours are at 08:00 and 17:30): shift by whole
 	// weeks, rounding down, so that the last step is in the week up to now
 	// and not after it, also when now is before the generator's dates
-	// (Truncate rounds towards zero, which moved a negative shift forward).
+	// (Truncate alone rounds towards zero, which moves a negative shift
+	// forward, into the future).
 	week := 7 * 24 * time.Hour
 	behind := now().Sub(frame.Times[cfg.Steps-1])
 	shift := behind.Truncate(week)

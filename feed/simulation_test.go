@@ -259,6 +259,7 @@ func TestNewSimulationRejects(t *testing.T) {
 		{name: "negative sensors", cfg: feed.SimulationConfig{Sensors: -1}, topic: "r", want: "Sensors = -1 is negative"},
 		{name: "negative rate", cfg: feed.SimulationConfig{Rate: -1}, topic: "r", want: "Rate = -1"},
 		{name: "NaN rate", cfg: feed.SimulationConfig{Rate: math.NaN()}, topic: "r", want: "Rate = NaN"},
+		{name: "rate beyond the ticker", cfg: feed.SimulationConfig{Rate: 2e9}, topic: "r", want: "Rate = 2e+09; use a positive number of simulated hours per second up to 1e9"},
 		{name: "negative steps", cfg: feed.SimulationConfig{Steps: -5}, topic: "r", want: "Steps = -5 is negative"},
 		{name: "history beyond the end", cfg: feed.SimulationConfig{Steps: 10, HistorySteps: 11}, topic: "r", want: "HistorySteps = 11 is outside [0, Steps = 10]"},
 		{name: "too many values", cfg: feed.SimulationConfig{Sensors: 1 << 20, Steps: 1 << 20}, topic: "r", want: "generate fewer steps or series"},
