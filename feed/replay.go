@@ -71,10 +71,10 @@ type Replay struct {
 	kc    *kafkaconn.Client
 	topic string
 	data  *dataset.Frame
-	// The rows [from, end), the series column (−1: none) and how the
+	// The rows [cfg.From, end), the series column (−1: none) and how the
 	// readings are encoded.
-	from, end, seriesCol int
-	enc                  readings.Config
+	end, seriesCol int
+	enc            readings.Config
 }
 
 // NewReplay checks cfg against data and returns the Replay of data's rows
@@ -94,7 +94,7 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 	case cfg.Format != readings.FormatJSON && cfg.Format != readings.FormatCSV:
 		return nil, fmt.Errorf("feed: replay format %q cannot be replayed; use %s or %s", cfg.Format, readings.FormatJSON, readings.FormatCSV)
 	}
-	r := &Replay{cfg: cfg, kc: kc, topic: topic, data: data, from: cfg.From, end: rows, seriesCol: -1}
+	r := &Replay{cfg: cfg, kc: kc, topic: topic, data: data, end: rows, seriesCol: -1}
 	if cfg.Limit > 0 {
 		r.end = min(rows, cfg.From+cfg.Limit)
 	}
@@ -119,8 +119,8 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 	return r, nil
 }
 
-// Run writes the rows in order, in batches of up to 5,000 readings
-// acknowledged by all in-sync replicas. With a Speed it waits until row r
+// Run writes the rows in order, in writes of up to 5,000 readings, each
+// acknowledged by all in-sync replicas before the next. With a Speed it waits until row r
 // is due, (time of r − time of From)/Speed after Run started, and writes
 // what it holds before each wait. It returns what was acknowledged, and an
 // error when the broker refuses a write or ctx ends first (wrapping
@@ -150,9 +150,9 @@ func (r *Replay) Run(ctx context.Context) (ReplayStats, error) {
 	defer timer.Stop()
 	run := func() error {
 		times := r.data.Times
-		for row := r.from; row < r.end; row++ {
-			if r.cfg.Speed > 0 && row > r.from {
-				due := time.Duration(float64(times[row].Sub(times[r.from])) / r.cfg.Speed)
+		for row := r.cfg.From; row < r.end; row++ {
+			if r.cfg.Speed > 0 && row > r.cfg.From {
+				due := time.Duration(float64(times[row].Sub(times[r.cfg.From])) / r.cfg.Speed)
 				if wait := time.Until(start.Add(due)); wait > 0 {
 					if err := flush(); err != nil {
 						return err
@@ -181,9 +181,9 @@ func (r *Replay) Run(ctx context.Context) (ReplayStats, error) {
 	case err == nil:
 		return st, nil
 	case ctx.Err() != nil:
-		return st, fmt.Errorf("feed: replay to topic %s stopped after %d of %d rows: %w", r.topic, st.Rows, r.end-r.from, ctx.Err())
+		return st, fmt.Errorf("feed: replay to topic %s stopped after %d of %d rows: %w", r.topic, st.Rows, r.end-r.cfg.From, ctx.Err())
 	}
-	return st, writeError(r.topic, fmt.Sprintf("rows %d to %d of %s", r.from+st.Rows, r.end-1, r.data.Name), err)
+	return st, writeError(r.topic, fmt.Sprintf("rows %d to %d of %s", r.cfg.From+st.Rows, r.end-1, r.data.Name), err)
 }
 
 // appendRow appends the messages of row to msgs: one reading per column,
