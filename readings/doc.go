@@ -3,9 +3,10 @@
 // decoders that turn one message into rows of an Arrow record batch, the
 // encoders that write readings in the same formats, and the plausibility
 // checks that make a message poison. It is to the input what package wire
-// is to the outputs: the consumer (package stream) decodes with it,
-// `freqlens replay`, the demo's simulated sensors and the tests write with
-// it, and a Go producer of readings may import it to write them.
+// is to the outputs: the consumer (package stream) decodes with it, package
+// feed (`freqlens replay`, the demo's simulated sensors) and the tests
+// write with it, and a Go producer of readings may import it to write
+// them.
 //
 // # Where it sits
 //

@@ -13,22 +13,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/freqlens/freqlens/dataset"
-	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/feed"
 	"github.com/freqlens/freqlens/model"
-	"github.com/freqlens/freqlens/online"
-	"github.com/freqlens/freqlens/pipeline"
-	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/service"
 	"github.com/freqlens/freqlens/wire"
 )
-
-// demoCadence is the simulated step: an hour, so a day is 24 steps and a
-// week 168, and the cycles the model learns have names people know.
-const demoCadence = time.Hour
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -66,7 +58,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		if m.Meta.Cadence == 0 {
-			m.Meta.Cadence = demoCadence
+			m.Meta.Cadence = feed.SimulationCadence
 		}
 	} else {
 		fmt.Fprintf(stdout, "training a small model on simulated traffic (8 sensors, 12 weeks, hourly)...\n")
@@ -79,7 +71,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// 2. The service, on an embedded broker.
 	cfg := service.DefaultConfig()
 	cfg.EmbeddedBroker = *brokerAddr
-	cfg.Pipeline.Cadence = demoCadence
+	cfg.Pipeline.Cadence = feed.SimulationCadence
 	cfg.Readings.MaxFuture = 10 * 365 * 24 * time.Hour
 	cfg.Stream.BatchLatency = 5 * time.Millisecond
 	cfg.Sink.Attributions = wire.AttributionsSummary
@@ -94,7 +86,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer svc.Close()
 	cfg = svc.Config()
-	p, learner := svc.Pipeline(), svc.Learner()
+	sim, err := feed.NewSimulation(feed.SimulationConfig{Sensors: *series, Rate: *rate, HistorySteps: m.Lookback() + 8, Seed: *seed + 1},
+		svc.Kafka(), cfg.Stream.Topic, time.Now)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "broker %s; forecasts on topic %q, attributions on %q", strings.Join(cfg.Kafka.Brokers, ","), cfg.Sink.ForecastTopic, cfg.Sink.AttributionTopic)
 	if addr := svc.MetricsAddr(); addr != "" {
 		fmt.Fprintf(stdout, "; metrics on http://%s/metrics", addr)
@@ -110,21 +106,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// 3. Sensors, service and summary until ctx ends, or until one of them
 	// fails, which stops the others.
-	err = runTogether(ctx,
-		svc.Run,
-		func(ctx context.Context) error {
-			return simulate(ctx, svc.Kafka(), cfg.Stream.Topic, *series, *rate, *seed+1, m.Lookback())
-		},
-		func(ctx context.Context) error { return summarise(ctx, stdout, p, learner, watch, started) })
-	s := p.Stats()
+	err = runTogether(ctx, svc.Run, sim.Run,
+		func(ctx context.Context) error { return summarise(ctx, stdout, svc, watch, started) })
+	s := svc.Pipeline().Stats()
 	fmt.Fprintf(stdout, "\nstopped: %d readings, %d forecasts written in %s\n", s.Readings, s.Forecasts, time.Since(started).Round(time.Second))
-	if t := learner.Totals(); t.Count > 0 {
-		_, version := p.Model()
+	// The learner's report, as /online serves it: the error since the start.
+	if r := svc.Learner().Report(svc.Pipeline(), 0); r.ScoredSteps > 0 {
 		fmt.Fprintf(stdout, "online: MSE %.3f over %d realised forecast steps (normalised units; the model's test MSE is in its file); "+
-			"serving version %d; fine-tuning rounds %v\n", t.MSE(online.ErrorTotals{}), t.Count, version, learner.Outcomes())
-		for _, c := range t.Coverage {
+			"serving version %d; fine-tuning rounds %v\n", r.MSE, r.ScoredSteps, r.ModelVersion, r.Rounds)
+		for _, c := range r.Intervals {
 			if c.Scored > 0 {
-				fmt.Fprintf(stdout, "intervals: the %.0f%% intervals held %.1f%% of %d realised steps\n", 100*c.Level, 100*c.Rate(online.Coverage{}), c.Scored)
+				fmt.Fprintf(stdout, "intervals: the %.0f%% intervals held %.1f%% of %d realised steps\n", 100*c.Level, 100*float64(c.Covered)/float64(c.Scored), c.Scored)
 			}
 		}
 	}
@@ -136,7 +128,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // trainDemoModel trains an independent model on simulated traffic.
 func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writer) (*model.Model, error) {
-	frame, err := dataset.Synthetic(dataset.Traffic(8, 12*7*24, demoCadence, seed))
+	frame, err := dataset.Synthetic(dataset.Traffic(8, 12*7*24, feed.SimulationCadence, seed))
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +143,7 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	if err != nil {
 		return nil, err
 	}
-	m.Meta.Cadence = demoCadence
+	m.Meta.Cadence = feed.SimulationCadence
 	m.Meta.DataName = "simulated traffic"
 	_, err = model.Train(ctx, m, bm.Train, bm.Val, model.TrainConfig{Epochs: epochs, Seed: seed}, func(s model.EpochStats) {
 		fmt.Fprintf(stdout, "  epoch %d/%d: validation MSE %.4f (%.1fs)\n", s.Epoch, s.Epochs, s.ValMSE, s.Seconds)
@@ -181,69 +173,6 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 		fmt.Fprintf(stdout, "  cycles of the traffic: %s; residual MLP %.0f%%\n", strings.Join(found, ", "), 100*met.ResidualShare)
 	}
 	return m, nil
-}
-
-// simulate produces readings of n traffic sensors: first enough history for
-// full windows, then one reading per sensor per simulated hour, rate hours
-// per second. Simulated time ends at the present, so readings are never in
-// the future; missing readings (the generator's 1%) are not sent.
-func simulate(ctx context.Context, kc *kafkaconn.Client, topic string, n int, rate float64, seed uint64, lookback int) error {
-	const span = 365 * 24 // a year of hourly steps
-	frame, err := dataset.Synthetic(dataset.Traffic(n, span, demoCadence, seed))
-	if err != nil {
-		return err
-	}
-	// Move the simulation to end now, keeping the generator's weekday and
-	// time of day (its rush hours are at 08:00 and 17:30): shift by whole weeks.
-	week := 7 * 24 * time.Hour
-	shift := time.Since(frame.Times[span-1]).Truncate(week)
-	for i := range frame.Times {
-		frame.Times[i] = frame.Times[i].Add(shift)
-	}
-	w := kc.NewWriter(topic)
-	w.BatchTimeout = time.Millisecond
-	defer w.Close()
-	cfg := readings.Config{ValueFields: []string{"value"}}
-	msgs := make([]kafka.Message, 0, n)
-	send := func(step int) error {
-		msgs = msgs[:0]
-		row := frame.Row(step)
-		for s, name := range frame.Columns {
-			if math.IsNaN(row[s]) {
-				continue
-			}
-			r := readings.Reading{Series: name, Time: frame.Times[step], Values: []float64{math.Round(row[s]*10) / 10}}
-			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil, r, cfg)})
-		}
-		return w.WriteMessages(ctx, msgs...)
-	}
-	history := lookback + 8
-	for step := range history {
-		if err := send(step); err != nil {
-			return ignoreCancel(ctx, err)
-		}
-	}
-	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
-	defer tick.Stop()
-	for step := history; step < span; step++ {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		if err := send(step); err != nil {
-			return ignoreCancel(ctx, err)
-		}
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func ignoreCancel(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
 }
 
 // watcher keeps what the summary shows of one sensor's latest forecast.
@@ -303,7 +232,8 @@ func (w *watcher) observe(f *wire.Forecast) {
 
 // summarise prints one line a second: throughput, lag, and the watched
 // sensor's latest forecast with its top attributions.
-func summarise(ctx context.Context, out io.Writer, p *pipeline.Pipeline, l *online.Learner, w *watcher, started time.Time) error {
+func summarise(ctx context.Context, out io.Writer, svc *service.Service, w *watcher, started time.Time) error {
+	p, l := svc.Pipeline(), svc.Learner()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	prev, prevAt, prevErr := p.Stats(), time.Now(), l.Totals()

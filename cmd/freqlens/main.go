@@ -10,9 +10,11 @@
 //	freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]
 //	freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE)
 //
-// The commands are thin: they parse flags and call the packages (serve and
-// demo build a service.Config and run package service). Every error is one
-// line on stderr and exit status 2.
+// The commands are flags and printing around the packages: serve and demo
+// build a service.Config and run package service, demo with package feed's
+// simulated sensors producing to it, and replay runs a feed.Replay. cmd
+// imports none of stream, sink, window and online (internal/structure
+// checks it). Every error is one line on stderr and exit status 2.
 package main
 
 import (

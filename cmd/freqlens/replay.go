@@ -7,15 +7,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/feed"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/readings"
 )
@@ -56,118 +53,35 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(kcfg.Brokers) == 0 || *topic == "" {
 		return fmt.Errorf("--brokers and --topic are required without --config (a serve configuration naming kafka.brokers and topics.input)")
 	}
-	kc, err := kafkaconn.New(kcfg)
-	if err != nil {
-		return err
-	}
-	defer kc.Close()
 	factor, err := parseSpeed(*speed)
 	if err != nil {
 		return err
-	}
-	if *format != "json" && *format != "csv" {
-		return fmt.Errorf("--format %q is unknown; use json or csv", *format)
 	}
 	frame, err := dataset.LoadCSV(*data)
 	if err != nil {
 		return err
 	}
-	rows := frame.Rows()
-	if *from < 0 || *from >= rows {
-		return fmt.Errorf("--from %d is outside the file's %d data rows", *from, rows)
-	}
-	end := rows
-	if *limit > 0 {
-		end = min(rows, *from+*limit)
-	}
-
-	// What one row becomes: one reading per column, or one multichannel
-	// reading per row whose series is the series column.
-	cfg := readings.Config{ValueFields: []string{*valueField}}
-	sc := -1
-	if *seriesCol != "" {
-		sc = slices.Index(frame.Columns, *seriesCol)
-		if sc < 0 {
-			return fmt.Errorf("--series-column %q is not a column of %s (columns: %s)", *seriesCol, *data, strings.Join(frame.Columns, ", "))
-		}
-		cfg.ValueFields = slices.Delete(slices.Clone(frame.Columns), sc, sc+1)
-	}
-	cfg.CSVColumns = append([]string{"series", "ts"}, cfg.ValueFields...)
-
-	w := kc.NewWriter(*topic)
-	w.BatchTimeout, w.BatchSize = 2*time.Millisecond, 1000
-	defer w.Close()
-
-	var msgs []kafka.Message
-	encode := func(r readings.Reading) []byte {
-		if *format == "csv" {
-			return readings.AppendCSV(nil, r, cfg)
-		}
-		return readings.AppendJSON(nil, r, cfg)
-	}
-	flush := func() error {
-		if len(msgs) == 0 {
-			return nil
-		}
-		err := w.WriteMessages(ctx, msgs...)
-		msgs = msgs[:0]
+	kc, err := kafkaconn.New(kcfg)
+	if err != nil {
 		return err
 	}
-	start := time.Now()
-	sent := 0
-	for r := *from; r < end; r++ {
-		if factor > 0 && r > *from {
-			due := time.Duration(float64(frame.Times[r].Sub(frame.Times[*from])) / factor)
-			if wait := time.Until(start.Add(due)); wait > 0 {
-				if err := flush(); err != nil {
-					return err
-				}
-				select {
-				case <-time.After(wait):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-		}
-		row := frame.Row(r)
-		if sc >= 0 {
-			vals := slices.Delete(slices.Clone(row), sc, sc+1)
-			id := strconv.FormatFloat(row[sc], 'f', -1, 64)
-			if row[sc] == math.Trunc(row[sc]) {
-				id = strconv.FormatInt(int64(row[sc]), 10)
-			}
-			rd := readings.Reading{Series: id, Time: frame.Times[r], Values: vals}
-			msgs = append(msgs, kafka.Message{Key: []byte(id), Value: encode(rd)})
-		} else {
-			for c, name := range frame.Columns {
-				rd := readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{row[c]}}
-				msgs = append(msgs, kafka.Message{Key: []byte(name), Value: encode(rd)})
-			}
-		}
-		sent += max(1, len(frame.Columns)*btoi(sc < 0))
-		if len(msgs) >= 5000 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := flush(); err != nil {
+	defer kc.Close()
+	r, err := feed.NewReplay(feed.ReplayConfig{Speed: factor, From: *from, Limit: *limit, SeriesColumn: *seriesCol,
+		ValueField: *valueField, Format: readings.Format(*format)}, kc, *topic, frame)
+	if err != nil {
 		return err
 	}
-	secs := time.Since(start).Seconds()
+	st, err := r.Run(ctx)
+	if err != nil {
+		return err
+	}
+	secs := st.Elapsed.Seconds()
 	if *asJSON {
-		fmt.Fprintf(stdout, `{"readings":%d,"rows":%d,"seconds":%.3f,"readings_per_second":%.0f}`+"\n", sent, end-*from, secs, float64(sent)/secs)
+		fmt.Fprintf(stdout, `{"readings":%d,"rows":%d,"seconds":%.3f,"readings_per_second":%.0f}`+"\n", st.Readings, st.Rows, secs, float64(st.Readings)/secs)
 		return nil
 	}
-	fmt.Fprintf(stdout, "replayed %d readings (%d rows of %s) to %s in %.1fs\n", sent, end-*from, *data, *topic, secs)
+	fmt.Fprintf(stdout, "replayed %d readings (%d rows of %s) to %s in %.1fs\n", st.Readings, st.Rows, *data, *topic, secs)
 	return nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // parseSpeed reads "60x" (or "60") as a factor and "max" as 0 (no waiting).

@@ -5,8 +5,8 @@
 // admin request of the project is built from a Client: the consumer and its
 // dead-letter writer (stream), the forecast producer (sink), the models
 // topic and drift events (broadcast), the embedded broker's topic creation
-// (embedded), `freqlens replay` and the demo's simulated sensors, and the
-// test helpers of kafkatest.
+// (embedded), the producers of package feed (`freqlens replay` and the
+// demo's simulated sensors), and the test helpers of kafkatest.
 //
 // # Where it sits
 //

@@ -1,0 +1,202 @@
+package feed
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/defaults"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/readings"
+)
+
+// ReplayConfig holds the settings of a Replay. A zero field means its
+// default.
+type ReplayConfig struct {
+	// Speed is the pace relative to the data's timestamps: at 60 an hour of
+	// rows takes a minute. 0 replays as fast as the broker acknowledges.
+	Speed float64
+	// From is the first data row to replay, 0-based.
+	From int
+	// Limit is how many rows to replay from From; 0 replays to the end.
+	Limit int
+	// SeriesColumn names the column holding the series id: each row is one
+	// reading of that series whose values are the row's other columns. The
+	// id is the number's shortest decimal without an exponent (7, 4.5,
+	// 1000000). "" makes every column a series of its own, with one
+	// reading per row.
+	SeriesColumn string
+	// ValueField is the name of the value when every column is a series
+	// of its own; with SeriesColumn the values are named after their
+	// columns.
+	//
+	// Default: "value"
+	ValueField string
+	// Format is the messages' format: readings.FormatJSON or
+	// readings.FormatCSV (columns series, ts, then the values).
+	//
+	// Default: readings.FormatJSON
+	Format readings.Format
+}
+
+// DefaultReplayConfig returns the defaults of a ReplayConfig.
+func DefaultReplayConfig() ReplayConfig {
+	return ReplayConfig{ValueField: "value", Format: readings.FormatJSON}
+}
+
+// ReplayStats says what a Replay's Run wrote.
+type ReplayStats struct {
+	// Readings counts the readings the broker acknowledged.
+	Readings int
+	// Rows counts the data rows whose readings were all acknowledged.
+	Rows int
+	// Elapsed is Run's duration.
+	Elapsed time.Duration
+}
+
+// Replay produces the rows of a data frame (a CSV loaded by
+// dataset.LoadCSV) as readings to a topic, keyed by series, in row order,
+// at the pace of their timestamps times Speed.
+//
+// Run may be called again after it returns; it replays the rows again.
+type Replay struct {
+	cfg   ReplayConfig
+	kc    *kafkaconn.Client
+	topic string
+	data  *dataset.Frame
+	// The rows [cfg.From, end), the series column (−1: none) and how the
+	// readings are encoded.
+	end, seriesCol int
+	enc            readings.Config
+}
+
+// NewReplay checks cfg against data and returns the Replay of data's rows
+// to topic through kc. data must not change while the Replay is in use.
+func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *dataset.Frame) (*Replay, error) {
+	defaults.Fill(&cfg, DefaultReplayConfig())
+	rows := data.Rows()
+	switch {
+	case topic == "":
+		return nil, fmt.Errorf("feed: the replay's topic is empty; name the input topic to write the readings to")
+	case !(cfg.Speed >= 0) || math.IsInf(cfg.Speed, 0):
+		return nil, fmt.Errorf("feed: replay speed %v; use a positive factor such as 60 (an hour of rows a minute), or 0 for as fast as possible", cfg.Speed)
+	case cfg.From < 0 || cfg.From >= rows:
+		return nil, fmt.Errorf("feed: replay from row %d: %s has %d data rows; start at a row from 0 to %d", cfg.From, data.Name, rows, rows-1)
+	case cfg.Limit < 0:
+		return nil, fmt.Errorf("feed: replay limit %d is negative; give the number of rows to replay, or 0 for all", cfg.Limit)
+	case cfg.Format != readings.FormatJSON && cfg.Format != readings.FormatCSV:
+		return nil, fmt.Errorf("feed: replay format %q cannot be replayed; use %s or %s", cfg.Format, readings.FormatJSON, readings.FormatCSV)
+	}
+	r := &Replay{cfg: cfg, kc: kc, topic: topic, data: data, end: rows, seriesCol: -1}
+	if cfg.Limit > 0 {
+		r.end = min(rows, cfg.From+cfg.Limit)
+	}
+	r.enc.ValueFields = []string{cfg.ValueField}
+	if cfg.SeriesColumn != "" {
+		r.seriesCol = slices.Index(data.Columns, cfg.SeriesColumn)
+		if r.seriesCol < 0 {
+			return nil, fmt.Errorf("feed: replay series column %q is not a column of %s (columns: %s); name one of them",
+				cfg.SeriesColumn, data.Name, strings.Join(data.Columns, ", "))
+		}
+		if len(data.Columns) < 2 {
+			return nil, fmt.Errorf("feed: replay series column %q is the only column of %s; a reading needs a value column beside it",
+				cfg.SeriesColumn, data.Name)
+		}
+		r.enc.ValueFields = slices.Delete(slices.Clone(data.Columns), r.seriesCol, r.seriesCol+1)
+	}
+	r.enc.CSVColumns = append([]string{"series", "ts"}, r.enc.ValueFields...)
+	r.enc.Format = cfg.Format
+	if err := r.enc.Validate(); err != nil {
+		return nil, fmt.Errorf("feed: replay of %s cannot name the readings' fields after its columns: %w", data.Name, err)
+	}
+	return r, nil
+}
+
+// Run writes the rows in order, in writes of up to 5,000 readings, each
+// acknowledged by all in-sync replicas before the next. With a Speed it waits until row r
+// is due, (time of r − time of From)/Speed after Run started, and writes
+// what it holds before each wait. It returns what was acknowledged, and an
+// error when the broker refuses a write or ctx ends first (wrapping
+// ctx.Err()).
+func (r *Replay) Run(ctx context.Context) (ReplayStats, error) {
+	w := r.kc.NewWriter(r.topic)
+	w.BatchTimeout, w.BatchSize = 2*time.Millisecond, 1000
+	defer w.Close()
+
+	var st ReplayStats
+	start := time.Now()
+	var msgs []kafka.Message
+	held := 0 // rows in msgs
+	flush := func() error {
+		if len(msgs) == 0 {
+			return nil
+		}
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			st.Readings += len(msgs)
+			st.Rows += held
+		}
+		msgs, held = msgs[:0], 0
+		return err
+	}
+	timer := time.NewTimer(time.Hour) // reset before each wait
+	defer timer.Stop()
+	run := func() error {
+		times := r.data.Times
+		for row := r.cfg.From; row < r.end; row++ {
+			if r.cfg.Speed > 0 && row > r.cfg.From {
+				due := time.Duration(float64(times[row].Sub(times[r.cfg.From])) / r.cfg.Speed)
+				if wait := time.Until(start.Add(due)); wait > 0 {
+					if err := flush(); err != nil {
+						return err
+					}
+					timer.Reset(wait)
+					select {
+					case <-timer.C:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+			}
+			msgs = r.appendRow(msgs, row)
+			held++
+			if len(msgs) >= 5000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return flush()
+	}
+	err := run()
+	st.Elapsed = time.Since(start)
+	switch {
+	case err == nil:
+		return st, nil
+	case ctx.Err() != nil:
+		return st, fmt.Errorf("feed: replay to topic %s stopped after %d of %d rows: %w", r.topic, st.Rows, r.end-r.cfg.From, ctx.Err())
+	}
+	return st, writeError(r.topic, fmt.Sprintf("rows %d to %d of %s", r.cfg.From+st.Rows, r.end-1, r.data.Name), err)
+}
+
+// appendRow appends the messages of row to msgs: one reading per column,
+// or one reading of the row's series with the other columns as values.
+func (r *Replay) appendRow(msgs []kafka.Message, row int) []kafka.Message {
+	vals, ts := r.data.Row(row), r.data.Times[row]
+	if r.seriesCol < 0 {
+		for c, name := range r.data.Columns {
+			msgs = append(msgs, message(readings.Reading{Series: name, Time: ts, Values: vals[c : c+1]}, r.cfg.Format, r.enc))
+		}
+		return msgs
+	}
+	series := strconv.FormatFloat(vals[r.seriesCol], 'f', -1, 64) // the shortest decimal: 7, 4.5, 1000000
+	values := slices.Delete(slices.Clone(vals), r.seriesCol, r.seriesCol+1)
+	return append(msgs, message(readings.Reading{Series: series, Time: ts, Values: values}, r.cfg.Format, r.enc))
+}
