@@ -116,6 +116,7 @@ func TestCommitsRecoverAfterACut(t *testing.T) {
 
 	// The member rejoins, commits what was acknowledged and keeps its
 	// windows: no rebuild batch, and the next messages come once each.
+	kc = kafkatest.Client(t, []string{proxy.Addr()}) // the test's own connections died in the cut too
 	produce(t, kc, "in", msgs[first+waiting:]...)
 	for n := 0; n < second; {
 		b := r.nextAny(t, 30*time.Second)
