@@ -186,12 +186,7 @@ func TestRebalanceOfThreeReplicas(t *testing.T) {
 // back, /readyz turns 200 again, and no window is lost.
 func TestBrokerCut(t *testing.T) {
 	t.Parallel()
-	c := newCluster(t)
-	cfg := serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), "")
-	f := newFeed(c, nSeries)
-	r := start(t, "replica", cfg)
-	f.produce(0, nSteps/2, pace, nil)
-	r.waitReady(60 * time.Second)
+	c, f, r := servingHalf(t)
 	f.produce(nSteps/2, nSteps/2+30, 0, nil) // a burst in flight when the cut comes
 	c.proxy.Cut()
 	cutAt := time.Now()
@@ -461,4 +456,90 @@ func TestOneModelAcrossReplicas(t *testing.T) {
 	}
 	a.term()
 	b.term()
+}
+
+// servingHalf starts one replica on a new cluster and feeds it the first
+// half of the steps at the suite's pace, until it serves.
+func servingHalf(t *testing.T) (*cluster, *feed, *replica) {
+	t.Helper()
+	c := newCluster(t)
+	f := newFeed(c, nSeries)
+	r := start(t, "replica", serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), ""))
+	f.produce(0, nSteps/2, pace, nil)
+	r.waitReady(60 * time.Second)
+	return c, f, r
+}
+
+// TestMissingTopic: a configured topic the brokers do not have stops the
+// service at start with status 2 and one line naming its key, before it
+// consumes anything, instead of consuming while every write fails.
+func TestMissingTopic(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t)
+	cfg := strings.Replace(serveConfig(c.proxy.Addr(), modelFile(t, t.TempDir()), ""),
+		`topics: {attributions: "", drift: ""}`, `topics: {attributions: "", drift: "", forecasts: forcasts}`, 1)
+	r := start(t, "replica", cfg)
+	select {
+	case <-r.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the service did not exit within 30s with a missing output topic")
+	}
+	log := strings.TrimSpace(r.log())
+	if r.code != 2 || strings.Count(log, "\n") != 0 || !strings.Contains(log, "topics.forecasts") || !strings.Contains(log, "forcasts") {
+		t.Errorf("exit status %d, stderr:\n%s\nwant status 2 and one line naming topics.forecasts", r.code, log)
+	}
+	t.Log(log)
+}
+
+// TestTopicDeletedWhileServing: when the forecasts topic disappears while
+// the service runs, its writes fail although the brokers answer: /readyz
+// turns 503 and says why, one ERROR line is logged, nothing is committed;
+// when the topic is back the writes succeed, one INFO line says so,
+// /readyz is 200 and no window is lost.
+func TestTopicDeletedWhileServing(t *testing.T) {
+	t.Parallel()
+	c, f, r := servingHalf(t)
+	c.waitCommitted(60*time.Second, r)
+	admin := c.kc.Admin(0)
+	ctx := t.Context()
+	if _, err := admin.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{"forecasts"}}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	f.produce(nSteps/2, nSteps/2+10, pace, nil)
+	var body string
+	if !eventually(20*time.Second, func() bool {
+		code, b := r.get("/readyz")
+		body = b
+		return code == http.StatusServiceUnavailable
+	}) {
+		t.Fatalf("/readyz did not turn 503 within 20s of deleting the forecasts topic (kafka.unreachable_after is 3s): %s", body)
+	}
+	t.Logf("503 %v after the deletion: %s", time.Since(deleted).Round(100*time.Millisecond), strings.TrimSpace(body))
+	if !strings.Contains(body, `"delivering":false`) || !strings.Contains(body, "write forecasts") {
+		t.Errorf("/readyz body %s does not say the writes fail", body)
+	}
+	if !eventually(10*time.Second, func() bool { return strings.Contains(r.log(), "writes to kafka keep failing") }) {
+		t.Error("no ERROR about failing writes")
+	}
+	if _, err := admin.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "forecasts", NumPartitions: 3, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitReady(60 * time.Second)
+	f.produce(nSteps/2+10, nSteps, pace, nil)
+	c.waitCommitted(90*time.Second, r)
+	log := r.log()
+	if n := strings.Count(log, `level=ERROR msg="writes to kafka keep failing`); n != 1 {
+		t.Errorf("%d ERROR lines about failing writes, want 1", n)
+	}
+	if !strings.Contains(log, "writes to kafka succeed again") {
+		t.Error("no INFO line when the writes succeeded again")
+	}
+	r.term()
+	// The forecasts written before the deletion went with the topic; every
+	// window from the deletion on must be there.
+	o := c.checkWindows(f.series, nSteps/2, nSteps)
+	if o.lost != 0 || o.unexpected != 0 {
+		t.Fatal("the deleted topic lost or invented windows")
+	}
 }

@@ -164,6 +164,7 @@ type Pipeline struct {
 	// observeIssued sees every forecast as it is issued (WithForecastObserver).
 	observeIssued ForecastObserverFunc
 	learner       *online.Learner
+	delivery      delivery
 	met           *metrics
 	seed          maphash.Seed
 	win           window.Config  // of every Set: Lookback, Fields and Cadence filled in
@@ -375,7 +376,7 @@ func (p *Pipeline) writeLoop(ctx context.Context, in <-chan *outBatch) error {
 
 func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 	if len(ob.all) > 0 {
-		if err := retry(ctx, p.log, "write forecasts", func() error { return p.snk.Write(ctx, ob.all) }); err != nil {
+		if err := p.retry(ctx, "write forecasts", func() error { return p.snk.Write(ctx, ob.all) }); err != nil {
 			return err
 		}
 	}
@@ -383,7 +384,7 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 		// Readings that never reached a window are not committed silently:
 		// they go to the dead-letter topic first.
 		var n int
-		err := retry(ctx, p.log, "dead-letter a batch", func() (err error) {
+		err := p.retry(ctx, "dead-letter a batch", func() (err error) {
 			n, err = ob.in.DeadLetter(ctx, ReasonWindow, ob.err)
 			return err
 		})
@@ -406,7 +407,7 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 			continue
 		}
 		var n int
-		err := retry(ctx, p.log, "dead-letter refused readings", func() (err error) {
+		err := p.retry(ctx, "dead-letter refused readings", func() (err error) {
 			n, err = ob.in.DeadLetterRows(ctx, r.rows, r.reason, r.cause)
 			return err
 		})
@@ -423,7 +424,7 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 			p.observe(&ob.all[i])
 		}
 	}
-	if err := retry(ctx, p.log, "commit offsets", func() error { return ob.in.Commit(ctx) }); err != nil {
+	if err := p.retry(ctx, "commit offsets", func() error { return ob.in.Commit(ctx) }); err != nil {
 		return err
 	}
 	p.stats.forecasts.Add(int64(len(ob.all)))
@@ -461,12 +462,15 @@ var (
 )
 
 // retry calls f until it succeeds or ctx ends, backing off from 100ms to 5s.
-// Delivery is at-least-once: giving up would drop readings.
-func retry(ctx context.Context, log *slog.Logger, what string, f func() error) error {
+// Delivery is at-least-once: giving up would drop readings. While f fails
+// the pipeline's delivery is failing (Stats.Delivery), which the service's
+// readiness reports.
+func (p *Pipeline) retry(ctx context.Context, what string, f func() error) error {
 	wait := 100 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := f()
 		if err == nil {
+			p.delivery.ok()
 			return nil
 		}
 		if errors.Is(err, sink.ErrInvalid) {
@@ -476,11 +480,12 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 		if ctx.Err() != nil {
 			return fmt.Errorf("pipeline: %s: %w", what, err)
 		}
+		p.delivery.fail(what, err, p.now())
 		level := slog.LevelDebug
 		if attempt == 1 || attempt%10 == 0 {
 			level = slog.LevelWarn
 		}
-		log.Log(ctx, level, "retrying", "what", what, "attempt", attempt, "err", err, "wait", wait)
+		p.log.Log(ctx, level, "retrying", "what", what, "attempt", attempt, "err", err, "wait", wait)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -489,6 +494,46 @@ func retry(ctx context.Context, log *slog.Logger, what string, f func() error) e
 		wait = min(2*wait, 5*time.Second)
 	}
 }
+
+// Delivery says whether the write stage's last attempt failed: since when
+// it has been failing (zero while it succeeds), what it was doing and the
+// last error.
+type Delivery struct {
+	FailingSince time.Time
+	What         string
+	Err          error
+}
+
+// delivery is the write stage's Delivery, safe for concurrent use.
+type delivery struct {
+	mu sync.Mutex
+	d  Delivery
+}
+
+func (d *delivery) ok() {
+	d.mu.Lock()
+	d.d = Delivery{}
+	d.mu.Unlock()
+}
+
+func (d *delivery) fail(what string, err error, now time.Time) {
+	d.mu.Lock()
+	if d.d.FailingSince.IsZero() {
+		d.d.FailingSince = now
+	}
+	d.d.What, d.d.Err = what, err
+	d.mu.Unlock()
+}
+
+func (d *delivery) get() Delivery {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.d
+}
+
+// Delivery returns whether the write stage is failing, since when and why.
+// It is safe for concurrent use.
+func (p *Pipeline) Delivery() Delivery { return p.delivery.get() }
 
 // recycle releases a written batch's input and returns its buffers.
 func (p *Pipeline) recycle(ob *outBatch) {

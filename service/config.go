@@ -185,16 +185,36 @@ func (c Config) checkMetrics() error {
 	return err
 }
 
+// topic is one topic of the configuration and the key that names it.
+type topic struct{ key, name string }
+
+// topics returns every topic the service reads or writes with its key,
+// without the empty ones (off), the attributions topic when attributions
+// are off and the dead-letter topic with input.drop_poison.
+func (c Config) topics() []topic {
+	attributions, deadLetter := c.Sink.AttributionTopic, c.Stream.DeadLetterTopic
+	if c.Sink.Attributions == wire.AttributionsOff {
+		attributions = ""
+	}
+	if c.Stream.DropPoison {
+		deadLetter = ""
+	}
+	var out []topic
+	for _, t := range []topic{
+		{"topics.input", c.Stream.Topic}, {"topics.forecasts", c.Sink.ForecastTopic}, {"topics.dead_letter", deadLetter},
+		{"topics.attributions", attributions}, {"topics.drift", c.DriftTopic}, {"topics.models", c.ModelsTopic},
+	} {
+		if t.name != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // checkTopics reports two keys that name the same topic.
 func (c Config) checkTopics() error {
 	seen := map[string]string{}
-	for _, t := range []struct{ key, name string }{
-		{"topics.input", c.Stream.Topic}, {"topics.forecasts", c.Sink.ForecastTopic}, {"topics.attributions", c.Sink.AttributionTopic},
-		{"topics.dead_letter", c.Stream.DeadLetterTopic}, {"topics.drift", c.DriftTopic}, {"topics.models", c.ModelsTopic},
-	} {
-		if t.name == "" {
-			continue
-		}
+	for _, t := range c.topics() {
 		if other, dup := seen[t.name]; dup {
 			return fmt.Errorf("%s = %q is also %s; every topic needs its own name", t.key, t.name, other)
 		}
@@ -207,10 +227,8 @@ func (c Config) checkTopics() error {
 // on the embedded broker.
 func (c Config) Topics() []string {
 	var names []string
-	for _, t := range []string{c.Stream.Topic, c.Sink.ForecastTopic, c.Stream.DeadLetterTopic, c.Sink.AttributionTopic, c.DriftTopic, c.ModelsTopic} {
-		if t != "" {
-			names = append(names, t)
-		}
+	for _, t := range c.topics() {
+		names = append(names, t.name)
 	}
 	return names
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/registry"
+	"github.com/freqlens/freqlens/pipeline"
 )
 
 // watchEvery is how often the broker watch pings the brokers.
@@ -34,6 +36,9 @@ type watch struct {
 	alarmed   bool      // the error was logged for this outage
 	lastErr   error
 	wasLead   bool
+	// undelivered: the ERROR about failing writes was logged (writes
+	// failed for kafka.unreachable_after while the brokers answered).
+	undelivered bool
 
 	reachableG prometheus.Gauge
 	learnerG   prometheus.Gauge
@@ -63,8 +68,9 @@ func newWatch(kc *kafkaconn.Client, log *slog.Logger, reg prometheus.Registerer,
 	return w, nil
 }
 
-// run pings every watchEvery until ctx ends.
-func (w *watch) run(ctx context.Context, ready func() bool) {
+// run pings every watchEvery until ctx ends, and follows delivery, the
+// worst of the service's writes.
+func (w *watch) run(ctx context.Context, ready func() bool, delivery func() pipeline.Delivery) {
 	t := time.NewTicker(watchEvery)
 	defer t.Stop()
 	for {
@@ -74,7 +80,9 @@ func (w *watch) run(ctx context.Context, ready func() bool) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.note(err, time.Now())
+		now := time.Now()
+		w.note(err, now)
+		w.noteDelivery(delivery(), now)
 		w.lead()
 		if ready() {
 			w.readyG.Set(1)
@@ -118,6 +126,26 @@ func (w *watch) note(err error, now time.Time) {
 	}
 }
 
+// noteDelivery logs one ERROR when writes have failed for
+// kafka.unreachable_after while the brokers answer (a deleted or misnamed
+// topic, a refused write: an outage of the brokers has its own), and one
+// INFO when they succeed again.
+func (w *watch) noteDelivery(d pipeline.Delivery, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case d.FailingSince.IsZero():
+		if w.undelivered {
+			w.undelivered = false
+			w.log.Info("writes to kafka succeed again")
+		}
+	case !w.undelivered && w.reachable && now.Sub(d.FailingSince) >= w.after:
+		w.undelivered = true
+		w.log.Error("writes to kafka keep failing while the brokers answer; nothing is committed and /readyz says 503 until they succeed",
+			"what", d.What, "for", now.Sub(d.FailingSince).Round(time.Second), "err", d.Err)
+	}
+}
+
 // lead logs a change of the learner role.
 func (w *watch) lead() {
 	is := w.learner()
@@ -147,23 +175,32 @@ func (w *watch) brokersOK() (bool, error) {
 
 // readiness is the body of /readyz.
 type readiness struct {
-	Ready            bool   `json:"ready"`
-	Joined           bool   `json:"joined"`
-	Generation       int32  `json:"generation"`
-	Partitions       []int  `json:"partitions"`
-	Rebuilt          bool   `json:"rebuilt"`
-	BrokersReachable bool   `json:"brokers_reachable"`
-	Reason           string `json:"reason,omitempty"`
+	Ready            bool  `json:"ready"`
+	Joined           bool  `json:"joined"`
+	Generation       int32 `json:"generation"`
+	Partitions       []int `json:"partitions"`
+	Rebuilt          bool  `json:"rebuilt"`
+	BrokersReachable bool  `json:"brokers_reachable"`
+	// Delivering is false while the service's writes (forecasts, dead
+	// letters, commits, drift events, model versions) have been failing
+	// for kafka.unreachable_after.
+	Delivering bool   `json:"delivering"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // readiness says whether the service forecasts what it is assigned.
 func (s *Service) readiness() readiness {
 	st := s.src.Status()
 	ok, err := s.watch.brokersOK()
-	r := readiness{Joined: st.Joined, Generation: st.Generation, Partitions: slices.Clone(st.Partitions), Rebuilt: st.Rebuilt, BrokersReachable: ok}
+	d := s.delivery()
+	failing := !d.FailingSince.IsZero() && time.Since(d.FailingSince) >= s.watch.after
+	r := readiness{Joined: st.Joined, Generation: st.Generation, Partitions: slices.Clone(st.Partitions), Rebuilt: st.Rebuilt,
+		BrokersReachable: ok, Delivering: !failing}
 	switch {
 	case !ok:
 		r.Reason = "no kafka broker answers: " + err.Error()
+	case failing:
+		r.Reason = fmt.Sprintf("%s has failed for %v: %v", d.What, time.Since(d.FailingSince).Round(time.Second), d.Err)
 	case !st.Joined:
 		r.Reason = "not a member of consumer group " + s.cfg.Stream.Group + " (joining, or rebalancing)"
 	case len(st.Partitions) == 0:
@@ -177,6 +214,16 @@ func (s *Service) readiness() readiness {
 		r.Partitions = []int{}
 	}
 	return r
+}
+
+// delivery is the longest-failing of the pipeline's writes and the
+// outbox's.
+func (s *Service) delivery() pipeline.Delivery {
+	d, o := s.p.Delivery(), s.outbox.status()
+	if d.FailingSince.IsZero() || (!o.FailingSince.IsZero() && o.FailingSince.Before(d.FailingSince)) {
+		return o
+	}
+	return d
 }
 
 // healthHandlers serves /healthz (the process serves: always 200) and

@@ -44,6 +44,7 @@ type Service struct {
 	snk      *sink.Producer
 	models   *broadcast.Models // nil without topics.models
 	events   *broadcast.Events // nil without topics.drift
+	outbox   *outbox
 	metrics  *metricsServer
 	live     *liveview.View // nil without a metrics listener
 	watch    *watch
@@ -116,6 +117,9 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 		return nil, err
 	}
 	if err := s.kc.Connect(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.checkTopicsExist(ctx); err != nil {
 		return nil, err
 	}
 	if s.base = o.model; s.base == nil {
@@ -218,12 +222,44 @@ func (s *Service) resume(ctx context.Context) (*model.Model, int64, error) {
 	return serve, version, nil
 }
 
+// checkTopicsExist reports the first configured topic the brokers do not
+// have, naming its key: FreqLens creates no topics (but on the embedded
+// broker), and a misnamed output would otherwise fail every write while
+// the input is consumed.
+func (s *Service) checkTopicsExist(ctx context.Context) error {
+	ts := s.cfg.topics()
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.name
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Kafka.ConnectTimeout)
+	defer cancel()
+	missing, err := s.kc.MissingTopics(cctx, names)
+	if err != nil {
+		return fmt.Errorf("kafka: check the configured topics: %w", err)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	for _, t := range ts {
+		if t.name == missing[0] {
+			return fmt.Errorf("%s = %q: the brokers have no such topic; create it or correct the name (FreqLens creates no topics; missing: %q)",
+				t.key, t.name, missing)
+		}
+	}
+	return nil
+}
+
 // newLearner builds the online learner for the base model, publishing
 // promoted versions to topics.models and drift events to topics.drift.
 func (s *Service) newLearner(ctx context.Context) error {
 	opts := []online.Option{online.WithRegisterer(s.reg), online.WithLogger(s.log), online.WithGate(s.isLearner)}
+	var err error
+	if s.outbox, err = newOutbox(s.log, s.reg); err != nil {
+		return err
+	}
 	if s.models != nil {
-		opts = append(opts, online.WithPublisher(s.models.Publish))
+		opts = append(opts, online.WithPublisher(s.outbox.publisher(s.models.Publish)))
 	}
 	if topic := s.cfg.DriftTopic; topic != "" {
 		ev, err := broadcast.NewEvents(s.kc, topic)
@@ -232,11 +268,10 @@ func (s *Service) newLearner(ctx context.Context) error {
 		}
 		s.events = ev
 		opts = append(opts, online.WithDriftEvents(func(e online.DriftEvent) {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := ev.Write(wctx, strconv.Itoa(e.FrequencyID), e); err != nil {
-				s.log.Error("drift event not written", "topic", topic, "err", err)
-			}
+			key := strconv.Itoa(e.FrequencyID)
+			s.outbox.event(fmt.Sprintf("drift event (%s) to topics.drift %q", e.Kind, topic), func(ctx context.Context) error {
+				return ev.Write(ctx, key, e)
+			})
 		}))
 	}
 	l, err := online.New(s.cfg.Online, s.base, opts...)
@@ -302,7 +337,7 @@ func (s *Service) Run(ctx context.Context) error {
 		"model", s.cfg.ModelPath, "version", version, "mode", m.Config().Mode, "lookback", m.Lookback(), "horizon", m.Horizon())
 	bg, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { s.watch.run(bg, func() bool { return s.readiness().Ready }) })
+	wg.Go(func() { s.watch.run(bg, func() bool { return s.readiness().Ready }, s.delivery) })
 	if s.models != nil {
 		wg.Go(func() { s.models.Follow(bg, version, s.serveVersion, s.skippedVersion) })
 	}
@@ -311,9 +346,13 @@ func (s *Service) Run(ctx context.Context) error {
 		// the pipeline hands it every forecast.
 		wg.Go(func() { s.learner.Run(bg, s.p) })
 	}
+	wg.Go(func() { s.outbox.run(bg) })
 	err := s.p.Run(ctx)
 	stop()
 	wg.Wait()
+	if n := s.outbox.pending(); n > 0 {
+		s.log.Warn("stopped with drift events or a model version not written to their topics", "waiting", n, "why", s.outbox.status().Err)
+	}
 	if err != nil {
 		return err
 	}

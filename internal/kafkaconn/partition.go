@@ -52,6 +52,36 @@ func (c *Client) Partitions(ctx context.Context, topic string) ([]PartitionRange
 	return out, nil
 }
 
+// MissingTopics returns which of topics the brokers do not have, in the
+// order given. It asks for their metadata without creating any (a broker
+// with auto.create.topics.enable would otherwise create a misspelt one).
+func (c *Client) MissingTopics(ctx context.Context, topics []string) ([]string, error) {
+	if len(topics) == 0 {
+		return nil, nil
+	}
+	meta, err := c.Admin(0).Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return nil, fmt.Errorf("metadata of topics %v: %w", topics, c.explain(err))
+	}
+	known := make(map[string]bool, len(meta.Topics))
+	for _, t := range meta.Topics {
+		switch {
+		case t.Error == nil:
+			known[t.Name] = true
+		case errors.Is(t.Error, kafka.UnknownTopicOrPartition):
+		default:
+			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		}
+	}
+	var missing []string
+	for _, t := range topics {
+		if !known[t] {
+			missing = append(missing, t)
+		}
+	}
+	return missing, nil
+}
+
 // ReadPartition calls fn with every message of partition p of topic whose
 // offset is in [from, to), in offset order, reading from the partition's
 // leader. Offsets missing from the range (compacted away, or control
