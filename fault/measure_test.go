@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,4 +172,68 @@ func TestCardinalityBurst(t *testing.T) {
 		t.Errorf("the series expired %v after the burst, want within 1.25 × TTL (+ the time to consume the burst)", expired)
 	}
 	r.term()
+}
+
+// TestBacklogMemory measures what a backlog costs: FREQLENS_FAULT_BACKLOG
+// readings of 100 series (L = H = 96, 80% and 95% intervals, the learner
+// on) wait in the topic when a replica starts, and it catches up; the test
+// samples its RSS every 0.2 s until everything is committed and for 60 s
+// after, and compares with the same readings arriving paced, one step of
+// every series at a time.
+//
+//	FREQLENS_FAULT_BACKLOG=30000 go test -run TestBacklogMemory -v -timeout 20m ./fault/
+func TestBacklogMemory(t *testing.T) {
+	n := envInt(t, "FREQLENS_FAULT_BACKLOG")
+	const series = 100
+	steps := n / series
+	m, err := model.New(model.Config{Lookback: 96, Horizon: 96, Channels: 1, Mode: model.Independent}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	modelPath := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := m.Save(modelPath); err != nil {
+		t.Fatal(err)
+	}
+	extra := "output: {intervals: [0.8, 0.95], write_timeout: 3s, max_attempts: 3}\nonline: {enabled: true}\n"
+	run := func(name string, paced bool) {
+		c := newCluster(t)
+		cfg := strings.Replace(serveConfig(c.proxy.Addr(), modelPath, extra), "output: {write_timeout: 3s, max_attempts: 3}\n", "", 1)
+		if !paced {
+			produceSteps(t, c, series, 0, steps)
+		}
+		r := start(t, name, cfg)
+		r.waitReady(60 * time.Second)
+		pid := r.cmd.Process.Pid
+		began := rssMB(pid)
+		peak := began
+		if paced {
+			for k := range steps {
+				produceSteps(t, c, series, k, k+1)
+				peak = max(peak, rssMB(pid))
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		var caughtUp time.Duration
+		start := time.Now()
+		for time.Since(start) < 10*time.Minute {
+			peak = max(peak, rssMB(pid))
+			if kafkatest.Uncommitted(t, c.kc, "freqlens", "readings") == 0 {
+				caughtUp = time.Since(start)
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		after := time.Now()
+		for time.Since(after) < 60*time.Second {
+			peak = max(peak, rssMB(pid))
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Logf("%s: %d readings of %d series: RSS %.0f MB at start, peak %.0f MB, %.0f MB 60 s after catching up (in %v); heap in use %.0f MB, heap released to the OS %.0f MB",
+			name, series*steps, series, began, peak, rssMB(pid), caughtUp.Round(100*time.Millisecond),
+			r.metric("go_memstats_heap_inuse_bytes")/1e6, r.metric("go_memstats_heap_released_bytes")/1e6)
+		r.term()
+	}
+	run("backlog", false)
+	run("paced", true)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
 
@@ -124,15 +125,34 @@ type outBatch struct {
 
 func newOutBatch(workers int) *outBatch { return &outBatch{parts: make([]part, workers)} }
 
+// reset empties ob for the batch in, keeping its storage for reuse unless
+// the last batch used a small part of it: the buffers a backlog's large
+// batches grew are dropped at the first ordinary batch after, so memory
+// goes back to what the steady flow needs (see shrink).
 func (ob *outBatch) reset(in *stream.Batch) {
 	ob.in = in
-	ob.all, ob.ingest, ob.outRange, ob.tooLate, ob.nonFinite = ob.all[:0], ob.ingest[:0], ob.outRange[:0], ob.tooLate[:0], ob.nonFinite[:0]
+	ob.all, ob.ingest, ob.outRange, ob.tooLate, ob.nonFinite = shrink(ob.all), shrink(ob.ingest), shrink(ob.outRange), shrink(ob.tooLate), shrink(ob.nonFinite)
 	for i := range ob.parts {
 		pt := &ob.parts[i]
-		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = pt.fs[:0], pt.ingest[:0], pt.arena[:0], pt.contribs[:0], nil
-		pt.intervals, pt.rhythms = pt.intervals[:0], pt.rhythms[:0]
-		pt.outRange, pt.tooLate, pt.nonFinite = pt.outRange[:0], pt.tooLate[:0], pt.nonFinite[:0]
+		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = shrink(pt.fs), shrink(pt.ingest), shrink(pt.arena), shrink(pt.contribs), nil
+		pt.intervals, pt.rhythms = shrink(pt.intervals), shrink(pt.rhythms)
+		pt.outRange, pt.tooLate, pt.nonFinite = shrink(pt.outRange), shrink(pt.tooLate), shrink(pt.nonFinite)
 	}
+}
+
+// keepBytes is what a reused buffer may hold however little of it the last
+// batch used.
+const keepBytes = 1 << 20
+
+// shrink returns s emptied for reuse, or nil (so it is allocated again at
+// the size the next batch needs) when it holds more than keepBytes and the
+// batch that just used it filled less than a quarter of it.
+func shrink[T any](s []T) []T {
+	var zero T
+	if size := uintptr(cap(s)) * unsafe.Sizeof(zero); size > keepBytes && len(s) < cap(s)/4 {
+		return nil
+	}
+	return s[:0]
 }
 
 // gather lists every part's forecasts in one slice for the sink, and its

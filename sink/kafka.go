@@ -94,11 +94,18 @@ func (p *Producer) newWriter(kc *kafkaconn.Client, topic string, codec kafka.Com
 // Config returns the configuration in use, defaults filled in.
 func (p *Producer) Config() Config { return p.cfg }
 
+// writeChunk is the most forecasts one encode buffer holds: a Write of more
+// (a backlog's batches) is produced chunk after chunk, so the buffers kept
+// for reuse stay the size of a chunk, not of the largest batch ever
+// written.
+const writeChunk = 512
+
 // Write encodes every forecast (and its attribution, when on), produces them
-// to both topics at once and returns when every message is acknowledged. A
-// forecast that fails Validate fails the Write before anything is sent. After
-// an error some messages may have been delivered; the caller must treat the
-// whole batch as undelivered (at-least-once).
+// to both topics at once and returns when every message is acknowledged,
+// writeChunk forecasts at a time. A forecast that fails Validate fails the
+// Write before anything of its chunk is sent. After an error some messages
+// may have been delivered; the caller must treat the whole batch as
+// undelivered (at-least-once).
 func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := p.enter(); err != nil {
 		return err
@@ -112,7 +119,16 @@ func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	}
 	start := time.Now()
 	defer func() { p.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	for lo := 0; lo < len(fs); lo += writeChunk {
+		if err := p.write(ctx, fs[lo:min(lo+writeChunk, len(fs))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
+// write encodes and produces one chunk of a Write.
+func (p *Producer) write(ctx context.Context, fs []wire.Forecast) error {
 	b := p.pool.Get().(*kafkaBatch)
 	if err := b.encode(fs, &p.cfg, p.attribution != nil, p.contentType); err != nil {
 		p.pool.Put(b)
