@@ -84,16 +84,7 @@ func produceSteps(t *testing.T, c *cluster, n, from, to int) {
 func TestResumeTime(t *testing.T) {
 	n := envInt(t, "FREQLENS_FAULT_RESUME_SERIES")
 	c := newCluster(t)
-	dir := t.TempDir()
-	m, err := model.New(model.Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: model.Independent}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Meta.Cadence = time.Hour
-	modelPath := filepath.Join(dir, "m.safetensors")
-	if err := m.Save(modelPath); err != nil {
-		t.Fatal(err)
-	}
+	modelPath := paperModelFile(t, 24)
 	cfg := serveConfig(c.proxy.Addr(), modelPath, "")
 	const steps = 96 + 4 // windows ending at steps 95 … 99: 5 per series
 	began := time.Now()
@@ -136,15 +127,7 @@ func TestResumeTime(t *testing.T) {
 func TestCardinalityBurst(t *testing.T) {
 	n := envInt(t, "FREQLENS_FAULT_BURST_SERIES")
 	c := newCluster(t)
-	m, err := model.New(model.Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: model.Independent}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Meta.Cadence = time.Hour
-	modelPath := filepath.Join(t.TempDir(), "m.safetensors")
-	if err := m.Save(modelPath); err != nil {
-		t.Fatal(err)
-	}
+	modelPath := paperModelFile(t, 24)
 	r := start(t, "replica", serveConfig(c.proxy.Addr(), modelPath, "window: {max_series: 50000, series_ttl: 20s}\n"))
 	r.waitReady(60 * time.Second)
 	pid := r.cmd.Process.Pid
@@ -186,15 +169,7 @@ func TestBacklogMemory(t *testing.T) {
 	n := envInt(t, "FREQLENS_FAULT_BACKLOG")
 	const series = 100
 	steps := n / series
-	m, err := model.New(model.Config{Lookback: 96, Horizon: 96, Channels: 1, Mode: model.Independent}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Meta.Cadence = time.Hour
-	modelPath := filepath.Join(t.TempDir(), "m.safetensors")
-	if err := m.Save(modelPath); err != nil {
-		t.Fatal(err)
-	}
+	modelPath := paperModelFile(t, 96)
 	extra := "output: {intervals: [0.8, 0.95], write_timeout: 3s, max_attempts: 3}\nonline: {enabled: true}\n"
 	run := func(name string, paced bool) {
 		c := newCluster(t)
@@ -236,4 +211,21 @@ func TestBacklogMemory(t *testing.T) {
 	}
 	run("backlog", false)
 	run("paced", true)
+}
+
+// paperModelFile writes an untrained hourly model of the paper's size
+// (L = 96, default hidden width, frequencies and K) with the given horizon,
+// so that the measurements carry a real model's memory and cost.
+func paperModelFile(t *testing.T, horizon int) string {
+	t.Helper()
+	m, err := model.New(model.Config{Lookback: 96, Horizon: horizon, Channels: 1, Mode: model.Independent}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
