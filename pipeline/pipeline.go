@@ -217,9 +217,8 @@ func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sin
 	if p.met, err = newMetrics(p); err != nil {
 		return nil, err
 	}
-	// Three output buffers: one being filled, one being written, one spare.
-	p.free = make(chan *outBatch, 3)
-	for range 3 {
+	p.free = make(chan *outBatch, batchesInFlight)
+	for range batchesInFlight {
 		p.free <- newOutBatch(cfg.Workers)
 	}
 	return p, nil
@@ -330,17 +329,23 @@ func (p *Pipeline) Run(ctx context.Context) error {
 func (p *Pipeline) processLoop(ctx context.Context, in <-chan *stream.Batch, out chan<- *outBatch) error {
 	tick := time.NewTicker(p.expire)
 	defer tick.Stop()
+	busy := false // a batch came since the last tick
 	for {
 		var b *stream.Batch
 		select {
 		case <-tick.C:
 			p.expireIdle(p.now())
+			if !busy {
+				p.trimIdle()
+			}
+			busy = false
 			continue
 		case b = <-in:
 			if b == nil {
 				return nil // closed
 			}
 		}
+		busy = true
 		var ob *outBatch
 		select {
 		case ob = <-p.free:
@@ -605,6 +610,42 @@ func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
 // new series that went idle), instead of letting the runtime return it
 // over minutes.
 const freeAfter = 10_000
+
+// trimIdle drops the large buffers of the batches waiting for reuse when
+// no batch came for a whole expiry period, and hands their memory back to
+// the operating system when they were big (a backlog's batches), so that a
+// catch-up does not leave its peak behind.
+func (p *Pipeline) trimIdle() {
+	var waiting [batchesInFlight]*outBatch
+	n := 0
+	var dropped uintptr
+drain:
+	for n < len(waiting) {
+		select {
+		case ob := <-p.free:
+			dropped += ob.trimIdle()
+			waiting[n] = ob
+			n++
+		default:
+			break drain
+		}
+	}
+	for _, ob := range waiting[:n] {
+		p.free <- ob
+	}
+	if dropped >= freeBytesAfter {
+		debug.FreeOSMemory()
+		p.log.Info("idle after large batches; their memory returned", "bytes", dropped)
+	}
+}
+
+// batchesInFlight is how many batches of forecasts the pipeline holds: one
+// being filled, one being written, one spare.
+const batchesInFlight = 3
+
+// freeBytesAfter is how many bytes of batch buffers an idle trim must drop
+// for the pipeline to hand them back to the operating system at once.
+const freeBytesAfter = 32 << 20
 
 // expireIdle forgets idle series on every worker.
 func (p *Pipeline) expireIdle(now time.Time) {

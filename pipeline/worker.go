@@ -131,12 +131,26 @@ func newOutBatch(workers int) *outBatch { return &outBatch{parts: make([]part, w
 // goes back to what the steady flow needs (see shrink).
 func (ob *outBatch) reset(in *stream.Batch) {
 	ob.in = in
-	ob.all, ob.ingest, ob.outRange, ob.tooLate, ob.nonFinite = shrink(ob.all), shrink(ob.ingest), shrink(ob.outRange), shrink(ob.tooLate), shrink(ob.nonFinite)
+	ob.shrink(&trim{})
+}
+
+// trimIdle drops every buffer of ob above keepBytes: no batch came for a
+// while, so what a backlog grew is not kept for the next one. It returns
+// the bytes dropped.
+func (ob *outBatch) trimIdle() uintptr {
+	t := trim{idle: true}
+	ob.shrink(&t)
+	return t.dropped
+}
+
+func (ob *outBatch) shrink(t *trim) {
+	ob.all, ob.ingest = shrink(ob.all, t), shrink(ob.ingest, t)
+	ob.outRange, ob.tooLate, ob.nonFinite = shrink(ob.outRange, t), shrink(ob.tooLate, t), shrink(ob.nonFinite, t)
 	for i := range ob.parts {
 		pt := &ob.parts[i]
-		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = shrink(pt.fs), shrink(pt.ingest), shrink(pt.arena), shrink(pt.contribs), nil
-		pt.intervals, pt.rhythms = shrink(pt.intervals), shrink(pt.rhythms)
-		pt.outRange, pt.tooLate, pt.nonFinite = shrink(pt.outRange), shrink(pt.tooLate), shrink(pt.nonFinite)
+		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = shrink(pt.fs, t), shrink(pt.ingest, t), shrink(pt.arena, t), shrink(pt.contribs, t), nil
+		pt.intervals, pt.rhythms = shrink(pt.intervals, t), shrink(pt.rhythms, t)
+		pt.outRange, pt.tooLate, pt.nonFinite = shrink(pt.outRange, t), shrink(pt.tooLate, t), shrink(pt.nonFinite, t)
 	}
 }
 
@@ -144,14 +158,24 @@ func (ob *outBatch) reset(in *stream.Batch) {
 // batch used.
 const keepBytes = 1 << 20
 
+// trim says which buffers shrink drops and counts their bytes.
+type trim struct {
+	idle    bool    // drop every buffer above keepBytes, used or not
+	dropped uintptr // bytes dropped so far
+}
+
 // shrink returns s emptied for reuse, or nil (so it is allocated again at
 // the size the next batch needs) when it holds more than keepBytes and the
-// batch that just used it filled less than a quarter of it.
-func shrink[T any](s []T) []T {
+// batch that just used it filled less than a quarter of it, or t is idle.
+// A kept buffer is zeroed, so that the forecasts it held do not keep a
+// dropped arena alive through their slices.
+func shrink[T any](s []T, t *trim) []T {
 	var zero T
-	if size := uintptr(cap(s)) * unsafe.Sizeof(zero); size > keepBytes && len(s) < cap(s)/4 {
+	if size := uintptr(cap(s)) * unsafe.Sizeof(zero); size > keepBytes && (t.idle || len(s) < cap(s)/4) {
+		t.dropped += size
 		return nil
 	}
+	clear(s)
 	return s[:0]
 }
 
