@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -75,17 +74,6 @@ func newCluster(t *testing.T) *cluster {
 	return &cluster{t: t, kfake: c, proxy: p, kc: kafkatest.Client(t, []string{p.Addr()})}
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // modelFile writes the suite's untrained hourly model to dir.
 func modelFile(t *testing.T, dir string) string {
 	t.Helper()
@@ -141,7 +129,7 @@ func start(t *testing.T, name, yaml string) *replica {
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{t: t, name: name, logPath: filepath.Join(dir, "stderr.log"), metrics: freeAddr(t), exited: make(chan struct{})}
+	r := &replica{t: t, name: name, logPath: filepath.Join(dir, "stderr.log"), metrics: kafkatest.FreeAddr(t), exited: make(chan struct{})}
 	logf, err := os.Create(r.logPath)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -286,7 +287,7 @@ func Decode(b []byte) (*Model, error) {
 			return nil, fmt.Errorf("incompatible model: tensor %q has dtype %s; FreqLens stores F64", t.name, th.DType)
 		}
 		shape := fileShape(t, cfg, ver)
-		if !equalInts(th.Shape, shape) {
+		if !slices.Equal(th.Shape, shape) {
 			return nil, fmt.Errorf("incompatible model: tensor %q has shape %v, the metadata implies %v", t.name, th.Shape, shape)
 		}
 		n := int64(8 * numel(shape))
@@ -474,18 +475,6 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 	}
 	meta.DataSHA256, meta.DataName = md["data_sha256"], md["data_name"]
 	return cfg, meta, nil
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // check reports metadata whose lengths disagree with the shapes.

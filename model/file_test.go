@@ -108,7 +108,7 @@ func TestFileIsPlainSafetensors(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := m.cfg
-	if want := []int{c.Frequencies, c.HeadHidden, c.Horizon * c.Channels}; !equalInts(th.Shape, want) || th.DType != "F64" {
+	if want := []int{c.Frequencies, c.HeadHidden, c.Horizon * c.Channels}; !slices.Equal(th.Shape, want) || th.DType != "F64" {
 		t.Errorf("heads.w2 = %s %v, want F64 %v", th.DType, th.Shape, want)
 	}
 	if got := uint64(len(b)) - 8 - n; got != uint64(8*len(m.params.Data)) {

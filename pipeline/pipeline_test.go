@@ -21,6 +21,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/internal/registry/registrytest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/readings"
@@ -257,26 +258,15 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // reg (with label "", its first series).
 func labelled(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	var labels []string
+	if label != "" {
+		labels = []string{label, value}
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			match := label == ""
-			for _, lp := range m.GetLabel() {
-				match = match || lp.GetName() == label && lp.GetValue() == value
-			}
-			if match {
-				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
+	v, ok := registrytest.Value(reg, name, labels...)
+	if !ok {
+		t.Fatalf("no metric %s{%s=%q}", name, label, value)
 	}
-	t.Fatalf("no metric %s{%s=%q}", name, label, value)
-	return 0
+	return v
 }
 
 // TestForecastsOnly: with no attribution topic the pipeline skips the

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/internal/registry/registrytest"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/sink/sinktest"
 	"github.com/freqlens/freqlens/wire"
@@ -292,23 +293,8 @@ func TestKafkaMessageTooLarge(t *testing.T) {
 // absent).
 func metric(t *testing.T, reg *prometheus.Registry, name, topic string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "topic" && l.GetValue() == topic {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	v, _ := registrytest.Value(reg, name, "topic", topic)
+	return v
 }
 
 func TestMetrics(t *testing.T) {

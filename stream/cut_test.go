@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/internal/registry/registrytest"
 	"github.com/freqlens/freqlens/readings"
 )
 
@@ -35,11 +36,8 @@ func TestCommitsRecoverAfterACut(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	r := startOut(t, kc, cfg, readings.Config{}, 1, WithRegisterer(reg))
 	lag := func() float64 {
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "freqlens_stream_consumer_lag_records" {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
+		if v, ok := registrytest.Value(reg, "freqlens_stream_consumer_lag_records"); ok {
+			return v
 		}
 		return -1
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/internal/registry/registrytest"
 	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/readings/readingstest"
 )
@@ -245,11 +246,8 @@ func TestLagCountsTheBacklog(t *testing.T) {
 		if err != nil || v != 1 {
 			t.Fatalf("lag gauge: %d series, %v", v, err)
 		}
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "freqlens_stream_consumer_lag_records" {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
+		if v, ok := registrytest.Value(reg, "freqlens_stream_consumer_lag_records"); ok {
+			return v
 		}
 		return -1
 	}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -156,7 +157,7 @@ func TestOutOfRange(t *testing.T) {
 			if err := s.Append(rec, nil, &out); err != nil {
 				t.Fatal(err)
 			}
-			if !equalInts(out.OutOfRange, tc.wantOOR) {
+			if !slices.Equal(out.OutOfRange, tc.wantOOR) {
 				t.Errorf("OutOfRange = %v, want %v", out.OutOfRange, tc.wantOOR)
 			}
 			if out.Len() != tc.wantWin {
@@ -174,18 +175,6 @@ func TestOutOfRange(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestTooLate: a reading too late to update its step is listed by row in
@@ -227,7 +216,7 @@ func TestTooLate(t *testing.T) {
 			if out != nil {
 				got = out.TooLate
 			}
-			if !equalInts(got, tc.want) {
+			if !slices.Equal(got, tc.want) {
 				t.Errorf("TooLate = %v, want %v", got, tc.want)
 			}
 			if st := s.Stats(); st.LateDropped != 2 || st.LateUpdated != 1 {

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -127,7 +128,7 @@ func (l *arrowLayout) release() {
 // fields, the cadence, the mode or the interval levels changed.
 func (l *arrowLayout) builder(mem memory.Allocator, fields []string, cadence time.Duration, mode AttributionMode,
 	ivs []Interval, rhythms []RhythmPart, schema func() *arrow.Schema) *array.RecordBuilder {
-	if l.b != nil && l.cadence == cadence && l.mode == mode && equalStrings(l.fields, fields) && sameLevels(l.levels, ivs) &&
+	if l.b != nil && l.cadence == cadence && l.mode == mode && slices.Equal(l.fields, fields) && sameLevels(l.levels, ivs) &&
 		sameRhythms(l.rhythms, rhythms) {
 		return l.b
 	}

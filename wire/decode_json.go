@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -546,7 +547,7 @@ func (s *stepsArray) reorder(fields []string) ([]float64, error) {
 	if (s.names == nil) != (fields == nil) {
 		return nil, errors.New("the residual and the values have different layouts (numbers and field objects)")
 	}
-	if fields == nil || equalStrings(s.names, fields) {
+	if fields == nil || slices.Equal(s.names, fields) {
 		return s.vals, nil
 	}
 	c := len(fields)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -322,7 +323,7 @@ func Merge(forecast, attribution Forecast) (Forecast, error) {
 	case forecast.Horizon != attribution.Horizon:
 		return Forecast{}, fmt.Errorf("wire: merge %s: forecast horizon %d, attribution horizon %d",
 			forecast.label(), forecast.Horizon, attribution.Horizon)
-	case !equalStrings(forecast.Fields, attribution.Fields):
+	case !slices.Equal(forecast.Fields, attribution.Fields):
 		return Forecast{}, fmt.Errorf("wire: merge %s: forecast fields %q, attribution fields %q",
 			forecast.label(), forecast.Fields, attribution.Fields)
 	}
@@ -331,18 +332,6 @@ func Merge(forecast, attribution Forecast) (Forecast, error) {
 	forecast.Frequencies = attribution.Frequencies
 	forecast.Rhythms = attribution.Rhythms
 	return forecast, nil
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Format is the encoding of the output messages.

@@ -235,7 +235,7 @@ func TestDashboardIsWellFormed(t *testing.T) {
 // on a free port, which it returns with the demo's output.
 func startDemo(t *testing.T) (metricsAddr string, out *lockedBuffer) {
 	t.Helper()
-	metricsAddr = freeAddr(t)
+	metricsAddr = kafkatest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	out = &lockedBuffer{}
 	done := make(chan int, 1)
@@ -328,7 +328,7 @@ func (c promClient) targets() ([]promTarget, error) {
 func startPrometheus(t *testing.T, bin, scrapeConfigs string) (promClient, *lockedBuffer) {
 	t.Helper()
 	dir := t.TempDir()
-	promAddr := freeAddr(t)
+	promAddr := kafkatest.FreeAddr(t)
 	cfg := "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n" + scrapeConfigs
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
@@ -502,7 +502,7 @@ func TestPrometheusScrapesOverTLS(t *testing.T) {
 	os.WriteFile(webConfig, fmt.Appendf(nil, "tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: %s\n",
 		certFile, keyFile, hash), 0o600)
 	os.WriteFile(passwordFile, []byte("s3cret"), 0o600)
-	metricsAddr := freeAddr(t)
+	metricsAddr := kafkatest.FreeAddr(t)
 	startServe(t, fmt.Sprintf("input: {cadence: 1h}\nmetrics: {listen: %q, web_config: %q}\n", metricsAddr, webConfig))
 
 	job := func(name, auth string) string {

@@ -25,17 +25,6 @@ import (
 	"github.com/freqlens/freqlens/wire"
 )
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // saveTestModel writes a small untrained hourly model to dir.
 func saveTestModel(t *testing.T, dir string) (*model.Model, string) {
 	t.Helper()
@@ -60,7 +49,7 @@ func startServe(t *testing.T, yaml string) string {
 	_, modelPath := saveTestModel(t, dir)
 	cfg := filepath.Join(dir, "serve.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\n%s", modelPath, yaml)), 0o644)
-	broker := freeAddr(t)
+	broker := kafkatest.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
@@ -223,7 +212,7 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
-	metrics := freeAddr(t)
+	metrics := kafkatest.FreeAddr(t)
 	go func() {
 		done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", metrics}, &bytes.Buffer{}, &stderr)
 	}()

@@ -160,3 +160,15 @@ func (p *Proxy) Restore() {
 	}
 	p.serve(ln)
 }
+
+// FreeAddr returns a loopback address whose port was free a moment ago, for
+// a listener (a broker, a metrics endpoint) that a test starts next.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
