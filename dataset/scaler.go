@@ -34,14 +34,19 @@ func FitScaler(f *Frame, r Range) Scaler {
 	if r.Start < 0 || r.End > f.Rows() || r.Start >= r.End {
 		panic(fmt.Sprintf("dataset: FitScaler range %v is empty or outside the %d rows of %s", r, f.Rows(), f.Name))
 	}
-	chans := f.Channels()
+	return fitScaler(f.Values, f.Channels(), r)
+}
+
+// fitScaler is FitScaler on the rows r of a row-major buffer of chans
+// channels.
+func fitScaler(values []float64, chans int, r Range) Scaler {
 	s := Scaler{Mean: make([]float64, chans), Std: make([]float64, chans)}
 	for c := range chans {
 		var sum float64
 		n := 0
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for row := r.Start; row < r.End; row++ {
-			x := f.Values[row*chans+c]
+			x := values[row*chans+c]
 			if math.IsNaN(x) {
 				continue
 			}
@@ -62,7 +67,7 @@ func FitScaler(f *Frame, r Range) Scaler {
 		}
 		var ss float64
 		for row := r.Start; row < r.End; row++ {
-			x := f.Values[row*chans+c]
+			x := values[row*chans+c]
 			if math.IsNaN(x) {
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"runtime/debug"
+	runtimemetrics "runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,7 +174,9 @@ type Pipeline struct {
 
 	current atomic.Pointer[versioned]
 	free    chan *outBatch
-	stats   counters
+	// heapFree reads the heap's free bytes when idle (see trimIdle).
+	heapFree [1]runtimemetrics.Sample
+	stats    counters
 }
 
 // versioned is a model with its version number.
@@ -633,9 +636,14 @@ drain:
 	for _, ob := range waiting[:n] {
 		p.free <- ob
 	}
-	if dropped >= freeBytesAfter {
+	// The garbage of a backlog's batches, already collected, sits in the
+	// heap's free pages until the runtime's scavenger returns it over
+	// minutes; an idle replica returns it at once.
+	p.heapFree[0].Name = "/memory/classes/heap/free:bytes"
+	runtimemetrics.Read(p.heapFree[:])
+	if free := p.heapFree[0].Value; free.Kind() == runtimemetrics.KindUint64 && free.Uint64()+uint64(dropped) >= freeBytesAfter {
 		debug.FreeOSMemory()
-		p.log.Info("idle after large batches; their memory returned", "bytes", dropped)
+		p.log.Info("idle after large batches; their memory returned", "bytes", free.Uint64()+uint64(dropped))
 	}
 }
 
@@ -643,8 +651,8 @@ drain:
 // being filled, one being written, one spare.
 const batchesInFlight = 3
 
-// freeBytesAfter is how many bytes of batch buffers an idle trim must drop
-// for the pipeline to hand them back to the operating system at once.
+// freeBytesAfter is how many bytes the heap must hold free, or an idle trim
+// drop, for the pipeline to hand them back to the operating system at once.
 const freeBytesAfter = 32 << 20
 
 // expireIdle forgets idle series on every worker.

@@ -1,0 +1,206 @@
+package dataset
+
+import (
+	"fmt"
+	"sort"
+)
+
+// PanelBenchmark is a Panel split by time into training, validation and
+// test windows, each series z-scored. It is to long-format data what
+// Benchmark is to a benchmark file: with one series covering every step it
+// is exactly Standard under ProtocolRatio.
+type PanelBenchmark struct {
+	// Panel is the source, unmodified.
+	Panel *Panel
+	// TrainEnd is the first step after the training part, TestStart the
+	// first step of the test part (steps since the Unix epoch, in
+	// Panel.Cadence): 70%, 10% and 20% of the steps from the earliest to
+	// the latest reading of any series. Windows of the validation and test
+	// parts begin a lookback before their border, as in Standard.
+	TrainEnd, TestStart int64
+	// Scaler holds the per-channel statistics of every series' training
+	// rows pooled: the normalisation a mixed model serves with.
+	Scaler Scaler
+	// PerSeries says whether each series was z-scored with its own training
+	// rows' statistics (independent models, which normalise every window
+	// themselves) rather than with Scaler (mixed models).
+	PerSeries bool
+	// Train, Val and Test hold every stride-1 window of each part of every
+	// segment; no window crosses a segment.
+	Train, Val, Test *Collection
+}
+
+// Split cuts the panel's segments into training, validation and test
+// windows of lookback + horizon steps by time (see PanelBenchmark). With
+// perSeries each series is z-scored with the statistics of its own
+// training rows (of all its rows when it has none), else every series with
+// the pooled statistics. It returns an error when a part holds no window.
+func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, error) {
+	C := len(p.Fields)
+	if lookback < 1 || horizon < 1 {
+		return nil, fmt.Errorf("%s: lookback %d and horizon %d must be positive", p.Name, lookback, horizon)
+	}
+	first, last := p.Segments[0].Start, p.Segments[0].Start
+	for _, s := range p.Segments {
+		first, last = min(first, s.Start), max(last, s.Start+int64(s.Rows(C))-1)
+	}
+	n := last - first + 1
+	b := &PanelBenchmark{Panel: p, PerSeries: perSeries,
+		TrainEnd:  first + int64(float64(n)*0.7),
+		TestStart: first + n - int64(float64(n)*0.2),
+	}
+	// The training rows of each segment, local row ranges.
+	trainRows := func(s Segment) Range {
+		return Range{0, int(min(max(b.TrainEnd-s.Start, 0), int64(s.Rows(C))))}
+	}
+	pooled := make([]float64, 0)
+	for _, s := range p.Segments {
+		r := trainRows(s)
+		pooled = append(pooled, s.Values[r.Start*C:r.End*C]...)
+	}
+	if len(pooled) == 0 {
+		return nil, fmt.Errorf("%s: no series has readings in the first 70%% of the time the panel spans; give more history", p.Name)
+	}
+	b.Scaler = fitScaler(pooled, C, Range{0, len(pooled) / C})
+
+	scalers := map[string]Scaler{}
+	if perSeries {
+		bySeries := map[string][]float64{}
+		all := map[string][]float64{}
+		for _, s := range p.Segments {
+			r := trainRows(s)
+			bySeries[s.Series] = append(bySeries[s.Series], s.Values[r.Start*C:r.End*C]...)
+			all[s.Series] = append(all[s.Series], s.Values...)
+		}
+		for name, rows := range bySeries {
+			if len(rows) == 0 {
+				rows = all[name]
+			}
+			scalers[name] = fitScaler(rows, C, Range{0, len(rows) / C})
+		}
+	}
+	b.Train, b.Val, b.Test = &Collection{channels: C}, &Collection{channels: C}, &Collection{channels: C}
+	L := int64(lookback)
+	step := p.Cadence.Nanoseconds()
+	for _, s := range p.Segments {
+		sc := b.Scaler
+		if perSeries {
+			sc = scalers[s.Series]
+		}
+		rows := s.Rows(C)
+		norm := sc.Transform(nil, s.Values)
+		times := make([]int64, rows)
+		for i := range times {
+			times[i] = (s.Start + int64(i)) * step
+		}
+		end := s.Start + int64(rows)
+		local := func(from, to int64) Range {
+			from, to = max(from, s.Start), min(to, end)
+			if to <= from {
+				return Range{}
+			}
+			return Range{int(from - s.Start), int(to - s.Start)}
+		}
+		for _, part := range []struct {
+			r   Range
+			dst *Collection
+		}{
+			{local(s.Start, b.TrainEnd), b.Train},
+			{local(b.TrainEnd-L, b.TestStart), b.Val},
+			{local(b.TestStart-L, end), b.Test},
+		} {
+			if part.r.Len() < lookback+horizon {
+				continue
+			}
+			w, err := NewWindows(norm, C, lookback, horizon, part.r)
+			if err == nil {
+				w, err = w.WithTimes(times)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: series %q: %w", p.Name, s.Series, err)
+			}
+			part.dst.add(w)
+		}
+	}
+	for _, part := range []struct {
+		name string
+		c    *Collection
+	}{{"training", b.Train}, {"validation", b.Val}, {"test", b.Test}} {
+		if part.c.Len() == 0 {
+			return nil, fmt.Errorf("%s: the %s part (by time: 70%%, 10%%, 20%% of %d steps of %v) holds no window of %d steps; "+
+				"give more history or use a shorter --lookback or --horizon", p.Name, part.name, n, p.Cadence, lookback+horizon)
+		}
+	}
+	return b, nil
+}
+
+// Collection is the windows of several runs of rows (the segments of a
+// panel) as one set: window i is window i − offset of the part that holds
+// it. It satisfies model.Source, model.TimedSource and model.RowSource.
+type Collection struct {
+	channels int
+	parts    []*Windows
+	offsets  []int // offsets[j] is the index of part j's first window
+	n        int
+}
+
+func (c *Collection) add(w *Windows) {
+	c.parts = append(c.parts, w)
+	c.offsets = append(c.offsets, c.n)
+	c.n += w.Len()
+}
+
+// Len returns the number of windows.
+func (c *Collection) Len() int { return c.n }
+
+// Channels returns the number of channels per row.
+func (c *Collection) Channels() int { return c.channels }
+
+// Parts returns the number of runs of rows the windows come from.
+func (c *Collection) Parts() int { return len(c.parts) }
+
+func (c *Collection) locate(i int) (*Windows, int) {
+	if i < 0 || i >= c.n {
+		panic(fmt.Sprintf("dataset: window %d out of range [0, %d)", i, c.n))
+	}
+	j := sort.Search(len(c.offsets), func(j int) bool { return c.offsets[j] > i }) - 1
+	return c.parts[j], i - c.offsets[j]
+}
+
+// Input returns the input of window i as a read-only view.
+func (c *Collection) Input(i int) []float64 { w, k := c.locate(i); return w.Input(k) }
+
+// Target returns the target of window i as a read-only view.
+func (c *Collection) Target(i int) []float64 { w, k := c.locate(i); return w.Target(k) }
+
+// EndTime returns the time of the newest input row of window i in Unix
+// nanoseconds.
+func (c *Collection) EndTime(i int) (int64, bool) { w, k := c.locate(i); return w.EndTime(k) }
+
+// maxSpectrumRows bounds the rows Rows returns: the spectrum of a few
+// thousand steps of many series places the frequencies as well as all of
+// them would, at a fraction of the cost.
+const maxSpectrumRows = 1 << 17
+
+// Rows returns the rows the training spectrum is read from: the rows of
+// the only part, or those of the parts one after another (at most
+// maxSpectrumRows; the seams between series add no line to a periodogram
+// of this length).
+func (c *Collection) Rows() []float64 {
+	if len(c.parts) == 1 {
+		return c.parts[0].Rows()
+	}
+	var rows []float64
+	for _, w := range c.parts {
+		r := w.Rows()
+		if len(rows)+len(r) > maxSpectrumRows*c.channels {
+			break
+		}
+		rows = append(rows, r...)
+	}
+	if len(rows) == 0 && len(c.parts) > 0 {
+		r := c.parts[0].Rows()
+		rows = r[:min(len(r), maxSpectrumRows*c.channels)]
+	}
+	return rows
+}

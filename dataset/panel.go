@@ -1,0 +1,313 @@
+package dataset
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Panel is the history of many series that share their value fields, in
+// the long format a sensor pipeline keeps (one reading per series, time
+// and values), put on a grid of steps as the streaming service puts them:
+// a reading at time t belongs to step ⌊t / Cadence⌋, the last reading of a
+// step wins, gaps of up to MaxGap steps are filled and a longer gap starts
+// a new segment. Each segment is a run of consecutive steps of one series.
+type Panel struct {
+	// Name is the source, such as "traffic.parquet" or "topic readings".
+	Name string
+	// Fields names the value fields, in channel order.
+	Fields []string
+	// Cadence is the length of a step.
+	Cadence time.Duration
+	// Segments holds the runs of consecutive steps, by series name, then
+	// by time.
+	Segments []Segment
+	// Report counts what became of the readings.
+	Report PanelReport
+}
+
+// Segment is a run of consecutive steps of one series.
+type Segment struct {
+	// Series is the series id.
+	Series string
+	// Start is the step index of the first row: its time is Start × Cadence
+	// after the Unix epoch.
+	Start int64
+	// Values holds rows × len(Fields) readings, row-major.
+	Values []float64
+}
+
+// Rows returns the number of steps of the segment for c channels.
+func (s Segment) Rows(c int) int { return len(s.Values) / c }
+
+// PanelReport counts what a PanelBuilder did with the readings it was given.
+type PanelReport struct {
+	Readings   int // readings added
+	Series     int // distinct series among them
+	NonFinite  int // readings with a NaN or ±Inf value, left out
+	Duplicates int // readings replaced by a later one of the same step
+	Filled     int // steps filled in gaps of at most MaxGap steps
+	Restarts   int // gaps longer than MaxGap, where a new segment starts
+	// ShortSegments and ShortRows count the segments too short for one
+	// window (and their steps), left out; ShortSeries the series left
+	// without any segment.
+	ShortSegments, ShortRows, ShortSeries int
+}
+
+// PanelConfig says how a PanelBuilder puts readings on steps. The fields
+// mirror the service's input and window settings, so that a model trains
+// on the steps it will serve.
+type PanelConfig struct {
+	// Name names the source in errors and in the Panel.
+	Name string
+	// Fields names the value fields (input.value_fields); each reading
+	// carries one value per field. Required.
+	Fields []string
+	// Cadence is the step length (input.cadence); 0 infers it from the
+	// readings: the lower median of the positive time differences between
+	// consecutive readings of a series.
+	Cadence time.Duration
+	// MaxGap is how many missing steps are filled (window.max_gap); a
+	// longer gap starts a new segment. 0 fills none.
+	MaxGap int
+	// Hold fills missing steps with the value before the gap
+	// (window.fill: hold) instead of the straight line to the value after.
+	Hold bool
+}
+
+// PanelBuilder gathers long-format readings, in any order, into a Panel.
+// It is not safe for concurrent use.
+type PanelBuilder struct {
+	cfg    PanelConfig
+	index  map[string]int
+	series []pendingSeries
+	report PanelReport
+}
+
+// pendingSeries holds one series' readings as they were added.
+type pendingSeries struct {
+	name   string
+	ms     []int64   // times, epoch milliseconds
+	values []float64 // len(ms) × C
+}
+
+// NewPanelBuilder returns a builder for cfg.
+func NewPanelBuilder(cfg PanelConfig) (*PanelBuilder, error) {
+	switch {
+	case len(cfg.Fields) == 0:
+		return nil, fmt.Errorf("%s: no value fields; name them (input.value_fields)", cfg.Name)
+	case cfg.Cadence < 0 || cfg.Cadence%time.Millisecond != 0:
+		return nil, fmt.Errorf("%s: cadence %v is not a positive whole number of milliseconds; use e.g. 1h or 5m", cfg.Name, cfg.Cadence)
+	case cfg.MaxGap < 0:
+		return nil, fmt.Errorf("%s: max gap %d is negative; use 0 to fill no missing step, or a number of steps", cfg.Name, cfg.MaxGap)
+	}
+	return &PanelBuilder{cfg: cfg, index: make(map[string]int)}, nil
+}
+
+// Add adds one reading of series at ms (epoch milliseconds) with one value
+// per field. A reading with a non-finite value is counted and left out.
+// Add panics if values does not hold one value per field.
+func (b *PanelBuilder) Add(series string, ms int64, values []float64) {
+	if len(values) != len(b.cfg.Fields) {
+		panic(fmt.Sprintf("dataset: a reading with %d values for %d fields", len(values), len(b.cfg.Fields)))
+	}
+	b.report.Readings++
+	for _, v := range values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b.report.NonFinite++
+			return
+		}
+	}
+	i, ok := b.index[series]
+	if !ok {
+		i = len(b.series)
+		b.index[series] = i
+		b.series = append(b.series, pendingSeries{name: series})
+	}
+	s := &b.series[i]
+	s.ms = append(s.ms, ms)
+	s.values = append(s.values, values...)
+}
+
+// Build puts the readings on steps and returns the Panel of the segments
+// of at least minRows steps (lookback + horizon: one window). It returns
+// an error when no segment is long enough, or when the readings do not
+// follow the cadence: a series whose readings are mostly more than one
+// step apart, or mostly on the same step, was sent at another cadence.
+func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
+	cfg := b.cfg
+	C := len(cfg.Fields)
+	for i := range b.series {
+		b.series[i].sort(C)
+	}
+	slices.SortFunc(b.series, func(x, y pendingSeries) int { return cmp.Compare(x.name, y.name) })
+	if cfg.Cadence == 0 {
+		cfg.Cadence = b.inferCadence()
+		if cfg.Cadence == 0 {
+			return nil, fmt.Errorf("%s: no series has two readings at different times, so the cadence is unknown; "+
+				"give more history or set input.cadence", cfg.Name)
+		}
+	}
+	if err := b.checkCadence(cfg.Cadence); err != nil {
+		return nil, err
+	}
+	p := &Panel{Name: cfg.Name, Fields: slices.Clone(cfg.Fields), Cadence: cfg.Cadence}
+	rep := b.report
+	rep.Series = len(b.series)
+	step := cfg.Cadence.Milliseconds()
+	var ks []int64
+	var vals []float64
+	for _, s := range b.series {
+		// One value per step first, the last reading of the step, so that
+		// a gap is filled towards the value its step keeps.
+		ks, vals = ks[:0], vals[:0]
+		for j, ms := range s.ms {
+			k := floorDiv(ms, step)
+			v := s.values[j*C : (j+1)*C]
+			if n := len(ks); n > 0 && ks[n-1] == k {
+				copy(vals[(n-1)*C:], v)
+				rep.Duplicates++
+				continue
+			}
+			ks = append(ks, k)
+			vals = append(vals, v...)
+		}
+		kept := len(p.Segments)
+		seg := Segment{Series: s.name}
+		flush := func() {
+			if rows := seg.Rows(C); rows >= minRows {
+				p.Segments = append(p.Segments, seg)
+			} else if rows > 0 {
+				rep.ShortSegments++
+				rep.ShortRows += rows
+			}
+			seg = Segment{Series: s.name}
+		}
+		for j, k := range ks {
+			v := vals[j*C : (j+1)*C]
+			if j == 0 {
+				seg.Start = k
+			} else if gap := k - ks[j-1] - 1; gap > int64(cfg.MaxGap) {
+				rep.Restarts++
+				flush()
+				seg.Start = k
+			} else if gap > 0 {
+				prev := vals[(j-1)*C : j*C]
+				for g := int64(1); g <= gap; g++ {
+					for c := range C {
+						x := prev[c]
+						if !cfg.Hold {
+							x += (v[c] - prev[c]) * float64(g) / float64(gap+1)
+						}
+						seg.Values = append(seg.Values, x)
+					}
+				}
+				rep.Filled += int(gap)
+			}
+			seg.Values = append(seg.Values, v...)
+		}
+		flush()
+		if len(p.Segments) == kept {
+			rep.ShortSeries++
+		}
+	}
+	p.Report = rep
+	if len(p.Segments) == 0 {
+		return nil, fmt.Errorf("%s: no series has %d consecutive steps of %v (lookback + horizon) among %d readings of %d series; "+
+			"give more history, a shorter --lookback or --horizon, or a larger window.max_gap (%d steps are filled now)",
+			cfg.Name, minRows, cfg.Cadence, rep.Readings, rep.Series, cfg.MaxGap)
+	}
+	return p, nil
+}
+
+// sort orders the series' readings by time, keeping the order in which
+// they were added among readings of the same time.
+func (s *pendingSeries) sort(C int) {
+	if slices.IsSorted(s.ms) {
+		return
+	}
+	order := make([]int, len(s.ms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.ms[a], s.ms[b]) })
+	ms := make([]int64, len(s.ms))
+	values := make([]float64, len(s.values))
+	for i, o := range order {
+		ms[i] = s.ms[o]
+		copy(values[i*C:(i+1)*C], s.values[o*C:(o+1)*C])
+	}
+	s.ms, s.values = ms, values
+}
+
+// inferCadence returns the lower median of the positive differences
+// between consecutive readings of each series, pooled, or 0 when there is
+// none.
+func (b *PanelBuilder) inferCadence() time.Duration {
+	var diffs []int64
+	for _, s := range b.series {
+		for j := 1; j < len(s.ms); j++ {
+			if d := s.ms[j] - s.ms[j-1]; d > 0 {
+				diffs = append(diffs, d)
+			}
+		}
+	}
+	if len(diffs) == 0 {
+		return 0
+	}
+	slices.Sort(diffs)
+	return time.Duration(diffs[(len(diffs)-1)/2]) * time.Millisecond
+}
+
+// checkCadence reports a series whose readings do not follow the cadence:
+// the median step difference between its consecutive readings is not 1.
+func (b *PanelBuilder) checkCadence(cadence time.Duration) error {
+	step := cadence.Milliseconds()
+	var diffs []int64
+	for _, s := range b.series {
+		if len(s.ms) < 3 {
+			continue
+		}
+		diffs = diffs[:0]
+		for j := 1; j < len(s.ms); j++ {
+			diffs = append(diffs, floorDiv(s.ms[j], step)-floorDiv(s.ms[j-1], step))
+		}
+		slices.Sort(diffs)
+		switch med := diffs[(len(diffs)-1)/2]; {
+		case med == 0:
+			return fmt.Errorf("%s: series %q has several readings in most steps of %v: its readings are denser than the cadence; "+
+				"set input.cadence to their spacing (about %v), or resample the data", b.cfg.Name, s.name, cadence, typicalSpacing(s.ms))
+		case med > 1:
+			return fmt.Errorf("%s: series %q has a reading every %d steps of %v: it was sent at another cadence; "+
+				"set input.cadence to its spacing (about %v) if every series shares it, or resample the data", b.cfg.Name, s.name, med, cadence, typicalSpacing(s.ms))
+		}
+	}
+	return nil
+}
+
+// typicalSpacing is the median positive difference between consecutive
+// times of ms, for error messages.
+func typicalSpacing(ms []int64) time.Duration {
+	var d []int64
+	for j := 1; j < len(ms); j++ {
+		if x := ms[j] - ms[j-1]; x > 0 {
+			d = append(d, x)
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return time.Duration(d[(len(d)-1)/2]) * time.Millisecond
+}
+
+// floorDiv is ⌊a / b⌋ for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}

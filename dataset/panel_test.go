@@ -1,0 +1,253 @@
+package dataset
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// panelOf adds every row of f as readings of one series with the frame's
+// columns as value fields, in a seeded random order.
+func panelOf(t *testing.T, f *Frame, seed uint64) *PanelBuilder {
+	t.Helper()
+	b, err := NewPanelBuilder(PanelConfig{Name: f.Name, Fields: f.Columns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := rand.New(rand.NewPCG(seed, 1)).Perm(f.Rows())
+	for _, r := range order {
+		b.Add("only", f.Times[r].UnixMilli(), f.Row(r))
+	}
+	return b
+}
+
+// TestOneSeriesIsTheRatioProtocol: a panel of one series that covers every
+// step, its readings added in a random order, splits into exactly the
+// windows, scaler and spectrum rows that Standard gives the same data as a
+// benchmark file under ProtocolRatio.
+func TestOneSeriesIsTheRatioProtocol(t *testing.T) {
+	for seed := range uint64(3) {
+		f, err := Synthetic(SyntheticConfig{Series: 3, Steps: 700 + int(seed)*37, Cycles: []Cycle{{Period: 24 * time.Hour, Amplitude: 5}}, NoiseStd: 1, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Name = "sensors.csv"
+		const L, H = 48, 24
+		want, err := Standard(f, L, H)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := panelOf(t, f, seed).Build(L + H)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Cadence != time.Hour || len(p.Segments) != 1 {
+			t.Fatalf("seed %d: cadence %v, %d segments; want 1h and one", seed, p.Cadence, len(p.Segments))
+		}
+		for _, perSeries := range []bool{false, true} {
+			got, err := p.Split(L, H, perSeries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Scaler.Mean, want.Scaler.Mean) || !slices.Equal(got.Scaler.Std, want.Scaler.Std) {
+				t.Fatalf("seed %d: scaler %v/%v, want %v/%v", seed, got.Scaler.Mean, got.Scaler.Std, want.Scaler.Mean, want.Scaler.Std)
+			}
+			if !slices.Equal(got.Train.Rows(), want.Train.Rows()) {
+				t.Fatalf("seed %d: the spectrum's rows differ from Standard's training rows", seed)
+			}
+			for _, part := range []struct {
+				name string
+				got  *Collection
+				want *Windows
+			}{{"train", got.Train, want.Train}, {"val", got.Val, want.Val}, {"test", got.Test, want.Test}} {
+				if part.got.Len() != part.want.Len() {
+					t.Fatalf("seed %d %s: %d windows, want %d", seed, part.name, part.got.Len(), part.want.Len())
+				}
+				for i := range part.want.Len() {
+					gt, _ := part.got.EndTime(i)
+					wt, _ := part.want.EndTime(i)
+					if !slices.Equal(part.got.Input(i), part.want.Input(i)) || !slices.Equal(part.got.Target(i), part.want.Target(i)) || gt != wt {
+						t.Fatalf("seed %d %s: window %d differs from Standard's", seed, part.name, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPanelSteps: readings of seeded random series, with gaps, duplicates
+// and times inside a step, land on the steps the service would put them
+// on: short gaps filled on the line (or held), long gaps start a new
+// segment, the last reading of a step wins, and the counts say so.
+func TestPanelSteps(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		maxGap := rng.IntN(4)
+		hold := rng.IntN(2) == 0
+		b, err := NewPanelBuilder(PanelConfig{Name: "t", Fields: []string{"a", "b"}, Cadence: time.Hour, MaxGap: maxGap, Hold: hold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The expected segments, step by step: value per step of each field.
+		type step struct {
+			k    int64
+			a, b float64
+		}
+		var want [][]step
+		var readings []struct {
+			ms   int64
+			a, b float64
+		}
+		k := int64(490_000 + rng.IntN(1000))
+		var seg []step
+		wantFilled, wantRestarts, wantDup := 0, 0, 0
+		for range 200 {
+			gap := 0
+			if rng.Float64() < 0.15 {
+				gap = 1 + rng.IntN(6)
+			}
+			a, bv := rng.NormFloat64(), rng.NormFloat64()
+			if len(seg) > 0 && gap > 0 {
+				if gap > maxGap {
+					want = append(want, seg)
+					seg = nil
+					wantRestarts++
+				} else {
+					prev := seg[len(seg)-1]
+					for g := 1; g <= gap; g++ {
+						x, y := prev.a, prev.b
+						if !hold {
+							x = prev.a + (a-prev.a)*float64(g)/float64(gap+1)
+							y = prev.b + (bv-prev.b)*float64(g)/float64(gap+1)
+						}
+						seg = append(seg, step{k + int64(g-1), x, y})
+					}
+					wantFilled += gap
+				}
+			}
+			k += int64(gap)
+			if rng.Float64() < 0.1 { // an earlier reading of the same step, replaced
+				readings = append(readings, struct {
+					ms   int64
+					a, b float64
+				}{k*3_600_000 + int64(rng.IntN(1000)), 99, 99})
+				wantDup++
+			}
+			readings = append(readings, struct {
+				ms   int64
+				a, b float64
+			}{k*3_600_000 + 1000 + int64(rng.IntN(3_500_000)), a, bv})
+			seg = append(seg, step{k, a, bv})
+			k++
+		}
+		want = append(want, seg)
+		for _, r := range readings {
+			b.Add("s", r.ms, []float64{r.a, r.b})
+		}
+		p, err := b.Build(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Segments) != len(want) {
+			t.Fatalf("seed %d: %d segments, want %d", seed, len(p.Segments), len(want))
+		}
+		for i, w := range want {
+			s := p.Segments[i]
+			if s.Start != w[0].k || s.Rows(2) != len(w) {
+				t.Fatalf("seed %d segment %d: start %d, %d rows; want %d, %d", seed, i, s.Start, s.Rows(2), w[0].k, len(w))
+			}
+			for j, st := range w {
+				if math.Abs(s.Values[2*j]-st.a) > 1e-12 || math.Abs(s.Values[2*j+1]-st.b) > 1e-12 {
+					t.Fatalf("seed %d segment %d step %d: %v, want %v %v", seed, i, j, s.Values[2*j:2*j+2], st.a, st.b)
+				}
+			}
+		}
+		r := p.Report
+		if r.Filled != wantFilled || r.Restarts != wantRestarts || r.Duplicates != wantDup || r.Readings != len(readings) {
+			t.Fatalf("seed %d: report %+v; want filled %d, restarts %d, duplicates %d, readings %d", seed, r, wantFilled, wantRestarts, wantDup, len(readings))
+		}
+	}
+}
+
+// TestPanelSplitByTime: series that start and end at different times split
+// at the same time borders; no window crosses a segment or a border, and a
+// series too short for a window is left out and counted.
+func TestPanelSplitByTime(t *testing.T) {
+	b, err := NewPanelBuilder(PanelConfig{Name: "t", Fields: []string{"v"}, Cadence: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := map[string][2]int64{"early": {0, 600}, "late": {300, 1000}, "all": {0, 1000}, "short": {500, 520}}
+	for name, sp := range spans {
+		for k := sp[0]; k < sp[1]; k++ {
+			b.Add(name, k*3_600_000, []float64{math.Sin(float64(k)) + float64(len(name))})
+		}
+	}
+	const L, H = 24, 12
+	p, err := b.Build(L + H)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Report; r.ShortSeries != 1 || r.ShortRows != 20 || len(p.Segments) != 3 {
+		t.Fatalf("report %+v, %d segments; want the short series left out", r, len(p.Segments))
+	}
+	bm, err := p.Split(L, H, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bm.TrainEnd != 700 || bm.TestStart != 800 {
+		t.Fatalf("borders %d, %d; want 700, 800", bm.TrainEnd, bm.TestStart)
+	}
+	hour := time.Hour.Nanoseconds()
+	for _, part := range []struct {
+		c        *Collection
+		from, to int64 // steps the targets must lie in
+		n        int
+	}{
+		{bm.Train, 0, 700, (600 - L - H + 1) + (700 - 300 - L - H + 1) + (700 - L - H + 1)},
+		{bm.Val, 700, 800, 2 * (100 - H + 1)},
+		{bm.Test, 800, 1000, 2 * (200 - H + 1)},
+	} {
+		if part.c.Len() != part.n {
+			t.Errorf("%d windows, want %d", part.c.Len(), part.n)
+		}
+		for i := range part.c.Len() {
+			end, _ := part.c.EndTime(i)
+			first, last := end/hour+1, end/hour+H
+			if first < part.from || last >= part.to {
+				t.Fatalf("window %d predicts steps %d…%d, outside [%d, %d)", i, first, last, part.from, part.to)
+			}
+		}
+	}
+}
+
+// TestPanelCadenceErrors: readings denser or sparser than the cadence, and
+// a panel with nothing long enough, are refused with what to change.
+func TestPanelCadenceErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		cadence time.Duration
+		every   time.Duration
+		n       int
+		want    string
+	}{
+		{"denser", time.Hour, 5 * time.Minute, 500, "denser than the cadence"},
+		{"sparser", 5 * time.Minute, time.Hour, 500, "another cadence"},
+		{"too short", time.Hour, time.Hour, 30, "consecutive steps"},
+	}
+	for _, tc := range cases {
+		b, err := NewPanelBuilder(PanelConfig{Name: "t", Fields: []string{"v"}, Cadence: tc.cadence})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tc.n {
+			b.Add("s", int64(i)*tc.every.Milliseconds(), []float64{float64(i)})
+		}
+		if _, err := b.Build(48); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+}
