@@ -136,7 +136,8 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 
 // Collection is the windows of several runs of rows (the segments of a
 // panel) as one set: window i is window i − offset of the part that holds
-// it. It satisfies model.Source, model.TimedSource and model.RowSource.
+// it. It satisfies model.Source, model.TimedSource and
+// model.SpectrumSource.
 type Collection struct {
 	channels int
 	parts    []*Windows
@@ -177,30 +178,47 @@ func (c *Collection) Target(i int) []float64 { w, k := c.locate(i); return w.Tar
 // nanoseconds.
 func (c *Collection) EndTime(i int) (int64, bool) { w, k := c.locate(i); return w.EndTime(k) }
 
-// maxSpectrumRows bounds the rows Rows returns: the spectrum of a few
-// thousand steps of many series places the frequencies as well as all of
-// them would, at a fraction of the cost.
-const maxSpectrumRows = 1 << 17
+// spectrumSeries bounds how many runs of rows SpectrumRows puts side by
+// side: the spectrum of a few dozen series places the frequencies as well
+// as that of thousands, at a fraction of the cost.
+const spectrumSeries = 64
 
-// Rows returns the rows the training spectrum is read from: the rows of
-// the only part, or those of the parts one after another (at most
-// maxSpectrumRows; the seams between series add no line to a periodogram
-// of this length).
-func (c *Collection) Rows() []float64 {
-	if len(c.parts) == 1 {
-		return c.parts[0].Rows()
+// SpectrumRows returns the rows the training spectrum is read from: the
+// rows of the only part, or the last n rows of up to spectrumSeries of the
+// longest parts side by side (each part's channels in turn), where n is the
+// shortest of those that hold at least half as many rows as the longest, so
+// that the spectrum has the resolution of one series (a concatenation would
+// split a cycle's line at the seams).
+func (c *Collection) SpectrumRows() ([]float64, int) {
+	if len(c.parts) == 0 {
+		return nil, 0
 	}
-	var rows []float64
-	for _, w := range c.parts {
-		r := w.Rows()
-		if len(rows)+len(r) > maxSpectrumRows*c.channels {
+	if len(c.parts) == 1 {
+		return c.parts[0].Rows(), c.channels
+	}
+	order := make([]int, len(c.parts))
+	for i := range order {
+		order[i] = i
+	}
+	rows := func(j int) int { return c.parts[j].Range().Len() }
+	sort.SliceStable(order, func(a, b int) bool { return rows(order[a]) > rows(order[b]) })
+	longest := rows(order[0])
+	n, k := longest, 0
+	for _, j := range order {
+		if k == spectrumSeries || 2*rows(j) < longest {
 			break
 		}
-		rows = append(rows, r...)
+		n = min(n, rows(j))
+		k++
 	}
-	if len(rows) == 0 && len(c.parts) > 0 {
-		r := c.parts[0].Rows()
-		rows = r[:min(len(r), maxSpectrumRows*c.channels)]
+	C := c.channels
+	out := make([]float64, n*k*C)
+	for s, j := range order[:k] {
+		r := c.parts[j].Rows()
+		r = r[len(r)-n*C:]
+		for t := range n {
+			copy(out[(t*k+s)*C:(t*k+s+1)*C], r[t*C:(t+1)*C])
+		}
 	}
-	return rows
+	return out, k * C
 }

@@ -55,7 +55,7 @@ func TestOneSeriesIsTheRatioProtocol(t *testing.T) {
 			if !slices.Equal(got.Scaler.Mean, want.Scaler.Mean) || !slices.Equal(got.Scaler.Std, want.Scaler.Std) {
 				t.Fatalf("seed %d: scaler %v/%v, want %v/%v", seed, got.Scaler.Mean, got.Scaler.Std, want.Scaler.Mean, want.Scaler.Std)
 			}
-			if !slices.Equal(got.Train.Rows(), want.Train.Rows()) {
+			if rows, ch := got.Train.SpectrumRows(); ch != 3 || !slices.Equal(rows, want.Train.Rows()) {
 				t.Fatalf("seed %d: the spectrum's rows differ from Standard's training rows", seed)
 			}
 			for _, part := range []struct {

@@ -25,6 +25,16 @@ type RowSource interface {
 	Rows() []float64
 }
 
+// SpectrumSource is a Source whose spectrum is read from rows that are not
+// its windows' channels: the series of a panel side by side, each a
+// channel of the spectrum, so that its resolution is that of one series.
+// Train prefers it to RowSource.
+type SpectrumSource interface {
+	Source
+	// SpectrumRows returns row-major rows of the given number of channels.
+	SpectrumRows() (rows []float64, channels int)
+}
+
 // TimedSource is a Source whose windows know when they end. A model that
 // reads the time (Model.ReadsTime) trains and evaluates only on one.
 // dataset.Windows of a frame with timestamps is one.

@@ -276,6 +276,18 @@ func (r *TrainResult) MedianEpochSeconds() float64 {
 	return median(s)
 }
 
+// spectrumRows returns the rows Train reads the spectrum from, and their
+// channels: a SpectrumSource's, a RowSource's, or nil.
+func spectrumRows(src Source) ([]float64, int) {
+	switch s := src.(type) {
+	case SpectrumSource:
+		return s.SpectrumRows()
+	case RowSource:
+		return s.Rows(), s.Channels()
+	}
+	return nil, 0
+}
+
 // Train fits m to the train windows with Adam, keeping the parameters of the
 // epoch with the lowest validation MSE. progress, if not nil, is called after
 // every epoch. The same model, data and cfg.Seed always give the same result.
@@ -288,12 +300,11 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		return nil, err
 	}
 	res := &TrainResult{BestValMSE: math.Inf(1), Stopped: "epochs"}
-	if rs, ok := train.(RowSource); ok && cfg.FrequencyInit == InitSpectrum {
+	if rows, channels := spectrumRows(train); rows != nil && cfg.FrequencyInit == InitSpectrum {
 		fmin, _ := freqBounds(m.cfg.Lookback)
-		rows := rs.Rows()
-		peaks := FindPeaks(rows, rs.Channels(), PeakOptions{MinFrequency: fmin})
+		peaks := FindPeaks(rows, channels, PeakOptions{MinFrequency: fmin})
 		pl := m.PlaceFrequencies(peaks)
-		ropts := RhythmOptions{Rows: len(rows) / max(rs.Channels(), 1), Cadence: m.Meta.Cadence}
+		ropts := RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
 		rhythms := FindRhythms(m.lines(), ropts)
 		if cfg.FillHarmonics > 0 {
 			tol := 0.5 / float64(ropts.Rows)

@@ -7,11 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -47,13 +45,16 @@ type trainReport struct {
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	data := fs.String("data", "", "training CSV: a date column, then numeric columns")
+	data := fs.String("data", "", "training data: a wide CSV (a date column, then one numeric column per channel), or long-format history (series, time and value fields) as CSV with a header, Arrow IPC or Parquet")
+	cfgPath := fs.String("config", "", "serve configuration: its input.* field names, input.cadence, window.max_gap and window.fill apply to long-format data, and --from-topic reads its brokers and input topic")
+	fromTopic := fs.Bool("from-topic", false, "train on the retained history of the input topic of --config instead of --data")
+	since := fs.String("since", "", "with --from-topic: only messages of the last DURATION, e.g. 14d or 36h (default: all retained)")
 	horizon := fs.Int("horizon", 0, "steps to forecast, e.g. 96")
 	lookback := fs.Int("lookback", 96, "past steps in a window")
 	epochs := fs.Int("epochs", 50, "most passes over the training windows (early stopping may end sooner)")
 	batch := fs.Int("batch-size", 128, "windows per optimiser step")
 	seed := fs.Uint64("seed", 42, "seed of the initialisation, shuffling and Gumbel noise")
-	mode := fs.String("mode", string(model.Mixed), "mixed (all channels in one model) or independent (one single-channel model for every channel)")
+	mode := fs.String("mode", "", "mixed (all channels in one model) or independent (one single-channel model for every channel and series); default mixed for a wide CSV, independent for long-format data")
 	shuffle := fs.Float64("channel-shuffle", -1, "mixed mode: share of training samples whose channels come from independently drawn windows (default: the model package's default; 0 turns it off)")
 	out := fs.String("out", "", "where to write the model (safetensors)")
 	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
@@ -61,7 +62,19 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := require(fs, "data", "horizon", "out"); err != nil {
+	if err := require(fs, "horizon", "out"); err != nil {
+		return err
+	}
+	switch {
+	case *fromTopic && *data != "":
+		return fmt.Errorf("--data and --from-topic name two sources; give one")
+	case !*fromTopic && *data == "":
+		return fmt.Errorf("--data is required (a CSV, Arrow or Parquet file), or --from-topic with --config")
+	case *since != "" && !*fromTopic:
+		return fmt.Errorf("--since applies to --from-topic only")
+	}
+	sinceDur, err := parseSince(*since)
+	if err != nil {
 		return err
 	}
 	if *horizon < 1 || *lookback < 4 || *epochs < 1 || *batch < 1 {
@@ -70,42 +83,44 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *shuffle > 1 || (*shuffle < 0 && *shuffle != -1) {
 		return fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", *shuffle)
 	}
-	if m := model.Mode(*mode); m != model.Mixed && m != model.Independent {
+	if m := model.Mode(*mode); m != "" && m != model.Mixed && m != model.Independent {
 		return fmt.Errorf("--mode %q is unknown; use mixed or independent", *mode)
 	}
 	if fi := model.FrequencyInit(*freqInit); fi != model.InitSpectrum && fi != model.InitGrid {
 		return fmt.Errorf("--frequency-init %q is unknown; use %s or %s", *freqInit, model.InitSpectrum, model.InitGrid)
 	}
 
-	frame, err := dataset.LoadCSV(*data)
+	td, err := loadTrainingData(ctx, trainingSource{
+		data: *data, configPath: *cfgPath, fromTopic: *fromTopic, since: sinceDur,
+		lookback: *lookback, horizon: *horizon, mode: model.Mode(*mode),
+	}, stderr)
 	if err != nil {
 		return err
 	}
-	bm, err := dataset.Standard(frame, *lookback, *horizon)
-	if err != nil {
-		return err
+	if td.summary != "" {
+		fmt.Fprintln(stderr, td.summary)
 	}
-	channels := frame.Channels()
-	if model.Mode(*mode) == model.Independent {
+	channels := len(td.columns)
+	if td.mode == model.Independent {
 		channels = 1
 	}
-	m, err := model.New(model.Config{Lookback: *lookback, Horizon: *horizon, Channels: channels, Mode: model.Mode(*mode)}, *seed)
+	m, err := model.New(model.Config{Lookback: *lookback, Horizon: *horizon, Channels: channels, Mode: td.mode}, *seed)
 	if err != nil {
 		return err
 	}
 	m.Meta = model.Meta{
-		ChannelNames: frame.Columns,
-		Cadence:      frame.Cadence,
-		Mean:         bm.Scaler.Mean,
-		Std:          bm.Scaler.Std,
-		DataSHA256:   frame.SHA256,
-		DataName:     filepath.Base(*data),
+		ChannelNames: td.columns,
+		Cadence:      td.cadence,
+		Mean:         td.scaler.Mean,
+		Std:          td.scaler.Std,
+		DataSHA256:   td.sha256,
+		DataName:     td.name,
 		Seed:         *seed,
 	}
 	_, params := m.ParamCounts()
 
 	bar := newProgress(stderr, *epochs)
-	bar.start(fmt.Sprintf("training %s on %s: %d windows, %d params", *mode, filepath.Base(*data), bm.Train.Len(), params))
+	bar.start(fmt.Sprintf("training %s on %s: %d windows, %d params", td.mode, td.name, td.train.Len(), params))
 	start := time.Now()
 	tc := model.TrainConfig{Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit)}
 	switch {
@@ -114,7 +129,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case *shuffle > 0:
 		tc.ChannelShuffle = *shuffle
 	}
-	res, trainErr := model.Train(ctx, m, bm.Train, bm.Val, tc, bar.epoch)
+	res, trainErr := model.Train(ctx, m, td.train, td.val, tc, bar.epoch)
 	bar.done()
 	if trainErr != nil && !(errors.Is(trainErr, context.Canceled) && res != nil && res.BestEpoch > 0) {
 		return trainErr
@@ -123,7 +138,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	// Score the best epoch on the test split (not cancellable: it is short,
 	// and a model file without its test metrics would be misleading).
-	met, err := model.Evaluate(context.WithoutCancel(ctx), m, bm.Test, model.EvalOptions{})
+	met, err := model.Evaluate(context.WithoutCancel(ctx), m, td.test, model.EvalOptions{})
 	if err != nil {
 		return err
 	}
@@ -135,7 +150,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
 	m.Meta.Training = tc.Settings()
 	// Where a served model's prediction intervals start (output.intervals).
-	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(context.WithoutCancel(ctx), m, bm.Test, errorQuantileWindows); err != nil {
+	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(context.WithoutCancel(ctx), m, td.test, errorQuantileWindows); err != nil {
 		return err
 	}
 	if err := m.Save(*out); err != nil {
@@ -143,14 +158,14 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	rep := trainReport{
-		Model: *out, Data: *data, Protocol: string(bm.Protocol), Mode: *mode,
-		Lookback: *lookback, Horizon: *horizon, Channels: frame.Channels(), Seed: *seed, Params: params,
+		Model: *out, Data: td.name, Protocol: td.protocol, Mode: string(td.mode),
+		Lookback: *lookback, Horizon: *horizon, Channels: len(td.columns), Seed: *seed, Params: params,
 		ChannelShuffle: m.Meta.Training["channel_shuffle"],
-		TrainWindows:   bm.Train.Len(), ValWindows: bm.Val.Len(), TestWindows: bm.Test.Len(),
+		TrainWindows:   td.train.Len(), ValWindows: td.val.Len(), TestWindows: td.test.Len(),
 		EpochsRun: res.EpochsRun, EpochSecondsMedian: res.MedianEpochSeconds(), TrainSeconds: trainSecs,
 		Stopped: res.Stopped, BestEpoch: res.BestEpoch, ValMSE: res.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
-		PerChannelMSE: perChannel(frame.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
+		PerChannelMSE: perChannel(td.columns, met.PerChannelMSE), Alpha: m.Alpha(),
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
 	}
 	if *asJSON {
@@ -210,4 +225,21 @@ func printErrorQuantiles(w io.Writer, q *model.ErrorQuantiles) {
 		over = fmt.Sprintf(", mean over the %d channels", q.Channels)
 	}
 	fmt.Fprintf(w, "prediction intervals start from the errors of %d test windows (normalised units%s): %s\n", q.Windows, over, strings.Join(parts, "; "))
+}
+
+// parseSince reads --since: a Go duration (36h, 90m) or a number of days
+// (14d).
+func parseSince(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n float64
+		if _, err := fmt.Sscanf(days, "%g", &n); err == nil && n > 0 {
+			return time.Duration(n * 24 * float64(time.Hour)), nil
+		}
+	} else if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("--since %q is not a positive duration; use e.g. 14d or 36h", s)
 }
