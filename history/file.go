@@ -215,7 +215,10 @@ func readParquet(ctx context.Context, f *os.File, cfg readings.Config, b *datase
 	defer rr.Release()
 	return readRecords(ctx, cfg, b, stats, func() (arrow.Record, error) {
 		if !rr.Next() {
-			return nil, rr.Err()
+			if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			return nil, nil
 		}
 		return rr.Record(), nil
 	})

@@ -1,0 +1,190 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/history/historytest"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/readings"
+)
+
+// fields are the value fields of the test history, under names that are
+// not the defaults, as a --config would give them.
+var (
+	fields = []string{"flow", "speed"}
+	cfg    = readings.Config{SeriesField: "sensor", TimeField: "at", ValueFields: fields}
+)
+
+// layout names the test history's columns as cfg does.
+var layout = historytest.Layout{Series: "sensor", Time: "at", Values: fields}
+
+// randomHistory returns seeded random readings of a few series with their
+// own starts, lengths, gaps, duplicates and jittered times, in a shuffled
+// order, and one reading with a NaN that every source must refuse.
+func randomHistory(seed uint64) []historytest.Row {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var rows []historytest.Row
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	for s := range 3 + rng.IntN(4) {
+		name := fmt.Sprintf("sensor-%d", s)
+		k := int64(rng.IntN(50))
+		for range 150 + rng.IntN(150) {
+			if rng.Float64() < 0.05 {
+				k += int64(1 + rng.IntN(5))
+			}
+			ms := t0 + k*3_600_000 + int64(rng.IntN(3_600_000))
+			rows = append(rows, historytest.Row{Series: name, Ms: ms, Values: []float64{100 + 20*math.Sin(float64(k)/4) + rng.NormFloat64(), rng.Float64() * 80}})
+			k++
+		}
+	}
+	rows = append(rows, historytest.Row{Series: "sensor-0", Ms: t0, Values: []float64{math.NaN(), 1}})
+	rng.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	return rows
+}
+
+// reference builds the panel straight from the rows, leaving out the
+// refused one.
+func reference(t *testing.T, rows []historytest.Row) *dataset.Panel {
+	t.Helper()
+	b := newBuilder(t)
+	for _, r := range rows {
+		if !math.IsNaN(r.Values[0]) {
+			b.Add(r.Series, r.Ms, r.Values)
+		}
+	}
+	p, err := b.Build(24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newBuilder(t *testing.T) *dataset.PanelBuilder {
+	t.Helper()
+	b, err := dataset.NewPanelBuilder(dataset.PanelConfig{Name: "test", Fields: fields, Cadence: time.Hour, MaxGap: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// samePanel fails unless got holds exactly want's segments.
+func samePanel(t *testing.T, what string, got, want *dataset.Panel) {
+	t.Helper()
+	if len(got.Segments) != len(want.Segments) {
+		t.Fatalf("%s: %d segments, want %d", what, len(got.Segments), len(want.Segments))
+	}
+	for i, w := range want.Segments {
+		g := got.Segments[i]
+		if g.Series != w.Series || g.Start != w.Start || !slices.Equal(g.Values, w.Values) {
+			t.Fatalf("%s: segment %d is %s from step %d (%d values), want %s from %d (%d values)",
+				what, i, g.Series, g.Start, len(g.Values), w.Series, w.Start, len(w.Values))
+		}
+	}
+	if got.Report.Duplicates != want.Report.Duplicates || got.Report.Filled != want.Report.Filled {
+		t.Fatalf("%s: report %+v, want %+v", what, got.Report, want.Report)
+	}
+}
+
+// TestFilesGiveTheSamePanel: the same seeded random history written as long
+// CSV, an Arrow IPC file, an Arrow IPC stream and Parquet is detected as
+// such, and each reads into exactly the panel the readings make, with the
+// NaN reading refused and counted.
+func TestFilesGiveTheSamePanel(t *testing.T) {
+	for seed := range uint64(3) {
+		rows := randomHistory(seed)
+		want := reference(t, rows)
+		dir := t.TempDir()
+		for _, tc := range []struct {
+			name   string
+			format FileFormat
+			write  func(testing.TB, string, historytest.Layout, []historytest.Row)
+		}{
+			{"history.csv", FileCSV, historytest.WriteCSV},
+			{"history.arrow", FileArrow, historytest.WriteArrowFile},
+			{"history.arrows", FileArrow, historytest.WriteArrowStream},
+			{"history.parquet", FileParquet, historytest.WriteParquet},
+		} {
+			path := filepath.Join(dir, tc.name)
+			tc.write(t, path, layout, rows)
+			format, err := Detect(path, cfg)
+			if err != nil || format != tc.format {
+				t.Fatalf("Detect(%s) = %q, %v; want %q", tc.name, format, err, tc.format)
+			}
+			b := newBuilder(t)
+			stats, err := ReadFile(context.Background(), path, format, cfg, b)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if stats.Messages != len(rows) || stats.Readings != len(rows)-1 || stats.Refused[readings.ReasonNonFinite] != 1 || stats.Refusals() != 1 {
+				t.Fatalf("seed %d %s: %v, %v; want %d rows, the NaN one refused as non_finite", seed, tc.name, stats, stats.Refused, len(rows))
+			}
+			got, err := b.Build(24)
+			if err != nil {
+				t.Fatal(err)
+			}
+			samePanel(t, fmt.Sprintf("seed %d %s", seed, tc.name), got, want)
+		}
+	}
+}
+
+// TestWideCSVIsNotLong: a benchmark CSV (a date column, one column per
+// channel) is not taken for long-format history.
+func TestWideCSVIsNotLong(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "wide.csv")
+	if err := os.WriteFile(path, []byte("date,HUFL,OT\n2016-07-01 00:00:00,5.8,30.5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if format, err := Detect(path, readings.Config{}); err != nil || format != "" {
+		t.Fatalf("Detect = %q, %v; want the wide format (\"\")", format, err)
+	}
+}
+
+// TestTopicGivesTheSamePanel: the same history produced to a topic as JSON
+// messages (with one that is not JSON) reads into the same panel, through
+// every partition, with the bad messages counted by reason.
+func TestTopicGivesTheSamePanel(t *testing.T) {
+	rows := randomHistory(11)
+	want := reference(t, rows)
+	c := kafkatest.NewCluster(t, []string{"readings"})
+	kc := kafkatest.Client(t, c.ListenAddrs())
+	msgs := make([]kafka.Message, 0, len(rows)+1)
+	for _, r := range rows {
+		v := readings.AppendJSON(nil, readings.Reading{Series: r.Series, Time: time.UnixMilli(r.Ms), Values: r.Values}, cfg)
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: v})
+	}
+	msgs = append(msgs, kafka.Message{Key: []byte("x"), Value: []byte("not json")})
+	kafkatest.Produce(t, kc, "readings", msgs...)
+	b := newBuilder(t)
+	var progressed int64
+	stats, err := ReadTopic(context.Background(), kc, "readings", cfg, b, TopicOptions{Progress: func(read, total int64) { progressed = read }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Messages != len(msgs) || stats.Refusals() != 2 || stats.Refused[readings.ReasonUnparsable] != 1 || progressed != int64(len(msgs)) {
+		t.Fatalf("%v, progress %d; want %d messages, the NaN and the non-JSON one refused", stats, progressed, len(msgs))
+	}
+	got, err := b.Build(24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePanel(t, "topic", got, want)
+
+	// Since after every message's timestamp: nothing is read.
+	b = newBuilder(t)
+	stats, err = ReadTopic(context.Background(), kc, "readings", cfg, b, TopicOptions{Since: time.Now().Add(time.Hour)})
+	if err != nil || stats.Messages != 0 {
+		t.Fatalf("with Since in the future: %v, %v; want nothing read", stats, err)
+	}
+}
