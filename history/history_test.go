@@ -172,7 +172,7 @@ func TestTopicGivesTheSamePanel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Messages != len(msgs) || stats.Refusals() != 2 || stats.Refused[readings.ReasonUnparsable] != 1 || progressed != int64(len(msgs)) {
+	if stats.Messages != len(msgs) || stats.Readings != len(rows)-1 || stats.Refusals() != 2 || stats.Refused[readings.ReasonUnparsable] != 1 || progressed != int64(len(msgs)) {
 		t.Fatalf("%v, progress %d; want %d messages, the NaN and the non-JSON one refused", stats, progressed, len(msgs))
 	}
 	got, err := b.Build(24)

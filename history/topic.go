@@ -48,7 +48,6 @@ func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, cfg read
 	if err != nil {
 		return stats, err
 	}
-	defer d.close()
 	for _, p := range parts {
 		err := kc.ReadPartition(ctx, topic, p.Partition, p.First, p.End, opts.MaxMessageBytes, func(m kafka.Message) error {
 			read++
@@ -61,9 +60,11 @@ func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, cfg read
 			return d.decode(m.Key, m.Value, m.Time)
 		})
 		if err != nil {
+			d.close()
 			return stats, fmt.Errorf("read the history of topic %s: %w", topic, err)
 		}
 	}
+	d.close()
 	if opts.Progress != nil {
 		opts.Progress(read, total)
 	}

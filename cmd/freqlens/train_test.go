@@ -2,14 +2,25 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/history/historytest"
+	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/readings"
+	"github.com/freqlens/freqlens/wire"
 )
 
 // tensorBytes returns the tensor data of a safetensors model file: what
@@ -69,6 +80,84 @@ func TestTrainFromEveryFormat(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s: the model trained on %s differs from the one trained on the wide CSV", mode, name)
 			}
+		}
+	}
+}
+
+// TestTrainFromTopicThenServe is the path from a topic to forecasts: two
+// weeks of hourly readings of 300 simulated road sensors (1% of them
+// missing) wait in the input topic; `train --from-topic` learns a model
+// from them through the serve configuration, finds the daily cycle, and
+// `serve` with that model forecasts every series.
+func TestTrainFromTopicThenServe(t *testing.T) {
+	const series, steps = 300, 14 * 24
+	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "readings.dlq": 1, "drift": 1, "models": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	kc := kafkatest.Client(t, b.Addrs())
+	frame, err := dataset.Synthetic(dataset.Traffic(series, steps, time.Hour, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]kafka.Message, 0, series*steps)
+	for r := range frame.Rows() {
+		for c, name := range frame.Columns {
+			v := frame.Values[r*series+c]
+			if math.IsNaN(v) {
+				continue // a missing reading: the training fills it as serve would
+			}
+			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil,
+				readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{v}}, readings.Config{})})
+		}
+	}
+	kafkatest.Produce(t, kc, "readings", msgs...)
+
+	dir := t.TempDir()
+	modelPath := filepath.Join(dir, "model.safetensors")
+	cfg := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\nkafka: {brokers: [%q]}\ninput: {cadence: 1h, max_future: 100000h}\n"+
+		"window: {stride: 24}\ntopics: {attributions: \"\"}\n", modelPath, b.Addrs()[0])), 0o644)
+	code, stdout, stderr := runCLI("train", "--from-topic", "--config", cfg, "--lookback", "48", "--horizon", "24",
+		"--epochs", "3", "--out", modelPath, "--json")
+	if code != 0 {
+		t.Fatalf("train --from-topic: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var rep trainReport
+	lastJSON(t, stdout, &rep)
+	if rep.Mode != "independent" || rep.Data != "topic readings" || rep.Protocol != "time" || rep.TrainWindows < series*100 {
+		t.Errorf("train report %+v; want an independent model of topic readings split by time over every series", rep)
+	}
+	if !slices.ContainsFunc(rep.Rhythms, func(r rhythmReport) bool { return r.Period == "24.0h" }) {
+		t.Errorf("no 24h cycle among %+v", rep.Rhythms)
+	}
+	if want := fmt.Sprintf("%d messages, %d readings", len(msgs), len(msgs)); !strings.Contains(stderr, want) || !strings.Contains(stderr, fmt.Sprintf("%d series", series)) {
+		t.Errorf("train did not say what it read (%q, %d series):\n%s", want, series, stderr)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var serveErr bytes.Buffer
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &serveErr) }()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d; stderr:\n%s", code, serveErr.String())
+		}
+	}()
+	seen := map[string]bool{}
+	for deadline := time.Now().Add(90 * time.Second); len(seen) < series; {
+		if time.Now().After(deadline) {
+			t.Fatalf("forecasts for %d of %d series after 90 s; serve:\n%s", len(seen), series, serveErr.String())
+		}
+		time.Sleep(500 * time.Millisecond)
+		for _, m := range kafkatest.ReadAll(t, kc, "forecasts") {
+			f, err := wire.DecodeForecastJSON(m.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[f.Series] = true
 		}
 	}
 }
