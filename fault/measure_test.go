@@ -13,6 +13,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/readings"
@@ -52,9 +53,9 @@ func rssMB(pid int) float64 {
 
 // produceSteps writes steps [from, to) of n series as fast as the broker
 // takes them.
-func produceSteps(t *testing.T, c *cluster, n, from, to int) {
+func produceSteps(t *testing.T, kc *kafkaconn.Client, n, from, to int) {
 	t.Helper()
-	w := c.kc.NewWriter("readings")
+	w := kc.NewWriter("readings")
 	w.BatchTimeout, w.BatchSize, w.BatchBytes = time.Millisecond, 10000, 4<<20
 	defer w.Close()
 	msgs := make([]kafka.Message, 0, n)
@@ -88,7 +89,7 @@ func TestResumeTime(t *testing.T) {
 	cfg := serveConfig(c.proxy.Addr(), modelPath, "")
 	const steps = 96 + 4 // windows ending at steps 95 … 99: 5 per series
 	began := time.Now()
-	produceSteps(t, c, n, 0, steps)
+	produceSteps(t, c.kc, n, 0, steps)
 	t.Logf("produced %d readings in %v", n*steps, time.Since(began).Round(time.Millisecond))
 	first := start(t, "first", cfg)
 	c.waitCommitted(30*time.Minute, first)
@@ -99,7 +100,7 @@ func TestResumeTime(t *testing.T) {
 	second := start(t, "second", cfg)
 	second.waitReady(10 * time.Minute)
 	ready := time.Since(began)
-	produceSteps(t, c, n, steps, steps+1)
+	produceSteps(t, c.kc, n, steps, steps+1)
 	c.waitCommitted(10*time.Minute, second)
 	forecasting := time.Since(began)
 	all := kafkatest.ReadAll(t, c.kc, "forecasts")
@@ -132,7 +133,7 @@ func TestCardinalityBurst(t *testing.T) {
 	r.waitReady(60 * time.Second)
 	pid := r.cmd.Process.Pid
 	t.Logf("before the burst: RSS %.0f MB", rssMB(pid))
-	produceSteps(t, c, n, 0, 1)
+	produceSteps(t, c.kc, n, 0, 1)
 	sent := time.Now()
 	peakRSS, peakActive, peakInflight := 0.0, 0.0, 0.0
 	var expired time.Duration
@@ -162,33 +163,48 @@ func TestCardinalityBurst(t *testing.T) {
 // on) wait in the topic when a replica starts, and it catches up; the test
 // samples its RSS every 0.2 s until everything is committed and for
 // 150 s after (the pipeline trims its buffers after an expiry period, 1 min,
-// without batches), and compares with the same readings arriving paced, one step of
-// every series at a time.
+// without batches). It compares with the same readings arriving paced, one
+// step of every series at a time, and with a broker cut: the first half
+// paced, then the brokers cut off for 30 s, then the second half at once
+// and the catch-up.
 //
-//	FREQLENS_FAULT_BACKLOG=30000 go test -run TestBacklogMemory -v -timeout 20m ./fault/
+//	FREQLENS_FAULT_BACKLOG=30000 go test -count=1 -run TestBacklogMemory -v -timeout 30m ./fault/
 func TestBacklogMemory(t *testing.T) {
 	n := envInt(t, "FREQLENS_FAULT_BACKLOG")
 	const series = 100
 	steps := n / series
 	modelPath := paperModelFile(t, 96)
 	extra := "output: {intervals: [0.8, 0.95], write_timeout: 3s, max_attempts: 3}\nonline: {enabled: true}\n"
-	run := func(name string, paced bool) {
+	run := func(name string) {
 		c := newCluster(t)
 		cfg := strings.Replace(serveConfig(c.proxy.Addr(), modelPath, extra), "output: {write_timeout: 3s, max_attempts: 3}\n", "", 1)
-		if !paced {
-			produceSteps(t, c, series, 0, steps)
+		if name == "backlog" {
+			produceSteps(t, c.kc, series, 0, steps)
 		}
 		r := start(t, name, cfg)
 		r.waitReady(60 * time.Second)
 		pid := r.cmd.Process.Pid
 		began := rssMB(pid)
 		peak := began
-		if paced {
-			for k := range steps {
-				produceSteps(t, c, series, k, k+1)
+		paced := func(from, to int) {
+			for k := from; k < to; k++ {
+				produceSteps(t, c.kc, series, k, k+1)
 				peak = max(peak, rssMB(pid))
 				time.Sleep(20 * time.Millisecond)
 			}
+		}
+		switch name {
+		case "paced":
+			paced(0, steps)
+		case "cut":
+			paced(0, steps/2)
+			c.proxy.Cut()
+			time.Sleep(30 * time.Second)
+			c.proxy.Restore()
+			// The broker advertises the proxy, so the readings of the cut
+			// arrive when it ends, at once, as from producers that
+			// buffered them.
+			produceSteps(t, c.kc, series, steps/2, steps)
 		}
 		var caughtUp time.Duration
 		start := time.Now()
@@ -200,6 +216,9 @@ func TestBacklogMemory(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
+		if caughtUp == 0 {
+			t.Errorf("%s: readings still uncommitted after 10 minutes", name)
+		}
 		after := time.Now()
 		for time.Since(after) < 150*time.Second {
 			peak = max(peak, rssMB(pid))
@@ -210,8 +229,9 @@ func TestBacklogMemory(t *testing.T) {
 			r.metric("go_memstats_heap_inuse_bytes")/1e6, r.metric("go_memstats_heap_released_bytes")/1e6)
 		r.term()
 	}
-	run("backlog", false)
-	run("paced", true)
+	run("backlog")
+	run("paced")
+	run("cut")
 }
 
 // paperModelFile writes an untrained hourly model of the paper's size

@@ -139,7 +139,9 @@ func TestTrainFromTopicThenServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var serveErr bytes.Buffer
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &serveErr) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &serveErr)
+	}()
 	defer func() {
 		cancel()
 		if code := <-done; code != 0 {
