@@ -251,3 +251,56 @@ func TestPanelCadenceErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSample: a sample holds n distinct windows of the collection, in its
+// order, the same for the same seed; a collection no larger than n is its
+// own sample.
+func TestSample(t *testing.T) {
+	b, err := NewPanelBuilder(PanelConfig{Name: "t", Fields: []string{"v"}, Cadence: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range 5 {
+		for k := range int64(200) {
+			b.Add(string(rune('a'+s)), k*3_600_000, []float64{float64(s*1000) + float64(k)})
+		}
+	}
+	p, err := b.Build(12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := p.Split(8, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := bm.Train
+	if all.Sample(all.Len(), 1) != all {
+		t.Error("a sample of every window is not the collection itself")
+	}
+	for seed := range uint64(5) {
+		n := 1 + int(seed)*97%all.Len()
+		s := all.Sample(n, seed)
+		if s.Len() != n {
+			t.Fatalf("sample of %d holds %d", n, s.Len())
+		}
+		again := all.Sample(n, seed)
+		prev := -1
+		for i := range n {
+			// Find the window in the collection: inputs are distinct.
+			j := -1
+			for k := range all.Len() {
+				if slices.Equal(all.Input(k), s.Input(i)) {
+					j = k
+					break
+				}
+			}
+			if j < 0 || j <= prev || !slices.Equal(all.Target(j), s.Target(i)) {
+				t.Fatalf("seed %d: sampled window %d is not a later window of the collection (found at %d after %d)", seed, i, j, prev)
+			}
+			prev = j
+			if !slices.Equal(again.Input(i), s.Input(i)) {
+				t.Fatalf("seed %d: two samples with the same seed differ", seed)
+			}
+		}
+	}
+}

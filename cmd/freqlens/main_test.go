@@ -47,7 +47,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 }
 
 // lastJSON decodes the last line of out into v.
-func lastJSON(t *testing.T, out string, v any) {
+func lastJSON(t testing.TB, out string, v any) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {

@@ -58,6 +58,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shuffle := fs.Float64("channel-shuffle", -1, "mixed mode: share of training samples whose channels come from independently drawn windows (default: the model package's default; 0 turns it off)")
 	out := fs.String("out", "", "where to write the model (safetensors)")
 	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
+	maxWindows := fs.Int("max-windows", 100_000, "long-format data: train on at most this many windows, drawn at random (seeded) from every series, and validate on a fifth as many; 0 uses all")
 	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -77,6 +78,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *maxWindows < 0 {
+		return fmt.Errorf("--max-windows %d is negative; use 0 to train on every window", *maxWindows)
+	}
 	if *horizon < 1 || *lookback < 4 || *epochs < 1 || *batch < 1 {
 		return fmt.Errorf("--horizon, --lookback, --epochs and --batch-size must be positive (lookback at least 4); got %d, %d, %d, %d", *horizon, *lookback, *epochs, *batch)
 	}
@@ -92,7 +96,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	td, err := loadTrainingData(ctx, trainingSource{
 		data: *data, configPath: *cfgPath, fromTopic: *fromTopic, since: sinceDur,
-		lookback: *lookback, horizon: *horizon, mode: model.Mode(*mode),
+		lookback: *lookback, horizon: *horizon, mode: model.Mode(*mode), maxWindows: *maxWindows, seed: *seed,
 	}, stderr)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/history/historytest"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/readings"
@@ -97,22 +99,7 @@ func TestTrainFromTopicThenServe(t *testing.T) {
 	}
 	defer b.Close()
 	kc := kafkatest.Client(t, b.Addrs())
-	frame, err := dataset.Synthetic(dataset.Traffic(series, steps, time.Hour, 9))
-	if err != nil {
-		t.Fatal(err)
-	}
-	msgs := make([]kafka.Message, 0, series*steps)
-	for r := range frame.Rows() {
-		for c, name := range frame.Columns {
-			v := frame.Values[r*series+c]
-			if math.IsNaN(v) {
-				continue // a missing reading: the training fills it as serve would
-			}
-			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil,
-				readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{v}}, readings.Config{})})
-		}
-	}
-	kafkatest.Produce(t, kc, "readings", msgs...)
+	msgs := produceTraffic(t, kc, series, steps)
 
 	dir := t.TempDir()
 	modelPath := filepath.Join(dir, "model.safetensors")
@@ -132,7 +119,7 @@ func TestTrainFromTopicThenServe(t *testing.T) {
 	if !slices.ContainsFunc(rep.Rhythms, func(r rhythmReport) bool { return r.Period == "24.0h" }) {
 		t.Errorf("no 24h cycle among %+v", rep.Rhythms)
 	}
-	if want := fmt.Sprintf("%d messages, %d readings", len(msgs), len(msgs)); !strings.Contains(stderr, want) || !strings.Contains(stderr, fmt.Sprintf("%d series", series)) {
+	if want := fmt.Sprintf("%d messages, %d readings", msgs, msgs); !strings.Contains(stderr, want) || !strings.Contains(stderr, fmt.Sprintf("%d series", series)) {
 		t.Errorf("train did not say what it read (%q, %d series):\n%s", want, series, stderr)
 	}
 
@@ -161,5 +148,69 @@ func TestTrainFromTopicThenServe(t *testing.T) {
 			}
 			seen[f.Series] = true
 		}
+	}
+}
+
+// produceTraffic writes steps hourly readings of series simulated road
+// sensors (dataset.Traffic; 1% of the readings missing) to the topic
+// readings as JSON, and returns how many it wrote.
+func produceTraffic(tb testing.TB, kc *kafkaconn.Client, series, steps int) int {
+	tb.Helper()
+	frame, err := dataset.Synthetic(dataset.Traffic(series, steps, time.Hour, 9))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	msgs := make([]kafka.Message, 0, series*steps)
+	for r := range frame.Rows() {
+		for c, name := range frame.Columns {
+			v := frame.Values[r*series+c]
+			if math.IsNaN(v) {
+				continue // a missing reading: the training fills it as serve would
+			}
+			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil,
+				readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{v}}, readings.Config{})})
+		}
+	}
+	kafkatest.Produce(tb, kc, "readings", msgs...)
+	return len(msgs)
+}
+
+// BenchmarkTrainFromTopic measures the README's path from a topic to a
+// model: 1,000 simulated road sensors × 30 days of hourly readings in the
+// input topic, `train --from-topic` with the defaults (L = 96, H = 24,
+// --max-windows 100000, early stopping). It reports the seconds to read the
+// topic and to train, and the test MSE.
+//
+//	go test -run '^$' -bench TrainFromTopic -benchtime 1x -timeout 0 ./cmd/freqlens/
+func BenchmarkTrainFromTopic(b *testing.B) {
+	const series, steps = 1000, 30 * 24
+	br, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 6})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	kc := kafkatest.Client(b, br.Addrs())
+	msgs := produceTraffic(b, kc, series, steps)
+	dir := b.TempDir()
+	cfg := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("kafka: {brokers: [%q]}\ninput: {cadence: 1h, max_future: 100000h}\n", br.Addrs()[0])), 0o644)
+	for b.Loop() {
+		start := time.Now()
+		code, stdout, stderr := runCLI("train", "--from-topic", "--config", cfg, "--horizon", "24",
+			"--out", filepath.Join(dir, "m.safetensors"), "--json")
+		if code != 0 {
+			b.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		var rep trainReport
+		lastJSON(b, stdout, &rep)
+		read := regexp.MustCompile(`read topic readings in ([0-9.]+m?s)`).FindStringSubmatch(stderr)
+		readTime, _ := time.ParseDuration(read[1])
+		b.ReportMetric(time.Since(start).Seconds(), "s/total")
+		b.ReportMetric(readTime.Seconds(), "s/read")
+		b.ReportMetric(rep.TrainSeconds, "s/train")
+		b.ReportMetric(float64(rep.EpochsRun), "epochs")
+		b.ReportMetric(rep.TestMSE, "test_mse")
+		b.ReportMetric(float64(msgs), "messages")
+		b.Logf("%s", stderr)
 	}
 }

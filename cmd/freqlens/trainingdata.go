@@ -43,6 +43,10 @@ type trainingSource struct {
 	// mode is --mode when given, else "": mixed for a wide file, and
 	// independent (one model for every series) for long data.
 	mode model.Mode
+	// maxWindows caps the training windows of long data (a fifth of it the
+	// validation windows), drawn with seed; 0 keeps all.
+	maxWindows int
+	seed       uint64
 }
 
 // loadTrainingData reads src. A CSV whose header names the series and time
@@ -166,11 +170,15 @@ func panelData(b *dataset.PanelBuilder, stats history.Stats, src trainingSource,
 		summary += fmt.Sprintf("; left out as shorter than lookback + horizon: %d segments (%d steps), %d series with nothing longer",
 			r.ShortSegments, r.ShortRows, r.ShortSeries)
 	}
+	if n := bm.Train.Len(); src.maxWindows > 0 && n > src.maxWindows {
+		summary += fmt.Sprintf("; training on %d of %d windows drawn at random (--max-windows)", src.maxWindows, n)
+	}
 	if stats.Example != "" {
 		summary += "\n  first refused: " + stats.Example
 	}
 	return &trainingData{
 		name: name, protocol: "time", mode: mode, columns: p.Fields, cadence: p.Cadence,
-		scaler: bm.Scaler, train: bm.Train, val: bm.Val, test: bm.Test, summary: summary,
+		scaler: bm.Scaler, train: bm.Train.Sample(src.maxWindows, src.seed),
+		val: bm.Val.Sample(src.maxWindows/5, src.seed+1), test: bm.Test, summary: summary,
 	}, nil
 }
