@@ -77,6 +77,23 @@ func Detect(path string, cfg readings.Config) (FileFormat, error) {
 	return "", nil
 }
 
+// hasColumns reports the first of cfg's series, time and value fields
+// that the file's columns do not name.
+func hasColumns(columns []string, cfg readings.Config) error {
+	series, ts := fieldNames(cfg)
+	values := cfg.ValueFields
+	if len(values) == 0 {
+		values = readings.DefaultConfig().ValueFields
+	}
+	for _, want := range append([]string{series, ts}, values...) {
+		if !slices.Contains(columns, want) {
+			return fmt.Errorf("the columns %q hold no %q; name the file's columns in --config (input.series_field, input.time_field, input.value_fields) or rename the column",
+				columns, want)
+		}
+	}
+	return nil
+}
+
 // fieldNames returns cfg's series and time field names, defaults applied.
 func fieldNames(cfg readings.Config) (series, ts string) {
 	d := readings.DefaultConfig()
@@ -129,6 +146,9 @@ func readCSV(ctx context.Context, r io.Reader, cfg readings.Config, b *dataset.P
 	header, err := csv.NewReader(bytes.NewReader(line)).Read()
 	if err != nil {
 		return fmt.Errorf("header: %w", err)
+	}
+	if err := hasColumns(header, cfg); err != nil {
+		return err
 	}
 	cfg.Format = readings.FormatCSV
 	cfg.CSVColumns = header
@@ -269,6 +289,7 @@ func readRecords(ctx context.Context, cfg readings.Config, b *dataset.PanelBuild
 		}
 		return nil
 	}
+	checked := false // the columns of the first record
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -279,6 +300,16 @@ func readRecords(ctx context.Context, cfg readings.Config, b *dataset.PanelBuild
 		}
 		if rec == nil {
 			return nil
+		}
+		if !checked {
+			names := make([]string, rec.Schema().NumFields())
+			for i, f := range rec.Schema().Fields() {
+				names[i] = f.Name
+			}
+			if err := hasColumns(names, cfg); err != nil {
+				return err
+			}
+			checked = true
 		}
 		for lo := int64(0); lo < rec.NumRows(); lo += chunkRows {
 			part := rec.NewSlice(lo, min(lo+chunkRows, rec.NumRows()))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,5 +187,29 @@ func TestTopicGivesTheSamePanel(t *testing.T) {
 	stats, err = ReadTopic(context.Background(), kc, "readings", cfg, b, TopicOptions{Since: time.Now().Add(time.Hour)})
 	if err != nil || stats.Messages != 0 {
 		t.Fatalf("with Since in the future: %v, %v; want nothing read", stats, err)
+	}
+}
+
+// TestMissingColumn: a file without one of the configured fields is
+// refused at once, naming the column, in every format.
+func TestMissingColumn(t *testing.T) {
+	rows := randomHistory(1)
+	dir := t.TempDir()
+	other := historytest.Layout{Series: "sensor", Time: "at", Values: []string{"flow", "occupancy"}}
+	for _, tc := range []struct {
+		name   string
+		format FileFormat
+		write  func(testing.TB, string, historytest.Layout, []historytest.Row)
+	}{
+		{"h.csv", FileCSV, historytest.WriteCSV},
+		{"h.arrow", FileArrow, historytest.WriteArrowFile},
+		{"h.parquet", FileParquet, historytest.WriteParquet},
+	} {
+		path := filepath.Join(dir, tc.name)
+		tc.write(t, path, other, rows)
+		_, err := ReadFile(context.Background(), path, tc.format, cfg, newBuilder(t))
+		if err == nil || !strings.Contains(err.Error(), `no "speed"`) {
+			t.Errorf("%s: %v; want an error naming the missing column speed", tc.name, err)
+		}
 	}
 }

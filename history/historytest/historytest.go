@@ -80,12 +80,8 @@ func Record(l Layout, rows []Row) arrow.Record {
 // batches.
 func WriteArrowFile(t testing.TB, path string, l Layout, rows []Row) {
 	t.Helper()
-	rec := Record(l, rows)
+	rec, f := create(t, path, l, rows)
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer f.Close()
 	w, err := ipc.NewFileWriter(f, ipc.WithSchema(rec.Schema()))
 	if err != nil {
@@ -107,12 +103,8 @@ func WriteArrowFile(t testing.TB, path string, l Layout, rows []Row) {
 // WriteArrowStream writes the rows as an Arrow IPC stream.
 func WriteArrowStream(t testing.TB, path string, l Layout, rows []Row) {
 	t.Helper()
-	rec := Record(l, rows)
+	rec, f := create(t, path, l, rows)
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer f.Close()
 	w := ipc.NewWriter(f, ipc.WithSchema(rec.Schema()))
 	if err := w.Write(rec); err != nil {
@@ -126,16 +118,24 @@ func WriteArrowStream(t testing.TB, path string, l Layout, rows []Row) {
 // WriteParquet writes the rows as Parquet in row groups of 100 rows.
 func WriteParquet(t testing.TB, path string, l Layout, rows []Row) {
 	t.Helper()
-	rec := Record(l, rows)
+	rec, f := create(t, path, l, rows)
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer f.Close()
 	tbl := array.NewTableFromRecords(rec.Schema(), []arrow.Record{rec})
 	defer tbl.Release()
 	if err := pqarrow.WriteTable(tbl, f, 100, nil, pqarrow.DefaultWriterProps()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// create returns the rows as a record and the file at path, created.
+func create(t testing.TB, path string, l Layout, rows []Row) (arrow.Record, *os.File) {
+	t.Helper()
+	rec := Record(l, rows)
+	f, err := os.Create(path)
+	if err != nil {
+		rec.Release()
+		t.Fatal(err)
+	}
+	return rec, f
 }
