@@ -19,6 +19,7 @@ import (
 	"github.com/freqlens/freqlens/feed"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/service"
+	"github.com/freqlens/freqlens/training"
 	"github.com/freqlens/freqlens/wire"
 )
 
@@ -135,33 +136,25 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	if _, err := frame.FillMissing(); err != nil {
 		return nil, err
 	}
-	bm, err := dataset.Standard(frame, 96, 24)
+	frame.Name = "simulated traffic"
+	d, err := training.FromFrame(frame, training.Split{Lookback: 96, Horizon: 24, Mode: model.Independent})
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.New(model.Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: model.Independent}, seed)
-	if err != nil {
-		return nil, err
-	}
-	m.Meta.Cadence = feed.SimulationCadence
-	m.Meta.DataName = "simulated traffic"
-	_, err = model.Train(ctx, m, bm.Train, bm.Val, model.TrainConfig{Epochs: epochs, Seed: seed}, func(s model.EpochStats) {
+	d.Cadence = feed.SimulationCadence
+	// Trained and scored as train does, so the online error has its test
+	// MSE to be compared with (freqlens_model_test_mse, the dashboard, the
+	// alert).
+	res, err := training.Fit(ctx, d, 96, 24, training.Options{Epochs: epochs, Seed: seed, Epoch: func(s model.EpochStats) {
 		fmt.Fprintf(stdout, "  epoch %d/%d: validation MSE %.4f (%.1fs)\n", s.Epoch, s.Epochs, s.ValMSE, s.Seconds)
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
-	// Score it as train does, so the online error has its test MSE to be
-	// compared with (freqlens_model_test_mse, the dashboard, the alert).
-	met, err := model.Evaluate(ctx, m, bm.Test, model.EvalOptions{})
-	if err != nil {
-		return nil, err
+	if res.Interrupted {
+		return nil, ctx.Err()
 	}
-	m.Meta.Metrics = map[string]float64{"test_mse": met.MSE, "test_mae": met.MAE}
-	m.Meta.Selected, m.Meta.Shares, m.Meta.ResidualShare = met.Selected, met.Shares, met.ResidualShare
-	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(ctx, m, bm.Test, errorQuantileWindows); err != nil {
-		return nil, err
-	}
+	m, met := res.Model, res.Test
 	fmt.Fprintf(stdout, "  test MSE %.4f (normalised units; the online MSE below compares with it)\n", met.MSE)
 	var found []string
 	for _, r := range rhythmsOf(m, met.Shares) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/training"
 )
 
 // trainReport is the JSON summary `train --json` prints as its last line.
@@ -94,82 +94,44 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--frequency-init %q is unknown; use %s or %s", *freqInit, model.InitSpectrum, model.InitGrid)
 	}
 
-	td, err := loadTrainingData(ctx, trainingSource{
-		data: *data, configPath: *cfgPath, fromTopic: *fromTopic, since: sinceDur,
-		lookback: *lookback, horizon: *horizon, mode: model.Mode(*mode), maxWindows: *maxWindows, seed: *seed,
-	}, stderr)
+	split := training.Split{Lookback: *lookback, Horizon: *horizon, Mode: model.Mode(*mode), MaxWindows: *maxWindows, Seed: *seed}
+	td, err := loadTrainingData(ctx, trainingSource{data: *data, configPath: *cfgPath, fromTopic: *fromTopic, since: sinceDur}, split, stderr)
 	if err != nil {
 		return err
 	}
-	if td.summary != "" {
-		fmt.Fprintln(stderr, td.summary)
+	if td.Summary != "" {
+		fmt.Fprintln(stderr, td.Summary)
 	}
-	channels := len(td.columns)
-	if td.mode == model.Independent {
-		channels = 1
-	}
-	m, err := model.New(model.Config{Lookback: *lookback, Horizon: *horizon, Channels: channels, Mode: td.mode}, *seed)
-	if err != nil {
-		return err
-	}
-	m.Meta = model.Meta{
-		ChannelNames: td.columns,
-		Cadence:      td.cadence,
-		Mean:         td.scaler.Mean,
-		Std:          td.scaler.Std,
-		DataSHA256:   td.sha256,
-		DataName:     td.name,
-		Seed:         *seed,
-	}
-	_, params := m.ParamCounts()
-
 	bar := newProgress(stderr, *epochs)
-	bar.start(fmt.Sprintf("training %s on %s: %d windows, %d params", td.mode, td.name, td.train.Len(), params))
-	start := time.Now()
-	tc := model.TrainConfig{Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit)}
+	opts := training.Options{
+		Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit),
+		Start: bar.start, Epoch: bar.epoch,
+	}
 	switch {
 	case *shuffle == 0:
-		tc.ChannelShuffle = -1 // off
+		opts.ChannelShuffle = -1 // off
 	case *shuffle > 0:
-		tc.ChannelShuffle = *shuffle
+		opts.ChannelShuffle = *shuffle
 	}
-	res, trainErr := model.Train(ctx, m, td.train, td.val, tc, bar.epoch)
+	res, err := training.Fit(ctx, td, *lookback, *horizon, opts)
 	bar.done()
-	if trainErr != nil && !(errors.Is(trainErr, context.Canceled) && res != nil && res.BestEpoch > 0) {
-		return trainErr
-	}
-	trainSecs := time.Since(start).Seconds()
-
-	// Score the best epoch on the test split (not cancellable: it is short,
-	// and a model file without its test metrics would be misleading).
-	met, err := model.Evaluate(context.WithoutCancel(ctx), m, td.test, model.EvalOptions{})
 	if err != nil {
 		return err
 	}
-	m.Meta.Metrics = map[string]float64{
-		"test_mse": met.MSE, "test_mae": met.MAE, "val_mse": res.BestValMSE,
-		"best_epoch": float64(res.BestEpoch), "epochs_run": float64(res.EpochsRun),
-	}
-	m.Meta.Selected = met.Selected
-	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
-	m.Meta.Training = tc.Settings()
-	// Where a served model's prediction intervals start (output.intervals).
-	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(context.WithoutCancel(ctx), m, td.test, errorQuantileWindows); err != nil {
-		return err
-	}
+	m, met, tr := res.Model, res.Test, res.Train
 	if err := m.Save(*out); err != nil {
 		return err
 	}
 
 	rep := trainReport{
-		Model: *out, Data: td.name, Protocol: td.protocol, Mode: string(td.mode),
-		Lookback: *lookback, Horizon: *horizon, Channels: len(td.columns), Seed: *seed, Params: params,
+		Model: *out, Data: td.Name, Protocol: td.Protocol, Mode: string(td.Mode),
+		Lookback: *lookback, Horizon: *horizon, Channels: len(td.Columns), Seed: *seed, Params: res.Params,
 		ChannelShuffle: m.Meta.Training["channel_shuffle"],
-		TrainWindows:   td.train.Len(), ValWindows: td.val.Len(), TestWindows: td.test.Len(),
-		EpochsRun: res.EpochsRun, EpochSecondsMedian: res.MedianEpochSeconds(), TrainSeconds: trainSecs,
-		Stopped: res.Stopped, BestEpoch: res.BestEpoch, ValMSE: res.BestValMSE,
+		TrainWindows:   td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
+		EpochsRun: tr.EpochsRun, EpochSecondsMedian: tr.MedianEpochSeconds(), TrainSeconds: res.Seconds,
+		Stopped: tr.Stopped, BestEpoch: tr.BestEpoch, ValMSE: tr.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
-		PerChannelMSE: perChannel(td.columns, met.PerChannelMSE), Alpha: m.Alpha(),
+		PerChannelMSE: perChannel(td.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
 	}
 	if *asJSON {
@@ -181,7 +143,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	printErrorQuantiles(stdout, m.Meta.ErrorQuantiles)
 	fmt.Fprintf(stdout, "model written to %s\n", *out)
-	if trainErr != nil {
+	if res.Interrupted {
 		fmt.Fprintf(stderr, "freqlens train: interrupted; saved the best epoch so far\n")
 	}
 	return nil
@@ -199,10 +161,6 @@ func perChannel(names []string, v []float64) map[string]float64 {
 	}
 	return out
 }
-
-// errorQuantileWindows is how many test windows train measures the error
-// quantiles on: enough for the 0.5% tails of every step.
-const errorQuantileWindows = 4096
 
 // printErrorQuantiles prints where a served model's 80% and 95% intervals
 // start: their bounds at the first and the last horizon step, averaged over

@@ -1,0 +1,92 @@
+package training
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/history"
+	"github.com/freqlens/freqlens/internal/kafkaconn"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/readings"
+)
+
+// FromFile reads long-format history from a file of the given format
+// (history.Detect), decoding it with rc and putting it on steps with pc,
+// and splits it by time.
+func FromFile(ctx context.Context, path string, format history.FileFormat, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
+	pc.Name = filepath.Base(path)
+	b, err := dataset.NewPanelBuilder(pc)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := history.ReadFile(ctx, path, format, rc, b)
+	if err != nil {
+		return nil, err
+	}
+	return fromPanel(b, stats, s, format.String()+" "+pc.Name)
+}
+
+// FromTopic reads the retained history of topic (see history.ReadTopic),
+// decoding it with rc and putting it on steps with pc, and splits it by
+// time.
+func FromTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts history.TopicOptions, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
+	pc.Name = "topic " + topic
+	b, err := dataset.NewPanelBuilder(pc)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := history.ReadTopic(ctx, kc, topic, rc, b, opts)
+	if err != nil {
+		return nil, err
+	}
+	return fromPanel(b, stats, s, pc.Name)
+}
+
+// fromPanel puts long-format readings on steps and splits them by time.
+func fromPanel(b *dataset.PanelBuilder, stats history.Stats, s Split, name string) (*Data, error) {
+	if stats.Readings == 0 {
+		msg := fmt.Sprintf("%s: no readings among %d", name, stats.Messages)
+		if stats.Example != "" {
+			msg += "; the first refused: " + stats.Example
+		}
+		return nil, fmt.Errorf("%s; check input.series_field, input.time_field and input.value_fields in --config", msg)
+	}
+	p, err := b.Build(s.Lookback + s.Horizon)
+	if err != nil {
+		return nil, err
+	}
+	mode := s.Mode
+	if mode == "" {
+		mode = model.Independent
+	}
+	bm, err := p.Split(s.Lookback, s.Horizon, mode == model.Independent)
+	if err != nil {
+		return nil, err
+	}
+	r := p.Report
+	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v; %d duplicate readings replaced, %d steps filled, %d gaps restart a series",
+		name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, r.Restarts)
+	if r.ShortSeries > 0 || r.ShortSegments > 0 {
+		summary += fmt.Sprintf("; left out as shorter than lookback + horizon: %d segments (%d steps), %d series with nothing longer",
+			r.ShortSegments, r.ShortRows, r.ShortSeries)
+	}
+	if n := bm.Train.Len(); s.MaxWindows > 0 && n > s.MaxWindows {
+		summary += fmt.Sprintf("; training on %d of %d windows drawn at random (--max-windows)", s.MaxWindows, n)
+	}
+	if stats.Example != "" {
+		summary += "\n  first refused: " + stats.Example
+	}
+	first, last := p.Segments[0].Start, p.Segments[0].Start
+	for _, seg := range p.Segments {
+		first, last = min(first, seg.Start), max(last, seg.Start+int64(seg.Rows(len(p.Fields)))-1)
+	}
+	return &Data{
+		Span: time.Duration(last-first+1) * p.Cadence,
+		Name: name, Protocol: "time", Mode: mode, Columns: p.Fields, Cadence: p.Cadence, Scaler: bm.Scaler,
+		Train: bm.Train.Sample(s.MaxWindows, s.Seed), Val: bm.Val.Sample(s.MaxWindows/5, s.Seed+1), Test: bm.Test,
+		Summary: summary,
+	}, nil
+}

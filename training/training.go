@@ -1,0 +1,176 @@
+// Package training fits a FreqLens model to history and measures it: the
+// steps that `freqlens train` and a `serve` that bootstraps its first model
+// share. Data says what to learn from (a wide benchmark file under the
+// standard protocol, or long-format history from files or the input topic,
+// split by time); Fit trains, scores the test split and records in the
+// model's metadata what it learned from and how well it forecasts.
+//
+// It sits above model, dataset and history and below cmd and service.
+package training
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
+)
+
+// Data is what a model learns from, whichever the source.
+type Data struct {
+	// Name names the source: a file's base name, or "topic <name>".
+	Name string
+	// Protocol is the split: ett-hour, ett-minute or ratio for a wide
+	// file, time for long-format history.
+	Protocol string
+	// Mode is the model's channel mode.
+	Mode model.Mode
+	// Columns names the channels (the value fields of long data).
+	Columns []string
+	// Cadence is the step length.
+	Cadence time.Duration
+	// Scaler holds the training rows' statistics, a mixed model's
+	// normalisation.
+	Scaler dataset.Scaler
+	// SHA256 is the source file's digest, "" for the topic.
+	SHA256 string
+	// Train, Val and Test are the windows of each part.
+	Train, Val, Test model.Source
+	// Summary says what became of long-format readings, for the log.
+	Summary string
+	// Span is the time from the earliest to the latest step of long-format
+	// history (0 for a wide file).
+	Span time.Duration
+}
+
+// Split says how history is cut into windows.
+type Split struct {
+	Lookback, Horizon int
+	// Mode is the model's channel mode; "" means mixed for a wide file and
+	// independent (one model for every series) for long data.
+	Mode model.Mode
+	// MaxWindows caps the training windows of long data, drawn at random
+	// with Seed (a fifth as many validation windows); 0 keeps all.
+	MaxWindows int
+	Seed       uint64
+}
+
+// FromWideCSV reads a wide benchmark CSV (a date column, one column per
+// channel) under the standard protocol.
+func FromWideCSV(path string, s Split) (*Data, error) {
+	frame, err := dataset.LoadCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	frame.Name = filepath.Base(path)
+	return FromFrame(frame, s)
+}
+
+// FromFrame splits a frame under the standard protocol its name picks
+// (dataset.ProtocolFor).
+func FromFrame(frame *dataset.Frame, s Split) (*Data, error) {
+	bm, err := dataset.Standard(frame, s.Lookback, s.Horizon)
+	if err != nil {
+		return nil, err
+	}
+	mode := s.Mode
+	if mode == "" {
+		mode = model.Mixed
+	}
+	return &Data{
+		Name: frame.Name, Protocol: string(bm.Protocol), Mode: mode, Columns: frame.Columns,
+		Cadence: frame.Cadence, Scaler: bm.Scaler, SHA256: frame.SHA256,
+		Train: bm.Train, Val: bm.Val, Test: bm.Test,
+	}, nil
+}
+
+// Options says how Fit trains.
+type Options struct {
+	// Epochs, BatchSize, Seed and FrequencyInit are model.TrainConfig's.
+	Epochs, BatchSize int
+	Seed              uint64
+	FrequencyInit     model.FrequencyInit
+	// ChannelShuffle is model.TrainConfig's share of shuffled-channel
+	// samples of a mixed model; 0 means the default, a negative value off.
+	ChannelShuffle float64
+	// Start, when set, is called once before the first epoch with a line
+	// that says what is trained on what; Epoch after every epoch.
+	Start func(what string)
+	Epoch func(model.EpochStats)
+}
+
+// Result is a trained and measured model.
+type Result struct {
+	Model *model.Model
+	Train *model.TrainResult
+	// Test is the model's score on the test windows.
+	Test model.Metrics
+	// Seconds is the training time, Params the parameter count.
+	Seconds float64
+	Params  int
+	// Interrupted says that ctx ended the training after at least one
+	// epoch: the model is the best epoch so far.
+	Interrupted bool
+}
+
+// errorQuantileWindows is how many test windows Fit measures the error
+// quantiles on: enough for the 0.5% tails of every step.
+const errorQuantileWindows = 4096
+
+// Fit trains a model of lookback L and horizon H on d, scores it on the
+// test windows and fills its metadata: the data's channels, cadence and
+// normalisation, the test metrics, the attribution shares and where
+// served prediction intervals start.
+func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Result, error) {
+	channels := len(d.Columns)
+	if d.Mode == model.Independent {
+		channels = 1
+	}
+	m, err := model.New(model.Config{Lookback: lookback, Horizon: horizon, Channels: channels, Mode: d.Mode}, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	m.Meta = model.Meta{
+		ChannelNames: d.Columns, Cadence: d.Cadence, Mean: d.Scaler.Mean, Std: d.Scaler.Std,
+		DataSHA256: d.SHA256, DataName: d.Name, Seed: o.Seed,
+	}
+	_, params := m.ParamCounts()
+	if o.Start != nil {
+		o.Start(fmt.Sprintf("training %s on %s: %d windows, %d params", d.Mode, d.Name, d.Train.Len(), params))
+	}
+	start := time.Now()
+	tc := model.TrainConfig{Epochs: o.Epochs, BatchSize: o.BatchSize, Seed: o.Seed, FrequencyInit: o.FrequencyInit}
+	switch {
+	case o.ChannelShuffle < 0:
+		tc.ChannelShuffle = -1 // off
+	case o.ChannelShuffle > 0:
+		tc.ChannelShuffle = o.ChannelShuffle
+	}
+	tr, trainErr := model.Train(ctx, m, d.Train, d.Val, tc, o.Epoch)
+	if trainErr != nil && !(errors.Is(trainErr, context.Canceled) && tr != nil && tr.BestEpoch > 0) {
+		return nil, trainErr
+	}
+	res := &Result{Model: m, Train: tr, Seconds: time.Since(start).Seconds(), Params: params, Interrupted: trainErr != nil}
+
+	// Score the best epoch on the test split (not cancellable: it is short,
+	// and a model without its test metrics would be misleading).
+	if res.Test, err = model.Evaluate(context.WithoutCancel(ctx), m, d.Test, model.EvalOptions{}); err != nil {
+		return nil, err
+	}
+	met := res.Test
+	m.Meta.Metrics = map[string]float64{
+		"test_mse": met.MSE, "test_mae": met.MAE, "val_mse": tr.BestValMSE,
+		"best_epoch": float64(tr.BestEpoch), "epochs_run": float64(tr.EpochsRun),
+	}
+	m.Meta.Selected = met.Selected
+	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
+	m.Meta.Training = tc.Settings()
+	// Where a served model's prediction intervals start (output.intervals).
+	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(context.WithoutCancel(ctx), m, d.Test, errorQuantileWindows); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
