@@ -241,9 +241,9 @@ func setString(p any, s string) error {
 		*p = v
 		return nil
 	case *time.Duration:
-		d, err := time.ParseDuration(s)
+		d, err := parseDuration(s)
 		if err != nil {
-			return fmt.Errorf("%q is not a duration; write it like 250ms, 5m or 1h", s)
+			return fmt.Errorf("%q is not a duration; write it like 250ms, 5m, 1h or 14d", s)
 		}
 		*p = d
 		return nil
@@ -294,4 +294,17 @@ func kindError(k reflect.Kind) error {
 		return errors.New("is not a number")
 	}
 	return errors.New("is not a single value")
+}
+
+// parseDuration is time.ParseDuration that also takes whole or decimal
+// days ("14d", "1.5d"), the unit of history and retention.
+func parseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil || n < 0 || n > 100_000 {
+			return 0, fmt.Errorf("bad number of days %q", days)
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	return time.ParseDuration(s)
 }

@@ -270,3 +270,19 @@ func TestEveryKeyReachesItsField(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationsInDays: durations take days, the unit of history, as well
+// as Go's units; a bad number of days is refused naming the key.
+func TestDurationsInDays(t *testing.T) {
+	base := "kafka: {brokers: [\"127.0.0.1:9092\"]}\ninput: {cadence: 1h}\n"
+	cfg, err := Parse([]byte(base+"model: {path: m.safetensors, bootstrap: {min_history: 14d, horizon: 24, check_every: 1.5d}}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := cfg.Bootstrap; b.MinHistory != 14*24*time.Hour || b.CheckEvery != 36*time.Hour || b.Horizon != 24 || b.Lookback != 96 {
+		t.Errorf("bootstrap %+v; want 14 days, 36 h, horizon 24 and the default lookback", b)
+	}
+	if _, err := Parse([]byte(base+"model: {bootstrap: {min_history: xd}}\n"), noEnv); err == nil || !strings.Contains(err.Error(), "model.bootstrap.min_history") {
+		t.Errorf("min_history xd: %v; want an error naming the key", err)
+	}
+}

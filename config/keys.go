@@ -58,7 +58,12 @@ func keys(c *service.Config) map[string]any {
 		"window.stride":           &w.Stride,
 		"window.max_jump":         &w.MaxJump,
 
-		"model.path": &c.ModelPath,
+		"model.path":                  &c.ModelPath,
+		"model.bootstrap.min_history": &c.Bootstrap.MinHistory,
+		"model.bootstrap.horizon":     &c.Bootstrap.Horizon,
+		"model.bootstrap.lookback":    &c.Bootstrap.Lookback,
+		"model.bootstrap.epochs":      &c.Bootstrap.Epochs,
+		"model.bootstrap.check_every": &c.Bootstrap.CheckEvery,
 
 		"output.format":        &sk.Format,
 		"output.attributions":  &sk.Attributions,

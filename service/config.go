@@ -48,8 +48,12 @@ type Config struct {
 	Online online.Config
 
 	// ModelPath is a model file written by `freqlens train` (model.path).
-	// Required unless New is given WithModel.
+	// Required unless New is given WithModel. With Bootstrap on, a missing
+	// file is trained from the input topic's history and written there.
 	ModelPath string
+	// Bootstrap trains the first model when ModelPath does not exist
+	// (model.bootstrap.*).
+	Bootstrap BootstrapConfig
 	// DriftTopic receives the learner's drift events as JSON (topics.drift);
 	// "" turns them off.
 	//
@@ -122,6 +126,7 @@ func DefaultConfig() Config {
 		Learner:       LearnerAuto,
 		MetricsListen: "127.0.0.1:9464",
 		LiveView:      liveview.DefaultConfig(),
+		Bootstrap:     DefaultBootstrapConfig(),
 	}
 }
 
@@ -161,6 +166,9 @@ func (c Config) validate(needModelPath bool) error {
 		return fmt.Errorf("online.learner = %q; use %q (the owner of input partition 0 learns), %q or %q", c.Learner, LearnerAuto, LearnerAlways, LearnerNever)
 	}
 	if err := c.checkMetrics(); err != nil {
+		return err
+	}
+	if err := c.Bootstrap.validate(); err != nil {
 		return err
 	}
 	if needModelPath && c.ModelPath == "" {

@@ -103,6 +103,16 @@ func (m *metricsServer) start() {
 	if m == nil {
 		return
 	}
+	m.serve()
+	m.log.Info("metrics", "url", m.url("/metrics"))
+	m.log.Info("live view", "url", m.url("/"))
+}
+
+// serve is start without the log lines that give the addresses.
+func (m *metricsServer) serve() {
+	if m == nil {
+		return
+	}
 	m.done = make(chan struct{})
 	go func() {
 		defer close(m.done)
@@ -116,8 +126,6 @@ func (m *metricsServer) start() {
 			m.log.Error("metrics server", "err", err)
 		}
 	}()
-	m.log.Info("metrics", "url", m.url("/metrics"))
-	m.log.Info("live view", "url", m.url("/"))
 }
 
 // stop shuts the server down (waiting up to 2s for requests in flight) or,

@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 		return nil, err
 	}
 	if s.base = o.model; s.base == nil {
-		if s.base, err = model.Load(cfg.ModelPath); err != nil {
+		if s.base, err = s.loadModel(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -26,13 +26,35 @@ func FromFile(ctx context.Context, path string, format history.FileFormat, rc re
 	if err != nil {
 		return nil, err
 	}
-	return fromPanel(b, stats, s, format.String()+" "+pc.Name)
+	h, err := build(b, stats, format.String()+" "+pc.Name, s.Lookback+s.Horizon)
+	if err != nil {
+		return nil, err
+	}
+	return h.Split(s)
 }
 
 // FromTopic reads the retained history of topic (see history.ReadTopic),
 // decoding it with rc and putting it on steps with pc, and splits it by
 // time.
 func FromTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts history.TopicOptions, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
+	h, err := ReadTopic(ctx, kc, topic, opts, rc, pc, s.Lookback+s.Horizon)
+	if err != nil {
+		return nil, err
+	}
+	return h.Split(s)
+}
+
+// History is long-format history on steps, before its split.
+type History struct {
+	Panel *dataset.Panel
+	Stats history.Stats
+	// Span is the time from the earliest to the latest step.
+	Span time.Duration
+}
+
+// ReadTopic reads the retained history of topic onto steps, keeping the
+// runs of at least minRows steps.
+func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts history.TopicOptions, rc readings.Config, pc dataset.PanelConfig, minRows int) (*History, error) {
 	pc.Name = "topic " + topic
 	b, err := dataset.NewPanelBuilder(pc)
 	if err != nil {
@@ -42,11 +64,11 @@ func FromTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts his
 	if err != nil {
 		return nil, err
 	}
-	return fromPanel(b, stats, s, pc.Name)
+	return build(b, stats, pc.Name, minRows)
 }
 
-// fromPanel puts long-format readings on steps and splits them by time.
-func fromPanel(b *dataset.PanelBuilder, stats history.Stats, s Split, name string) (*Data, error) {
+// build puts the readings on steps.
+func build(b *dataset.PanelBuilder, stats history.Stats, name string, minRows int) (*History, error) {
 	if stats.Readings == 0 {
 		msg := fmt.Sprintf("%s: no readings among %d", name, stats.Messages)
 		if stats.Example != "" {
@@ -54,10 +76,20 @@ func fromPanel(b *dataset.PanelBuilder, stats history.Stats, s Split, name strin
 		}
 		return nil, fmt.Errorf("%s; check input.series_field, input.time_field and input.value_fields in --config", msg)
 	}
-	p, err := b.Build(s.Lookback + s.Horizon)
+	p, err := b.Build(minRows)
 	if err != nil {
 		return nil, err
 	}
+	first, last := p.Segments[0].Start, p.Segments[0].Start
+	for _, seg := range p.Segments {
+		first, last = min(first, seg.Start), max(last, seg.Start+int64(seg.Rows(len(p.Fields)))-1)
+	}
+	return &History{Panel: p, Stats: stats, Span: time.Duration(last-first+1) * p.Cadence}, nil
+}
+
+// Split splits the history by time into the windows of s.
+func (h *History) Split(s Split) (*Data, error) {
+	p, stats := h.Panel, h.Stats
 	mode := s.Mode
 	if mode == "" {
 		mode = model.Independent
@@ -68,7 +100,7 @@ func fromPanel(b *dataset.PanelBuilder, stats history.Stats, s Split, name strin
 	}
 	r := p.Report
 	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v; %d duplicate readings replaced, %d steps filled, %d gaps restart a series",
-		name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, r.Restarts)
+		p.Name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, r.Restarts)
 	if r.ShortSeries > 0 || r.ShortSegments > 0 {
 		summary += fmt.Sprintf("; left out as shorter than lookback + horizon: %d segments (%d steps), %d series with nothing longer",
 			r.ShortSegments, r.ShortRows, r.ShortSeries)
@@ -79,13 +111,8 @@ func fromPanel(b *dataset.PanelBuilder, stats history.Stats, s Split, name strin
 	if stats.Example != "" {
 		summary += "\n  first refused: " + stats.Example
 	}
-	first, last := p.Segments[0].Start, p.Segments[0].Start
-	for _, seg := range p.Segments {
-		first, last = min(first, seg.Start), max(last, seg.Start+int64(seg.Rows(len(p.Fields)))-1)
-	}
 	return &Data{
-		Span: time.Duration(last-first+1) * p.Cadence,
-		Name: name, Protocol: "time", Mode: mode, Columns: p.Fields, Cadence: p.Cadence, Scaler: bm.Scaler,
+		Span: h.Span, Name: p.Name, Protocol: "time", Mode: mode, Columns: p.Fields, Cadence: p.Cadence, Scaler: bm.Scaler,
 		Train: bm.Train.Sample(s.MaxWindows, s.Seed), Val: bm.Val.Sample(s.MaxWindows/5, s.Seed+1), Test: bm.Test,
 		Summary: summary,
 	}, nil

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,10 +139,17 @@ func TestTrainFromTopicThenServe(t *testing.T) {
 			t.Errorf("serve exited %d; stderr:\n%s", code, serveErr.String())
 		}
 	}()
+	waitForEverySeries(t, kc, series, 90*time.Second, serveErr.String)
+}
+
+// waitForEverySeries waits until the forecasts topic holds a forecast of
+// series distinct series, failing the test with logs() after timeout.
+func waitForEverySeries(t *testing.T, kc *kafkaconn.Client, series int, timeout time.Duration, logs func() string) {
+	t.Helper()
 	seen := map[string]bool{}
-	for deadline := time.Now().Add(90 * time.Second); len(seen) < series; {
+	for deadline := time.Now().Add(timeout); len(seen) < series; {
 		if time.Now().After(deadline) {
-			t.Fatalf("forecasts for %d of %d series after 90 s; serve:\n%s", len(seen), series, serveErr.String())
+			t.Fatalf("forecasts for %d of %d series after %v:\n%s", len(seen), series, timeout, logs())
 		}
 		time.Sleep(500 * time.Millisecond)
 		for _, m := range kafkatest.ReadAll(t, kc, "forecasts") {
@@ -213,4 +224,133 @@ func BenchmarkTrainFromTopic(b *testing.B) {
 		b.ReportMetric(float64(msgs), "messages")
 		b.Logf("%s", stderr)
 	}
+}
+
+// TestServeBootstraps: two replicas start together with model.bootstrap and
+// no model file while the topic holds two days of history. Both wait,
+// /readyz 503 saying why and the history gauge at two days; once six days
+// are there exactly one trains the first model, the other takes it from the
+// models topic, both write it to their model.path and forecast.
+func TestServeBootstraps(t *testing.T) {
+	const series = 40
+	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "readings.dlq": 1, "drift": 1, "models": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	kc := kafkatest.Client(t, b.Addrs())
+	frame, err := dataset.Synthetic(dataset.Traffic(series, 6*24, time.Hour, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func(from, to int) {
+		var msgs []kafka.Message
+		for r := from; r < to; r++ {
+			for c, name := range frame.Columns {
+				if v := frame.Values[r*series+c]; !math.IsNaN(v) {
+					msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil,
+						readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{v}}, readings.Config{})})
+				}
+			}
+		}
+		kafkatest.Produce(t, kc, "readings", msgs...)
+	}
+	produce(0, 2*24)
+
+	type replica struct {
+		model, metrics string
+		stderr         *lockedBuffer
+		done           chan int
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var replicas []*replica
+	for range 2 {
+		dir := t.TempDir()
+		r := &replica{model: filepath.Join(dir, "model.safetensors"), metrics: kafkatest.FreeAddr(t), stderr: &lockedBuffer{}, done: make(chan int, 1)}
+		cfg := filepath.Join(dir, "serve.yaml")
+		os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q, bootstrap: {min_history: 3d, horizon: 12, lookback: 24, epochs: 2, check_every: 1s}}\n"+
+			"kafka: {brokers: [%q]}\ninput: {cadence: 1h, max_future: 100000h}\ntopics: {attributions: \"\", models: models}\n", r.model, b.Addrs()[0])), 0o644)
+		go func() {
+			r.done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", r.metrics}, &bytes.Buffer{}, r.stderr)
+		}()
+		replicas = append(replicas, r)
+	}
+	defer func() {
+		cancel()
+		for _, r := range replicas {
+			if code := <-r.done; code != 0 {
+				t.Errorf("serve exited %d:\n%s", code, r.stderr.String())
+			}
+		}
+	}()
+	// Both wait for history, and say so.
+	for _, r := range replicas {
+		var body struct {
+			Ready         bool
+			Bootstrapping bool
+			Reason        string
+		}
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(body.Reason, "min_history"); {
+			if time.Now().After(deadline) {
+				t.Fatalf("/readyz never said the replica waits for history: %+v\n%s", body, r.stderr.String())
+			}
+			time.Sleep(200 * time.Millisecond)
+			if resp, err := http.Get("http://" + r.metrics + "/readyz"); err == nil {
+				if resp.StatusCode != http.StatusServiceUnavailable {
+					t.Errorf("/readyz answered %s while bootstrapping, want 503", resp.Status)
+				}
+				json.NewDecoder(resp.Body).Decode(&body)
+				resp.Body.Close()
+			}
+		}
+		if body.Ready || !body.Bootstrapping {
+			t.Errorf("/readyz %+v while bootstrapping", body)
+		}
+	}
+	var hist float64
+	for deadline := time.Now().Add(30 * time.Second); hist == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, r := range replicas {
+			hist = max(hist, scrape(t, "http://"+r.metrics+"/metrics", "freqlens_bootstrap_history_seconds"))
+		}
+	}
+	if hist != 2*24*3600 {
+		t.Errorf("freqlens_bootstrap_history_seconds = %v, want two days", hist)
+	}
+
+	produce(2*24, 6*24)
+	waitForEverySeries(t, kc, series, 120*time.Second, func() string { return replicas[0].stderr.String() + "\n" + replicas[1].stderr.String() })
+	trained := 0
+	for _, r := range replicas {
+		log := r.stderr.String()
+		if strings.Contains(log, "bootstrap: first model trained") {
+			trained++
+		} else if !strings.Contains(log, "the first model came from the models topic") {
+			t.Errorf("a replica neither trained nor took the model from the models topic:\n%s", log)
+		}
+		if _, err := os.Stat(r.model); err != nil {
+			t.Errorf("model.path after the bootstrap: %v", err)
+		}
+	}
+	if trained != 1 {
+		t.Errorf("%d replicas trained the first model, want exactly one", trained)
+	}
+}
+
+// scrape returns the value of an unlabelled metric on a /metrics page, or
+// 0 when it is absent.
+func scrape(t *testing.T, url, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			x, _ := strconv.ParseFloat(v, 64)
+			return x
+		}
+	}
+	return 0
 }

@@ -1,0 +1,39 @@
+package service_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/service"
+)
+
+// TestBootstrapSettings: a missing model.path without model.bootstrap says
+// how to get a model; bootstrap settings that cannot work name their key.
+func TestBootstrapSettings(t *testing.T) {
+	cfg := testConfig()
+	cfg.ModelPath = filepath.Join(t.TempDir(), "none.safetensors")
+	_, err := service.New(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "model.bootstrap.min_history") {
+		t.Errorf("New without a model file: %v; want an error naming train --from-topic and model.bootstrap", err)
+	}
+	for _, tc := range []struct {
+		name string
+		b    service.BootstrapConfig
+		key  string
+	}{
+		{"no horizon", service.BootstrapConfig{MinHistory: time.Hour, Lookback: 96, Epochs: 1, CheckEvery: time.Second}, "model.bootstrap.horizon"},
+		{"short lookback", service.BootstrapConfig{MinHistory: time.Hour, Horizon: 24, Lookback: 2, Epochs: 1, CheckEvery: time.Second}, "model.bootstrap.lookback"},
+		{"no epochs", service.BootstrapConfig{MinHistory: time.Hour, Horizon: 24, Lookback: 96, CheckEvery: time.Second}, "model.bootstrap.epochs"},
+		{"negative history", service.BootstrapConfig{MinHistory: -time.Hour}, "model.bootstrap.min_history"},
+	} {
+		c := testConfig()
+		c.ModelPath = "m.safetensors"
+		c.Bootstrap = tc.b
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s: %v; want an error naming %s", tc.name, err, tc.key)
+		}
+	}
+}
