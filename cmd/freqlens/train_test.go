@@ -96,6 +96,9 @@ func TestTrainFromEveryFormat(t *testing.T) {
 // from them through the serve configuration, finds the daily cycle, and
 // `serve` with that model forecasts every series.
 func TestTrainFromTopicThenServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 100,000 readings and a training; TestServeBootstraps reads a topic too")
+	}
 	const series, steps = 300, 14 * 24
 	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "readings.dlq": 1, "drift": 1, "models": 1})
 	if err != nil {
