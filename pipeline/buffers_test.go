@@ -38,7 +38,7 @@ func TestBuffersShrinkAfterABacklog(t *testing.T) {
 			if kept := ob.all != nil; kept != c.wantKept {
 				t.Errorf("large buffer kept = %v, want %v", kept, c.wantKept)
 			}
-			if ob.all != nil && len(ob.all) != 0 {
+			if len(ob.all) != 0 {
 				t.Errorf("kept buffer not emptied: len %d", len(ob.all))
 			}
 			if cap(ob.parts[1].arena) != 1000 {
