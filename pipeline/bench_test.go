@@ -1,10 +1,12 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"math"
+	"os/exec"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -252,6 +254,10 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(rate/echo, "ratio")
 				b.ReportMetric(equal, "equal_output_readings/s")
 				b.ReportMetric(rate/equal, "ratio_equal_output")
+				if raw := bw.kcatRate(b, total); raw > 0 {
+					b.ReportMetric(raw, "kcat_readings/s")
+					b.ReportMetric(rate/raw, "ratio_kcat")
+				}
 			}
 		})
 	}
@@ -274,6 +280,29 @@ func (bw *benchWorld) measure(b *testing.B, p *pipeline.Pipeline, steps int) (fi
 	}()
 	waitUntil(b, func() bool { return p.Stats().Forecasts >= int64(n) })
 	return first, float64(n) / time.Since(start).Seconds()
+}
+
+// kcatRate times kcat (librdkafka), an independent client, consuming the n
+// readings of the topic raw from the beginning to its end, and returns its
+// messages per second, or 0 when kcat is not installed: the yardstick the
+// throughput ratios are measured against.
+func (bw *benchWorld) kcatRate(b *testing.B, n int) float64 {
+	b.Helper()
+	path, err := exec.LookPath("kcat")
+	if err != nil {
+		return 0
+	}
+	start := time.Now()
+	cmd := exec.Command(path, "-C", "-b", bw.b.Addrs()[0], "-t", "readings", "-o", "beginning", "-e", "-q", "-f", "%o\n")
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("kcat: %v", err)
+	}
+	elapsed := time.Since(start)
+	if got := bytes.Count(out, []byte("\n")); got < n {
+		b.Fatalf("kcat read %d messages, want at least %d", got, n)
+	}
+	return float64(n) / elapsed.Seconds()
 }
 
 // BenchmarkThroughputOnline measures what the online learner costs the
@@ -304,10 +333,14 @@ func BenchmarkThroughputOnline(b *testing.B) {
 						}
 					}
 				}, extra...)
-				_, rate := bw.measure(b, p, steps)
+				first, rate := bw.measure(b, p, steps)
 				stop()
 				b.ReportMetric(rate, "readings/s")
 				b.ReportMetric(float64(size.Load()), "bytes/forecast")
+				if raw := bw.kcatRate(b, (first+steps)*benchSeries); raw > 0 {
+					b.ReportMetric(raw, "kcat_readings/s")
+					b.ReportMetric(rate/raw, "ratio_kcat")
+				}
 			}
 		})
 	}
