@@ -102,7 +102,9 @@ const writeChunk = 512
 
 // Write encodes every forecast (and its attribution, when on), produces them
 // to both topics at once and returns when every message is acknowledged,
-// writeChunk forecasts at a time. A forecast that fails Validate fails the
+// writeChunk forecasts at a time: each chunk is encoded while the one
+// before is in flight, and is produced once that one is acknowledged, so
+// the messages keep their order. A forecast that fails Validate fails the
 // Write before anything of its chunk is sent. After an error some messages
 // may have been delivered; the caller must treat the whole batch as
 // undelivered (at-least-once).
@@ -119,16 +121,32 @@ func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	}
 	start := time.Now()
 	defer func() { p.metrics.duration.Observe(time.Since(start).Seconds()) }()
+	var inFlight chan error // the result of the chunk being produced
 	for lo := 0; lo < len(fs); lo += writeChunk {
-		if err := p.write(ctx, fs[lo:min(lo+writeChunk, len(fs))]); err != nil {
+		chunk := fs[lo:min(lo+writeChunk, len(fs))]
+		b, err := p.encode(chunk)
+		if inFlight != nil {
+			if perr := <-inFlight; perr != nil {
+				if b != nil {
+					p.pool.Put(b)
+				}
+				return perr
+			}
+		}
+		if err != nil {
 			return err
 		}
+		if lo+writeChunk >= len(fs) {
+			return p.send(ctx, b, len(chunk)) // the last chunk: nothing to overlap
+		}
+		inFlight = make(chan error, 1)
+		go func() { inFlight <- p.send(ctx, b, len(chunk)) }()
 	}
 	return nil
 }
 
-// write encodes and produces one chunk of a Write.
-func (p *Producer) write(ctx context.Context, fs []wire.Forecast) error {
+// encode encodes one chunk of a Write into a batch from the pool.
+func (p *Producer) encode(fs []wire.Forecast) (*kafkaBatch, error) {
 	b := p.pool.Get().(*kafkaBatch)
 	if err := b.encode(fs, &p.cfg, p.attribution != nil, p.contentType); err != nil {
 		p.pool.Put(b)
@@ -136,9 +154,14 @@ func (p *Producer) write(ctx context.Context, fs []wire.Forecast) error {
 		if p.attribution != nil {
 			p.am.errors.Add(float64(len(fs)))
 		}
-		return err
+		return nil, err
 	}
+	return b, nil
+}
 
+// send produces an encoded chunk of n forecasts to both topics and waits
+// for the acknowledgements.
+func (p *Producer) send(ctx context.Context, b *kafkaBatch, n int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(p.stopCtx, cancel)()
@@ -162,9 +185,9 @@ func (p *Producer) write(ctx context.Context, fs []wire.Forecast) error {
 	if done != nil {
 		<-done
 	}
-	p.account(p.fm, len(fs), b.fbytes, ferr)
+	p.account(p.fm, n, b.fbytes, ferr)
 	if p.attribution != nil {
-		p.account(p.am, len(fs), b.abytes, aerr)
+		p.account(p.am, n, b.abytes, aerr)
 	}
 	if ferr == nil && aerr == nil {
 		p.pool.Put(b)
@@ -173,14 +196,14 @@ func (p *Producer) write(ctx context.Context, fs []wire.Forecast) error {
 	// kafka-go may still hold b's bytes (a cancelled write goes on in the
 	// background), so b is not reused.
 	if p.stopCtx.Err() != nil {
-		return fmt.Errorf("sink: write %d forecasts: cancelled by Close before every message was acknowledged: %w", len(fs), ErrClosed)
+		return fmt.Errorf("sink: write %d forecasts: cancelled by Close before every message was acknowledged: %w", n, ErrClosed)
 	}
 	topic, err := p.cfg.ForecastTopic, ferr
 	if ferr == nil || (errors.Is(ferr, context.Canceled) && aerr != nil && !errors.Is(aerr, context.Canceled)) {
 		// The attribution write failed first and cancelled this one.
 		topic, err = p.cfg.AttributionTopic, aerr
 	}
-	return writeError(len(fs), topic, err, p.cfg.BatchBytes)
+	return writeError(n, topic, err, p.cfg.BatchBytes)
 }
 
 // account updates the counters of one topic after a write of n messages.

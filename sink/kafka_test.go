@@ -341,3 +341,35 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("freqlens_sink_write_duration_seconds: %d series, %v", n, err)
 	}
 }
+
+// TestKafkaChunksKeepOrder: a Write of several chunks (each encoded while
+// the one before is in flight) delivers every message once, and each
+// series' forecasts in the order written; a forecast that fails validation
+// in a later chunk fails the Write.
+func TestKafkaChunksKeepOrder(t *testing.T) {
+	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	fs := wiretest.Forecasts(5, 1300, []string{"value"}, 4, 2)
+	if err := p.Write(context.Background(), fs); err != nil {
+		t.Fatal(err)
+	}
+	msgs := kafkatest.ReadAll(t, kc, "forecasts")
+	if len(msgs) != len(fs) {
+		t.Fatalf("%d messages, want %d", len(msgs), len(fs))
+	}
+	last := map[string]time.Time{}
+	for _, m := range msgs {
+		f, err := wire.DecodeForecastJSON(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, ok := last[f.Series]; ok && !f.TS.After(prev) {
+			t.Fatalf("series %s: forecast of %v after the one of %v", f.Series, f.TS, prev)
+		}
+		last[f.Series] = f.TS
+	}
+	bad := wiretest.Forecasts(6, 1300, []string{"value"}, 4, 2)
+	bad[1100].Values = bad[1100].Values[:1] // a horizon that does not match: fails validation
+	if err := p.Write(context.Background(), bad); err == nil {
+		t.Error("a Write with an invalid forecast in its third chunk succeeded")
+	}
+}
