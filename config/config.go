@@ -153,22 +153,6 @@ func under(ks map[string]any, prefix string) []string {
 	return out
 }
 
-// maxGap is window.max_gap: in YAML 0 restarts a series on any missing
-// step, which window.Config writes as -1 (its 0 means the default).
-type maxGap struct{ p *int }
-
-func (g maxGap) set(v int) error {
-	switch {
-	case v < 0:
-		return fmt.Errorf("= %d; use 0 (restart on any missing step) or a number of steps to fill", v)
-	case v == 0:
-		*g.p = -1
-	default:
-		*g.p = v
-	}
-	return nil
-}
-
 // setNode decodes the YAML value n into the field p points to.
 func setNode(p any, n *yaml.Node) error {
 	switch p := p.(type) {
@@ -194,12 +178,6 @@ func setNode(p any, n *yaml.Node) error {
 		return nil
 	case *time.Duration:
 		return setString(p, n.Value)
-	case maxGap:
-		var v int
-		if err := n.Decode(&v); err != nil {
-			return fmt.Errorf("%q is not a whole number", n.Value)
-		}
-		return p.set(v)
 	}
 	if n.Kind != yaml.ScalarNode {
 		return errors.New("is a single value, not a list or a section")
@@ -247,12 +225,6 @@ func setString(p any, s string) error {
 		}
 		*p = d
 		return nil
-	case maxGap:
-		v, err := strconv.Atoi(s)
-		if err != nil {
-			return kindError(reflect.Int)
-		}
-		return p.set(v)
 	}
 	rv := reflect.ValueOf(p).Elem()
 	var err error

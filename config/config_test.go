@@ -134,8 +134,33 @@ func TestExplicitZeroesAreKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Window.MaxGap != -1 || cfg.Sink.AttributionTopic != "" || cfg.DriftTopic != "" || cfg.MetricsListen != "" {
+	if cfg.Window.MaxGap != 0 || cfg.Sink.AttributionTopic != "" || cfg.DriftTopic != "" || cfg.MetricsListen != "" {
 		t.Errorf("explicit zero values were replaced by defaults: max_gap→%d %q %q %q", cfg.Window.MaxGap, cfg.Sink.AttributionTopic, cfg.DriftTopic, cfg.MetricsListen)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("window.max_gap: 0 (restart on any missing step) does not validate: %v", err)
+	}
+}
+
+// TestNegativeMaxGap: window.max_gap is a plain whole number; a negative
+// one, from the file or the environment, is refused naming the key and
+// saying that 0 restarts on any missing step.
+func TestNegativeMaxGap(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		env  map[string]string
+	}{
+		{minimal + "window: {max_gap: -1}", nil},
+		{minimal, map[string]string{"FREQLENS_WINDOW_MAX_GAP": "-2"}},
+	} {
+		cfg, err := Parse([]byte(tc.yaml), envOf(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), "window.max_gap = -") || !strings.Contains(err.Error(), "use 0 to restart on any missing step") {
+			t.Errorf("Validate() = %v, want window.max_gap refused, saying what 0 does", err)
+		}
 	}
 }
 
@@ -188,6 +213,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad format", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, format: xml}", nil, "input.format"},
 		{"negative gap", minimal + "window: {max_gap: -1}", nil, "window.max_gap"},
 		{"bad fill", minimal + "window: {fill: cubic}", nil, "window.fill"},
+		{"zero stride", minimal + "window: {stride: 0}", nil, "window.stride"},
+		{"zero series ttl", minimal, map[string]string{"FREQLENS_WINDOW_SERIES_TTL": "0s"}, "window.series_ttl"},
+		{"cadence under a millisecond", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1500us}", nil, "input.cadence"},
 		{"broker without port", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [localhost]}", nil, "kafka.brokers[0]"},
 		{"unknown SASL mechanism", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [k:1], sasl: {mechanism: gssapi, username: u}}", nil, "kafka.sasl.mechanism"},
 		{"same topic twice", minimal + "topics: {forecasts: readings}", nil, "topics.forecasts"},

@@ -49,7 +49,7 @@ func keys(c *service.Config) map[string]any {
 		"input.start_offset":        &st.StartOffset,
 		"input.drop_poison":         &st.DropPoison,
 
-		"window.max_gap":          maxGap{&w.MaxGap},
+		"window.max_gap":          &w.MaxGap,
 		"window.fill":             &w.Fill,
 		"window.allowed_lateness": &w.AllowedLateness,
 		"window.late":             &w.Late,

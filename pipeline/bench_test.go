@@ -106,7 +106,7 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 	}
 	opts = append(opts, extra...)
 	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == wire.AttributionsOff},
-		src, window.Config{}, bw.m, snk, opts...)
+		src, window.DefaultConfig(), bw.m, snk, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runPipeline(t, kc, base, pipeline.Config{}, window.Config{}, stream.Config{}, sink.Config{}, pipeline.WithOnline(l))
+	r := runPipeline(t, kc, base, pipeline.Config{}, window.DefaultConfig(), stream.Config{}, sink.Config{}, pipeline.WithOnline(l))
 	p := r.p
 	// The pipeline hands the learner its forecasts; its owner (the
 	// service) runs its rounds.
@@ -136,7 +136,7 @@ func TestIntervalsEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := runPipeline(t, kc, base, pipeline.Config{Fields: fields}, window.Config{}, stream.Config{}, sink.Config{Format: format},
+			p := runPipeline(t, kc, base, pipeline.Config{Fields: fields}, window.DefaultConfig(), stream.Config{}, sink.Config{Format: format},
 				pipeline.WithOnline(l)).p
 
 			series := []string{"a", "b", "c", "d"}

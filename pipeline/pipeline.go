@@ -33,8 +33,8 @@ type Config struct {
 	// Fields are the value fields of a reading, in order
 	// (input.value_fields). Required.
 	Fields []string
-	// Cadence is the step length readings are aligned to (input.cadence).
-	// Required.
+	// Cadence is the step length readings are aligned to, a whole number of
+	// milliseconds (input.cadence). Required.
 	Cadence time.Duration
 	// Workers is how many shards series are hashed onto; each owns its
 	// windows and model workspace (service.workers).
@@ -92,6 +92,9 @@ func (c Config) Validate() error {
 		return errors.New("input.value_fields is empty; list the reading's value fields, e.g. [value]")
 	case c.Cadence <= 0:
 		return fmt.Errorf("input.cadence = %v; it is required: the step length readings are aligned to, e.g. 5m or 1h", c.Cadence)
+	case c.Cadence%time.Millisecond != 0:
+		return fmt.Errorf("input.cadence = %v is not a whole number of milliseconds (timestamps are in ms); use e.g. %v",
+			c.Cadence, max(c.Cadence.Round(time.Millisecond), time.Millisecond))
 	case c.Workers < 1:
 		return fmt.Errorf("service.workers = %d; use at least 1", c.Workers)
 	case c.MaxBatch < 1:
@@ -168,7 +171,8 @@ type Pipeline struct {
 	delivery      delivery
 	met           *metrics
 	seed          maphash.Seed
-	win           window.Config  // of every Set: Lookback, Fields and Cadence filled in
+	shape         window.Shape   // of every Set: the model's lookback, Fields and Cadence
+	win           window.Config  // of every Set: the window.* settings
 	budget        *window.Budget // window.max_series, shared by every Set
 	expire        time.Duration  // the expiry period
 
@@ -186,7 +190,9 @@ type versioned struct {
 }
 
 // New checks that the model fits the readings and the windows and returns a
-// pipeline ready to Run.
+// pipeline ready to Run. win holds the window.* settings, taken as given
+// (start from window.DefaultConfig); the Sets' Shape comes from the model's
+// lookback and cfg's Fields and Cadence.
 func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sink, opts ...Option) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -203,23 +209,25 @@ func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sin
 	for _, o := range opts {
 		o(p)
 	}
-	win.Lookback = m.Lookback()
-	win.Fields = cfg.Fields
-	win.Cadence = cfg.Cadence
-	probe, err := window.New(win)
-	if err != nil {
+	p.shape = window.Shape{Lookback: m.Lookback(), Fields: cfg.Fields, Cadence: cfg.Cadence}
+	if err := p.shape.Validate(); err != nil {
 		return nil, err
 	}
-	p.win = probe.Config()
-	p.budget = window.NewBudget(p.win.MaxSeries)
-	p.expire = min(cfg.ExpireEvery, max(p.win.SeriesTTL/4, time.Millisecond))
+	if err := win.Validate(); err != nil {
+		return nil, err
+	}
+	p.win = win
+	p.budget = window.NewBudget(win.MaxSeries)
+	p.expire = min(cfg.ExpireEvery, max(win.SeriesTTL/4, time.Millisecond))
 	for range cfg.Workers {
 		p.workers = append(p.workers, &worker{sets: map[int]*window.Set{}})
 	}
 	p.current.Store(&versioned{m: m, version: cfg.ModelVersion})
-	if p.met, err = newMetrics(p); err != nil {
+	met, err := newMetrics(p)
+	if err != nil {
 		return nil, err
 	}
+	p.met = met
 	p.free = make(chan *outBatch, batchesInFlight)
 	for range batchesInFlight {
 		p.free <- newOutBatch(cfg.Workers)
@@ -675,13 +683,9 @@ func (p *Pipeline) expireIdle(now time.Time) {
 
 // RebuildSpan returns how much event time before a partition's committed
 // offset the consumer must read back (stream.Config.RebuildSpan) for
-// windows of lookback steps configured by win (its zero fields taken as
-// their defaults) to be rebuilt exactly: L steps, the steps a gap fill
-// may interpolate from, the allowed lateness and one step of rounding.
+// windows of lookback steps configured by win (as given, like New) to be
+// rebuilt exactly: L steps, the steps a gap fill may interpolate from, the
+// allowed lateness and one step of rounding.
 func RebuildSpan(lookback int, win window.Config, cadence time.Duration) time.Duration {
-	d := window.DefaultConfig()
-	if win.MaxGap == 0 {
-		win.MaxGap = d.MaxGap
-	}
-	return time.Duration(lookback+max(win.MaxGap, 0)+1)*cadence + win.AllowedLateness
+	return time.Duration(lookback+win.MaxGap+1)*cadence + win.AllowedLateness
 }

@@ -85,7 +85,7 @@ func startBroker(t *testing.T) *kafkaconn.Client {
 func newConsumer(t *testing.T, kc *kafkaconn.Client, reg prometheus.Registerer, fields ...string) *stream.Consumer {
 	t.Helper()
 	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		BatchLatency: 5 * time.Millisecond, RebuildSpan: pipeline.RebuildSpan(lookback, window.Config{MaxGap: 3}, time.Hour)},
+		BatchLatency: 5 * time.Millisecond, RebuildSpan: pipeline.RebuildSpan(lookback, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), time.Hour)},
 		readings.Config{ValueFields: fields, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func startService(t *testing.T, kc *kafkaconn.Client, m *model.Model, fields []s
 		t.Fatal(err)
 	}
 	p, err := pipeline.New(pipeline.Config{Fields: fields, Cadence: time.Hour, ShutdownTimeout: 5 * time.Second},
-		src, window.Config{MaxGap: 3}, m, snk, pipeline.WithRegisterer(reg))
+		src, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), m, snk, pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestForecastsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: true},
-		src, window.Config{}, testModel(t, model.Independent, 1), snk, pipeline.WithRegisterer(reg))
+		src, window.DefaultConfig(), testModel(t, model.Independent, 1), snk, pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestShutdownDrainsAndCommits(t *testing.T) {
 	mem := sink.NewMemory()
 	gate := &gatedSink{Sink: mem, entered: make(chan struct{}), release: make(chan struct{})}
 	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, ShutdownTimeout: 10 * time.Second},
-		src, window.Config{}, testModel(t, model.Independent, 1), gate, pipeline.WithRegisterer(reg))
+		src, window.DefaultConfig(), testModel(t, model.Independent, 1), gate, pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,7 +475,7 @@ func TestObserverAndModelSwap(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg)
 	mem := sink.NewMemory()
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{}, m, mem,
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.DefaultConfig(), m, mem,
 		pipeline.WithRegisterer(reg), pipeline.WithObserver(func(f *wire.Forecast) { mu.Lock(); versions[f.ModelVersion]++; mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
@@ -538,7 +538,7 @@ func TestNewRejectsMismatches(t *testing.T) {
 		{"no fields", pipeline.Config{Cadence: time.Hour}, "value fields"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := pipeline.New(tc.cfg, nil, window.Config{}, m, sink.NewMemory())
+			_, err := pipeline.New(tc.cfg, nil, window.DefaultConfig(), m, sink.NewMemory())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New error %v, want one mentioning %q", err, tc.want)
 			}
@@ -592,7 +592,7 @@ func TestWindowErrorIsDeadLettered(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	corrupted := make(chan int, 1)
 	src := &corruptingSource{Consumer: newConsumer(t, kc, reg), corrupted: corrupted}
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{},
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.DefaultConfig(),
 		testModel(t, model.Independent, 1), sink.NewMemory(), pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
@@ -643,7 +643,7 @@ func TestForecastObserver(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg, fields...)
 	mem := sink.NewMemory()
-	p, err := pipeline.New(pipeline.Config{Fields: fields, Cadence: time.Hour}, src, window.Config{}, m, mem,
+	p, err := pipeline.New(pipeline.Config{Fields: fields, Cadence: time.Hour}, src, window.DefaultConfig(), m, mem,
 		pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, window, level []float64) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -710,7 +710,7 @@ func TestForecastsReadTheTime(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg)
 	mem := sink.NewMemory()
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.Config{MaxGap: 3}, m, mem,
+	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), m, mem,
 		pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, window, level []float64) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -29,6 +29,13 @@ type running struct {
 	stop func()
 }
 
+// windowConfig returns window.DefaultConfig changed by edit.
+func windowConfig(edit func(*window.Config)) window.Config {
+	win := window.DefaultConfig()
+	edit(&win)
+	return win
+}
+
 // runPipeline runs a pipeline of the readings topic in group freqlens,
 // writing to the forecasts topic (no attributions; sk sets the rest of the
 // sink) the fields pc.Fields (default value), with opts, until stop or the
@@ -90,7 +97,7 @@ func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline
 func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 	t.Run("out of range", func(t *testing.T) {
 		kc := startBroker(t)
-		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.Config{}, stream.Config{}, sink.Config{})
+		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.DefaultConfig(), stream.Config{}, sink.Config{})
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 		bad := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{1e300}}
@@ -118,7 +125,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 	})
 	t.Run("too late", func(t *testing.T) {
 		kc := startBroker(t)
-		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.Config{AllowedLateness: time.Hour},
+		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, windowConfig(func(w *window.Config) { w.AllowedLateness = time.Hour }),
 			stream.Config{}, sink.Config{})
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback+2)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
@@ -145,7 +152,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		m := testModel(t, model.Independent, 1)
 		m.Params().ResB2[0] = math.NaN()
 		m.Refresh()
-		r := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, stream.Config{}, sink.Config{})
+		r := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), stream.Config{}, sink.Config{})
 		produce(t, kc, []string{"a", "b"}, []string{"value"}, 0, lookback+2) // 3 windows each
 		dlq := readTopic(t, kc, "readings.dlq", 6, 30*time.Second)
 		for _, d := range dlq {
@@ -169,7 +176,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 func TestLimitsMeanWhatTheySay(t *testing.T) {
 	kc := startBroker(t)
 	r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{Workers: 3},
-		window.Config{MaxSeries: 10, SeriesTTL: 2 * time.Second}, stream.Config{}, sink.Config{})
+		windowConfig(func(w *window.Config) { w.MaxSeries, w.SeriesTTL = 10, 2*time.Second }), stream.Config{}, sink.Config{})
 	var series []string
 	for i := range 40 {
 		series = append(series, fmt.Sprintf("s-%02d", i))
@@ -201,10 +208,10 @@ func TestRebalanceForgetsAndLosesNothing(t *testing.T) {
 	for i := range 30 {
 		series = append(series, fmt.Sprintf("s-%02d", i))
 	}
-	a := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, sc, sink.Config{})
+	a := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), sc, sink.Config{})
 	produce(t, kc, series, []string{"value"}, 0, lookback+5)
 	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
-	b := runPipeline(t, kc, m, pipeline.Config{}, window.Config{}, sc, sink.Config{})
+	b := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), sc, sink.Config{})
 	for step := lookback + 5; step < lookback+25; step++ {
 		produce(t, kc, series, []string{"value"}, step, step+1)
 		time.Sleep(50 * time.Millisecond)

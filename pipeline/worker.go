@@ -64,7 +64,7 @@ func (w *worker) set(p *Pipeline, part int) (*window.Set, error) {
 	if s := w.sets[part]; s != nil {
 		return s, nil
 	}
-	s, err := window.New(p.win, window.WithLogger(p.log), window.WithClock(p.now), window.WithBudget(p.budget))
+	s, err := window.New(p.shape, p.win, window.WithLogger(p.log), window.WithClock(p.now), window.WithBudget(p.budget))
 	if err != nil {
 		return nil, err
 	}

@@ -34,8 +34,10 @@ type Config struct {
 	// input.value_fields, input.csv_columns, input.max_future,
 	// input.max_past, input.max_series_id_bytes and input.value_range.
 	Readings readings.Config
-	// Window is the per-series windows: window.*. Its Lookback, Fields and
-	// Cadence come from the model, Readings.ValueFields and Pipeline.Cadence.
+	// Window is the per-series windows' settings: window.*, taken as given
+	// (DefaultConfig starts from window.DefaultConfig). The windows' Shape
+	// is the pipeline's: the model's lookback, Readings.ValueFields and
+	// Pipeline.Cadence.
 	Window window.Config
 	// Pipeline is the stages: input.cadence and service.* (but
 	// service.max_inflight_bytes). Its Fields are Readings.ValueFields, and
@@ -148,10 +150,8 @@ func (c Config) validate(needModelPath bool) error {
 	fields := c.Readings.ValueFields
 	pc := c.Pipeline
 	pc.Fields = fields
-	wc := c.Window
-	wc.Lookback, wc.Fields, wc.Cadence = 1, fields, c.Pipeline.Cadence // the model's lookback is checked by New
 	for _, check := range []func() error{
-		kafka.Validate, c.Stream.Validate, c.Readings.Validate, pc.Validate, wc.Validate, c.Sink.Validate, c.Online.Validate, c.LiveView.Validate,
+		kafka.Validate, c.Stream.Validate, c.Readings.Validate, pc.Validate, c.Window.Validate, c.Sink.Validate, c.Online.Validate, c.LiveView.Validate,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -16,15 +16,8 @@ func (c Config) HistoryPanel(name string) dataset.PanelConfig {
 	if len(fields) == 0 {
 		fields = readings.DefaultConfig().ValueFields
 	}
-	maxGap := c.Window.MaxGap
-	switch {
-	case maxGap < 0: // window.max_gap: 0, restart on any missing step
-		maxGap = 0
-	case maxGap == 0:
-		maxGap = window.DefaultConfig().MaxGap
-	}
 	return dataset.PanelConfig{
 		Name: name, Fields: fields, Cadence: c.Pipeline.Cadence,
-		MaxGap: maxGap, Hold: c.Window.Fill == window.FillHold,
+		MaxGap: c.Window.MaxGap, Hold: c.Window.Fill == window.FillHold,
 	}
 }

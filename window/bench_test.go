@@ -66,7 +66,8 @@ func fieldNames(c int) []string {
 func TestAppendAllocatesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		cfg      Config
+		l        int           // the Lookback
+		edit     func(*Config) // of DefaultConfig
 		channels int
 		offsets  []int64 // steps of each series' rows within the record
 		shift    int64   // steps added to every reading before each run
@@ -74,39 +75,39 @@ func TestAppendAllocatesNothing(t *testing.T) {
 		check    func(t *testing.T, st Stats, runs uint64)
 	}{
 		{
-			name: "new step with a window", cfg: Config{Lookback: 96}, channels: 1, shift: 1,
+			name: "new step with a window", l: 96, channels: 1, shift: 1,
 			check: func(t *testing.T, st Stats, runs uint64) { want(t, "Ready", st.Ready, 100*runs) },
 		},
 		{
-			name: "three channels, stride 4", cfg: Config{Lookback: 24, Stride: 4}, channels: 3, shift: 1,
+			name: "three channels, stride 4", l: 24, edit: func(c *Config) { c.Stride = 4 }, channels: 3, shift: 1,
 			check: func(t *testing.T, st Stats, runs uint64) { want(t, "Ready", st.Ready, 100*runs/4) },
 		},
 		{
-			name: "gap filled", cfg: Config{Lookback: 8}, channels: 2, shift: 3,
+			name: "gap filled", l: 8, channels: 2, shift: 3,
 			check: func(t *testing.T, st Stats, runs uint64) { want(t, "GapFilled", st.GapFilled, 2*100*runs) },
 		},
 		{
-			name: "gap held", cfg: Config{Lookback: 8, Fill: FillHold}, channels: 2, shift: 3,
+			name: "gap held", l: 8, edit: func(c *Config) { c.Fill = FillHold }, channels: 2, shift: 3,
 			check: func(t *testing.T, st Stats, runs uint64) { want(t, "GapFilled", st.GapFilled, 2*100*runs) },
 		},
 		{
-			name: "restart", cfg: Config{Lookback: 1}, channels: 1, shift: 10,
+			name: "restart", l: 1, channels: 1, shift: 10,
 			check: func(t *testing.T, st Stats, runs uint64) { want(t, "Restarts", st.Restarts, 100*runs) },
 		},
 		{
-			name: "duplicate", cfg: Config{Lookback: 4}, channels: 1, shift: 0,
+			name: "duplicate", l: 4, channels: 1, shift: 0,
 			check: func(t *testing.T, st Stats, runs uint64) { want(t, "Duplicates", st.Duplicates, 100*runs) },
 		},
 		{
-			name: "late update", cfg: Config{Lookback: 4, AllowedLateness: time.Hour}, channels: 1, offsets: []int64{0, -1}, shift: 1,
+			name: "late update", l: 4, edit: func(c *Config) { c.AllowedLateness = time.Hour }, channels: 1, offsets: []int64{0, -1}, shift: 1,
 			check: func(t *testing.T, st Stats, runs uint64) { want(t, "LateUpdated", st.LateUpdated, 100*runs) },
 		},
 		{
-			name: "late drop", cfg: Config{Lookback: 4}, channels: 1, offsets: []int64{0, -1}, shift: 1,
+			name: "late drop", l: 4, channels: 1, offsets: []int64{0, -1}, shift: 1,
 			check: func(t *testing.T, st Stats, runs uint64) { want(t, "LateDropped", st.LateDropped, 100*runs) },
 		},
 		{
-			name: "rows subset", cfg: Config{Lookback: 4}, channels: 1, shift: 1,
+			name: "rows subset", l: 4, channels: 1, shift: 1,
 			rows: func(n int) []int {
 				var rows []int
 				for i := n - 1; i >= 0; i -= 2 {
@@ -122,9 +123,7 @@ func TestAppendAllocatesNothing(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			r := newStepRecord(t, mem, 100, tc.channels, tc.offsets...)
 			defer r.rec.Release()
-			cfg := tc.cfg
-			cfg.Fields, cfg.Cadence = fieldNames(tc.channels), time.Hour
-			s := mustNew(t, cfg)
+			s := mustNew(t, Shape{Lookback: tc.l, Fields: fieldNames(tc.channels), Cadence: time.Hour}, configWith(tc.edit))
 			var rows []int
 			if tc.rows != nil {
 				rows = tc.rows(int(r.rec.NumRows()))
@@ -138,7 +137,7 @@ func TestAppendAllocatesNothing(t *testing.T) {
 				}
 			}
 			// Create the series and fill the windows; then measure.
-			for range 2 * cfg.Lookback {
+			for range 2 * tc.l {
 				run()
 			}
 			before := s.Stats()
@@ -182,7 +181,7 @@ func bytesPerSeries(tb testing.TB, n int) float64 {
 	r := newStepRecord(tb, mem, n, 1)
 	defer r.rec.Release()
 	before := liveHeap()
-	s := mustNew(tb, Config{Lookback: 96, Fields: fieldNames(1), Cadence: time.Hour})
+	s := mustNew(tb, Shape{Lookback: 96, Fields: fieldNames(1), Cadence: time.Hour}, DefaultConfig())
 	var out Batch
 	if err := s.Append(r.rec, nil, &out); err != nil {
 		tb.Fatal(err)
@@ -227,7 +226,7 @@ func BenchmarkAppend(b *testing.B) {
 			defer mem.AssertSize(b, 0)
 			r := newStepRecord(b, mem, bc.series, bc.channels)
 			defer r.rec.Release()
-			s := mustNew(b, Config{Lookback: 96, Fields: fieldNames(bc.channels), Cadence: time.Hour})
+			s := mustNew(b, Shape{Lookback: 96, Fields: fieldNames(bc.channels), Cadence: time.Hour}, DefaultConfig())
 			var out Batch
 			for range 96 {
 				r.shift(1)

@@ -13,6 +13,17 @@
 // goroutines and no global state. The pipeline exports Stats as metrics and
 // calls Expire periodically.
 //
+// # Shape and Config
+//
+// New takes two values. A Shape is the wiring: the lookback L (the
+// model's), the value fields (input.value_fields) and the cadence
+// (input.cadence), which the pipeline takes from the model and the input
+// settings. A Config holds the window.* settings, each naming its YAML key.
+// Both are taken as given and checked by their Validate: nothing is filled
+// in, so a caller starts from DefaultConfig and changes what it means to,
+// and every value, 0 included, means what it says (MaxGap 0 restarts a
+// series on any missing step).
+//
 // # Concurrency
 //
 // A Set is not safe for concurrent use. Series are sharded upstream by
@@ -29,13 +40,15 @@
 //
 // whose time is k·Cadence (UTC): a reading between two step boundaries lands
 // on the earlier step. Each series keeps a ring of the last L steps (L =
-// Lookback), C values per step (C = len(Fields)), and its newest step n.
+// Shape.Lookback), C values per step (C = len(Shape.Fields)), and its
+// newest step n.
 // A reading for step k of an existing series is
 //
 //   - a new step when k > n. With g = k − n − 1 missing steps: if g ≤ MaxGap
 //     the g steps are filled (see below) and counted in GapFilled; if
 //     g > MaxGap the series restarts: its window empties and Restarts counts
-//     it. Then step k is pushed.
+//     it (with MaxGap 0 any missing step restarts it). Then step k is
+//     pushed.
 //   - a duplicate when k = n: it overwrites step n (last write wins) and is
 //     counted in Duplicates; no window is emitted.
 //   - late when k < n: if (n − k)·Cadence ≤ AllowedLateness and step k is

@@ -12,7 +12,8 @@ import (
 )
 
 func ExampleSet_Append() {
-	s, err := window.New(window.Config{Lookback: 3, Fields: []string{"value"}, Cadence: time.Hour})
+	shape := window.Shape{Lookback: 3, Fields: []string{"value"}, Cadence: time.Hour}
+	s, err := window.New(shape, window.DefaultConfig())
 	if err != nil {
 		panic(err)
 	}

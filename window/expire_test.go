@@ -21,11 +21,11 @@ func TestExpire(t *testing.T) {
 		{name: "idle exactly TTL is kept", ttl: time.Hour, now: time.Hour, want: 0, wantActive: 2},
 		{name: "idle longer than TTL is evicted", ttl: time.Hour, now: time.Hour + time.Millisecond, want: 1, wantActive: 1},
 		{name: "both idle", ttl: time.Hour, now: 3 * time.Hour, want: 2, wantActive: 0},
-		{name: "default TTL is 24h", ttl: 0, now: 24*time.Hour + time.Second, want: 1, wantActive: 1},
+		{name: "default TTL is 24h", ttl: DefaultConfig().SeriesTTL, now: 24*time.Hour + time.Second, want: 1, wantActive: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := &fakeClock{t: t0}
-			s := mustNew(t, Config{Lookback: 2, Fields: one, Cadence: time.Hour, SeriesTTL: tc.ttl}, WithClock(clk.now))
+			s := mustNew(t, Shape{Lookback: 2, Fields: one, Cadence: time.Hour}, configWith(func(c *Config) { c.SeriesTTL = tc.ttl }), WithClock(clk.now))
 			feed(t, s, one, []rd{at("old", 0, 0), at("new", 0, 0)})
 			clk.advance(30 * time.Minute)
 			// A reading that is dropped still proves the series alive.
@@ -41,7 +41,7 @@ func TestExpire(t *testing.T) {
 
 	t.Run("an expired series starts over", func(t *testing.T) {
 		clk := &fakeClock{t: t0}
-		s := mustNew(t, Config{Lookback: 2, Fields: one, Cadence: time.Hour, SeriesTTL: time.Hour}, WithClock(clk.now))
+		s := mustNew(t, Shape{Lookback: 2, Fields: one, Cadence: time.Hour}, configWith(func(c *Config) { c.SeriesTTL = time.Hour }), WithClock(clk.now))
 		got := feed(t, s, one, []rd{at("a", 0, 0), at("a", 1, 1)})
 		clk.advance(2 * time.Hour)
 		if n := s.Expire(clk.now()); n != 1 {
@@ -59,7 +59,7 @@ func TestExpire(t *testing.T) {
 
 	t.Run("mass expiry shrinks the map and keeps the survivors", func(t *testing.T) {
 		clk := &fakeClock{t: t0}
-		s := mustNew(t, Config{Lookback: 1, Fields: one, Cadence: time.Hour, SeriesTTL: time.Hour}, WithClock(clk.now))
+		s := mustNew(t, Shape{Lookback: 1, Fields: one, Cadence: time.Hour}, configWith(func(c *Config) { c.SeriesTTL = time.Hour }), WithClock(clk.now))
 		var rs []rd
 		for i := range 5000 {
 			rs = append(rs, at("s-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+itoa(i), 0, 0))
@@ -92,7 +92,7 @@ func TestMaxSeries(t *testing.T) {
 			return a
 		},
 	}))
-	s := mustNew(t, Config{Lookback: 1, Fields: one, Cadence: time.Hour, MaxSeries: 2, SeriesTTL: time.Hour},
+	s := mustNew(t, Shape{Lookback: 1, Fields: one, Cadence: time.Hour}, configWith(func(c *Config) { c.MaxSeries, c.SeriesTTL = 2, time.Hour }),
 		WithClock(clk.now), WithLogger(logger))
 
 	for _, step := range []struct {

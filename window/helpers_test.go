@@ -131,14 +131,23 @@ func feed(tb testing.TB, s *Set, fields []string, batches ...[]rd) []win {
 	return wins(tb, &out)
 }
 
-// mustNew is New for configurations that are valid.
-func mustNew(tb testing.TB, cfg Config, opts ...Option) *Set {
+// mustNew is New for shapes and configurations that are valid.
+func mustNew(tb testing.TB, shape Shape, cfg Config, opts ...Option) *Set {
 	tb.Helper()
-	s, err := New(cfg, opts...)
+	s, err := New(shape, cfg, opts...)
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
 	return s
+}
+
+// configWith returns DefaultConfig changed by edit (none when nil).
+func configWith(edit func(*Config)) Config {
+	cfg := DefaultConfig()
+	if edit != nil {
+		edit(&cfg)
+	}
+	return cfg
 }
 
 // fakeClock is an injectable wall clock.

@@ -32,15 +32,15 @@ func replay(tb testing.TB, s *Set, rs []rd) {
 func TestRebuildFromPartOfTheHistory(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		l    int           // the Lookback
+		edit func(*Config) // of DefaultConfig
 	}{
-		{"stride 1, lateness 2 steps", Config{Lookback: 8, MaxGap: 2, AllowedLateness: 2 * time.Hour}},
-		{"stride 3, hold fill", Config{Lookback: 6, MaxGap: 3, Stride: 3, Fill: FillHold, AllowedLateness: time.Hour}},
-		{"restart on any gap", Config{Lookback: 5, MaxGap: -1}},
+		{"stride 1, lateness 2 steps", 8, func(c *Config) { c.MaxGap, c.AllowedLateness = 2, 2*time.Hour }},
+		{"stride 3, hold fill", 6, func(c *Config) { c.MaxGap, c.Stride, c.Fill, c.AllowedLateness = 3, 3, FillHold, time.Hour }},
+		{"restart on any gap", 5, func(c *Config) { c.MaxGap = 0 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.Fields, cfg.Cadence = one, time.Hour
+			shape, cfg := Shape{Lookback: tc.l, Fields: one, Cadence: time.Hour}, configWith(tc.edit)
 			rng := rand.New(rand.NewPCG(7, 7))
 			// A history of 6 series over 300 steps: mostly in order, with
 			// gaps of 1-6 steps, duplicates and late readings.
@@ -61,9 +61,9 @@ func TestRebuildFromPartOfTheHistory(t *testing.T) {
 				}
 			}
 			lateSteps := int64(cfg.AllowedLateness / time.Hour)
-			span := int64(cfg.Lookback) + int64(max(cfg.MaxGap, 0)) + lateSteps + 1
+			span := int64(tc.l) + int64(cfg.MaxGap) + lateSteps + 1
 			for _, cut := range []int{len(hist) / 3, len(hist) / 2, len(hist) - 40} {
-				full := mustNew(t, cfg)
+				full := mustNew(t, shape, cfg)
 				replay(t, full, hist[:cut])
 				want := feed(t, full, one, hist[cut:])
 
@@ -78,7 +78,7 @@ func TestRebuildFromPartOfTheHistory(t *testing.T) {
 				for from < cut && hist[from].ts/hour < newest-span {
 					from++
 				}
-				rebuilt := mustNew(t, cfg)
+				rebuilt := mustNew(t, shape, cfg)
 				replay(t, rebuilt, hist[from:cut])
 				got := feed(t, rebuilt, one, hist[cut:])
 				if !equalWins(got, want) {
@@ -107,9 +107,10 @@ func firstDiff(got, want []win) string {
 func TestBudgetIsShared(t *testing.T) {
 	clk := &fakeClock{t: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)}
 	b := NewBudget(3)
-	cfg := Config{Lookback: 2, Fields: one, Cadence: time.Hour, MaxSeries: 1000, SeriesTTL: time.Hour}
-	s1 := mustNew(t, cfg, WithBudget(b), WithClock(clk.now), WithLogger(slog.New(slog.DiscardHandler)))
-	s2 := mustNew(t, cfg, WithBudget(b), WithClock(clk.now), WithLogger(slog.New(slog.DiscardHandler)))
+	shape := Shape{Lookback: 2, Fields: one, Cadence: time.Hour}
+	cfg := configWith(func(c *Config) { c.MaxSeries, c.SeriesTTL = 1000, time.Hour })
+	s1 := mustNew(t, shape, cfg, WithBudget(b), WithClock(clk.now), WithLogger(slog.New(slog.DiscardHandler)))
+	s2 := mustNew(t, shape, cfg, WithBudget(b), WithClock(clk.now), WithLogger(slog.New(slog.DiscardHandler)))
 	feed(t, s1, one, []rd{at("a", 0, 1), at("b", 0, 1)})
 	feed(t, s2, one, []rd{at("c", 0, 1), at("d", 0, 1)})
 	if a1, a2, used := s1.Stats().Active, s2.Stats().Active, b.Used(); a1 != 2 || a2 != 1 || used != 3 {
@@ -148,7 +149,7 @@ func TestOutOfRange(t *testing.T) {
 		{"the first reading of a series is not judged", []rd{at("a", 0, 1e300), at("a", 1, 1e300)}, nil, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := mustNew(t, Config{Lookback: 2, Fields: one, Cadence: time.Hour})
+			s := mustNew(t, Shape{Lookback: 2, Fields: one, Cadence: time.Hour}, DefaultConfig())
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			rec := newRecord(t, mem, readingsSchema("value"), tc.in)
@@ -194,13 +195,13 @@ func TestTooLate(t *testing.T) {
 		want    []int
 	}{
 		{"dead_letter lists the rows", LateDeadLetter, false, []int{5, 7}},
-		{"the default is dead_letter", "", false, []int{5, 7}},
+		{"the default is dead_letter", DefaultConfig().Late, false, []int{5, 7}},
 		{"drop lists none", LateDrop, false, nil},
 		{"a rebuild lists none", LateDeadLetter, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Lookback: 2, Fields: one, Cadence: time.Hour, AllowedLateness: time.Hour, Late: tc.late}
-			s := mustNew(t, cfg)
+			cfg := configWith(func(c *Config) { c.AllowedLateness, c.Late = time.Hour, tc.late })
+			s := mustNew(t, Shape{Lookback: 2, Fields: one, Cadence: time.Hour}, cfg)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			rec := newRecord(t, mem, readingsSchema("value"), in)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // ErrSchema is wrapped by the errors Append returns when a record's schema
-// does not fit the Config: a missing column, a wrong type or nulls. It is a
+// does not fit the Shape: a missing column, a wrong type or nulls. It is a
 // programmer or configuration error upstream, not bad data.
 var ErrSchema = errors.New("record does not match the window config")
 
@@ -85,14 +86,15 @@ type series struct {
 // Set owns the windows of the series routed to it. It is not safe for
 // concurrent use: one pipeline worker owns it.
 type Set struct {
+	shape     Shape // Fields is the Set's own copy
 	cfg       Config
 	l, c      int   // L and C
 	cadMs     int64 // cadence in ms
 	stride    int64
-	maxGap    uint64 // ≥ 0
-	lateSteps int64  // AllowedLateness / Cadence
-	deadLate  bool   // Late is LateDeadLetter
-	ttl       int64  // ns
+	maxGap    uint64
+	lateSteps int64 // AllowedLateness / Cadence
+	deadLate  bool  // Late is LateDeadLetter
+	ttl       int64 // ns
 	hold      bool
 	maxJump   float64
 	budget    *Budget // the cap on live series; shared with other Sets by WithBudget
@@ -118,21 +120,26 @@ type Set struct {
 	recRows    int
 }
 
-// New validates cfg, fills in its defaults and returns an empty Set.
-func New(cfg Config, opts ...Option) (*Set, error) {
+// New validates shape and cfg and returns an empty Set. cfg is taken as
+// given (start from DefaultConfig); shape.Fields is copied.
+func New(shape Shape, cfg Config, opts ...Option) (*Set, error) {
+	if err := shape.Validate(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
-	cfg.Fields = append([]string(nil), cfg.Fields...)
+	shape.Fields = slices.Clone(shape.Fields)
+	c := len(shape.Fields)
 	s := &Set{
+		shape:     shape,
 		cfg:       cfg,
-		l:         cfg.Lookback,
-		c:         len(cfg.Fields),
-		cadMs:     cfg.Cadence.Milliseconds(),
+		l:         shape.Lookback,
+		c:         c,
+		cadMs:     shape.Cadence.Milliseconds(),
 		stride:    int64(cfg.Stride),
-		maxGap:    uint64(max(cfg.MaxGap, 0)),
-		lateSteps: int64(cfg.AllowedLateness / cfg.Cadence),
+		maxGap:    uint64(cfg.MaxGap),
+		lateSteps: int64(cfg.AllowedLateness / shape.Cadence),
 		ttl:       int64(cfg.SeriesTTL),
 		hold:      cfg.Fill == FillHold,
 		deadLate:  cfg.Late == LateDeadLetter,
@@ -140,8 +147,8 @@ func New(cfg Config, opts ...Option) (*Set, error) {
 		series:    make(map[string]*series),
 		log:       slog.Default(),
 		now:       time.Now,
-		prev:      make([]float64, len(cfg.Fields)),
-		recValues: make([][]float64, len(cfg.Fields)),
+		prev:      make([]float64, c),
+		recValues: make([][]float64, c),
 	}
 	for _, o := range opts {
 		o(s)
@@ -152,12 +159,8 @@ func New(cfg Config, opts ...Option) (*Set, error) {
 	return s, nil
 }
 
-// Config returns the Set's configuration with the defaults filled in.
-func (s *Set) Config() Config {
-	cfg := s.cfg
-	cfg.Fields = append([]string(nil), cfg.Fields...)
-	return cfg
-}
+// Config returns the Set's settings, as New was given them.
+func (s *Set) Config() Config { return s.cfg }
 
 // Stats returns the Set's counters.
 func (s *Set) Stats() Stats {
@@ -173,7 +176,7 @@ func (s *Set) Stats() Stats {
 // nothing is emitted or reported: that rebuilds the state from readings
 // whose windows were forecast before (after a restart or when a partition
 // moves here). rec must have the columns of a readings record (series, ts,
-// ingest_ts and the Config's Fields); their types are checked once per
+// ingest_ts and the Shape's Fields); their types are checked once per
 // schema, and an error wrapping ErrSchema is returned before any row is
 // read when they do not fit. An index in rows outside the record is an
 // error too. Append keeps no reference to rec. On existing series it
@@ -241,9 +244,9 @@ func (s *Set) bind(rec arrow.Record) error {
 	for c, idx := range s.cols.values {
 		v, ok := rec.Column(idx).(*array.Float64)
 		if !ok {
-			return s.arrayErr(s.cfg.Fields[c], rec.Column(idx))
+			return s.arrayErr(s.shape.Fields[c], rec.Column(idx))
 		}
-		if err := noNulls(s.cfg.Fields[c], v); err != nil {
+		if err := noNulls(s.shape.Fields[c], v); err != nil {
 			return err
 		}
 		s.recValues[c] = v.Float64Values()
@@ -283,7 +286,7 @@ func (s *Set) unbind() {
 // columns are the indexes of a schema's columns.
 type columns struct {
 	series, ts, ingest int
-	values             []int // in Config.Fields order
+	values             []int // in Shape.Fields order
 }
 
 // resolve finds the columns of sc and checks their types.
@@ -294,7 +297,7 @@ func (s *Set) resolve(sc *arrow.Schema) (columns, error) {
 		switch len(idx) {
 		case 0:
 			return 0, fmt.Errorf("window: %w: the record has no column %q (columns: %s); do the decoder's value fields match window Fields %q?",
-				ErrSchema, name, columnNames(sc), s.cfg.Fields)
+				ErrSchema, name, columnNames(sc), s.shape.Fields)
 		case 1:
 			return idx[0], nil
 		default:
@@ -320,8 +323,8 @@ func (s *Set) resolve(sc *arrow.Schema) (columns, error) {
 			return cols, fmt.Errorf("window: %w: column %q is %v, want timestamp[ms]", ErrSchema, tc.name, dt)
 		}
 	}
-	cols.values = make([]int, len(s.cfg.Fields))
-	for c, f := range s.cfg.Fields {
+	cols.values = make([]int, len(s.shape.Fields))
+	for c, f := range s.shape.Fields {
 		if cols.values[c], err = find(f); err != nil {
 			return cols, err
 		}

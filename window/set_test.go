@@ -15,79 +15,24 @@ import (
 
 var one = []string{"value"}
 
-func TestNewValidates(t *testing.T) {
-	ok := Config{Lookback: 96, Fields: one, Cadence: time.Hour}
-	for _, tc := range []struct {
-		name string
-		edit func(*Config)
-		want string // substring of the error, naming the YAML key; "" = valid
-	}{
-		{name: "minimal config is valid", edit: func(*Config) {}},
-		{name: "lookback required", edit: func(c *Config) { c.Lookback = 0 }, want: "window lookback = 0"},
-		{name: "fields required", edit: func(c *Config) { c.Fields = nil }, want: "input.value_fields is empty"},
-		{name: "empty field name", edit: func(c *Config) { c.Fields = []string{"a", ""} }, want: "input.value_fields[1] is empty"},
-		{name: "duplicate field", edit: func(c *Config) { c.Fields = []string{"a", "a"} }, want: `input.value_fields[1] = "a" appears twice`},
-		{name: "reserved field", edit: func(c *Config) { c.Fields = []string{"ts"} }, want: "reserved"},
-		{name: "cadence required", edit: func(c *Config) { c.Cadence = 0 }, want: "input.cadence = 0s"},
-		{name: "cadence in whole ms", edit: func(c *Config) { c.Cadence = 1500 * time.Microsecond }, want: "whole number of milliseconds"},
-		{name: "negative stride", edit: func(c *Config) { c.Stride = -1 }, want: "window.stride = -1"},
-		{name: "max gap -1 is valid", edit: func(c *Config) { c.MaxGap = -1 }},
-		{name: "max gap below -1", edit: func(c *Config) { c.MaxGap = -2 }, want: "window.max_gap = -2"},
-		{name: "unknown fill", edit: func(c *Config) { c.Fill = "spline" }, want: `window.fill = "spline"; use "linear" or "hold"`},
-		{name: "negative lateness", edit: func(c *Config) { c.AllowedLateness = -time.Second }, want: "window.allowed_lateness = -1s"},
-		{name: "negative ttl", edit: func(c *Config) { c.SeriesTTL = -time.Second }, want: "window.series_ttl = -1s"},
-		{name: "negative max series", edit: func(c *Config) { c.MaxSeries = -1 }, want: "window.max_series = -1"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := ok
-			tc.edit(&cfg)
-			_, err := New(cfg)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("New() error = %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("New() error = %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
-func TestDefaults(t *testing.T) {
-	fields := []string{"value"}
-	s := mustNew(t, Config{Lookback: 96, Fields: fields, Cadence: 5 * time.Minute})
-	fields[0] = "changed"
-	got := s.Config()
-	want := Config{Lookback: 96, Fields: []string{"value"}, Cadence: 5 * time.Minute, Stride: 1, MaxGap: 3,
-		Fill: FillLinear, AllowedLateness: 0, SeriesTTL: 24 * time.Hour, MaxSeries: 1_000_000}
-	if got.Lookback != want.Lookback || got.Fields[0] != want.Fields[0] || len(got.Fields) != 1 || got.Cadence != want.Cadence ||
-		got.Stride != want.Stride || got.MaxGap != want.MaxGap || got.Fill != want.Fill ||
-		got.AllowedLateness != want.AllowedLateness || got.SeriesTTL != want.SeriesTTL || got.MaxSeries != want.MaxSeries {
-		t.Errorf("Config() = %+v, want %+v", got, want)
-	}
-	// The result is a valid input to New that means the same thing.
-	again := mustNew(t, Config{Lookback: 4, Fields: one, Cadence: time.Hour, MaxGap: -1}).Config()
-	if again.MaxGap != -1 {
-		t.Errorf("Config().MaxGap = %d after MaxGap -1, want -1", again.MaxGap)
-	}
-}
-
 func TestWindows(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		cfg       Config // Fields default to [value], Cadence to 1h
+		l         int           // the Lookback; Fields are [value], Cadence 1h
+		edit      func(*Config) // of DefaultConfig
 		batches   [][]rd
 		want      []win
 		wantStats Stats
 	}{
 		{
 			name:      "no window before L steps",
-			cfg:       Config{Lookback: 3},
+			l:         3,
 			batches:   [][]rd{{at("a", 0, 1), at("a", 1, 2)}},
 			wantStats: Stats{Active: 1, Created: 1},
 		},
 		{
 			name:    "a window at every new step once L steps are held",
-			cfg:     Config{Lookback: 3},
+			l:       3,
 			batches: [][]rd{{at("a", 0, 1), at("a", 1, 2), at("a", 2, 3), at("a", 3, 4)}},
 			want: []win{
 				{"a", 2, []float64{1, 2, 3}, 2*hour + 1000},
@@ -97,42 +42,45 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name:      "lookback 1: every reading is a window",
-			cfg:       Config{Lookback: 1},
+			l:         1,
 			batches:   [][]rd{{at("a", 5, 7), at("a", 6, 8)}},
 			want:      []win{{"a", 5, []float64{7}, 5*hour + 1000}, {"a", 6, []float64{8}, 6*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, Ready: 2},
 		},
 		{
 			name:      "gap of 3 filled linearly",
-			cfg:       Config{Lookback: 5},
+			l:         5,
 			batches:   [][]rd{{at("a", 10, 0)}, {at("a", 14, 8)}},
 			want:      []win{{"a", 14, []float64{0, 2, 4, 6, 8}, 14*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 3, Ready: 1},
 		},
 		{
 			name:      "linear fill of a downward gap with fractions",
-			cfg:       Config{Lookback: 3, MaxGap: 1},
+			l:         3,
+			edit:      func(c *Config) { c.MaxGap = 1 },
 			batches:   [][]rd{{at("a", 0, 1), at("a", 2, 0.5)}},
 			want:      []win{{"a", 2, []float64{1, 0.75, 0.5}, 2*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 1, Ready: 1},
 		},
 		{
 			name:      "gap of 3 held",
-			cfg:       Config{Lookback: 5, Fill: FillHold},
+			l:         5,
+			edit:      func(c *Config) { c.Fill = FillHold },
 			batches:   [][]rd{{at("a", 10, 5), at("a", 14, 8)}},
 			want:      []win{{"a", 14, []float64{5, 5, 5, 5, 8}, 14*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 3, Ready: 1},
 		},
 		{
 			name:      "gap longer than the window: only the last L-1 filled steps remain",
-			cfg:       Config{Lookback: 3, MaxGap: 10},
+			l:         3,
+			edit:      func(c *Config) { c.MaxGap = 10 },
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 10, 10)}},
 			want:      []win{{"a", 2, []float64{0, 1, 2}, 2*hour + 1000}, {"a", 10, []float64{8, 9, 10}, 10*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 7, Ready: 2},
 		},
 		{
 			name: "gap longer than MaxGap restarts the window",
-			cfg:  Config{Lookback: 3},
+			l:    3,
 			batches: [][]rd{
 				{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2)},
 				{at("a", 7, 7), at("a", 8, 8), at("a", 9, 9)},
@@ -141,15 +89,25 @@ func TestWindows(t *testing.T) {
 			wantStats: Stats{Active: 1, Created: 1, Restarts: 1, Ready: 2},
 		},
 		{
-			name:      "MaxGap -1 restarts on a single missing step",
-			cfg:       Config{Lookback: 2, MaxGap: -1},
+			name:      "MaxGap 0 restarts on a single missing step",
+			l:         2,
+			edit:      func(c *Config) { c.MaxGap = 0 },
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 3, 3), at("a", 4, 4)}},
 			want:      []win{{"a", 1, []float64{0, 1}, 1*hour + 1000}, {"a", 4, []float64{3, 4}, 4*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, Restarts: 1, Ready: 2},
 		},
 		{
+			name:    "MaxGap 1 fills that single missing step",
+			l:       2,
+			edit:    func(c *Config) { c.MaxGap = 1 },
+			batches: [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 3, 3), at("a", 4, 4)}},
+			want: []win{{"a", 1, []float64{0, 1}, 1*hour + 1000}, {"a", 3, []float64{2, 3}, 3*hour + 1000},
+				{"a", 4, []float64{3, 4}, 4*hour + 1000}},
+			wantStats: Stats{Active: 1, Created: 1, GapFilled: 1, Ready: 3},
+		},
+		{
 			name: "duplicates: last write wins and emits nothing",
-			cfg:  Config{Lookback: 3},
+			l:    3,
 			batches: [][]rd{
 				{at("a", 0, 0), at("a", 1, 1), at("a", 1, 11), at("a", 2, 2)},
 				{at("a", 2, 22), at("a", 3, 3)},
@@ -159,7 +117,8 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name: "late reading within lateness updates its step; the next window sees it",
-			cfg:  Config{Lookback: 3, AllowedLateness: 2 * time.Hour},
+			l:    3,
+			edit: func(c *Config) { c.AllowedLateness = 2 * time.Hour },
 			batches: [][]rd{
 				{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3)},
 				{at("a", 2, 20)},
@@ -174,7 +133,8 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name: "late reading beyond lateness is dropped",
-			cfg:  Config{Lookback: 3, AllowedLateness: time.Hour},
+			l:    3,
+			edit: func(c *Config) { c.AllowedLateness = time.Hour },
 			batches: [][]rd{
 				{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3)},
 				{at("a", 1, 10), at("a", 4, 4)},
@@ -188,28 +148,31 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name:      "late readings are dropped by default",
-			cfg:       Config{Lookback: 2},
+			l:         2,
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 0, 10), at("a", 2, 2)}},
 			want:      []win{{"a", 1, []float64{0, 1}, 1*hour + 1000}, {"a", 2, []float64{1, 2}, 2*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, LateDropped: 1, Ready: 2},
 		},
 		{
 			name:      "late reading older than the ring is dropped",
-			cfg:       Config{Lookback: 3, AllowedLateness: 10 * time.Hour},
+			l:         3,
+			edit:      func(c *Config) { c.AllowedLateness = 10 * time.Hour },
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3), at("a", 0, 10), at("a", 4, 4)}},
 			want:      []win{{"a", 2, []float64{0, 1, 2}, 2*hour + 1000}, {"a", 3, []float64{1, 2, 3}, 3*hour + 1000}, {"a", 4, []float64{2, 3, 4}, 4*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, LateDropped: 1, Ready: 3},
 		},
 		{
 			name:      "late reading for a step before a restart is dropped",
-			cfg:       Config{Lookback: 2, AllowedLateness: 10 * time.Hour},
+			l:         2,
+			edit:      func(c *Config) { c.AllowedLateness = 10 * time.Hour },
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 9, 9), at("a", 1, 10), at("a", 10, 10)}},
 			want:      []win{{"a", 1, []float64{0, 1}, 1*hour + 1000}, {"a", 10, []float64{9, 10}, 10*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, Restarts: 1, LateDropped: 1, Ready: 2},
 		},
 		{
 			name: "a filled step's real reading is a late reading that updates it",
-			cfg:  Config{Lookback: 4, AllowedLateness: 3 * time.Hour},
+			l:    4,
+			edit: func(c *Config) { c.AllowedLateness = 3 * time.Hour },
 			batches: [][]rd{
 				{at("a", 0, 0), at("a", 3, 6)},
 				{at("a", 1, 100), at("a", 4, 4)},
@@ -219,21 +182,23 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name:      "a filled step's real reading is dropped without lateness",
-			cfg:       Config{Lookback: 4},
+			l:         4,
 			batches:   [][]rd{{at("a", 0, 0), at("a", 3, 6), at("a", 1, 100), at("a", 4, 4)}},
 			want:      []win{{"a", 3, []float64{0, 2, 4, 6}, 3*hour + 1000}, {"a", 4, []float64{2, 4, 6, 4}, 4*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 2, LateDropped: 1, Ready: 2},
 		},
 		{
 			name:      "stride 2 emits at the steps that are multiples of 2, whenever the window filled",
-			cfg:       Config{Lookback: 2, Stride: 2},
+			l:         2,
+			edit:      func(c *Config) { c.Stride = 2 },
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3), at("a", 4, 4), at("a", 5, 5)}},
 			want:      []win{{"a", 2, []float64{1, 2}, 2*hour + 1000}, {"a", 4, []float64{3, 4}, 4*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, Ready: 2},
 		},
 		{
 			name: "stride 3: a due step that was filled moves its window to the next reading",
-			cfg:  Config{Lookback: 2, Stride: 3},
+			l:    2,
+			edit: func(c *Config) { c.Stride = 3 },
 			// Due at 3 (filled: its window comes with the reading of step 4) and 6.
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 4, 4), at("a", 5, 5), at("a", 6, 6), at("a", 7, 7)}},
 			want:      []win{{"a", 4, []float64{3, 4}, 4*hour + 1000}, {"a", 6, []float64{5, 6}, 6*hour + 1000}},
@@ -241,7 +206,8 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name: "a series that starts later emits at the same steps: the phase is absolute",
-			cfg:  Config{Lookback: 2, Stride: 3},
+			l:    2,
+			edit: func(c *Config) { c.Stride = 3 },
 			batches: [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 3, 3), at("a", 4, 4), at("a", 5, 5), at("a", 6, 6),
 				at("b", 2, 2), at("b", 3, 3), at("b", 4, 4), at("b", 5, 5), at("b", 6, 6)}},
 			want: []win{{"a", 3, []float64{2, 3}, 3*hour + 1000}, {"a", 6, []float64{5, 6}, 6*hour + 1000},
@@ -250,14 +216,15 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name:      "a restart does not shift the stride's phase",
-			cfg:       Config{Lookback: 1, Stride: 2, MaxGap: -1},
+			l:         1,
+			edit:      func(c *Config) { c.Stride, c.MaxGap = 2, 0 },
 			batches:   [][]rd{{at("a", 0, 0), at("a", 1, 1), at("a", 2, 2), at("a", 4, 4), at("a", 5, 5), at("a", 6, 6)}},
 			want:      []win{{"a", 0, []float64{0}, 1000}, {"a", 2, []float64{2}, 2*hour + 1000}, {"a", 4, []float64{4}, 4*hour + 1000}, {"a", 6, []float64{6}, 6*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, Restarts: 1, Ready: 4},
 		},
 		{
 			name: "readings between step boundaries land on the earlier step",
-			cfg:  Config{Lookback: 2},
+			l:    2,
 			batches: [][]rd{{
 				{series: "a", ts: 30 * 60 * 1000, ingest: 5, values: []float64{1}},      // 00:30 → step 0
 				{series: "a", ts: 2*hour - 1, ingest: 6, values: []float64{2}},          // 01:59:59.999 → step 1
@@ -269,21 +236,22 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name:      "out of order within a record, within lateness",
-			cfg:       Config{Lookback: 4, AllowedLateness: time.Hour},
+			l:         4,
+			edit:      func(c *Config) { c.AllowedLateness = time.Hour },
 			batches:   [][]rd{{at("a", 0, 0), at("a", 2, 2), at("a", 1, 7), at("a", 3, 3)}},
 			want:      []win{{"a", 3, []float64{0, 7, 2, 3}, 3*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 1, LateUpdated: 1, Ready: 1},
 		},
 		{
 			name:      "out of order within a record, no lateness: the filled value stays",
-			cfg:       Config{Lookback: 4},
+			l:         4,
 			batches:   [][]rd{{at("a", 0, 0), at("a", 2, 2), at("a", 1, 7), at("a", 3, 3)}},
 			want:      []win{{"a", 3, []float64{0, 1, 2, 3}, 3*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 1, LateDropped: 1, Ready: 1},
 		},
 		{
 			name: "series are independent",
-			cfg:  Config{Lookback: 2},
+			l:    2,
 			batches: [][]rd{
 				{at("a", 0, 1), at("b", 5, 50), at("a", 1, 2), at("b", 6, 60)},
 				{at("b", 7, 70), at("c", 0, 0)},
@@ -297,22 +265,15 @@ func TestWindows(t *testing.T) {
 		},
 		{
 			name:      "timestamps before 1970 align downwards",
-			cfg:       Config{Lookback: 2},
+			l:         2,
 			batches:   [][]rd{{{series: "a", ts: -hour - 1, ingest: 1, values: []float64{1}}, {series: "a", ts: -1, ingest: 2, values: []float64{2}}}},
 			want:      []win{{"a", -1, []float64{1, 2}, 2}},
 			wantStats: Stats{Active: 1, Created: 1, Ready: 1},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			if cfg.Fields == nil {
-				cfg.Fields = one
-			}
-			if cfg.Cadence == 0 {
-				cfg.Cadence = time.Hour
-			}
-			s := mustNew(t, cfg)
-			got := feed(t, s, cfg.Fields, tc.batches...)
+			s := mustNew(t, Shape{Lookback: tc.l, Fields: one, Cadence: time.Hour}, configWith(tc.edit))
+			got := feed(t, s, one, tc.batches...)
 			if !equalWins(got, tc.want) {
 				t.Errorf("windows:\n got %v\nwant %v", got, tc.want)
 			}
@@ -327,13 +288,14 @@ func TestMultichannel(t *testing.T) {
 	fields := []string{"temp", "humidity", "wind"}
 	for _, tc := range []struct {
 		name    string
-		cfg     Config
+		l       int           // the Lookback
+		edit    func(*Config) // of DefaultConfig
 		batches [][]rd
 		want    []win
 	}{
 		{
 			name:    "window is row-major: step, then channel",
-			cfg:     Config{Lookback: 2},
+			l:       2,
 			batches: [][]rd{{at("a", 0, 1, 10, 100), at("a", 1, 2, 20, 200), at("a", 2, 3, 30, 300)}},
 			want: []win{
 				{"a", 1, []float64{1, 10, 100, 2, 20, 200}, 1*hour + 1000},
@@ -342,25 +304,27 @@ func TestMultichannel(t *testing.T) {
 		},
 		{
 			name:    "linear fill per channel",
-			cfg:     Config{Lookback: 3},
+			l:       3,
 			batches: [][]rd{{at("a", 0, 2, 20, -200), at("a", 2, 4, 40, 400)}},
 			want:    []win{{"a", 2, []float64{2, 20, -200, 3, 30, 100, 4, 40, 400}, 2*hour + 1000}},
 		},
 		{
 			name:    "linear fill per channel inside a window",
-			cfg:     Config{Lookback: 3},
+			l:       3,
 			batches: [][]rd{{at("a", 0, 0, 10, -200), at("a", 1, 2, 20, 200), at("a", 3, 4, 40, 400)}},
 			want:    []win{{"a", 3, []float64{2, 20, 200, 3, 30, 300, 4, 40, 400}, 3*hour + 1000}},
 		},
 		{
 			name:    "hold per channel",
-			cfg:     Config{Lookback: 3, Fill: FillHold},
+			l:       3,
+			edit:    func(c *Config) { c.Fill = FillHold },
 			batches: [][]rd{{at("a", 0, 0, 10, -200), at("a", 1, 2, 20, 200), at("a", 3, 4, 40, 400)}},
 			want:    []win{{"a", 3, []float64{2, 20, 200, 2, 20, 200, 4, 40, 400}, 3*hour + 1000}},
 		},
 		{
 			name:    "late update rewrites every channel of its step",
-			cfg:     Config{Lookback: 2, AllowedLateness: time.Hour},
+			l:       2,
+			edit:    func(c *Config) { c.AllowedLateness = time.Hour },
 			batches: [][]rd{{at("a", 0, 0, 0, 0), at("a", 1, 1, 1, 1), at("a", 0, 7, 8, 9), at("a", 2, 2, 2, 2)}},
 			want: []win{
 				{"a", 1, []float64{0, 0, 0, 1, 1, 1}, 1*hour + 1000},
@@ -369,9 +333,8 @@ func TestMultichannel(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.Fields, cfg.Cadence = fields, time.Hour
-			got := feed(t, mustNew(t, cfg), fields, tc.batches...)
+			s := mustNew(t, Shape{Lookback: tc.l, Fields: fields, Cadence: time.Hour}, configWith(tc.edit))
+			got := feed(t, s, fields, tc.batches...)
 			if !equalWins(got, tc.want) {
 				t.Errorf("windows:\n got %v\nwant %v", got, tc.want)
 			}
@@ -383,7 +346,7 @@ func TestValueColumnsByName(t *testing.T) {
 	// The value columns are found by name, whatever their order in the record.
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s := mustNew(t, Config{Lookback: 1, Fields: []string{"b", "a"}, Cadence: time.Hour})
+	s := mustNew(t, Shape{Lookback: 1, Fields: []string{"b", "a"}, Cadence: time.Hour}, DefaultConfig())
 	rec := newRecord(t, mem, readingsSchema("a", "b"), []rd{at("x", 0, 1, 2)})
 	defer rec.Release()
 	var out Batch
@@ -442,7 +405,7 @@ func TestRows(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			rec := newRecord(t, mem, readingsSchema("value"), rs)
 			defer rec.Release()
-			s := mustNew(t, Config{Lookback: 2, Fields: one, Cadence: time.Hour})
+			s := mustNew(t, Shape{Lookback: 2, Fields: one, Cadence: time.Hour}, DefaultConfig())
 			var out Batch
 			err := s.Append(rec, tc.rows, &out)
 			if tc.wantErr != "" {
@@ -475,7 +438,7 @@ func TestRecordSlice(t *testing.T) {
 	defer rec.Release()
 	sl := rec.NewSlice(1, 4)
 	defer sl.Release()
-	s := mustNew(t, Config{Lookback: 2, Fields: one, Cadence: time.Hour})
+	s := mustNew(t, Shape{Lookback: 2, Fields: one, Cadence: time.Hour}, DefaultConfig())
 	var out Batch
 	if err := s.Append(sl, nil, &out); err != nil {
 		t.Fatal(err)
@@ -569,7 +532,7 @@ func TestSchemaErrors(t *testing.T) {
 			b.Release()
 			defer rec.Release()
 
-			s := mustNew(t, Config{Lookback: 1, Fields: one, Cadence: time.Hour})
+			s := mustNew(t, Shape{Lookback: 1, Fields: one, Cadence: time.Hour}, DefaultConfig())
 			var out Batch
 			err := s.Append(rec, nil, &out)
 			if !errors.Is(err, ErrSchema) || !strings.Contains(err.Error(), tc.want) {
@@ -597,7 +560,7 @@ func TestSchemaCache(t *testing.T) {
 	// columns in another order, or an extra column, still read right.
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s := mustNew(t, Config{Lookback: 1, Fields: []string{"a", "b"}, Cadence: time.Hour})
+	s := mustNew(t, Shape{Lookback: 1, Fields: []string{"a", "b"}, Cadence: time.Hour}, DefaultConfig())
 	ab := readingsSchema("a", "b")
 	var out Batch
 	for i, tc := range []struct {
@@ -625,7 +588,7 @@ func TestSchemaCache(t *testing.T) {
 func TestAppendArguments(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	s := mustNew(t, Config{Lookback: 1, Fields: one, Cadence: time.Hour})
+	s := mustNew(t, Shape{Lookback: 1, Fields: one, Cadence: time.Hour}, DefaultConfig())
 	rec := newRecord(t, mem, readingsSchema("value"), []rd{at("a", 0, 1)})
 	defer rec.Release()
 	for _, tc := range []struct {
@@ -655,7 +618,7 @@ func itoa(i int) string {
 }
 
 func TestBatch(t *testing.T) {
-	s := mustNew(t, Config{Lookback: 2, Fields: one, Cadence: time.Hour})
+	s := mustNew(t, Shape{Lookback: 2, Fields: one, Cadence: time.Hour}, DefaultConfig())
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rec := newRecord(t, mem, readingsSchema("value"), []rd{at("a", 0, 0), at("a", 1, 1), at("b", 0, 5), at("b", 1, 6)})
@@ -703,7 +666,7 @@ func TestPropertyLastL(t *testing.T) {
 		fields := []string{"a", "b", "c"}[:c]
 		nSeries := 1 + rng.IntN(4)
 		steps := l + rng.IntN(60)
-		s := mustNew(t, Config{Lookback: l, Fields: fields, Cadence: 5 * time.Minute})
+		s := mustNew(t, Shape{Lookback: l, Fields: fields, Cadence: 5 * time.Minute}, DefaultConfig())
 
 		hist := map[string][][]float64{} // series → values pushed, step by step
 		var pending []rd
