@@ -86,6 +86,7 @@ type bootstrapStatus struct {
 	reason   string
 	progress prometheus.Gauge
 	history  prometheus.Gauge
+	logged   string // the last wait logged, so that a wait is logged once
 }
 
 func (b *bootstrapStatus) set(reason string) {
@@ -183,7 +184,7 @@ func (s *Service) bootstrap(ctx context.Context) (*model.Model, error) {
 			}
 		}
 		if elect.leader() {
-			m, err := s.trainFirst(ctx, st)
+			m, err := s.trainFirst(ctx, st, elect)
 			if err != nil {
 				return nil, err
 			}
@@ -221,7 +222,7 @@ func (s *Service) bootstrap(ctx context.Context) (*model.Model, error) {
 // trainFirst reads the topic's history and, when it spans
 // model.bootstrap.min_history, trains the first model and returns it; nil,
 // nil while the history is too short.
-func (s *Service) trainFirst(ctx context.Context, st *bootstrapStatus) (*model.Model, error) {
+func (s *Service) trainFirst(ctx context.Context, st *bootstrapStatus, elect *election) (*model.Model, error) {
 	bc := s.cfg.Bootstrap
 	topic := s.cfg.Stream.Topic
 	st.set("bootstrapping: reading the history of topic " + topic)
@@ -242,11 +243,15 @@ func (s *Service) trainFirst(ctx context.Context, st *bootstrapStatus) (*model.M
 		if err != nil {
 			why = fmt.Sprintf("model.bootstrap.min_history is %v of history on topic %s, which has not one window yet (%v)", bc.MinHistory, topic, err)
 		}
-		if st.get() != "bootstrapping: waiting: "+why {
+		if why != st.logged {
 			s.log.Info("bootstrap: waiting for history", "why", why)
+			st.logged = why
 		}
 		st.set("bootstrapping: waiting: " + why)
 		return nil, nil
+	}
+	if !elect.leader() {
+		return nil, nil // the group moved partition 0 while the history was read
 	}
 	s.log.Info("bootstrap: training the first model", "summary", d.Summary)
 	res, err := training.Fit(ctx, d, bc.Lookback, bc.Horizon, training.Options{

@@ -310,6 +310,25 @@ func TestServeBootstraps(t *testing.T) {
 			t.Errorf("/readyz %+v while bootstrapping", body)
 		}
 	}
+	// One replica is elected to train, the other waits for its model:
+	// wait until the election has settled before the history is complete.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		reasons := ""
+		for _, r := range replicas {
+			if resp, err := http.Get("http://" + r.metrics + "/readyz"); err == nil {
+				var body struct{ Reason string }
+				json.NewDecoder(resp.Body).Decode(&body)
+				resp.Body.Close()
+				reasons += body.Reason + "\n"
+			}
+		}
+		if strings.Count(reasons, "another replica trains") == 1 && strings.Count(reasons, "waiting: topic readings holds") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replicas never settled on one trainer:\n%s", reasons)
+		}
+	}
 	var hist float64
 	for deadline := time.Now().Add(30 * time.Second); hist == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		for _, r := range replicas {
@@ -322,6 +341,21 @@ func TestServeBootstraps(t *testing.T) {
 
 	produce(2*24, 6*24)
 	waitForEverySeries(t, kc, series, 120*time.Second, func() string { return replicas[0].stderr.String() + "\n" + replicas[1].stderr.String() })
+	// Every series is forecast once one replica serves; the other may still
+	// be polling the models topic (every 2 s): wait until both are ready.
+	for _, r := range replicas {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			if resp, err := http.Get("http://" + r.metrics + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a replica is not ready 30 s after the first model:\n%s", r.stderr.String())
+			}
+		}
+	}
 	trained := 0
 	for _, r := range replicas {
 		log := r.stderr.String()
