@@ -142,6 +142,25 @@ func TestExplicitZeroesAreKept(t *testing.T) {
 	}
 }
 
+// TestMeaningfulEmptyTopics: an empty topics.attributions (no attributions)
+// and an empty topics.dead_letter with input.drop_poison are values, kept
+// and valid, where other explicit zeros of the sink and consumer are
+// refused (TestErrorsNameTheKey).
+func TestMeaningfulEmptyTopics(t *testing.T) {
+	cfg, err := Parse([]byte("kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, drop_poison: true}\n"+
+		"topics: {attributions: \"\", dead_letter: \"\"}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sink.AttributionTopic != "" || cfg.Stream.DeadLetterTopic != "" || !cfg.Stream.DropPoison {
+		t.Errorf("topics.attributions %q, topics.dead_letter %q, input.drop_poison %v; want \"\", \"\", true",
+			cfg.Sink.AttributionTopic, cfg.Stream.DeadLetterTopic, cfg.Stream.DropPoison)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("no attributions and dropped poison do not validate: %v", err)
+	}
+}
+
 // TestNegativeMaxGap: window.max_gap is a plain whole number; a negative
 // one, from the file or the environment, is refused naming the key and
 // saying that 0 restarts on any missing step.
@@ -215,6 +234,16 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad fill", minimal + "window: {fill: cubic}", nil, "window.fill"},
 		{"zero stride", minimal + "window: {stride: 0}", nil, "window.stride"},
 		{"zero series ttl", minimal, map[string]string{"FREQLENS_WINDOW_SERIES_TTL": "0s"}, "window.series_ttl"},
+		{"zero batch rows", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, batch_rows: 0}", nil, "input.batch_rows"},
+		{"zero fetch max wait", minimal, map[string]string{"FREQLENS_INPUT_FETCH_MAX_WAIT": "0s"}, "input.fetch_max_wait"},
+		{"empty dead-letter topic", minimal + "topics: {dead_letter: \"\"}", nil, "topics.dead_letter"},
+		{"empty group", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [k:1], group: \"\"}", nil, "kafka.group"},
+		{"zero session timeout", minimal, map[string]string{"FREQLENS_KAFKA_SESSION_TIMEOUT": "0s"}, "kafka.session_timeout"},
+		{"zero in-flight bytes", minimal + "service: {max_inflight_bytes: 0}", nil, "service.max_inflight_bytes"},
+		{"empty forecasts topic", minimal + "topics: {forecasts: \"\"}", nil, "topics.forecasts"},
+		{"zero output batch size", minimal + "output: {batch_size: 0}", nil, "output.batch_size"},
+		{"zero max attempts", minimal, map[string]string{"FREQLENS_OUTPUT_MAX_ATTEMPTS": "0"}, "output.max_attempts"},
+		{"empty compression", minimal + "output: {compression: \"\"}", nil, "output.compression"},
 		{"cadence under a millisecond", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1500us}", nil, "input.cadence"},
 		{"broker without port", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [localhost]}", nil, "kafka.brokers[0]"},
 		{"unknown SASL mechanism", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [k:1], sasl: {mechanism: gssapi, username: u}}", nil, "kafka.sasl.mechanism"},

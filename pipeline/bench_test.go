@@ -87,8 +87,9 @@ func (bw *benchWorld) step(ctx context.Context, step int) error {
 func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe func(*wire.Forecast), extra ...pipeline.Option) (*pipeline.Pipeline, func()) {
 	b.Helper()
 	reg := prometheus.NewRegistry()
-	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		BatchLatency: 2 * time.Millisecond}, readings.Config{MaxFuture: 1e5 * time.Hour}, bw.kc, stream.WithRegisterer(reg))
+	sc := stream.DefaultConfig() // group freqlens, topics readings and readings.dlq
+	sc.BatchLatency = 2 * time.Millisecond
+	src, err := stream.NewConsumer(sc, readings.Config{MaxFuture: 1e5 * time.Hour}, bw.kc, stream.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +97,9 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 	if mode == wire.AttributionsOff {
 		attr = ""
 	}
-	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts", AttributionTopic: attr, Attributions: mode}, bw.kc, sink.WithRegisterer(reg))
+	sk := sink.DefaultConfig()
+	sk.AttributionTopic, sk.Attributions = attr, mode // forecasts to topic forecasts
+	snk, err := sink.New(sk, bw.kc, sink.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}

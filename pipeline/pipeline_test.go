@@ -84,9 +84,10 @@ func startBroker(t *testing.T) *kafkaconn.Client {
 // (fields default to value), its metrics registered with reg.
 func newConsumer(t *testing.T, kc *kafkaconn.Client, reg prometheus.Registerer, fields ...string) *stream.Consumer {
 	t.Helper()
-	src, err := stream.NewConsumer(stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq",
-		BatchLatency: 5 * time.Millisecond, RebuildSpan: pipeline.RebuildSpan(lookback, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), time.Hour)},
-		readings.Config{ValueFields: fields, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
+	sc := stream.DefaultConfig() // group freqlens, topics readings and readings.dlq
+	sc.BatchLatency = 5 * time.Millisecond
+	sc.RebuildSpan = pipeline.RebuildSpan(lookback, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), time.Hour)
+	src, err := stream.NewConsumer(sc, readings.Config{ValueFields: fields, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +99,7 @@ func startService(t *testing.T, kc *kafkaconn.Client, m *model.Model, fields []s
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg, fields...)
-	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts", AttributionTopic: "attributions", Format: format},
-		kc, sink.WithRegisterer(reg))
+	snk, err := sink.New(sinkConfig(func(sk *sink.Config) { sk.Format = format }), kc, sink.WithRegisterer(reg)) // topics forecasts and attributions
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestForecastsOnly(t *testing.T) {
 	kc := startBroker(t)
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg)
-	snk, err := sink.New(sink.Config{ForecastTopic: "forecasts"}, kc, sink.WithRegisterer(reg))
+	snk, err := sink.New(sinkConfig(func(sk *sink.Config) { sk.AttributionTopic = "" }), kc, sink.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}

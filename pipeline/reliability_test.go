@@ -36,10 +36,18 @@ func windowConfig(edit func(*window.Config)) window.Config {
 	return win
 }
 
+// sinkConfig returns sink.DefaultConfig with edit applied.
+func sinkConfig(edit func(*sink.Config)) sink.Config {
+	sk := sink.DefaultConfig()
+	edit(&sk)
+	return sk
+}
+
 // runPipeline runs a pipeline of the readings topic in group freqlens,
-// writing to the forecasts topic (no attributions; sk sets the rest of the
-// sink) the fields pc.Fields (default value), with opts, until stop or the
-// end of the test.
+// writing to the forecasts topic (no attributions; sk, from
+// sink.DefaultConfig, sets the rest of the sink) the fields pc.Fields
+// (default value), with opts, until stop or the end of the test. sc starts
+// from stream.DefaultConfig.
 func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline.Config, win window.Config, sc stream.Config,
 	sk sink.Config, opts ...pipeline.Option) *running {
 	t.Helper()
@@ -55,7 +63,7 @@ func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline
 	if err != nil {
 		t.Fatal(err)
 	}
-	sk.ForecastTopic = "forecasts"
+	sk.ForecastTopic, sk.AttributionTopic = "forecasts", ""
 	snk, err := sink.New(sk, kc, sink.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +105,7 @@ func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline
 func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 	t.Run("out of range", func(t *testing.T) {
 		kc := startBroker(t)
-		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.DefaultConfig(), stream.Config{}, sink.Config{})
+		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig())
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 		bad := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{1e300}}
@@ -126,7 +134,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 	t.Run("too late", func(t *testing.T) {
 		kc := startBroker(t)
 		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, windowConfig(func(w *window.Config) { w.AllowedLateness = time.Hour }),
-			stream.Config{}, sink.Config{})
+			stream.DefaultConfig(), sink.DefaultConfig())
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback+2)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 		late := readings.Reading{Series: "a", Time: t0.Add(5 * time.Hour), Values: []float64{42}}         // 92 steps late
@@ -152,7 +160,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		m := testModel(t, model.Independent, 1)
 		m.Params().ResB2[0] = math.NaN()
 		m.Refresh()
-		r := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), stream.Config{}, sink.Config{})
+		r := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig())
 		produce(t, kc, []string{"a", "b"}, []string{"value"}, 0, lookback+2) // 3 windows each
 		dlq := readTopic(t, kc, "readings.dlq", 6, 30*time.Second)
 		for _, d := range dlq {
@@ -176,7 +184,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 func TestLimitsMeanWhatTheySay(t *testing.T) {
 	kc := startBroker(t)
 	r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{Workers: 3},
-		windowConfig(func(w *window.Config) { w.MaxSeries, w.SeriesTTL = 10, 2*time.Second }), stream.Config{}, sink.Config{})
+		windowConfig(func(w *window.Config) { w.MaxSeries, w.SeriesTTL = 10, 2*time.Second }), stream.DefaultConfig(), sink.DefaultConfig())
 	var series []string
 	for i := range 40 {
 		series = append(series, fmt.Sprintf("s-%02d", i))
@@ -203,15 +211,16 @@ func TestLimitsMeanWhatTheySay(t *testing.T) {
 func TestRebalanceForgetsAndLosesNothing(t *testing.T) {
 	kc := startBroker(t)
 	m := testModel(t, model.Independent, 1)
-	sc := stream.Config{SessionTimeout: 6 * time.Second, HeartbeatInterval: time.Second, RebalanceTimeout: 6 * time.Second}
+	sc := stream.DefaultConfig()
+	sc.SessionTimeout, sc.HeartbeatInterval, sc.RebalanceTimeout = 6*time.Second, time.Second, 6*time.Second
 	var series []string
 	for i := range 30 {
 		series = append(series, fmt.Sprintf("s-%02d", i))
 	}
-	a := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), sc, sink.Config{})
+	a := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), sc, sink.DefaultConfig())
 	produce(t, kc, series, []string{"value"}, 0, lookback+5)
 	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
-	b := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), sc, sink.Config{})
+	b := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), sc, sink.DefaultConfig())
 	for step := lookback + 5; step < lookback+25; step++ {
 		produce(t, kc, series, []string{"value"}, step, step+1)
 		time.Sleep(50 * time.Millisecond)

@@ -20,10 +20,10 @@ func BenchmarkKafka(b *testing.B) {
 		name string
 		cfg  sink.Config
 	}{
-		{"json/attributions=full", sink.Config{AttributionTopic: "attributions"}},
-		{"json/attributions=summary", sink.Config{AttributionTopic: "attributions", Attributions: wire.AttributionsSummary}},
-		{"json/attributions=off", sink.Config{}},
-		{"arrow/attributions=full", sink.Config{AttributionTopic: "attributions", Format: wire.FormatArrow}},
+		{"json/attributions=full", sink.DefaultConfig()},
+		{"json/attributions=summary", configWith(func(cfg *sink.Config) { cfg.Attributions = wire.AttributionsSummary })},
+		{"json/attributions=off", configWith(func(cfg *sink.Config) { cfg.AttributionTopic = "" })},
+		{"arrow/attributions=full", configWith(func(cfg *sink.Config) { cfg.Format = wire.FormatArrow })},
 	} {
 		for _, batch := range []int{64, 512} {
 			b.Run(fmt.Sprintf("%s/batch=%d/H=96/K=8", tc.name, batch), func(b *testing.B) {

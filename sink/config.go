@@ -7,24 +7,25 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/wire"
 )
 
-// Config configures the Kafka sink. A zero field means its default
-// (DefaultConfig) unless its comment says otherwise; each field names its
-// YAML key, which Validate's errors name too. The brokers, TLS and SASL are
-// the kafkaconn.Client's, given to New.
+// Config configures the Kafka sink; each field names its YAML key, which
+// Validate's errors name too. New takes it as given: no field is filled in,
+// so start from DefaultConfig and change what you mean to. The defaults
+// below are DefaultConfig's. The brokers, TLS and SASL are the
+// kafkaconn.Client's, given to New.
 type Config struct {
-	// ForecastTopic receives one message per forecast (topics.forecasts).
+	// ForecastTopic receives one message per forecast (topics.forecasts);
+	// required.
 	//
 	// Default: forecasts
 	ForecastTopic string
 	// AttributionTopic receives one message per forecast with its
-	// attribution (topics.attributions). Empty writes no attributions: the
-	// zero value turns them off.
+	// attribution (topics.attributions). Empty writes no attributions, as
+	// Attributions off does.
 	//
-	// Default (DefaultConfig): attributions
+	// Default: attributions
 	AttributionTopic string
 	// Format is the encoding of both topics (output.format):
 	// wire.FormatJSON or wire.FormatArrow.
@@ -34,33 +35,35 @@ type Config struct {
 	// Attributions is how much of each attribution is written
 	// (output.attributions): wire.AttributionsFull or
 	// wire.AttributionsSummary; wire.AttributionsOff writes none, as an
-	// empty AttributionTopic does.
+	// empty AttributionTopic does (the topic is then not written, whatever
+	// it names).
 	//
 	// Default: full
 	Attributions wire.AttributionMode
 	// BatchTimeout is how long a partly filled batch waits for more messages
 	// before it is sent (output.batch_timeout). Write waits for its last
-	// batch, so this is the latency the sink adds.
+	// batch, so this is the latency the sink adds. Positive.
 	//
 	// Default: 2ms
 	BatchTimeout time.Duration
 	// BatchSize is the most messages in one produce request per partition
-	// (output.batch_size).
+	// (output.batch_size); at least 1.
 	//
 	// Default: 1000
 	BatchSize int
 	// BatchBytes bounds one produce request per partition, and therefore one
 	// message (output.batch_bytes): keep it at most the topics'
-	// max.message.bytes.
+	// max.message.bytes. At least 1024.
 	//
 	// Default: 1048576 (1 MiB, the brokers' default limit)
 	BatchBytes int64
-	// WriteTimeout bounds one produce request (output.write_timeout).
+	// WriteTimeout bounds one produce request (output.write_timeout);
+	// positive.
 	//
 	// Default: 10s
 	WriteTimeout time.Duration
 	// MaxAttempts is how many times a batch is sent before its Write fails
-	// (output.max_attempts). A retried batch may be stored twice; the
+	// (output.max_attempts); at least 1. A retried batch may be stored twice; the
 	// forecast-id header tells the copies apart.
 	//
 	// Default: 10
@@ -72,7 +75,8 @@ type Config struct {
 	Compression string
 }
 
-// DefaultConfig returns the default of every field.
+// DefaultConfig returns the default of every field: the Config to start
+// from.
 func DefaultConfig() Config {
 	return Config{
 		ForecastTopic:    "forecasts",
@@ -88,27 +92,25 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults returns cfg with every zero field but AttributionTopic set
-// to its default, and no attribution topic when attributions are off.
-func (cfg Config) withDefaults() Config {
-	topic := cfg.AttributionTopic
-	defaults.Fill(&cfg, DefaultConfig())
-	cfg.AttributionTopic = topic // "" turns attributions off
-	if cfg.Attributions == wire.AttributionsOff {
-		cfg.AttributionTopic = ""
-	}
-	return cfg
-}
-
 // codecs are the values of output.compression.
 var codecs = map[string]kafka.Compression{"none": 0, "gzip": kafka.Gzip, "snappy": kafka.Snappy, "lz4": kafka.Lz4, "zstd": kafka.Zstd}
 
-// Validate reports the first setting that cannot work, with zero fields
-// taken as their defaults, naming its YAML key and saying what to change.
+// attributions reports whether the sink writes attributions: a topic is
+// named and output.attributions is not off.
+func (cfg Config) attributions() bool {
+	return cfg.AttributionTopic != "" && cfg.Attributions != wire.AttributionsOff
+}
+
+// Validate reports the first setting that cannot work, naming its YAML key
+// and saying what to write instead. Every field is checked as it is: a zero
+// is a value, not the default, and only an empty topics.attributions means
+// something (no attributions).
 func (cfg Config) Validate() error {
-	cfg = cfg.withDefaults()
 	d := DefaultConfig()
-	if cfg.AttributionTopic == cfg.ForecastTopic {
+	if cfg.ForecastTopic == "" {
+		return fmt.Errorf("topics.forecasts is empty; name the topic the forecasts go to (default %q)", d.ForecastTopic)
+	}
+	if cfg.attributions() && cfg.AttributionTopic == cfg.ForecastTopic {
 		return fmt.Errorf("topics.attributions = topics.forecasts = %q: attributions need a topic of their own, "+
 			"or an empty topics.attributions to turn them off", cfg.ForecastTopic)
 	}
@@ -122,17 +124,17 @@ func (cfg Config) Validate() error {
 			string(cfg.Attributions), wire.AttributionsFull, wire.AttributionsSummary, wire.AttributionsOff)
 	}
 	switch {
-	case cfg.BatchTimeout < 0:
-		return fmt.Errorf("output.batch_timeout = %s is negative; use a few milliseconds (default %s)", cfg.BatchTimeout, d.BatchTimeout)
-	case cfg.BatchSize < 0:
-		return fmt.Errorf("output.batch_size = %d is negative; use at least 1 (default %d)", cfg.BatchSize, d.BatchSize)
+	case cfg.BatchTimeout <= 0:
+		return fmt.Errorf("output.batch_timeout = %s; use a positive duration, a few milliseconds (default %s)", cfg.BatchTimeout, d.BatchTimeout)
+	case cfg.BatchSize < 1:
+		return fmt.Errorf("output.batch_size = %d; use at least 1 (default %d)", cfg.BatchSize, d.BatchSize)
 	case cfg.BatchBytes < 1024:
 		return fmt.Errorf("output.batch_bytes = %d cannot hold a forecast message; use at least 1024, normally the topics' max.message.bytes (default %d)",
 			cfg.BatchBytes, d.BatchBytes)
-	case cfg.WriteTimeout < 0:
-		return fmt.Errorf("output.write_timeout = %s is negative; use a duration such as %s", cfg.WriteTimeout, d.WriteTimeout)
-	case cfg.MaxAttempts < 0:
-		return fmt.Errorf("output.max_attempts = %d is negative; use at least 1 (default %d)", cfg.MaxAttempts, d.MaxAttempts)
+	case cfg.WriteTimeout <= 0:
+		return fmt.Errorf("output.write_timeout = %s; use a positive duration (default %s)", cfg.WriteTimeout, d.WriteTimeout)
+	case cfg.MaxAttempts < 1:
+		return fmt.Errorf("output.max_attempts = %d; use at least 1 (default %d)", cfg.MaxAttempts, d.MaxAttempts)
 	}
 	if _, ok := codecs[strings.ToLower(cfg.Compression)]; !ok {
 		return fmt.Errorf("output.compression = %q is not a codec; use none, gzip, snappy, lz4 or zstd", cfg.Compression)

@@ -37,12 +37,12 @@ func ExampleNew() {
 		panic(err)
 	}
 	defer kc.Close()
-	p, err := sink.New(sink.Config{
-		ForecastTopic:    "forecasts",
-		AttributionTopic: "attributions",
-		Format:           wire.FormatJSON,
-		Attributions:     wire.AttributionsFull,
-	}, kc)
+	// The topics.forecasts, topics.attributions and output.* keys: start from
+	// the defaults and change what you mean to.
+	cfg := sink.DefaultConfig()
+	cfg.ForecastTopic, cfg.AttributionTopic = "forecasts", "attributions"
+	cfg.Format, cfg.Attributions = wire.FormatJSON, wire.AttributionsFull
+	p, err := sink.New(cfg, kc)
 	if err != nil {
 		panic(err)
 	}

@@ -43,14 +43,13 @@ type Producer struct {
 var _ Sink = (*Producer)(nil)
 
 // New returns a Kafka sink writing to cfg's topics through kc. It checks cfg
-// and fills in its defaults but does not connect: the first Write does, and
-// reports a missing topic or an unreachable broker. Close closes the
-// writers, not kc.
+// and takes it as given (start from DefaultConfig) but does not connect:
+// the first Write does, and reports a missing topic or an unreachable
+// broker. Close closes the writers, not kc.
 func New(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Producer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	codec := codecs[strings.ToLower(cfg.Compression)]
 	o := newOptions(opts)
 	m, err := newMetrics(o.reg)
@@ -66,7 +65,7 @@ func New(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Producer, error) {
 	}
 	p.stopCtx, p.stop = context.WithCancel(context.Background())
 	p.forecasts = p.newWriter(kc, cfg.ForecastTopic, codec)
-	if cfg.AttributionTopic != "" {
+	if cfg.attributions() {
 		p.am = m.topic(cfg.AttributionTopic)
 		p.attribution = p.newWriter(kc, cfg.AttributionTopic, codec)
 	}
@@ -91,7 +90,7 @@ func (p *Producer) newWriter(kc *kafkaconn.Client, topic string, codec kafka.Com
 	return w
 }
 
-// Config returns the configuration in use, defaults filled in.
+// Config returns the configuration in use, as given to New.
 func (p *Producer) Config() Config { return p.cfg }
 
 // writeChunk is the most forecasts one encode buffer holds: a Write of more

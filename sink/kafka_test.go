@@ -23,7 +23,7 @@ import (
 )
 
 func TestNewValidates(t *testing.T) {
-	ok := sink.Config{}
+	ok := sink.DefaultConfig()
 	for _, tc := range []struct {
 		name   string
 		modify func(*sink.Config)
@@ -36,6 +36,17 @@ func TestNewValidates(t *testing.T) {
 		{"tiny batch bytes", func(c *sink.Config) { c.BatchBytes = 100 }, "output.batch_bytes = 100"},
 		{"negative max attempts", func(c *sink.Config) { c.MaxAttempts = -1 }, "output.max_attempts = -1"},
 		{"bad compression", func(c *sink.Config) { c.Compression = "brotli" }, `output.compression = "brotli"`},
+		// A zero is a value, not the default: each zero that cannot work is
+		// refused, naming its key and saying what to write.
+		{"no forecasts topic", func(c *sink.Config) { c.ForecastTopic = "" }, `topics.forecasts is empty; name the topic the forecasts go to (default "forecasts")`},
+		{"no format", func(c *sink.Config) { c.Format = "" }, `output.format = "" is not an output format; use "json" or "arrow"`},
+		{"no attribution mode", func(c *sink.Config) { c.Attributions = "" }, `output.attributions = "" is not an attribution mode`},
+		{"zero batch timeout", func(c *sink.Config) { c.BatchTimeout = 0 }, "output.batch_timeout = 0s; use a positive duration, a few milliseconds (default 2ms)"},
+		{"zero batch size", func(c *sink.Config) { c.BatchSize = 0 }, "output.batch_size = 0; use at least 1 (default 1000)"},
+		{"zero batch bytes", func(c *sink.Config) { c.BatchBytes = 0 }, "output.batch_bytes = 0 cannot hold a forecast message"},
+		{"zero write timeout", func(c *sink.Config) { c.WriteTimeout = 0 }, "output.write_timeout = 0s; use a positive duration (default 10s)"},
+		{"zero max attempts", func(c *sink.Config) { c.MaxAttempts = 0 }, "output.max_attempts = 0; use at least 1 (default 10)"},
+		{"no compression", func(c *sink.Config) { c.Compression = "" }, `output.compression = "" is not a codec; use none`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := ok
@@ -50,20 +61,44 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := p.Config()
-	if got.ForecastTopic != "forecasts" || got.Format != wire.FormatJSON || got.Attributions != wire.AttributionsFull ||
-		got.BatchTimeout != 2*time.Millisecond || got.BatchSize != 1000 || got.BatchBytes != 1<<20 || got.MaxAttempts != 10 {
-		t.Errorf("defaults = %+v", got)
+	if got := p.Config(); got != ok {
+		t.Errorf("Config() = %+v, want %+v as given", got, ok)
 	}
 	if err := p.Close(context.Background()); err != nil {
 		t.Error(err)
+	}
+	if err := (sink.Config{}).Validate(); err == nil {
+		t.Error("Config{}.Validate() = nil; a zero Config names no forecasts topic")
+	}
+	// An empty attribution topic means something (no attributions), and with
+	// attributions off the topic is not written, so it may be any name.
+	for _, tc := range []struct {
+		topic string
+		mode  wire.AttributionMode
+	}{{"", wire.AttributionsFull}, {"forecasts", wire.AttributionsOff}, {"attributions", wire.AttributionsOff}} {
+		cfg := ok
+		cfg.AttributionTopic, cfg.Attributions = tc.topic, tc.mode
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Validate() with topics.attributions %q and output.attributions %s = %v, want nil", tc.topic, tc.mode, err)
+		}
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	want := sink.Config{
+		ForecastTopic: "forecasts", AttributionTopic: "attributions", Format: wire.FormatJSON, Attributions: wire.AttributionsFull,
+		BatchTimeout: 2 * time.Millisecond, BatchSize: 1000, BatchBytes: 1 << 20, WriteTimeout: 10 * time.Second, MaxAttempts: 10,
+		Compression: "none",
+	}
+	if got := sink.DefaultConfig(); got != want {
+		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
 	}
 }
 
 // TestKafkaPartitionsBySeries checks that every message of a series lands in
 // one partition, with the same forecast-id on both topics.
 func TestKafkaPartitionsBySeries(t *testing.T) {
-	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	p, _, _, kc := newProducer(t, sink.DefaultConfig())
 	fs := wiretest.Forecasts(11, 60, []string{"value"}, 4, 2)
 	if err := p.Write(context.Background(), fs); err != nil {
 		t.Fatal(err)
@@ -106,14 +141,14 @@ func TestKafkaAttributionModes(t *testing.T) {
 		want     func(wire.Forecast) wire.Forecast
 		attrMsgs int
 	}{
-		{"summary", sink.Config{AttributionTopic: "attributions", Attributions: wire.AttributionsSummary, Format: wire.FormatArrow},
+		{"summary", configWith(func(cfg *sink.Config) { cfg.Attributions, cfg.Format = wire.AttributionsSummary, wire.FormatArrow }),
 			func(f wire.Forecast) wire.Forecast {
 				s := wiretest.AttributionPart(f, wire.AttributionsSummary, true)
 				s.Values, s.Fields, s.Horizon, s.Intervals = f.Values, f.Fields, f.Horizon, f.Intervals
 				return s
 			}, len(fs)},
-		{"no attribution topic", sink.Config{}, wiretest.ForecastPart, 0},
-		{"off", sink.Config{AttributionTopic: "attributions", Attributions: wire.AttributionsOff}, wiretest.ForecastPart, 0},
+		{"no attribution topic", configWith(func(cfg *sink.Config) { cfg.AttributionTopic = "" }), wiretest.ForecastPart, 0},
+		{"off", configWith(func(cfg *sink.Config) { cfg.Attributions = wire.AttributionsOff }), wiretest.ForecastPart, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, cfg, _, kc := newProducer(t, tc.cfg)
@@ -159,7 +194,7 @@ func sleepProduce(t *testing.T, c *kfake.Cluster) (held <-chan struct{}, release
 }
 
 func TestKafkaCloseWaitsForWriteInFlight(t *testing.T) {
-	p, cfg, c, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	p, cfg, c, kc := newProducer(t, sink.DefaultConfig())
 	held, release := sleepProduce(t, c)
 	fs := wiretest.Forecasts(13, 20, []string{"value"}, 4, 2)
 	werr := make(chan error)
@@ -189,7 +224,7 @@ func TestKafkaCloseWaitsForWriteInFlight(t *testing.T) {
 }
 
 func TestKafkaCloseDeadlineCancelsWrite(t *testing.T) {
-	p, _, c, _ := newProducer(t, sink.Config{})
+	p, _, c, _ := newProducer(t, configWith(func(cfg *sink.Config) { cfg.AttributionTopic = "" }))
 	held, _ := sleepProduce(t, c)
 	werr := make(chan error)
 	go func() { werr <- p.Write(context.Background(), wiretest.Forecasts(14, 5, []string{"value"}, 4, 2)) }()
@@ -210,7 +245,7 @@ func TestKafkaCloseDeadlineCancelsWrite(t *testing.T) {
 }
 
 func TestKafkaWriteCancelled(t *testing.T) {
-	p, _, c, _ := newProducer(t, sink.Config{})
+	p, _, c, _ := newProducer(t, configWith(func(cfg *sink.Config) { cfg.AttributionTopic = "" }))
 	held, _ := sleepProduce(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	werr := make(chan error)
@@ -224,7 +259,7 @@ func TestKafkaWriteCancelled(t *testing.T) {
 
 func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, _, c, _ := newProducer(t, sink.Config{AttributionTopic: "attributions", MaxAttempts: 1}, sink.WithRegisterer(reg))
+	p, _, c, _ := newProducer(t, configWith(func(cfg *sink.Config) { cfg.MaxAttempts = 1 }), sink.WithRegisterer(reg))
 	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := kreq.(*kmsg.ProduceRequest)
@@ -260,7 +295,7 @@ func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 
 func TestKafkaMissingTopic(t *testing.T) {
 	_, kc := newCluster(t, "forecasts")
-	p, err := sink.New(sink.Config{ForecastTopic: "nope", MaxAttempts: 1}, kc)
+	p, err := sink.New(configWith(func(cfg *sink.Config) { cfg.AttributionTopic, cfg.ForecastTopic, cfg.MaxAttempts = "", "nope", 1 }), kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +310,7 @@ func TestKafkaMissingTopic(t *testing.T) {
 }
 
 func TestKafkaMessageTooLarge(t *testing.T) {
-	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions", BatchBytes: 8192})
+	p, _, _, kc := newProducer(t, configWith(func(cfg *sink.Config) { cfg.BatchBytes = 8192 }))
 	fs := wiretest.Forecasts(18, 3, []string{"value"}, 96, 8)
 	for i := range fs {
 		fs[i].Intervals = nil // the forecast message fits; the attribution does not
@@ -299,7 +334,7 @@ func metric(t *testing.T, reg *prometheus.Registry, name, topic string) float64 
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p, _, _, _ := newProducer(t, sink.Config{AttributionTopic: "attributions"}, sink.WithRegisterer(reg))
+	p, _, _, _ := newProducer(t, sink.DefaultConfig(), sink.WithRegisterer(reg))
 	// A second sink on the same registry shares the collectors.
 	w, err := sink.NewWriter(&lockedBuffer{}, sink.WriterConfig{}, sink.WithRegisterer(reg))
 	if err != nil {
@@ -347,7 +382,7 @@ func TestMetrics(t *testing.T) {
 // series' forecasts in the order written; a forecast that fails validation
 // in a later chunk fails the Write.
 func TestKafkaChunksKeepOrder(t *testing.T) {
-	p, _, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions"})
+	p, _, _, kc := newProducer(t, sink.DefaultConfig())
 	fs := wiretest.Forecasts(5, 1300, []string{"value"}, 4, 2)
 	if err := p.Write(context.Background(), fs); err != nil {
 		t.Fatal(err)

@@ -70,14 +70,20 @@ func newCluster(t testing.TB, topics ...string) (*kfake.Cluster, *kafkaconn.Clie
 	return c, kafkatest.Client(t, c.ListenAddrs())
 }
 
-// newProducer returns a Kafka sink on a fresh cluster with both topics, and
-// a client of that cluster.
+// configWith returns sink.DefaultConfig (topics forecasts and
+// attributions) with edit applied.
+func configWith(edit func(*sink.Config)) sink.Config {
+	cfg := sink.DefaultConfig()
+	edit(&cfg)
+	return cfg
+}
+
+// newProducer returns a Kafka sink on a fresh cluster with the topics
+// forecasts and attributions, and a client of that cluster; cfg starts from
+// sink.DefaultConfig.
 func newProducer(t testing.TB, cfg sink.Config, opts ...sink.Option) (*sink.Producer, sink.Config, *kfake.Cluster, *kafkaconn.Client) {
 	t.Helper()
 	c, kc := newCluster(t, "forecasts", "attributions")
-	if cfg.ForecastTopic == "" {
-		cfg.ForecastTopic = "forecasts"
-	}
 	p, err := sink.New(cfg, kc, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +100,7 @@ func TestKafkaSuite(t *testing.T) {
 	for _, format := range []wire.Format{wire.FormatJSON, wire.FormatArrow} {
 		t.Run(string(format), func(t *testing.T) {
 			sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
-				p, cfg, _, kc := newProducer(t, sink.Config{AttributionTopic: "attributions", Format: format})
+				p, cfg, _, kc := newProducer(t, configWith(func(cfg *sink.Config) { cfg.Format = format }))
 				return p, func(tb testing.TB) []wire.Forecast { return sinktest.ReadKafka(tb, kc, cfg) }
 			})
 		})
@@ -114,7 +120,9 @@ func TestKafkaSuiteRealBrokers(t *testing.T) {
 	sinktest.Run(t, func(t *testing.T) (sink.Sink, sinktest.Delivered) {
 		n++
 		prefix := fmt.Sprintf("freqlens-sinktest-%d-%d", time.Now().UnixNano(), n)
-		cfg := sink.Config{ForecastTopic: prefix + "-forecasts", AttributionTopic: prefix + "-attributions"}
+		cfg := configWith(func(cfg *sink.Config) {
+			cfg.ForecastTopic, cfg.AttributionTopic = prefix+"-forecasts", prefix+"-attributions"
+		})
 		kc := kafkatest.Client(t, brokers)
 		client := kc.Admin(30 * time.Second)
 		resp, err := client.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{

@@ -21,7 +21,8 @@ func BenchmarkConsumer(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer br.Close()
-	cfg := Config{Group: "bench", Topic: "in", DropPoison: true}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison = "bench", "in", true
 	kc := kafkatest.Client(b, br.Addrs())
 	w := kc.NewWriter("in")
 	w.BatchSize, w.BatchTimeout = 1000, time.Millisecond

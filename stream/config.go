@@ -7,60 +7,58 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/freqlens/freqlens/internal/defaults"
 )
 
 // Config configures a Consumer: its group and topics, batching, fetching
-// and the group's timing. A zero field means its default (DefaultConfig)
-// unless its comment says otherwise; each field names its YAML key, which
-// Validate's errors name too. The brokers, TLS and SASL are the
-// kafkaconn.Client's; how messages are decoded is the readings.Config given
-// to NewConsumer.
+// and the group's timing. Each field names its YAML key, which Validate's
+// errors name too. NewConsumer takes it as given: no field is filled in, so
+// start from DefaultConfig and change what you mean to. The defaults below
+// are DefaultConfig's. The brokers, TLS and SASL are the kafkaconn.Client's;
+// how messages are decoded is the readings.Config given to NewConsumer.
 type Config struct {
 	// Group is the consumer group id; the group's committed offsets say
-	// where a restarted consumer resumes (kafka.group).
+	// where a restarted consumer resumes (kafka.group); required.
 	//
 	// Default: freqlens
 	Group string
-	// Topic is the input topic of readings (topics.input).
+	// Topic is the input topic of readings (topics.input); required.
 	//
 	// Default: readings
 	Topic string
 	// DeadLetterTopic receives poison messages: the original key and value
 	// with headers saying why, partitioned by key as the forecasts are (see
-	// Consumer) (topics.dead_letter). Required (the default names one)
-	// unless DropPoison is set.
+	// Consumer) (topics.dead_letter). Required unless DropPoison is set;
+	// with DropPoison it is not written, and may be empty.
 	//
 	// Default: readings.dlq
 	DeadLetterTopic string
 	// DropPoison counts and logs poison messages but does not write them
-	// anywhere (input.drop_poison).
+	// anywhere, not even to DeadLetterTopic (input.drop_poison).
 	//
 	// Default: false (poison goes to DeadLetterTopic)
 	DropPoison bool
 
 	// BatchRows flushes a batch once it holds this many rows (or this many
-	// messages, poison included) (input.batch_rows). An Arrow message is
-	// never split, so a batch may hold more.
+	// messages, poison included) (input.batch_rows); at least 1. An Arrow
+	// message is never split, so a batch may hold more.
 	//
 	// Default: 4096
 	BatchRows int
 	// BatchLatency flushes a batch this long after its first message
-	// arrived, however few rows it holds (input.batch_latency).
+	// arrived, however few rows it holds (input.batch_latency); positive.
 	//
 	// Default: 10ms
 	BatchLatency time.Duration
 
 	// MaxWait bounds how long the broker holds a fetch open waiting for
-	// MinBytes when the topic is idle (input.fetch_max_wait). It does not
-	// delay messages that are already there.
+	// MinBytes when the topic is idle (input.fetch_max_wait); positive. It
+	// does not delay messages that are already there.
 	//
 	// Default: 250ms
 	MaxWait time.Duration
 	// MinBytes is the least data the broker gathers before it answers a
-	// fetch (kafka-go ReaderConfig.MinBytes) (input.fetch_min_bytes); 1
-	// answers at once.
+	// fetch (kafka-go ReaderConfig.MinBytes) (input.fetch_min_bytes); at
+	// least 1, which answers at once.
 	//
 	// Default: 1
 	MinBytes int
@@ -79,13 +77,13 @@ type Config struct {
 	// SessionTimeout is how long the group coordinator waits for a
 	// heartbeat before it declares a member dead and moves its partitions
 	// (kafka.session_timeout): after a crash, its partitions stand still
-	// this long.
+	// this long. Positive.
 	//
 	// Default: 10s
 	SessionTimeout time.Duration
 	// HeartbeatInterval is how often a member heartbeats, and so how soon
 	// it learns of a rebalance (kafka.heartbeat_interval). At most a third
-	// of SessionTimeout.
+	// of SessionTimeout; positive.
 	//
 	// Default: 3s
 	HeartbeatInterval time.Duration
@@ -93,18 +91,19 @@ type Config struct {
 	// rejoin during a rebalance (kafka.rebalance_timeout). A member first
 	// drains: the batches in flight are written and committed, for at most
 	// half of it, so that the next owner of a partition starts where this
-	// one stopped.
+	// one stopped. Positive.
 	//
 	// Default: 30s
 	RebalanceTimeout time.Duration
 	// JoinGroupBackoff is the wait before joining again after a failed join
-	// (kafka.join_group_backoff).
+	// (kafka.join_group_backoff); positive.
 	//
 	// Default: 1s
 	JoinGroupBackoff time.Duration
 	// MaxInflightBytes bounds the bytes of input messages between the fetch
 	// and the pipeline's release of their batch (service.max_inflight_bytes):
 	// fetching pauses above it, so a burst waits in Kafka, not in memory.
+	// At least MaxBytes.
 	//
 	// Default: 64 MiB
 	MaxInflightBytes int64
@@ -118,7 +117,8 @@ type Config struct {
 	RebuildSpan time.Duration
 }
 
-// DefaultConfig returns the default of every field.
+// DefaultConfig returns the default of every field: the Config to start
+// from.
 func DefaultConfig() Config {
 	return Config{
 		Group:           "freqlens",
@@ -139,46 +139,48 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults returns cfg with every zero field set to its default.
-func (cfg Config) withDefaults() Config {
-	dropped := cfg.DropPoison && cfg.DeadLetterTopic == ""
-	defaults.Fill(&cfg, DefaultConfig())
-	if dropped {
-		cfg.DeadLetterTopic = "" // DropPoison needs no topic
-	}
-	return cfg
-}
-
-// Validate reports the first setting of a Consumer that cannot work, with
-// zero fields taken as their defaults, naming its YAML key and saying what
-// to change.
+// Validate reports the first setting of a Consumer that cannot work,
+// naming its YAML key and saying what to write instead. Every field is
+// checked as it is: a zero is a value, not the default. An empty
+// topics.dead_letter means something only with input.drop_poison.
 func (cfg Config) Validate() error {
-	cfg = cfg.withDefaults()
-	if cfg.DeadLetterTopic != "" && cfg.DeadLetterTopic == cfg.Topic {
-		return fmt.Errorf("topics.dead_letter is the input topic %q; poison would be read again, use another topic", cfg.Topic)
-	}
 	d := DefaultConfig()
 	switch {
-	case cfg.BatchRows < 0:
-		return fmt.Errorf("input.batch_rows = %d is negative; use at least 1 (default %d)", cfg.BatchRows, d.BatchRows)
-	case cfg.BatchLatency < 0:
-		return fmt.Errorf("input.batch_latency = %v is negative; use a positive duration (default %v)", cfg.BatchLatency, d.BatchLatency)
-	case cfg.MaxWait < 0:
-		return fmt.Errorf("input.fetch_max_wait = %v is negative; use a positive duration (default %v)", cfg.MaxWait, d.MaxWait)
-	case cfg.MinBytes < 0:
-		return fmt.Errorf("input.fetch_min_bytes = %d is negative; use at least 1 (default %d)", cfg.MinBytes, d.MinBytes)
+	case cfg.Group == "":
+		return fmt.Errorf("kafka.group is empty; name the consumer group (default %q)", d.Group)
+	case cfg.Topic == "":
+		return fmt.Errorf("topics.input is empty; name the topic of the readings (default %q)", d.Topic)
+	case !cfg.DropPoison && cfg.DeadLetterTopic == "":
+		return fmt.Errorf("topics.dead_letter is empty; name the topic poison messages go to (default %q), or set input.drop_poison: true to drop them",
+			d.DeadLetterTopic)
+	case !cfg.DropPoison && cfg.DeadLetterTopic == cfg.Topic:
+		return fmt.Errorf("topics.dead_letter is the input topic %q; poison would be read again, use another topic", cfg.Topic)
+	case cfg.BatchRows < 1:
+		return fmt.Errorf("input.batch_rows = %d; use at least 1 (default %d)", cfg.BatchRows, d.BatchRows)
+	case cfg.BatchLatency <= 0:
+		return fmt.Errorf("input.batch_latency = %v; use a positive duration (default %v)", cfg.BatchLatency, d.BatchLatency)
+	case cfg.MaxWait <= 0:
+		return fmt.Errorf("input.fetch_max_wait = %v; use a positive duration (default %v)", cfg.MaxWait, d.MaxWait)
+	case cfg.MinBytes < 1:
+		return fmt.Errorf("input.fetch_min_bytes = %d; use at least 1 (default %d)", cfg.MinBytes, d.MinBytes)
 	case cfg.MaxBytes < cfg.MinBytes:
 		return fmt.Errorf("input.fetch_max_bytes = %d is below input.fetch_min_bytes = %d; raise it above the largest message (default %d)",
 			cfg.MaxBytes, cfg.MinBytes, d.MaxBytes)
-	case cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0 || cfg.RebalanceTimeout < 0 || cfg.JoinGroupBackoff < 0:
-		return fmt.Errorf("kafka.session_timeout, kafka.heartbeat_interval, kafka.rebalance_timeout and kafka.join_group_backoff "+
-			"are %v, %v, %v and %v; none may be negative", cfg.SessionTimeout, cfg.HeartbeatInterval, cfg.RebalanceTimeout, cfg.JoinGroupBackoff)
+	case cfg.SessionTimeout <= 0:
+		return fmt.Errorf("kafka.session_timeout = %v; use a positive duration (default %v)", cfg.SessionTimeout, d.SessionTimeout)
+	case cfg.HeartbeatInterval <= 0:
+		return fmt.Errorf("kafka.heartbeat_interval = %v; use a positive duration, at most a third of kafka.session_timeout (default %v)",
+			cfg.HeartbeatInterval, d.HeartbeatInterval)
+	case cfg.RebalanceTimeout <= 0:
+		return fmt.Errorf("kafka.rebalance_timeout = %v; use a positive duration (default %v)", cfg.RebalanceTimeout, d.RebalanceTimeout)
+	case cfg.JoinGroupBackoff <= 0:
+		return fmt.Errorf("kafka.join_group_backoff = %v; use a positive duration (default %v)", cfg.JoinGroupBackoff, d.JoinGroupBackoff)
 	case 3*cfg.HeartbeatInterval > cfg.SessionTimeout:
 		return fmt.Errorf("kafka.heartbeat_interval = %v is more than a third of kafka.session_timeout = %v; "+
 			"a member would be declared dead between two heartbeats; use at most %v", cfg.HeartbeatInterval, cfg.SessionTimeout, cfg.SessionTimeout/3)
-	case cfg.MaxInflightBytes < 0:
-		return fmt.Errorf("service.max_inflight_bytes = %d is negative; use a positive number of bytes (default %d)", cfg.MaxInflightBytes, d.MaxInflightBytes)
-	case cfg.MaxInflightBytes > 0 && cfg.MaxInflightBytes < int64(cfg.MaxBytes):
+	case cfg.MaxInflightBytes <= 0:
+		return fmt.Errorf("service.max_inflight_bytes = %d; use a positive number of bytes (default %d)", cfg.MaxInflightBytes, d.MaxInflightBytes)
+	case cfg.MaxInflightBytes < int64(cfg.MaxBytes):
 		return fmt.Errorf("service.max_inflight_bytes = %d is below input.fetch_max_bytes = %d; raise it to at least that", cfg.MaxInflightBytes, cfg.MaxBytes)
 	case cfg.RebuildSpan < 0:
 		return fmt.Errorf("stream: rebuild span %v is negative", cfg.RebuildSpan)

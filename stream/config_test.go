@@ -9,7 +9,8 @@ import (
 )
 
 func TestNewConsumerValidates(t *testing.T) {
-	ok := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
+	ok := DefaultConfig()
+	ok.Group, ok.Topic, ok.DeadLetterTopic = "g", "in", "dlq"
 	with := func(f func(c *Config)) Config {
 		c := ok
 		f(&c)
@@ -23,6 +24,22 @@ func TestNewConsumerValidates(t *testing.T) {
 	}{
 		{name: "dead letters into the input", cfg: with(func(c *Config) { c.DeadLetterTopic = "in" }), want: []string{"topics.dead_letter", "another topic"}},
 		{name: "negative BatchRows", cfg: with(func(c *Config) { c.BatchRows = -1 }), want: []string{"input.batch_rows = -1"}},
+		// A zero is a value, not the default: each zero that cannot work is
+		// refused, naming its key and the default to write.
+		{name: "no group", cfg: with(func(c *Config) { c.Group = "" }), want: []string{"kafka.group is empty", `"freqlens"`}},
+		{name: "no input topic", cfg: with(func(c *Config) { c.Topic = "" }), want: []string{"topics.input is empty", `"readings"`}},
+		{name: "no dead-letter topic", cfg: with(func(c *Config) { c.DeadLetterTopic = "" }), want: []string{"topics.dead_letter is empty", `"readings.dlq"`, "input.drop_poison: true"}},
+		{name: "zero BatchRows", cfg: with(func(c *Config) { c.BatchRows = 0 }), want: []string{"input.batch_rows = 0", "at least 1", "4096"}},
+		{name: "zero BatchLatency", cfg: with(func(c *Config) { c.BatchLatency = 0 }), want: []string{"input.batch_latency = 0s", "positive", "10ms"}},
+		{name: "zero MaxWait", cfg: with(func(c *Config) { c.MaxWait = 0 }), want: []string{"input.fetch_max_wait = 0s", "positive", "250ms"}},
+		{name: "zero MinBytes", cfg: with(func(c *Config) { c.MinBytes = 0 }), want: []string{"input.fetch_min_bytes = 0", "at least 1"}},
+		{name: "zero MaxBytes", cfg: with(func(c *Config) { c.MaxBytes = 0 }), want: []string{"input.fetch_max_bytes = 0", "input.fetch_min_bytes = 1"}},
+		{name: "empty StartOffset", cfg: with(func(c *Config) { c.StartOffset = "" }), want: []string{`input.start_offset = ""`, `"first" or "last"`}},
+		{name: "zero SessionTimeout", cfg: with(func(c *Config) { c.SessionTimeout = 0 }), want: []string{"kafka.session_timeout = 0s", "positive", "10s"}},
+		{name: "zero HeartbeatInterval", cfg: with(func(c *Config) { c.HeartbeatInterval = 0 }), want: []string{"kafka.heartbeat_interval = 0s", "positive", "3s"}},
+		{name: "zero RebalanceTimeout", cfg: with(func(c *Config) { c.RebalanceTimeout = 0 }), want: []string{"kafka.rebalance_timeout = 0s", "positive", "30s"}},
+		{name: "zero JoinGroupBackoff", cfg: with(func(c *Config) { c.JoinGroupBackoff = 0 }), want: []string{"kafka.join_group_backoff = 0s", "positive", "1s"}},
+		{name: "zero MaxInflightBytes", cfg: with(func(c *Config) { c.MaxInflightBytes = 0 }), want: []string{"service.max_inflight_bytes = 0", "positive", "67108864"}},
 		{name: "negative BatchLatency", cfg: with(func(c *Config) { c.BatchLatency = -time.Millisecond }), want: []string{"input.batch_latency"}},
 		{name: "MaxBytes below MinBytes", cfg: with(func(c *Config) { c.MinBytes = 10; c.MaxBytes = 5 }), want: []string{"input.fetch_max_bytes = 5", "input.fetch_min_bytes = 10"}},
 		{name: "unknown start offset", cfg: with(func(c *Config) { c.StartOffset = "middle" }), want: []string{`input.start_offset = "middle"`, `"first" or "last"`}},
@@ -47,24 +64,48 @@ func TestNewConsumerValidates(t *testing.T) {
 			}
 		})
 	}
-	// Zero fields take their defaults, so the zero Config is valid.
-	if err := (Config{}).Validate(); err != nil {
-		t.Errorf("Config{}.Validate() = %v, want nil", err)
+	if err := (Config{}).Validate(); err == nil {
+		t.Error("Config{}.Validate() = nil; a zero Config names no group or topic")
+	}
+	// An empty dead-letter topic means something with input.drop_poison, and
+	// a dropping consumer writes none, so its topic may even be the input's.
+	for _, dlq := range []string{"", "in", "dlq"} {
+		cfg := with(func(c *Config) { c.DropPoison, c.DeadLetterTopic = true, dlq })
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Validate() with drop_poison and topics.dead_letter %q = %v, want nil", dlq, err)
+		}
 	}
 }
 
-func TestConfigDefaults(t *testing.T) {
-	got := Config{}.withDefaults()
+func TestDefaultConfig(t *testing.T) {
 	want := Config{
 		Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq", BatchRows: 4096,
 		BatchLatency: 10 * time.Millisecond, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20,
 		StartOffset: "first", SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second,
 		RebalanceTimeout: 30 * time.Second, JoinGroupBackoff: time.Second, MaxInflightBytes: 64 << 20,
 	}
-	if got != want {
-		t.Errorf("defaults = %+v, want %+v", got, want)
+	if got := DefaultConfig(); got != want {
+		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
 	}
-	if got := (Config{DropPoison: true}).withDefaults().DeadLetterTopic; got != "" {
-		t.Errorf("DeadLetterTopic with DropPoison = %q, want none", got)
+	if err := want.Validate(); err != nil {
+		t.Errorf("DefaultConfig().Validate() = %v", err)
+	}
+}
+
+// TestNewConsumerTakesConfigAsGiven: NewConsumer keeps every field as given,
+// and a consumer with input.drop_poison has no dead-letter writer even when
+// topics.dead_letter names a topic (it keeps its default).
+func TestNewConsumerTakesConfigAsGiven(t *testing.T) {
+	cfg := dropping("g", "in")
+	cfg.BatchRows, cfg.MinBytes, cfg.StartOffset, cfg.RebuildSpan = 7, 3, "last", 0
+	c, err := NewConsumer(cfg, readings.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.cfg != cfg {
+		t.Errorf("consumer config = %+v, want %+v as given", c.cfg, cfg)
+	}
+	if c.dlq != nil {
+		t.Errorf("consumer with drop_poison and topics.dead_letter %q has a dead-letter writer", cfg.DeadLetterTopic)
 	}
 }

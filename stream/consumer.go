@@ -140,9 +140,10 @@ type Status struct {
 }
 
 // NewConsumer validates cfg and in and returns a consumer of the input
-// topic through kc, decoding messages as in says (readings.NewDecoder, with
-// the clock of WithClock) and bounding each partition's readings by
-// in.MaxPast behind the newest time it has seen. The group is joined by
+// topic through kc, with cfg taken as given (start from DefaultConfig),
+// decoding messages as in says (readings.NewDecoder, with the clock of
+// WithClock) and bounding each partition's readings by in.MaxPast behind
+// the newest time it has seen. The group is joined by
 // Run. The dead-letter writer and the partition readers are built from kc;
 // Close closes them, not kc.
 func NewConsumer(cfg Config, in readings.Config, kc *kafkaconn.Client, opts ...Option) (*Consumer, error) {
@@ -152,7 +153,9 @@ func NewConsumer(cfg Config, in readings.Config, kc *kafkaconn.Client, opts ...O
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	// readings.Config still takes a zero field as its default (its
+	// decoders fill it in), so the consumer does too for what it reads
+	// itself: MaxPast and ValueFields.
 	defaults.Fill(&in, readings.DefaultConfig())
 	o := newOptions(opts)
 	dec, err := readings.NewDecoder(in, o.clock)
@@ -177,7 +180,7 @@ func NewConsumer(cfg Config, in readings.Config, kc *kafkaconn.Client, opts ...O
 		parts:     map[int]*partition{},
 		closing:   make(chan struct{}),
 	}
-	if cfg.DeadLetterTopic != "" {
+	if !cfg.DropPoison {
 		// kafkaconn's writer partitions by kafka-go's Hash balancer, as the
 		// sink does (see Consumer): no Balancer of its own.
 		c.dlq = kc.NewWriter(cfg.DeadLetterTopic)

@@ -206,7 +206,8 @@ func TestConsumerEndToEnd(t *testing.T) {
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
 			kc := newBroker(t, map[string]int{"readings": 3, "readings.dlq": 1})
-			cfg := Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq", BatchRows: 64}
+			cfg := DefaultConfig()
+			cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchRows = "freqlens", "readings", "readings.dlq", 64
 			in := readings.Config{Format: tc.format, ValueFields: []string{"temp", "humidity"}}
 			rs := readingsFor(600, 7, 2)
 			var msgs []kafka.Message
@@ -352,7 +353,8 @@ func TestConsumerEndToEnd(t *testing.T) {
 // the partition number its message had.
 func TestDeadLettersPartitionLikeTheInput(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 3, "dlq": 3})
-	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchLatency = "g", "in", "dlq", 5*time.Millisecond
 	var msgs []kafka.Message
 	for i := range 40 {
 		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint("sensor-", i)), Value: []byte("poison")})
@@ -377,7 +379,8 @@ func TestDeadLettersPartitionLikeTheInput(t *testing.T) {
 // (at-least-once).
 func TestConsumerResumesAfterCommit(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1, "dlq": 1})
-	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchRows: 5, BatchLatency: time.Hour}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchRows, cfg.BatchLatency = "g", "in", "dlq", 5, time.Hour
 	rs := readingsFor(12, 1, 1)
 	var msgs []kafka.Message
 	for _, r := range rs {
@@ -418,7 +421,8 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 
 func TestConsumerBatchesByRows(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 10, BatchLatency: time.Hour}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchRows, cfg.BatchLatency = "g", "in", true, 10, time.Hour
 	var msgs []kafka.Message
 	for _, r := range readingsFor(25, 3, 1) {
 		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.Config{})})
@@ -442,7 +446,8 @@ func TestConsumerBatchesByRows(t *testing.T) {
 
 func TestConsumerBatchesByLatency(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 1000, BatchLatency: 20 * time.Millisecond}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchRows, cfg.BatchLatency = "g", "in", true, 1000, 20*time.Millisecond
 	r := start(t, kc, cfg)
 	// Wait for the group to be joined: one message through.
 	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
@@ -469,7 +474,8 @@ func TestConsumerBatchesByLatency(t *testing.T) {
 // committing it moves the group past the poison.
 func TestConsumerPoisonOnlyBatch(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1, "dlq": 1})
-	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchLatency = "g", "in", "dlq", 5*time.Millisecond
 	produce(t, kc, "in", kafka.Message{Key: []byte("a"), Value: []byte("{")}, kafka.Message{Key: []byte("b"), Value: []byte("}")})
 	r := start(t, kc, cfg)
 	got, _ := r.collect(t, 2)
@@ -494,7 +500,8 @@ func TestConsumerPoisonOnlyBatch(t *testing.T) {
 func TestConsumerDropPoison(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
 	reg := prometheus.NewRegistry()
-	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchLatency = "g", "in", true, 5*time.Millisecond
 	produce(t, kc, "in", kafka.Message{Key: []byte("a"), Value: []byte(`{"series":"a","ts":1,"value":"NaN"}`)})
 	r := start(t, kc, cfg, WithRegisterer(reg))
 	r.collect(t, 1)
@@ -508,7 +515,8 @@ func TestConsumerDropPoison(t *testing.T) {
 
 func TestConsumerShutdown(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 2, "dlq": 1})
-	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq"}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DeadLetterTopic = "g", "in", "dlq"
 	c, err := NewConsumer(cfg, readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
@@ -547,7 +555,7 @@ func TestConsumerShutdown(t *testing.T) {
 
 func TestConsumerCloseStopsRun(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, readings.Config{}, kc)
+	c, err := NewConsumer(dropping("g", "in"), readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +579,7 @@ func TestConsumerCloseStopsRun(t *testing.T) {
 
 func TestCloseHonoursDeadline(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, readings.Config{}, kc)
+	c, err := NewConsumer(dropping("g", "in"), readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +598,8 @@ func TestCloseHonoursDeadline(t *testing.T) {
 func TestConsumerMetricsLint(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
 	reg := prometheus.NewPedanticRegistry()
-	cfg := Config{Group: "g", Topic: "in", DropPoison: true}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison = "g", "in", true
 	r := start(t, kc, cfg, WithRegisterer(reg))
 	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
 	r.collect(t, 1)
@@ -638,7 +647,8 @@ func TestConsumerOverSASLAndTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kc.Close()
-	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: time.Millisecond}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchLatency = "g", "in", "dlq", time.Millisecond
 	kafkatest.Produce(t, kc, "in",
 		kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})},
 		kafka.Message{Key: []byte("b"), Value: []byte("poison")})

@@ -32,7 +32,9 @@ func TestCommitsRecoverAfterACut(t *testing.T) {
 		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
 	}
 	produce(t, kc, "in", msgs[:first]...)
-	cfg := groupTimings(Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 50, BatchLatency: 5 * time.Millisecond})
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchRows, cfg.BatchLatency = "g", "in", true, 50, 5*time.Millisecond
+	cfg = groupTimings(cfg)
 	reg := prometheus.NewRegistry()
 	r := startOut(t, kc, cfg, readings.Config{}, 1, WithRegisterer(reg))
 	lag := func() float64 {

@@ -27,7 +27,9 @@ func ExampleConsumer() {
 		log.Fatal(err)
 	}
 	defer kc.Close()
-	cfg := stream.Config{Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq"}
+	// The kafka.group, topics.* and consumer input.* keys: group freqlens,
+	// topics readings and readings.dlq.
+	cfg := stream.DefaultConfig()
 	in := readings.Config{Format: readings.FormatJSON} // the input.* keys of the format
 
 	w := kc.NewWriter("readings")

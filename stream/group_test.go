@@ -18,6 +18,14 @@ import (
 	"github.com/freqlens/freqlens/readings/readingstest"
 )
 
+// dropping returns DefaultConfig with the given group and input topic and
+// input.drop_poison set.
+func dropping(group, topic string) Config {
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison = group, topic, true
+	return cfg
+}
+
 // groupTimings are short group timeouts for tests that rebalance.
 func groupTimings(cfg Config) Config {
 	cfg.SessionTimeout, cfg.HeartbeatInterval, cfg.RebalanceTimeout = 6*time.Second, time.Second, 6*time.Second
@@ -42,7 +50,8 @@ func eventually(d time.Duration, cond func() bool) bool {
 // the committed offset.
 func TestRebuildReadsBackTheSpan(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 50, BatchLatency: 5 * time.Millisecond}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchRows, cfg.BatchLatency = "g", "in", true, 50, 5*time.Millisecond
 	rs := readingsFor(600, 3, 1) // 3 series, one reading a minute each: 200 minutes
 	var msgs []kafka.Message
 	for _, r := range rs {
@@ -169,7 +178,9 @@ func commitAll(t *testing.T, r *running, delay time.Duration) *consumed {
 // cover the topic.
 func TestRebalanceDrainsBeforeHandingOver(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 3})
-	cfg := groupTimings(Config{Group: "g", Topic: "in", DropPoison: true, BatchRows: 20, BatchLatency: 5 * time.Millisecond, RebuildSpan: time.Hour})
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchRows, cfg.BatchLatency, cfg.RebuildSpan = "g", "in", true, 20, 5*time.Millisecond, time.Hour
+	cfg = groupTimings(cfg)
 	produceN := func(from, n int) {
 		var msgs []kafka.Message
 		for i := from; i < from+n; i++ {
@@ -233,7 +244,8 @@ func TestRebalanceDrainsBeforeHandingOver(t *testing.T) {
 // the commits.
 func TestLagCountsTheBacklog(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 3})
-	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchLatency = "g", "in", true, 5*time.Millisecond
 	var msgs []kafka.Message
 	for _, r := range readingsFor(15000, 100, 1) {
 		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
@@ -281,7 +293,8 @@ func TestLagCountsTheBacklog(t *testing.T) {
 func TestInflightIsBounded(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
 	const limit = 32 << 10
-	cfg := Config{Group: "g", Topic: "in", DropPoison: true, BatchLatency: 5 * time.Millisecond, MaxBytes: 8 << 10, MaxInflightBytes: limit}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchLatency, cfg.MaxBytes, cfg.MaxInflightBytes = "g", "in", true, 5*time.Millisecond, 8<<10, limit
 	var msgs []kafka.Message
 	for _, r := range readingsFor(5000, 10, 1) {
 		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
@@ -327,7 +340,8 @@ func TestInflightIsBounded(t *testing.T) {
 // 2026 readings is dead-lettered as too old.
 func TestTooOldIsPerPartition(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1, "dlq": 1})
-	cfg := Config{Group: "g", Topic: "in", DeadLetterTopic: "dlq", BatchLatency: 5 * time.Millisecond}
+	cfg := DefaultConfig()
+	cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchLatency = "g", "in", "dlq", 5*time.Millisecond
 	var msgs []kafka.Message
 	for _, r := range readingsFor(10, 2, 1) {
 		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
@@ -353,7 +367,7 @@ func TestTooOldIsPerPartition(t *testing.T) {
 // assigned are forgotten with the rebuilt ones.
 func TestAssignmentDecisions(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 6})
-	c, err := NewConsumer(Config{Group: "g", Topic: "in", DropPoison: true}, readings.Config{}, kc)
+	c, err := NewConsumer(dropping("g", "in"), readings.Config{}, kc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,19 +15,13 @@ import (
 	"github.com/freqlens/freqlens/wire"
 )
 
-// ReadKafka reads the topics of cfg (the Kafka sink's configuration) from
-// their beginning to their current end with kafka-go Readers, checks every
-// message's key and headers, decodes it in cfg.Format and returns the
-// forecasts merged with their attributions (matched by forecast-id),
-// partition after partition in offset order. Any problem fails tb.
+// ReadKafka reads the topics of cfg (the Kafka sink's configuration, as
+// given to sink.New) from their beginning to their current end with
+// kafka-go Readers, checks every message's key and headers, decodes it in
+// cfg.Format and returns the forecasts merged with their attributions
+// (matched by forecast-id), partition after partition in offset order. Any problem fails tb.
 func ReadKafka(tb testing.TB, kc *kafkaconn.Client, cfg sink.Config) []wire.Forecast {
 	tb.Helper()
-	if cfg.ForecastTopic == "" {
-		cfg.ForecastTopic = sink.DefaultConfig().ForecastTopic
-	}
-	if cfg.Format == "" {
-		cfg.Format = wire.FormatJSON
-	}
 	if cfg.Attributions == wire.AttributionsOff {
 		cfg.AttributionTopic = ""
 	}
