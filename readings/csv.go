@@ -3,7 +3,6 @@ package readings
 import (
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
 )
@@ -125,15 +124,9 @@ func (d *CSVDecoder) Decode(rb *array.RecordBuilder, key, value []byte, ingest t
 	if !d.hasSeries && len(series) == 0 {
 		return poison(ReasonMissingField, "CSVColumns has no %q column and the message has no key", d.f.series)
 	}
-	if !utf8.Valid(series) {
-		return poison(ReasonWrongType, "%s %s is not valid UTF-8", d.f.series, quote(series))
-	}
-	now := d.f.nowMs()
-	d.f.begin()
-	if perr := d.f.checkReading(series, ts, now, d.vals); perr != nil {
+	if perr := d.f.accept(rb, series, ts, ingest, d.vals); perr != nil {
 		return perr
 	}
-	appendRow(rb, series, ts, d.f.ingestMs(ingest, now), d.vals)
 	return nil
 }
 

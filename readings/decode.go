@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -197,6 +198,22 @@ func (f *fields) checkFuture(ts, nowMs int64) *DecodeError {
 		return poison(ReasonFutureTimestamp, "%s %s is %s after now, more than MaxFuture = %v",
 			f.time, formatMs(ts), ahead, time.Duration(f.maxFutureMs)*time.Millisecond)
 	}
+	return nil
+}
+
+// accept checks one decoded reading (a series id of valid UTF-8, its time
+// and values plausible) and appends it to rb: the end every line-oriented
+// decoder shares.
+func (f *fields) accept(rb *array.RecordBuilder, series []byte, ts int64, ingest time.Time, vals []float64) *DecodeError {
+	if !utf8.Valid(series) {
+		return poison(ReasonWrongType, "%s %s is not valid UTF-8", f.series, quote(series))
+	}
+	now := f.nowMs()
+	f.begin()
+	if perr := f.checkReading(series, ts, now, vals); perr != nil {
+		return perr
+	}
+	appendRow(rb, series, ts, f.ingestMs(ingest, now), vals)
 	return nil
 }
 

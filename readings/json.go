@@ -60,15 +60,9 @@ func (d *JSONDecoder) Decode(rb *array.RecordBuilder, key, value []byte, ingest 
 	} else if len(series) == 0 {
 		return poison(ReasonEmptySeries, "%s is the empty string", d.f.series)
 	}
-	if !utf8.Valid(series) {
-		return poison(ReasonWrongType, "%s %s is not valid UTF-8", d.f.series, quote(series))
-	}
-	now := d.f.nowMs()
-	d.f.begin()
-	if perr := d.f.checkReading(series, ts, now, d.vals); perr != nil {
+	if perr := d.f.accept(rb, series, ts, ingest, d.vals); perr != nil {
 		return perr
 	}
-	appendRow(rb, series, ts, d.f.ingestMs(ingest, now), d.vals)
 	return nil
 }
 
@@ -88,16 +82,10 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 			if p >= len(b) || b[p] != '"' {
 				return nil, false, 0, d.syntax(b, p, "want a field name")
 			}
-			end, esc, ok := scanString(b, p)
-			if !ok {
-				return nil, false, 0, d.syntax(b, p, "unterminated string")
-			}
-			name := b[p+1 : end-1]
-			if esc {
-				if d.keyBuf, ok = unescape(d.keyBuf[:0], name); !ok {
-					return nil, false, 0, d.syntax(b, p, "bad escape in a field name")
-				}
-				name = d.keyBuf
+			var ok bool
+			name, end, perr := d.stringAt(b, p, &d.keyBuf, "a field name")
+			if perr != nil {
+				return nil, false, 0, perr
 			}
 			p = skipWS(b, end)
 			if p >= len(b) || b[p] != ':' {
@@ -111,16 +99,9 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 			case string(name) == d.f.series:
 				switch b[p] {
 				case '"':
-					end, esc, ok := scanString(b, p)
-					if !ok {
-						return nil, false, 0, d.syntax(b, p, "unterminated string")
-					}
-					series = b[p+1 : end-1]
-					if esc {
-						if d.strBuf, ok = unescape(d.strBuf[:0], series); !ok {
-							return nil, false, 0, d.syntax(b, p, "bad escape in a string")
-						}
-						series = d.strBuf
+					var end int
+					if series, end, perr = d.stringAt(b, p, &d.strBuf, "a string"); perr != nil {
+						return nil, false, 0, perr
 					}
 					haveSeries = true
 					p = end
@@ -135,16 +116,9 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 			case string(name) == d.f.time:
 				switch c := b[p]; {
 				case c == '"':
-					end, esc, ok := scanString(b, p)
-					if !ok {
-						return nil, false, 0, d.syntax(b, p, "unterminated string")
-					}
-					txt := b[p+1 : end-1]
-					if esc {
-						if d.tsBuf, ok = unescape(d.tsBuf[:0], txt); !ok {
-							return nil, false, 0, d.syntax(b, p, "bad escape in a string")
-						}
-						txt = d.tsBuf
+					txt, end, perr := d.stringAt(b, p, &d.tsBuf, "a string")
+					if perr != nil {
+						return nil, false, 0, perr
 					}
 					if ts, perr = parseTimeText(d.f.time, txt); perr != nil {
 						return nil, false, 0, perr
@@ -184,16 +158,9 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 					d.seen[j] = true
 					p = end
 				case c == '"':
-					end, esc, ok := scanString(b, p)
-					if !ok {
-						return nil, false, 0, d.syntax(b, p, "unterminated string")
-					}
-					txt := b[p+1 : end-1]
-					if esc {
-						if d.tsBuf, ok = unescape(d.tsBuf[:0], txt); !ok {
-							return nil, false, 0, d.syntax(b, p, "bad escape in a string")
-						}
-						txt = d.tsBuf
+					txt, end, perr := d.stringAt(b, p, &d.tsBuf, "a string")
+					if perr != nil {
+						return nil, false, 0, perr
 					}
 					if d.vals[j], perr = parseValue(field, txt); perr != nil {
 						return nil, false, 0, perr
@@ -244,6 +211,24 @@ func (d *JSONDecoder) valueIndex(name []byte) int {
 		}
 	}
 	return -1
+}
+
+// stringAt returns the text of the JSON string that starts at b[p],
+// unescaped into *buf when it holds escapes (what names it in the error),
+// and the index just after its closing quote.
+func (d *JSONDecoder) stringAt(b []byte, p int, buf *[]byte, what string) (txt []byte, end int, perr *DecodeError) {
+	end, esc, ok := scanString(b, p)
+	if !ok {
+		return nil, p, d.syntax(b, p, "unterminated string")
+	}
+	txt = b[p+1 : end-1]
+	if esc {
+		if *buf, ok = unescape((*buf)[:0], txt); !ok {
+			return nil, p, d.syntax(b, p, "bad escape in "+what)
+		}
+		txt = *buf
+	}
+	return txt, end, nil
 }
 
 func (d *JSONDecoder) syntax(b []byte, p int, what string) *DecodeError {
