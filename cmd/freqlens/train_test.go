@@ -174,12 +174,21 @@ func produceTraffic(tb testing.TB, kc *kafkaconn.Client, series, steps int) int 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	msgs := make([]kafka.Message, 0, series*steps)
-	for r := range frame.Rows() {
+	return produceRows(tb, kc, frame, 0, steps)
+}
+
+// produceRows writes rows [from, to) of frame to the topic readings, one
+// JSON reading per column (the column's name is the series), leaving out
+// the missing (NaN) ones as a sensor that sent nothing would, and returns
+// how many it wrote.
+func produceRows(tb testing.TB, kc *kafkaconn.Client, frame *dataset.Frame, from, to int) int {
+	tb.Helper()
+	msgs := make([]kafka.Message, 0, (to-from)*frame.Channels())
+	for r := from; r < to; r++ {
 		for c, name := range frame.Columns {
-			v := frame.Values[r*series+c]
+			v := frame.Values[r*frame.Channels()+c]
 			if math.IsNaN(v) {
-				continue // a missing reading: the training fills it as serve would
+				continue
 			}
 			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil,
 				readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{v}}, readings.Config{})})
@@ -246,19 +255,7 @@ func TestServeBootstraps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	produce := func(from, to int) {
-		var msgs []kafka.Message
-		for r := from; r < to; r++ {
-			for c, name := range frame.Columns {
-				if v := frame.Values[r*series+c]; !math.IsNaN(v) {
-					msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil,
-						readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{v}}, readings.Config{})})
-				}
-			}
-		}
-		kafkatest.Produce(t, kc, "readings", msgs...)
-	}
-	produce(0, 2*24)
+	produceRows(t, kc, frame, 0, 2*24)
 
 	type replica struct {
 		model, metrics string
@@ -339,7 +336,7 @@ func TestServeBootstraps(t *testing.T) {
 		t.Errorf("freqlens_bootstrap_history_seconds = %v, want two days", hist)
 	}
 
-	produce(2*24, 6*24)
+	produceRows(t, kc, frame, 2*24, 6*24)
 	waitForEverySeries(t, kc, series, 120*time.Second, func() string { return replicas[0].stderr.String() + "\n" + replicas[1].stderr.String() })
 	// Every series is forecast once one replica serves; the other may still
 	// be polling the models topic (every 2 s): wait until both are ready.
