@@ -32,11 +32,7 @@ func decode(t *testing.T, msgs []kafka.Message, cfg readings.Config, now func() 
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := cfg.ValueFields
-	if len(values) == 0 {
-		values = readings.DefaultConfig().ValueFields
-	}
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, readings.Schema(values...))
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, readings.Schema(cfg.ValueFields...))
 	defer rb.Release()
 	out := map[string][]readingstest.Row{}
 	for _, m := range msgs {

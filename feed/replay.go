@@ -94,7 +94,7 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 	case cfg.Format != readings.FormatJSON && cfg.Format != readings.FormatCSV:
 		return nil, fmt.Errorf("feed: replay format %q cannot be replayed; use %s or %s", cfg.Format, readings.FormatJSON, readings.FormatCSV)
 	}
-	r := &Replay{cfg: cfg, kc: kc, topic: topic, data: data, end: rows, seriesCol: -1}
+	r := &Replay{cfg: cfg, kc: kc, topic: topic, data: data, end: rows, seriesCol: -1, enc: readings.DefaultConfig()}
 	if cfg.Limit > 0 {
 		r.end = min(rows, cfg.From+cfg.Limit)
 	}
@@ -111,8 +111,7 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 		}
 		r.enc.ValueFields = slices.Delete(slices.Clone(data.Columns), r.seriesCol, r.seriesCol+1)
 	}
-	r.enc.CSVColumns = append([]string{"series", "ts"}, r.enc.ValueFields...)
-	r.enc.Format = cfg.Format
+	r.enc.Format = cfg.Format // CSV columns: series, ts, then the values
 	if err := r.enc.Validate(); err != nil {
 		return nil, fmt.Errorf("feed: replay of %s cannot name the readings' fields after its columns: %w", data.Name, err)
 	}

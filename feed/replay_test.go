@@ -153,7 +153,8 @@ func TestReplayWritesEveryRowOnce(t *testing.T) {
 			c, data := randomCSV(t, rng, rows, cols, time.Duration(1+rng.IntN(7200))*time.Second, time.Minute, tc.ids)
 			t.Logf("%d rows, columns %q", rows, c.header)
 			cfg := feed.ReplayConfig{From: tc.from, Limit: tc.limit, Format: tc.format}
-			in := readings.Config{Format: tc.format}
+			in := readings.DefaultConfig()
+			in.Format = tc.format
 			if tc.ids != nil {
 				cfg.SeriesColumn = "sensor"
 				in.ValueFields = c.header[2:]

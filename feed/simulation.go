@@ -140,7 +140,7 @@ func (s *Simulation) Run(ctx context.Context) error {
 	w := s.kc.NewWriter(s.topic)
 	w.BatchTimeout = time.Millisecond
 	defer w.Close()
-	cfg := readings.Config{ValueFields: []string{"value"}}
+	cfg := readings.DefaultConfig() // JSON, fields series, ts and value
 	msgs := make([]kafka.Message, 0, s.cfg.Sensors)
 	send := func(step int) error {
 		msgs = msgs[:0]

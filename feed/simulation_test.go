@@ -32,7 +32,7 @@ func simulate(t *testing.T, kc *kafkaconn.Client, topic string, cfg feed.Simulat
 	if err := s.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return decode(t, kafkatest.ReadAll(t, kc, topic), readings.Config{}, simClock)
+	return decode(t, kafkatest.ReadAll(t, kc, topic), readings.DefaultConfig(), simClock)
 }
 
 // TestSimulationSeriesAndSteps: a simulation sends the series Series names

@@ -65,7 +65,7 @@ func newBenchWorld(b *testing.B) *benchWorld {
 	w := kc.NewWriter("readings")
 	w.BatchTimeout, w.BatchSize = time.Millisecond, 5000
 	b.Cleanup(func() { w.Close() })
-	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: readings.Config{ValueFields: []string{"value"}}}
+	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: readings.DefaultConfig()}
 	for i := range benchSeries {
 		bw.series = append(bw.series, fmt.Sprintf("sensor-%04d", i))
 	}
@@ -89,7 +89,7 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 	reg := prometheus.NewRegistry()
 	sc := stream.DefaultConfig() // group freqlens, topics readings and readings.dlq
 	sc.BatchLatency = 2 * time.Millisecond
-	src, err := stream.NewConsumer(sc, readings.Config{MaxFuture: 1e5 * time.Hour}, bw.kc, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(sc, readingsConfig(nil), bw.kc, stream.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}

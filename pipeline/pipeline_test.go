@@ -87,7 +87,7 @@ func newConsumer(t *testing.T, kc *kafkaconn.Client, reg prometheus.Registerer, 
 	sc := stream.DefaultConfig() // group freqlens, topics readings and readings.dlq
 	sc.BatchLatency = 5 * time.Millisecond
 	sc.RebuildSpan = pipeline.RebuildSpan(lookback, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), time.Hour)
-	src, err := stream.NewConsumer(sc, readings.Config{ValueFields: fields, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(sc, readingsConfig(fields), kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func (s *service) stop(t *testing.T) {
 // hour, values a sine per series (and per field).
 func produce(t *testing.T, kc *kafkaconn.Client, series []string, fields []string, from, to int) {
 	t.Helper()
-	cfg := readings.Config{ValueFields: fields}
+	cfg := readingsConfig(fields)
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
 	for step := from; step < to; step++ {

@@ -36,6 +36,18 @@ func windowConfig(edit func(*window.Config)) window.Config {
 	return win
 }
 
+// readingsConfig returns readings.DefaultConfig with value fields fields
+// (none: the default, value) and input.max_future far enough for the tests'
+// readings of 2026.
+func readingsConfig(fields []string) readings.Config {
+	in := readings.DefaultConfig()
+	if len(fields) > 0 {
+		in.ValueFields = fields
+	}
+	in.MaxFuture = 1e5 * time.Hour
+	return in
+}
+
 // sinkConfig returns sink.DefaultConfig with edit applied.
 func sinkConfig(edit func(*sink.Config)) sink.Config {
 	sk := sink.DefaultConfig()
@@ -58,8 +70,7 @@ func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline
 	sc.Group, sc.Topic, sc.DeadLetterTopic = "freqlens", "readings", "readings.dlq"
 	sc.BatchLatency = 5 * time.Millisecond
 	sc.RebuildSpan = pipeline.RebuildSpan(lookback, win, time.Hour)
-	in := readings.Config{ValueFields: pc.Fields, MaxFuture: 1e5 * time.Hour}
-	src, err := stream.NewConsumer(sc, in, kc, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(sc, readingsConfig(pc.Fields), kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +120,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 		bad := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{1e300}}
-		kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, bad, readings.Config{})})
+		kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, bad, readings.DefaultConfig())})
 		produce(t, kc, []string{"a"}, []string{"value"}, lookback+1, lookback+3)
 		dlq := readTopic(t, kc, "readings.dlq", 1, 30*time.Second)
 		if got := header(dlq[0], stream.HeaderReason); got != readings.ReasonOutOfRange || !bytes.Contains(dlq[0].Value, []byte("1e+300")) {
@@ -140,7 +151,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		late := readings.Reading{Series: "a", Time: t0.Add(5 * time.Hour), Values: []float64{42}}         // 92 steps late
 		within := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{7}} // one step late: updates it
 		for _, rd := range []readings.Reading{late, within} {
-			kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, rd, readings.Config{})})
+			kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, rd, readings.DefaultConfig())})
 		}
 		produce(t, kc, []string{"a"}, []string{"value"}, lookback+2, lookback+3)
 		dlq := readTopic(t, kc, "readings.dlq", 1, 30*time.Second)

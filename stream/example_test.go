@@ -30,7 +30,7 @@ func ExampleConsumer() {
 	// The kafka.group, topics.* and consumer input.* keys: group freqlens,
 	// topics readings and readings.dlq.
 	cfg := stream.DefaultConfig()
-	in := readings.Config{Format: readings.FormatJSON} // the input.* keys of the format
+	in := readings.DefaultConfig() // the input.* keys of the format: JSON, fields series, ts and value
 
 	w := kc.NewWriter("readings")
 	w.BatchTimeout = time.Millisecond
