@@ -19,7 +19,9 @@ func startBroker() (*kafkaconn.Client, func()) {
 	if err != nil {
 		panic(err)
 	}
-	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: b.Addrs()})
+	kcfg := kafkaconn.DefaultConfig()
+	kcfg.Brokers = b.Addrs()
+	kc, err := kafkaconn.New(kcfg)
 	if err != nil {
 		panic(err)
 	}

@@ -642,8 +642,10 @@ func TestConsumerMetricsLint(t *testing.T) {
 func TestConsumerOverSASLAndTLS(t *testing.T) {
 	serverTLS, caFile := kafkatest.SelfSigned(t)
 	cluster := kafkatest.NewCluster(t, []string{"in", "dlq"}, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "u", "p"), kfake.TLS(serverTLS))
-	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: cluster.ListenAddrs(), TLSCAFile: caFile,
-		SASL: kafkaconn.SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}})
+	kcfg := kafkaconn.DefaultConfig()
+	kcfg.Brokers, kcfg.TLSCAFile = cluster.ListenAddrs(), caFile
+	kcfg.SASL = kafkaconn.SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}
+	kc, err := kafkaconn.New(kcfg)
 	if err != nil {
 		t.Fatal(err)
 	}

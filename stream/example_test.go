@@ -22,7 +22,9 @@ func ExampleConsumer() {
 		log.Fatal(err)
 	}
 	defer broker.Close()
-	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: broker.Addrs()}) // the kafka.* keys: brokers, TLS, SASL
+	kcfg := kafkaconn.DefaultConfig() // the kafka.* keys: brokers, TLS, SASL
+	kcfg.Brokers = broker.Addrs()
+	kc, err := kafkaconn.New(kcfg)
 	if err != nil {
 		log.Fatal(err)
 	}

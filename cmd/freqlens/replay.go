@@ -36,7 +36,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := require(fs, "data"); err != nil {
 		return err
 	}
-	var kcfg kafkaconn.Config
+	kcfg := kafkaconn.DefaultConfig()
 	if *cfgPath != "" {
 		f, err := config.Load(*cfgPath, os.LookupEnv)
 		if err != nil {
