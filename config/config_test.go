@@ -268,6 +268,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad env duration", minimal, map[string]string{"FREQLENS_INPUT_CADENCE": "soon"}, "input.cadence"},
 		{"huge learning rate", minimal + "online: {learning_rate: 5}", nil, "online.learning_rate"},
 		{"bad env learning rate", minimal, map[string]string{"FREQLENS_ONLINE_LEARNING_RATE": "fast"}, "online.learning_rate"},
+		{"zero online interval", minimal + "online: {interval: 0s}", nil, "online.interval"},
+		{"zero online steps", minimal, map[string]string{"FREQLENS_ONLINE_STEPS": "0"}, "online.steps"},
 		{"bad replay policy", minimal + "online: {replay: oldest}", nil, "online.replay"},
 		{"holdout out of range", minimal + "online: {holdout: 1.5}", nil, "online.holdout"},
 		{"too few checkpoints", minimal + "online: {keep_checkpoints: -1}", nil, "online.keep_checkpoints"},

@@ -363,7 +363,7 @@ func newIntervalLearner(b *testing.B, bw *benchWorld, levels []float64) *online.
 		}
 	}
 	bw.m.Meta.ErrorQuantiles = q
-	l, err := online.New(online.Config{Intervals: levels, TrackSeries: benchSeries}, bw.m, online.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := online.New(onlineConfig(func(c *online.Config) { c.Intervals, c.TrackSeries = levels, benchSeries }), bw.m, online.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -399,7 +399,7 @@ func BenchmarkLatency(b *testing.B) {
 // buffer already holds pairs, so that every round fine-tunes and judges.
 func newBenchLearner(b *testing.B, bw *benchWorld) *online.Learner {
 	b.Helper()
-	l, err := online.New(online.Config{Enabled: true, Interval: time.Hour, MinNewSamples: 1 << 30, Seed: 1}, bw.m,
+	l, err := online.New(onlineConfig(func(c *online.Config) { c.Enabled, c.Interval, c.MinNewSamples, c.Seed = true, time.Hour, 1<<30, 1 }), bw.m,
 		online.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)

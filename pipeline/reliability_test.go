@@ -14,6 +14,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
@@ -46,6 +47,13 @@ func readingsConfig(fields []string) readings.Config {
 	}
 	in.MaxFuture = 1e5 * time.Hour
 	return in
+}
+
+// onlineConfig returns online.DefaultConfig with edit applied.
+func onlineConfig(edit func(*online.Config)) online.Config {
+	cfg := online.DefaultConfig()
+	edit(&cfg)
+	return cfg
 }
 
 // sinkConfig returns sink.DefaultConfig with edit applied.
