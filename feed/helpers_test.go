@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/feed"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/readings"
@@ -19,6 +20,22 @@ import (
 func newBroker(t *testing.T, topics ...string) *kafkaconn.Client {
 	t.Helper()
 	return kafkatest.Client(t, kafkatest.NewCluster(t, topics).ListenAddrs())
+}
+
+// simulationConfig returns feed.DefaultSimulationConfig changed by edit.
+func simulationConfig(edit func(*feed.SimulationConfig)) feed.SimulationConfig {
+	return edited(feed.DefaultSimulationConfig(), edit)
+}
+
+// replayConfig returns feed.DefaultReplayConfig changed by edit.
+func replayConfig(edit func(*feed.ReplayConfig)) feed.ReplayConfig {
+	return edited(feed.DefaultReplayConfig(), edit)
+}
+
+// edited returns cfg changed by edit.
+func edited[T any](cfg T, edit func(*T)) T {
+	edit(&cfg)
+	return cfg
 }
 
 // decode decodes msgs as the consumer would, with the input format's
