@@ -59,7 +59,7 @@ func TestExampleLoads(t *testing.T) {
 		cfg.Stream.DeadLetterTopic != "readings.dlq" || cfg.DriftTopic != "drift" || cfg.ModelsTopic != "" {
 		t.Errorf("topics = %+v %+v %q %q", cfg.Stream, cfg.Sink, cfg.DriftTopic, cfg.ModelsTopic)
 	}
-	if cfg.Pipeline.Cadence != time.Hour || cfg.Window.AllowedLateness != 2*time.Hour || cfg.Window.MaxGap != 3 {
+	if cfg.Cadence != time.Hour || cfg.Window.AllowedLateness != 2*time.Hour || cfg.Window.MaxGap != 3 {
 		t.Errorf("input/window = %+v %+v", cfg.Pipeline, cfg.Window)
 	}
 	o := cfg.Online
@@ -100,7 +100,7 @@ func TestDefaultsAreThePackages(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := service.DefaultConfig()
-	want.Kafka.Brokers, want.Pipeline.Cadence, want.ModelPath = []string{"127.0.0.1:9092"}, time.Hour, "m.safetensors"
+	want.Kafka.Brokers, want.Cadence, want.ModelPath = []string{"127.0.0.1:9092"}, time.Hour, "m.safetensors"
 	for _, c := range []struct {
 		key       string
 		got, want any
@@ -200,7 +200,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Kafka.Brokers) != 2 || cfg.Kafka.Brokers[1] != "10.0.0.2:9092" || cfg.Pipeline.Cadence != 5*time.Minute ||
+	if len(cfg.Kafka.Brokers) != 2 || cfg.Kafka.Brokers[1] != "10.0.0.2:9092" || cfg.Cadence != 5*time.Minute ||
 		cfg.Window.MaxGap != 7 || !cfg.Kafka.TLS || cfg.Kafka.SASL.Username != "svc" || cfg.Stream.Topic != "sensors" ||
 		cfg.Online.LearningRate != 0.01 || cfg.Online.Seed != 9 || cfg.Sink.Format != wire.FormatArrow ||
 		cfg.MetricsWebConfig != "/etc/freqlens/web.yml" ||
@@ -264,6 +264,10 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad attributions mode", minimal + "output: {attributions: some}", nil, "output.attributions"},
 		{"bad compression", minimal + "output: {compression: brotli}", nil, "output.compression"},
 		{"no workers", minimal + "service: {workers: -1}", nil, "service.workers"},
+		{"zero workers", minimal + "service: {workers: 0}", nil, "service.workers"},
+		{"zero max batch", minimal + "service: {max_batch: 0}", nil, "service.max_batch"},
+		{"zero shutdown timeout", minimal, map[string]string{"FREQLENS_SERVICE_SHUTDOWN_TIMEOUT": "0s"}, "service.shutdown_timeout"},
+		{"zero expire every", minimal + "service: {expire_every: 0s}", nil, "service.expire_every"},
 		{"bad env number", minimal, map[string]string{"FREQLENS_WINDOW_MAX_GAP": "three"}, "window.max_gap"},
 		{"bad env duration", minimal, map[string]string{"FREQLENS_INPUT_CADENCE": "soon"}, "input.cadence"},
 		{"huge learning rate", minimal + "online: {learning_rate: 5}", nil, "online.learning_rate"},

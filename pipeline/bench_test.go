@@ -108,8 +108,9 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 		opts = append(opts, pipeline.WithObserver(observe))
 	}
 	opts = append(opts, extra...)
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == wire.AttributionsOff},
-		src, window.DefaultConfig(), bw.m, snk, opts...)
+	w := wiring()
+	w.SkipAttributions = mode == wire.AttributionsOff
+	p, err := pipeline.New(w, pipeline.DefaultConfig(), src, window.DefaultConfig(), bw.m, snk, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

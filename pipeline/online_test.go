@@ -54,7 +54,7 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runPipeline(t, kc, base, pipeline.Config{}, window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig(), pipeline.WithOnline(l))
+	r := runPipeline(t, kc, base, nil, pipeline.DefaultConfig(), window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig(), pipeline.WithOnline(l))
 	p := r.p
 	// The pipeline hands the learner its forecasts; its owner (the
 	// service) runs its rounds.
@@ -138,7 +138,7 @@ func TestIntervalsEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := runPipeline(t, kc, base, pipeline.Config{Fields: fields}, window.DefaultConfig(), stream.DefaultConfig(), sinkConfig(func(sk *sink.Config) { sk.Format = format }),
+			p := runPipeline(t, kc, base, fields, pipeline.DefaultConfig(), window.DefaultConfig(), stream.DefaultConfig(), sinkConfig(func(sk *sink.Config) { sk.Format = format }),
 				pipeline.WithOnline(l)).p
 
 			series := []string{"a", "b", "c", "d"}

@@ -12,7 +12,7 @@ import (
 // names the source in errors.
 func (c Config) HistoryPanel(name string) dataset.PanelConfig {
 	return dataset.PanelConfig{
-		Name: name, Fields: c.Readings.ValueFields, Cadence: c.Pipeline.Cadence,
+		Name: name, Fields: c.Readings.ValueFields, Cadence: c.Cadence,
 		MaxGap: c.Window.MaxGap, Hold: c.Window.Fill == window.FillHold,
 	}
 }

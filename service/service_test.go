@@ -40,7 +40,7 @@ func testConfig() service.Config {
 	cfg := service.DefaultConfig()
 	cfg.EmbeddedBroker = "127.0.0.1:0"
 	cfg.MetricsListen = "127.0.0.1:0"
-	cfg.Pipeline.Cadence = time.Hour
+	cfg.Cadence = time.Hour
 	cfg.Readings.MaxFuture = 1e5 * time.Hour
 	cfg.Stream.BatchLatency = 5 * time.Millisecond
 	return cfg

@@ -72,7 +72,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// 2. The service, on an embedded broker.
 	cfg := service.DefaultConfig()
 	cfg.EmbeddedBroker = *brokerAddr
-	cfg.Pipeline.Cadence = feed.SimulationCadence
+	cfg.Cadence = feed.SimulationCadence
 	cfg.Readings.MaxFuture = 10 * 365 * 24 * time.Hour
 	cfg.Stream.BatchLatency = 5 * time.Millisecond
 	cfg.Sink.Attributions = wire.AttributionsSummary
