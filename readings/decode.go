@@ -52,9 +52,9 @@ const NoTime int64 = math.MinInt64
 // NewDecoder returns the decoder of cfg.Format: a *JSONDecoder, a
 // *CSVDecoder or an *ArrowDecoder. now is the clock of the MaxFuture check
 // and of the ingest time of messages without a timestamp; nil means
-// time.Now. cfg is taken as given (start from DefaultConfig); an empty
-// Format is not one. Config.MaxPast is not applied by a decoder (see
-// SetOldest).
+// time.Now. cfg is taken as given (start from DefaultConfig): an empty
+// Format is refused, not read as JSON. Config.MaxPast is not applied by a
+// decoder (see SetOldest).
 func NewDecoder(cfg Config, now func() time.Time) (Decoder, error) {
 	switch cfg.Format {
 	case FormatCSV:

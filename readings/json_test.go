@@ -203,6 +203,20 @@ func TestAppendJSONPanicsOnProgrammerErrors(t *testing.T) {
 	}
 }
 
+// TestAppendAllocs: the encoders take cfg as given and allocate nothing once
+// dst has room, the feeds' hot path.
+func TestAppendAllocs(t *testing.T) {
+	cfg := configWith(func(c *readings.Config) { c.ValueFields = []string{"temp", "humidity"} })
+	r := readings.Reading{Series: "station-0017", Time: time.UnixMilli(t0 + 250), Values: []float64{3.5, 81.25}}
+	dst := make([]byte, 0, 256)
+	if allocs := testing.AllocsPerRun(1000, func() {
+		dst = readings.AppendJSON(dst[:0], r, cfg)
+		dst = readings.AppendCSV(dst[:0], r, cfg)
+	}); allocs != 0 {
+		t.Errorf("AppendJSON and AppendCSV allocate %.2f times per reading, want 0", allocs)
+	}
+}
+
 func TestJSONRoundTripRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, channels := range []int{1, 3} {
