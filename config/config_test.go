@@ -59,7 +59,7 @@ func TestExampleLoads(t *testing.T) {
 		cfg.Stream.DeadLetterTopic != "readings.dlq" || cfg.DriftTopic != "drift" || cfg.ModelsTopic != "" {
 		t.Errorf("topics = %+v %+v %q %q", cfg.Stream, cfg.Sink, cfg.DriftTopic, cfg.ModelsTopic)
 	}
-	if cfg.Pipeline.Cadence != time.Hour || cfg.Window.AllowedLateness != 2*time.Hour || cfg.Window.MaxGap != 3 {
+	if cfg.Cadence != time.Hour || cfg.Window.AllowedLateness != 2*time.Hour || cfg.Window.MaxGap != 3 {
 		t.Errorf("input/window = %+v %+v", cfg.Pipeline, cfg.Window)
 	}
 	o := cfg.Online
@@ -100,7 +100,7 @@ func TestDefaultsAreThePackages(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := service.DefaultConfig()
-	want.Kafka.Brokers, want.Pipeline.Cadence, want.ModelPath = []string{"127.0.0.1:9092"}, time.Hour, "m.safetensors"
+	want.Kafka.Brokers, want.Cadence, want.ModelPath = []string{"127.0.0.1:9092"}, time.Hour, "m.safetensors"
 	for _, c := range []struct {
 		key       string
 		got, want any
@@ -200,7 +200,7 @@ func TestEnvironmentOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Kafka.Brokers) != 2 || cfg.Kafka.Brokers[1] != "10.0.0.2:9092" || cfg.Pipeline.Cadence != 5*time.Minute ||
+	if len(cfg.Kafka.Brokers) != 2 || cfg.Kafka.Brokers[1] != "10.0.0.2:9092" || cfg.Cadence != 5*time.Minute ||
 		cfg.Window.MaxGap != 7 || !cfg.Kafka.TLS || cfg.Kafka.SASL.Username != "svc" || cfg.Stream.Topic != "sensors" ||
 		cfg.Online.LearningRate != 0.01 || cfg.Online.Seed != 9 || cfg.Sink.Format != wire.FormatArrow ||
 		cfg.MetricsWebConfig != "/etc/freqlens/web.yml" ||
@@ -244,7 +244,18 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"zero output batch size", minimal + "output: {batch_size: 0}", nil, "output.batch_size"},
 		{"zero max attempts", minimal, map[string]string{"FREQLENS_OUTPUT_MAX_ATTEMPTS": "0"}, "output.max_attempts"},
 		{"empty compression", minimal + "output: {compression: \"\"}", nil, "output.compression"},
+		{"empty input format", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, format: \"\"}", nil, "input.format"},
+		{"empty series field", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, series_field: \"\"}", nil, "input.series_field"},
+		{"empty time field", minimal, map[string]string{"FREQLENS_INPUT_TIME_FIELD": ""}, "input.time_field"},
+		{"no value fields", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, value_fields: []}", nil, "input.value_fields"},
+		{"zero max future", minimal, map[string]string{"FREQLENS_INPUT_MAX_FUTURE": "0s"}, "input.max_future"},
+		{"zero max past", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, max_past: 0s}", nil, "input.max_past"},
+		{"zero series id bytes", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, max_series_id_bytes: 0}", nil, "input.max_series_id_bytes"},
 		{"cadence under a millisecond", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1500us}", nil, "input.cadence"},
+		{"empty client id", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [k:1], client_id: \"\"}", nil, "kafka.client_id"},
+		{"zero dial timeout", minimal, map[string]string{"FREQLENS_KAFKA_DIAL_TIMEOUT": "0s"}, "kafka.dial_timeout"},
+		{"zero connect timeout", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [k:1], connect_timeout: 0s}", nil, "kafka.connect_timeout"},
+		{"zero unreachable after", minimal, map[string]string{"FREQLENS_KAFKA_UNREACHABLE_AFTER": "0s"}, "kafka.unreachable_after"},
 		{"broker without port", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [localhost]}", nil, "kafka.brokers[0]"},
 		{"unknown SASL mechanism", "model: {path: m}\ninput: {cadence: 1h}\nkafka: {brokers: [k:1], sasl: {mechanism: gssapi, username: u}}", nil, "kafka.sasl.mechanism"},
 		{"same topic twice", minimal + "topics: {forecasts: readings}", nil, "topics.forecasts"},
@@ -253,10 +264,16 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad attributions mode", minimal + "output: {attributions: some}", nil, "output.attributions"},
 		{"bad compression", minimal + "output: {compression: brotli}", nil, "output.compression"},
 		{"no workers", minimal + "service: {workers: -1}", nil, "service.workers"},
+		{"zero workers", minimal + "service: {workers: 0}", nil, "service.workers"},
+		{"zero max batch", minimal + "service: {max_batch: 0}", nil, "service.max_batch"},
+		{"zero shutdown timeout", minimal, map[string]string{"FREQLENS_SERVICE_SHUTDOWN_TIMEOUT": "0s"}, "service.shutdown_timeout"},
+		{"zero expire every", minimal + "service: {expire_every: 0s}", nil, "service.expire_every"},
 		{"bad env number", minimal, map[string]string{"FREQLENS_WINDOW_MAX_GAP": "three"}, "window.max_gap"},
 		{"bad env duration", minimal, map[string]string{"FREQLENS_INPUT_CADENCE": "soon"}, "input.cadence"},
 		{"huge learning rate", minimal + "online: {learning_rate: 5}", nil, "online.learning_rate"},
 		{"bad env learning rate", minimal, map[string]string{"FREQLENS_ONLINE_LEARNING_RATE": "fast"}, "online.learning_rate"},
+		{"zero online interval", minimal + "online: {interval: 0s}", nil, "online.interval"},
+		{"zero online steps", minimal, map[string]string{"FREQLENS_ONLINE_STEPS": "0"}, "online.steps"},
 		{"bad replay policy", minimal + "online: {replay: oldest}", nil, "online.replay"},
 		{"holdout out of range", minimal + "online: {holdout: 1.5}", nil, "online.holdout"},
 		{"too few checkpoints", minimal + "online: {keep_checkpoints: -1}", nil, "online.keep_checkpoints"},

@@ -36,7 +36,7 @@ func keys(c *service.Config) map[string]any {
 		"input.time_field":          &in.TimeField,
 		"input.value_fields":        &in.ValueFields,
 		"input.csv_columns":         &in.CSVColumns,
-		"input.cadence":             &p.Cadence,
+		"input.cadence":             &c.Cadence,
 		"input.max_future":          &in.MaxFuture,
 		"input.max_past":            &in.MaxPast,
 		"input.max_series_id_bytes": &in.MaxSeriesBytes,

@@ -287,7 +287,7 @@ func (f *feed) produce(from, to int, every time.Duration, at func(step int)) {
 		msgs := make([]kafka.Message, len(f.series))
 		for i, s := range f.series {
 			r := readings.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{value(i, k)}}
-			msgs[i] = kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, r, readings.Config{})}
+			msgs[i] = kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		err := w.WriteMessages(ctx, msgs...)

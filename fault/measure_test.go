@@ -64,7 +64,7 @@ func produceSteps(t *testing.T, kc *kafkaconn.Client, n, from, to int) {
 		for i := range n {
 			s := fmt.Sprintf("sensor-%06d", i)
 			r := readings.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{value(i, k)}}
-			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, r, readings.Config{})})
+			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		if err := w.WriteMessages(ctx, msgs...); err != nil {

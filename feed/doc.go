@@ -13,19 +13,20 @@
 //
 // feed imports dataset (the traffic generator and the loaded CSV),
 // readings (the input format: the encoders, so that what it writes is what
-// the consumer decodes), internal/kafkaconn (every Kafka writer is built
-// from a kafkaconn.Client, with the deployment's brokers, TLS and SASL)
-// and internal/defaults. It imports nothing of the streaming side (stream,
-// window, model, sink, online, pipeline, service), no Prometheus and no
-// kfake: the service it feeds is reached only through the topic.
+// the consumer decodes) and internal/kafkaconn (every Kafka writer is built
+// from a kafkaconn.Client, with the deployment's brokers, TLS and SASL).
+// It imports nothing of the streaming side (stream, window, model, sink,
+// online, pipeline, service), no Prometheus and no kfake: the service it
+// feeds is reached only through the topic.
 //
 // # Configuration and wiring
 //
-// SimulationConfig and ReplayConfig hold the user's settings, with a zero
-// field meaning its default; the constructors take the wiring as
-// arguments: the kafkaconn.Client, the topic, and the clock a Simulation
-// ends at (NewSimulation) or the data a Replay replays (NewReplay). There
-// are no metrics and no global state.
+// SimulationConfig and ReplayConfig hold the user's settings, taken as
+// given (start from DefaultSimulationConfig and DefaultReplayConfig; a
+// zero field means zero, and Validate refuses one that cannot run); the
+// constructors take the wiring as arguments: the kafkaconn.Client, the
+// topic, and the clock a Simulation ends at (NewSimulation) or the data a
+// Replay replays (NewReplay). There are no metrics and no global state.
 //
 // # Delivery
 //

@@ -19,7 +19,9 @@ func startBroker() (*kafkaconn.Client, func()) {
 	if err != nil {
 		panic(err)
 	}
-	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: b.Addrs()})
+	kcfg := kafkaconn.DefaultConfig()
+	kcfg.Brokers = b.Addrs()
+	kc, err := kafkaconn.New(kcfg)
 	if err != nil {
 		panic(err)
 	}
@@ -39,7 +41,7 @@ func ExampleReplay() {
 	if err != nil {
 		panic(err)
 	}
-	r, err := feed.NewReplay(feed.ReplayConfig{}, kc, "readings", data)
+	r, err := feed.NewReplay(feed.DefaultReplayConfig(), kc, "readings", data)
 	if err != nil {
 		panic(err)
 	}
@@ -56,7 +58,9 @@ func ExampleReplay() {
 func ExampleSimulation() {
 	kc, stop := startBroker()
 	defer stop()
-	s, err := feed.NewSimulation(feed.SimulationConfig{Sensors: 3, Steps: 7 * 24, HistorySteps: 7 * 24}, kc, "readings", time.Now)
+	cfg := feed.DefaultSimulationConfig()
+	cfg.Sensors, cfg.Steps, cfg.HistorySteps = 3, 7*24, 7*24
+	s, err := feed.NewSimulation(cfg, kc, "readings", time.Now)
 	if err != nil {
 		panic(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/feed"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/readings"
@@ -21,6 +22,22 @@ func newBroker(t *testing.T, topics ...string) *kafkaconn.Client {
 	return kafkatest.Client(t, kafkatest.NewCluster(t, topics).ListenAddrs())
 }
 
+// simulationConfig returns feed.DefaultSimulationConfig changed by edit.
+func simulationConfig(edit func(*feed.SimulationConfig)) feed.SimulationConfig {
+	return edited(feed.DefaultSimulationConfig(), edit)
+}
+
+// replayConfig returns feed.DefaultReplayConfig changed by edit.
+func replayConfig(edit func(*feed.ReplayConfig)) feed.ReplayConfig {
+	return edited(feed.DefaultReplayConfig(), edit)
+}
+
+// edited returns cfg changed by edit.
+func edited[T any](cfg T, edit func(*T)) T {
+	edit(&cfg)
+	return cfg
+}
+
 // decode decodes msgs as the consumer would, with the input format's
 // decoder of cfg and the clock now, and returns each series' rows in the
 // order of msgs (the Kafka order, since a series stays in one partition),
@@ -32,11 +49,7 @@ func decode(t *testing.T, msgs []kafka.Message, cfg readings.Config, now func() 
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := cfg.ValueFields
-	if len(values) == 0 {
-		values = readings.DefaultConfig().ValueFields
-	}
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, readings.Schema(values...))
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, readings.Schema(cfg.ValueFields...))
 	defer rb.Release()
 	out := map[string][]readingstest.Row{}
 	for _, m := range msgs {

@@ -12,30 +12,38 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/dataset"
-	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/readings"
 )
 
-// ReplayConfig holds the settings of a Replay. A zero field means its
-// default.
+// ReplayConfig holds the settings of a Replay. NewReplay takes it as given:
+// no field is filled in, so start from DefaultReplayConfig and change what
+// you mean to. The defaults below are DefaultReplayConfig's.
 type ReplayConfig struct {
 	// Speed is the pace relative to the data's timestamps: at 60 an hour of
 	// rows takes a minute. 0 replays as fast as the broker acknowledges.
+	//
+	// Default: 0
 	Speed float64
 	// From is the first data row to replay, 0-based.
+	//
+	// Default: 0
 	From int
 	// Limit is how many rows to replay from From; 0 replays to the end.
+	//
+	// Default: 0
 	Limit int
 	// SeriesColumn names the column holding the series id: each row is one
 	// reading of that series whose values are the row's other columns. The
 	// id is the number's shortest decimal without an exponent (7, 4.5,
 	// 1000000). "" makes every column a series of its own, with one
 	// reading per row.
+	//
+	// Default: ""
 	SeriesColumn string
 	// ValueField is the name of the value when every column is a series
-	// of its own; with SeriesColumn the values are named after their
-	// columns.
+	// of its own, required then; with SeriesColumn the values are named
+	// after their columns.
 	//
 	// Default: "value"
 	ValueField string
@@ -46,9 +54,28 @@ type ReplayConfig struct {
 	Format readings.Format
 }
 
-// DefaultReplayConfig returns the defaults of a ReplayConfig.
+// DefaultReplayConfig returns the defaults of a ReplayConfig: the config
+// to start from.
 func DefaultReplayConfig() ReplayConfig {
 	return ReplayConfig{ValueField: "value", Format: readings.FormatJSON}
+}
+
+// Validate reports the first setting that cannot run whatever the data,
+// saying what to write instead. Every field is checked as it is: a zero is
+// a value, not the default. The rows and columns are NewReplay's to check.
+func (cfg ReplayConfig) Validate() error {
+	d := DefaultReplayConfig()
+	switch {
+	case !(cfg.Speed >= 0) || math.IsInf(cfg.Speed, 0):
+		return fmt.Errorf("feed: replay speed %v; use a positive factor such as 60 (an hour of rows a minute), or 0 for as fast as possible", cfg.Speed)
+	case cfg.Limit < 0:
+		return fmt.Errorf("feed: replay limit %d is negative; give the number of rows to replay, or 0 for all", cfg.Limit)
+	case cfg.Format != readings.FormatJSON && cfg.Format != readings.FormatCSV:
+		return fmt.Errorf("feed: replay format %q cannot be replayed; use %s (the default) or %s", cfg.Format, readings.FormatJSON, readings.FormatCSV)
+	case cfg.SeriesColumn == "" && cfg.ValueField == "":
+		return fmt.Errorf("feed: replay value field is empty; name the value of the readings when every column is a series (default %q)", d.ValueField)
+	}
+	return nil
 }
 
 // ReplayStats says what a Replay's Run wrote.
@@ -77,24 +104,21 @@ type Replay struct {
 	enc            readings.Config
 }
 
-// NewReplay checks cfg against data and returns the Replay of data's rows
-// to topic through kc. data must not change while the Replay is in use.
+// NewReplay checks cfg, taken as given (start from DefaultReplayConfig),
+// against data and returns the Replay of data's rows to topic through kc.
+// data must not change while the Replay is in use.
 func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *dataset.Frame) (*Replay, error) {
-	defaults.Fill(&cfg, DefaultReplayConfig())
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	rows := data.Rows()
 	switch {
 	case topic == "":
 		return nil, fmt.Errorf("feed: the replay's topic is empty; name the input topic to write the readings to")
-	case !(cfg.Speed >= 0) || math.IsInf(cfg.Speed, 0):
-		return nil, fmt.Errorf("feed: replay speed %v; use a positive factor such as 60 (an hour of rows a minute), or 0 for as fast as possible", cfg.Speed)
 	case cfg.From < 0 || cfg.From >= rows:
 		return nil, fmt.Errorf("feed: replay from row %d: %s has %d data rows; start at a row from 0 to %d", cfg.From, data.Name, rows, rows-1)
-	case cfg.Limit < 0:
-		return nil, fmt.Errorf("feed: replay limit %d is negative; give the number of rows to replay, or 0 for all", cfg.Limit)
-	case cfg.Format != readings.FormatJSON && cfg.Format != readings.FormatCSV:
-		return nil, fmt.Errorf("feed: replay format %q cannot be replayed; use %s or %s", cfg.Format, readings.FormatJSON, readings.FormatCSV)
 	}
-	r := &Replay{cfg: cfg, kc: kc, topic: topic, data: data, end: rows, seriesCol: -1}
+	r := &Replay{cfg: cfg, kc: kc, topic: topic, data: data, end: rows, seriesCol: -1, enc: readings.DefaultConfig()}
 	if cfg.Limit > 0 {
 		r.end = min(rows, cfg.From+cfg.Limit)
 	}
@@ -111,8 +135,7 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 		}
 		r.enc.ValueFields = slices.Delete(slices.Clone(data.Columns), r.seriesCol, r.seriesCol+1)
 	}
-	r.enc.CSVColumns = append([]string{"series", "ts"}, r.enc.ValueFields...)
-	r.enc.Format = cfg.Format
+	r.enc.Format = cfg.Format // CSV columns: series, ts, then the values
 	if err := r.enc.Validate(); err != nil {
 		return nil, fmt.Errorf("feed: replay of %s cannot name the readings' fields after its columns: %w", data.Name, err)
 	}

@@ -152,8 +152,9 @@ func TestReplayWritesEveryRowOnce(t *testing.T) {
 			}
 			c, data := randomCSV(t, rng, rows, cols, time.Duration(1+rng.IntN(7200))*time.Second, time.Minute, tc.ids)
 			t.Logf("%d rows, columns %q", rows, c.header)
-			cfg := feed.ReplayConfig{From: tc.from, Limit: tc.limit, Format: tc.format}
-			in := readings.Config{Format: tc.format}
+			cfg := replayConfig(func(c *feed.ReplayConfig) { c.From, c.Limit, c.Format = tc.from, tc.limit, tc.format })
+			in := readings.DefaultConfig()
+			in.Format = tc.format
 			if tc.ids != nil {
 				cfg.SeriesColumn = "sensor"
 				in.ValueFields = c.header[2:]
@@ -197,7 +198,7 @@ func TestReplayPaces(t *testing.T) {
 	kc := newBroker(t, "readings")
 	rng := rand.New(rand.NewPCG(7, 18))
 	_, data := randomCSV(t, rng, 8, 2, time.Hour, 0, nil)
-	r, err := feed.NewReplay(feed.ReplayConfig{Speed: 18000, From: 2}, kc, "readings", data)
+	r, err := feed.NewReplay(replayConfig(func(c *feed.ReplayConfig) { c.Speed, c.From = 18000, 2 }), kc, "readings", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestReplayStopsOnCancel(t *testing.T) {
 	kc := newBroker(t, "readings")
 	rng := rand.New(rand.NewPCG(8, 18))
 	_, data := randomCSV(t, rng, 5, 3, time.Hour, 0, nil)
-	r, err := feed.NewReplay(feed.ReplayConfig{Speed: 1}, kc, "readings", data) // the second row is due in an hour
+	r, err := feed.NewReplay(replayConfig(func(c *feed.ReplayConfig) { c.Speed = 1 }), kc, "readings", data) // the second row is due in an hour
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,16 +265,21 @@ func TestNewReplayRejects(t *testing.T) {
 		topic string
 		want  string
 	}{
-		{name: "no topic", topic: "", want: "topic is empty"},
-		{name: "negative speed", cfg: feed.ReplayConfig{Speed: -2}, topic: "r", want: "speed -2"},
-		{name: "infinite speed", cfg: feed.ReplayConfig{Speed: math.Inf(1)}, topic: "r", want: "or 0 for as fast as possible"},
-		{name: "from past the end", cfg: feed.ReplayConfig{From: 10}, topic: "r",
+		{name: "no topic", cfg: feed.DefaultReplayConfig(), topic: "", want: "topic is empty"},
+		{name: "negative speed", cfg: replayConfig(func(c *feed.ReplayConfig) { c.Speed = -2 }), topic: "r", want: "speed -2"},
+		{name: "infinite speed", cfg: replayConfig(func(c *feed.ReplayConfig) { c.Speed = math.Inf(1) }), topic: "r", want: "or 0 for as fast as possible"},
+		{name: "from past the end", cfg: replayConfig(func(c *feed.ReplayConfig) { c.From = 10 }), topic: "r",
 			want: "from row 10: " + filepath.Base(c.path) + " has 10 data rows; start at a row from 0 to 9"},
-		{name: "negative from", cfg: feed.ReplayConfig{From: -1}, topic: "r", want: "from row -1"},
-		{name: "negative limit", cfg: feed.ReplayConfig{Limit: -1}, topic: "r", want: "limit -1 is negative"},
-		{name: "arrow", cfg: feed.ReplayConfig{Format: readings.FormatArrow}, topic: "r", want: `format "arrow" cannot be replayed; use json or csv`},
-		{name: "unknown series column", cfg: feed.ReplayConfig{SeriesColumn: "nope"}, topic: "r", want: `series column "nope" is not a column`},
-		{name: "value field named ts", cfg: feed.ReplayConfig{ValueField: "ts"}, topic: "r", want: "cannot name the readings' fields"},
+		{name: "negative from", cfg: replayConfig(func(c *feed.ReplayConfig) { c.From = -1 }), topic: "r", want: "from row -1"},
+		{name: "negative limit", cfg: replayConfig(func(c *feed.ReplayConfig) { c.Limit = -1 }), topic: "r", want: "limit -1 is negative"},
+		{name: "arrow", cfg: replayConfig(func(c *feed.ReplayConfig) { c.Format = readings.FormatArrow }), topic: "r", want: `format "arrow" cannot be replayed; use json (the default) or csv`},
+		// A zero is a value, not the default: the zeros that cannot run are
+		// refused, saying the default.
+		{name: "no format", cfg: replayConfig(func(c *feed.ReplayConfig) { c.Format = "" }), topic: "r", want: `format "" cannot be replayed; use json (the default) or csv`},
+		{name: "no value field", cfg: replayConfig(func(c *feed.ReplayConfig) { c.ValueField = "" }), topic: "r", want: `value field is empty; name the value of the readings when every column is a series (default "value")`},
+		{name: "a zero config", topic: "r", want: `format ""`},
+		{name: "unknown series column", cfg: replayConfig(func(c *feed.ReplayConfig) { c.SeriesColumn = "nope" }), topic: "r", want: `series column "nope" is not a column`},
+		{name: "value field named ts", cfg: replayConfig(func(c *feed.ReplayConfig) { c.ValueField = "ts" }), topic: "r", want: "cannot name the readings' fields"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := feed.NewReplay(tc.cfg, kc, tc.topic, data)
@@ -281,5 +287,14 @@ func TestNewReplayRejects(t *testing.T) {
 				t.Errorf("NewReplay = %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+	// The zeros that mean something: as fast as possible, from row 0, to
+	// the end; and with a series column the values are named after their
+	// columns, so the value field is not needed.
+	if err := replayConfig(func(c *feed.ReplayConfig) { c.Speed, c.From, c.Limit = 0, 0, 0 }).Validate(); err != nil {
+		t.Errorf("Validate() with speed, from and limit 0 = %v, want nil", err)
+	}
+	if err := replayConfig(func(c *feed.ReplayConfig) { c.SeriesColumn, c.ValueField = "sensor", "" }).Validate(); err != nil {
+		t.Errorf("Validate() with a series column and no value field = %v, want nil", err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/dataset"
-	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/readings"
 )
@@ -20,21 +19,24 @@ import (
 // cadence.
 const SimulationCadence = time.Hour
 
-// SimulationConfig holds the settings of a Simulation. A zero field means
-// its default, except where its comment says otherwise.
+// SimulationConfig holds the settings of a Simulation. NewSimulation takes
+// it as given: no field is filled in, so start from DefaultSimulationConfig
+// and change what you mean to. The defaults below are
+// DefaultSimulationConfig's.
 type SimulationConfig struct {
 	// Sensors is the number of simulated traffic sensors, the series
-	// s-0, s-1, ….
+	// s-0, s-1, …; at least 1.
 	//
 	// Default: 20
 	Sensors int
 	// Rate is how many simulated steps (hours) pass per second once the
-	// history is sent: each sensor sends one reading per step.
+	// history is sent: each sensor sends one reading per step. Positive, at
+	// most 1e9.
 	//
 	// Default: 10
 	Rate float64
-	// Steps is the length of the simulation in steps; it ends at the
-	// present.
+	// Steps is the length of the simulation in steps, at least 1; it ends
+	// at the present.
 	//
 	// Default: 8760 (a year)
 	Steps int
@@ -42,35 +44,34 @@ type SimulationConfig struct {
 	// starts, before the pacing, so that a service's windows fill without
 	// waiting (the demo sends its model's lookback and 8 more). Zero sends
 	// none ahead; it is at most Steps.
+	//
+	// Default: 0
 	HistorySteps int
 	// Seed seeds the generator: the same seed gives the same readings. Every
 	// value, zero included, is a seed.
+	//
+	// Default: 0
 	Seed uint64
 }
 
-// DefaultSimulationConfig returns the defaults of a SimulationConfig.
+// DefaultSimulationConfig returns the defaults of a SimulationConfig: the
+// config to start from.
 func DefaultSimulationConfig() SimulationConfig {
 	return SimulationConfig{Sensors: 20, Rate: 10, Steps: 365 * 24}
 }
 
-// withDefaults returns cfg with its zero fields filled from
-// DefaultSimulationConfig.
-func (cfg SimulationConfig) withDefaults() SimulationConfig {
-	defaults.Fill(&cfg, DefaultSimulationConfig())
-	return cfg
-}
-
-// Validate reports the first setting that cannot run, after defaults.
+// Validate reports the first setting that cannot run, saying what to write
+// instead. Every field is checked as it is: a zero is a value, not the
+// default.
 func (cfg SimulationConfig) Validate() error {
-	cfg = cfg.withDefaults()
+	d := DefaultSimulationConfig()
 	switch {
-	case cfg.Sensors < 0:
-		return fmt.Errorf("feed: simulation Sensors = %d is negative; simulate at least 1 sensor, or 0 for the default of %d",
-			cfg.Sensors, DefaultSimulationConfig().Sensors)
+	case cfg.Sensors < 1:
+		return fmt.Errorf("feed: simulation Sensors = %d; simulate at least 1 sensor (default %d)", cfg.Sensors, d.Sensors)
 	case !(cfg.Rate > 0 && cfg.Rate <= 1e9): // 1e9: one step a nanosecond, the ticker's finest
-		return fmt.Errorf("feed: simulation Rate = %v; use a positive number of simulated hours per second up to 1e9, such as 10", cfg.Rate)
-	case cfg.Steps < 0:
-		return fmt.Errorf("feed: simulation Steps = %d is negative; use a positive length in hours, or 0 for a year", cfg.Steps)
+		return fmt.Errorf("feed: simulation Rate = %v; use a positive number of simulated hours per second up to 1e9 (default %v)", cfg.Rate, d.Rate)
+	case cfg.Steps < 1:
+		return fmt.Errorf("feed: simulation Steps = %d; use a positive length in hours (default %d, a year)", cfg.Steps, d.Steps)
 	case cfg.HistorySteps < 0 || cfg.HistorySteps > cfg.Steps:
 		return fmt.Errorf("feed: simulation HistorySteps = %d is outside [0, Steps = %d]; send at most the whole simulation ahead",
 			cfg.HistorySteps, cfg.Steps)
@@ -96,8 +97,9 @@ type Simulation struct {
 	frame *dataset.Frame
 }
 
-// NewSimulation generates the simulation of cfg, its last step in the week
-// up to now(), which Run writes to topic through kc.
+// NewSimulation generates the simulation of cfg, taken as given (start from
+// DefaultSimulationConfig), its last step in the week up to now(), which
+// Run writes to topic through kc.
 func NewSimulation(cfg SimulationConfig, kc *kafkaconn.Client, topic string, now func() time.Time) (*Simulation, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -105,7 +107,6 @@ func NewSimulation(cfg SimulationConfig, kc *kafkaconn.Client, topic string, now
 	if topic == "" {
 		return nil, fmt.Errorf("feed: the simulation's topic is empty; name the input topic to write the readings to")
 	}
-	cfg = cfg.withDefaults()
 	frame, err := dataset.Synthetic(dataset.Traffic(cfg.Sensors, cfg.Steps, SimulationCadence, cfg.Seed))
 	if err != nil {
 		return nil, fmt.Errorf("feed: simulation of %d sensors over %d steps: %w", cfg.Sensors, cfg.Steps, err)
@@ -140,7 +141,7 @@ func (s *Simulation) Run(ctx context.Context) error {
 	w := s.kc.NewWriter(s.topic)
 	w.BatchTimeout = time.Millisecond
 	defer w.Close()
-	cfg := readings.Config{ValueFields: []string{"value"}}
+	cfg := readings.DefaultConfig() // JSON, fields series, ts and value
 	msgs := make([]kafka.Message, 0, s.cfg.Sensors)
 	send := func(step int) error {
 		msgs = msgs[:0]

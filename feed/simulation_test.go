@@ -32,7 +32,7 @@ func simulate(t *testing.T, kc *kafkaconn.Client, topic string, cfg feed.Simulat
 	if err := s.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return decode(t, kafkatest.ReadAll(t, kc, topic), readings.Config{}, simClock)
+	return decode(t, kafkatest.ReadAll(t, kc, topic), readings.DefaultConfig(), simClock)
 }
 
 // TestSimulationSeriesAndSteps: a simulation sends the series Series names
@@ -42,7 +42,7 @@ func simulate(t *testing.T, kc *kafkaconn.Client, topic string, cfg feed.Simulat
 // values rounded to 0.1.
 func TestSimulationSeriesAndSteps(t *testing.T) {
 	kc := newBroker(t, "readings")
-	cfg := feed.SimulationConfig{Sensors: 3, Steps: 300, HistorySteps: 300, Seed: 11}
+	cfg := simulationConfig(func(c *feed.SimulationConfig) { c.Sensors, c.Steps, c.HistorySteps, c.Seed = 3, 300, 300, 11 })
 	s, err := feed.NewSimulation(cfg, kc, "readings", simClock)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestSimulationEndsAtTheClock(t *testing.T) {
 	for i, now := range clocks {
 		t.Run(now.Format(time.DateTime), func(t *testing.T) {
 			topic := topics[i]
-			s, err := feed.NewSimulation(feed.SimulationConfig{Sensors: 2, Steps: 48, HistorySteps: 48}, kc, topic, func() time.Time { return now })
+			s, err := feed.NewSimulation(simulationConfig(func(c *feed.SimulationConfig) { c.Sensors, c.Steps, c.HistorySteps = 2, 48, 48 }), kc, topic, func() time.Time { return now })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestSimulationEndsAtTheClock(t *testing.T) {
 // readings, bit for bit; another seed gives other values.
 func TestSimulationIsDeterministic(t *testing.T) {
 	kc := newBroker(t, "a", "b", "c")
-	cfg := feed.SimulationConfig{Sensors: 4, Steps: 60, HistorySteps: 60, Seed: 3}
+	cfg := simulationConfig(func(c *feed.SimulationConfig) { c.Sensors, c.Steps, c.HistorySteps, c.Seed = 4, 60, 60, 3 })
 	a, b := simulate(t, kc, "a", cfg), simulate(t, kc, "b", cfg)
 	cfg.Seed = 4
 	c := simulate(t, kc, "c", cfg)
@@ -165,7 +165,7 @@ func TestSimulationIsDeterministic(t *testing.T) {
 // weekday morning rush hour (08:00) far above the night (03:00).
 func TestSimulationTrafficRhythms(t *testing.T) {
 	kc := newBroker(t, "readings")
-	got := simulate(t, kc, "readings", feed.SimulationConfig{Sensors: 4, Steps: 14 * 24, HistorySteps: 14 * 24, Seed: 5})
+	got := simulate(t, kc, "readings", simulationConfig(func(c *feed.SimulationConfig) { c.Sensors, c.Steps, c.HistorySteps, c.Seed = 4, 14*24, 14*24, 5 }))
 	var weekday, weekend, rush, night mean
 	for _, rows := range got {
 		for _, r := range rows {
@@ -201,7 +201,7 @@ func (m *mean) get() float64  { return m.sum / m.n }
 // bound, which a loaded machine cannot break), and every step arrives.
 func TestSimulationPaces(t *testing.T) {
 	kc := newBroker(t, "readings")
-	cfg := feed.SimulationConfig{Sensors: 2, Steps: 15, HistorySteps: 5, Rate: 20, Seed: 1}
+	cfg := simulationConfig(func(c *feed.SimulationConfig) { c.Sensors, c.Steps, c.HistorySteps, c.Rate, c.Seed = 2, 15, 5, 20, 1 })
 	start := time.Now()
 	got := simulate(t, kc, "readings", cfg)
 	if took := time.Since(start); took < 500*time.Millisecond {
@@ -222,7 +222,7 @@ func TestSimulationPaces(t *testing.T) {
 // cancelled between steps, and writes no step after that.
 func TestSimulationStopsOnCancel(t *testing.T) {
 	kc := newBroker(t, "readings")
-	s, err := feed.NewSimulation(feed.SimulationConfig{Sensors: 2, Steps: 100, HistorySteps: 3, Rate: 0.2}, kc, "readings", simClock)
+	s, err := feed.NewSimulation(simulationConfig(func(c *feed.SimulationConfig) { c.Sensors, c.Steps, c.HistorySteps, c.Rate = 2, 100, 3, 0.2 }), kc, "readings", simClock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,14 +255,20 @@ func TestNewSimulationRejects(t *testing.T) {
 		topic string
 		want  string
 	}{
-		{name: "no topic", cfg: feed.SimulationConfig{}, want: "topic is empty"},
-		{name: "negative sensors", cfg: feed.SimulationConfig{Sensors: -1}, topic: "r", want: "Sensors = -1 is negative"},
-		{name: "negative rate", cfg: feed.SimulationConfig{Rate: -1}, topic: "r", want: "Rate = -1"},
-		{name: "NaN rate", cfg: feed.SimulationConfig{Rate: math.NaN()}, topic: "r", want: "Rate = NaN"},
-		{name: "rate beyond the ticker", cfg: feed.SimulationConfig{Rate: 2e9}, topic: "r", want: "Rate = 2e+09; use a positive number of simulated hours per second up to 1e9"},
-		{name: "negative steps", cfg: feed.SimulationConfig{Steps: -5}, topic: "r", want: "Steps = -5 is negative"},
-		{name: "history beyond the end", cfg: feed.SimulationConfig{Steps: 10, HistorySteps: 11}, topic: "r", want: "HistorySteps = 11 is outside [0, Steps = 10]"},
-		{name: "too many values", cfg: feed.SimulationConfig{Sensors: 1 << 20, Steps: 1 << 20}, topic: "r", want: "generate fewer steps or series"},
+		{name: "no topic", cfg: feed.DefaultSimulationConfig(), want: "topic is empty"},
+		{name: "negative sensors", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Sensors = -1 }), topic: "r", want: "Sensors = -1; simulate at least 1 sensor"},
+		{name: "negative rate", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Rate = -1 }), topic: "r", want: "Rate = -1"},
+		{name: "NaN rate", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Rate = math.NaN() }), topic: "r", want: "Rate = NaN"},
+		{name: "rate beyond the ticker", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Rate = 2e9 }), topic: "r", want: "Rate = 2e+09; use a positive number of simulated hours per second up to 1e9"},
+		{name: "negative steps", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Steps = -5 }), topic: "r", want: "Steps = -5; use a positive length in hours"},
+		// A zero is a value, not the default: each zero that cannot run is
+		// refused, saying the default.
+		{name: "zero sensors", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Sensors = 0 }), topic: "r", want: "Sensors = 0; simulate at least 1 sensor (default 20)"},
+		{name: "zero rate", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Rate = 0 }), topic: "r", want: "Rate = 0; use a positive number of simulated hours per second up to 1e9 (default 10)"},
+		{name: "zero steps", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Steps = 0 }), topic: "r", want: "Steps = 0; use a positive length in hours (default 8760, a year)"},
+		{name: "a zero config", topic: "r", want: "Sensors = 0"},
+		{name: "history beyond the end", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Steps, c.HistorySteps = 10, 11 }), topic: "r", want: "HistorySteps = 11 is outside [0, Steps = 10]"},
+		{name: "too many values", cfg: simulationConfig(func(c *feed.SimulationConfig) { c.Sensors, c.Steps = 1<<20, 1<<20 }), topic: "r", want: "generate fewer steps or series"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := feed.NewSimulation(tc.cfg, kc, tc.topic, simClock)
@@ -270,5 +276,12 @@ func TestNewSimulationRejects(t *testing.T) {
 				t.Errorf("NewSimulation = %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+	// The zeros that mean something: no history ahead, seed 0.
+	if err := simulationConfig(func(c *feed.SimulationConfig) { c.HistorySteps, c.Seed = 0, 0 }).Validate(); err != nil {
+		t.Errorf("Validate() with HistorySteps and Seed 0 = %v, want nil", err)
+	}
+	if d := feed.DefaultSimulationConfig(); d.Sensors != 20 || d.Rate != 10 || d.Steps != 8760 || d.HistorySteps != 0 || d.Seed != 0 {
+		t.Errorf("DefaultSimulationConfig() = %+v", d)
 	}
 }

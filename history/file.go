@@ -47,8 +47,12 @@ const (
 // and in which format: Parquet and Arrow files by their magic bytes, CSV
 // when its header names both cfg's series field and its time field. A CSV
 // without them is the wide format (a date column, one column per channel):
-// Detect returns "" and no error.
+// Detect returns "" and no error. cfg is taken as given (start from
+// readings.DefaultConfig), and checked.
 func Detect(path string, cfg readings.Config) (FileFormat, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -70,8 +74,7 @@ func Detect(path string, cfg readings.Config) (FileFormat, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	series, ts := fieldNames(cfg)
-	if slices.Contains(header, series) && slices.Contains(header, ts) {
+	if slices.Contains(header, cfg.SeriesField) && slices.Contains(header, cfg.TimeField) {
 		return FileCSV, nil
 	}
 	return "", nil
@@ -80,31 +83,13 @@ func Detect(path string, cfg readings.Config) (FileFormat, error) {
 // hasColumns reports the first of cfg's series, time and value fields
 // that the file's columns do not name.
 func hasColumns(columns []string, cfg readings.Config) error {
-	series, ts := fieldNames(cfg)
-	values := cfg.ValueFields
-	if len(values) == 0 {
-		values = readings.DefaultConfig().ValueFields
-	}
-	for _, want := range append([]string{series, ts}, values...) {
+	for _, want := range append([]string{cfg.SeriesField, cfg.TimeField}, cfg.ValueFields...) {
 		if !slices.Contains(columns, want) {
 			return fmt.Errorf("the columns %q hold no %q; name the file's columns in --config (input.series_field, input.time_field, input.value_fields) or rename the column",
 				columns, want)
 		}
 	}
 	return nil
-}
-
-// fieldNames returns cfg's series and time field names, defaults applied.
-func fieldNames(cfg readings.Config) (series, ts string) {
-	d := readings.DefaultConfig()
-	series, ts = cfg.SeriesField, cfg.TimeField
-	if series == "" {
-		series = d.SeriesField
-	}
-	if ts == "" {
-		ts = d.TimeField
-	}
-	return series, ts
 }
 
 // ReadFile reads a long-format history file of the given format (see

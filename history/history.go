@@ -82,9 +82,6 @@ func newDecoder(cfg readings.Config, b *dataset.PanelBuilder, stats *Stats) (*de
 		return nil, err
 	}
 	fields := cfg.ValueFields
-	if len(fields) == 0 {
-		fields = readings.DefaultConfig().ValueFields
-	}
 	if stats.Refused == nil {
 		stats.Refused = map[string]int{}
 	}

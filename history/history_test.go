@@ -21,10 +21,15 @@ import (
 )
 
 // fields are the value fields of the test history, under names that are
-// not the defaults, as a --config would give them.
+// not the defaults, as a --config would give them (cfg is
+// readings.DefaultConfig with these names).
 var (
 	fields = []string{"flow", "speed"}
-	cfg    = readings.Config{SeriesField: "sensor", TimeField: "at", ValueFields: fields}
+	cfg    = func() readings.Config {
+		c := readings.DefaultConfig()
+		c.SeriesField, c.TimeField, c.ValueFields = "sensor", "at", fields
+		return c
+	}()
 )
 
 // layout names the test history's columns as cfg does.
@@ -147,8 +152,12 @@ func TestWideCSVIsNotLong(t *testing.T) {
 	if err := os.WriteFile(path, []byte("date,HUFL,OT\n2016-07-01 00:00:00,5.8,30.5\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if format, err := Detect(path, readings.Config{}); err != nil || format != "" {
+	if format, err := Detect(path, readings.DefaultConfig()); err != nil || format != "" {
 		t.Fatalf("Detect = %q, %v; want the wide format (\"\")", format, err)
+	}
+	// The readings' Config is taken as given: a zero one names no fields.
+	if _, err := Detect(path, readings.Config{}); err == nil || !strings.Contains(err.Error(), "input.format") {
+		t.Errorf("Detect with a zero readings.Config: error %v, want one naming input.format", err)
 	}
 }
 

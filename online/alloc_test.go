@@ -17,7 +17,7 @@ func TestObserveAllocatesNothingOnceTracked(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	l, err := online.New(online.Config{ReplaySize: 200, MinHoldout: 10, Intervals: []float64{0.8, 0.95}}, m)
+	l, err := online.New(configWith(func(c *online.Config) { c.ReplaySize, c.MinHoldout, c.Intervals = 200, 10, []float64{0.8, 0.95} }), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func BenchmarkObserve(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				l, err := online.New(online.Config{Intervals: levels}, m)
+				l, err := online.New(configWith(func(c *online.Config) { c.Intervals = levels }), m)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -3,27 +3,29 @@ package online
 import (
 	"fmt"
 	"time"
-
-	"github.com/freqlens/freqlens/internal/defaults"
 )
 
-// Config sets the online learner. A zero field means its default
-// (DefaultConfig); every field is the YAML key online.<name in snake case>
-// of `freqlens serve` (Keep is online.keep_checkpoints), which Validate's
-// errors name.
+// Config sets the online learner. Every field is the YAML key
+// online.<name in snake case> of `freqlens serve` (Keep is
+// online.keep_checkpoints, Intervals output.intervals), which Validate's
+// errors name. New takes it as given: no field is filled in, so start from
+// DefaultConfig and change what you mean to. The defaults below are
+// DefaultConfig's.
 type Config struct {
 	// Enabled turns fine-tuning on. Without it the learner still tracks the
 	// online error and the drift of the serving model.
 	Enabled bool
-	// Interval is the most time between fine-tuning rounds.
+	// Interval is the most time between fine-tuning rounds; positive.
 	//
 	// Default: 5m
 	Interval time.Duration
-	// MinNewSamples starts a round early once this many new pairs arrived.
+	// MinNewSamples starts a round early once this many new pairs arrived;
+	// at least 1.
 	//
 	// Default: 500
 	MinNewSamples int
-	// ReplaySize caps the (window, target) pairs kept.
+	// ReplaySize caps the (window, target) pairs kept; at least twice
+	// MinHoldout.
 	//
 	// Default: 20000
 	ReplaySize int
@@ -32,46 +34,52 @@ type Config struct {
 	//
 	// Default: recent
 	Replay string
-	// LearningRate, Steps and TrainHeads set a round (model.FineTuneConfig).
+	// LearningRate, Steps and TrainHeads set a round (model.FineTuneConfig):
+	// a rate in (0, 0.1] and at least 1 step.
 	//
 	// Default: 0.001, 50, false
 	LearningRate float64
 	Steps        int
 	TrainHeads   bool
-	// BatchSize is the windows per fine-tuning step.
+	// BatchSize is the windows per fine-tuning step; at least 1.
 	//
 	// Default: 32
 	BatchSize int
 	// Holdout is the fraction of the newest pairs a round does not train on
-	// and judges the candidate by, at least MinHoldout pairs.
+	// and judges the candidate by, at least MinHoldout pairs: a fraction in
+	// (0, 1), and at least 1 pair.
 	//
 	// Default: 0.2 and 64
 	Holdout    float64
 	MinHoldout int
 	// PromoteMargin: a candidate is promoted if its holdout MSE is at most
-	// the serving model's times (1 + PromoteMargin).
+	// the serving model's times (1 + PromoteMargin); 0 promotes a candidate
+	// that is no worse.
 	//
 	// Default: 0
 	PromoteMargin float64
-	// Workers is how many cores a round may use; the rest stay with serving.
+	// Workers is how many cores a round may use, at least 1; the rest stay
+	// with serving.
 	//
 	// Default: 1
 	Workers int
 	// Duty is the fraction of its time a round computes: after each step
 	// it sleeps so that computing takes Duty of the round's wall time, and
-	// forecasting keeps the cores it needs. 1 never sleeps.
+	// forecasting keeps the cores it needs. In (0, 1]; 1 never sleeps.
 	//
 	// Default: 0.25
 	Duty float64
 	// CheckpointDir, when set, receives every promoted version as a
-	// safetensors file; Keep is how many of them stay.
+	// safetensors file; Keep is how many of them stay, at least 1.
 	//
 	// Default: "" (no checkpoints), 5
 	CheckpointDir string
 	Keep          int
 	// DriftThreshold is the relative change of a dominant frequency's period
 	// that raises a "period" event once the period has settled for
-	// MinDuration (in the data's time); see DriftEvent for the rules.
+	// MinDuration (in the data's time); see DriftEvent for the rules. The
+	// threshold is a fraction in (0, 1); a MinDuration of 0 raises the event
+	// as soon as the change is seen.
 	//
 	// Default: 0.05 and 30m
 	DriftThreshold float64
@@ -80,7 +88,8 @@ type Config struct {
 	// carries the attribution: it joins at DominantMinShare of the recent
 	// attribution (among the Dominant largest) and leaves below half of it.
 	// Frequencies that carry a few percent come and go with the data and
-	// are not worth paging anyone about.
+	// are not worth paging anyone about. Dominant is at least 1,
+	// DominantMinShare a fraction in [0, 1).
 	//
 	// Default: 3 and 0.10
 	Dominant         int
@@ -103,7 +112,7 @@ type Config struct {
 	// Default: 0 (every series)
 	TrackSeries int
 	// ErrorHalfLife is how many scored values per horizon step the rolling
-	// error averages over (an exponential half-life).
+	// error averages over (an exponential half-life); at least 1.
 	//
 	// Default: 2000
 	ErrorHalfLife int
@@ -121,7 +130,7 @@ type Config struct {
 	// IntervalRate is the step of the intervals' online calibration: after
 	// a miss a side of an interval widens by about this fraction, after a
 	// hit it narrows by this fraction times its miss rate. Larger follows a
-	// change sooner, smaller gives steadier widths.
+	// change sooner, smaller gives steadier widths. In (0, 1].
 	//
 	// Default: 0.1
 	IntervalRate float64
@@ -131,7 +140,8 @@ type Config struct {
 	Seed uint64
 }
 
-// DefaultConfig returns the default of every field.
+// DefaultConfig returns the default of every field: the Config to start
+// from.
 func DefaultConfig() Config {
 	return Config{
 		Interval: 5 * time.Minute, MinNewSamples: 500, ReplaySize: 20000, Replay: ReplayRecent,
@@ -141,55 +151,53 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults returns c with every zero field set to its default.
-func (c Config) withDefaults() Config {
-	defaults.Fill(&c, DefaultConfig())
-	return c
-}
-
 // Replay policies.
 const (
 	ReplayRecent    = "recent"
 	ReplayReservoir = "reservoir"
 )
 
-// Validate reports the first setting that cannot work, with zero fields
-// taken as their defaults, naming its YAML key.
+// Validate reports the first setting that cannot work, naming its YAML key
+// and saying what to write instead. Every field is checked as it is: a zero
+// is a value, not the default. Zeros that mean something are
+// PromoteMargin, MinDuration and DominantMinShare (the bounds they set),
+// SpectrumSteps (8 × the lookback), TrackSeries (every series),
+// CheckpointDir (none), Intervals (none), Seed and Enabled.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	d := DefaultConfig()
 	switch {
-	case c.Interval < 0:
-		return fmt.Errorf("online.interval %v is negative; use a duration such as 5m", c.Interval)
+	case c.Interval <= 0:
+		return fmt.Errorf("online.interval %v; use a positive duration (default %v)", c.Interval, d.Interval)
 	case c.MinNewSamples < 1:
-		return fmt.Errorf("online.min_new_samples %d; use at least 1", c.MinNewSamples)
+		return fmt.Errorf("online.min_new_samples %d; use at least 1 (default %d)", c.MinNewSamples, d.MinNewSamples)
 	case c.Replay != ReplayRecent && c.Replay != ReplayReservoir:
-		return fmt.Errorf("online.replay %q; use %q or %q", c.Replay, ReplayRecent, ReplayReservoir)
+		return fmt.Errorf("online.replay %q; use %q (the default) or %q", c.Replay, ReplayRecent, ReplayReservoir)
 	case !(c.LearningRate > 0 && c.LearningRate <= 0.1):
-		return fmt.Errorf("online.learning_rate %g; use a small positive rate such as 0.001", c.LearningRate)
+		return fmt.Errorf("online.learning_rate %g; use a small positive rate (default %g)", c.LearningRate, d.LearningRate)
 	case c.Steps < 1:
-		return fmt.Errorf("online.steps %d; use at least 1", c.Steps)
+		return fmt.Errorf("online.steps %d; use at least 1 (default %d)", c.Steps, d.Steps)
 	case c.BatchSize < 1:
-		return fmt.Errorf("online.batch_size %d; use at least 1", c.BatchSize)
+		return fmt.Errorf("online.batch_size %d; use at least 1 (default %d)", c.BatchSize, d.BatchSize)
 	case !(c.Holdout > 0 && c.Holdout < 1):
-		return fmt.Errorf("online.holdout %g; use a fraction between 0 and 1 such as 0.2", c.Holdout)
+		return fmt.Errorf("online.holdout %g; use a fraction between 0 and 1 (default %g)", c.Holdout, d.Holdout)
 	case c.MinHoldout < 1:
-		return fmt.Errorf("online.min_holdout %d; use at least 1", c.MinHoldout)
+		return fmt.Errorf("online.min_holdout %d; use at least 1 (default %d)", c.MinHoldout, d.MinHoldout)
 	case c.ReplaySize < 2*c.MinHoldout:
-		return fmt.Errorf("online.replay_size %d must hold at least twice online.min_holdout (%d)", c.ReplaySize, c.MinHoldout)
+		return fmt.Errorf("online.replay_size %d must hold at least twice online.min_holdout (%d) (default %d)", c.ReplaySize, c.MinHoldout, d.ReplaySize)
 	case c.PromoteMargin < 0:
 		return fmt.Errorf("online.promote_margin %g is negative; use 0 or a small fraction such as 0.01", c.PromoteMargin)
 	case !(c.Duty > 0 && c.Duty <= 1):
-		return fmt.Errorf("online.duty %g; use a fraction of time in (0, 1] such as 0.5", c.Duty)
+		return fmt.Errorf("online.duty %g; use a fraction of time in (0, 1] (default %g)", c.Duty, d.Duty)
 	case c.Workers < 1:
-		return fmt.Errorf("online.workers %d; use at least 1", c.Workers)
+		return fmt.Errorf("online.workers %d; use at least 1 (default %d)", c.Workers, d.Workers)
 	case c.Keep < 1:
-		return fmt.Errorf("online.keep_checkpoints %d; keep at least 1 version", c.Keep)
+		return fmt.Errorf("online.keep_checkpoints %d; keep at least 1 version (default %d)", c.Keep, d.Keep)
 	case !(c.DriftThreshold > 0 && c.DriftThreshold < 1):
-		return fmt.Errorf("online.drift_threshold %g; use a fraction such as 0.05", c.DriftThreshold)
+		return fmt.Errorf("online.drift_threshold %g; use a fraction between 0 and 1 (default %g)", c.DriftThreshold, d.DriftThreshold)
 	case c.MinDuration < 0:
 		return fmt.Errorf("online.min_duration %v is negative; use a duration such as 30m", c.MinDuration)
 	case c.Dominant < 1:
-		return fmt.Errorf("online.dominant %d; use at least 1", c.Dominant)
+		return fmt.Errorf("online.dominant %d; use at least 1 (default %d)", c.Dominant, d.Dominant)
 	case c.DominantMinShare < 0 || c.DominantMinShare >= 1:
 		return fmt.Errorf("online.dominant_min_share %g; use a fraction such as 0.10", c.DominantMinShare)
 	case c.SpectrumSteps < 0:
@@ -197,9 +205,9 @@ func (c Config) Validate() error {
 	case c.TrackSeries < 0:
 		return fmt.Errorf("online.track_series %d is negative; use a number of series, or 0 to track every series", c.TrackSeries)
 	case c.ErrorHalfLife < 1:
-		return fmt.Errorf("online.error_half_life %d; use at least 1", c.ErrorHalfLife)
+		return fmt.Errorf("online.error_half_life %d; use at least 1 (default %d)", c.ErrorHalfLife, d.ErrorHalfLife)
 	case !(c.IntervalRate > 0 && c.IntervalRate <= 1):
-		return fmt.Errorf("online.interval_rate %g; use a small fraction such as 0.1", c.IntervalRate)
+		return fmt.Errorf("online.interval_rate %g; use a small fraction in (0, 1] (default %g)", c.IntervalRate, d.IntervalRate)
 	}
 	for k, level := range c.Intervals {
 		switch {

@@ -43,7 +43,7 @@ func TestIntervalCoverageOnRandomFeeds(t *testing.T) {
 		}
 		name := fmt.Sprintf("seed %d (levels %.3f, %.3f; periods %v; forecaster period %d; noise ×%.2f at %d, level %+.1f at %d)",
 			seed, levels[0], levels[1], feed.periods, period, feed.noiseJump, feed.noiseAt, feed.shift, feed.shiftAt)
-		l, err := online.New(online.Config{Intervals: levels, TrackSeries: series}, ref)
+		l, err := online.New(configWith(func(c *online.Config) { c.Intervals, c.TrackSeries = levels, series }), ref)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func TestIntervalsFromTheFirstForecast(t *testing.T) {
 			Window: x, Forecast: fc, Lower: lower, Upper: upper})
 		return ok, lower, upper
 	}
-	l, err := online.New(online.Config{Intervals: levels}, ref)
+	l, err := online.New(configWith(func(c *online.Config) { c.Intervals = levels }), ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestIntervalsFromTheFirstForecast(t *testing.T) {
 	q := &model.ErrorQuantiles{Probs: []float64{0.05, 0.25, 0.75, 0.95}, Horizon: H, Channels: 1, Windows: 100,
 		Values: []float64{-2, -4, -6, -1, -2, -3, 1, 2, 3, 2, 4, 6}}
 	ref.Meta.ErrorQuantiles = q
-	l, err = online.New(online.Config{Intervals: levels}, ref)
+	l, err = online.New(configWith(func(c *online.Config) { c.Intervals = levels }), ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestIntervalCoverageMultichannel(t *testing.T) {
 	ref.Meta.Cadence = time.Hour
 	ref.Meta.Mean, ref.Meta.Std = []float64{0, 0, 0}, []float64{1, 1, 1}
 	levels := []float64{0.8, 0.95}
-	l, err := online.New(online.Config{Intervals: levels}, ref)
+	l, err := online.New(configWith(func(c *online.Config) { c.Intervals = levels }), ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,11 +113,11 @@ func WithGate(gate func() bool) Option { return func(l *Learner) { l.gate = gate
 
 // New returns a Learner for models shaped like reference, whose periods are
 // the drift reference and whose stored statistics (if any) normalise errors.
+// cfg is taken as given (start from DefaultConfig).
 func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	mc := reference.Config()
 	if reference.Meta.Cadence <= 0 {
 		return nil, errors.New("online: the model has no cadence; set input.cadence so forecasts can be joined to realised values")

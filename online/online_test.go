@@ -14,9 +14,18 @@ import (
 	"github.com/freqlens/freqlens/online"
 )
 
+// configWith returns online.DefaultConfig changed by edit.
+func configWith(edit func(*online.Config)) online.Config {
+	cfg := online.DefaultConfig()
+	edit(&cfg)
+	return cfg
+}
+
 func scenarioConfig(enabled bool) online.Config {
-	return online.Config{Enabled: enabled, Steps: 50, LearningRate: 3e-3, ReplaySize: 4000, MinHoldout: 128,
-		MinDuration: 12 * time.Hour, Duty: 1, Seed: 1, Intervals: []float64{0.8, 0.95}}
+	return configWith(func(c *online.Config) {
+		c.Enabled, c.Steps, c.LearningRate, c.ReplaySize, c.MinHoldout = enabled, 50, 3e-3, 4000, 128
+		c.MinDuration, c.Duty, c.Seed, c.Intervals = 12*time.Hour, 1, 1, []float64{0.8, 0.95}
+	})
 }
 
 // TestDriftScenario: a feed whose 24-step cycle becomes a 28-step cycle.
@@ -162,7 +171,7 @@ func TestCorruptCandidateIsRejected(t *testing.T) {
 	}
 	m.Meta.Cadence = time.Hour
 	srv := &server{m: m, version: 3}
-	l, err := online.New(online.Config{Enabled: true, Steps: 3, MinHoldout: 32}, m, online.WithCandidateHook(func(c *model.Model) {
+	l, err := online.New(configWith(func(c *online.Config) { c.Enabled, c.Steps, c.MinHoldout = true, 3, 32 }), m, online.WithCandidateHook(func(c *model.Model) {
 		c.Params().Theta[0] = math.NaN()
 		c.Refresh()
 	}))
@@ -188,10 +197,10 @@ func TestRegistrationErrorsAreReturned(t *testing.T) {
 	}
 	m.Meta.Cadence = time.Hour
 	reg := prometheus.NewRegistry()
-	if _, err := online.New(online.Config{}, m, online.WithRegisterer(reg)); err != nil {
+	if _, err := online.New(online.DefaultConfig(), m, online.WithRegisterer(reg)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := online.New(online.Config{}, m, online.WithRegisterer(reg)); err == nil || !strings.Contains(err.Error(), "already registered") {
+	if _, err := online.New(online.DefaultConfig(), m, online.WithRegisterer(reg)); err == nil || !strings.Contains(err.Error(), "already registered") {
 		t.Errorf("a second learner on the same registry: err = %v; want the registration error", err)
 	}
 }

@@ -32,7 +32,7 @@ func newIndependent(t testing.TB, L, H int) *model.Model {
 // The budget is 8 KB; scoring every step of every forecast cost 147 KB.
 func TestTrackedSeriesBytes(t *testing.T) {
 	const L, H, series = 96, 96, 10_000
-	l, err := online.New(online.Config{Intervals: []float64{0.8, 0.95}}, newIndependent(t, L, H))
+	l, err := online.New(configWith(func(c *online.Config) { c.Intervals = []float64{0.8, 0.95} }), newIndependent(t, L, H))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestEverySeriesCalibrated(t *testing.T) {
 		series, steps = 2000, 600
 	}
 	levels := []float64{0.8, 0.95}
-	l, err := online.New(online.Config{Intervals: levels}, newIndependent(t, L, H))
+	l, err := online.New(configWith(func(c *online.Config) { c.Intervals = levels }), newIndependent(t, L, H))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func newBenchWorld(b *testing.B) *benchWorld {
 	w := kc.NewWriter("readings")
 	w.BatchTimeout, w.BatchSize = time.Millisecond, 5000
 	b.Cleanup(func() { w.Close() })
-	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: readings.Config{ValueFields: []string{"value"}}}
+	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: readings.DefaultConfig()}
 	for i := range benchSeries {
 		bw.series = append(bw.series, fmt.Sprintf("sensor-%04d", i))
 	}
@@ -89,7 +89,7 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 	reg := prometheus.NewRegistry()
 	sc := stream.DefaultConfig() // group freqlens, topics readings and readings.dlq
 	sc.BatchLatency = 2 * time.Millisecond
-	src, err := stream.NewConsumer(sc, readings.Config{MaxFuture: 1e5 * time.Hour}, bw.kc, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(sc, readingsConfig(nil), bw.kc, stream.WithRegisterer(reg))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,8 +108,9 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 		opts = append(opts, pipeline.WithObserver(observe))
 	}
 	opts = append(opts, extra...)
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: mode == wire.AttributionsOff},
-		src, window.DefaultConfig(), bw.m, snk, opts...)
+	w := wiring()
+	w.SkipAttributions = mode == wire.AttributionsOff
+	p, err := pipeline.New(w, pipeline.DefaultConfig(), src, window.DefaultConfig(), bw.m, snk, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func newIntervalLearner(b *testing.B, bw *benchWorld, levels []float64) *online.
 		}
 	}
 	bw.m.Meta.ErrorQuantiles = q
-	l, err := online.New(online.Config{Intervals: levels, TrackSeries: benchSeries}, bw.m, online.WithLogger(slog.New(slog.DiscardHandler)))
+	l, err := online.New(onlineConfig(func(c *online.Config) { c.Intervals, c.TrackSeries = levels, benchSeries }), bw.m, online.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -401,7 +402,7 @@ func BenchmarkLatency(b *testing.B) {
 // buffer already holds pairs, so that every round fine-tunes and judges.
 func newBenchLearner(b *testing.B, bw *benchWorld) *online.Learner {
 	b.Helper()
-	l, err := online.New(online.Config{Enabled: true, Interval: time.Hour, MinNewSamples: 1 << 30, Seed: 1}, bw.m,
+	l, err := online.New(onlineConfig(func(c *online.Config) { c.Enabled, c.Interval, c.MinNewSamples, c.Seed = true, time.Hour, 1<<30, 1 }), bw.m,
 		online.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		b.Fatal(err)

@@ -68,7 +68,7 @@ func newMetrics(p *Pipeline) (*metrics, error) {
 		}),
 		windowStats: newWindowCollector(),
 	}
-	m.modelVersion.Set(float64(p.cfg.ModelVersion))
+	m.modelVersion.Set(float64(p.wiring.ModelVersion))
 	if err := registry.Register(p.reg, "pipeline", m.forward, m.batchWindows, m.processing, m.endToEnd, m.lastCommit, m.modelVersion,
 		m.windowErrors, m.deadLettered, m.nonFinite, m.windowStats); err != nil {
 		return nil, err

@@ -46,13 +46,15 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	// A huge promotion margin promotes any finite candidate: this test is
 	// about the wiring; whether rounds help is the online package's
 	// scenario tests' business.
-	l, err := online.New(online.Config{Enabled: true, Interval: time.Hour, MinNewSamples: 60, Steps: 3, BatchSize: 8,
-		MinHoldout: 8, PromoteMargin: 1e6, Duty: 1, CheckpointDir: dir, Seed: 1}, base, online.WithRegisterer(reg),
+	l, err := online.New(onlineConfig(func(c *online.Config) {
+		c.Enabled, c.Interval, c.MinNewSamples, c.Steps, c.BatchSize = true, time.Hour, 60, 3, 8
+		c.MinHoldout, c.PromoteMargin, c.Duty, c.CheckpointDir, c.Seed = 8, 1e6, 1, dir, 1
+	}), base, online.WithRegisterer(reg),
 		online.WithPublisher(models.Publish))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runPipeline(t, kc, base, pipeline.Config{}, window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig(), pipeline.WithOnline(l))
+	r := runPipeline(t, kc, base, nil, pipeline.DefaultConfig(), window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig(), pipeline.WithOnline(l))
 	p := r.p
 	// The pipeline hands the learner its forecasts; its owner (the
 	// service) runs its rounds.
@@ -132,11 +134,11 @@ func TestIntervalsEndToEnd(t *testing.T) {
 			base := testModel(t, model.Independent, 1)
 			reg := prometheus.NewRegistry()
 			levels := []float64{0.8, 0.95}
-			l, err := online.New(online.Config{Intervals: levels}, base, online.WithRegisterer(reg))
+			l, err := online.New(onlineConfig(func(c *online.Config) { c.Intervals = levels }), base, online.WithRegisterer(reg))
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := runPipeline(t, kc, base, pipeline.Config{Fields: fields}, window.DefaultConfig(), stream.DefaultConfig(), sinkConfig(func(sk *sink.Config) { sk.Format = format }),
+			p := runPipeline(t, kc, base, fields, pipeline.DefaultConfig(), window.DefaultConfig(), stream.DefaultConfig(), sinkConfig(func(sk *sink.Config) { sk.Format = format }),
 				pipeline.WithOnline(l)).p
 
 			series := []string{"a", "b", "c", "d"}

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/readings"
@@ -26,85 +25,94 @@ import (
 	"github.com/freqlens/freqlens/wire"
 )
 
-// Config sets how the pipeline runs. A zero field means its default
-// (DefaultConfig); each field names its YAML key, which Validate's errors
-// name too.
-type Config struct {
+// Wiring is what the program decides for a Pipeline, not the user's
+// service.* keys: the readings' value fields and cadence (from
+// input.value_fields and input.cadence, which the windows and the model
+// share), whether attributions are computed and the version of the model
+// given to New. New takes it as given; it has no defaults.
+type Wiring struct {
 	// Fields are the value fields of a reading, in order
 	// (input.value_fields). Required.
 	Fields []string
 	// Cadence is the step length readings are aligned to, a whole number of
 	// milliseconds (input.cadence). Required.
 	Cadence time.Duration
+	// SkipAttributions computes forecasts only, for sinks that do not write
+	// attributions (the service sets it when topics.attributions is empty or
+	// output.attributions is off).
+	SkipAttributions bool
+	// ModelVersion is the version number of the model given to New, at
+	// least 1 (the service sets it to the version it resumes from). New
+	// checks it, with the model.
+	ModelVersion int64
+}
+
+// Validate reports the first of the Wiring's Fields and Cadence that cannot
+// work, naming the YAML key it comes from and saying what to change.
+// Whether the model fits them, and ModelVersion, are New's checks.
+func (w Wiring) Validate() error {
+	switch {
+	case len(w.Fields) == 0:
+		return errors.New("input.value_fields is empty; list the reading's value fields, e.g. [value]")
+	case w.Cadence <= 0:
+		return fmt.Errorf("input.cadence = %v; it is required: the step length readings are aligned to, e.g. 5m or 1h", w.Cadence)
+	case w.Cadence%time.Millisecond != 0:
+		return fmt.Errorf("input.cadence = %v is not a whole number of milliseconds (timestamps are in ms); use e.g. %v",
+			w.Cadence, max(w.Cadence.Round(time.Millisecond), time.Millisecond))
+	}
+	return nil
+}
+
+// Config holds the service.* settings of a pipeline (but
+// service.max_inflight_bytes, the consumer's), each naming its YAML key,
+// which Validate's errors name too. New takes it as given: no field is
+// filled in, so start from DefaultConfig and change what you mean to. The
+// defaults below are DefaultConfig's.
+type Config struct {
 	// Workers is how many shards series are hashed onto; each owns its
-	// windows and model workspace (service.workers).
+	// windows and model workspace (service.workers); at least 1.
 	//
 	// Default: 2
 	Workers int
 	// MaxBatch is the most windows one forward pass takes
-	// (service.max_batch).
+	// (service.max_batch); at least 1.
 	//
 	// Default: 256
 	MaxBatch int
 	// ShutdownTimeout bounds draining, writing and committing after the
-	// context is cancelled (service.shutdown_timeout).
+	// context is cancelled (service.shutdown_timeout); positive.
 	//
 	// Default: 10s
 	ShutdownTimeout time.Duration
 	// ExpireEvery is how often idle series are expired
 	// (service.expire_every), at most a quarter of window.series_ttl, so a
 	// series is forgotten between its TTL and 1.25 times its TTL after its
-	// last reading, whether readings flow or not.
+	// last reading, whether readings flow or not. Positive.
 	//
 	// Default: 1m
 	ExpireEvery time.Duration
-	// SkipAttributions computes forecasts only, for sinks that do not write
-	// attributions (the service sets it when topics.attributions is empty).
-	//
-	// Default: false
-	SkipAttributions bool
-	// ModelVersion is the version number of the model given to New (the
-	// service sets it to the version it resumes from).
-	//
-	// Default: 1
-	ModelVersion int64
 }
 
-// DefaultConfig returns the default of every field that has one; Fields and
-// Cadence are left for the caller.
+// DefaultConfig returns the default of every setting: the Config to start
+// from.
 func DefaultConfig() Config {
-	return Config{Workers: 2, MaxBatch: 256, ShutdownTimeout: 10 * time.Second, ExpireEvery: time.Minute, ModelVersion: 1}
+	return Config{Workers: 2, MaxBatch: 256, ShutdownTimeout: 10 * time.Second, ExpireEvery: time.Minute}
 }
 
-// withDefaults returns c with every zero field that has a default set to it.
-func (c Config) withDefaults() Config {
-	defaults.Fill(&c, DefaultConfig())
-	return c
-}
-
-// Validate reports the first setting that cannot work, with zero fields
-// taken as their defaults, naming its YAML key and saying what to change.
-// Whether the model fits Fields and Cadence is New's check.
+// Validate reports the first setting that cannot work, naming its YAML key
+// and saying what to write instead. Every field is checked as it is: a zero
+// is a value, not the default.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	d := DefaultConfig()
 	switch {
-	case len(c.Fields) == 0:
-		return errors.New("input.value_fields is empty; list the reading's value fields, e.g. [value]")
-	case c.Cadence <= 0:
-		return fmt.Errorf("input.cadence = %v; it is required: the step length readings are aligned to, e.g. 5m or 1h", c.Cadence)
-	case c.Cadence%time.Millisecond != 0:
-		return fmt.Errorf("input.cadence = %v is not a whole number of milliseconds (timestamps are in ms); use e.g. %v",
-			c.Cadence, max(c.Cadence.Round(time.Millisecond), time.Millisecond))
 	case c.Workers < 1:
-		return fmt.Errorf("service.workers = %d; use at least 1", c.Workers)
+		return fmt.Errorf("service.workers = %d; use at least 1 (default %d)", c.Workers, d.Workers)
 	case c.MaxBatch < 1:
-		return fmt.Errorf("service.max_batch = %d; use at least 1 window per forward pass", c.MaxBatch)
-	case c.ShutdownTimeout < 0:
-		return fmt.Errorf("service.shutdown_timeout = %v is negative; use a duration such as 10s", c.ShutdownTimeout)
-	case c.ExpireEvery < 0:
-		return fmt.Errorf("service.expire_every = %v is negative; use a duration such as 1m", c.ExpireEvery)
-	case c.ModelVersion < 0:
-		return fmt.Errorf("pipeline: model version %d is negative; versions count from 1", c.ModelVersion)
+		return fmt.Errorf("service.max_batch = %d; use at least 1 window per forward pass (default %d)", c.MaxBatch, d.MaxBatch)
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("service.shutdown_timeout = %v; use a positive duration (default %v)", c.ShutdownTimeout, d.ShutdownTimeout)
+	case c.ExpireEvery <= 0:
+		return fmt.Errorf("service.expire_every = %v; use a positive duration (default %v)", c.ExpireEvery, d.ExpireEvery)
 	}
 	return nil
 }
@@ -157,6 +165,7 @@ func WithOnline(l *online.Learner) Option { return func(p *Pipeline) { p.learner
 
 // Pipeline is one running service instance.
 type Pipeline struct {
+	wiring  Wiring
 	cfg     Config
 	src     Source
 	snk     sink.Sink
@@ -171,7 +180,7 @@ type Pipeline struct {
 	delivery      delivery
 	met           *metrics
 	seed          maphash.Seed
-	shape         window.Shape   // of every Set: the model's lookback, Fields and Cadence
+	shape         window.Shape   // of every Set: the model's lookback, the wiring's Fields and Cadence
 	win           window.Config  // of every Set: the window.* settings
 	budget        *window.Budget // window.max_series, shared by every Set
 	expire        time.Duration  // the expiry period
@@ -190,26 +199,32 @@ type versioned struct {
 }
 
 // New checks that the model fits the readings and the windows and returns a
-// pipeline ready to Run. win holds the window.* settings, taken as given
-// (start from window.DefaultConfig); the Sets' Shape comes from the model's
-// lookback and cfg's Fields and Cadence.
-func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sink, opts ...Option) (*Pipeline, error) {
+// pipeline ready to Run. w is the wiring and cfg the service.* settings,
+// both taken as given (start cfg from DefaultConfig); win holds the window.*
+// settings, taken as given too (start from window.DefaultConfig). The
+// Sets' Shape comes from the model's lookback and w's Fields and Cadence.
+func New(w Wiring, cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sink, opts ...Option) (*Pipeline, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
-	if _, err := m.NewExplainer(len(cfg.Fields)); err != nil {
+	if w.ModelVersion < 1 {
+		return nil, fmt.Errorf("pipeline: model version %d; versions count from 1", w.ModelVersion)
+	}
+	if _, err := m.NewExplainer(len(w.Fields)); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
-	if mc := m.Meta.Cadence; mc > 0 && mc != cfg.Cadence {
+	if mc := m.Meta.Cadence; mc > 0 && mc != w.Cadence {
 		return nil, fmt.Errorf("input.cadence is %[2]s but the model was trained on %[1]s steps; "+
-			"its learned periods would be read in the wrong units; set input.cadence: %[1]s or train on data of this cadence", mc, cfg.Cadence)
+			"its learned periods would be read in the wrong units; set input.cadence: %[1]s or train on data of this cadence", mc, w.Cadence)
 	}
-	p := &Pipeline{cfg: cfg, src: src, snk: snk, log: slog.Default(), now: time.Now, seed: maphash.MakeSeed()}
+	p := &Pipeline{wiring: w, cfg: cfg, src: src, snk: snk, log: slog.Default(), now: time.Now, seed: maphash.MakeSeed()}
 	for _, o := range opts {
 		o(p)
 	}
-	p.shape = window.Shape{Lookback: m.Lookback(), Fields: cfg.Fields, Cadence: cfg.Cadence}
+	p.shape = window.Shape{Lookback: m.Lookback(), Fields: w.Fields, Cadence: w.Cadence}
 	if err := p.shape.Validate(); err != nil {
 		return nil, err
 	}
@@ -222,7 +237,7 @@ func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sin
 	for range cfg.Workers {
 		p.workers = append(p.workers, &worker{sets: map[int]*window.Set{}})
 	}
-	p.current.Store(&versioned{m: m, version: cfg.ModelVersion})
+	p.current.Store(&versioned{m: m, version: w.ModelVersion})
 	met, err := newMetrics(p)
 	if err != nil {
 		return nil, err
@@ -238,7 +253,7 @@ func New(cfg Config, src Source, win window.Config, m *model.Model, snk sink.Sin
 // SetModel makes m, numbered version, the model of the next batch. Batches
 // in flight finish on the model they started with.
 func (p *Pipeline) SetModel(m *model.Model, version int64) error {
-	if _, err := m.NewExplainer(len(p.cfg.Fields)); err != nil {
+	if _, err := m.NewExplainer(len(p.wiring.Fields)); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
 	if m.Lookback() != p.current.Load().m.Lookback() {

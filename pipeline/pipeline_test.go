@@ -87,7 +87,7 @@ func newConsumer(t *testing.T, kc *kafkaconn.Client, reg prometheus.Registerer, 
 	sc := stream.DefaultConfig() // group freqlens, topics readings and readings.dlq
 	sc.BatchLatency = 5 * time.Millisecond
 	sc.RebuildSpan = pipeline.RebuildSpan(lookback, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), time.Hour)
-	src, err := stream.NewConsumer(sc, readings.Config{ValueFields: fields, MaxFuture: 1e5 * time.Hour}, kc, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(sc, readingsConfig(fields), kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func startService(t *testing.T, kc *kafkaconn.Client, m *model.Model, fields []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Config{Fields: fields, Cadence: time.Hour, ShutdownTimeout: 5 * time.Second},
+	p, err := pipeline.New(wiring(fields...), pipelineConfig(func(pc *pipeline.Config) { pc.ShutdownTimeout = 5 * time.Second }),
 		src, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), m, snk, pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func (s *service) stop(t *testing.T) {
 // hour, values a sine per series (and per field).
 func produce(t *testing.T, kc *kafkaconn.Client, series []string, fields []string, from, to int) {
 	t.Helper()
-	cfg := readings.Config{ValueFields: fields}
+	cfg := readingsConfig(fields)
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
 	for step := from; step < to; step++ {
@@ -279,8 +279,9 @@ func TestForecastsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, SkipAttributions: true},
-		src, window.DefaultConfig(), testModel(t, model.Independent, 1), snk, pipeline.WithRegisterer(reg))
+	w := wiring()
+	w.SkipAttributions = true
+	p, err := pipeline.New(w, pipeline.DefaultConfig(), src, window.DefaultConfig(), testModel(t, model.Independent, 1), snk, pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +430,7 @@ func TestShutdownDrainsAndCommits(t *testing.T) {
 	src := newConsumer(t, kc, reg)
 	mem := sink.NewMemory()
 	gate := &gatedSink{Sink: mem, entered: make(chan struct{}), release: make(chan struct{})}
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour, ShutdownTimeout: 10 * time.Second},
+	p, err := pipeline.New(wiring(), pipelineConfig(func(pc *pipeline.Config) { pc.ShutdownTimeout = 10 * time.Second }),
 		src, window.DefaultConfig(), testModel(t, model.Independent, 1), gate, pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
@@ -475,7 +476,7 @@ func TestObserverAndModelSwap(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg)
 	mem := sink.NewMemory()
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.DefaultConfig(), m, mem,
+	p, err := pipeline.New(wiring(), pipeline.DefaultConfig(), src, window.DefaultConfig(), m, mem,
 		pipeline.WithRegisterer(reg), pipeline.WithObserver(func(f *wire.Forecast) { mu.Lock(); versions[f.ModelVersion]++; mu.Unlock() }))
 	if err != nil {
 		t.Fatal(err)
@@ -530,15 +531,16 @@ func TestNewRejectsMismatches(t *testing.T) {
 	m := testModel(t, model.Mixed, 3)
 	for _, tc := range []struct {
 		name string
-		cfg  pipeline.Config
+		w    pipeline.Wiring
 		want string
 	}{
-		{"field count", pipeline.Config{Fields: []string{"a", "b"}, Cadence: time.Hour}, "value fields"},
-		{"cadence", pipeline.Config{Fields: []string{"a", "b", "c"}, Cadence: 5 * time.Minute}, "cadence"},
-		{"no fields", pipeline.Config{Cadence: time.Hour}, "value fields"},
+		{"field count", wiring("a", "b"), "value fields"},
+		{"cadence", pipeline.Wiring{Fields: []string{"a", "b", "c"}, Cadence: 5 * time.Minute, ModelVersion: 1}, "cadence"},
+		{"no fields", pipeline.Wiring{Cadence: time.Hour, ModelVersion: 1}, "value fields"},
+		{"no model version", pipeline.Wiring{Fields: []string{"a", "b", "c"}, Cadence: time.Hour}, "pipeline: model version 0; versions count from 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := pipeline.New(tc.cfg, nil, window.DefaultConfig(), m, sink.NewMemory())
+			_, err := pipeline.New(tc.w, pipeline.DefaultConfig(), nil, window.DefaultConfig(), m, sink.NewMemory())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("New error %v, want one mentioning %q", err, tc.want)
 			}
@@ -592,7 +594,7 @@ func TestWindowErrorIsDeadLettered(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	corrupted := make(chan int, 1)
 	src := &corruptingSource{Consumer: newConsumer(t, kc, reg), corrupted: corrupted}
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, window.DefaultConfig(),
+	p, err := pipeline.New(wiring(), pipeline.DefaultConfig(), src, window.DefaultConfig(),
 		testModel(t, model.Independent, 1), sink.NewMemory(), pipeline.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
@@ -643,7 +645,7 @@ func TestForecastObserver(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg, fields...)
 	mem := sink.NewMemory()
-	p, err := pipeline.New(pipeline.Config{Fields: fields, Cadence: time.Hour}, src, window.DefaultConfig(), m, mem,
+	p, err := pipeline.New(wiring(fields...), pipeline.DefaultConfig(), src, window.DefaultConfig(), m, mem,
 		pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, window, level []float64) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -710,7 +712,7 @@ func TestForecastsReadTheTime(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	src := newConsumer(t, kc, reg)
 	mem := sink.NewMemory()
-	p, err := pipeline.New(pipeline.Config{Fields: []string{"value"}, Cadence: time.Hour}, src, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), m, mem,
+	p, err := pipeline.New(wiring(), pipeline.DefaultConfig(), src, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), m, mem,
 		pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, window, level []float64) {
 			mu.Lock()
 			defer mu.Unlock()

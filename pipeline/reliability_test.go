@@ -14,6 +14,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
 	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
@@ -36,6 +37,41 @@ func windowConfig(edit func(*window.Config)) window.Config {
 	return win
 }
 
+// readingsConfig returns readings.DefaultConfig with value fields fields
+// (none: the default, value) and input.max_future far enough for the tests'
+// readings of 2026.
+func readingsConfig(fields []string) readings.Config {
+	in := readings.DefaultConfig()
+	if len(fields) > 0 {
+		in.ValueFields = fields
+	}
+	in.MaxFuture = 1e5 * time.Hour
+	return in
+}
+
+// wiring returns the tests' wiring: value fields fields (none: value),
+// hourly steps, model version 1, attributions computed.
+func wiring(fields ...string) pipeline.Wiring {
+	if len(fields) == 0 {
+		fields = []string{"value"}
+	}
+	return pipeline.Wiring{Fields: fields, Cadence: time.Hour, ModelVersion: 1}
+}
+
+// pipelineConfig returns pipeline.DefaultConfig with edit applied.
+func pipelineConfig(edit func(*pipeline.Config)) pipeline.Config {
+	pc := pipeline.DefaultConfig()
+	edit(&pc)
+	return pc
+}
+
+// onlineConfig returns online.DefaultConfig with edit applied.
+func onlineConfig(edit func(*online.Config)) online.Config {
+	cfg := online.DefaultConfig()
+	edit(&cfg)
+	return cfg
+}
+
 // sinkConfig returns sink.DefaultConfig with edit applied.
 func sinkConfig(edit func(*sink.Config)) sink.Config {
 	sk := sink.DefaultConfig()
@@ -45,21 +81,19 @@ func sinkConfig(edit func(*sink.Config)) sink.Config {
 
 // runPipeline runs a pipeline of the readings topic in group freqlens,
 // writing to the forecasts topic (no attributions; sk, from
-// sink.DefaultConfig, sets the rest of the sink) the fields pc.Fields
-// (default value), with opts, until stop or the end of the test. sc starts
-// from stream.DefaultConfig.
-func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline.Config, win window.Config, sc stream.Config,
+// sink.DefaultConfig, sets the rest of the sink) the fields (none: value),
+// with opts, until stop or the end of the test. pc, sc and win start from
+// their DefaultConfig; the shutdown timeout is 5s.
+func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, fields []string, pc pipeline.Config, win window.Config, sc stream.Config,
 	sk sink.Config, opts ...pipeline.Option) *running {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	if pc.Fields == nil {
-		pc.Fields = []string{"value"}
-	}
+	w := wiring(fields...)
+	w.SkipAttributions = true
 	sc.Group, sc.Topic, sc.DeadLetterTopic = "freqlens", "readings", "readings.dlq"
 	sc.BatchLatency = 5 * time.Millisecond
 	sc.RebuildSpan = pipeline.RebuildSpan(lookback, win, time.Hour)
-	in := readings.Config{ValueFields: pc.Fields, MaxFuture: 1e5 * time.Hour}
-	src, err := stream.NewConsumer(sc, in, kc, stream.WithRegisterer(reg))
+	src, err := stream.NewConsumer(sc, readingsConfig(w.Fields), kc, stream.WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +102,8 @@ func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc.Cadence, pc.SkipAttributions, pc.ShutdownTimeout = time.Hour, true, 5*time.Second
-	p, err := pipeline.New(pc, src, win, m, snk, append([]pipeline.Option{pipeline.WithRegisterer(reg)}, opts...)...)
+	pc.ShutdownTimeout = 5 * time.Second
+	p, err := pipeline.New(w, pc, src, win, m, snk, append([]pipeline.Option{pipeline.WithRegisterer(reg)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +139,11 @@ func runPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, pc pipeline
 func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 	t.Run("out of range", func(t *testing.T) {
 		kc := startBroker(t)
-		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig())
+		r := runPipeline(t, kc, testModel(t, model.Independent, 1), nil, pipeline.DefaultConfig(), window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig())
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 		bad := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{1e300}}
-		kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, bad, readings.Config{})})
+		kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, bad, readings.DefaultConfig())})
 		produce(t, kc, []string{"a"}, []string{"value"}, lookback+1, lookback+3)
 		dlq := readTopic(t, kc, "readings.dlq", 1, 30*time.Second)
 		if got := header(dlq[0], stream.HeaderReason); got != readings.ReasonOutOfRange || !bytes.Contains(dlq[0].Value, []byte("1e+300")) {
@@ -133,14 +167,14 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 	})
 	t.Run("too late", func(t *testing.T) {
 		kc := startBroker(t)
-		r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{}, windowConfig(func(w *window.Config) { w.AllowedLateness = time.Hour }),
+		r := runPipeline(t, kc, testModel(t, model.Independent, 1), nil, pipeline.DefaultConfig(), windowConfig(func(w *window.Config) { w.AllowedLateness = time.Hour }),
 			stream.DefaultConfig(), sink.DefaultConfig())
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback+2)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 		late := readings.Reading{Series: "a", Time: t0.Add(5 * time.Hour), Values: []float64{42}}         // 92 steps late
 		within := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{7}} // one step late: updates it
 		for _, rd := range []readings.Reading{late, within} {
-			kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, rd, readings.Config{})})
+			kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, rd, readings.DefaultConfig())})
 		}
 		produce(t, kc, []string{"a"}, []string{"value"}, lookback+2, lookback+3)
 		dlq := readTopic(t, kc, "readings.dlq", 1, 30*time.Second)
@@ -160,7 +194,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		m := testModel(t, model.Independent, 1)
 		m.Params().ResB2[0] = math.NaN()
 		m.Refresh()
-		r := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig())
+		r := runPipeline(t, kc, m, nil, pipeline.DefaultConfig(), window.DefaultConfig(), stream.DefaultConfig(), sink.DefaultConfig())
 		produce(t, kc, []string{"a", "b"}, []string{"value"}, 0, lookback+2) // 3 windows each
 		dlq := readTopic(t, kc, "readings.dlq", 6, 30*time.Second)
 		for _, d := range dlq {
@@ -183,7 +217,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 // 1.25 times their TTL without any new reading.
 func TestLimitsMeanWhatTheySay(t *testing.T) {
 	kc := startBroker(t)
-	r := runPipeline(t, kc, testModel(t, model.Independent, 1), pipeline.Config{Workers: 3},
+	r := runPipeline(t, kc, testModel(t, model.Independent, 1), nil, pipelineConfig(func(pc *pipeline.Config) { pc.Workers = 3 }),
 		windowConfig(func(w *window.Config) { w.MaxSeries, w.SeriesTTL = 10, 2*time.Second }), stream.DefaultConfig(), sink.DefaultConfig())
 	var series []string
 	for i := range 40 {
@@ -217,10 +251,10 @@ func TestRebalanceForgetsAndLosesNothing(t *testing.T) {
 	for i := range 30 {
 		series = append(series, fmt.Sprintf("s-%02d", i))
 	}
-	a := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), sc, sink.DefaultConfig())
+	a := runPipeline(t, kc, m, nil, pipeline.DefaultConfig(), window.DefaultConfig(), sc, sink.DefaultConfig())
 	produce(t, kc, series, []string{"value"}, 0, lookback+5)
 	waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
-	b := runPipeline(t, kc, m, pipeline.Config{}, window.DefaultConfig(), sc, sink.DefaultConfig())
+	b := runPipeline(t, kc, m, nil, pipeline.DefaultConfig(), window.DefaultConfig(), sc, sink.DefaultConfig())
 	for step := lookback + 5; step < lookback+25; step++ {
 		produce(t, kc, series, []string{"value"}, step, step+1)
 		time.Sleep(50 * time.Millisecond)

@@ -233,7 +233,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 		return
 	}
 	if w.exModel != v.m {
-		ex, err := v.m.NewExplainer(len(p.cfg.Fields))
+		ex, err := v.m.NewExplainer(len(p.wiring.Fields))
 		if err != nil {
 			pt.err = fmt.Errorf("the model does not fit the readings: %w", err) // SetModel rules this out
 			return
@@ -241,7 +241,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 		w.ex, w.exModel = ex, v.m
 	}
 	m := v.m
-	H, C, L := m.Horizon(), len(p.cfg.Fields), m.Lookback()
+	H, C, L := m.Horizon(), len(p.wiring.Fields), m.Lookback()
 	HC := H * C
 	maxContribs := m.MaxContributions()
 	if m.Config().Mode == model.Independent {
@@ -249,7 +249,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	}
 	rhythms := len(m.Meta.Rhythms)
 	perWindow := HC
-	if !p.cfg.SkipAttributions {
+	if !p.wiring.SkipAttributions {
 		perWindow = HC * (2 + maxContribs + rhythms)
 	}
 	var levels []float64
@@ -290,10 +290,10 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 		for i := lo; i < hi; i++ {
 			f := wire.Forecast{
 				Series: w.ready.Series[i], TS: w.ready.End[i], ModelVersion: v.version,
-				Cadence: p.cfg.Cadence, Fields: p.cfg.Fields, Horizon: H,
+				Cadence: p.wiring.Cadence, Fields: p.wiring.Fields, Horizon: H,
 			}
 			f.Values = pt.take(HC)
-			if p.cfg.SkipAttributions {
+			if p.wiring.SkipAttributions {
 				copy(f.Values, y[(i-lo)*HC:(i-lo+1)*HC])
 			} else {
 				w.expl = w.ex.Explain(i-lo, w.expl)
@@ -309,7 +309,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 					r, cycle := m.RhythmOf(c.ID)
 					pt.contribs = append(pt.contribs, wire.Contribution{
 						ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: vals,
-						Period: time.Duration(math.Round(c.PeriodSteps * float64(p.cfg.Cadence))),
+						Period: time.Duration(math.Round(c.PeriodSteps * float64(p.wiring.Cadence))),
 						Cycle:  cycle, Rhythm: r,
 					})
 				}
@@ -320,7 +320,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 					copy(vals, rp.Values)
 					pt.rhythms = append(pt.rhythms, wire.RhythmPart{
 						Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: vals,
-						Period: time.Duration(math.Round(rp.PeriodSteps * float64(p.cfg.Cadence))),
+						Period: time.Duration(math.Round(rp.PeriodSteps * float64(p.wiring.Cadence))),
 					})
 				}
 				f.Rhythms = pt.rhythms[firstR:len(pt.rhythms):len(pt.rhythms)]
@@ -337,7 +337,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				}
 				w.obs = online.Observation{Series: f.Series, End: f.TS, Window: w.ready.Values[i*L*C : (i+1)*L*C], Forecast: f.Values,
 					Lower: w.lower, Upper: w.upper}
-				if !p.cfg.SkipAttributions {
+				if !p.wiring.SkipAttributions {
 					w.obs.Contributions = w.expl.Contributions
 				}
 				if p.learner.Observe(&w.obs) && finiteBounds(w.lower, w.upper) {
@@ -350,7 +350,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 			}
 			if p.observeIssued != nil {
 				var level []float64
-				if !p.cfg.SkipAttributions {
+				if !p.wiring.SkipAttributions {
 					level = w.expl.Level
 				}
 				w.issued = f // a field, so that f does not escape

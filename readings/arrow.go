@@ -285,18 +285,22 @@ func (d *ArrowDecoder) appendRows(rb *array.RecordBuilder, rec arrow.Record, key
 // to dst and returns the extended slice; a nil dst allocates. The stream
 // holds one record batch (none when rs is empty) with the columns
 // SeriesField (utf8), TimeField (timestamp[ms, UTC]) and the value fields
-// (float64), names from cfg with defaults applied. Non-finite values are
-// written as they are (poison to ArrowDecoder). mem allocates the
-// temporary Arrow buffers; nil means memory.DefaultAllocator. It returns an
-// error when a reading has the wrong number of values.
+// (float64), names from cfg, taken as given (start from DefaultConfig).
+// Non-finite values are written as they are (poison to ArrowDecoder). mem
+// allocates the temporary Arrow buffers; nil means
+// memory.DefaultAllocator. It returns an error when cfg names no series or
+// time field or a reading has the wrong number of values.
 func AppendArrow(dst []byte, rs []Reading, cfg Config, mem memory.Allocator) ([]byte, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	seriesName, tsName, values := configNames(cfg)
+	if cfg.SeriesField == "" || cfg.TimeField == "" {
+		return dst, fmt.Errorf("readings: encoding with series field %q and time field %q; start from DefaultConfig", cfg.SeriesField, cfg.TimeField)
+	}
+	values := cfg.ValueFields
 	fields := []arrow.Field{
-		{Name: seriesName, Type: arrow.BinaryTypes.String},
-		{Name: tsName, Type: TimestampType},
+		{Name: cfg.SeriesField, Type: arrow.BinaryTypes.String},
+		{Name: cfg.TimeField, Type: TimestampType},
 	}
 	for _, f := range values {
 		fields = append(fields, arrow.Field{Name: f, Type: arrow.PrimitiveTypes.Float64})

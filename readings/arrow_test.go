@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func TestArrowDecode(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		cfg   readings.Config
+		edit  func(*readings.Config) // of DefaultConfig
 		key   string
 		in    []byte
 		want  []row
@@ -88,7 +89,7 @@ func TestArrowDecode(t *testing.T) {
 			want: []row{{Series: "a", TS: t0, Ingest: ing, Values: []float64{1}}, {Series: "b", TS: t0, Ingest: ing, Values: []float64{2}}, {Series: "a", TS: t0 + 1000, Ingest: ing, Values: []float64{3}}, {Series: "s", TS: t0, Ingest: ing, Values: []float64{9}}}},
 		{name: "schema only", in: ipcStream(t, mem, std), want: nil},
 		{name: "int64 epoch, extra columns, no series: the key", key: "k",
-			cfg: readings.Config{ValueFields: []string{"temp", "humidity"}},
+			edit: func(c *readings.Config) { c.ValueFields = []string{"temp", "humidity"} },
 			in: ipcStream(t, mem, []arrow.Field{
 				{Name: "humidity", Type: arrow.PrimitiveTypes.Float64},
 				{Name: "site", Type: arrow.PrimitiveTypes.Int32},
@@ -155,9 +156,10 @@ func TestArrowDecode(t *testing.T) {
 			}), wantR: readings.ReasonBadTimestamp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.Format = readings.FormatArrow
-			dec := newArrow(t, tc.cfg)
-			got, err := decodeOne(t, mem, dec, tc.cfg.ValueFields, []byte(tc.key), tc.in)
+			cfg := configWith(tc.edit)
+			cfg.Format = readings.FormatArrow
+			dec := newArrow(t, cfg)
+			got, err := decodeOne(t, mem, dec, cfg.ValueFields, []byte(tc.key), tc.in)
 			if r := reasonOf(err); r != tc.wantR {
 				t.Fatalf("reason = %q (%v), want %q", r, err, tc.wantR)
 			}
@@ -165,7 +167,7 @@ func TestArrowDecode(t *testing.T) {
 				t.Errorf("rows = %v, want %v", got, tc.want)
 			}
 			if err == nil {
-				checkRoundTrip(t, tc.cfg, dec, got)
+				checkRoundTrip(t, cfg, dec, got)
 			}
 		})
 	}
@@ -175,10 +177,12 @@ func TestAppendArrowRoundTripRandom(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rng := rand.New(rand.NewPCG(5, 5))
-	for _, cfg := range []readings.Config{{}, {SeriesField: "id", TimeField: "time", ValueFields: []string{"a", "b", "c"}}} {
+	for _, cfg := range []readings.Config{readings.DefaultConfig(), configWith(func(c *readings.Config) {
+		c.SeriesField, c.TimeField, c.ValueFields = "id", "time", []string{"a", "b", "c"}
+	})} {
 		cfg.Format = readings.FormatArrow
 		dec := newArrow(t, cfg)
-		rs := randomReadings(rng, 3000, len(valueFields(cfg)))
+		rs := randomReadings(rng, 3000, len(cfg.ValueFields))
 		msg, err := readings.AppendArrow([]byte("prefix"), rs, cfg, mem)
 		if err != nil {
 			t.Fatal(err)
@@ -199,9 +203,14 @@ func TestAppendArrowRoundTripRandom(t *testing.T) {
 func TestAppendArrowWrongValueCount(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	_, err := readings.AppendArrow(nil, []readings.Reading{{Series: "a", Values: []float64{1, 2}}}, readings.Config{}, mem)
+	_, err := readings.AppendArrow(nil, []readings.Reading{{Series: "a", Values: []float64{1, 2}}}, readings.DefaultConfig(), mem)
 	if err == nil {
 		t.Fatal("AppendArrow with 2 values for 1 field: no error")
+	}
+	// A zero Config is taken as given: it names no series or time field.
+	if _, err := readings.AppendArrow(nil, []readings.Reading{{Series: "a", Values: []float64{1}}}, readings.Config{}, mem); err == nil ||
+		!strings.Contains(err.Error(), "start from DefaultConfig") {
+		t.Errorf("AppendArrow with a zero Config: error %v, want one saying to start from DefaultConfig", err)
 	}
 }
 
@@ -227,7 +236,7 @@ func TestArrowMetadataChecks(t *testing.T) {
 		rb.Field(4).AppendNull()
 		rb.Field(5).(*array.BinaryDictionaryBuilder).AppendString("x")
 	})
-	got, err := decodeOne(t, mem, newArrow(t, readings.Config{}), nil, nil, in)
+	got, err := decodeOne(t, mem, newArrow(t, readings.DefaultConfig()), nil, nil, in)
 	if err != nil {
 		t.Fatalf("a schema with nested, dictionary and metadata extras: %v", err)
 	}

@@ -25,10 +25,10 @@ func BenchmarkDecode(b *testing.B) {
 		perMsg   int // readings per message
 		channels int
 	}{
-		{name: "format=json/channels=1", cfg: readings.Config{Format: readings.FormatJSON}, perMsg: 1, channels: 1},
-		{name: "format=json/channels=4", cfg: readings.Config{Format: readings.FormatJSON, ValueFields: []string{"a", "b", "c", "d"}}, perMsg: 1, channels: 4},
-		{name: "format=csv/channels=1", cfg: readings.Config{Format: readings.FormatCSV}, perMsg: 1, channels: 1},
-		{name: "format=arrow/channels=1/rows=256", cfg: readings.Config{Format: readings.FormatArrow}, perMsg: 256, channels: 1},
+		{name: "format=json/channels=1", cfg: readings.DefaultConfig(), perMsg: 1, channels: 1},
+		{name: "format=json/channels=4", cfg: configWith(func(c *readings.Config) { c.ValueFields = []string{"a", "b", "c", "d"} }), perMsg: 1, channels: 4},
+		{name: "format=csv/channels=1", cfg: configWith(func(c *readings.Config) { c.Format = readings.FormatCSV }), perMsg: 1, channels: 1},
+		{name: "format=arrow/channels=1/rows=256", cfg: configWith(func(c *readings.Config) { c.Format = readings.FormatArrow }), perMsg: 256, channels: 1},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			dec, err := readings.NewDecoder(tc.cfg, nil)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/freqlens/freqlens/internal/defaults"
 )
 
 // Format names how readings are encoded in Kafka message values.
@@ -27,18 +25,19 @@ const (
 
 // Config says how readings are encoded in Kafka message values and which
 // readings are plausible: the input.* keys of the format (the consumer's
-// batching and fetching keys are package stream's). A zero field means its
-// default (DefaultConfig); each field names its YAML key, which Validate's
-// errors name too.
+// batching and fetching keys are package stream's). Each field names its
+// YAML key, which Validate's errors name too. The decoders and encoders
+// take it as given: no field is filled in, so start from DefaultConfig and
+// change what you mean to. The defaults below are DefaultConfig's.
 type Config struct {
-	// Format is how message values are encoded (input.format).
+	// Format is how message values are encoded (input.format); required.
 	//
 	// Default: FormatJSON
 	Format Format
 	// SeriesField names the series id: a JSON field, a CSV column or an
 	// Arrow column (input.series_field). When a message lacks it (the field
 	// is absent or null, or CSVColumns does not name it) the message key is
-	// the series id.
+	// the series id. Required.
 	//
 	// Default: "series"
 	SeriesField string
@@ -47,12 +46,13 @@ type Config struct {
 	// "2026-01-05T09:00:00.250+01:00") or epoch milliseconds (a JSON number
 	// or a numeric string; in Arrow an int64 column, or a timestamp column of
 	// any unit). Times are kept to the millisecond, rounding down.
+	// Required.
 	//
 	// Default: "ts"
 	TimeField string
 	// ValueFields names the values of a reading, in channel order
 	// (input.value_fields); several make a multichannel reading. They become
-	// the float64 columns 3… of a batch, with these names.
+	// the float64 columns 3… of a batch, with these names. At least one.
 	//
 	// Default: ["value"]
 	ValueFields []string
@@ -60,9 +60,10 @@ type Config struct {
 	// (input.csv_columns). Columns whose name is neither SeriesField,
 	// TimeField nor a value field (for example "" or "-") are ignored.
 	// TimeField and every value field must appear; SeriesField may be left
-	// out, and then the key is the series id.
+	// out, and then the key is the series id. Empty means SeriesField,
+	// TimeField, ValueFields... in that order.
 	//
-	// Default: SeriesField, TimeField, ValueFields...
+	// Default: [] (SeriesField, TimeField, ValueFields...)
 	CSVColumns []string
 	// MaxFuture bounds clock skew: a reading whose time is later than now +
 	// MaxFuture is poison (reason "future_timestamp") (input.max_future).
@@ -71,7 +72,7 @@ type Config struct {
 	MaxFuture time.Duration
 	// MaxPast bounds how far a reading may be behind the newest time its
 	// partition has seen: an earlier one is poison (reason "too_old")
-	// (input.max_past). It keeps a reading stamped 1970 from starting a
+	// (input.max_past); positive. It keeps a reading stamped 1970 from starting a
 	// series in the past; readings of known series that are merely late are
 	// the windows' business (window.allowed_lateness). A decoder sees
 	// messages, not partitions: the consumer (package stream) keeps each
@@ -81,7 +82,8 @@ type Config struct {
 	// Default: 168h
 	MaxPast time.Duration
 	// MaxSeriesBytes bounds the length of a series id: a longer one is
-	// poison (reason "series_too_long") (input.max_series_id_bytes).
+	// poison (reason "series_too_long") (input.max_series_id_bytes); at
+	// least 1.
 	//
 	// Default: 256
 	MaxSeriesBytes int
@@ -95,21 +97,16 @@ type Config struct {
 	ValueRange []float64
 }
 
-// The default field names, shared without copying by the encoders.
-const (
-	defaultSeriesField = "series"
-	defaultTimeField   = "ts"
-)
-
+// defaultValueFields is Schema's field when it is given none.
 var defaultValueFields = []string{"value"}
 
-// DefaultConfig returns the default of every field. CSVColumns stays empty:
-// its default follows the other fields.
+// DefaultConfig returns the default of every field: the Config to start
+// from. CSVColumns stays empty: the columns follow the other fields.
 func DefaultConfig() Config {
 	return Config{
 		Format:         FormatJSON,
-		SeriesField:    defaultSeriesField,
-		TimeField:      defaultTimeField,
+		SeriesField:    "series",
+		TimeField:      "ts",
 		ValueFields:    append([]string(nil), defaultValueFields...),
 		MaxFuture:      time.Hour,
 		MaxPast:        168 * time.Hour,
@@ -117,31 +114,36 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults returns cfg with every zero field set to its default. It
-// does not modify the caller's slices.
-func (cfg Config) withDefaults() Config {
-	values := len(cfg.ValueFields) == 0
-	defaults.Fill(&cfg, DefaultConfig())
-	if values {
-		cfg.ValueFields = defaultValueFields // shared, not copied: nobody writes to it
+// csvColumns returns the columns of a CSV message: CSVColumns, or the
+// series, time and value fields in that order when it is empty.
+func (cfg Config) csvColumns() []string {
+	if len(cfg.CSVColumns) > 0 {
+		return cfg.CSVColumns
 	}
-	if len(cfg.CSVColumns) == 0 {
-		cols := make([]string, 0, 2+len(cfg.ValueFields))
-		cols = append(cols, cfg.SeriesField, cfg.TimeField)
-		cfg.CSVColumns = append(cols, cfg.ValueFields...)
-	}
-	return cfg
+	cols := make([]string, 0, 2+len(cfg.ValueFields))
+	cols = append(cols, cfg.SeriesField, cfg.TimeField)
+	return append(cols, cfg.ValueFields...)
 }
 
-// Validate reports the first setting that cannot work, with zero fields
-// taken as their defaults, naming its YAML key and saying what to change.
+// Validate reports the first setting that cannot work, naming its YAML key
+// and saying what to write instead. Every field is checked as it is: a zero
+// is a value, not the default, and only an empty CSVColumns and ValueRange
+// mean something (the fields in order; no static range).
 func (cfg Config) Validate() error {
-	cfg = cfg.withDefaults()
+	d := DefaultConfig()
 	switch cfg.Format {
 	case FormatJSON, FormatCSV, FormatArrow:
 	default:
 		return fmt.Errorf("input.format = %q is not supported; use %q, %q or %q",
 			cfg.Format, FormatJSON, FormatCSV, FormatArrow)
+	}
+	switch {
+	case cfg.SeriesField == "":
+		return fmt.Errorf("input.series_field is empty; name the field that holds the series id (default %q)", d.SeriesField)
+	case cfg.TimeField == "":
+		return fmt.Errorf("input.time_field is empty; name the field that holds the event time (default %q)", d.TimeField)
+	case len(cfg.ValueFields) == 0:
+		return fmt.Errorf("input.value_fields is empty; list the reading's value fields (default %v)", d.ValueFields)
 	}
 	if cfg.SeriesField == cfg.TimeField {
 		return fmt.Errorf("input.series_field and input.time_field are both %q; give the series id and the time their own fields",
@@ -165,8 +167,9 @@ func (cfg Config) Validate() error {
 		seen[f] = i
 	}
 	if cfg.Format == FormatCSV {
-		cols := make(map[string]int, len(cfg.CSVColumns))
-		for i, c := range cfg.CSVColumns {
+		columns := cfg.csvColumns()
+		cols := make(map[string]int, len(columns))
+		for i, c := range columns {
 			if !cfg.isReadingField(c) {
 				continue
 			}
@@ -176,22 +179,21 @@ func (cfg Config) Validate() error {
 			cols[c] = i
 		}
 		if _, ok := cols[cfg.TimeField]; !ok {
-			return fmt.Errorf("input.csv_columns %q has no time column %q; add it at its position", cfg.CSVColumns, cfg.TimeField)
+			return fmt.Errorf("input.csv_columns %q has no time column %q; add it at its position", columns, cfg.TimeField)
 		}
 		for _, f := range cfg.ValueFields {
 			if _, ok := cols[f]; !ok {
-				return fmt.Errorf("input.csv_columns %q has no value column %q; add it at its position", cfg.CSVColumns, f)
+				return fmt.Errorf("input.csv_columns %q has no value column %q; add it at its position", columns, f)
 			}
 		}
 	}
-	if cfg.MaxFuture < 0 {
-		return fmt.Errorf("input.max_future = %v is negative; use a positive allowance for clock skew (default 1h)", cfg.MaxFuture)
-	}
-	if cfg.MaxPast < 0 {
-		return fmt.Errorf("input.max_past = %v is negative; use a positive duration (default 168h)", cfg.MaxPast)
-	}
-	if cfg.MaxSeriesBytes < 0 {
-		return fmt.Errorf("input.max_series_id_bytes = %d is negative; use a positive length (default 256)", cfg.MaxSeriesBytes)
+	switch {
+	case cfg.MaxFuture <= 0:
+		return fmt.Errorf("input.max_future = %v; use a positive allowance for clock skew (default 1h)", cfg.MaxFuture)
+	case cfg.MaxPast <= 0:
+		return fmt.Errorf("input.max_past = %v; use a positive duration (default 168h)", cfg.MaxPast)
+	case cfg.MaxSeriesBytes < 1:
+		return fmt.Errorf("input.max_series_id_bytes = %d; use a positive length in bytes (default %d)", cfg.MaxSeriesBytes, d.MaxSeriesBytes)
 	}
 	switch r := cfg.ValueRange; {
 	case len(r) == 0:

@@ -1,17 +1,20 @@
 package readings
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
+// with returns DefaultConfig changed by f.
+func with(f func(c *Config)) Config {
+	c := DefaultConfig()
+	f(&c)
+	return c
+}
+
 func TestConfigValidate(t *testing.T) {
-	with := func(f func(c *Config)) Config {
-		var c Config
-		f(&c)
-		return c
-	}
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -35,6 +38,15 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative MaxSeriesBytes", cfg: with(func(c *Config) { c.MaxSeriesBytes = -1 }), want: []string{"input.max_series_id_bytes = -1"}},
 		{name: "value range of one number", cfg: with(func(c *Config) { c.ValueRange = []float64{1} }), want: []string{"input.value_range = [1]", "two numbers"}},
 		{name: "value range upside down", cfg: with(func(c *Config) { c.ValueRange = []float64{1, 0} }), want: []string{"input.value_range = [1 0]", "below"}},
+		// A zero is a value, not the default: each zero that cannot work is
+		// refused, naming its key and the default to write.
+		{name: "no format", cfg: with(func(c *Config) { c.Format = "" }), want: []string{`input.format = ""`, `"json", "csv" or "arrow"`}},
+		{name: "no series field", cfg: with(func(c *Config) { c.SeriesField = "" }), want: []string{"input.series_field is empty", `(default "series")`}},
+		{name: "no time field", cfg: with(func(c *Config) { c.TimeField = "" }), want: []string{"input.time_field is empty", `(default "ts")`}},
+		{name: "no value fields", cfg: with(func(c *Config) { c.ValueFields = nil }), want: []string{"input.value_fields is empty", "(default [value])"}},
+		{name: "zero MaxFuture", cfg: with(func(c *Config) { c.MaxFuture = 0 }), want: []string{"input.max_future = 0s", "positive", "(default 1h)"}},
+		{name: "zero MaxPast", cfg: with(func(c *Config) { c.MaxPast = 0 }), want: []string{"input.max_past = 0s", "positive", "(default 168h)"}},
+		{name: "zero MaxSeriesBytes", cfg: with(func(c *Config) { c.MaxSeriesBytes = 0 }), want: []string{"input.max_series_id_bytes = 0", "positive", "(default 256)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -54,28 +66,42 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	// Zero fields take their defaults, so the zero Config is valid.
-	if err := (Config{}).Validate(); err != nil {
-		t.Errorf("Config{}.Validate() = %v, want nil", err)
+	if err := (Config{}).Validate(); err == nil {
+		t.Error("Config{}.Validate() = nil; a zero Config names no format or fields")
+	}
+	// An empty CSVColumns and ValueRange mean something: the fields in
+	// order, and no static range.
+	for _, format := range []Format{FormatJSON, FormatCSV, FormatArrow} {
+		if err := with(func(c *Config) { c.Format, c.CSVColumns, c.ValueRange = format, nil, nil }).Validate(); err != nil {
+			t.Errorf("Validate() of %s without csv_columns and value_range = %v, want nil", format, err)
+		}
 	}
 }
 
-func TestConfigDefaults(t *testing.T) {
-	got := Config{}.withDefaults()
+func TestDefaultConfig(t *testing.T) {
+	got := DefaultConfig()
 	want := Config{
 		Format: FormatJSON, SeriesField: "series", TimeField: "ts", ValueFields: []string{"value"},
-		CSVColumns: []string{"series", "ts", "value"}, MaxFuture: time.Hour, MaxPast: 168 * time.Hour, MaxSeriesBytes: 256,
+		MaxFuture: time.Hour, MaxPast: 168 * time.Hour, MaxSeriesBytes: 256,
 	}
 	if got.Format != want.Format || got.SeriesField != want.SeriesField || got.TimeField != want.TimeField ||
-		strings.Join(got.ValueFields, ",") != strings.Join(want.ValueFields, ",") ||
-		strings.Join(got.CSVColumns, ",") != strings.Join(want.CSVColumns, ",") ||
+		!slices.Equal(got.ValueFields, want.ValueFields) || len(got.CSVColumns) != 0 ||
 		got.MaxFuture != want.MaxFuture || got.MaxPast != want.MaxPast || got.MaxSeriesBytes != want.MaxSeriesBytes ||
 		len(got.ValueRange) != 0 {
-		t.Errorf("defaults = %+v, want %+v", got, want)
+		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
 	}
-	multi := Config{SeriesField: "id", ValueFields: []string{"a", "b"}}.withDefaults()
-	if got, want := strings.Join(multi.CSVColumns, ","), "id,ts,a,b"; got != want {
-		t.Errorf("default CSVColumns = %s, want %s", got, want)
+	if err := got.Validate(); err != nil {
+		t.Errorf("DefaultConfig().Validate() = %v", err)
+	}
+	got.ValueFields[0] = "changed"
+	if DefaultConfig().ValueFields[0] != "value" {
+		t.Error("DefaultConfig shares its ValueFields")
+	}
+	// Without CSVColumns a CSV message has the series, time and value
+	// fields, in that order.
+	multi := with(func(c *Config) { c.SeriesField, c.ValueFields = "id", []string{"a", "b"} })
+	if got, want := strings.Join(multi.csvColumns(), ","), "id,ts,a,b"; got != want {
+		t.Errorf("csvColumns() without CSVColumns = %s, want %s", got, want)
 	}
 }
 
@@ -84,12 +110,11 @@ func TestNewDecoderPicksTheFormat(t *testing.T) {
 		format Format
 		want   string
 	}{
-		{"", "*readings.JSONDecoder"},
 		{FormatJSON, "*readings.JSONDecoder"},
 		{FormatCSV, "*readings.CSVDecoder"},
 		{FormatArrow, "*readings.ArrowDecoder"},
 	} {
-		d, err := NewDecoder(Config{Format: tc.format}, nil)
+		d, err := NewDecoder(with(func(c *Config) { c.Format = tc.format }), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,8 +122,10 @@ func TestNewDecoderPicksTheFormat(t *testing.T) {
 			t.Errorf("NewDecoder(%q) = %s, want %s", tc.format, got, tc.want)
 		}
 	}
-	if _, err := NewDecoder(Config{Format: "xml"}, nil); err == nil {
-		t.Error(`NewDecoder(Format "xml") succeeded`)
+	for _, format := range []Format{"xml", ""} {
+		if _, err := NewDecoder(with(func(c *Config) { c.Format = format }), nil); err == nil {
+			t.Errorf("NewDecoder(Format %q) succeeded", format)
+		}
 	}
 }
 

@@ -52,9 +52,9 @@ func NewCSVDecoder(cfg Config, now func() time.Time) (*CSVDecoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
-	d := &CSVDecoder{f: f, roles: make([]int, len(cfg.CSVColumns)), vals: make([]float64, len(f.values))}
-	for i, c := range cfg.CSVColumns {
+	columns := cfg.csvColumns()
+	d := &CSVDecoder{f: f, roles: make([]int, len(columns)), vals: make([]float64, len(f.values))}
+	for i, c := range columns {
 		d.roles[i] = csvIgnore
 		switch c {
 		case f.series:
@@ -211,15 +211,16 @@ func unquoteCSV(dst, s []byte) []byte {
 
 // AppendCSV appends r as one CSV line without a line break, the value of one
 // message, to dst and returns the extended slice; a nil dst allocates.
-// Columns follow cfg.CSVColumns (defaults applied); a column that is not a
-// reading field is left empty. The series is quoted when it needs to be, the
-// time written as in AppendJSON, a non-finite value as NaN, +Inf or -Inf
-// (poison to CSVDecoder). It allocates only to grow dst, and panics if
-// len(r.Values) differs from the number of value fields (a programmer
-// error).
+// Columns follow cfg.CSVColumns (empty: the series, time and value fields in
+// order), cfg taken as given (start from DefaultConfig); a column that is
+// not a reading field is left empty. The series is quoted when it needs to
+// be, the time written as in AppendJSON, a non-finite value as NaN, +Inf or
+// -Inf (poison to CSVDecoder). It allocates only to grow dst, and panics if
+// cfg names no series or time field or len(r.Values) differs from the
+// number of value fields (programmer errors).
 func AppendCSV(dst []byte, r Reading, cfg Config) []byte {
-	series, ts, values := configNames(cfg)
-	checkValues(r, values)
+	checkEncode(r, cfg)
+	series, ts, values := cfg.SeriesField, cfg.TimeField, cfg.ValueFields
 	col := func(dst []byte, name string) []byte {
 		switch name {
 		case series:

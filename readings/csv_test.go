@@ -22,11 +22,11 @@ func newCSV(t testing.TB, cfg readings.Config) *readings.CSVDecoder {
 
 func TestCSVDecode(t *testing.T) {
 	ing := testIngest.UnixMilli()
-	multi := readings.Config{ValueFields: []string{"temp", "humidity"}}
-	keyed := readings.Config{CSVColumns: []string{"ts", "-", "value"}}
+	multi := func(c *readings.Config) { c.ValueFields = []string{"temp", "humidity"} }
+	keyed := func(c *readings.Config) { c.CSVColumns = []string{"ts", "-", "value"} }
 	for _, tc := range []struct {
 		name  string
-		cfg   readings.Config
+		edit  func(*readings.Config) // of DefaultConfig
 		key   string
 		in    string
 		want  []row
@@ -42,9 +42,9 @@ func TestCSVDecode(t *testing.T) {
 			want: []row{{Series: `s,"17" `, TS: t0, Ingest: ing, Values: []float64{412}}}},
 		{name: "quoted line break", in: "\"a\nb\",1767600000000,1\n",
 			want: []row{{Series: "a\nb", TS: t0, Ingest: ing, Values: []float64{1}}}},
-		{name: "multichannel", cfg: multi, in: `st-1,1767600000000,3.5,81`,
+		{name: "multichannel", edit: multi, in: `st-1,1767600000000,3.5,81`,
 			want: []row{{Series: "st-1", TS: t0, Ingest: ing, Values: []float64{3.5, 81}}}},
-		{name: "columns by position, key as series, ignored column", cfg: keyed, key: "k-9",
+		{name: "columns by position, key as series, ignored column", edit: keyed, key: "k-9",
 			in: `2026-01-05T08:00:00Z,whatever,7`, want: []row{{Series: "k-9", TS: t0, Ingest: ing, Values: []float64{7}}}},
 
 		{name: "empty", in: ``, wantR: readings.ReasonUnparsable},
@@ -57,7 +57,7 @@ func TestCSVDecode(t *testing.T) {
 		{name: "too many columns", in: `a,1767600000000,1,2`, wantR: readings.ReasonBadSchema},
 		{name: "empty value", in: `a,1767600000000,`, wantR: readings.ReasonMissingField},
 		{name: "empty time", in: `a,,1`, wantR: readings.ReasonMissingField},
-		{name: "no series column and no key", cfg: keyed, in: `1767600000000,x,1`, wantR: readings.ReasonMissingField},
+		{name: "no series column and no key", edit: keyed, in: `1767600000000,x,1`, wantR: readings.ReasonMissingField},
 		{name: "a header line", in: `series,ts,value`, wantR: readings.ReasonBadTimestamp},
 		{name: "value is a word", in: `a,1767600000000,high`, wantR: readings.ReasonWrongType},
 		{name: "series is not UTF-8", in: "\xff,1767600000000,1", wantR: readings.ReasonWrongType},
@@ -69,9 +69,10 @@ func TestCSVDecode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			tc.cfg.Format = readings.FormatCSV
-			dec := newCSV(t, tc.cfg)
-			got, err := decodeOne(t, mem, dec, tc.cfg.ValueFields, []byte(tc.key), []byte(tc.in))
+			cfg := configWith(tc.edit)
+			cfg.Format = readings.FormatCSV
+			dec := newCSV(t, cfg)
+			got, err := decodeOne(t, mem, dec, cfg.ValueFields, []byte(tc.key), []byte(tc.in))
 			if r := reasonOf(err); r != tc.wantR {
 				t.Fatalf("reason = %q (%v), want %q", r, err, tc.wantR)
 			}
@@ -79,7 +80,7 @@ func TestCSVDecode(t *testing.T) {
 				t.Errorf("rows = %v, want %v", got, tc.want)
 			}
 			if err == nil && tc.key == "" {
-				checkRoundTrip(t, tc.cfg, dec, got)
+				checkRoundTrip(t, cfg, dec, got)
 			}
 		})
 	}
@@ -88,7 +89,7 @@ func TestCSVDecode(t *testing.T) {
 func TestAppendCSV(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  readings.Config
+		edit func(*readings.Config) // of DefaultConfig
 		r    readings.Reading
 		want string
 	}{
@@ -96,11 +97,11 @@ func TestAppendCSV(t *testing.T) {
 			want: `s-17,2026-01-05T08:00:00Z,412`},
 		{name: "quoting", r: readings.Reading{Series: ` a,"b"`, Time: time.UnixMilli(t0), Values: []float64{math.Inf(-1)}},
 			want: `" a,""b""",2026-01-05T08:00:00Z,-Inf`},
-		{name: "configured columns", cfg: readings.Config{CSVColumns: []string{"value", "", "ts"}},
+		{name: "configured columns", edit: func(c *readings.Config) { c.CSVColumns = []string{"value", "", "ts"} },
 			r: readings.Reading{Series: "s", Time: time.UnixMilli(t0 + 1), Values: []float64{-0.5}}, want: `-0.5,,2026-01-05T08:00:00.001Z`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := string(readings.AppendCSV(nil, tc.r, tc.cfg)); got != tc.want {
+			if got := string(readings.AppendCSV(nil, tc.r, configWith(tc.edit))); got != tc.want {
 				t.Errorf("AppendCSV = %s, want %s", got, tc.want)
 			}
 		})
@@ -109,10 +110,12 @@ func TestAppendCSV(t *testing.T) {
 
 func TestCSVRoundTripRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
-	for _, cfg := range []readings.Config{{}, {ValueFields: []string{"a", "b", "c"}, CSVColumns: []string{"c", "ts", "x", "series", "a", "b"}}} {
+	for _, cfg := range []readings.Config{readings.DefaultConfig(), configWith(func(c *readings.Config) {
+		c.ValueFields, c.CSVColumns = []string{"a", "b", "c"}, []string{"c", "ts", "x", "series", "a", "b"}
+	})} {
 		cfg.Format = readings.FormatCSV
 		dec := newCSV(t, cfg)
-		rs := randomReadings(rng, 2000, len(valueFields(cfg)))
+		rs := randomReadings(rng, 2000, len(cfg.ValueFields))
 		var got []row
 		for _, msg := range encode(t, cfg, rs) {
 			rows, err := decodeOne(t, memory.DefaultAllocator, dec, cfg.ValueFields, nil, msg)
@@ -128,6 +131,6 @@ func TestCSVRoundTripRandom(t *testing.T) {
 }
 
 func TestCSVDecodeAllocs(t *testing.T) {
-	cfg := readings.Config{ValueFields: []string{"temp", "humidity"}}
+	cfg := configWith(func(c *readings.Config) { c.ValueFields = []string{"temp", "humidity"} })
 	checkDecodeAllocs(t, newCSV(t, cfg), cfg.ValueFields, []byte(`"station,0017",2026-01-05T08:00:00.250Z,3.5,81.25`))
 }

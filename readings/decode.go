@@ -52,9 +52,10 @@ const NoTime int64 = math.MinInt64
 // NewDecoder returns the decoder of cfg.Format: a *JSONDecoder, a
 // *CSVDecoder or an *ArrowDecoder. now is the clock of the MaxFuture check
 // and of the ingest time of messages without a timestamp; nil means
-// time.Now. Config.MaxPast is not applied by a decoder (see SetOldest).
+// time.Now. cfg is taken as given (start from DefaultConfig): an empty
+// Format is refused, not read as JSON. Config.MaxPast is not applied by a
+// decoder (see SetOldest).
 func NewDecoder(cfg Config, now func() time.Time) (Decoder, error) {
-	cfg = cfg.withDefaults()
 	switch cfg.Format {
 	case FormatCSV:
 		return NewCSVDecoder(cfg, now)
@@ -83,7 +84,6 @@ type fields struct {
 }
 
 func newFields(cfg Config, format Format, now func() time.Time) (fields, error) {
-	cfg = cfg.withDefaults()
 	cfg.Format = format
 	if err := cfg.Validate(); err != nil {
 		return fields{}, err
@@ -536,25 +536,15 @@ func appendFloat(dst []byte, v float64, quoted bool) []byte {
 	return strconv.AppendFloat(dst, v, format, -1, 64)
 }
 
-// configNames returns the field names of cfg, defaults applied, without
-// allocating.
-func configNames(cfg Config) (series, ts string, values []string) {
-	series, ts, values = cfg.SeriesField, cfg.TimeField, cfg.ValueFields
-	if series == "" {
-		series = defaultSeriesField
+// checkEncode panics if cfg names no series or time field or r has not
+// one value per value field of cfg: programmer errors of an encoder's
+// caller.
+func checkEncode(r Reading, cfg Config) {
+	if cfg.SeriesField == "" || cfg.TimeField == "" {
+		panic(fmt.Sprintf("readings: encoding with series field %q and time field %q; start from DefaultConfig", cfg.SeriesField, cfg.TimeField))
 	}
-	if ts == "" {
-		ts = defaultTimeField
-	}
-	if len(values) == 0 {
-		values = defaultValueFields
-	}
-	return series, ts, values
-}
-
-func checkValues(r Reading, values []string) {
-	if len(r.Values) != len(values) {
+	if len(r.Values) != len(cfg.ValueFields) {
 		panic(fmt.Sprintf("readings: reading of series %q has %d values for %d value fields %q",
-			r.Series, len(r.Values), len(values), values))
+			r.Series, len(r.Values), len(cfg.ValueFields), cfg.ValueFields))
 	}
 }

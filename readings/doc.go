@@ -15,8 +15,8 @@
 //	                  └─ readings (Decoder, Schema, DecodeError)
 //
 // readings imports Arrow, internal/arrowipc (the hardened Arrow IPC reader
-// it shares with package wire), internal/jsonstr (the JSON string encoder
-// it shares with wire) and internal/defaults; it imports no Kafka client,
+// it shares with package wire) and internal/jsonstr (the JSON string
+// encoder it shares with wire); it imports no Kafka client,
 // no Prometheus and no other FreqLens package. It knows messages, not
 // partitions or offsets: what depends on them (input.max_past, the
 // message's coordinates in a DecodeError, the decode-error metric, dead

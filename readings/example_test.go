@@ -13,9 +13,10 @@ import (
 
 func ExampleAppendJSON() {
 	r := readings.Reading{Series: "s-17", Time: time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC), Values: []float64{412}}
-	fmt.Println(string(readings.AppendJSON(nil, r, readings.Config{})))
+	fmt.Println(string(readings.AppendJSON(nil, r, readings.DefaultConfig())))
 
-	multi := readings.Config{ValueFields: []string{"temp", "humidity"}}
+	multi := readings.DefaultConfig() // the input.* keys of the format
+	multi.ValueFields = []string{"temp", "humidity"}
 	r = readings.Reading{Series: "st-1", Time: time.UnixMilli(1767600000250), Values: []float64{3.5, 81}}
 	fmt.Println(string(readings.AppendJSON(nil, r, multi)))
 	fmt.Println(string(readings.AppendCSV(nil, r, multi)))
@@ -26,7 +27,8 @@ func ExampleAppendJSON() {
 }
 
 func ExampleJSONDecoder() {
-	cfg := readings.Config{ValueFields: []string{"temp", "humidity"}}
+	cfg := readings.DefaultConfig()
+	cfg.ValueFields = []string{"temp", "humidity"}
 	dec, err := readings.NewJSONDecoder(cfg, nil)
 	if err != nil {
 		log.Fatal(err)

@@ -43,7 +43,7 @@ func fuzzDecode(t *testing.T, cfg readings.Config, dec readings.Decoder, key, va
 // FuzzDecodeJSON fuzzes JSONDecoder. Invariants (see fuzzDecode): it never
 // panics; every error is a *DecodeError; encode∘decode is the identity.
 func FuzzDecodeJSON(f *testing.F) {
-	cfg := readings.Config{Format: readings.FormatJSON}
+	cfg := readings.DefaultConfig()
 	var valid [][]byte
 	for _, r := range fuzzReadings {
 		valid = append(valid, readings.AppendJSON(nil, r, cfg))
@@ -57,7 +57,7 @@ func FuzzDecodeJSON(f *testing.F) {
 // FuzzDecodeCSV fuzzes CSVDecoder. Invariants (see fuzzDecode): it never
 // panics; every error is a *DecodeError; encode∘decode is the identity.
 func FuzzDecodeCSV(f *testing.F) {
-	cfg := readings.Config{Format: readings.FormatCSV}
+	cfg := configWith(func(c *readings.Config) { c.Format = readings.FormatCSV })
 	var valid [][]byte
 	for _, r := range fuzzReadings {
 		valid = append(valid, readings.AppendCSV(nil, r, cfg))
@@ -72,7 +72,7 @@ func FuzzDecodeCSV(f *testing.F) {
 // never panics; every error is a *DecodeError; encode∘decode is the
 // identity.
 func FuzzDecodeArrow(f *testing.F) {
-	cfg := readings.Config{Format: readings.FormatArrow}
+	cfg := configWith(func(c *readings.Config) { c.Format = readings.FormatArrow })
 	many, err := readings.AppendArrow(nil, fuzzReadings, cfg, nil)
 	if err != nil {
 		f.Fatal(err)

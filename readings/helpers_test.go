@@ -102,10 +102,9 @@ func checkRoundTrip(t testing.TB, cfg readings.Config, dec readings.Decoder, row
 	if len(rows) == 0 {
 		return
 	}
-	values := valueFields(cfg)
 	var got []row
 	for _, msg := range encode(t, cfg, readingstest.ToReadings(rows)) {
-		rs, err := decodeOne(t, memory.DefaultAllocator, dec, values, nil, msg)
+		rs, err := decodeOne(t, memory.DefaultAllocator, dec, cfg.ValueFields, nil, msg)
 		if err != nil {
 			t.Fatalf("decoding the re-encoded %q: %v", msg, err)
 		}
@@ -169,13 +168,13 @@ func randomReadings(rng *rand.Rand, n, channels int) []readings.Reading {
 	return rs
 }
 
-// valueFields returns the value fields of cfg, the default when it names
-// none.
-func valueFields(cfg readings.Config) []string {
-	if len(cfg.ValueFields) == 0 {
-		return readings.DefaultConfig().ValueFields
+// configWith returns readings.DefaultConfig changed by edit (nil: none).
+func configWith(edit func(*readings.Config)) readings.Config {
+	cfg := readings.DefaultConfig()
+	if edit != nil {
+		edit(&cfg)
 	}
-	return cfg.ValueFields
+	return cfg
 }
 
 // The times the encoders write as RFC 3339 (years 0000 to 9999), in epoch

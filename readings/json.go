@@ -470,24 +470,24 @@ func hex4(s []byte, i int) (rune, bool) {
 
 // AppendJSON appends r as one JSON object, the value of one message, to dst
 // and returns the extended slice; a nil dst allocates. Field names come
-// from cfg (SeriesField, TimeField, ValueFields, defaults applied). The
-// time is written as RFC 3339 in UTC to the millisecond (epoch
-// milliseconds outside years 0 to 9999); a non-finite value as the string
-// "NaN", "+Inf" or "-Inf", which JSONDecoder rejects as poison. It
-// allocates only to grow dst, and panics if len(r.Values) differs from the
-// number of value fields (a programmer error).
+// from cfg (SeriesField, TimeField, ValueFields), taken as given (start
+// from DefaultConfig). The time is written as RFC 3339 in UTC to the
+// millisecond (epoch milliseconds outside years 0 to 9999); a non-finite
+// value as the string "NaN", "+Inf" or "-Inf", which JSONDecoder rejects as
+// poison. It allocates only to grow dst, and panics if cfg names no series
+// or time field or len(r.Values) differs from the number of value fields
+// (programmer errors).
 func AppendJSON(dst []byte, r Reading, cfg Config) []byte {
-	series, ts, values := configNames(cfg)
-	checkValues(r, values)
+	checkEncode(r, cfg)
 	dst = append(dst, '{')
-	dst = jsonstr.Append(dst, series)
+	dst = jsonstr.Append(dst, cfg.SeriesField)
 	dst = append(dst, ':')
 	dst = jsonstr.Append(dst, r.Series)
 	dst = append(dst, ',')
-	dst = jsonstr.Append(dst, ts)
+	dst = jsonstr.Append(dst, cfg.TimeField)
 	dst = append(dst, ':')
 	dst = appendTime(dst, r.Time.UnixMilli(), true)
-	for j, f := range values {
+	for j, f := range cfg.ValueFields {
 		dst = append(dst, ',')
 		dst = jsonstr.Append(dst, f)
 		dst = append(dst, ':')

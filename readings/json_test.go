@@ -27,10 +27,10 @@ const t0 = 1767600000000 // 2026-01-05T08:00:00Z
 
 func TestJSONDecode(t *testing.T) {
 	ing := testIngest.UnixMilli()
-	multi := readings.Config{ValueFields: []string{"temp", "humidity"}}
+	multi := func(c *readings.Config) { c.ValueFields = []string{"temp", "humidity"} }
 	for _, tc := range []struct {
 		name  string
-		cfg   readings.Config
+		edit  func(*readings.Config) // of DefaultConfig
 		key   string
 		in    string
 		want  []row
@@ -50,10 +50,10 @@ func TestJSONDecode(t *testing.T) {
 			want: []row{{Series: "a", TS: t0 + 123, Ingest: ing, Values: []float64{1}}}},
 		{name: "before 1970 rounds down", in: `{"series":"a","ts":"1969-12-31T23:59:59.9995Z","value":1}`,
 			want: []row{{Series: "a", TS: -1, Ingest: ing, Values: []float64{1}}}},
-		{name: "multichannel from the issue", cfg: multi,
+		{name: "multichannel from the issue", edit: multi,
 			in:   `{"series":"st-1","ts":1767600000000,"temp":3.5,"humidity":81}`,
 			want: []row{{Series: "st-1", TS: t0, Ingest: ing, Values: []float64{3.5, 81}}}},
-		{name: "fields in any order, others skipped", cfg: multi,
+		{name: "fields in any order, others skipped", edit: multi,
 			in:   ` { "humidity" : 81 , "meta": {"a": [1, {"b": null}], "c": "}"}, "temp": "3.5", "ok": true, "ts": 1767600000000, "series": "st-1" } ` + "\n",
 			want: []row{{Series: "st-1", TS: t0, Ingest: ing, Values: []float64{3.5, 81}}}},
 		{name: "numeric string value", in: `{"series":"a","ts":1767600000000,"value":"412.5"}`,
@@ -68,7 +68,7 @@ func TestJSONDecode(t *testing.T) {
 			want: []row{{Series: "s-17 😀 \"q\" \\ /", TS: t0, Ingest: ing, Values: []float64{1}}}},
 		{name: "repeated field: last wins", in: `{"series":"a","ts":1767600000000,"value":1,"value":2}`,
 			want: []row{{Series: "a", TS: t0, Ingest: ing, Values: []float64{2}}}},
-		{name: "custom field names", cfg: readings.Config{SeriesField: "id", TimeField: "time", ValueFields: []string{"v"}},
+		{name: "custom field names", edit: func(c *readings.Config) { c.SeriesField, c.TimeField, c.ValueFields = "id", "time", []string{"v"} },
 			in:   `{"id":"x","time":"2026-01-05T08:00:00Z","v":0,"series":"ignored"}`,
 			want: []row{{Series: "x", TS: t0, Ingest: ing, Values: []float64{0}}}},
 		{name: "up to MaxFuture ahead is fine", in: `{"series":"a","ts":"2026-01-05T10:00:00Z","value":1}`,
@@ -85,7 +85,7 @@ func TestJSONDecode(t *testing.T) {
 		{name: "nested too deep", in: `{"x":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `,"series":"a","ts":1,"value":1}`, wantR: readings.ReasonUnparsable},
 		{name: "missing value", in: `{"series":"a","ts":1767600000000}`, wantR: readings.ReasonMissingField},
 		{name: "null value", in: `{"series":"a","ts":1767600000000,"value":null}`, wantR: readings.ReasonMissingField},
-		{name: "missing second channel", cfg: multi, in: `{"series":"a","ts":1767600000000,"temp":1}`, wantR: readings.ReasonMissingField},
+		{name: "missing second channel", edit: multi, in: `{"series":"a","ts":1767600000000,"temp":1}`, wantR: readings.ReasonMissingField},
 		{name: "missing time", in: `{"series":"a","value":1}`, wantR: readings.ReasonMissingField},
 		{name: "no series and no key", in: `{"ts":1767600000000,"value":1}`, wantR: readings.ReasonMissingField},
 		{name: "value is a word", in: `{"series":"a","ts":1767600000000,"value":"high"}`, wantR: readings.ReasonWrongType},
@@ -111,8 +111,9 @@ func TestJSONDecode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			dec := newJSON(t, tc.cfg)
-			got, err := decodeOne(t, mem, dec, tc.cfg.ValueFields, []byte(tc.key), []byte(tc.in))
+			cfg := configWith(tc.edit)
+			dec := newJSON(t, cfg)
+			got, err := decodeOne(t, mem, dec, cfg.ValueFields, []byte(tc.key), []byte(tc.in))
 			if r := reasonOf(err); r != tc.wantR {
 				t.Fatalf("reason = %q (%v), want %q", r, err, tc.wantR)
 			}
@@ -120,14 +121,14 @@ func TestJSONDecode(t *testing.T) {
 				t.Errorf("rows = %v, want %v", got, tc.want)
 			}
 			if err == nil {
-				checkRoundTrip(t, tc.cfg, dec, got)
+				checkRoundTrip(t, cfg, dec, got)
 			}
 		})
 	}
 }
 
 func TestDecodeErrorMessage(t *testing.T) {
-	dec := newJSON(t, readings.Config{})
+	dec := newJSON(t, readings.DefaultConfig())
 	_, err := decodeOne(t, memory.DefaultAllocator, dec, nil, nil, []byte(`{"series":"a","ts":1767600000000,"value":"high"}`))
 	de := err.(*readings.DecodeError)
 	de.Topic, de.Partition, de.Offset = "readings", 3, 1234
@@ -143,7 +144,7 @@ func TestDecodeErrorMessage(t *testing.T) {
 func TestAppendJSON(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cfg  readings.Config
+		edit func(*readings.Config) // of DefaultConfig
 		r    readings.Reading
 		want string
 	}{
@@ -151,36 +152,75 @@ func TestAppendJSON(t *testing.T) {
 			want: `{"series":"s-17","ts":"2026-01-05T08:00:00Z","value":412}`},
 		{name: "milliseconds, escapes, exponents", r: readings.Reading{Series: "a\"b\\\n", Time: time.UnixMilli(t0 + 7), Values: []float64{1e21}},
 			want: `{"series":"a\"b\\\n","ts":"2026-01-05T08:00:00.007Z","value":1e+21}`},
-		{name: "multichannel", cfg: readings.Config{ValueFields: []string{"temp", "humidity"}},
+		{name: "multichannel", edit: func(c *readings.Config) { c.ValueFields = []string{"temp", "humidity"} },
 			r:    readings.Reading{Series: "st-1", Time: time.UnixMilli(t0), Values: []float64{3.5, 81}},
 			want: `{"series":"st-1","ts":"2026-01-05T08:00:00Z","temp":3.5,"humidity":81}`},
-		{name: "non-finite as strings", cfg: readings.Config{ValueFields: []string{"a", "b", "c"}},
+		{name: "non-finite as strings", edit: func(c *readings.Config) { c.ValueFields = []string{"a", "b", "c"} },
 			r:    readings.Reading{Series: "x", Time: time.UnixMilli(0), Values: []float64{math.NaN(), math.Inf(1), math.Inf(-1)}},
 			want: `{"series":"x","ts":"1970-01-01T00:00:00Z","a":"NaN","b":"+Inf","c":"-Inf"}`},
 		{name: "beyond year 9999 as a number", r: readings.Reading{Series: "x", Time: time.UnixMilli(maxRFC3339Ms + 1), Values: []float64{0}},
 			want: `{"series":"x","ts":253402300800000,"value":0}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := string(readings.AppendJSON(nil, tc.r, tc.cfg)); got != tc.want {
+			if got := string(readings.AppendJSON(nil, tc.r, configWith(tc.edit))); got != tc.want {
 				t.Errorf("AppendJSON = %s, want %s", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestAppendJSONPanicsOnWrongValueCount(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Error("AppendJSON with 2 values for 1 field did not panic")
+// TestAppendJSONPanicsOnProgrammerErrors: a reading with the wrong number
+// of values, and a Config that names no series or time field (a zero
+// Config is taken as given, not as the defaults), are the caller's bugs.
+func TestAppendJSONPanicsOnProgrammerErrors(t *testing.T) {
+	one := readings.Reading{Series: "a", Values: []float64{1}}
+	for _, tc := range []struct {
+		name string
+		r    readings.Reading
+		cfg  readings.Config
+	}{
+		{"2 values for 1 field", readings.Reading{Series: "a", Values: []float64{1, 2}}, readings.DefaultConfig()},
+		{"a zero Config", one, readings.Config{}},
+		{"no series field", one, configWith(func(c *readings.Config) { c.SeriesField = "" })},
+		{"no time field", one, configWith(func(c *readings.Config) { c.TimeField = "" })},
+	} {
+		for _, enc := range []struct {
+			name string
+			f    func(readings.Reading, readings.Config)
+		}{
+			{"AppendJSON", func(r readings.Reading, cfg readings.Config) { readings.AppendJSON(nil, r, cfg) }},
+			{"AppendCSV", func(r readings.Reading, cfg readings.Config) { readings.AppendCSV(nil, r, cfg) }},
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s with %s did not panic", enc.name, tc.name)
+					}
+				}()
+				enc.f(tc.r, tc.cfg)
+			}()
 		}
-	}()
-	readings.AppendJSON(nil, readings.Reading{Series: "a", Values: []float64{1, 2}}, readings.Config{})
+	}
+}
+
+// TestAppendAllocs: the encoders take cfg as given and allocate nothing once
+// dst has room, the feeds' hot path.
+func TestAppendAllocs(t *testing.T) {
+	cfg := configWith(func(c *readings.Config) { c.ValueFields = []string{"temp", "humidity"} })
+	r := readings.Reading{Series: "station-0017", Time: time.UnixMilli(t0 + 250), Values: []float64{3.5, 81.25}}
+	dst := make([]byte, 0, 256)
+	if allocs := testing.AllocsPerRun(1000, func() {
+		dst = readings.AppendJSON(dst[:0], r, cfg)
+		dst = readings.AppendCSV(dst[:0], r, cfg)
+	}); allocs != 0 {
+		t.Errorf("AppendJSON and AppendCSV allocate %.2f times per reading, want 0", allocs)
+	}
 }
 
 func TestJSONRoundTripRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for _, channels := range []int{1, 3} {
-		cfg := readings.Config{}
+		cfg := readings.DefaultConfig()
 		if channels > 1 {
 			cfg.ValueFields = []string{"a", "b\"", "c d"}
 		}
@@ -203,7 +243,7 @@ func TestJSONRoundTripRandom(t *testing.T) {
 // TestJSONDecodeAllocs checks the hot path: nothing allocated per message
 // once the batch's buffers have grown.
 func TestJSONDecodeAllocs(t *testing.T) {
-	dec := newJSON(t, readings.Config{ValueFields: []string{"temp", "humidity"}})
+	dec := newJSON(t, configWith(func(c *readings.Config) { c.ValueFields = []string{"temp", "humidity"} }))
 	msg := []byte(`{"series":"station-0017","ts":"2026-01-05T08:00:00.250Z","temp":3.5,"humidity":81.25,"meta":{"fw":"1.2"}}`)
 	checkDecodeAllocs(t, dec, []string{"temp", "humidity"}, msg)
 }
@@ -248,7 +288,7 @@ func TestAppendJSONIsAlwaysJSON(t *testing.T) {
 	}
 	for range 2000 {
 		field := word()
-		cfg := readings.Config{ValueFields: []string{field}}
+		cfg := configWith(func(c *readings.Config) { c.ValueFields = []string{field} })
 		r := readings.Reading{Series: word(), Time: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), Values: []float64{rng.NormFloat64()}}
 		if out := readings.AppendJSON(nil, r, cfg); !json.Valid(out) {
 			t.Fatalf("AppendJSON of series %q, field %q = %q: not valid JSON", r.Series, field, out)

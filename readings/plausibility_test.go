@@ -18,7 +18,9 @@ func TestPlausibility(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	for _, format := range []readings.Format{readings.FormatJSON, readings.FormatCSV, readings.FormatArrow} {
-		cfg := readings.Config{Format: format, ValueRange: []float64{-1e6, 1e6}, MaxFuture: 1e6 * time.Hour}
+		cfg := configWith(func(c *readings.Config) {
+			c.Format, c.ValueRange, c.MaxFuture = format, []float64{-1e6, 1e6}, 1e6*time.Hour
+		})
 		enc := func(r readings.Reading) []byte {
 			switch format {
 			case readings.FormatCSV:
@@ -54,7 +56,7 @@ func TestPlausibility(t *testing.T) {
 				if !tc.oldest.IsZero() {
 					dec.SetOldest(tc.oldest.UnixMilli())
 				}
-				_, err = decodeOne(t, mem, dec, valueFields(cfg), []byte("key"), enc(tc.r))
+				_, err = decodeOne(t, mem, dec, cfg.ValueFields, []byte("key"), enc(tc.r))
 				if got := reasonOf(err); got != tc.want {
 					t.Errorf("reason %q (%v), want %q", got, err, tc.want)
 				}
@@ -72,7 +74,7 @@ func TestPlausibility(t *testing.T) {
 func TestTimeBounds(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	cfg := readings.Config{Format: readings.FormatArrow}
+	cfg := configWith(func(c *readings.Config) { c.Format = readings.FormatArrow })
 	dec := newArrow(t, cfg)
 	msg := func(rs ...readings.Reading) []byte {
 		b, err := readings.AppendArrow(nil, rs, cfg, mem)
@@ -83,13 +85,13 @@ func TestTimeBounds(t *testing.T) {
 	}
 	two := msg(readings.Reading{Series: "a", Time: time.UnixMilli(t0 + 1000), Values: []float64{1}},
 		readings.Reading{Series: "b", Time: time.UnixMilli(t0), Values: []float64{2}})
-	if _, err := decodeOne(t, mem, dec, valueFields(cfg), nil, two); err != nil {
+	if _, err := decodeOne(t, mem, dec, cfg.ValueFields, nil, two); err != nil {
 		t.Fatal(err)
 	}
 	if got := dec.Newest(); got != t0+1000 {
 		t.Errorf("Newest() = %d after two readings, want the later %d", got, t0+1000)
 	}
-	if _, err := decodeOne(t, mem, dec, valueFields(cfg), nil, msg()); err != nil {
+	if _, err := decodeOne(t, mem, dec, cfg.ValueFields, nil, msg()); err != nil {
 		t.Fatal(err)
 	}
 	if got := dec.Newest(); got != readings.NoTime {
@@ -97,12 +99,12 @@ func TestTimeBounds(t *testing.T) {
 	}
 	dec.SetOldest(t0 + 1)
 	for i := range 2 {
-		if _, err := decodeOne(t, mem, dec, valueFields(cfg), nil, two); reasonOf(err) != readings.ReasonTooOld {
+		if _, err := decodeOne(t, mem, dec, cfg.ValueFields, nil, two); reasonOf(err) != readings.ReasonTooOld {
 			t.Errorf("decode %d with the oldest time after a reading: %v, want %s", i+1, err, readings.ReasonTooOld)
 		}
 	}
 	dec.SetOldest(readings.NoTime)
-	if _, err := decodeOne(t, mem, dec, valueFields(cfg), nil, two); err != nil {
+	if _, err := decodeOne(t, mem, dec, cfg.ValueFields, nil, two); err != nil {
 		t.Errorf("decode with SetOldest(NoTime): %v, want no bound", err)
 	}
 }

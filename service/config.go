@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/liveview"
@@ -34,14 +35,21 @@ type Config struct {
 	// input.value_fields, input.csv_columns, input.max_future,
 	// input.max_past, input.max_series_id_bytes and input.value_range.
 	Readings readings.Config
+	// Cadence is the step length readings are aligned to, a whole number of
+	// milliseconds (input.cadence): the pipeline's and the windows' wiring,
+	// and the step of the history a model trains on. Required to serve (it
+	// has no default); HistoryPanel infers it from the data when it is 0.
+	Cadence time.Duration
 	// Window is the per-series windows' settings: window.*, taken as given
 	// (DefaultConfig starts from window.DefaultConfig). The windows' Shape
 	// is the pipeline's: the model's lookback, Readings.ValueFields and
-	// Pipeline.Cadence.
+	// Cadence.
 	Window window.Config
-	// Pipeline is the stages: input.cadence and service.* (but
-	// service.max_inflight_bytes). Its Fields are Readings.ValueFields, and
-	// SkipAttributions and ModelVersion are set by New.
+	// Pipeline is the stages' settings: service.* (but
+	// service.max_inflight_bytes), taken as given (DefaultConfig starts from
+	// pipeline.DefaultConfig). Its pipeline.Wiring is set by New:
+	// Readings.ValueFields, Cadence, whether attributions are written and
+	// the version of the model served.
 	Pipeline pipeline.Config
 	// Sink is the producer: topics.forecasts, topics.attributions and
 	// output.*.
@@ -148,10 +156,12 @@ func (c Config) validate(needModelPath bool) error {
 		return fmt.Errorf("kafka.brokers is empty; list your brokers (or set FREQLENS_KAFKA_BROKERS), or pass --embedded-broker 127.0.0.1:9092")
 	}
 	fields := c.Readings.ValueFields
-	pc := c.Pipeline
-	pc.Fields = fields
+	// The wiring's model version and attributions are New's, from the model
+	// and the sink: here its fields and cadence, input.* keys, are checked.
+	wiring := pipeline.Wiring{Fields: fields, Cadence: c.Cadence}
 	for _, check := range []func() error{
-		kafka.Validate, c.Stream.Validate, c.Readings.Validate, pc.Validate, c.Window.Validate, c.Sink.Validate, c.Online.Validate, c.LiveView.Validate,
+		kafka.Validate, c.Stream.Validate, c.Readings.Validate, wiring.Validate, c.Pipeline.Validate, c.Window.Validate, c.Sink.Validate,
+		c.Online.Validate, c.LiveView.Validate,
 	} {
 		if err := check(); err != nil {
 			return err

@@ -2,7 +2,6 @@ package service
 
 import (
 	"github.com/freqlens/freqlens/dataset"
-	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/window"
 )
 
@@ -12,12 +11,8 @@ import (
 // window.fill, so that a model trains on the steps it will serve. name
 // names the source in errors.
 func (c Config) HistoryPanel(name string) dataset.PanelConfig {
-	fields := c.Readings.ValueFields
-	if len(fields) == 0 {
-		fields = readings.DefaultConfig().ValueFields
-	}
 	return dataset.PanelConfig{
-		Name: name, Fields: fields, Cadence: c.Pipeline.Cadence,
+		Name: name, Fields: c.Readings.ValueFields, Cadence: c.Cadence,
 		MaxGap: c.Window.MaxGap, Hold: c.Window.Fill == window.FillHold,
 	}
 }

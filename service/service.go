@@ -128,7 +128,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 		}
 	}
 	if s.base.Meta.Cadence == 0 {
-		s.base.Meta.Cadence = cfg.Pipeline.Cadence
+		s.base.Meta.Cadence = cfg.Cadence
 	}
 	serve, version, err := s.resume(ctx)
 	if err != nil {
@@ -288,7 +288,7 @@ func (s *Service) newLearner(ctx context.Context) error {
 // plausibleRange derives from m.
 func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.Forecast)) error {
 	sc, in := s.cfg.Stream, s.cfg.Readings
-	sc.RebuildSpan = pipeline.RebuildSpan(m.Lookback(), s.cfg.Window, s.cfg.Pipeline.Cadence)
+	sc.RebuildSpan = pipeline.RebuildSpan(m.Lookback(), s.cfg.Window, s.cfg.Cadence)
 	if len(in.ValueRange) == 0 {
 		in.ValueRange = plausibleRange(m)
 	}
@@ -301,10 +301,11 @@ func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.
 		src.Close(context.Background())
 		return err
 	}
-	pc := s.cfg.Pipeline
-	pc.Fields = s.cfg.Readings.ValueFields
-	pc.SkipAttributions = s.cfg.Sink.AttributionTopic == "" || s.cfg.Sink.Attributions == wire.AttributionsOff
-	pc.ModelVersion = max(version, 1)
+	w := pipeline.Wiring{
+		Fields: s.cfg.Readings.ValueFields, Cadence: s.cfg.Cadence,
+		SkipAttributions: s.cfg.Sink.AttributionTopic == "" || s.cfg.Sink.Attributions == wire.AttributionsOff,
+		ModelVersion:     max(version, 1),
+	}
 	opts := []pipeline.Option{pipeline.WithRegisterer(s.reg), pipeline.WithLogger(s.log), pipeline.WithOnline(s.learner)}
 	if observe != nil {
 		opts = append(opts, pipeline.WithObserver(observe))
@@ -312,7 +313,7 @@ func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.
 	if s.live != nil {
 		opts = append(opts, pipeline.WithForecastObserver(s.live.Observe))
 	}
-	p, err := pipeline.New(pc, src, s.cfg.Window, m, snk, opts...)
+	p, err := pipeline.New(w, s.cfg.Pipeline, src, s.cfg.Window, m, snk, opts...)
 	if err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

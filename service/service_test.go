@@ -40,7 +40,7 @@ func testConfig() service.Config {
 	cfg := service.DefaultConfig()
 	cfg.EmbeddedBroker = "127.0.0.1:0"
 	cfg.MetricsListen = "127.0.0.1:0"
-	cfg.Pipeline.Cadence = time.Hour
+	cfg.Cadence = time.Hour
 	cfg.Readings.MaxFuture = 1e5 * time.Hour
 	cfg.Stream.BatchLatency = 5 * time.Millisecond
 	return cfg
@@ -71,7 +71,7 @@ func TestRun(t *testing.T) {
 	var msgs []kafka.Message
 	for step := range 26 {
 		r := readings.Reading{Series: "s", Time: t0.Add(time.Duration(step) * time.Hour), Values: []float64{float64(step % 24)}}
-		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: readings.AppendJSON(nil, r, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 	}
 	kafkatest.Produce(t, kc, "readings", msgs...)
 	if n := len(kafkatest.ReadN(t, kc, "forecasts", 3, 60*time.Second)); n != 3 {

@@ -32,7 +32,9 @@ func ExampleNewWriter() {
 }
 
 func ExampleNew() {
-	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: []string{"127.0.0.1:9092"}}) // the kafka.* keys
+	kcfg := kafkaconn.DefaultConfig() // the kafka.* keys: start from the defaults
+	kcfg.Brokers = []string{"127.0.0.1:9092"}
+	kc, err := kafkaconn.New(kcfg)
 	if err != nil {
 		panic(err)
 	}

@@ -29,7 +29,7 @@ func BenchmarkConsumer(b *testing.B) {
 	rs := readingsFor(b.N, 1000, 1)
 	msgs := make([]kafka.Message, len(rs))
 	for i, r := range rs {
-		msgs[i] = kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})}
+		msgs[i] = kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())}
 	}
 	for len(msgs) > 0 {
 		n := min(len(msgs), 10000)
@@ -40,7 +40,7 @@ func BenchmarkConsumer(b *testing.B) {
 	}
 	w.Close()
 
-	c, err := NewConsumer(cfg, readings.Config{}, kc)
+	c, err := NewConsumer(cfg, readings.DefaultConfig(), kc)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,11 @@ func TestNewConsumerValidates(t *testing.T) {
 		f(&c)
 		return c
 	}
+	inWith := func(f func(c *readings.Config)) readings.Config {
+		c := readings.DefaultConfig()
+		f(&c)
+		return c
+	}
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -45,9 +50,12 @@ func TestNewConsumerValidates(t *testing.T) {
 		{name: "unknown start offset", cfg: with(func(c *Config) { c.StartOffset = "middle" }), want: []string{`input.start_offset = "middle"`, `"first" or "last"`}},
 		{name: "heartbeat too slow for the session", cfg: with(func(c *Config) { c.HeartbeatInterval = 5 * time.Second }), want: []string{"kafka.heartbeat_interval = 5s", "at most 3.333333333s"}},
 		{name: "in flight below one fetch", cfg: with(func(c *Config) { c.MaxInflightBytes = 1 << 20 }), want: []string{"service.max_inflight_bytes = 1048576", "input.fetch_max_bytes"}},
-		// The readings' settings are checked too (package readings tests them one by one).
-		{name: "unknown format", cfg: ok, in: readings.Config{Format: "xml"}, want: []string{`input.format = "xml"`, `"json", "csv" or "arrow"`}},
-		{name: "negative max_past", cfg: ok, in: readings.Config{MaxPast: -time.Hour}, want: []string{"input.max_past = -1h0m0s"}},
+		// The readings' settings are checked too, as given (package readings
+		// tests them one by one).
+		{name: "unknown format", cfg: ok, in: inWith(func(c *readings.Config) { c.Format = "xml" }), want: []string{`input.format = "xml"`, `"json", "csv" or "arrow"`}},
+		{name: "negative max_past", cfg: ok, in: inWith(func(c *readings.Config) { c.MaxPast = -time.Hour }), want: []string{"input.max_past = -1h0m0s"}},
+		{name: "zero max_past", cfg: ok, in: inWith(func(c *readings.Config) { c.MaxPast = 0 }), want: []string{"input.max_past = 0s", "positive"}},
+		{name: "zero readings Config", cfg: ok, in: readings.Config{}, want: []string{`input.format = ""`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewConsumer(tc.cfg, tc.in, nil)
@@ -98,12 +106,17 @@ func TestDefaultConfig(t *testing.T) {
 func TestNewConsumerTakesConfigAsGiven(t *testing.T) {
 	cfg := dropping("g", "in")
 	cfg.BatchRows, cfg.MinBytes, cfg.StartOffset, cfg.RebuildSpan = 7, 3, "last", 0
-	c, err := NewConsumer(cfg, readings.Config{}, nil)
+	in := readings.DefaultConfig()
+	in.MaxPast = 2 * time.Hour
+	c, err := NewConsumer(cfg, in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.cfg != cfg {
 		t.Errorf("consumer config = %+v, want %+v as given", c.cfg, cfg)
+	}
+	if c.maxPastMs != in.MaxPast.Milliseconds() {
+		t.Errorf("consumer max past %dms, want input.max_past %v as given", c.maxPastMs, in.MaxPast)
 	}
 	if c.dlq != nil {
 		t.Errorf("consumer with drop_poison and topics.dead_letter %q has a dead-letter writer", cfg.DeadLetterTopic)

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/freqlens/freqlens/internal/defaults"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/readings"
 )
@@ -140,9 +139,9 @@ type Status struct {
 }
 
 // NewConsumer validates cfg and in and returns a consumer of the input
-// topic through kc, with cfg taken as given (start from DefaultConfig),
-// decoding messages as in says (readings.NewDecoder, with the clock of
-// WithClock) and bounding each partition's readings by in.MaxPast behind
+// topic through kc, with cfg and in taken as given (start from
+// DefaultConfig and readings.DefaultConfig), decoding messages as in says
+// (readings.NewDecoder, with the clock of WithClock) and bounding each partition's readings by in.MaxPast behind
 // the newest time it has seen. The group is joined by
 // Run. The dead-letter writer and the partition readers are built from kc;
 // Close closes them, not kc.
@@ -153,10 +152,6 @@ func NewConsumer(cfg Config, in readings.Config, kc *kafkaconn.Client, opts ...O
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	// readings.Config still takes a zero field as its default (its
-	// decoders fill it in), so the consumer does too for what it reads
-	// itself: MaxPast and ValueFields.
-	defaults.Fill(&in, readings.DefaultConfig())
 	o := newOptions(opts)
 	dec, err := readings.NewDecoder(in, o.clock)
 	if err != nil {

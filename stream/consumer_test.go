@@ -55,7 +55,7 @@ type running struct {
 // returns context.Canceled, and closes the consumer.
 func start(t *testing.T, kc *kafkaconn.Client, cfg Config, opts ...Option) *running {
 	t.Helper()
-	return startWith(t, kc, cfg, readings.Config{}, opts...)
+	return startWith(t, kc, cfg, readings.DefaultConfig(), opts...)
 }
 
 // startWith is start with readings in the format in.
@@ -208,7 +208,8 @@ func TestConsumerEndToEnd(t *testing.T) {
 			kc := newBroker(t, map[string]int{"readings": 3, "readings.dlq": 1})
 			cfg := DefaultConfig()
 			cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchRows = "freqlens", "readings", "readings.dlq", 64
-			in := readings.Config{Format: tc.format, ValueFields: []string{"temp", "humidity"}}
+			in := readings.DefaultConfig()
+			in.Format, in.ValueFields = tc.format, []string{"temp", "humidity"}
 			rs := readingsFor(600, 7, 2)
 			var msgs []kafka.Message
 			if tc.format == readings.FormatArrow {
@@ -384,7 +385,7 @@ func TestConsumerResumesAfterCommit(t *testing.T) {
 	rs := readingsFor(12, 1, 1)
 	var msgs []kafka.Message
 	for _, r := range rs {
-		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 	}
 	produce(t, kc, "in", msgs...)
 
@@ -425,7 +426,7 @@ func TestConsumerBatchesByRows(t *testing.T) {
 	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchRows, cfg.BatchLatency = "g", "in", true, 10, time.Hour
 	var msgs []kafka.Message
 	for _, r := range readingsFor(25, 3, 1) {
-		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 	}
 	produce(t, kc, "in", msgs...)
 	r := start(t, kc, cfg)
@@ -450,12 +451,12 @@ func TestConsumerBatchesByLatency(t *testing.T) {
 	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchRows, cfg.BatchLatency = "g", "in", true, 1000, 20*time.Millisecond
 	r := start(t, kc, cfg)
 	// Wait for the group to be joined: one message through.
-	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.DefaultConfig())})
 	r.next(t, 20*time.Second).Release()
 
 	var msgs []kafka.Message
 	for _, rd := range readingsFor(3, 3, 1) {
-		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, rd, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Value: readings.AppendJSON(nil, rd, readings.DefaultConfig())})
 	}
 	sent := time.Now()
 	produce(t, kc, "in", msgs...)
@@ -485,7 +486,7 @@ func TestConsumerPoisonOnlyBatch(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	produce(t, kc, "in", kafka.Message{Key: []byte("c"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
+	produce(t, kc, "in", kafka.Message{Key: []byte("c"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.DefaultConfig())})
 	r2 := start(t, kc, cfg)
 	b := r2.next(t, 20*time.Second)
 	defer b.Release()
@@ -517,7 +518,7 @@ func TestConsumerShutdown(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 2, "dlq": 1})
 	cfg := DefaultConfig()
 	cfg.Group, cfg.Topic, cfg.DeadLetterTopic = "g", "in", "dlq"
-	c, err := NewConsumer(cfg, readings.Config{}, kc)
+	c, err := NewConsumer(cfg, readings.DefaultConfig(), kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +526,7 @@ func TestConsumerShutdown(t *testing.T) {
 	done := make(chan error, 1)
 	out := make(chan *Batch) // nobody reads: Run must still stop
 	go func() { done <- c.Run(ctx, out) }()
-	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.DefaultConfig())})
 	time.Sleep(200 * time.Millisecond)
 	cancel()
 	select {
@@ -555,7 +556,7 @@ func TestConsumerShutdown(t *testing.T) {
 
 func TestConsumerCloseStopsRun(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(dropping("g", "in"), readings.Config{}, kc)
+	c, err := NewConsumer(dropping("g", "in"), readings.DefaultConfig(), kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +580,7 @@ func TestConsumerCloseStopsRun(t *testing.T) {
 
 func TestCloseHonoursDeadline(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 1})
-	c, err := NewConsumer(dropping("g", "in"), readings.Config{}, kc)
+	c, err := NewConsumer(dropping("g", "in"), readings.DefaultConfig(), kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +602,7 @@ func TestConsumerMetricsLint(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Group, cfg.Topic, cfg.DropPoison = "g", "in", true
 	r := start(t, kc, cfg, WithRegisterer(reg))
-	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})})
+	produce(t, kc, "in", kafka.Message{Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.DefaultConfig())})
 	r.collect(t, 1)
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
@@ -623,7 +624,7 @@ func TestConsumerMetricsLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A restarted consumer registers with the same registry.
-	c2, err := NewConsumer(cfg, readings.Config{}, kc, WithRegisterer(reg))
+	c2, err := NewConsumer(cfg, readings.DefaultConfig(), kc, WithRegisterer(reg))
 	if err != nil {
 		t.Fatalf("second consumer on the same registry: %v", err)
 	}
@@ -641,8 +642,10 @@ func TestConsumerMetricsLint(t *testing.T) {
 func TestConsumerOverSASLAndTLS(t *testing.T) {
 	serverTLS, caFile := kafkatest.SelfSigned(t)
 	cluster := kafkatest.NewCluster(t, []string{"in", "dlq"}, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "u", "p"), kfake.TLS(serverTLS))
-	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: cluster.ListenAddrs(), TLSCAFile: caFile,
-		SASL: kafkaconn.SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}})
+	kcfg := kafkaconn.DefaultConfig()
+	kcfg.Brokers, kcfg.TLSCAFile = cluster.ListenAddrs(), caFile
+	kcfg.SASL = kafkaconn.SASL{Mechanism: "scram-sha-512", Username: "u", Password: "p"}
+	kc, err := kafkaconn.New(kcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,7 +653,7 @@ func TestConsumerOverSASLAndTLS(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchLatency = "g", "in", "dlq", time.Millisecond
 	kafkatest.Produce(t, kc, "in",
-		kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.Config{})},
+		kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, readingsFor(1, 1, 1)[0], readings.DefaultConfig())},
 		kafka.Message{Key: []byte("b"), Value: []byte("poison")})
 	r := start(t, kc, cfg)
 	rows, _ := r.collect(t, 2)

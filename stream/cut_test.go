@@ -29,14 +29,14 @@ func TestCommitsRecoverAfterACut(t *testing.T) {
 	const first, waiting, second = 400, 400, 200
 	var msgs []kafka.Message
 	for _, r := range readingsFor(first+waiting+second, 20, 1) {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 	}
 	produce(t, kc, "in", msgs[:first]...)
 	cfg := DefaultConfig()
 	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchRows, cfg.BatchLatency = "g", "in", true, 50, 5*time.Millisecond
 	cfg = groupTimings(cfg)
 	reg := prometheus.NewRegistry()
-	r := startOut(t, kc, cfg, readings.Config{}, 1, WithRegisterer(reg))
+	r := startOut(t, kc, cfg, readings.DefaultConfig(), 1, WithRegisterer(reg))
 	lag := func() float64 {
 		if v, ok := registrytest.Value(reg, "freqlens_stream_consumer_lag_records"); ok {
 			return v

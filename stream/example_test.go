@@ -22,7 +22,9 @@ func ExampleConsumer() {
 		log.Fatal(err)
 	}
 	defer broker.Close()
-	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: broker.Addrs()}) // the kafka.* keys: brokers, TLS, SASL
+	kcfg := kafkaconn.DefaultConfig() // the kafka.* keys: brokers, TLS, SASL
+	kcfg.Brokers = broker.Addrs()
+	kc, err := kafkaconn.New(kcfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func ExampleConsumer() {
 	// The kafka.group, topics.* and consumer input.* keys: group freqlens,
 	// topics readings and readings.dlq.
 	cfg := stream.DefaultConfig()
-	in := readings.Config{Format: readings.FormatJSON} // the input.* keys of the format
+	in := readings.DefaultConfig() // the input.* keys of the format: JSON, fields series, ts and value
 
 	w := kc.NewWriter("readings")
 	w.BatchTimeout = time.Millisecond

@@ -55,7 +55,7 @@ func TestRebuildReadsBackTheSpan(t *testing.T) {
 	rs := readingsFor(600, 3, 1) // 3 series, one reading a minute each: 200 minutes
 	var msgs []kafka.Message
 	for _, r := range rs {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 	}
 	produce(t, kc, "in", msgs...)
 
@@ -185,7 +185,7 @@ func TestRebalanceDrainsBeforeHandingOver(t *testing.T) {
 		var msgs []kafka.Message
 		for i := from; i < from+n; i++ {
 			r := readings.Reading{Series: fmt.Sprintf("s-%d", i%30), Time: base.Add(time.Duration(i/30) * time.Minute), Values: []float64{float64(i)}}
-			msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
+			msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 		}
 		produce(t, kc, "in", msgs...)
 	}
@@ -248,7 +248,7 @@ func TestLagCountsTheBacklog(t *testing.T) {
 	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchLatency = "g", "in", true, 5*time.Millisecond
 	var msgs []kafka.Message
 	for _, r := range readingsFor(15000, 100, 1) {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 	}
 	produce(t, kc, "in", msgs...)
 	reg := prometheus.NewRegistry()
@@ -297,7 +297,7 @@ func TestInflightIsBounded(t *testing.T) {
 	cfg.Group, cfg.Topic, cfg.DropPoison, cfg.BatchLatency, cfg.MaxBytes, cfg.MaxInflightBytes = "g", "in", true, 5*time.Millisecond, 8<<10, limit
 	var msgs []kafka.Message
 	for _, r := range readingsFor(5000, 10, 1) {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 	}
 	produce(t, kc, "in", msgs...)
 	r := start(t, kc, cfg)
@@ -344,10 +344,10 @@ func TestTooOldIsPerPartition(t *testing.T) {
 	cfg.Group, cfg.Topic, cfg.DeadLetterTopic, cfg.BatchLatency = "g", "in", "dlq", 5*time.Millisecond
 	var msgs []kafka.Message
 	for _, r := range readingsFor(10, 2, 1) {
-		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.Config{})})
+		msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
 	}
 	old := readings.Reading{Series: "new-series", Time: time.Unix(0, 0), Values: []float64{1}}
-	msgs = append(msgs, kafka.Message{Key: []byte(old.Series), Value: readings.AppendJSON(nil, old, readings.Config{})})
+	msgs = append(msgs, kafka.Message{Key: []byte(old.Series), Value: readings.AppendJSON(nil, old, readings.DefaultConfig())})
 	produce(t, kc, "in", msgs...)
 	r := start(t, kc, cfg)
 	rows, _ := r.collect(t, len(msgs))
@@ -367,7 +367,7 @@ func TestTooOldIsPerPartition(t *testing.T) {
 // assigned are forgotten with the rebuilt ones.
 func TestAssignmentDecisions(t *testing.T) {
 	kc := newBroker(t, map[string]int{"in": 6})
-	c, err := NewConsumer(dropping("g", "in"), readings.Config{}, kc)
+	c, err := NewConsumer(dropping("g", "in"), readings.DefaultConfig(), kc)
 	if err != nil {
 		t.Fatal(err)
 	}

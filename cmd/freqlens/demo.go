@@ -72,7 +72,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// 2. The service, on an embedded broker.
 	cfg := service.DefaultConfig()
 	cfg.EmbeddedBroker = *brokerAddr
-	cfg.Pipeline.Cadence = feed.SimulationCadence
+	cfg.Cadence = feed.SimulationCadence
 	cfg.Readings.MaxFuture = 10 * 365 * 24 * time.Hour
 	cfg.Stream.BatchLatency = 5 * time.Millisecond
 	cfg.Sink.Attributions = wire.AttributionsSummary
@@ -87,8 +87,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer svc.Close()
 	cfg = svc.Config()
-	sim, err := feed.NewSimulation(feed.SimulationConfig{Sensors: *series, Rate: *rate, HistorySteps: m.Lookback() + 8, Seed: *seed + 1},
-		svc.Kafka(), cfg.Stream.Topic, time.Now)
+	sc := feed.DefaultSimulationConfig() // a year of hourly steps
+	sc.Sensors, sc.Rate, sc.HistorySteps, sc.Seed = *series, *rate, m.Lookback()+8, *seed+1
+	sim, err := feed.NewSimulation(sc, svc.Kafka(), cfg.Stream.Topic, time.Now)
 	if err != nil {
 		return err
 	}

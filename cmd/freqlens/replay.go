@@ -36,7 +36,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := require(fs, "data"); err != nil {
 		return err
 	}
-	var kcfg kafkaconn.Config
+	kcfg := kafkaconn.DefaultConfig()
 	if *cfgPath != "" {
 		f, err := config.Load(*cfgPath, os.LookupEnv)
 		if err != nil {
@@ -66,8 +66,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer kc.Close()
-	r, err := feed.NewReplay(feed.ReplayConfig{Speed: factor, From: *from, Limit: *limit, SeriesColumn: *seriesCol,
-		ValueField: *valueField, Format: readings.Format(*format)}, kc, *topic, frame)
+	rc := feed.DefaultReplayConfig()
+	rc.Speed, rc.From, rc.Limit, rc.SeriesColumn, rc.ValueField, rc.Format = factor, *from, *limit, *seriesCol, *valueField, readings.Format(*format)
+	r, err := feed.NewReplay(rc, kc, *topic, frame)
 	if err != nil {
 		return err
 	}

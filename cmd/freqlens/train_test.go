@@ -191,7 +191,7 @@ func produceRows(tb testing.TB, kc *kafkaconn.Client, frame *dataset.Frame, from
 				continue
 			}
 			msgs = append(msgs, kafka.Message{Key: []byte(name), Value: readings.AppendJSON(nil,
-				readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{v}}, readings.Config{})})
+				readings.Reading{Series: name, Time: frame.Times[r], Values: []float64{v}}, readings.DefaultConfig())})
 		}
 	}
 	kafkatest.Produce(tb, kc, "readings", msgs...)

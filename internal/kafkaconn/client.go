@@ -54,10 +54,10 @@ func WithTLSConfig(tc *tls.Config) Option {
 	}
 }
 
-// New validates cfg and returns a Client. It does not connect: the first
-// request does (call Ping to check the brokers now).
+// New validates cfg, taken as given (start from DefaultConfig), and returns
+// a Client. It does not connect: the first request does (call Ping to check
+// the brokers now).
 func New(cfg Config, opts ...Option) (*Client, error) {
-	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (s SASL) mechanism() (sasl.Mechanism, error) {
 	return m, nil
 }
 
-// Config returns the configuration in use, defaults filled in.
+// Config returns the configuration in use, as given to New.
 func (c *Client) Config() Config { return c.cfg }
 
 // Brokers returns the seed brokers.

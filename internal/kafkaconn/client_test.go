@@ -37,7 +37,8 @@ func TestSecuredBroker(t *testing.T) {
 			if tc.sasl.Mechanism != "" {
 				opts = append(opts, kfake.EnableSASL(), kfake.Superuser(tc.kfm, tc.sasl.Username, tc.sasl.Password))
 			}
-			cfg := kafkaconn.Config{SASL: tc.sasl}
+			cfg := kafkaconn.DefaultConfig()
+			cfg.SASL = tc.sasl
 			if tc.tls {
 				opts = append(opts, kfake.TLS(serverTLS))
 				cfg.TLSCAFile = caFile
@@ -117,17 +118,20 @@ func TestPingExplains(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		server []kfake.Opt
-		client kafkaconn.Config
+		client func(*kafkaconn.Config) // of DefaultConfig
 		want   string
 	}{
 		{name: "wrong password", server: []kfake.Opt{kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "u", "p")},
-			client: kafkaconn.Config{SASL: kafkaconn.SASL{Mechanism: "scram-sha-256", Username: "u", Password: "wrong"}}, want: "kafka.sasl.password"},
-		{name: "plaintext client, TLS listener", server: []kfake.Opt{kfake.TLS(serverTLS)}, want: "kafka.tls"},
-		{name: "TLS client, plaintext listener", client: kafkaconn.Config{TLS: true}, want: "kafka.tls"},
+			client: func(c *kafkaconn.Config) {
+				c.SASL = kafkaconn.SASL{Mechanism: "scram-sha-256", Username: "u", Password: "wrong"}
+			}, want: "kafka.sasl.password"},
+		{name: "plaintext client, TLS listener", server: []kfake.Opt{kfake.TLS(serverTLS)}, client: func(*kafkaconn.Config) {}, want: "kafka.tls"},
+		{name: "TLS client, plaintext listener", client: func(c *kafkaconn.Config) { c.TLS = true }, want: "kafka.tls"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cluster := kafkatest.NewCluster(t, []string{"t"}, tc.server...)
-			cfg := tc.client
+			cfg := kafkaconn.DefaultConfig()
+			tc.client(&cfg)
 			cfg.Brokers = cluster.ListenAddrs()
 			cfg.DialTimeout = 2 * time.Second
 			c, err := kafkaconn.New(cfg)
@@ -145,33 +149,79 @@ func TestPingExplains(t *testing.T) {
 	}
 }
 
+// withBroker returns DefaultConfig with the broker k:1, changed by edit.
+func withBroker(edit func(*kafkaconn.Config)) kafkaconn.Config {
+	cfg := kafkaconn.DefaultConfig()
+	cfg.Brokers = []string{"k:1"}
+	edit(&cfg)
+	return cfg
+}
+
 func TestConfigValidate(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  kafkaconn.Config
-		want string // "" for valid
+		want []string // the YAML key first, then the fix; none for valid
 	}{
-		{name: "defaults with a broker", cfg: kafkaconn.Config{Brokers: []string{"k:9092"}}},
-		{name: "no brokers", cfg: kafkaconn.Config{}, want: "kafka.brokers"},
-		{name: "broker without port", cfg: kafkaconn.Config{Brokers: []string{"k"}}, want: "kafka.brokers[0]"},
-		{name: "negative dial timeout", cfg: kafkaconn.Config{Brokers: []string{"k:1"}, DialTimeout: -1}, want: "kafka.dial_timeout"},
-		{name: "unknown mechanism", cfg: kafkaconn.Config{Brokers: []string{"k:1"}, SASL: kafkaconn.SASL{Mechanism: "gssapi", Username: "u"}}, want: "kafka.sasl.mechanism"},
-		{name: "mechanism without user", cfg: kafkaconn.Config{Brokers: []string{"k:1"}, SASL: kafkaconn.SASL{Mechanism: "plain"}}, want: "kafka.sasl.username"},
-		{name: "user without mechanism", cfg: kafkaconn.Config{Brokers: []string{"k:1"}, SASL: kafkaconn.SASL{Username: "u"}}, want: "kafka.sasl.mechanism"},
+		{name: "defaults with a broker", cfg: withBroker(func(*kafkaconn.Config) {})},
+		{name: "no brokers", cfg: withBroker(func(c *kafkaconn.Config) { c.Brokers = nil }), want: []string{"kafka.brokers"}},
+		{name: "broker without port", cfg: withBroker(func(c *kafkaconn.Config) { c.Brokers = []string{"k"} }), want: []string{"kafka.brokers[0]"}},
+		{name: "negative dial timeout", cfg: withBroker(func(c *kafkaconn.Config) { c.DialTimeout = -1 }), want: []string{"kafka.dial_timeout"}},
+		{name: "unknown mechanism", cfg: withBroker(func(c *kafkaconn.Config) { c.SASL = kafkaconn.SASL{Mechanism: "gssapi", Username: "u"} }), want: []string{"kafka.sasl.mechanism"}},
+		{name: "mechanism without user", cfg: withBroker(func(c *kafkaconn.Config) { c.SASL = kafkaconn.SASL{Mechanism: "plain"} }), want: []string{"kafka.sasl.username"}},
+		{name: "user without mechanism", cfg: withBroker(func(c *kafkaconn.Config) { c.SASL = kafkaconn.SASL{Username: "u"} }), want: []string{"kafka.sasl.mechanism"}},
+		// A zero is a value, not the default: each zero that cannot work is
+		// refused, naming its key and the default to write.
+		{name: "no client id", cfg: withBroker(func(c *kafkaconn.Config) { c.ClientID = "" }), want: []string{"kafka.client_id is empty", `(default "freqlens")`}},
+		{name: "zero dial timeout", cfg: withBroker(func(c *kafkaconn.Config) { c.DialTimeout = 0 }), want: []string{"kafka.dial_timeout = 0s", "positive", "(default 10s)"}},
+		{name: "zero connect timeout", cfg: withBroker(func(c *kafkaconn.Config) { c.ConnectTimeout = 0 }), want: []string{"kafka.connect_timeout = 0s", "positive", "(default 30s)"}},
+		{name: "zero unreachable after", cfg: withBroker(func(c *kafkaconn.Config) { c.UnreachableAfter = 0 }), want: []string{"kafka.unreachable_after = 0s", "positive", "(default 30s)"}},
+		{name: "a zero Config but for the broker", cfg: kafkaconn.Config{Brokers: []string{"k:1"}}, want: []string{"kafka.client_id is empty"}},
+		// An empty CA file (the system's roots) and SASL (none) mean
+		// something.
+		{name: "TLS with the system's roots", cfg: withBroker(func(c *kafkaconn.Config) { c.TLS, c.TLSCAFile = true, "" })},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
 			switch {
-			case tc.want == "" && err != nil:
+			case len(tc.want) == 0 && err != nil:
 				t.Errorf("Validate() = %v, want nil", err)
-			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
-				t.Errorf("Validate() = %v, want an error starting with %s", err, tc.want)
+			case len(tc.want) > 0 && (err == nil || !strings.HasPrefix(err.Error(), tc.want[0])):
+				t.Errorf("Validate() = %v, want an error starting with %s", err, tc.want[0])
+			case err != nil:
+				for _, w := range tc.want[1:] {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+			}
+			if _, nerr := kafkaconn.New(tc.cfg); (nerr == nil) != (err == nil) {
+				t.Errorf("New() = %v, want Validate's %v", nerr, err)
 			}
 		})
 	}
-	if _, err := kafkaconn.New(kafkaconn.Config{Brokers: []string{"k:1"}, TLSCAFile: "/nonexistent.pem"}); err == nil ||
+	if _, err := kafkaconn.New(withBroker(func(c *kafkaconn.Config) { c.TLSCAFile = "/nonexistent.pem" })); err == nil ||
 		!strings.Contains(err.Error(), "kafka.tls_ca_file") {
 		t.Errorf("New with a missing CA file = %v, want an error naming kafka.tls_ca_file", err)
+	}
+}
+
+// TestDefaultConfig: the defaults, and a Client keeps its Config as given.
+func TestDefaultConfig(t *testing.T) {
+	want := kafkaconn.Config{ClientID: "freqlens", DialTimeout: 10 * time.Second, ConnectTimeout: 30 * time.Second, UnreachableAfter: 30 * time.Second}
+	got := kafkaconn.DefaultConfig()
+	if got.ClientID != want.ClientID || got.DialTimeout != want.DialTimeout || got.ConnectTimeout != want.ConnectTimeout ||
+		got.UnreachableAfter != want.UnreachableAfter || len(got.Brokers) != 0 || got.TLS || got.TLSCAFile != "" || got.SASL != (kafkaconn.SASL{}) {
+		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
+	}
+	cfg := withBroker(func(c *kafkaconn.Config) { c.ClientID, c.UnreachableAfter = "replica-2", time.Second })
+	c, err := kafkaconn.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.Config(); got.ClientID != "replica-2" || got.UnreachableAfter != time.Second || got.DialTimeout != cfg.DialTimeout {
+		t.Errorf("Config() = %+v, want %+v as given", got, cfg)
 	}
 }
 
@@ -195,7 +245,9 @@ func TestConnectGivesUpInTime(t *testing.T) {
 		{"a broker", kafkatest.NewCluster(t, []string{"t"}).ListenAddrs(), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := kafkaconn.New(kafkaconn.Config{Brokers: tc.brokers, ConnectTimeout: time.Second, DialTimeout: time.Second})
+			cfg := kafkaconn.DefaultConfig()
+			cfg.Brokers, cfg.ConnectTimeout, cfg.DialTimeout = tc.brokers, time.Second, time.Second
+			c, err := kafkaconn.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

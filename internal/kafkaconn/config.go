@@ -4,35 +4,35 @@ import (
 	"fmt"
 	"net"
 	"time"
-
-	"github.com/freqlens/freqlens/internal/defaults"
 )
 
 // Config says how to reach and authenticate to the brokers: the kafka.* keys
-// of the service's YAML file. A zero field means its default (DefaultConfig)
-// unless its comment says otherwise.
+// of the service's YAML file, each naming its key, which Validate's errors
+// name too. New takes it as given: no field is filled in, so start from
+// DefaultConfig and change what you mean to. The defaults below are
+// DefaultConfig's.
 type Config struct {
 	// Brokers is the seed list, "host:port" each (kafka.brokers). Required.
 	Brokers []string
 	// ClientID is sent to the brokers with every request, for their logs
-	// and quotas (kafka.client_id).
+	// and quotas (kafka.client_id); required.
 	//
 	// Default: freqlens
 	ClientID string
 	// DialTimeout bounds one connection to one broker, TLS and SASL
-	// handshakes included (kafka.dial_timeout).
+	// handshakes included (kafka.dial_timeout); positive.
 	//
 	// Default: 10s
 	DialTimeout time.Duration
 	// ConnectTimeout bounds how long a starting service tries to reach the
 	// brokers (Connect) before it gives up with an error that says what to
-	// check (kafka.connect_timeout).
+	// check (kafka.connect_timeout); positive.
 	//
 	// Default: 30s
 	ConnectTimeout time.Duration
 	// UnreachableAfter is how long the brokers may be unreachable while the
 	// service runs before it logs an error (once; recovery is logged too)
-	// (kafka.unreachable_after).
+	// (kafka.unreachable_after); positive.
 	//
 	// Default: 30s
 	UnreachableAfter time.Duration
@@ -70,21 +70,18 @@ const (
 	MechanismSCRAMSHA512 = "scram-sha-512"
 )
 
-// DefaultConfig returns the defaults of every field; Brokers is empty.
+// DefaultConfig returns the defaults of every field, the Config to start
+// from; Brokers is empty (the deployment's to name).
 func DefaultConfig() Config {
 	return Config{ClientID: "freqlens", DialTimeout: 10 * time.Second, ConnectTimeout: 30 * time.Second, UnreachableAfter: 30 * time.Second}
 }
 
-// withDefaults returns c with every zero field that has a default set to it.
-func (c Config) withDefaults() Config {
-	defaults.Fill(&c, DefaultConfig())
-	return c
-}
-
 // Validate reports the first setting that cannot work, naming its YAML key
-// and saying what to write instead.
+// and saying what to write instead. Every field is checked as it is: a zero
+// is a value, not the default, and only an empty TLSCAFile (the system's
+// roots) and SASL (none) mean something.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	d := DefaultConfig()
 	if len(c.Brokers) == 0 {
 		return fmt.Errorf(`kafka.brokers is empty; list at least one broker as "host:port"`)
 	}
@@ -93,14 +90,15 @@ func (c Config) Validate() error {
 			return fmt.Errorf("kafka.brokers[%d] = %q is not host:port; write it like %q", i, b, "127.0.0.1:9092")
 		}
 	}
-	if c.DialTimeout < 0 {
-		return fmt.Errorf("kafka.dial_timeout = %v is negative; use a duration such as 10s", c.DialTimeout)
-	}
-	if c.ConnectTimeout < 0 {
-		return fmt.Errorf("kafka.connect_timeout = %v is negative; use a duration such as 30s", c.ConnectTimeout)
-	}
-	if c.UnreachableAfter < 0 {
-		return fmt.Errorf("kafka.unreachable_after = %v is negative; use a duration such as 30s", c.UnreachableAfter)
+	switch {
+	case c.ClientID == "":
+		return fmt.Errorf("kafka.client_id is empty; name the client the brokers log and apply quotas to (default %q)", d.ClientID)
+	case c.DialTimeout <= 0:
+		return fmt.Errorf("kafka.dial_timeout = %v; use a positive duration (default %v)", c.DialTimeout, d.DialTimeout)
+	case c.ConnectTimeout <= 0:
+		return fmt.Errorf("kafka.connect_timeout = %v; use a positive duration (default %v)", c.ConnectTimeout, d.ConnectTimeout)
+	case c.UnreachableAfter <= 0:
+		return fmt.Errorf("kafka.unreachable_after = %v; use a positive duration (default %v)", c.UnreachableAfter, d.UnreachableAfter)
 	}
 	return c.SASL.validate()
 }

@@ -77,7 +77,9 @@ func (b *Broker) CreateTopics(topics map[string]int) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	kc, err := kafkaconn.New(kafkaconn.Config{Brokers: b.addrs})
+	kcfg := kafkaconn.DefaultConfig()
+	kcfg.Brokers = b.addrs
+	kc, err := kafkaconn.New(kcfg)
 	if err != nil {
 		return err
 	}

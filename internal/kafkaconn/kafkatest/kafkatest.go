@@ -40,10 +40,13 @@ func NewCluster(tb testing.TB, topics []string, opts ...kfake.Opt) *kfake.Cluste
 	return c
 }
 
-// Client returns a plaintext client of brokers, closed when the test ends.
+// Client returns a plaintext client of brokers (kafkaconn.DefaultConfig
+// otherwise), closed when the test ends.
 func Client(tb testing.TB, brokers []string) *kafkaconn.Client {
 	tb.Helper()
-	c, err := kafkaconn.New(kafkaconn.Config{Brokers: brokers})
+	cfg := kafkaconn.DefaultConfig()
+	cfg.Brokers = brokers
+	c, err := kafkaconn.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
