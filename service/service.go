@@ -29,6 +29,11 @@ import (
 // embedded broker.
 const embeddedPartitions = 3
 
+// embeddedRetainBytes is what the embedded broker keeps of each partition:
+// it holds everything in memory, and the demo's forecasts alone grow it by
+// about 2 MB a second.
+const embeddedRetainBytes = 64 << 20
+
 // Service is one running `freqlens serve`: the Kafka client, the consumer,
 // the pipeline, the sink, the online learner with its drift events and
 // models topic, and the metrics listener, built from one Config.
@@ -167,7 +172,7 @@ func (s *Service) startBroker() error {
 	for _, t := range s.cfg.Topics() {
 		topics[t] = embeddedPartitions
 	}
-	b, err := embedded.Start(s.cfg.EmbeddedBroker, topics)
+	b, err := embedded.Start(s.cfg.EmbeddedBroker, topics, embedded.RetainBytes(embeddedRetainBytes))
 	if err != nil {
 		return fmt.Errorf("embedded broker on %s: %w", s.cfg.EmbeddedBroker, err)
 	}

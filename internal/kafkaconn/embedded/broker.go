@@ -7,6 +7,8 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -23,6 +25,24 @@ import (
 type Broker struct {
 	c     *kfake.Cluster
 	addrs []string
+	stop  chan struct{} // closed by Close; ends the retention loop
+	once  sync.Once
+}
+
+// Option configures Start.
+type Option func(*options)
+
+type options struct{ retainBytes int64 }
+
+// RetainBytes keeps at most n bytes of each partition, dropping its oldest
+// record batches once a second, as a Kafka broker's retention.bytes does.
+// Without it the broker keeps everything produced to it in memory, which a
+// demo or a benchmark that produces forecasts for minutes grows by
+// gigabytes (and a benchmark's collector then marks them beside the
+// service it measures). Consumers that fall more than n bytes behind lose
+// what was dropped, as with a real broker.
+func RetainBytes(n int64) Option {
+	return func(o *options) { o.retainBytes = n }
 }
 
 // Start starts a broker listening on addr ("127.0.0.1:9092"; port 0
@@ -30,7 +50,14 @@ type Broker struct {
 // advertises the address it listens on, so clients must reach it by that
 // address: listen on a concrete interface rather than ":9092" when they are
 // not on this machine.
-func Start(addr string, topics map[string]int) (*Broker, error) {
+func Start(addr string, topics map[string]int, with ...Option) (*Broker, error) {
+	var o options
+	for _, opt := range with {
+		opt(&o)
+	}
+	if o.retainBytes < 0 {
+		return nil, fmt.Errorf("embedded: RetainBytes(%d); keep a positive number of bytes per partition", o.retainBytes)
+	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf(`embedded: broker address %q: %w; use "host:port", for example "127.0.0.1:9092"`, addr, err)
 	}
@@ -48,6 +75,16 @@ func Start(addr string, topics map[string]int) (*Broker, error) {
 		}),
 		kfake.ClusterID("freqlens"),
 	}
+	if o.retainBytes > 0 {
+		// The broker writes a partition's batches into segments and frees a
+		// segment only when all of it is past retention: segments of a
+		// quarter of the bound keep what it holds within 1.25 times it
+		// (kfake's default segment is 100 MiB).
+		opts = append(opts, kfake.BrokerConfigs(map[string]string{
+			"log.retention.bytes": strconv.FormatInt(o.retainBytes, 10),
+			"log.segment.bytes":   strconv.FormatInt(max(o.retainBytes/4, 1), 10),
+		}))
+	}
 	for _, name := range sortedTopics(topics) {
 		opts = append(opts, kfake.SeedTopics(int32(topics[name]), name))
 	}
@@ -55,7 +92,25 @@ func Start(addr string, topics map[string]int) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: start the broker on %s: %w", addr, err)
 	}
-	return &Broker{c: c, addrs: c.ListenAddrs()}, nil
+	b := &Broker{c: c, addrs: c.ListenAddrs(), stop: make(chan struct{})}
+	if o.retainBytes > 0 {
+		go b.retain(time.Second)
+	}
+	return b, nil
+}
+
+// retain applies the retention every period until Close.
+func (b *Broker) retain(period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+			b.c.ApplyRetention()
+		}
+	}
 }
 
 // Addrs returns the broker's "host:port" addresses (one), the Brokers of a
@@ -63,7 +118,10 @@ func Start(addr string, topics map[string]int) (*Broker, error) {
 func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
 
 // Close stops the broker and drops everything it holds. It is idempotent.
-func (b *Broker) Close() { b.c.Close() }
+func (b *Broker) Close() {
+	b.once.Do(func() { close(b.stop) })
+	b.c.Close()
+}
 
 // CreateTopics creates topics (name → partitions). A topic that already
 // exists is left as it is.

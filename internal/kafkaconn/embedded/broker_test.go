@@ -1,9 +1,14 @@
 package embedded_test
 
 import (
+	"bytes"
 	"context"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
@@ -64,5 +69,72 @@ func TestStartRejects(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRetainBytes: with RetainBytes the broker drops a partition's oldest
+// batches beyond the bound within about a second, keeps the newest and
+// frees the memory; without it, it keeps everything.
+func TestRetainBytes(t *testing.T) {
+	const bound, value, n = 256 << 10, 1 << 10, 16 << 10 // 16 MiB produced, 256 KiB kept
+	for _, retain := range []bool{false, true} {
+		var before runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var with []embedded.Option
+		if retain {
+			with = append(with, embedded.RetainBytes(bound))
+		}
+		b, err := embedded.Start("127.0.0.1:0", map[string]int{"a": 1}, with...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc := kafkatest.Client(t, b.Addrs())
+		w := kc.NewWriter("a")
+		w.BatchSize, w.BatchTimeout = 16, time.Millisecond
+		msgs := make([]kafka.Message, n)
+		for i := range msgs {
+			msgs[i] = kafka.Message{Value: bytes.Repeat([]byte{byte(i)}, value)}
+		}
+		if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		offsets := func() (first, last int64) {
+			conn, err := kafka.DialLeader(context.Background(), "tcp", b.Addrs()[0], "a", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if first, last, err = conn.ReadOffsets(); err != nil {
+				t.Fatal(err)
+			}
+			return first, last
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		first, last := offsets()
+		for retain && first == 0 && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			first, last = offsets()
+		}
+		kept := (last - first) * value
+		var after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		switch {
+		case retain && grew > 4*bound:
+			t.Errorf("RetainBytes(%d): the heap grew by %d bytes for %d kept; the dropped batches were not freed", bound, grew, kept)
+		case !retain && grew < n*value:
+			t.Errorf("without RetainBytes the heap grew by %d bytes for %d produced; is the test measuring the broker?", grew, n*value)
+		case last != n:
+			t.Errorf("retain %v: high watermark %d; want %d", retain, last, n)
+		case !retain && first != 0:
+			t.Errorf("without RetainBytes the first offset is %d; want 0 (nothing dropped)", first)
+		case retain && (kept > bound || kept < bound/2):
+			t.Errorf("RetainBytes(%d): %d records of %d bytes kept (offsets %d to %d); want between half the bound and the bound", bound, last-first, value, first, last)
+		}
+		b.Close()
+		b.Close() // idempotent
 	}
 }
