@@ -56,8 +56,27 @@ func TestCapacity(t *testing.T) {
 	n := envInt(t, "FREQLENS_CAPACITY")
 	const L, H, extraSteps, pairSteps = 96, 96, 8, 24
 	modelPath := paperModelFile(t, H)
+	// The broker keeps the newest 64 MiB of a partition, as a real one's
+	// retention would: every forecast of the run (9.4 KB each) would
+	// otherwise take tens of GB of this process, while the readings a new
+	// replica rebuilds its windows from (L steps) fit in it.
 	kc, proxy := kafkatest.BehindProxy(t, kfake.ClusterID("capacity"),
-		kfake.SeedTopics(6, "readings", "forecasts", "attributions"), kfake.SeedTopics(1, "readings.dlq", "models"))
+		kfake.SeedTopics(6, "readings", "forecasts", "attributions"), kfake.SeedTopics(1, "readings.dlq", "models"),
+		kfake.BrokerConfigs(map[string]string{"log.retention.bytes": strconv.Itoa(64 << 20), "log.segment.bytes": strconv.Itoa(16 << 20)}))
+	stopRetention := make(chan struct{})
+	defer close(stopRetention)
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopRetention:
+				return
+			case <-tick.C:
+				kc.ApplyRetention()
+			}
+		}
+	}()
 	c := &cluster{t: t, kfake: kc, proxy: proxy, kc: kafkatest.Client(t, []string{proxy.Addr()})}
 	cfg := strings.Replace(serveConfig(proxy.Addr(), modelPath, productionExtra), "output: {write_timeout: 3s, max_attempts: 3}\n", "", 1)
 	cfg = strings.Replace(cfg, `topics: {attributions: "", drift: ""}`, `topics: {attributions: attributions, drift: ""}`, 1)
