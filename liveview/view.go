@@ -14,28 +14,26 @@ type Config struct {
 	// MaxSeries is the most series the view keeps
 	// (metrics.live_view_series); each costs about
 	// 8·C·(L + H·(2 + K + 2·I)) bytes, K the contributions and I the
-	// intervals of a forecast.
-	//
-	// Default: 200
+	// intervals of a forecast. At least 1; DefaultConfig's is 200.
 	MaxSeries int
 	// StaleAfter is how long a kept series must have had no forecast before
 	// a new series may take its place when MaxSeries are kept (not a YAML
-	// key).
-	//
-	// Default: 15m
+	// key). Positive; DefaultConfig's is 15m.
 	StaleAfter time.Duration
 }
 
-// DefaultConfig returns the defaults.
+// DefaultConfig returns the defaults; callers start from it and change
+// what they configure.
 func DefaultConfig() Config { return Config{MaxSeries: 200, StaleAfter: 15 * time.Minute} }
 
-// Validate reports a negative bound.
+// Validate reports a bound that cannot work, as written: a zero is a zero.
 func (c Config) Validate() error {
+	d := DefaultConfig()
 	switch {
-	case c.MaxSeries < 0:
-		return fmt.Errorf("metrics.live_view_series = %d is negative; use a number of series such as %d", c.MaxSeries, DefaultConfig().MaxSeries)
-	case c.StaleAfter < 0:
-		return fmt.Errorf("liveview: StaleAfter = %s is negative; use a duration such as 15m", c.StaleAfter)
+	case c.MaxSeries < 1:
+		return fmt.Errorf("metrics.live_view_series = %d; the live view keeps at least 1 series (default %d)", c.MaxSeries, d.MaxSeries)
+	case c.StaleAfter <= 0:
+		return fmt.Errorf("liveview: StaleAfter = %s; use a positive duration (default %s)", c.StaleAfter, d.StaleAfter)
 	}
 	return nil
 }
@@ -62,17 +60,11 @@ type View struct {
 	fullUntil time.Time
 }
 
-// New returns an empty view; zero fields of cfg take their defaults.
+// New returns an empty view keeping what cfg says, taken as given (start
+// from DefaultConfig).
 func New(cfg Config, opts ...Option) (*View, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	def := DefaultConfig()
-	if cfg.MaxSeries == 0 {
-		cfg.MaxSeries = def.MaxSeries
-	}
-	if cfg.StaleAfter == 0 {
-		cfg.StaleAfter = def.StaleAfter
 	}
 	v := &View{cfg: cfg, now: time.Now, index: make(map[string]int, cfg.MaxSeries),
 		slots: make([]slot, 0, cfg.MaxSeries)}

@@ -101,7 +101,7 @@ func TestServesTheLatestForecast(t *testing.T) {
 	const L, H, K = 8, 4, 3
 	fields := []string{"flow", "speed"}
 	C := len(fields)
-	v, clk, mux := newView(t, Config{})
+	v, clk, mux := newView(t, DefaultConfig())
 	rng := rand.New(rand.NewPCG(1, 2))
 	win := windowOf(L, C)
 	level := []float64{401, 402}
@@ -194,7 +194,7 @@ func TestServesTheLatestForecast(t *testing.T) {
 
 // TestRequests checks the page, the list and the errors a user meets.
 func TestRequests(t *testing.T) {
-	v, _, mux := newView(t, Config{})
+	v, _, mux := newView(t, DefaultConfig())
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, name := range []string{"b", "a"} {
 		f := wiretest.Forecast(rng, name, t0, []string{"value"}, 4, 2)
@@ -244,7 +244,7 @@ func TestRequests(t *testing.T) {
 // to run it), nosniff, no framing and no referrer; a header the server
 // around the view has already set is kept.
 func TestSecurityHeaders(t *testing.T) {
-	v, _, mux := newView(t, Config{})
+	v, _, mux := newView(t, DefaultConfig())
 	f := wiretest.Forecast(rand.New(rand.NewPCG(5, 6)), "a", t0, []string{"value"}, 4, 2)
 	v.Observe(&f, windowOf(8, 1), nil)
 	want := map[string]string{
@@ -319,12 +319,17 @@ func TestConfig(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{MaxSeries: -1}, "metrics.live_view_series = -1 is negative"},
-		{Config{StaleAfter: -time.Second}, "StaleAfter = -1s is negative"},
+		{Config{MaxSeries: -1, StaleAfter: time.Minute}, "metrics.live_view_series = -1; the live view keeps at least 1 series (default 200)"},
+		{Config{MaxSeries: 0, StaleAfter: time.Minute}, "metrics.live_view_series = 0; the live view keeps at least 1 series (default 200)"},
+		{Config{MaxSeries: 10, StaleAfter: -time.Second}, "StaleAfter = -1s; use a positive duration"},
+		{Config{MaxSeries: 10}, "StaleAfter = 0s; use a positive duration"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v) = %v, want an error saying %q", tc.cfg, err, tc.want)
 		}
+	}
+	if _, err := New(DefaultConfig()); err != nil {
+		t.Errorf("New(DefaultConfig()) = %v", err)
 	}
 }
 
@@ -349,14 +354,14 @@ func TestObserveAllocatesNothing(t *testing.T) {
 	bare.Intervals = nil
 
 	t.Run("known series", func(t *testing.T) {
-		v, _, _ := newView(t, Config{})
+		v, _, _ := newView(t, DefaultConfig())
 		v.Observe(&bare, win, level)
 		if n := testing.AllocsPerRun(200, func() { v.Observe(&bare, win, level) }); n != 0 {
 			t.Errorf("Observe allocates %g times per forecast once warm, want 0", n)
 		}
 	})
 	t.Run("with intervals", func(t *testing.T) {
-		v, _, _ := newView(t, Config{})
+		v, _, _ := newView(t, DefaultConfig())
 		v.Observe(&f, win, level)
 		if len(f.Intervals) != 2 {
 			t.Fatalf("the forecast has %d intervals, want wiretest's 2", len(f.Intervals))
@@ -397,7 +402,7 @@ func TestObserveAllocatesNothing(t *testing.T) {
 func BenchmarkObserve(b *testing.B) {
 	for _, k := range []int{4, 16} {
 		b.Run(fmt.Sprintf("contributions=%d", k), func(b *testing.B) {
-			v, _, _ := newView(b, Config{})
+			v, _, _ := newView(b, DefaultConfig())
 			rng := rand.New(rand.NewPCG(1, 1))
 			fs := make([]wire.Forecast, 200)
 			for i := range fs {
@@ -422,7 +427,7 @@ func BenchmarkObserve(b *testing.B) {
 // TestConcurrentUse observes from two goroutines (two pipeline workers)
 // while the handlers serve; run with -race.
 func TestConcurrentUse(t *testing.T) {
-	v, _, mux := newView(t, Config{MaxSeries: 4})
+	v, _, mux := newView(t, Config{MaxSeries: 4, StaleAfter: DefaultConfig().StaleAfter})
 	done := make(chan struct{})
 	for w := range 2 {
 		go func() {

@@ -86,7 +86,7 @@ func TestHostCheckLogsRarely(t *testing.T) {
 // which lets its page run its own script and styles, and every other
 // response one that allows nothing.
 func TestListenerHeaders(t *testing.T) {
-	v, err := liveview.New(liveview.Config{})
+	v, err := liveview.New(liveview.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func TestLiveViewInBrowser(t *testing.T) {
 // URL: the band must cover pixels, and the field picker must show.
 func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	bin := chromium(t)
-	v, err := liveview.New(liveview.Config{})
+	v, err := liveview.New(liveview.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
