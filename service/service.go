@@ -29,10 +29,13 @@ import (
 // embedded broker.
 const embeddedPartitions = 3
 
-// embeddedRetainBytes is what the embedded broker keeps of each partition:
-// it holds everything in memory, and the demo's forecasts alone grow it by
-// about 2 MB a second.
-const embeddedRetainBytes = 64 << 20
+// embeddedRetainBytes is what the embedded broker keeps of each partition.
+// It holds everything in memory, and without a bound it kept every forecast
+// and attribution the demo ever produced (with it, the demo's RSS levels
+// off at about 820 MB after six minutes). Three partitions of JSON readings
+// (about 80 bytes each) still hold the rebuild span (L + max_gap + 1 steps)
+// of some 12,000 series at L = 96.
+const embeddedRetainBytes = 32 << 20
 
 // Service is one running `freqlens serve`: the Kafka client, the consumer,
 // the pipeline, the sink, the online learner with its drift events and
