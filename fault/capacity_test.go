@@ -87,11 +87,10 @@ func TestCapacity(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	heap0, rss0 := a.metric("go_memstats_heap_inuse_bytes"), rssMB(pid)
 
-	// phase runs steps [from, to) of every series through the replicas and
-	// returns each one's CPU seconds and the wall time until all of them
-	// are committed. The steps are produced before the clock starts only
-	// in the sense that the producer runs beside: its CPU is not the
-	// replicas'.
+	// phase produces steps [from, to) of every series and returns each
+	// replica's CPU seconds and the wall time until all of them are
+	// committed. The producer runs beside the replicas; its CPU is not
+	// theirs.
 	phase := func(name string, from, to int, rs ...*replica) (cpu []float64, wall time.Duration) {
 		t.Helper()
 		before := make([]float64, len(rs))

@@ -32,7 +32,10 @@ type Broker struct {
 // Option configures Start.
 type Option func(*options)
 
-type options struct{ retainBytes int64 }
+type options struct {
+	retain      bool // RetainBytes was given
+	retainBytes int64
+}
 
 // RetainBytes keeps at most n bytes of each partition, dropping its oldest
 // record batches once a second, as a Kafka broker's retention.bytes does.
@@ -40,9 +43,9 @@ type options struct{ retainBytes int64 }
 // demo or a benchmark that produces forecasts for minutes grows by
 // gigabytes (and a benchmark's collector then marks them beside the
 // service it measures). Consumers that fall more than n bytes behind lose
-// what was dropped, as with a real broker.
+// what was dropped, as with a real broker. n must be positive.
 func RetainBytes(n int64) Option {
-	return func(o *options) { o.retainBytes = n }
+	return func(o *options) { o.retain, o.retainBytes = true, n }
 }
 
 // Start starts a broker listening on addr ("127.0.0.1:9092"; port 0
@@ -55,7 +58,7 @@ func Start(addr string, topics map[string]int, with ...Option) (*Broker, error) 
 	for _, opt := range with {
 		opt(&o)
 	}
-	if o.retainBytes < 0 {
+	if o.retain && o.retainBytes < 1 {
 		return nil, fmt.Errorf("embedded: RetainBytes(%d); keep a positive number of bytes per partition", o.retainBytes)
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -75,7 +78,7 @@ func Start(addr string, topics map[string]int, with ...Option) (*Broker, error) 
 		}),
 		kfake.ClusterID("freqlens"),
 	}
-	if o.retainBytes > 0 {
+	if o.retain {
 		// The broker writes a partition's batches into segments and frees a
 		// segment only when all of it is past retention: segments of a
 		// quarter of the bound keep what it holds within 1.25 times it
@@ -93,7 +96,7 @@ func Start(addr string, topics map[string]int, with ...Option) (*Broker, error) 
 		return nil, fmt.Errorf("embedded: start the broker on %s: %w", addr, err)
 	}
 	b := &Broker{c: c, addrs: c.ListenAddrs(), stop: make(chan struct{})}
-	if o.retainBytes > 0 {
+	if o.retain {
 		go b.retain(time.Second)
 	}
 	return b, nil

@@ -140,3 +140,16 @@ func TestRetainBytes(t *testing.T) {
 		b.Close() // idempotent
 	}
 }
+
+// TestRetainBytesRefusesNoBytes: a bound that keeps nothing is refused, not
+// read as "keep everything".
+func TestRetainBytesRefusesNoBytes(t *testing.T) {
+	for _, n := range []int64{0, -1} {
+		if b, err := embedded.Start("127.0.0.1:0", map[string]int{"a": 1}, embedded.RetainBytes(n)); err == nil || !strings.Contains(err.Error(), "positive") {
+			if b != nil {
+				b.Close()
+			}
+			t.Errorf("RetainBytes(%d): err = %v; want it refused", n, err)
+		}
+	}
+}
