@@ -43,6 +43,7 @@ func BenchmarkAblation(b *testing.B) {
 		{name: "no clock: rhythms without the time (step 10)", model: func(c *Config) { c.noClock = true }},
 		{name: "the residual sees the rhythms' band less the clock's terms (step 8)", model: func(c *Config) { c.residualSeesRhythms = true }},
 		{name: "one residual MLP over all channels (step 11)", model: func(c *Config) { c.residualMixesChannels = true }},
+		{name: "every frequency selected (K = N = 32)", model: func(c *Config) { c.Frequencies, c.TopK = 32, 32 }},
 		{name: "batch 32 (the library's default)", train: func(t *TrainConfig) { t.BatchSize = 32 }},
 		{name: "format 3 maths (the previous model), batch 128", model: func(c *Config) {
 			c.residualSelected, c.noClock, c.residualMixesChannels = true, true, true

@@ -33,14 +33,16 @@ type Placement struct {
 // PlaceFrequencies is meant for a new model before training: the heads of a
 // trained model would no longer match their frequencies.
 func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
-	return m.placeFrequencies(peaks, nil)
+	return m.placeFrequencies(peaks, nil, nil)
 }
 
-// placeFrequencies is PlaceFrequencies with, after the peaks, one
-// frequency exactly on each of harmonics (cycles per step): the missing
-// harmonics of the rhythms, which the clock tells apart by time even where
-// a window cannot (closer than 1/L), within the same cap of N/2.
-func (m *Model) placeFrequencies(peaks []Peak, harmonics []float64) Placement {
+// placeFrequencies is PlaceFrequencies where the peaks marked in sidebands
+// are kept however close they lie to a stronger one (calendar sidebands,
+// see calendarSidebands), with, after the peaks, one frequency exactly on
+// each of harmonics (cycles per step): the missing harmonics of the
+// rhythms. The clock tells both apart by time even where a window cannot
+// (closer than 1/L). The cap of N/2 holds for all of them.
+func (m *Model) placeFrequencies(peaks []Peak, sidebands []bool, harmonics []float64) Placement {
 	cfg := m.cfg
 	N, L := cfg.Frequencies, cfg.Lookback
 	res := 1 / float64(L)
@@ -63,9 +65,9 @@ func (m *Model) placeFrequencies(peaks []Peak, harmonics []float64) Placement {
 		if !(p.Frequency > fmin && p.Frequency < fmax) {
 			continue
 		}
-		ok := true
+		ok, sideband := true, i < len(sidebands) && sidebands[i]
 		for _, k := range keep {
-			if math.Abs(k.f-p.Frequency) < res && p.Share < 0.25*peaks[k.peak].Share {
+			if !sideband && math.Abs(k.f-p.Frequency) < res && p.Share < 0.25*peaks[k.peak].Share {
 				ok = false
 				break
 			}

@@ -641,3 +641,57 @@ func (m *Model) TrackRhythms(peaks []Peak, at float64) []CycleMove {
 	}
 	return moves
 }
+
+// calendarSidebands marks the peaks that placement left out for lying
+// within 1/L of a stronger line but that are sidebands of a found calendar
+// rhythm: harmonics of the next longer calendar period around its lines,
+// such as the 168/k-hour lines a weekday/weekend difference puts within
+// 1/L of the day's. A window cannot tell them from the day's lines, which
+// is why placement leaves them out, but the clock tells them apart by
+// time. Without them the week of a feed whose day spans a window (at a
+// 10- or 15-minute cadence every weekly line lies within 1/L of a daily
+// one) has no line at all, and the few that pass alone are named as
+// rhythms of their own.
+//
+// A peak is marked when its period divides a calendar period P = m·Q
+// (m > 1; the week, 7 days) within the tolerance of opts, at a harmonic n
+// of P that is not one of Q's (n not a multiple of m), within 1/L of
+// Q's harmonic nearest it, and rhythms hold Q or P.
+func calendarSidebands(peaks []Peak, pl Placement, rhythms []Rhythm, opts RhythmOptions, lookback int) []bool {
+	opts = opts.withDefaults()
+	if opts.Cadence <= 0 || opts.Rows < 2 || len(rhythms) == 0 {
+		return nil
+	}
+	tol := opts.Tolerance / float64(opts.Rows)
+	placed := make([]bool, len(peaks))
+	for _, p := range pl.Placed {
+		if p >= 0 && p < len(placed) {
+			placed[p] = true
+		}
+	}
+	found := func(period float64) bool {
+		return slices.ContainsFunc(rhythms, func(r Rhythm) bool { return math.Abs(1/r.PeriodSteps-1/period) <= tol })
+	}
+	var out []bool
+	for i, pk := range peaks {
+		if placed[i] || !(pk.Frequency > 0) {
+			continue
+		}
+		P := calendarCap(1/pk.Frequency, tol, opts.Cadence)
+		m := calendarSplit(P, tol, opts.Cadence)
+		if math.IsInf(P, 1) || m < 2 {
+			continue
+		}
+		n := int(math.Round(P * pk.Frequency))
+		Q := P / float64(m)
+		j := max(1, math.Round(float64(n)/float64(m)))
+		if n%m == 0 || math.Abs(pk.Frequency-j/Q) >= 1/float64(lookback) || !(found(Q) || found(P)) {
+			continue
+		}
+		if out == nil {
+			out = make([]bool, len(peaks))
+		}
+		out[i] = true
+	}
+	return out
+}

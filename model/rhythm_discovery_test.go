@@ -22,7 +22,8 @@ import (
 //   - Traffic-like: a daily shape of random bumps (hours, widths and heights
 //     drawn), weekends with a shape of their own, so the week is a rhythm
 //     a 96-step window cannot see; the weekly rhythm's share must rise with
-//     the weekday/weekend difference.
+//     the weekday/weekend difference. Hourly, and every 10 minutes, where
+//     the day spans 1.5 windows and the week 10.5.
 //   - A cycle 1.5–3× the lookback, of a non-sinusoidal shape (harmonics of
 //     random amplitude and phase), with a shorter cycle beside it half the
 //     time, at a 10-minute cadence.
@@ -47,25 +48,25 @@ func randomBumps(rng *rand.Rand, n int) []bump {
 	return bs
 }
 
-// weeklyFrame is hourly traffic from series sensors over weeks: weekdays
-// follow one random daily shape, weekends a mix of it and another by diff
-// (0: the same shape every day).
-func weeklyFrame(seed uint64, diff float64, series, weeks int) *dataset.Frame {
+// weeklyFrame is traffic from series sensors over weeks at a cadence:
+// weekdays follow one random daily shape, weekends a mix of it and another
+// by diff (0: the same shape every day).
+func weeklyFrame(seed uint64, diff float64, series, weeks int, cadence time.Duration) *dataset.Frame {
 	rng := rand.New(rand.NewPCG(seed, 77))
 	weekday, weekend := randomBumps(rng, 2+rng.IntN(3)), randomBumps(rng, 1+rng.IntN(3))
 	noise := 0.05 + 0.1*rng.Float64()
-	steps := weeks * 168
+	steps := int(time.Duration(weeks) * 7 * 24 * time.Hour / cadence)
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC) // a Monday
-	f := &dataset.Frame{Name: "weekly", Cadence: time.Hour, Times: make([]time.Time, steps), Values: make([]float64, steps*series)}
+	f := &dataset.Frame{Name: "weekly", Cadence: cadence, Times: make([]time.Time, steps), Values: make([]float64, steps*series)}
 	scale := make([]float64, series)
 	for s := range series {
 		f.Columns = append(f.Columns, fmt.Sprint("s-", s))
 		scale[s] = 1 + 0.4*(rng.Float64()-0.5)
 	}
 	for t := range steps {
-		ts := start.Add(time.Duration(t) * time.Hour)
+		ts := start.Add(time.Duration(t) * cadence)
 		f.Times[t] = ts
-		h := float64(ts.Hour())
+		h := float64(ts.Hour()) + float64(ts.Minute())/60
 		v := bumpsAt(weekday, h)
 		if wd := ts.Weekday(); wd == time.Saturday || wd == time.Sunday {
 			v = (1-diff)*v + diff*bumpsAt(weekend, h)
@@ -204,21 +205,30 @@ func shareOf(r rhythmResult, period float64) float64 {
 
 func TestRhythmsOfTrafficWeeks(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains six models; skipped in -short mode")
+		t.Skip("trains eight models; skipped in -short mode")
 	}
 	const L, H, epochs = 96, 24, 10
-	for _, seed := range []uint64{11, 12} {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+	// Hourly: the week is 1.75 windows. Every 10 minutes: the day is 1.5
+	// windows, the week 10.5, and every weekly line lies within 1/L of a
+	// daily one (calendarSidebands).
+	for _, tc := range []struct {
+		seed    uint64
+		cadence time.Duration
+		weeks   int
+		diffs   []float64
+	}{{11, time.Hour, 14, []float64{0.25, 0.5, 1}}, {12, time.Hour, 14, []float64{0.25, 0.5, 1}}, {13, 10 * time.Minute, 8, []float64{0.5, 1}}} {
+		steps := float64(24*time.Hour) / float64(tc.cadence)
+		t.Run(fmt.Sprintf("seed %d cadence %v", tc.seed, tc.cadence), func(t *testing.T) {
 			t.Parallel()
 			var weekly []float64
-			for _, diff := range []float64{0.25, 0.5, 1} {
-				r := trainOnFrame(t, weeklyFrame(seed, diff, 3, 14), L, H, epochs, seed)
-				checkRhythms(t, r, []float64{24, 168})
-				weekly = append(weekly, shareOf(r, 168))
+			for _, diff := range tc.diffs {
+				r := trainOnFrame(t, weeklyFrame(tc.seed, diff, 3, tc.weeks, tc.cadence), L, H, epochs, tc.seed)
+				checkRhythms(t, r, []float64{steps, 7 * steps})
+				weekly = append(weekly, shareOf(r, 7*steps))
 				t.Logf("weekday/weekend difference %.2f: %v", diff, r)
 			}
 			if !slices.IsSorted(weekly) {
-				t.Errorf("the weekly rhythm's share does not rise with the weekday/weekend difference 0.25, 0.5, 1: %.3f", weekly)
+				t.Errorf("the weekly rhythm's share does not rise with the weekday/weekend difference %v: %.3f", tc.diffs, weekly)
 			}
 		})
 	}

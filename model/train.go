@@ -306,12 +306,17 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		pl := m.PlaceFrequencies(peaks)
 		ropts := RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
 		rhythms := FindRhythms(m.lines(), ropts)
+		sidebands := calendarSidebands(peaks, pl, rhythms, ropts, m.cfg.Lookback)
+		if sidebands != nil {
+			pl = m.placeFrequencies(peaks, sidebands, nil)
+			rhythms = FindRhythms(m.lines(), ropts)
+		}
 		if cfg.FillHarmonics > 0 {
 			tol := 0.5 / float64(ropts.Rows)
 			fills := harmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, cfg.FillHarmonics,
 				m.cfg.Frequencies/2-len(m.Meta.Peaks), fmin, tol)
 			if len(fills) > 0 {
-				pl = m.placeFrequencies(peaks, fills)
+				pl = m.placeFrequencies(peaks, sidebands, fills)
 				rhythms = FindRhythms(m.lines(), ropts)
 				addFills(rhythms, fills, m.basis.freq, tol)
 			}
