@@ -642,8 +642,8 @@ func (m *Model) TrackRhythms(peaks []Peak, at float64) []CycleMove {
 	return moves
 }
 
-// calendarSidebands marks the peaks that placement left out for lying
-// within 1/L of a stronger line but that are sidebands of a found calendar
+// calendarSidebands marks, among the peaks placement left out (most for
+// lying within 1/L of a stronger line), the sidebands of a found calendar
 // rhythm: harmonics of the next longer calendar period around its lines,
 // such as the 168/k-hour lines a weekday/weekend difference puts within
 // 1/L of the day's. A window cannot tell them from the day's lines, which
@@ -655,8 +655,9 @@ func (m *Model) TrackRhythms(peaks []Peak, at float64) []CycleMove {
 //
 // A peak is marked when its period divides a calendar period P = m·Q
 // (m > 1; the week, 7 days) within the tolerance of opts, at a harmonic n
-// of P that is not one of Q's (n not a multiple of m), within 1/L of
-// Q's harmonic nearest it, and rhythms hold Q or P.
+// of P that is not one of Q's (n not a multiple of m), within 1/L of the
+// nearest of Q's harmonics (the first, for the lowest n), and rhythms hold
+// Q or P. Marking does not lift the cap of N/2 placed frequencies.
 func calendarSidebands(peaks []Peak, pl Placement, rhythms []Rhythm, opts RhythmOptions, lookback int) []bool {
 	opts = opts.withDefaults()
 	if opts.Cadence <= 0 || opts.Rows < 2 || len(rhythms) == 0 {
