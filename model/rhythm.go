@@ -642,6 +642,28 @@ func (m *Model) TrackRhythms(peaks []Peak, at float64) []CycleMove {
 	return moves
 }
 
+// placeRhythms places frequencies on peaks (PlaceFrequencies) and groups
+// the placed lines into rhythms (FindRhythms). Then it places again with
+// the calendar sidebands of the rhythms found (calendarSidebands), groups
+// again, and leaves out once more the sidebands that joined no calendar
+// rhythm. It returns the placement, the rhythms and the sidebands kept
+// (nil when there were none to try).
+func (m *Model) placeRhythms(peaks []Peak, opts RhythmOptions) (Placement, []Rhythm, []bool) {
+	pl := m.PlaceFrequencies(peaks)
+	rhythms := FindRhythms(m.lines(), opts)
+	sidebands := calendarSidebands(peaks, pl, rhythms, opts, m.cfg.Lookback)
+	if sidebands == nil {
+		return pl, rhythms, nil
+	}
+	pl = m.placeFrequencies(peaks, sidebands, nil)
+	rhythms = FindRhythms(m.lines(), opts)
+	if unmarkUngrouped(sidebands, pl, rhythms, opts.Cadence) {
+		pl = m.placeFrequencies(peaks, sidebands, nil)
+		rhythms = FindRhythms(m.lines(), opts)
+	}
+	return pl, rhythms, sidebands
+}
+
 // calendarSidebands marks, among the peaks placement left out (most for
 // lying within 1/L of a stronger line), the sidebands of a found calendar
 // rhythm: harmonics of the next longer calendar period around its lines,
@@ -657,7 +679,9 @@ func (m *Model) TrackRhythms(peaks []Peak, at float64) []CycleMove {
 // (m > 1; the week, 7 days) within the tolerance of opts, at a harmonic n
 // of P that is not one of Q's (n not a multiple of m), within 1/L of the
 // nearest of Q's harmonics (the first, for the lowest n), and rhythms hold
-// Q or P. Marking does not lift the cap of N/2 placed frequencies.
+// Q or P, and P shows at least four times in the rows (as FindRhythms
+// needs of a fundamental). Marking does not lift the cap of N/2 placed
+// frequencies.
 func calendarSidebands(peaks []Peak, pl Placement, rhythms []Rhythm, opts RhythmOptions, lookback int) []bool {
 	opts = opts.withDefaults()
 	if opts.Cadence <= 0 || opts.Rows < 2 || len(rhythms) == 0 {
@@ -680,8 +704,8 @@ func calendarSidebands(peaks []Peak, pl Placement, rhythms []Rhythm, opts Rhythm
 		}
 		P := calendarCap(1/pk.Frequency, tol, opts.Cadence)
 		m := calendarSplit(P, tol, opts.Cadence)
-		if math.IsInf(P, 1) || m < 2 {
-			continue
+		if math.IsInf(P, 1) || m < 2 || P > float64(opts.Rows)/4 {
+			continue // no calendar period above, or too long for a rhythm in these rows
 		}
 		n := int(math.Round(P * pk.Frequency))
 		Q := P / float64(m)
@@ -695,4 +719,27 @@ func calendarSidebands(peaks []Peak, pl Placement, rhythms []Rhythm, opts Rhythm
 		out[i] = true
 	}
 	return out
+}
+
+// unmarkUngrouped clears the marks of calendar sidebands whose frequency
+// did not join a calendar rhythm when the placed lines were grouped again
+// (a lone weekly line that found no other to make the week with would
+// otherwise be named a rhythm of its own) and reports whether it cleared
+// any. Placement then leaves them out, as before the marks.
+func unmarkUngrouped(marks []bool, pl Placement, rhythms []Rhythm, cadence time.Duration) bool {
+	inCalendar := map[int]bool{} // frequency id → in a calendar rhythm
+	for _, r := range rhythms {
+		if isCalendar(r.PeriodSteps, cadence) {
+			for _, id := range r.Frequencies {
+				inCalendar[id] = true
+			}
+		}
+	}
+	changed := false
+	for id, peak := range pl.Placed {
+		if peak >= 0 && peak < len(marks) && marks[peak] && !inCalendar[id] {
+			marks[peak], changed = false, true
+		}
+	}
+	return changed
 }

@@ -303,14 +303,8 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	if rows, channels := spectrumRows(train); rows != nil && cfg.FrequencyInit == InitSpectrum {
 		fmin, _ := freqBounds(m.cfg.Lookback)
 		peaks := FindPeaks(rows, channels, PeakOptions{MinFrequency: fmin})
-		pl := m.PlaceFrequencies(peaks)
 		ropts := RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
-		rhythms := FindRhythms(m.lines(), ropts)
-		sidebands := calendarSidebands(peaks, pl, rhythms, ropts, m.cfg.Lookback)
-		if sidebands != nil {
-			pl = m.placeFrequencies(peaks, sidebands, nil)
-			rhythms = FindRhythms(m.lines(), ropts)
-		}
+		pl, rhythms, sidebands := m.placeRhythms(peaks, ropts)
 		if cfg.FillHarmonics > 0 {
 			tol := 0.5 / float64(ropts.Rows)
 			fills := harmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, cfg.FillHarmonics,
