@@ -28,7 +28,9 @@ type Placement struct {
 // than 1/L to a stronger kept one (a window cannot separate the two) is
 // kept only when it is a cycle in its own right rather than leakage or a
 // modulation sideband: at least a quarter of the stronger one's share.
-// At most half of the frequencies are placed.
+// (Train then also keeps the sidebands of calendar rhythms, which the clock
+// tells apart: see placeRhythms.) At most half of the frequencies are
+// placed.
 //
 // PlaceFrequencies is meant for a new model before training: the heads of a
 // trained model would no longer match their frequencies.
