@@ -67,7 +67,7 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 	}
 	m := ws.m
 	cfg := m.cfg
-	L, H, C, K := cfg.Lookback, cfg.Horizon, cfg.Channels, cfg.TopK
+	L, H, C, K := cfg.Lookback, cfg.Horizon, cfg.Channels, cfg.slots()
 	HC := H * C
 	alpha := sigmoid(m.params.Fusion[0])
 	dst.Alpha = alpha
@@ -155,7 +155,7 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 
 // selected reports whether window i of the last pass selected frequency f.
 func (ws *Workspace) selected(i, f int) bool {
-	K := ws.cfg.TopK
+	K := ws.cfg.slots()
 	for _, s := range ws.sel[i*K : (i+1)*K] {
 		if int(s) == f {
 			return true
@@ -193,7 +193,7 @@ func (ws *Workspace) Without(ids ...int) {
 func (ws *Workspace) addShares(i int, acc []float64) float64 {
 	m := ws.m
 	cfg := m.cfg
-	H, C, K := cfg.Horizon, cfg.Channels, cfg.TopK
+	H, C, K := cfg.Horizon, cfg.Channels, cfg.slots()
 	HC := H * C
 	alpha := sigmoid(m.params.Fusion[0])
 	sd, res := ws.sd[i*C:(i+1)*C], ws.res[i*HC:(i+1)*HC]
@@ -230,7 +230,7 @@ func (ws *Workspace) addShares(i int, acc []float64) float64 {
 // partAbs is Σ|σ·(α·g_f + q_f)| of frequency f in window i, with its head
 // the rank-k selection (k < 0: not selected).
 func (ws *Workspace) partAbs(i, f, k int, alpha float64) float64 {
-	C, K, HC := ws.cfg.Channels, ws.cfg.TopK, ws.cfg.Horizon*ws.cfg.Channels
+	C, K, HC := ws.cfg.Channels, ws.cfg.slots(), ws.cfg.Horizon*ws.cfg.Channels
 	sd := ws.sd[i*C : (i+1)*C]
 	clk := ws.attrClock[:HC]
 	hasClock := ws.clockTerm(i, f, clk)
@@ -308,11 +308,12 @@ func scaleAbsSum(dst, g, s []float64) float64 {
 }
 
 // MaxContributions is the most contributions an Attribution of one model
-// window holds: the K selected frequencies and, in a model that reads the
-// time, the rhythms' frequencies (their clock terms) that were not.
+// window holds: the selected frequencies and, in a format 4 model that
+// reads the time, the rhythms' frequencies (their clock terms) that were
+// not selected.
 func (m *Model) MaxContributions() int {
-	if m.clock.active {
+	if m.clock.active && m.cfg.rhythmsCompete {
 		return m.cfg.TopK + len(m.clock.ids)
 	}
-	return m.cfg.TopK
+	return m.cfg.slots()
 }

@@ -186,9 +186,12 @@ func TestCompleteness(t *testing.T) {
 					if c.Selected {
 						selected++
 					}
+					if _, rhythm := m.RhythmOf(c.ID); rhythm && !c.Selected && !m.cfg.rhythmsCompete {
+						t.Errorf("window %d: rhythm frequency %d is not selected", i, c.ID)
+					}
 				}
-				if selected != m.cfg.TopK {
-					t.Errorf("window %d: %d selected frequencies, want K = %d", i, selected, m.cfg.TopK)
+				if want := m.cfg.slots(); selected != want {
+					t.Errorf("window %d: %d selected frequencies, want %d (K = %d and %d of the rhythms)", i, selected, want, m.cfg.TopK, m.cfg.rhythmSlots)
 				}
 			}
 		})

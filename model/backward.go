@@ -30,7 +30,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	cfg, p, bs, tr, g := m.cfg, m.params, m.basis, ws.tr, ws.tr.grad
 	n := ws.n
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden
+	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.slots(), cfg.ScorerHidden
 	HC, C1, LC, nN := H*C, C+1, L*C, n*N
 	M, D := 2*N, 2*d // atoms, coefficients per frequency
 	alpha := sigmoid(p.Fusion[0])
@@ -307,7 +307,7 @@ func energyBackward(ws *Workspace, n int, dscore, dY []float64) {
 // The gradient reaching x̂ is not needed: x̂ is data.
 func (m *Model) leftoverBackward(ws *Workspace, n int, dY []float64) {
 	cfg, tr := m.cfg, ws.tr
-	L, C, K := cfg.Lookback, cfg.Channels, cfg.TopK
+	L, C, K := cfg.Lookback, cfg.Channels, cfg.slots()
 	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
 	G := m.residualInputGrad(ws, n)
 	psibar := m.basis.psibar

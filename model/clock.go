@@ -79,6 +79,10 @@ func (m *Model) setClock() {
 		ck.rhythm = append(ck.rhythm, r)
 		ck.freq = append(ck.freq, float64(k)/m.Meta.Rhythms[r].PeriodSteps)
 	}
+	m.cfg.rhythmSlots = 0
+	if !cfg.rhythmsCompete {
+		m.cfg.rhythmSlots = len(ck.ids)
+	}
 	ck.cadence = int64(m.Meta.Cadence)
 	ck.active = !cfg.noClock && len(ck.ids) > 0 && ck.cadence > 0
 	M := len(ck.ids)

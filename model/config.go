@@ -51,7 +51,13 @@ type Config struct {
 	//
 	// Default: 32
 	Frequencies int
-	// TopK is K, how many frequencies each window selects.
+	// TopK is K, how many frequencies each window selects. In a model with
+	// rhythms (format 5) the rhythms' frequencies take the first places in
+	// every window, since the clock says where in each rhythm a window
+	// stands and so a rhythm is present in all of them, and the other
+	// frequencies compete for the K − |rhythms| places left (none when the
+	// rhythms have K frequencies or more: then a window selects exactly
+	// the rhythms').
 	//
 	// Default: 8
 	TopK int
@@ -105,6 +111,23 @@ type Config struct {
 	// differ from their usual shape (more accurate on ETTh1, but the
 	// residual then carries cycles: see BenchmarkAblation and docs/benchmarks.md).
 	noDecycle, residualSeesRhythms bool
+	// rhythmsCompete selects the maths of format 4 and older: the rhythms'
+	// frequencies compete with the others for the K places of the
+	// selection, so a window whose day is weak in its energy drops some of
+	// the day's harmonics and their head terms with them. Format 5 selects
+	// every rhythm frequency in every window first.
+	rhythmsCompete bool
+	// rhythmSlots is derived, not chosen: how many rhythm frequencies each
+	// window selects first (format 5; 0 with rhythmsCompete or without
+	// rhythms). The model sets it from its rhythms (setClock).
+	rhythmSlots int
+}
+
+// slots is how many frequencies each window selects: K, of which the
+// rhythms' come first and the others compete for the rest; all of the
+// rhythms' when they are more than K.
+func (cfg Config) slots() int {
+	return max(cfg.TopK, cfg.rhythmSlots)
 }
 
 // withDefaults returns cfg with every zero field set to its default.
@@ -208,3 +231,7 @@ func (m *Model) Channels() int { return m.cfg.Channels }
 
 // Config returns the model's shapes with defaults filled in.
 func (m *Model) Config() Config { return m.cfg }
+
+// SelectedPerWindow is how many frequencies each window selects: K and, in
+// a model of format 5 or later, every rhythm frequency as well.
+func (m *Model) SelectedPerWindow() int { return m.cfg.slots() }

@@ -69,7 +69,7 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 	samples := bt.samples()
 	nb := (samples + batch - 1) / batch
 	partial := make([]float64, nb*2*srcC) // per batch: squared then absolute error per source channel
-	N, K := m.cfg.Frequencies, m.cfg.TopK
+	N, K := m.cfg.Frequencies, m.cfg.slots()
 	counts := make([]int, workers*N)
 	shareAcc := make([]float64, nb*(N+1)) // per batch: shares by frequency, then the residual's
 	for len(*cache) < workers {

@@ -39,14 +39,17 @@ import (
 //     frequencies; the residual MLP reads the window less its rhythms (a
 //     fixed set, not the selection), so attributions are faithful to
 //     removal.
+//   - 5: the tensors and metadata of version 4; every window selects all
+//     of the rhythms' frequencies and K of the others (in version 4 the
+//     rhythms' frequencies competed with the others for the K places).
 //
 // A version 1 model loads as the version 2 model that forecasts exactly as
 // it did: its cosine atoms are the old atoms (φ moved to the new anchor),
 // and the weights that read the sine atoms are zero, for training to grow.
-// A version 2 or 3 model keeps its maths (and is saved in its version), so
-// it forecasts exactly as it did; models trained by this build are
-// version 4.
-const FormatVersion = 4
+// A version 2, 3 or 4 model keeps its maths (and is saved in its version),
+// so it forecasts exactly as it did; models trained by this build are
+// version 5.
+const FormatVersion = 5
 
 const (
 	formatName     = "freqlens"
@@ -255,6 +258,7 @@ func Decode(b []byte) (*Model, error) {
 	}
 	cfg.noEnergyPrior, cfg.residualReadsAll = ver <= 2, ver <= 2
 	cfg.residualSelected, cfg.noClock, cfg.residualMixesChannels = ver == 3, ver <= 3, ver <= 3
+	cfg.rhythmsCompete = ver <= 4
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("incompatible model: %w", err)
 	}
@@ -341,11 +345,14 @@ func Decode(b []byte) (*Model, error) {
 func (cfg Config) formatVersion() int {
 	switch {
 	case cfg.noDecycle || cfg.residualSeesRhythms:
-	case cfg.noEnergyPrior && cfg.residualReadsAll && cfg.noClock && cfg.residualMixesChannels:
+	case cfg.noEnergyPrior && cfg.residualReadsAll && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete:
 		return 2
-	case !cfg.noEnergyPrior && !cfg.residualReadsAll && cfg.residualSelected && cfg.noClock && cfg.residualMixesChannels:
+	case !cfg.noEnergyPrior && !cfg.residualReadsAll && cfg.residualSelected && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete:
 		return 3
 	case !cfg.noEnergyPrior && !cfg.residualReadsAll && !cfg.residualSelected && !cfg.noClock && !cfg.residualMixesChannels:
+		if cfg.rhythmsCompete {
+			return 4
+		}
 		return FormatVersion
 	}
 	return 0

@@ -35,10 +35,10 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		DataName:      "ETTh1.csv",
 		Metrics:       map[string]float64{"test_mse": 0.39, "test_mae": 0.41},
 		Training:      TrainConfig{Seed: 42}.Settings(),
-		Selected:      []int{1, 2, 3, 4, 5, 6},
+		Selected:      []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
 		Seed:          42,
 		Peaks:         []PlacedPeak{{ID: 4, PeriodSteps: 23.985, VarianceShare: 0.25, Prominence: 806}},
-		Shares:        []float64{0, 0.1, 0.2, 0, 0.386, 0.05},
+		Shares:        []float64{0, 0.1, 0.2, 0, 0.386, 0.05, 0, 0, 0},
 		ResidualShare: 0.264,
 		ErrorQuantiles: &ErrorQuantiles{Probs: []float64{0.1, 0.5, 0.9}, Horizon: 5, Channels: 2, Windows: 40,
 			Values: []float64{-1.5, -1, -1.25, -0.75, -2, -1, -2.5, -1.5, -3, -2, 0.01, 0, -0.1, 0.2, 0, 0, 0.1, -0.2, 0.3, 0.05,
@@ -320,12 +320,18 @@ func TestOlderFormatsKeepTheirMaths(t *testing.T) {
 			}
 			const n = 4
 			x, y := randomBatch(m.cfg, n, 5)
-			got := old.Forward(old.NewWorkspace(n), nil, x, nil)
+			ends := windowEnds(old, n, 6)
+			got := old.Forward(old.NewWorkspace(n), nil, x, ends)
 			// The reference of that maths, with the selection the forecast
 			// made (a training pass without noise or dropout selects the
-			// same top-K, with gates of exactly 1).
+			// same top-K, with gates of exactly 1) at the same times.
 			noise := make([]float64, n*old.cfg.Frequencies)
 			tr := newGradTrainer(t, old, x, y, noise, n, TrainConfig{Dropout: -1})
+			for i, end := range ends {
+				for c := range old.cfg.Channels {
+					tr.tau[i*old.cfg.Channels+c] = old.clock.steps(end)
+				}
+			}
 			tr.gradient(n, 1)
 			want := refLoss(old.cfg, old.params, clockOf(old, tr.tau), x, y, n, noise, 1, selectionOf(tr, n), tr.cfg)
 			for i := range got {

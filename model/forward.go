@@ -96,7 +96,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	ws.n, ws.m = n, m
 	cfg, p, bs := m.cfg, m.params, m.basis
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden
+	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.slots(), cfg.ScorerHidden
 	HC, C1, LC := H*C, C+1, L*C
 	M, D := 2*N, 2*d // atoms (a cosine and a sine per frequency), coefficients per frequency
 
@@ -157,20 +157,39 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		}
 	}
 
-	// 5. Select K frequencies per window.
-	sel := ws.sel[:n*K]
+	// 5. Select per window every rhythm frequency (format 5), then the best
+	// of the others for the places left. A rhythm frequency's logit is −∞
+	// to the softmax and the top-K, so it has no straight-through gate: it
+	// is always in.
+	sel, R := ws.sel[:n*K], cfg.rhythmSlots
 	for b := range n {
 		logits := score[b*N : (b+1)*N]
-		if draws != nil {
-			tr := ws.tr
-			noisy := tr.noisy[b*N : (b+1)*N]
-			for i := range noisy {
-				noisy[i] = logits[i] + draws.noise[b*N+i]
+		if draws != nil || R > 0 {
+			masked := ws.masked
+			if draws != nil {
+				masked = ws.tr.noisy[b*N : (b+1)*N]
 			}
-			softmax(tr.prob[b*N:(b+1)*N], noisy, draws.tau)
-			logits = noisy
+			for i := range masked {
+				masked[i] = logits[i]
+				if draws != nil {
+					masked[i] += draws.noise[b*N+i]
+				}
+			}
+			for _, id := range m.clock.ids[:R] {
+				masked[id] = math.Inf(-1)
+			}
+			if draws != nil {
+				softmax(ws.tr.prob[b*N:(b+1)*N], masked, draws.tau)
+			}
+			logits = masked
 		}
-		topK(sel[b*K:(b+1)*K], logits, ws.topv)
+		dst := sel[b*K : (b+1)*K]
+		for j, id := range m.clock.ids[:R] {
+			dst[j] = int32(id)
+		}
+		if len(dst) > R {
+			topK(dst[R:], logits, ws.topv)
+		}
 	}
 
 	// The clock: the rhythm frequencies' terms over the window and horizon.
@@ -303,7 +322,7 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 // per-window sums of the selected heads.
 func (m *Model) residualOut(ws *Workspace, part int) {
 	cfg, p, n := m.cfg, m.params, ws.n
-	HC, K, R := cfg.Horizon*cfg.Channels, cfg.TopK, cfg.ResidualHidden
+	HC, K, R := cfg.Horizon*cfg.Channels, cfg.slots(), cfg.ResidualHidden
 	res, fs := ws.res[:n*HC], ws.freqSum[:n*HC]
 	if pw, _, out := cfg.residualShape(); pw > 1 {
 		// One row per window and channel: out = H columns, then back to
@@ -443,7 +462,7 @@ const energyTiny = 1e-12
 // models what they leave, and the attribution names the cycles.
 func leftover(ws *Workspace, n int) {
 	cfg := ws.cfg
-	L, C, K := cfg.Lookback, cfg.Channels, cfg.TopK
+	L, C, K := cfg.Lookback, cfg.Channels, cfg.slots()
 	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
 	psibar := ws.m.basis.psibar
 	proj := ws.xr[:n*LC]
@@ -591,7 +610,7 @@ func topK(dst []int32, v, vals []float64) {
 // group orders the n·K selections by head: head f's windows occupy grouped
 // slots groupStart[f] … groupStart[f+1]−1 in window order.
 func (ws *Workspace) group(n int) {
-	N, K := ws.cfg.Frequencies, ws.cfg.TopK
+	N, K := ws.cfg.Frequencies, ws.cfg.slots()
 	gs := ws.groupStart
 	clear(gs)
 	sel := ws.sel[:n*K]

@@ -221,7 +221,16 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			e = must(G.Add(must(G.Mul(e, scalar(1/max(den, energyTiny)))), scalar(energyFloor)))
 			score = must(G.Add(score, must(G.Log(e))))
 		}
-		u := must(G.Add(score, constant("noise", noise[b*N:(b+1)*N], N)))
+		// Format 5 selects every rhythm frequency outside the softmax.
+		perturb := slices.Clone(noise[b*N : (b+1)*N])
+		if !cfg.rhythmsCompete {
+			for _, r := range m.Meta.Rhythms {
+				for _, id := range r.Frequencies {
+					perturb[id] = -1e300
+				}
+			}
+		}
+		u := must(G.Add(score, constant("noise", perturb, N)))
 		prob := must(G.SoftMax(must(G.Mul(u, scalar(1/tau)))))
 
 		var yfreq *G.Node

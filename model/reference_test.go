@@ -149,6 +149,15 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			}
 			u[i] = s + noise[b*N+i]
 		}
+		// Format 5: every rhythm frequency is selected, outside the
+		// softmax (its gate is exactly 1).
+		if !cfg.rhythmsCompete {
+			for _, r := range rc.rhythms {
+				for _, id := range r.Frequencies {
+					u[id] = math.Inf(-1)
+				}
+			}
+		}
 		mx := slices.Max(u)
 		prob := make([]float64, N)
 		z := 0.0
@@ -479,7 +488,7 @@ func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, tc Tra
 // selectionOf reads back the selections and probabilities the trainer's
 // shards used, per window of the whole batch.
 func selectionOf(tr *trainer, n int) refSelection {
-	K, N := tr.m.cfg.TopK, tr.m.cfg.Frequencies
+	K, N := tr.m.cfg.slots(), tr.m.cfg.Frequencies
 	var fix refSelection
 	for b := range n {
 		ws, j := tr.ws, b

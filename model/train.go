@@ -509,7 +509,7 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 	if cfg.Dropout > 0 {
 		pw, _, _ := c.residualShape()
 		t.resMask = make([]float64, B*pw*c.ResidualHidden)
-		t.headMask = make([]float64, B*c.TopK*c.HeadHidden)
+		t.headMask = make([]float64, B*c.slots()*c.HeadHidden)
 	}
 	t.ws = m.NewWorkspace(B)
 	t.ws.enableTraining()

@@ -37,6 +37,7 @@ type Workspace struct {
 	freqSum              []float64 // n·H·C: Σ_{f∈S} g_f(c_f)
 	rpre, rtanh, rh, res []float64 // residual MLP: rows·R three times (rows: n, or n·C), n·H·C
 	topv                 []float64 // K: top-K scratch
+	masked               []float64 // N: one window's logits without the rhythms' frequencies
 	attrHead, attrSD     []float64 // H·C: α·σ and σ per output position (Attribution)
 	attrLevel            []float64 // H·C: μ per output position (Attribution)
 	attrClock            []float64 // H·C: a clock term (Attribution)
@@ -103,7 +104,7 @@ func (ws *Workspace) grow(n int) {
 	}
 	cfg := ws.cfg
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.slots(), cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
 	HC, C1 := H*C, C+1
 	ws.cap = n
 	ws.xn = make([]float64, n*L*C)
@@ -137,6 +138,7 @@ func (ws *Workspace) grow(n int) {
 	ws.resOut = make([]float64, n*H*C)
 	ws.res = make([]float64, n*HC)
 	ws.topv = make([]float64, K)
+	ws.masked = make([]float64, N)
 	ws.attrHead = make([]float64, HC)
 	ws.attrSD = make([]float64, HC)
 	ws.attrLevel = make([]float64, HC)
@@ -163,7 +165,7 @@ func (ws *Workspace) enableTraining() {
 	}
 	cfg := ws.cfg
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.TopK, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	d, N, K, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.slots(), cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
 	HC, C1, n := H*C, C+1, ws.cap
 	ws.tr = &trainScratch{
 		noisy:   make([]float64, n*N),

@@ -122,7 +122,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, c := range selected {
 		windows += c
 	}
-	windows /= cfg.TopK
+	windows /= m.SelectedPerWindow()
 	rep := inspectReport{
 		Model: *modelPath, TrainedOn: m.Meta.DataName, Mode: string(cfg.Mode),
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
@@ -158,7 +158,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if selected != nil {
 		rep.MostSelected = slices.Clone(rep.Frequencies)
 		slices.SortStableFunc(rep.MostSelected, func(a, b inspectFrequency) int { return cmp.Compare(b.Selected, a.Selected) })
-		rep.MostSelected = rep.MostSelected[:cfg.TopK]
+		rep.MostSelected = rep.MostSelected[:min(len(rep.MostSelected), m.SelectedPerWindow())]
 	}
 	for _, pm := range m.MatchPeriods(knownPeriods, matchTolerance) {
 		rep.KnownPeriods = append(rep.KnownPeriods, inspectMatch{
