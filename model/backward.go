@@ -25,7 +25,8 @@ type backwardConsts struct {
 //
 //	∂L/∂u_i = p_i·(∂L/∂p_i − Σ_j p_j ∂L/∂p_j)/τ,
 //	∂L/∂p_f = ⟨∂L/∂ŷ_freq, g_f(c_f)⟩ for f selected,
-//	∂L/∂p_i = λ_sparse/B for i not selected (L_sparse = mean_b Σ_{i∉S_b} p_bi).
+//	∂L/∂p_i = λ_sparse/B for i not selected (L_sparse = mean_b Σ_{i∉S_b} p_bi;
+//	left out when the rhythms' frequencies take all K places).
 func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k backwardConsts) {
 	cfg, p, bs, tr, g := m.cfg, m.params, m.basis, ws.tr, ws.tr.grad
 	n := ws.n
@@ -83,6 +84,9 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	// Straight-through selection and the sparsity loss.
 	dscore := tr.dscore[:nN]
 	sparseGrad := k.lambdaSparse / float64(k.batch)
+	if K <= cfg.rhythmSlots {
+		sparseGrad = 0 // no place is left to the others: L_sparse is left out
+	}
 	tr.sparse = 0
 	for b := range n {
 		prob, ds := tr.prob[b*N:(b+1)*N], dscore[b*N:(b+1)*N]
@@ -95,7 +99,11 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 			ds[f] = tr.dm[ws.pos[b*K+kk]]
 			outside -= prob[f]
 		}
-		tr.sparse += outside
+		if K > cfg.rhythmSlots {
+			// With no place left to the others the mass outside is all
+			// of it, a constant, which the loss leaves out.
+			tr.sparse += outside
+		}
 		s := 0.0
 		for i, v := range ds {
 			s += prob[i] * v

@@ -143,7 +143,7 @@
 //
 // with L_div a log-barrier on the gaps between sorted log-frequencies,
 // L_recon = ‖Ψ̄ᵀΨ̄·H − H‖² / (B·L·d) (how well the 2N atoms span the projected
-// window), L_sparse the softmax mass outside the selected set, and L_var the
+// window), L_sparse the softmax mass outside the selected set (none when the rhythms take all K places), and L_var the
 // squared difference between forecast and target standard deviations per
 // window and channel. The gradient is written by hand (backward.go) and
 // checked against finite differences and against gorgonia's automatic

@@ -151,11 +151,13 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 		}
 		// Format 5: every rhythm frequency is selected, outside the
 		// softmax (its gate is exactly 1).
+		var members []int
+		for _, r := range rc.rhythms {
+			members = append(members, r.Frequencies...)
+		}
 		if !cfg.rhythmsCompete {
-			for _, r := range rc.rhythms {
-				for _, id := range r.Frequencies {
-					u[id] = math.Inf(-1)
-				}
+			for _, id := range members {
+				u[id] = math.Inf(-1)
 			}
 		}
 		mx := slices.Max(u)
@@ -169,11 +171,16 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			prob[i] /= z
 		}
 		sparse := 1.0
-		for k, f := range fix.sel[b] {
+		free := 0 // selected frequencies that won a place in the softmax
+		for _, f := range fix.sel[b] {
 			sparse -= prob[f]
-			_ = k
+			if !slices.Contains(members, f) || cfg.rhythmsCompete {
+				free++
+			}
 		}
-		out.sparse += sparse
+		if free > 0 {
+			out.sparse += sparse
+		}
 		// Heads with straight-through gates.
 		yfreq := make([]float64, HC)
 		for k, f := range fix.sel[b] {
@@ -199,10 +206,8 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 		// The clock's terms over the window and the horizon, straight from
 		// their definition: a·cos(2πk(ρ + s/P)) + b·sin(2πk(ρ + s/P)).
 		qpast, qfut := make([]float64, L*C), make([]float64, HC)
-		var members []int
 		for _, r := range rc.rhythms {
 			for j, id := range r.Frequencies {
-				members = append(members, id)
 				if !rc.active {
 					continue
 				}
