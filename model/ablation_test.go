@@ -11,7 +11,7 @@ import (
 	"github.com/freqlens/freqlens/dataset"
 )
 
-// BenchmarkAblation is what each step of format 4 buys on a benchmark file
+// BenchmarkAblation is what each step of format 5 buys on a benchmark file
 // (ETTh1 by default; FREQLENS_ABLATION_DATA=weather.csv,ETTm1.csv for
 // others, FREQLENS_ABLATION_SEEDS=42,1,2 for more seeds): the default
 // recipe (train's: batch 128) and each variant with one step taken away,
@@ -39,14 +39,15 @@ func BenchmarkAblation(b *testing.B) {
 		model func(*Config)
 		train func(*TrainConfig)
 	}{
-		{name: "format 4 (default)"},
+		{name: "format 5 (default)"},
+		{name: "the rhythms compete for the K places (format 4)", model: func(c *Config) { c.rhythmsCompete = true }},
 		{name: "no clock: rhythms without the time (step 10)", model: func(c *Config) { c.noClock = true }},
 		{name: "the residual sees the rhythms' band less the clock's terms (step 8)", model: func(c *Config) { c.residualSeesRhythms = true }},
 		{name: "one residual MLP over all channels (step 11)", model: func(c *Config) { c.residualMixesChannels = true }},
 		{name: "every frequency selected (K = N = 32)", model: func(c *Config) { c.Frequencies, c.TopK = 32, 32 }},
 		{name: "batch 32 (the library's default)", train: func(t *TrainConfig) { t.BatchSize = 32 }},
 		{name: "format 3 maths (the previous model), batch 128", model: func(c *Config) {
-			c.residualSelected, c.noClock, c.residualMixesChannels = true, true, true
+			c.residualSelected, c.noClock, c.residualMixesChannels, c.rhythmsCompete = true, true, true, true
 		}},
 	}
 	for _, file := range files {
