@@ -42,7 +42,8 @@ type Attribution struct {
 // Contribution is one frequency's part of a forecast.
 type Contribution struct {
 	Frequency
-	// Score is the frequency's selection logit.
+	// Score is the frequency's selection logit. A format 5 model selects
+	// a rhythm's frequency whatever its score.
 	Score float64
 	// Selected says the window selected the frequency, so its head adds to
 	// Values; a frequency of a rhythm has a part (its clock term) either way.

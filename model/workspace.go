@@ -26,7 +26,7 @@ type Workspace struct {
 	coef                 []float64 // n·N·2d: the coefficients c_i
 	zpre, ztanh, z       []float64 // n·N·S: scorer pre-activation, its tanh, GELU output
 	score                []float64 // n·N: selection logits
-	sel                  []int32   // n·K: selected frequency ids, best first
+	sel                  []int32   // n·K: selected frequency ids: the rhythms' (format 5), then the others best first
 	pos                  []int32   // n·K: grouped slot of each selection
 	slotSel              []int32   // n·K: the selection (window·K + rank) of each grouped slot
 	groupStart           []int32   // N+1: first grouped slot of each head
