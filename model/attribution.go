@@ -43,7 +43,8 @@ type Attribution struct {
 type Contribution struct {
 	Frequency
 	// Score is the frequency's selection logit. A format 5 model selects
-	// a rhythm's frequency whatever its score.
+	// a rhythm's frequency whatever its score, and one whose rhythms take
+	// all K places scores nothing (0).
 	Score float64
 	// Selected says the window selected the frequency, so its head adds to
 	// Values; a frequency of a rhythm has a part (its clock term) either way.

@@ -113,27 +113,31 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		}
 	}
 
-	// Scorer.
-	dz := tr.dz[:nN*S]
-	for r := range nN {
-		gs := dscore[r]
-		g.FreqBias[r%N] += gs
-		gemm.Axpy(gs, ws.z[r*S:(r+1)*S], g.ScW2)
-		row := dz[r*S : (r+1)*S]
-		for j := range row {
-			row[j] = gs * p.ScW2[j] * geluGrad(ws.zpre[r*S+j], ws.ztanh[r*S+j])
+	// Scorer, unless the rhythms take every place (the forward pass then
+	// scored nothing and every ∂L/∂score is 0).
+	scores := K > cfg.rhythmSlots
+	if scores {
+		dz := tr.dz[:nN*S]
+		for r := range nN {
+			gs := dscore[r]
+			g.FreqBias[r%N] += gs
+			gemm.Axpy(gs, ws.z[r*S:(r+1)*S], g.ScW2)
+			row := dz[r*S : (r+1)*S]
+			for j := range row {
+				row[j] = gs * p.ScW2[j] * geluGrad(ws.zpre[r*S+j], ws.ztanh[r*S+j])
+			}
+			gemm.Axpy(1, row, g.ScB1)
 		}
-		gemm.Axpy(1, row, g.ScB1)
+		gemm.TN(D, S, nN, ws.coef, D, dz, S, g.ScW1, S)
+		gemm.NT(nN, D, S, dz, S, p.ScW1, S, dcoef, D)
 	}
-	gemm.TN(D, S, nN, ws.coef, D, dz, S, g.ScW1, S)
-	gemm.NT(nN, D, S, dz, S, p.ScW1, S, dcoef, D)
 
 	// Coefficients: one row of d per atom, c = Y·W̃.
 	Y, dY := ws.y[:n*M*C1], tr.dY[:n*M*C1]
 	gemm.TN(C1, d, n*M, Y, C1, dcoef, d, g.Data[:C1*d], d)
 	clear(dY)
 	gemm.NT(n*M, C1, d, dcoef, d, p.Data[:C1*d], d, dY, C1)
-	if !cfg.noEnergyPrior {
+	if scores && !cfg.noEnergyPrior {
 		energyBackward(ws, n, dscore, dY)
 	}
 

@@ -129,7 +129,10 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		}
 	}
 
-	if !cfg.noEnergyPrior {
+	// A format 5 model whose rhythms take all K places selects the same
+	// frequencies in every window: it needs no scores.
+	scores := K > cfg.rhythmSlots
+	if scores && !cfg.noEnergyPrior {
 		windowEnergy(ws, n)
 	}
 
@@ -140,21 +143,25 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	clear(coef)
 	gemm.NN(n*M, d, C1, Y, C1, p.Data[:C1*d], d, coef, d)
 
-	// 4. Scorer: logit_i = GELU(c_i·W1 + b1)·w2 + bias_i.
+	// 4. Scorer: logit_i = GELU(c_i·W1 + b1)·w2 + bias_i (0 when unused).
 	nN := n * N
 	zpre, zt, z, score := ws.zpre[:nN*S], ws.ztanh[:nN*S], ws.z[:nN*S], ws.score[:nN]
-	for r := range nN {
-		copy(zpre[r*S:(r+1)*S], p.ScB1)
-	}
-	gemm.NN(nN, S, D, coef, D, p.ScW1, S, zpre, S)
-	gemm.GELU(z, zt, zpre)
-	for r := range nN {
-		score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
-	}
-	if !cfg.noEnergyPrior {
-		for r, e := range ws.eshare[:nN] {
-			score[r] += math.Log(e + energyFloor)
+	if scores {
+		for r := range nN {
+			copy(zpre[r*S:(r+1)*S], p.ScB1)
 		}
+		gemm.NN(nN, S, D, coef, D, p.ScW1, S, zpre, S)
+		gemm.GELU(z, zt, zpre)
+		for r := range nN {
+			score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
+		}
+		if !cfg.noEnergyPrior {
+			for r, e := range ws.eshare[:nN] {
+				score[r] += math.Log(e + energyFloor)
+			}
+		}
+	} else {
+		clear(score)
 	}
 
 	// 5. Select per window every rhythm frequency (format 5), then the best
