@@ -20,13 +20,28 @@ import (
 // 7, 8 and 11 of 24 hourly steps, so the clock runs as it does in
 // service), n random windows and their end times.
 func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64, []int64) {
+	return benchModelRhythms(b, cfg, n, dayOfEight)
+}
+
+// dayOfEight is a daily rhythm of K = 8 frequencies, as ETTh1's.
+var dayOfEight = []model.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}}
+
+// weekAndDay are rhythms of 16 frequencies, the week's ten and the day's
+// six as training finds them on the demo's traffic: more than K = 8, so
+// every window selects all 16.
+var weekAndDay = []model.Rhythm{
+	{PeriodSteps: 168, Frequencies: []int{0, 1, 3, 5, 9, 11, 13, 16, 18, 21}, Harmonics: []int{1, 2, 3, 5, 6, 8, 13, 15, 20, 22}},
+	{PeriodSteps: 24, Frequencies: []int{2, 6, 8, 12, 14, 19}, Harmonics: []int{1, 2, 3, 4, 5, 6}},
+}
+
+func benchModelRhythms(b *testing.B, cfg model.Config, n int, rhythms []model.Rhythm) (*model.Model, []float64, []int64) {
 	b.Helper()
 	m, err := model.New(cfg, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	m.SetRhythms([]model.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}})
+	m.SetRhythms(rhythms)
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := make([]float64, n*m.Lookback()*m.Channels())
 	for i := range x {
@@ -42,12 +57,15 @@ func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64,
 // BenchmarkForwardWindow is the latency of one window's forecast, alone and
 // with its full attribution (L=H=96, defaults), on one goroutine.
 func BenchmarkForwardWindow(b *testing.B) {
+	day := dayOfEight
 	for _, c := range []struct {
-		name string
-		cfg  model.Config
+		name    string
+		cfg     model.Config
+		rhythms []model.Rhythm
 	}{
-		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}},
-		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}},
+		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}, day},
+		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, day},
+		{"independent C=1, week and day (16 frequencies)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, weekAndDay},
 	} {
 		for _, explain := range []bool{false, true} {
 			name := c.name + "/forecast"
@@ -55,7 +73,7 @@ func BenchmarkForwardWindow(b *testing.B) {
 				name = c.name + "/forecast+attribution"
 			}
 			b.Run(name, func(b *testing.B) {
-				m, x, ends := benchModel(b, c.cfg, 1)
+				m, x, ends := benchModelRhythms(b, c.cfg, 1, c.rhythms)
 				ws := m.NewWorkspace(1)
 				dst := m.Forward(ws, nil, x, ends)
 				var a *model.Attribution
