@@ -10,14 +10,14 @@ import (
 //	ŷ = Σ_f σ·(α·1[f∈S]·g_f(c_f) + q_f(τ)) + ((1−α)·σ·r(u) + μ)
 //
 // where S is the selected set, g_f frequency f's bias-free head, c_f its
-// coefficients, q_f its clock term (format 4: a frequency of a rhythm,
+// coefficients, q_f its clock term (format 4 and 5: a frequency of a rhythm,
 // phased by the window's time τ; zero for the others), r the residual MLP
 // reading u, the window less its rhythms, and μ, σ the window's per-channel
 // mean and standard deviation restored by instance normalisation (μ = 0,
 // σ = 1 without it). The contributions and the residual add up to the
 // forecast exactly, up to floating-point rounding.
 //
-// In a format 4 model nothing in a frequency's part depends on which other
+// In a format 4 or 5 model nothing in a frequency's part depends on which other
 // frequencies take part, and nothing else depends on it: the forecast is
 // an additive game over the frequencies, so each contribution is that
 // frequency's Shapley value, removing it moves the forecast by exactly its
@@ -34,8 +34,9 @@ type Attribution struct {
 	// Level is μ, the per-channel window mean inside Residual.
 	Level []float64
 	// Contributions has one entry per frequency with a part in this
-	// forecast: the selected ones, highest selection score first, then the
-	// unselected frequencies of rhythms (their clock terms), by id.
+	// forecast: the selected ones (in format 5 the rhythms' first, by id,
+	// then the others, highest selection score first), then, in format 4,
+	// the unselected frequencies of rhythms (their clock terms), by id.
 	Contributions []Contribution
 }
 
@@ -169,7 +170,7 @@ func (ws *Workspace) selected(i, f int) bool {
 // Without removes the frequencies ids from every following pass with ws:
 // their heads are dropped from the selection (not replaced by the next
 // best) and their clock terms are zero, so the forecast is the model's
-// forecast without them. For a format 4 model it differs from the full
+// forecast without them. For a format 4 or 5 model it differs from the full
 // forecast by exactly the removed frequencies' contributions. Without()
 // with no ids restores the full model. It allocates only on its first use.
 func (ws *Workspace) Without(ids ...int) {

@@ -182,12 +182,18 @@ func TestCompleteness(t *testing.T) {
 					t.Errorf("frequency shares sum to %v, want within [0, 1]", share)
 				}
 				selected := 0
+				picked := map[int]bool{}
 				for _, c := range a.Contributions {
 					if c.Selected {
 						selected++
+						picked[c.ID] = true
 					}
-					if _, rhythm := m.RhythmOf(c.ID); rhythm && !c.Selected && !m.cfg.rhythmsCompete {
-						t.Errorf("window %d: rhythm frequency %d is not selected", i, c.ID)
+				}
+				for _, r := range m.Meta.Rhythms {
+					for _, id := range r.Frequencies {
+						if !picked[id] && !m.cfg.rhythmsCompete {
+							t.Errorf("window %d: rhythm frequency %d is not selected", i, id)
+						}
 					}
 				}
 				if want := m.cfg.slots(); selected != want {

@@ -123,6 +123,13 @@ type Config struct {
 	rhythmSlots int
 }
 
+// sameShapes reports whether a and b differ at most in what a model derives
+// from its rhythms (rhythmSlots): the same shapes and the same maths.
+func (a Config) sameShapes(b Config) bool {
+	a.rhythmSlots, b.rhythmSlots = 0, 0
+	return a == b
+}
+
 // slots is how many frequencies each window selects: K, of which the
 // rhythms' come first and the others compete for the rest; all of the
 // rhythms' when they are more than K.
@@ -230,8 +237,13 @@ func (m *Model) Horizon() int { return m.cfg.Horizon }
 func (m *Model) Channels() int { return m.cfg.Channels }
 
 // Config returns the model's shapes with defaults filled in.
-func (m *Model) Config() Config { return m.cfg }
+func (m *Model) Config() Config {
+	cfg := m.cfg
+	cfg.rhythmSlots = 0 // derived from the rhythms, not a shape
+	return cfg
+}
 
-// SelectedPerWindow is how many frequencies each window selects: K and, in
-// a model of format 5 or later, every rhythm frequency as well.
+// SelectedPerWindow is how many frequencies each window selects: K, or, in
+// a model of format 5 or later whose rhythms have more than K frequencies,
+// all of theirs.
 func (m *Model) SelectedPerWindow() int { return m.cfg.slots() }

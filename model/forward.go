@@ -66,7 +66,7 @@ func (m *Model) Forward(ws *Workspace, dst, x []float64, ends []int64) []float64
 }
 
 // ReadsTime reports whether the model's forecasts depend on the time of
-// each window (a format 4 model with rhythms and a known cadence): then
+// each window (a format 4 or 5 model with rhythms and a known cadence): then
 // Forward and the Explainer need the windows' times.
 func (m *Model) ReadsTime() bool { return m.clock.active }
 
@@ -90,7 +90,10 @@ type stepDraws struct {
 // model's clock is active.
 func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *stepDraws) {
 	if ws.cfg != m.cfg {
-		panic("model: workspace was made for a model with different shapes")
+		if !ws.cfg.sameShapes(m.cfg) {
+			panic("model: workspace was made for a model with different shapes")
+		}
+		ws.refit(m.cfg)
 	}
 	ws.grow(n)
 	ws.n, ws.m = n, m
@@ -185,8 +188,10 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 			for _, id := range m.clock.ids[:R] {
 				masked[id] = math.Inf(-1)
 			}
-			if draws != nil {
+			if draws != nil && K > R {
 				softmax(ws.tr.prob[b*N:(b+1)*N], masked, draws.tau)
+			} else if draws != nil {
+				clear(ws.tr.prob[b*N : (b+1)*N]) // nothing competes (and all may be −∞)
 			}
 			logits = masked
 		}

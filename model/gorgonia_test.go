@@ -32,6 +32,7 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 	}{
 		{"mixed C=7 instance norm, rhythms and clock", Config{Horizon: 96, Channels: 7}},
 		{"independent no norm, rhythms and clock", Config{Horizon: 96, Channels: 1, Mode: Independent, Norm: NormNone}},
+		{"mixed C=3, K below the rhythms' 4 frequencies", Config{Horizon: 24, Channels: 3, TopK: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := withRhythms(randomModel(t, tc.cfg, 21), true)
@@ -60,7 +61,7 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 // gorgoniaGradient returns gorgonia's gradient of the training loss with
 // respect to every parameter, laid out like Params.Data, and the loss.
 //
-// The model is a format 4 model that reads the time: steps holds each
+// The model is a format 5 model that reads the time: steps holds each
 // window's (and channel's) end time in steps since the epoch.
 func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) ([]float64, float64) {
 	t.Helper()
@@ -223,11 +224,13 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 		}
 		// Format 5 selects every rhythm frequency outside the softmax.
 		perturb := slices.Clone(noise[b*N : (b+1)*N])
+		var rhythmIDs []int
+		for _, r := range m.Meta.Rhythms {
+			rhythmIDs = append(rhythmIDs, r.Frequencies...)
+		}
 		if !cfg.rhythmsCompete {
-			for _, r := range m.Meta.Rhythms {
-				for _, id := range r.Frequencies {
-					perturb[id] = -1e300
-				}
+			for _, id := range rhythmIDs {
+				perturb[id] = -1e300
 			}
 		}
 		u := must(G.Add(score, constant("noise", perturb, N)))
@@ -247,7 +250,10 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			out := must(G.Mul(must(G.Mul(a, headW2[f])), gate))
 			acc(&yfreq, out)
 		}
-		acc(&sparse, must(G.Sub(scalar(1), inside)))
+		if len(fix.sel[b]) > len(rhythmIDs) || cfg.rhythmsCompete {
+			// Format 5 leaves the term out when the rhythms take every place.
+			acc(&sparse, must(G.Sub(scalar(1), inside)))
+		}
 
 		// The clock: per channel, the rhythm frequencies' cos/sin at each
 		// step of the window and the horizon (constants of the window's
@@ -383,7 +389,9 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 	total := must(G.Mul(mse, scalar(1/(B*float64(HC)))))
 	total = must(G.Add(total, must(G.Mul(div, scalar(tc.LambdaDiv)))))
 	total = must(G.Add(total, must(G.Mul(recon, scalar(tc.LambdaRecon/(B*float64(L*d)))))))
-	total = must(G.Add(total, must(G.Mul(sparse, scalar(tc.LambdaSparse/B)))))
+	if sparse != nil {
+		total = must(G.Add(total, must(G.Mul(sparse, scalar(tc.LambdaSparse/B)))))
+	}
 	total = must(G.Add(total, must(G.Mul(vr, scalar(tc.LambdaVar/(B*float64(C)))))))
 
 	wrt := []*G.Node{inW, inB, theta, phi, scW1, scB1, scW2, freqBias, resW1, resB1, resW2, resB2, fusion, clockW}

@@ -294,3 +294,32 @@ func TestIndependentModelServesEveryChannel(t *testing.T) {
 		t.Errorf("a 2-channel mixed model on 3-channel data: error %v, want one naming the channel counts", err)
 	}
 }
+
+// TestWorkspaceOutlivesSetRhythms: a workspace (and an Explainer) made
+// before the model had rhythms keeps working after SetRhythms changed how
+// many frequencies a window selects, and forecasts as a new one does; the
+// model's public Config does not change with its rhythms.
+func TestWorkspaceOutlivesSetRhythms(t *testing.T) {
+	cfg := Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Frequencies: 12, TopK: 2}
+	m := randomModel(t, cfg, 3)
+	before := m.Config()
+	old := m.NewWorkspace(2)
+	x, _ := randomBatch(m.cfg, 2, 4)
+	m.Forward(old, nil, x, nil)
+	withRhythms(m, true) // 4 rhythm frequencies: more than K
+	if m.SelectedPerWindow() != 4 {
+		t.Fatalf("SelectedPerWindow = %d, want the rhythms' 4", m.SelectedPerWindow())
+	}
+	if m.Config() != before {
+		t.Errorf("Config changed with the rhythms: %+v, was %+v", m.Config(), before)
+	}
+	ends := windowEnds(m, 2, 5)
+	got := slices.Clone(m.Forward(old, nil, x, ends))
+	want := m.Forward(m.NewWorkspace(2), nil, x, ends)
+	if !slices.Equal(got, want) {
+		t.Fatalf("an old workspace forecasts %v, a new one %v", got[:3], want[:3])
+	}
+	if a := old.Attribution(1, nil); len(a.Contributions) != 4 {
+		t.Errorf("%d contributions, want the rhythms' 4", len(a.Contributions))
+	}
+}

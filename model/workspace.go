@@ -6,7 +6,9 @@ package model
 // holds everything needed to explain each window (see Workspace.Attribution).
 //
 // A Workspace is not safe for concurrent use: give each goroutine its own.
-// It fits any model with the same Config.
+// It fits any model with the same Config; used with a model whose rhythms
+// select another number of frequencies per window, it allocates its
+// buffers again, once.
 type Workspace struct {
 	cfg Config
 	cap int // windows the buffers hold
@@ -95,6 +97,16 @@ func (m *Model) NewWorkspace(maxBatch int) *Workspace {
 	ws := &Workspace{cfg: m.cfg, m: m}
 	ws.grow(max(maxBatch, 1))
 	return ws
+}
+
+// refit makes ws, made for a model of the same shapes whose rhythms select
+// another number of frequencies per window (SetRhythms changed them), fit
+// cfg: it allocates its buffers again, once.
+func (ws *Workspace) refit(cfg Config) {
+	ws.cfg = cfg
+	c := ws.cap
+	ws.cap = 0
+	ws.grow(c)
 }
 
 // grow makes the buffers hold n windows.

@@ -124,7 +124,7 @@ func TestEndToEnd(t *testing.T) {
 	var pr predictReport
 	lastJSON(t, out, &pr)
 	if len(pr.Forecast) != 12 || len(pr.Forecast[0]) != 3 || len(pr.Contributions) < 8 || pr.Actual == nil {
-		t.Fatalf("predict JSON has %d×%d forecast, %d contributions (want the 8 selected and the rhythms' clock terms)",
+		t.Fatalf("predict JSON has %d×%d forecast, %d contributions (want the 8 selected)",
 			len(pr.Forecast), len(pr.Forecast[0]), len(pr.Contributions))
 	}
 	if len(pr.Rhythms) == 0 || pr.Rhythms[0].Name != "24.0h cycle" {
