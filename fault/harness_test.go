@@ -300,7 +300,8 @@ func (f *feed) produce(from, to int, every time.Duration, at func(step int)) {
 }
 
 // uncommitted returns how many readings group freqlens has not committed,
-// -1 when the broker cannot say (no group yet, or unreachable).
+// -1 when the broker cannot say (unreachable); a group that has not joined
+// yet has committed nothing.
 func (c *cluster) uncommitted() int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -111,8 +112,8 @@ func ReadN(tb testing.TB, c *kafkaconn.Client, topic string, n int, timeout time
 
 // Uncommitted returns how many messages of topic group has not committed:
 // the sum over the partitions of the end offset minus the committed offset
-// (the whole partition when the group committed nothing there). It fails
-// the test when the broker cannot say.
+// (the whole partition when the group committed nothing there, or does not
+// exist yet). It fails the test when the broker cannot say.
 func Uncommitted(tb testing.TB, c *kafkaconn.Client, group, topic string) int64 {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -124,8 +125,8 @@ func Uncommitted(tb testing.TB, c *kafkaconn.Client, group, topic string) int64 
 	return n
 }
 
-// UncommittedErr is Uncommitted returning the error (no group yet, an
-// unreachable broker) instead of failing the test.
+// UncommittedErr is Uncommitted returning the error (an unreachable
+// broker) instead of failing the test.
 func UncommittedErr(ctx context.Context, c *kafkaconn.Client, group, topic string) (int64, error) {
 	parts, err := c.Partitions(ctx, topic)
 	if err != nil {
@@ -139,10 +140,15 @@ func UncommittedErr(ctx context.Context, c *kafkaconn.Client, group, topic strin
 	if err == nil {
 		err = resp.Error
 	}
+	committed := map[int]int64{}
+	if errors.Is(err, kafka.GroupIdNotFound) {
+		// A group that has not joined yet (the in-process broker says so;
+		// a real broker answers -1 offsets) has committed nothing.
+		err, resp = nil, &kafka.OffsetFetchResponse{}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("committed offsets of group %s on %s: %w", group, topic, err)
 	}
-	committed := map[int]int64{}
 	for _, p := range resp.Topics[topic] {
 		if p.Error != nil {
 			return 0, fmt.Errorf("committed offset of group %s on %s partition %d: %w", group, topic, p.Partition, p.Error)
