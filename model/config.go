@@ -247,3 +247,8 @@ func (m *Model) Config() Config {
 // a model of format 5 or later whose rhythms have more than K frequencies,
 // all of theirs.
 func (m *Model) SelectedPerWindow() int { return m.cfg.slots() }
+
+// SelectsRhythms reports whether every window selects all of the rhythms'
+// frequencies (a format 5 model with rhythms); in a format 4 model they
+// compete with the others.
+func (m *Model) SelectsRhythms() bool { return m.cfg.rhythmSlots > 0 }

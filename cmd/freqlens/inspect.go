@@ -61,15 +61,22 @@ type inspectReport struct {
 	// SharesFrom says where the attribution shares of Rhythms,
 	// ResidualShare and Frequencies[].Share were counted; empty when the
 	// model file holds none and no --data was given.
-	SharesFrom    string                 `json:"shares_counted_on,omitempty"`
-	Rhythms       []rhythmReport         `json:"rhythms"`
-	ResidualShare float64                `json:"residual_share"`
-	Frequencies   []inspectFrequency     `json:"frequencies"`
-	MostSelected  []inspectFrequency     `json:"most_selected"`
-	KnownPeriods  []inspectMatch         `json:"known_periods"`
-	Params        int                    `json:"params"`
-	Components    []model.ComponentCount `json:"components"`
-	Metrics       map[string]float64     `json:"metrics,omitempty"`
+	SharesFrom    string             `json:"shares_counted_on,omitempty"`
+	Rhythms       []rhythmReport     `json:"rhythms"`
+	ResidualShare float64            `json:"residual_share"`
+	Frequencies   []inspectFrequency `json:"frequencies"`
+	MostSelected  []inspectFrequency `json:"most_selected"`
+	// SelectedPerWindow is how many frequencies each window selects: K,
+	// or all of the cycles' when they have more (format 5 selects the
+	// cycles' frequencies first in every window).
+	SelectedPerWindow int `json:"selected_per_window"`
+	// CyclesAlwaysSelected says every window selects all of the cycles'
+	// frequencies (model format 5); in format 4 they competed for the places.
+	CyclesAlwaysSelected bool                   `json:"cycles_always_selected"`
+	KnownPeriods         []inspectMatch         `json:"known_periods"`
+	Params               int                    `json:"params"`
+	Components           []model.ComponentCount `json:"components"`
+	Metrics              map[string]float64     `json:"metrics,omitempty"`
 	// ErrorQuantiles are the test split's error quantiles recorded at
 	// training, where served prediction intervals start.
 	ErrorQuantiles *model.ErrorQuantiles `json:"error_quantiles,omitempty"`
@@ -128,6 +135,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
 		CadenceSeconds: m.Meta.Cadence.Seconds(), Alpha: m.Alpha(), SelectionFrom: from,
 		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil), ResidualShare: residualShare,
+		SelectedPerWindow: m.SelectedPerWindow(), CyclesAlwaysSelected: m.SelectsRhythms(),
 	}
 	if shares != nil {
 		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares), from
@@ -195,7 +203,14 @@ func printInspect(w io.Writer, r inspectReport) {
 			fmt.Fprintf(w, "  %-14s frequencies %v (harmonics %v)\n", rhythmName(rh), rh.Frequencies, rh.Harmonics)
 		}
 	}
+	cycleLines := 0
+	for _, rh := range r.Rhythms {
+		cycleLines += len(rh.Frequencies)
+	}
 	fmt.Fprintf(w, "\nother frequencies, by period (counted on the %s):\n", r.SelectionFrom)
+	if r.CyclesAlwaysSelected && cycleLines >= r.SelectedPerWindow {
+		fmt.Fprintf(w, "  (every window selects the cycles' %d frequencies, which take all its places, so no other frequency is selected)\n", cycleLines)
+	}
 	fmt.Fprintf(w, "  %3s  %10s  %12s  %10s  %9s  %7s\n", "id", "frequency", "period_steps", "period", "selected", "share")
 	for _, f := range r.Frequencies {
 		if f.Rhythm != nil {

@@ -102,7 +102,8 @@ func TestEndToEnd(t *testing.T) {
 		rhythmLines += len(r.Frequencies)
 	}
 	selects := max(8, rhythmLines)
-	if len(in.Frequencies) != 32 || len(in.MostSelected) != selects || len(in.KnownPeriods) != 3 || in.Params == 0 {
+	if len(in.Frequencies) != 32 || len(in.MostSelected) != selects || in.SelectedPerWindow != selects ||
+		in.CyclesAlwaysSelected != (rhythmLines > 0) || len(in.KnownPeriods) != 3 || in.Params == 0 {
 		t.Fatalf("inspect JSON = %+v", in)
 	}
 	for i := 1; i < len(in.Frequencies); i++ {
