@@ -83,8 +83,9 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 
 	// Straight-through selection and the sparsity loss.
 	dscore := tr.dscore[:nN]
+	scores := cfg.competes()
 	sparseGrad := k.lambdaSparse / float64(k.batch)
-	if K <= cfg.rhythmSlots {
+	if !scores {
 		sparseGrad = 0 // no place is left to the others: L_sparse is left out
 	}
 	tr.sparse = 0
@@ -99,7 +100,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 			ds[f] = tr.dm[ws.pos[b*K+kk]]
 			outside -= prob[f]
 		}
-		if K > cfg.rhythmSlots {
+		if scores {
 			// With no place left to the others the mass outside is all
 			// of it, a constant, which the loss leaves out.
 			tr.sparse += outside
@@ -115,7 +116,6 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 
 	// Scorer, unless the rhythms take every place (the forward pass then
 	// scored nothing and every ∂L/∂score is 0).
-	scores := K > cfg.rhythmSlots
 	if scores {
 		dz := tr.dz[:nN*S]
 		for r := range nN {

@@ -34,6 +34,7 @@ var weekAndDay = []model.Rhythm{
 	{PeriodSteps: 24, Frequencies: []int{2, 6, 8, 12, 14, 19}, Harmonics: []int{1, 2, 3, 4, 5, 6}},
 }
 
+// benchModelRhythms is benchModel with the given rhythms.
 func benchModelRhythms(b *testing.B, cfg model.Config, n int, rhythms []model.Rhythm) (*model.Model, []float64, []int64) {
 	b.Helper()
 	m, err := model.New(cfg, 1)
@@ -57,14 +58,13 @@ func benchModelRhythms(b *testing.B, cfg model.Config, n int, rhythms []model.Rh
 // BenchmarkForwardWindow is the latency of one window's forecast, alone and
 // with its full attribution (L=H=96, defaults), on one goroutine.
 func BenchmarkForwardWindow(b *testing.B) {
-	day := dayOfEight
 	for _, c := range []struct {
 		name    string
 		cfg     model.Config
 		rhythms []model.Rhythm
 	}{
-		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}, day},
-		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, day},
+		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}, dayOfEight},
+		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, dayOfEight},
 		{"independent C=1, week and day (16 frequencies)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, weekAndDay},
 	} {
 		for _, explain := range []bool{false, true} {

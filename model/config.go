@@ -137,6 +137,13 @@ func (cfg Config) slots() int {
 	return max(cfg.TopK, cfg.rhythmSlots)
 }
 
+// competes reports whether frequencies compete for a place in each
+// window's selection: false for a format 5 model whose rhythms take all K
+// places, which then needs no scores, no softmax and no sparsity term.
+func (cfg Config) competes() bool {
+	return cfg.TopK > cfg.rhythmSlots
+}
+
 // withDefaults returns cfg with every zero field set to its default.
 func (cfg Config) withDefaults() Config {
 	if cfg.Lookback == 0 {

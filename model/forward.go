@@ -134,7 +134,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 
 	// A format 5 model whose rhythms take all K places selects the same
 	// frequencies in every window: it needs no scores.
-	scores := K > cfg.rhythmSlots
+	scores := cfg.competes()
 	if scores && !cfg.noEnergyPrior {
 		windowEnergy(ws, n)
 	}
@@ -178,20 +178,22 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 			masked := ws.masked
 			if draws != nil {
 				masked = ws.tr.noisy[b*N : (b+1)*N]
-			}
-			for i := range masked {
-				masked[i] = logits[i]
-				if draws != nil {
-					masked[i] += draws.noise[b*N+i]
+				for i, g := range draws.noise[b*N : (b+1)*N] {
+					masked[i] = logits[i] + g
 				}
+			} else {
+				copy(masked, logits)
 			}
 			for _, id := range m.clock.ids[:R] {
 				masked[id] = math.Inf(-1)
 			}
-			if draws != nil && K > R {
-				softmax(ws.tr.prob[b*N:(b+1)*N], masked, draws.tau)
-			} else if draws != nil {
-				clear(ws.tr.prob[b*N : (b+1)*N]) // nothing competes (and all may be −∞)
+			if draws != nil {
+				prob := ws.tr.prob[b*N : (b+1)*N]
+				if scores {
+					softmax(prob, masked, draws.tau)
+				} else {
+					clear(prob) // nothing competes (and all may be −∞)
+				}
 			}
 			logits = masked
 		}
