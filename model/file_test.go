@@ -333,7 +333,9 @@ func TestOlderFormatsKeepTheirMaths(t *testing.T) {
 				}
 			}
 			tr.gradient(n, 1)
-			want := refLoss(old.cfg, old.params, clockOf(old, tr.tau), x, y, n, noise, 1, selectionOf(tr, n), tr.cfg)
+			fix := selectionOf(tr, n)
+			want := refLoss(old.cfg, old.params, clockOf(old, tr.tau), x, y, n, noise, 1, fix, tr.cfg)
+			sameSelection(t, fix, want)
 			for i := range got {
 				if !close(got[i], want.forecast[i], 1e-9) {
 					t.Fatalf("forecast %d = %v, the version %d reference gives %v", i, got[i], ver, want.forecast[i])

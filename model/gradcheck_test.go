@@ -53,7 +53,9 @@ func TestForwardMatchesReference(t *testing.T) {
 			noise := gumbel(n*m.cfg.Frequencies, 3)
 			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: -1})
 			got := tr.gradient(n, 0.7)
-			want := refLoss(m.cfg, m.params, clockOf(m, tr.tau), x, y, n, noise, 0.7, selectionOf(tr, n), tr.cfg)
+			fix := selectionOf(tr, n)
+			want := refLoss(m.cfg, m.params, clockOf(m, tr.tau), x, y, n, noise, 0.7, fix, tr.cfg)
+			sameSelection(t, fix, want)
 			for i, v := range want.forecast {
 				if !close(tr.out[i], v, 1e-12) {
 					t.Fatalf("forecast[%d] = %.17g, reference %.17g", i, tr.out[i], v)

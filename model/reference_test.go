@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -30,6 +31,12 @@ type refSelection struct {
 type refLosses struct {
 	mse, div, recon, sparse, vr, total float64
 	forecast                           []float64
+	// selected is, per window, the set the reference itself selects at its
+	// evaluation point (ascending ids): the rhythms' frequencies (format 5)
+	// and then the highest scores. The loss uses fix.sel, held constant for
+	// finite differences; the tests check the two agree at the model's own
+	// parameters.
+	selected [][]int
 }
 
 // refClock is what the reference needs of a model's rhythms: the rhythms,
@@ -160,6 +167,26 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 				u[id] = math.Inf(-1)
 			}
 		}
+		slots := cfg.TopK
+		if !cfg.rhythmsCompete {
+			slots = max(slots, len(members))
+		}
+		own := []int{}
+		if !cfg.rhythmsCompete {
+			own = slices.Clone(members)
+		}
+		byScore := make([]int, N)
+		for i := range byScore {
+			byScore[i] = i
+		}
+		slices.SortStableFunc(byScore, func(i, j int) int { return cmp.Compare(u[j], u[i]) })
+		for _, i := range byScore {
+			if len(own) < slots && !slices.Contains(own, i) {
+				own = append(own, i)
+			}
+		}
+		slices.Sort(own)
+		out.selected = append(out.selected, own)
 		mx := slices.Max(u)
 		prob := make([]float64, N)
 		z := 0.0
@@ -488,6 +515,18 @@ func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, tc Tra
 		}
 	}
 	return tr
+}
+
+// sameSelection fails t unless every window's selection in fix (what the
+// model selected) is the set the reference selects on its own.
+func sameSelection(t testing.TB, fix refSelection, ref refLosses) {
+	t.Helper()
+	for b, sel := range fix.sel {
+		got := slices.Sorted(slices.Values(sel))
+		if !slices.Equal(got, ref.selected[b]) {
+			t.Fatalf("window %d: the model selected %v, the reference %v", b, got, ref.selected[b])
+		}
+	}
 }
 
 // selectionOf reads back the selections and probabilities the trainer's
