@@ -96,6 +96,13 @@ type Options struct {
 	// ChannelShuffle is model.TrainConfig's share of shuffled-channel
 	// samples of a mixed model; 0 means the default, a negative value off.
 	ChannelShuffle float64
+	// TopK is model.Config's K, the frequencies each window selects; 0
+	// means the default.
+	TopK int
+	// Dropout, LearningRate and Patience are model.TrainConfig's; 0 means
+	// the default, and a negative Dropout turns dropout off.
+	Dropout, LearningRate float64
+	Patience              int
 	// Start, when set, is called once before the first epoch with a line
 	// that says what is trained on what; Epoch after every epoch.
 	Start func(what string)
@@ -129,7 +136,7 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 	if d.Mode == model.Independent {
 		channels = 1
 	}
-	m, err := model.New(model.Config{Lookback: lookback, Horizon: horizon, Channels: channels, Mode: d.Mode}, o.Seed)
+	m, err := model.New(model.Config{Lookback: lookback, Horizon: horizon, Channels: channels, Mode: d.Mode, TopK: o.TopK}, o.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +149,10 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 		o.Start(fmt.Sprintf("training %s on %s: %d windows, %d params", d.Mode, d.Name, d.Train.Len(), params))
 	}
 	start := time.Now()
-	tc := model.TrainConfig{Epochs: o.Epochs, BatchSize: o.BatchSize, Seed: o.Seed, FrequencyInit: o.FrequencyInit}
+	tc := model.TrainConfig{
+		Epochs: o.Epochs, BatchSize: o.BatchSize, Seed: o.Seed, FrequencyInit: o.FrequencyInit,
+		Dropout: o.Dropout, LearningRate: o.LearningRate, Patience: o.Patience,
+	}
 	switch {
 	case o.ChannelShuffle < 0:
 		tc.ChannelShuffle = -1 // off

@@ -24,6 +24,10 @@ type trainReport struct {
 	Channels           int                `json:"channels"`
 	Seed               uint64             `json:"seed"`
 	ChannelShuffle     float64            `json:"channel_shuffle"`
+	TopK               int                `json:"top_k"`
+	Dropout            float64            `json:"dropout"`
+	LearningRate       float64            `json:"learning_rate"`
+	Patience           int                `json:"patience"`
 	Params             int                `json:"params"`
 	TrainWindows       int                `json:"train_windows"`
 	ValWindows         int                `json:"val_windows"`
@@ -57,6 +61,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mode := fs.String("mode", "", "mixed (all channels in one model) or independent (one single-channel model for every channel and series); default mixed for a wide CSV, independent for long-format data")
 	shuffle := fs.Float64("channel-shuffle", -1, "mixed mode: share of training samples whose channels come from independently drawn windows (default: the model package's default; 0 turns it off)")
 	out := fs.String("out", "", "where to write the model (safetensors)")
+	topK := fs.Int("top-k", 0, "frequencies each window selects, the cycles' first (default: the model package's default, 8, the paper's K)")
+	dropout := fs.Float64("dropout", -1, "probability of dropping a hidden unit of the residual MLP and the heads while training (default: the model package's default, 0.1; 0 turns it off)")
+	rate := fs.Float64("learning-rate", 0, "Adam's base step size, annealed along a cosine (default: the model package's default, 1e-3)")
+	patience := fs.Int("patience", 0, "epochs without a better validation MSE that end training (default: the model package's default, 10)")
 	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
 	maxWindows := fs.Int("max-windows", 100_000, "long-format data: train on at most this many windows, drawn at random (seeded) from every series, and validate on a fifth as many; 0 uses all")
 	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
@@ -84,6 +92,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *horizon < 1 || *lookback < 4 || *epochs < 1 || *batch < 1 {
 		return fmt.Errorf("--horizon, --lookback, --epochs and --batch-size must be positive (lookback at least 4); got %d, %d, %d, %d", *horizon, *lookback, *epochs, *batch)
 	}
+	if *topK < 0 || *rate < 0 || *patience < 0 {
+		return fmt.Errorf("--top-k, --learning-rate and --patience cannot be negative; got %d, %g, %d (leave one out for its default)", *topK, *rate, *patience)
+	}
+	if *dropout >= 1 || (*dropout < 0 && *dropout != -1) {
+		return fmt.Errorf("--dropout %g is not a probability below 1; use a value from 0 (off) to below 1", *dropout)
+	}
 	if *shuffle > 1 || (*shuffle < 0 && *shuffle != -1) {
 		return fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", *shuffle)
 	}
@@ -105,7 +119,14 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bar := newProgress(stderr, *epochs)
 	opts := training.Options{
 		Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit),
+		TopK: *topK, LearningRate: *rate, Patience: *patience,
 		Start: bar.start, Epoch: bar.epoch,
+	}
+	switch {
+	case *dropout == 0:
+		opts.Dropout = -1 // off
+	case *dropout > 0:
+		opts.Dropout = *dropout
 	}
 	switch {
 	case *shuffle == 0:
@@ -126,8 +147,9 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rep := trainReport{
 		Model: *out, Data: td.Name, Protocol: td.Protocol, Mode: string(td.Mode),
 		Lookback: *lookback, Horizon: *horizon, Channels: len(td.Columns), Seed: *seed, Params: res.Params,
-		ChannelShuffle: m.Meta.Training["channel_shuffle"],
-		TrainWindows:   td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
+		ChannelShuffle: m.Meta.Training["channel_shuffle"], TopK: m.Config().TopK,
+		Dropout: m.Meta.Training["dropout"], LearningRate: m.Meta.Training["learning_rate"], Patience: int(m.Meta.Training["patience"]),
+		TrainWindows: td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
 		EpochsRun: tr.EpochsRun, EpochSecondsMedian: tr.MedianEpochSeconds(), TrainSeconds: res.Seconds,
 		Stopped: tr.Stopped, BestEpoch: tr.BestEpoch, ValMSE: tr.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,

@@ -25,6 +25,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/wire"
 )
@@ -387,4 +388,51 @@ func scrape(t *testing.T, url, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestTrainSettings: --top-k, --dropout, --learning-rate and --patience
+// reach the model and its training (the file keeps K and the settings, the
+// report shows them), leaving them out keeps the model package's defaults,
+// and a value that cannot work is refused before any training.
+func TestTrainSettings(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "sensors.csv", 2, 700)
+	train := func(extra ...string) trainReport {
+		t.Helper()
+		out := filepath.Join(dir, fmt.Sprintf("m%d.safetensors", len(extra)))
+		args := append([]string{"train", "--data", data, "--lookback", "48", "--horizon", "12", "--epochs", "1", "--out", out, "--json"}, extra...)
+		code, stdout, stderr := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s\n%s", extra, code, stdout, stderr)
+		}
+		var rep trainReport
+		lastJSON(t, stdout, &rep)
+		m, err := model.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Config().TopK != rep.TopK || m.Meta.Training["dropout"] != rep.Dropout ||
+			m.Meta.Training["learning_rate"] != rep.LearningRate || int(m.Meta.Training["patience"]) != rep.Patience {
+			t.Errorf("%v: the report says K %d, dropout %g, rate %g, patience %d; the file %d and %v",
+				extra, rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, m.Config().TopK, m.Meta.Training)
+		}
+		return rep
+	}
+	if rep := train(); rep.TopK != 8 || rep.Dropout != 0.1 || rep.LearningRate != 1e-3 || rep.Patience != 10 {
+		t.Errorf("defaults: K %d, dropout %g, rate %g, patience %d; want the model package's 8, 0.1, 1e-3, 10",
+			rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience)
+	}
+	if rep := train("--top-k", "5", "--dropout", "0.25", "--learning-rate", "0.002", "--patience", "3"); rep.TopK != 5 || rep.Dropout != 0.25 || rep.LearningRate != 0.002 || rep.Patience != 3 {
+		t.Errorf("set: K %d, dropout %g, rate %g, patience %d; want 5, 0.25, 0.002, 3", rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience)
+	}
+	if rep := train("--dropout", "0"); rep.Dropout != 0 {
+		t.Errorf("--dropout 0 trained with dropout %g; want it off", rep.Dropout)
+	}
+	for _, bad := range [][]string{{"--dropout", "1"}, {"--dropout", "-0.5"}, {"--top-k", "-1"}, {"--top-k", "40"}, {"--learning-rate", "-1"}, {"--patience", "-2"}} {
+		args := append([]string{"train", "--data", data, "--horizon", "12", "--out", filepath.Join(dir, "bad.safetensors")}, bad...)
+		name := strings.TrimPrefix(bad[0], "--") // or the model's key, top_k
+		if code, _, stderr := runCLI(args...); code == 0 || !strings.Contains(stderr, name) && !strings.Contains(stderr, strings.ReplaceAll(name, "-", "_")) {
+			t.Errorf("%v: exit %d, stderr %q; want a refusal that names the setting", bad, code, stderr)
+		}
+	}
 }
