@@ -392,7 +392,8 @@ func scrape(t *testing.T, url, name string) float64 {
 
 // TestTrainSettings: --top-k, --dropout, --learning-rate and --patience
 // reach the model and its training (the file keeps K and the settings, the
-// report shows them), leaving them out keeps the model package's defaults,
+// report shows them), leaving them out trains with the model package's
+// defaults,
 // and a value that cannot work is refused before any training.
 func TestTrainSettings(t *testing.T) {
 	dir := t.TempDir()
@@ -428,7 +429,7 @@ func TestTrainSettings(t *testing.T) {
 	if rep := train("--dropout", "0"); rep.Dropout != 0 {
 		t.Errorf("--dropout 0 trained with dropout %g; want it off", rep.Dropout)
 	}
-	for _, bad := range [][]string{{"--dropout", "1"}, {"--dropout", "-0.5"}, {"--top-k", "-1"}, {"--top-k", "40"}, {"--learning-rate", "-1"}, {"--patience", "-2"}} {
+	for _, bad := range [][]string{{"--dropout", "1"}, {"--dropout", "-0.5"}, {"--top-k", "0"}, {"--top-k", "40"}, {"--learning-rate", "-1"}, {"--learning-rate", "0"}, {"--patience", "-2"}} {
 		args := append([]string{"train", "--data", data, "--horizon", "12", "--out", filepath.Join(dir, "bad.safetensors")}, bad...)
 		name := strings.TrimPrefix(bad[0], "--") // or the model's key, top_k
 		if code, _, stderr := runCLI(args...); code == 0 || !strings.Contains(stderr, name) && !strings.Contains(stderr, strings.ReplaceAll(name, "-", "_")) {
