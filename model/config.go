@@ -144,6 +144,13 @@ func (cfg Config) competes() bool {
 	return cfg.TopK > cfg.rhythmSlots
 }
 
+// The defaults of Config's N and K (the paper's), for the commands that
+// offer them as flags.
+const (
+	DefaultFrequencies = 32
+	DefaultTopK        = 8
+)
+
 // withDefaults returns cfg with every zero field set to its default.
 func (cfg Config) withDefaults() Config {
 	if cfg.Lookback == 0 {
@@ -153,10 +160,10 @@ func (cfg Config) withDefaults() Config {
 		cfg.Hidden = 64
 	}
 	if cfg.Frequencies == 0 {
-		cfg.Frequencies = 32
+		cfg.Frequencies = DefaultFrequencies
 	}
 	if cfg.TopK == 0 {
-		cfg.TopK = 8
+		cfg.TopK = DefaultTopK
 	}
 	if cfg.ScorerHidden == 0 {
 		cfg.ScorerHidden = 32

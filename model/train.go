@@ -168,6 +168,14 @@ const (
 	InitGrid FrequencyInit = "grid"
 )
 
+// The defaults of the TrainConfig settings that the commands offer as flags.
+const (
+	DefaultLearningRate    = 1e-3
+	DefaultMinLearningRate = 1e-6
+	DefaultDropout         = 0.1
+	DefaultPatience        = 10
+)
+
 func (c TrainConfig) withDefaults() TrainConfig {
 	def := func(v *float64, d float64) {
 		switch {
@@ -183,20 +191,20 @@ func (c TrainConfig) withDefaults() TrainConfig {
 	if c.BatchSize == 0 {
 		c.BatchSize = 32
 	}
-	def(&c.LearningRate, 1e-3)
+	def(&c.LearningRate, DefaultLearningRate)
 	def(&c.FreqRateScale, 5)
-	def(&c.MinLearningRate, 1e-6)
+	def(&c.MinLearningRate, DefaultMinLearningRate)
 	def(&c.ClipNorm, 1)
 	def(&c.TauStart, 1)
 	def(&c.TauEnd, 0.1)
 	if c.Patience == 0 {
-		c.Patience = 10
+		c.Patience = DefaultPatience
 	}
 	def(&c.LambdaDiv, 0.01)
 	def(&c.LambdaRecon, 0.1)
 	def(&c.LambdaSparse, 0.01)
 	def(&c.LambdaVar, 0.1)
-	def(&c.Dropout, 0.1)
+	def(&c.Dropout, DefaultDropout)
 	if c.WeightDecay < 0 {
 		c.WeightDecay = 0
 	}

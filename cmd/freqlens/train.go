@@ -61,10 +61,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mode := fs.String("mode", "", "mixed (all channels in one model) or independent (one single-channel model for every channel and series); default mixed for a wide CSV, independent for long-format data")
 	shuffle := fs.Float64("channel-shuffle", -1, "mixed mode: share of training samples whose channels come from independently drawn windows (default: the model package's default; 0 turns it off)")
 	out := fs.String("out", "", "where to write the model (safetensors)")
-	topK := fs.Int("top-k", 8, "frequencies each window selects, the cycles' first (the paper's K)")
-	dropout := fs.Float64("dropout", 0.1, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
-	rate := fs.Float64("learning-rate", 1e-3, "Adam's base step size, annealed along a cosine to 1e-6")
-	patience := fs.Int("patience", 10, "epochs without a better validation MSE that end training")
+	topK := fs.Int("top-k", model.DefaultTopK, "frequencies each window selects (the paper's K): the cycles' first, all of them when they have more than K")
+	dropout := fs.Float64("dropout", model.DefaultDropout, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
+	rate := fs.Float64("learning-rate", model.DefaultLearningRate, fmt.Sprintf("Adam's base step size, annealed along a cosine to %g", model.DefaultMinLearningRate))
+	patience := fs.Int("patience", model.DefaultPatience, "epochs without a better validation MSE that end training")
 	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
 	maxWindows := fs.Int("max-windows", 100_000, "long-format data: train on at most this many windows, drawn at random (seeded) from every series, and validate on a fifth as many; 0 uses all")
 	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
@@ -92,11 +92,15 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *horizon < 1 || *lookback < 4 || *epochs < 1 || *batch < 1 {
 		return fmt.Errorf("--horizon, --lookback, --epochs and --batch-size must be positive (lookback at least 4); got %d, %d, %d, %d", *horizon, *lookback, *epochs, *batch)
 	}
-	if *topK < 1 || !(*rate > 0) || *patience < 1 {
-		return fmt.Errorf("--top-k, --learning-rate and --patience must be positive; got %d, %g, %d (leave one out for its default)", *topK, *rate, *patience)
-	}
-	if !(*dropout >= 0 && *dropout < 1) {
-		return fmt.Errorf("--dropout %g is not a probability below 1; use a value from 0 (off) to below 1, e.g. 0.1", *dropout)
+	switch {
+	case *topK < 1 || *topK > model.DefaultFrequencies:
+		return fmt.Errorf("--top-k %d: use 1 to %d, the model's frequencies (default %d)", *topK, model.DefaultFrequencies, model.DefaultTopK)
+	case !(*rate > model.DefaultMinLearningRate && *rate <= 1):
+		return fmt.Errorf("--learning-rate %g: use a rate above the %g the schedule ends at and at most 1 (default %g)", *rate, model.DefaultMinLearningRate, model.DefaultLearningRate)
+	case *patience < 1:
+		return fmt.Errorf("--patience %d: use at least 1 epoch (default %d)", *patience, model.DefaultPatience)
+	case !(*dropout >= 0 && *dropout < 1):
+		return fmt.Errorf("--dropout %g: use a probability from 0 (off) to below 1 (default %g)", *dropout, model.DefaultDropout)
 	}
 	if *shuffle > 1 || (*shuffle < 0 && *shuffle != -1) {
 		return fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", *shuffle)

@@ -419,9 +419,9 @@ func TestTrainSettings(t *testing.T) {
 		}
 		return rep
 	}
-	if rep := train(); rep.TopK != 8 || rep.Dropout != 0.1 || rep.LearningRate != 1e-3 || rep.Patience != 10 {
-		t.Errorf("defaults: K %d, dropout %g, rate %g, patience %d; want the model package's 8, 0.1, 1e-3, 10",
-			rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience)
+	if rep := train(); rep.TopK != model.DefaultTopK || rep.Dropout != model.DefaultDropout || rep.LearningRate != model.DefaultLearningRate || rep.Patience != model.DefaultPatience {
+		t.Errorf("defaults: K %d, dropout %g, rate %g, patience %d; want the model package's %d, %g, %g, %d",
+			rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, model.DefaultTopK, model.DefaultDropout, model.DefaultLearningRate, model.DefaultPatience)
 	}
 	if rep := train("--top-k", "5", "--dropout", "0.25", "--learning-rate", "0.002", "--patience", "3"); rep.TopK != 5 || rep.Dropout != 0.25 || rep.LearningRate != 0.002 || rep.Patience != 3 {
 		t.Errorf("set: K %d, dropout %g, rate %g, patience %d; want 5, 0.25, 0.002, 3", rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience)
@@ -429,11 +429,13 @@ func TestTrainSettings(t *testing.T) {
 	if rep := train("--dropout", "0"); rep.Dropout != 0 {
 		t.Errorf("--dropout 0 trained with dropout %g; want it off", rep.Dropout)
 	}
-	for _, bad := range [][]string{{"--dropout", "1"}, {"--dropout", "-0.5"}, {"--top-k", "0"}, {"--top-k", "40"}, {"--learning-rate", "-1"}, {"--learning-rate", "0"}, {"--patience", "-2"}} {
-		args := append([]string{"train", "--data", data, "--horizon", "12", "--out", filepath.Join(dir, "bad.safetensors")}, bad...)
-		name := strings.TrimPrefix(bad[0], "--") // or the model's key, top_k
-		if code, _, stderr := runCLI(args...); code == 0 || !strings.Contains(stderr, name) && !strings.Contains(stderr, strings.ReplaceAll(name, "-", "_")) {
-			t.Errorf("%v: exit %d, stderr %q; want a refusal that names the setting", bad, code, stderr)
+	for _, bad := range [][]string{
+		{"--dropout", "1"}, {"--dropout", "-0.5"}, {"--top-k", "0"}, {"--top-k", "40"},
+		{"--learning-rate", "-1"}, {"--learning-rate", "0"}, {"--learning-rate", "1e-09"}, {"--learning-rate", "2"}, {"--patience", "-2"},
+	} {
+		args := append([]string{"train", "--data", data, "--lookback", "48", "--horizon", "12", "--epochs", "1", "--out", filepath.Join(dir, "bad.safetensors")}, bad...)
+		if code, _, stderr := runCLI(args...); code == 0 || !strings.Contains(stderr, bad[0]+" "+bad[1]+":") {
+			t.Errorf("%v: exit %d, stderr %q; want a refusal that names the flag and its value", bad, code, stderr)
 		}
 	}
 }
