@@ -167,13 +167,9 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 				u[id] = math.Inf(-1)
 			}
 		}
-		slots := cfg.TopK
+		slots, own := cfg.TopK, []int{}
 		if !cfg.rhythmsCompete {
-			slots = max(slots, len(members))
-		}
-		own := []int{}
-		if !cfg.rhythmsCompete {
-			own = slices.Clone(members)
+			slots, own = max(slots, len(members)), slices.Clone(members)
 		}
 		byScore := make([]int, N)
 		for i := range byScore {

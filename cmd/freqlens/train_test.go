@@ -393,8 +393,7 @@ func scrape(t *testing.T, url, name string) float64 {
 // TestTrainSettings: --top-k, --dropout, --learning-rate and --patience
 // reach the model and its training (the file keeps K and the settings, the
 // report shows them), leaving them out trains with the model package's
-// defaults,
-// and a value that cannot work is refused before any training.
+// defaults, and a value that cannot work is refused before any training.
 func TestTrainSettings(t *testing.T) {
 	dir := t.TempDir()
 	data := writeSynthetic(t, dir, "sensors.csv", 2, 700)
