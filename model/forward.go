@@ -142,18 +142,30 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	// 3. Coefficients Ψ̄·(x̂·W + 1·bᵀ) = Y·W̃ for every window at once. The
 	// cosine and sine rows of frequency i are adjacent, so its coefficient
 	// vector c_i = [cos part | sin part] is the contiguous 2d at (b·N+i)·2d.
-	coef := ws.coef[:n*N*D]
-	clear(coef)
-	gemm.NN(n*M, d, C1, Y, C1, p.Data[:C1*d], d, coef, d)
+	// A lean pass (see Workspace.lean) needs no coefficients: the scorer's
+	// and the heads' first layers are folded into W̃ instead.
+	ws.lean = draws == nil && 2*C1 < D
+	if !ws.lean {
+		coef := ws.coef[:n*N*D]
+		clear(coef)
+		gemm.NN(n*M, d, C1, Y, C1, p.Data[:C1*d], d, coef, d)
+	}
 
 	// 4. Scorer: logit_i = GELU(c_i·W1 + b1)·w2 + bias_i (0 when unused).
+	// c_i·W1 = [y_cos,i | y_sin,i]·[W̃·W1_cos ; W̃·W1_sin], and the rows of Y,
+	// read 2(C+1) at a time, are exactly [y_cos,i | y_sin,i].
 	nN := n * N
 	zpre, zt, z, score := ws.zpre[:nN*S], ws.ztanh[:nN*S], ws.z[:nN*S], ws.score[:nN]
 	if scores {
 		for r := range nN {
 			copy(zpre[r*S:(r+1)*S], p.ScB1)
 		}
-		gemm.NN(nN, S, D, coef, D, p.ScW1, S, zpre, S)
+		if ws.lean {
+			fold(ws.qscore, p.Data[:C1*d], p.ScW1, C1, d, S)
+			gemm.NN(nN, S, 2*C1, Y, 2*C1, ws.qscore, S, zpre, S)
+		} else {
+			gemm.NN(nN, S, D, ws.coef[:n*N*D], D, p.ScW1, S, zpre, S)
+		}
 		gemm.GELU(z, zt, zpre)
 		for r := range nN {
 			score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
@@ -274,8 +286,9 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 func (m *Model) headsAndHidden(ws *Workspace, part int) {
 	cfg, p, n := m.cfg, m.params, ws.n
 	C, H := cfg.Channels, cfg.Horizon
-	D, N, E, R := 2*cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
-	HC := H * C
+	d, N, E, R := cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
+	D, C1, HC := 2*d, C+1, H*C
+	wt, y := p.Data[:C1*d], ws.y
 	var headMask, resMask []float64
 	if ws.draws != nil {
 		headMask, resMask = ws.draws.headMask, ws.draws.resMask
@@ -287,14 +300,29 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 		if cnt == 0 {
 			continue
 		}
-		G := ws.gcoef[lo*D : hi*D]
-		for j := lo; j < hi; j++ {
-			b := int(ws.groupWin[j])
-			copy(G[(j-lo)*D:(j-lo+1)*D], ws.coef[(b*N+f)*D:(b*N+f+1)*D])
-		}
 		A := ws.hidden[lo*E : hi*E]
 		clear(A)
-		gemm.NN(cnt, E, D, G, D, p.HeadW1[f*D*E:(f+1)*D*E], E, A, E)
+		w1 := p.HeadW1[f*D*E : (f+1)*D*E]
+		switch {
+		case !ws.lean:
+			G := ws.gcoef[lo*D : hi*D]
+			for j := lo; j < hi; j++ {
+				b := int(ws.groupWin[j])
+				copy(G[(j-lo)*D:(j-lo+1)*D], ws.coef[(b*N+f)*D:(b*N+f+1)*D])
+			}
+			gemm.NN(cnt, E, D, G, D, w1, E, A, E)
+		default:
+			// c_f = [y_cos·W̃ | y_sin·W̃] for the windows that selected f
+			// only, one window at a time so that a window's forecast does
+			// not depend on the batch it came in.
+			G := ws.gcoef[lo*D : hi*D]
+			clear(G)
+			for j := lo; j < hi; j++ {
+				r := int(ws.groupWin[j])*N + f
+				gemm.NN(2, d, C1, y[r*2*C1:(r+1)*2*C1], C1, wt, d, G[(j-lo)*D:(j-lo+1)*D], d)
+			}
+			gemm.NN(cnt, E, D, G, D, w1, E, A, E)
+		}
 		for i, v := range A {
 			if v < 0 {
 				A[i] = 0
@@ -652,4 +680,15 @@ func (ws *Workspace) group(n int) {
 			ws.slotSel[j] = int32(b*K + k)
 		}
 	}
+}
+
+// fold writes q = [W̃·W1[:d] ; W̃·W1[d:]], (2·C1)×cols, where W̃ is C1×d and
+// W1 is 2d×cols: a first layer that reads a frequency's coefficients
+// c = [y_cos·W̃ | y_sin·W̃] gives c·W1 = [y_cos | y_sin]·q, so a lean pass
+// scores a frequency with 2·C1 products a unit instead of 2d.
+func fold(q, wt, w1 []float64, C1, d, cols int) {
+	q = q[:2*C1*cols]
+	clear(q)
+	gemm.NN(C1, cols, d, wt, d, w1[:d*cols], cols, q[:C1*cols], cols)
+	gemm.NN(C1, cols, d, wt, d, w1[d*cols:2*d*cols], cols, q[C1*cols:], cols)
 }

@@ -25,7 +25,8 @@ type Workspace struct {
 	energy               []float64 // n: Σ (x̂ − mean)² of each window
 	eshare               []float64 // n·N: each frequency's share of its window's energy
 	y                    []float64 // n·2N·(C+1): Ψ̄·[x̂ | 1]
-	coef                 []float64 // n·N·2d: the coefficients c_i
+	coef                 []float64 // n·N·2d: the coefficients c_i (not computed by a lean pass)
+	qscore               []float64 // 2(C+1)·S: the scorer's first layer folded into W̃ (lean passes)
 	zpre, ztanh, z       []float64 // n·N·S: scorer pre-activation, its tanh, GELU output
 	score                []float64 // n·N: selection logits
 	sel                  []int32   // n·K: selected frequency ids: the rhythms' (format 5), then the others best first
@@ -56,7 +57,13 @@ type Workspace struct {
 	// are zero (see Workspace.Without).
 	without, withoutBuf []bool
 	headSplit           int // heads [0, headSplit) are part 0's, the rest part 1's
-	bk                  backwardConsts
+	// lean is set for a pass that no backward pass follows (draws nil)
+	// when 2(C+1) < 2d: it computes the coefficients c_i only for the
+	// selected frequencies, and the scorer reads each frequency's
+	// projections [y_cos | y_sin] through its first layer folded into W̃,
+	// the same products in another order.
+	lean bool
+	bk   backwardConsts
 
 	// par, when set, runs ws.run(s, 0) and ws.run(s, 1) and returns when
 	// both are done (training sets it to use two cores); nil runs one part.
@@ -128,6 +135,7 @@ func (ws *Workspace) grow(n int) {
 	ws.sd = make([]float64, n*C)
 	ws.y = make([]float64, n*2*N*C1)
 	ws.coef = make([]float64, n*N*2*d)
+	ws.qscore = make([]float64, 2*C1*S)
 	ws.zpre = make([]float64, n*N*S)
 	ws.ztanh = make([]float64, n*N*S)
 	ws.z = make([]float64, n*N*S)

@@ -277,12 +277,21 @@ func BenchmarkThroughput(b *testing.B) {
 
 // measure warms every series' window, then produces steps readings of
 // each series as fast as the broker takes them and returns the first
-// measured step and the readings forecast per second.
+// measured step and the readings forecast per second. It reports the
+// process's CPU time per reading forecast ("cpu_µs/reading": the service,
+// the in-process broker and the producer of the readings together), which,
+// unlike the rate, hardly depends on what else the machine runs, so two
+// builds can be compared on a busy machine.
 func (bw *benchWorld) measure(b *testing.B, p *pipeline.Pipeline, steps int) (first int, rate float64) {
 	b.Helper()
 	first = bw.warm(b, p)
 	n := steps * benchSeries
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
+	defer func() {
+		if used := processCPU() - cpu; used > 0 {
+			b.ReportMetric(float64(used.Microseconds())/float64(n), "cpu_µs/reading")
+		}
+	}()
 	go func() {
 		for s := range steps {
 			if err := bw.step(context.Background(), first+s); err != nil {

@@ -47,7 +47,8 @@ type Config struct {
 	// Default: 2ms
 	BatchTimeout time.Duration
 	// BatchSize is the most messages in one produce request per partition
-	// (output.batch_size); at least 1.
+	// (output.batch_size); at least 1. Values above 512, the most messages
+	// the sink hands the client at once, act as 512.
 	//
 	// Default: 1000
 	BatchSize int

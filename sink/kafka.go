@@ -82,7 +82,12 @@ func New(cfg Config, kc *kafkaconn.Client, opts ...Option) (*Producer, error) {
 func (p *Producer) newWriter(kc *kafkaconn.Client, topic string, codec kafka.Compression) *kafka.Writer {
 	w := kc.NewWriter(topic)
 	w.MaxAttempts = p.cfg.MaxAttempts
-	w.BatchSize = p.cfg.BatchSize
+	// A Write hands the writer at most writeChunk messages at a time, and
+	// the writer allocates BatchSize message slots for every partition
+	// batch it opens, so a larger BatchSize would only allocate slots that
+	// no batch fills (a 1000-slot batch is 150 KB, opened per partition and
+	// topic on every Write).
+	w.BatchSize = min(p.cfg.BatchSize, writeChunk)
 	w.BatchBytes = p.cfg.BatchBytes
 	w.BatchTimeout = p.cfg.BatchTimeout
 	w.WriteTimeout = p.cfg.WriteTimeout
