@@ -279,9 +279,10 @@ func BenchmarkThroughput(b *testing.B) {
 // each series as fast as the broker takes them and returns the first
 // measured step and the readings forecast per second. It reports the
 // process's CPU time per reading forecast ("cpu_µs/reading": the service,
-// the in-process broker and the producer of the readings together), which,
-// unlike the rate, hardly depends on what else the machine runs, so two
-// builds can be compared on a busy machine.
+// the in-process broker and the producer of the readings together), to
+// compare builds by the work they do as well as by their rate. It depends
+// on the load too: a service that falls behind forms larger batches and
+// spends less per reading.
 func (bw *benchWorld) measure(b *testing.B, p *pipeline.Pipeline, steps int) (first int, rate float64) {
 	b.Helper()
 	first = bw.warm(b, p)
