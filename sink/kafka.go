@@ -128,7 +128,7 @@ func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	var inFlight chan error // the result of the chunk being produced
 	for lo := 0; lo < len(fs); lo += writeChunk {
 		chunk := fs[lo:min(lo+writeChunk, len(fs))]
-		b, err := p.encode(chunk)
+		b, err := p.encode(chunk, lo, len(fs))
 		if inFlight != nil {
 			if perr := <-inFlight; perr != nil {
 				if b != nil {
@@ -149,10 +149,11 @@ func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	return nil
 }
 
-// encode encodes one chunk of a Write into a batch from the pool.
-func (p *Producer) encode(fs []wire.Forecast) (*kafkaBatch, error) {
+// encode encodes one chunk of a Write of total forecasts, the chunk that
+// starts at the Write's forecast first, into a batch from the pool.
+func (p *Producer) encode(fs []wire.Forecast, first, total int) (*kafkaBatch, error) {
 	b := p.pool.Get().(*kafkaBatch)
-	if err := b.encode(fs, &p.cfg, p.attribution != nil, p.contentType); err != nil {
+	if err := b.encode(fs, first, total, &p.cfg, p.attribution != nil, p.contentType); err != nil {
 		p.pool.Put(b)
 		p.fm.errors.Add(float64(len(fs)))
 		if p.attribution != nil {
@@ -341,7 +342,9 @@ type msgSpan struct {
 // header bytes in a produce request (kafka-go's totalSize).
 const headerOverhead = 64
 
-func (b *kafkaBatch) encode(fs []wire.Forecast, cfg *Config, attributions bool, contentType []byte) error {
+// encode encodes fs, the forecasts first … first+len(fs)−1 of a Write of
+// total (the numbers its errors give), into b's buffer and messages.
+func (b *kafkaBatch) encode(fs []wire.Forecast, first, total int, cfg *Config, attributions bool, contentType []byte) error {
 	b.buf = b.buf[:0]
 	b.spans = b.spans[:0]
 	b.fbytes, b.abytes = 0, 0
@@ -362,7 +365,7 @@ func (b *kafkaBatch) encode(fs []wire.Forecast, cfg *Config, attributions bool, 
 			b.buf, err = wire.AppendForecastJSON(b.buf, f)
 		}
 		if err != nil {
-			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", total, first+i, err)
 		}
 		s.forecast = [2]int{s.version[1], len(b.buf)}
 		s.attribution = [2]int{len(b.buf), len(b.buf)}
@@ -373,7 +376,7 @@ func (b *kafkaBatch) encode(fs []wire.Forecast, cfg *Config, attributions bool, 
 				b.buf, err = wire.AppendAttributionJSON(b.buf, f, cfg.Attributions)
 			}
 			if err != nil {
-				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
+				return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", total, first+i, err)
 			}
 			s.attribution[1] = len(b.buf)
 		}

@@ -397,6 +397,9 @@ func TestKafkaChunksKeepOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if string(m.Key) != f.Series {
+			t.Fatalf("a forecast of series %s under the key %q", f.Series, m.Key)
+		}
 		if prev, ok := last[f.Series]; ok && !f.TS.After(prev) {
 			t.Fatalf("series %s: forecast of %v after the one of %v", f.Series, f.TS, prev)
 		}
@@ -404,7 +407,12 @@ func TestKafkaChunksKeepOrder(t *testing.T) {
 	}
 	bad := wiretest.Forecasts(6, 1300, []string{"value"}, 4, 2)
 	bad[1100].Values = bad[1100].Values[:1] // a horizon that does not match: fails validation
-	if err := p.Write(context.Background(), bad); err == nil {
-		t.Error("a Write with an invalid forecast in its third chunk succeeded")
+	err := p.Write(context.Background(), bad)
+	if err == nil {
+		t.Fatal("a Write with an invalid forecast in its third chunk succeeded")
+	}
+	// The error names the forecast's place in the Write, not in its chunk.
+	if want := "write 1300 forecasts: forecast 1100:"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
 	}
 }
