@@ -142,8 +142,9 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	// 3. Coefficients Ψ̄·(x̂·W + 1·bᵀ) = Y·W̃ for every window at once. The
 	// cosine and sine rows of frequency i are adjacent, so its coefficient
 	// vector c_i = [cos part | sin part] is the contiguous 2d at (b·N+i)·2d.
-	// A lean pass (see Workspace.lean) needs no coefficients: the scorer's
-	// and the heads' first layers are folded into W̃ instead.
+	// A lean pass (see Workspace.lean) skips them: the scorer's first layer
+	// is folded into W̃, and each head computes c_f for the windows that
+	// selected it.
 	ws.lean = draws == nil && 2*C1 < D
 	if !ws.lean {
 		coef := ws.coef[:n*N*D]
