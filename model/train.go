@@ -438,6 +438,7 @@ func (c TrainConfig) Settings() map[string]float64 {
 		"lambda_div": c.LambdaDiv, "lambda_recon": c.LambdaRecon, "lambda_sparse": c.LambdaSparse, "lambda_var": c.LambdaVar,
 		"dropout": c.Dropout, "weight_decay": c.WeightDecay, "input_noise": c.InputNoise,
 		"channel_shuffle": c.ChannelShuffle, "ema": c.EMA, "residual_warmup": float64(c.ResidualWarmup),
+		"fill_harmonics": float64(c.FillHarmonics),
 	}
 }
 

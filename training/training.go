@@ -103,6 +103,9 @@ type Options struct {
 	// the default, and a negative Dropout turns dropout off.
 	Dropout, LearningRate float64
 	Patience              int
+	// FillHarmonics is model.TrainConfig's: put a frequency on every
+	// missing harmonic up to this one of each cycle; 0 leaves them out.
+	FillHarmonics int
 	// Start, when set, is called once before the first epoch with a line
 	// that says what is trained on what; Epoch after every epoch.
 	Start func(what string)
@@ -151,7 +154,7 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 	start := time.Now()
 	tc := model.TrainConfig{
 		Epochs: o.Epochs, BatchSize: o.BatchSize, Seed: o.Seed, FrequencyInit: o.FrequencyInit,
-		Dropout: o.Dropout, LearningRate: o.LearningRate, Patience: o.Patience,
+		Dropout: o.Dropout, LearningRate: o.LearningRate, Patience: o.Patience, FillHarmonics: o.FillHarmonics,
 	}
 	switch {
 	case o.ChannelShuffle < 0:

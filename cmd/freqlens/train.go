@@ -28,6 +28,7 @@ type trainReport struct {
 	Dropout            float64            `json:"dropout"`
 	LearningRate       float64            `json:"learning_rate"`
 	Patience           int                `json:"patience"`
+	FillHarmonics      int                `json:"fill_harmonics"`
 	Params             int                `json:"params"`
 	TrainWindows       int                `json:"train_windows"`
 	ValWindows         int                `json:"val_windows"`
@@ -65,6 +66,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dropout := fs.Float64("dropout", model.DefaultDropout, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
 	rate := fs.Float64("learning-rate", model.DefaultLearningRate, fmt.Sprintf("Adam's base step size, annealed along a cosine to %g", model.DefaultMinLearningRate))
 	patience := fs.Int("patience", model.DefaultPatience, "epochs without a better validation MSE that end training")
+	fill := fs.Int("fill-harmonics", 0, "put a frequency on every harmonic up to this one that a cycle found in the data lacks, so that its clock follows the cycle's shape more closely (more heads: slower training and forecasts); 0 leaves them out")
 	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
 	maxWindows := fs.Int("max-windows", 100_000, "long-format data: train on at most this many windows, drawn at random (seeded) from every series, and validate on a fifth as many; 0 uses all")
 	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
@@ -99,6 +101,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--learning-rate %g: use a rate above the %g the schedule ends at and at most 1 (default %g)", *rate, model.DefaultMinLearningRate, model.DefaultLearningRate)
 	case *patience < 1:
 		return fmt.Errorf("--patience %d: use at least 1 epoch (default %d)", *patience, model.DefaultPatience)
+	case *fill < 0 || *fill > model.DefaultFrequencies:
+		return fmt.Errorf("--fill-harmonics %d: use 0 (off) to %d (default 0)", *fill, model.DefaultFrequencies)
 	case !(*dropout >= 0 && *dropout < 1):
 		return fmt.Errorf("--dropout %g: use a probability from 0 (off) to below 1 (default %g)", *dropout, model.DefaultDropout)
 	}
@@ -123,7 +127,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bar := newProgress(stderr, *epochs)
 	opts := training.Options{
 		Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit),
-		TopK: *topK, LearningRate: *rate, Patience: *patience,
+		TopK: *topK, LearningRate: *rate, Patience: *patience, FillHarmonics: *fill,
 		Start: bar.start, Epoch: bar.epoch,
 	}
 	opts.Dropout = *dropout
@@ -151,7 +155,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Lookback: *lookback, Horizon: *horizon, Channels: len(td.Columns), Seed: *seed, Params: res.Params,
 		ChannelShuffle: m.Meta.Training["channel_shuffle"], TopK: m.Config().TopK,
 		Dropout: m.Meta.Training["dropout"], LearningRate: m.Meta.Training["learning_rate"], Patience: int(m.Meta.Training["patience"]),
-		TrainWindows: td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
+		FillHarmonics: int(m.Meta.Training["fill_harmonics"]),
+		TrainWindows:  td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
 		EpochsRun: tr.EpochsRun, EpochSecondsMedian: tr.MedianEpochSeconds(), TrainSeconds: res.Seconds,
 		Stopped: tr.Stopped, BestEpoch: tr.BestEpoch, ValMSE: tr.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,

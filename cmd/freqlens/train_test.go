@@ -412,7 +412,8 @@ func TestTrainSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		if m.Config().TopK != rep.TopK || m.Meta.Training["dropout"] != rep.Dropout ||
-			m.Meta.Training["learning_rate"] != rep.LearningRate || int(m.Meta.Training["patience"]) != rep.Patience {
+			m.Meta.Training["learning_rate"] != rep.LearningRate || int(m.Meta.Training["patience"]) != rep.Patience ||
+			int(m.Meta.Training["fill_harmonics"]) != rep.FillHarmonics {
 			t.Errorf("%v: the report says K %d, dropout %g, rate %g, patience %d; the file %d and %v",
 				extra, rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, m.Config().TopK, m.Meta.Training)
 		}
@@ -425,12 +426,16 @@ func TestTrainSettings(t *testing.T) {
 	if rep := train("--top-k", "5", "--dropout", "0.25", "--learning-rate", "0.002", "--patience", "3"); rep.TopK != 5 || rep.Dropout != 0.25 || rep.LearningRate != 0.002 || rep.Patience != 3 {
 		t.Errorf("set: K %d, dropout %g, rate %g, patience %d; want 5, 0.25, 0.002, 3", rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience)
 	}
-	if rep := train("--dropout", "0"); rep.Dropout != 0 {
-		t.Errorf("--dropout 0 trained with dropout %g; want it off", rep.Dropout)
+	if rep := train("--dropout", "0"); rep.Dropout != 0 || rep.FillHarmonics != 0 {
+		t.Errorf("--dropout 0 trained with dropout %g, fill harmonics %d; want both off", rep.Dropout, rep.FillHarmonics)
+	}
+	if rep := train("--fill-harmonics", "6"); rep.FillHarmonics != 6 {
+		t.Errorf("--fill-harmonics 6 trained with %d", rep.FillHarmonics)
 	}
 	for _, bad := range [][]string{
 		{"--dropout", "1"}, {"--dropout", "-0.5"}, {"--top-k", "0"}, {"--top-k", "40"},
 		{"--learning-rate", "-1"}, {"--learning-rate", "0"}, {"--learning-rate", "1e-09"}, {"--learning-rate", "2"}, {"--patience", "-2"},
+		{"--fill-harmonics", "-1"}, {"--fill-harmonics", "33"},
 	} {
 		args := append([]string{"train", "--data", data, "--lookback", "48", "--horizon", "12", "--epochs", "1", "--out", filepath.Join(dir, "bad.safetensors")}, bad...)
 		if code, _, stderr := runCLI(args...); code == 0 || !strings.Contains(stderr, bad[0]+" "+bad[1]+":") {
