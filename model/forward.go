@@ -303,27 +303,23 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 		}
 		A := ws.hidden[lo*E : hi*E]
 		clear(A)
-		w1 := p.HeadW1[f*D*E : (f+1)*D*E]
-		switch {
-		case !ws.lean:
-			G := ws.gcoef[lo*D : hi*D]
-			for j := lo; j < hi; j++ {
-				b := int(ws.groupWin[j])
-				copy(G[(j-lo)*D:(j-lo+1)*D], ws.coef[(b*N+f)*D:(b*N+f+1)*D])
-			}
-			gemm.NN(cnt, E, D, G, D, w1, E, A, E)
-		default:
-			// c_f = [y_cos·W̃ | y_sin·W̃] for the windows that selected f
-			// only, one window at a time so that a window's forecast does
-			// not depend on the batch it came in.
-			G := ws.gcoef[lo*D : hi*D]
+		// G holds c_f of each window that selected f: copied from the
+		// coefficients, or, in a lean pass, computed here as
+		// [y_cos·W̃ | y_sin·W̃], one window at a time so that a window's
+		// forecast does not depend on the batch it came in.
+		G := ws.gcoef[lo*D : hi*D]
+		if ws.lean {
 			clear(G)
-			for j := lo; j < hi; j++ {
-				r := int(ws.groupWin[j])*N + f
-				gemm.NN(2, d, C1, y[r*2*C1:(r+1)*2*C1], C1, wt, d, G[(j-lo)*D:(j-lo+1)*D], d)
-			}
-			gemm.NN(cnt, E, D, G, D, w1, E, A, E)
 		}
+		for j := lo; j < hi; j++ {
+			r, g := int(ws.groupWin[j])*N+f, G[(j-lo)*D:(j-lo+1)*D]
+			if ws.lean {
+				gemm.NN(2, d, C1, y[r*2*C1:(r+1)*2*C1], C1, wt, d, g, d)
+			} else {
+				copy(g, ws.coef[r*D:(r+1)*D])
+			}
+		}
+		gemm.NN(cnt, E, D, G, D, p.HeadW1[f*D*E:(f+1)*D*E], E, A, E)
 		for i, v := range A {
 			if v < 0 {
 				A[i] = 0

@@ -187,3 +187,37 @@ func entangled(a, b rhythmSpec, rows int) bool {
 	}
 	return false
 }
+
+// TestHarmonicFills: the fills are a multi-line rhythm's missing harmonics
+// up to the asked one, lowest first, below the Nyquist frequency, none on a
+// harmonic a rhythm already has and none for a rhythm of one line, and no
+// more than the budget.
+func TestHarmonicFills(t *testing.T) {
+	// A day of 24 steps with lines at k = 1, 2, 4; a lone 7-step line.
+	freq := map[int]float64{0: 1.0 / 24, 1: 2.0 / 24, 2: 4.0 / 24, 3: 1.0 / 7}
+	rs := []Rhythm{
+		{PeriodSteps: 24, Frequencies: []int{0, 1, 2}, Harmonics: []int{1, 2, 4}},
+		{PeriodSteps: 7, Frequencies: []int{3}, Harmonics: []int{1}},
+	}
+	of := func(id int) float64 { return freq[id] }
+	tol := 1e-6
+	for _, tc := range []struct {
+		max, budget int
+		want        []int // harmonics of the day
+	}{
+		{6, 16, []int{3, 5, 6}},
+		{16, 16, []int{3, 5, 6, 7, 8, 9, 10, 11}}, // 12/24 is the Nyquist frequency
+		{16, 2, []int{3, 5}},
+		{2, 16, nil},
+	} {
+		got := harmonicFills(rs, of, tc.max, tc.budget, 0.001, tol)
+		if len(got) != len(tc.want) {
+			t.Fatalf("up to %d, budget %d: fills %v, want the day's harmonics %v", tc.max, tc.budget, got, tc.want)
+		}
+		for i, k := range tc.want {
+			if math.Abs(got[i]-float64(k)/24) > 1e-12 {
+				t.Errorf("up to %d, budget %d: fill %d at %v, want %d/24", tc.max, tc.budget, i, got[i], k)
+			}
+		}
+	}
+}

@@ -390,8 +390,8 @@ func scrape(t *testing.T, url, name string) float64 {
 	return 0
 }
 
-// TestTrainSettings: --top-k, --dropout, --learning-rate and --patience
-// reach the model and its training (the file keeps K and the settings, the
+// TestTrainSettings: --top-k, --dropout, --learning-rate, --patience and
+// --fill-harmonics reach the model and its training (the file keeps K and the settings, the
 // report shows them), leaving them out trains with the model package's
 // defaults, and a value that cannot work is refused before any training.
 func TestTrainSettings(t *testing.T) {
@@ -414,8 +414,8 @@ func TestTrainSettings(t *testing.T) {
 		if m.Config().TopK != rep.TopK || m.Meta.Training["dropout"] != rep.Dropout ||
 			m.Meta.Training["learning_rate"] != rep.LearningRate || int(m.Meta.Training["patience"]) != rep.Patience ||
 			int(m.Meta.Training["fill_harmonics"]) != rep.FillHarmonics {
-			t.Errorf("%v: the report says K %d, dropout %g, rate %g, patience %d; the file %d and %v",
-				extra, rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, m.Config().TopK, m.Meta.Training)
+			t.Errorf("%v: the report says K %d, dropout %g, rate %g, patience %d, fill harmonics %d; the file %d and %v",
+				extra, rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, rep.FillHarmonics, m.Config().TopK, m.Meta.Training)
 		}
 		return rep
 	}
