@@ -78,6 +78,7 @@ func keys(c *service.Config) map[string]any {
 		"metrics.listen":           &c.MetricsListen,
 		"metrics.web_config":       &c.MetricsWebConfig,
 		"metrics.allowed_hosts":    &c.MetricsAllowedHosts,
+		"metrics.pprof":            &c.MetricsPprof,
 		"metrics.live_view_series": &c.LiveView.MaxSeries,
 
 		"service.workers":            &p.Workers,

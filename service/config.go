@@ -109,6 +109,14 @@ type Config struct {
 	//
 	// Default: []
 	MetricsAllowedHosts []string
+	// MetricsPprof serves Go's profiles (net/http/pprof) under
+	// /debug/pprof/ on the metrics listener, behind its TLS, authentication
+	// and Host check (metrics.pprof): where CPU and memory go in a running
+	// replica. Off by default: a profile names the code and can take
+	// seconds of CPU to collect.
+	//
+	// Default: false
+	MetricsPprof bool
 	// LiveView bounds the live view served at / on the metrics listener
 	// (package liveview; metrics.live_view_series). Without a metrics
 	// listener there is no live view.

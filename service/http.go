@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -84,6 +85,9 @@ func listenMetrics(cfg Config, reg *prometheus.Registry, mux *http.ServeMux, log
 		return nil, fmt.Errorf("metrics.listen %s: %w (pass --metrics-addr with a free port, or set metrics.listen)", addr, err)
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if cfg.MetricsPprof {
+		registerPprof(mux)
+	}
 	srv := &http.Server{
 		Handler:           withSecurityHeaders(newHostCheck(mux, addr, cfg.MetricsAllowedHosts, log)),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -93,6 +97,19 @@ func listenMetrics(cfg Config, reg *prometheus.Registry, mux *http.ServeMux, log
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelInfo),
 	}
 	return &metricsServer{ln: ln, srv: srv, log: log, webConfig: cfg.MetricsWebConfig, scheme: scheme}, nil
+}
+
+// registerPprof serves net/http/pprof's handlers under /debug/pprof/ on mux
+// (its index lists the profiles: heap, allocs, goroutine, profile?seconds=N
+// for CPU, trace …). They are registered here, not by importing the
+// package for its side effect, which would add them to
+// http.DefaultServeMux.
+func registerPprof(mux *http.ServeMux) {
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // start serves in the background until stop: with a web configuration

@@ -224,3 +224,40 @@ func TestAllowedHostsErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPprof: Go's profiles are served under /debug/pprof/ only when
+// metrics.pprof asks for them, and behind the listener's Host check.
+func TestPprof(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		reg, err := NewRegistry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := listenMetrics(Config{MetricsListen: "127.0.0.1:0", MetricsPprof: on}, reg, http.NewServeMux(), slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		get := func(path, host string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			m.srv.Handler.ServeHTTP(rec, req)
+			return rec
+		}
+		for path, want := range map[string]string{"/debug/pprof/": "goroutine", "/debug/pprof/heap?debug=1": "heap profile", "/debug/pprof/cmdline": ""} {
+			rec := get(path, "127.0.0.1:9464")
+			switch {
+			case !on && rec.Code != http.StatusNotFound:
+				t.Errorf("metrics.pprof off: GET %s: %d, want 404", path, rec.Code)
+			case on && rec.Code != http.StatusOK:
+				t.Errorf("metrics.pprof on: GET %s: %d, want 200", path, rec.Code)
+			case on && !strings.Contains(rec.Body.String(), want):
+				t.Errorf("metrics.pprof on: GET %s lacks %q:\n%.300s", path, want, rec.Body.String())
+			}
+		}
+		if rec := get("/debug/pprof/heap", "attacker.example"); rec.Code != http.StatusMisdirectedRequest {
+			t.Errorf("metrics.pprof %v: GET /debug/pprof/heap naming another host: %d, want 421", on, rec.Code)
+		}
+		m.stop()
+	}
+}
