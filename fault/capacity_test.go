@@ -2,6 +2,7 @@ package fault
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -48,7 +49,8 @@ func cpuSeconds(pid int) float64 {
 //     machine but not the replica's process, so this is what the replica
 //     needs of its cores);
 //   - its heap and RSS with every series live and tracked, against the
-//     same replica before its first reading;
+//     same replica before its first reading (with FREQLENS_CAPACITY_HEAP set
+//     to a path, its heap profile then is written there);
 //   - then a second replica joins the consumer group: how the input's six
 //     partitions, and so the series, are split, and what the two together
 //     and each alone spend per reading.
@@ -80,6 +82,7 @@ func TestCapacity(t *testing.T) {
 	c := &cluster{t: t, kfake: kc, proxy: proxy, kc: kafkatest.Client(t, []string{proxy.Addr()})}
 	cfg := strings.Replace(serveConfig(proxy.Addr(), modelPath, productionExtra), "output: {write_timeout: 3s, max_attempts: 3}\n", "", 1)
 	cfg = strings.Replace(cfg, `topics: {attributions: "", drift: ""}`, `topics: {attributions: attributions, drift: ""}`, 1)
+	cfg += "metrics: {pprof: true}\n"
 
 	a := start(t, "a", cfg)
 	a.waitReady(60 * time.Second)
@@ -123,6 +126,17 @@ func TestCapacity(t *testing.T) {
 		live, heap/1e6, heap0/1e6, rss, rss0, (heap-heap0)/float64(n))
 	if live != float64(n) {
 		t.Errorf("%v live series; want %d", live, n)
+	}
+	if path := os.Getenv("FREQLENS_CAPACITY_HEAP"); path != "" {
+		// What holds that memory: go tool pprof -sample_index=inuse_space -top PATH
+		code, body := a.get("/debug/pprof/heap?gc=1")
+		if code != http.StatusOK {
+			t.Fatalf("GET /debug/pprof/heap: %d %.200s", code, body)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("heap profile with %.0f live series in %s", live, path)
 	}
 
 	// A second replica joins: the group splits the partitions, the new

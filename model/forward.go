@@ -147,6 +147,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	// selected it.
 	ws.lean = draws == nil && 2*C1 < D
 	if !ws.lean {
+		ws.sizeCoef()
 		coef := ws.coef[:n*N*D]
 		clear(coef)
 		gemm.NN(n*M, d, C1, Y, C1, p.Data[:C1*d], d, coef, d)
@@ -156,8 +157,10 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	// c_i·W1 = [y_cos,i | y_sin,i]·[W̃·W1_cos ; W̃·W1_sin], and the rows of Y,
 	// read 2(C+1) at a time, are exactly [y_cos,i | y_sin,i].
 	nN := n * N
-	zpre, zt, z, score := ws.zpre[:nN*S], ws.ztanh[:nN*S], ws.z[:nN*S], ws.score[:nN]
+	score := ws.score[:nN]
 	if scores {
+		ws.sizeScorer()
+		zpre, zt, z := ws.zpre[:nN*S], ws.ztanh[:nN*S], ws.z[:nN*S]
 		for r := range nN {
 			copy(zpre[r*S:(r+1)*S], p.ScB1)
 		}

@@ -90,6 +90,38 @@ func TestForwardAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestServingWorkspaceIsSmall: a serving pass (no backward pass after it)
+// holds no coefficients for every frequency when it is lean, and no scorer
+// layer when the rhythms take every place, so a replica's workspaces do
+// not carry training-sized buffers; a training pass on the same workspace
+// then sizes them to its capacity.
+func TestServingWorkspaceIsSmall(t *testing.T) {
+	for _, tc := range fullConfigs {
+		m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 14)
+		const n = 16
+		x, _ := randomBatch(m.cfg, n, 15)
+		ends := windowEnds(m, n, 16)
+		ws := m.NewWorkspace(n)
+		m.Forward(ws, nil, x, ends)
+		if ws.lean && ws.coef != nil {
+			t.Errorf("%s: a lean serving pass holds %d coefficients, want none", tc.name, len(ws.coef))
+		}
+		if !m.cfg.competes() && ws.z != nil {
+			t.Errorf("%s: the rhythms take every place, yet the workspace holds the scorer's layer (%d values)", tc.name, len(ws.z))
+		}
+		if !ws.lean && m.cfg.competes() {
+			continue
+		}
+		tau := slices.Clone(ws.tauIn[:n*m.cfg.Channels])
+		ws.enableTraining()
+		m.forward(ws, make([]float64, n*m.cfg.Horizon*m.cfg.Channels), x, tau, n,
+			&stepDraws{noise: make([]float64, n*m.cfg.Frequencies), tau: 1})
+		if N, d := m.cfg.Frequencies, m.cfg.Hidden; len(ws.coef) != n*N*2*d {
+			t.Errorf("%s: after a training pass the workspace holds %d coefficients, want %d", tc.name, len(ws.coef), n*N*2*d)
+		}
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string

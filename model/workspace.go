@@ -134,11 +134,13 @@ func (ws *Workspace) grow(n int) {
 	ws.mu = make([]float64, n*C)
 	ws.sd = make([]float64, n*C)
 	ws.y = make([]float64, n*2*N*C1)
-	ws.coef = make([]float64, n*N*2*d)
+	// The coefficients and the scorer's hidden layer are the largest
+	// buffers (n·N·2d and 3·n·N·S) and a serving pass often needs neither
+	// (a lean pass computes no coefficients; a model whose rhythms take
+	// every place scores nothing), so the pass that needs them sizes them
+	// to the capacity on first use (sizeCoef, sizeScorer).
+	ws.coef, ws.zpre, ws.ztanh, ws.z = nil, nil, nil, nil
 	ws.qscore = make([]float64, 2*C1*S)
-	ws.zpre = make([]float64, n*N*S)
-	ws.ztanh = make([]float64, n*N*S)
-	ws.z = make([]float64, n*N*S)
 	ws.score = make([]float64, n*N)
 	ws.sel = make([]int32, n*K)
 	ws.pos = make([]int32, n*K)
@@ -176,6 +178,18 @@ func (ws *Workspace) grow(n int) {
 		ws.tr = nil
 		ws.enableTraining()
 	}
+}
+
+// sizeCoef makes ws.coef hold the capacity's coefficients.
+func (ws *Workspace) sizeCoef() {
+	ws.coef = resize(ws.coef, ws.cap*ws.cfg.Frequencies*2*ws.cfg.Hidden)
+}
+
+// sizeScorer makes the scorer's hidden-layer buffers hold the capacity's
+// windows.
+func (ws *Workspace) sizeScorer() {
+	k := ws.cap * ws.cfg.Frequencies * ws.cfg.ScorerHidden
+	ws.zpre, ws.ztanh, ws.z = resize(ws.zpre, k), resize(ws.ztanh, k), resize(ws.z, k)
 }
 
 // enableTraining allocates the backward-pass scratch for the current capacity.
