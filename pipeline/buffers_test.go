@@ -1,8 +1,22 @@
 package pipeline
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
+	"weak"
 
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/readings"
+	"github.com/freqlens/freqlens/sink"
+	"github.com/freqlens/freqlens/window"
 	"github.com/freqlens/freqlens/wire"
 )
 
@@ -49,4 +63,62 @@ func TestBuffersShrinkAfterABacklog(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIdleTrimFreesTheArena: after a large batch, the idle trim's drop of
+// the batch's arena (the forecasts' numbers) frees it: nothing the workers
+// keep between batches (the last forecast handed to the learner or the
+// observer, the bounds' slices) still points into it.
+func TestIdleTrimFreesTheArena(t *testing.T) {
+	const L, H, series = 16, 24, 1500
+	m, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: 1, Mode: model.Independent, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	ocfg := online.DefaultConfig()
+	ocfg.Intervals = []float64{0.8}
+	l, err := online.New(ocfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var observed int
+	p, err := New(Wiring{Fields: []string{"value"}, Cadence: time.Hour, ModelVersion: 1}, DefaultConfig(), nil, window.DefaultConfig(), m,
+		sink.NewMemory(), WithOnline(l), WithForecastObserver(func(*wire.Forecast, []float64, []float64) { observed++ }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, readings.Schema("value"))
+	rng := rand.New(rand.NewPCG(3, 4))
+	for k := range L {
+		for s := range series {
+			ts := arrow.Timestamp(int64(k) * time.Hour.Milliseconds())
+			b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("s-%d", s))
+			b.Field(1).(*array.TimestampBuilder).Append(ts)
+			b.Field(2).(*array.TimestampBuilder).Append(ts + 1000)
+			b.Field(3).(*array.Float64Builder).Append(10 + rng.NormFloat64())
+		}
+	}
+	rec := b.NewRecord()
+	b.Release()
+	defer rec.Release()
+
+	w, ob := p.workers[0], newOutBatch(1)
+	rows := w.rowsOf(0)
+	for i := range int(rec.NumRows()) {
+		*rows = append(*rows, i)
+	}
+	w.run(p, p.current.Load(), rec, false, &ob.parts[0])
+	if pt := &ob.parts[0]; pt.err != nil || len(pt.fs) != series || observed != series {
+		t.Fatalf("the batch gave %d forecasts (%d observed, error %v), want %d", len(pt.fs), observed, pt.err, series)
+	}
+	arena := weak.Make(&ob.parts[0].arena[:1][0])
+	if dropped := ob.trimIdle(); dropped < keepBytes {
+		t.Fatalf("the idle trim dropped %d bytes; the arena should exceed %d", dropped, keepBytes)
+	}
+	runtime.GC()
+	if arena.Value() != nil {
+		t.Error("the batch's arena is still reachable after the idle trim dropped it: a worker keeps a forecast of the last batch")
+	}
+	runtime.KeepAlive(p) // the pipeline and its workers live on, as in a service
 }

@@ -360,6 +360,17 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 			pt.ingest = append(pt.ingest, w.ready.Ingest[i])
 		}
 	}
+	w.forgetBatch()
+}
+
+// forgetBatch drops the worker's references into the part's arena (the
+// last forecast handed to the learner and to the observer, the interval
+// bounds' slices), which would otherwise keep a backlog's arena, tens of MB,
+// alive after the pipeline's idle trim dropped it.
+func (w *worker) forgetBatch() {
+	w.obs, w.issued = online.Observation{}, wire.Forecast{}
+	clear(w.lower)
+	clear(w.upper)
 }
 
 // finiteBounds reports whether every interval bound is finite: an
