@@ -65,12 +65,13 @@ func TestBuffersShrinkAfterABacklog(t *testing.T) {
 	}
 }
 
-// TestIdleTrimFreesTheArena: after a large batch, the idle trim's drop of
-// the batch's arena (the forecasts' numbers) frees it: nothing the workers
-// keep between batches (the last forecast handed to the learner or the
-// observer, the bounds' slices) still points into it.
+// TestIdleTrimFreesTheArena: after a large batch, the idle trim frees the
+// batch's arena (the forecasts' numbers): nothing the workers keep between
+// batches (the last forecast handed to the learner or the observer, the
+// bounds' slices) still points into it. It frees the worker's ready
+// windows too.
 func TestIdleTrimFreesTheArena(t *testing.T) {
-	const L, H, series = 16, 24, 1500
+	const L, H, series = 96, 24, 1500
 	m, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: 1, Mode: model.Independent, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -112,13 +113,17 @@ func TestIdleTrimFreesTheArena(t *testing.T) {
 	if pt := &ob.parts[0]; pt.err != nil || len(pt.fs) != series || observed != series {
 		t.Fatalf("the batch gave %d forecasts (%d observed, error %v), want %d", len(pt.fs), observed, pt.err, series)
 	}
-	arena := weak.Make(&ob.parts[0].arena[:1][0])
+	arena, ready := weak.Make(&ob.parts[0].arena[:1][0]), weak.Make(&w.ready.Values[:1][0])
 	if dropped := ob.trimIdle(); dropped < keepBytes {
 		t.Fatalf("the idle trim dropped %d bytes; the arena should exceed %d", dropped, keepBytes)
 	}
+	p.trimIdle()
 	runtime.GC()
 	if arena.Value() != nil {
 		t.Error("the batch's arena is still reachable after the idle trim dropped it: a worker keeps a forecast of the last batch")
+	}
+	if ready.Value() != nil {
+		t.Error("the worker's ready windows are still reachable after the idle trim")
 	}
 	runtime.KeepAlive(p) // the pipeline and its workers live on, as in a service
 }

@@ -637,10 +637,11 @@ func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
 // over minutes.
 const freeAfter = 10_000
 
-// trimIdle drops the large buffers of the batches waiting for reuse when
-// no batch came for a whole expiry period, and hands their memory back to
-// the operating system when they were big (a backlog's batches), so that a
-// catch-up does not leave its peak behind.
+// trimIdle drops the large buffers of the batches waiting for reuse, and
+// of the workers' ready windows, when no batch came for a whole expiry
+// period, and hands their memory back to the operating system when they
+// were big (a backlog's batches), so that a catch-up does not leave its
+// peak behind.
 func (p *Pipeline) trimIdle() {
 	var waiting [batchesInFlight]*outBatch
 	n := 0
@@ -659,6 +660,11 @@ drain:
 	for _, ob := range waiting[:n] {
 		p.free <- ob
 	}
+	t := trim{idle: true}
+	for _, w := range p.workers {
+		w.trimIdle(&t)
+	}
+	dropped += t.dropped
 	// The garbage of a backlog's batches, already collected, sits in the
 	// heap's free pages until the runtime's scavenger returns it over
 	// minutes; an idle replica returns it at once.

@@ -363,6 +363,14 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	w.forgetBatch()
 }
 
+// trimIdle drops the ready windows' buffers a backlog's batches grew
+// beyond keepBytes, as outBatch.trimIdle does for the forecasts'.
+func (w *worker) trimIdle(t *trim) {
+	r := &w.ready
+	r.Series, r.End, r.Values, r.Ingest = shrink(r.Series, t), shrink(r.End, t), shrink(r.Values, t), shrink(r.Ingest, t)
+	r.Rows, r.OutOfRange, r.TooLate = shrink(r.Rows, t), shrink(r.OutOfRange, t), shrink(r.TooLate, t)
+}
+
 // forgetBatch drops the worker's references into the part's arena (the
 // last forecast handed to the learner and to the observer, the interval
 // bounds' slices), which would otherwise keep a backlog's arena, tens of MB,
