@@ -24,7 +24,7 @@
 // content-type headers (see wire). kafka-go's Hash balancer (FNV-1a of the
 // key, not the Java client's murmur2) sends a series to one partition, and
 // kafka-go writes the batches of a partition in order, so a series'
-// forecasts stay in order. BatchTimeout (2ms) bounds the latency the sink
+// forecasts stay in order. BatchTimeout (50µs) bounds the latency the sink
 // adds. A forecast that can never be encoded fails Write with an error
 // wrapping ErrInvalid (= wire.ErrInvalid) before anything is sent.
 //

@@ -51,5 +51,5 @@ func ExampleNew() {
 	defer p.Close(context.Background())
 	fmt.Println(p.Config().BatchTimeout, p.Config().BatchSize, p.Config().BatchBytes)
 	// Output:
-	// 2ms 1000 1048576
+	// 50µs 1000 1048576
 }

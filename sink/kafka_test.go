@@ -41,7 +41,7 @@ func TestNewValidates(t *testing.T) {
 		{"no forecasts topic", func(c *sink.Config) { c.ForecastTopic = "" }, `topics.forecasts is empty; name the topic the forecasts go to (default "forecasts")`},
 		{"no format", func(c *sink.Config) { c.Format = "" }, `output.format = "" is not an output format; use "json" or "arrow"`},
 		{"no attribution mode", func(c *sink.Config) { c.Attributions = "" }, `output.attributions = "" is not an attribution mode`},
-		{"zero batch timeout", func(c *sink.Config) { c.BatchTimeout = 0 }, "output.batch_timeout = 0s; use a positive duration, a few milliseconds (default 2ms)"},
+		{"zero batch timeout", func(c *sink.Config) { c.BatchTimeout = 0 }, "output.batch_timeout = 0s; use a positive duration, at most a few milliseconds (default 50µs)"},
 		{"zero batch size", func(c *sink.Config) { c.BatchSize = 0 }, "output.batch_size = 0; use at least 1 (default 1000)"},
 		{"zero batch bytes", func(c *sink.Config) { c.BatchBytes = 0 }, "output.batch_bytes = 0 cannot hold a forecast message"},
 		{"zero write timeout", func(c *sink.Config) { c.WriteTimeout = 0 }, "output.write_timeout = 0s; use a positive duration (default 10s)"},
@@ -87,7 +87,7 @@ func TestNewValidates(t *testing.T) {
 func TestDefaultConfig(t *testing.T) {
 	want := sink.Config{
 		ForecastTopic: "forecasts", AttributionTopic: "attributions", Format: wire.FormatJSON, Attributions: wire.AttributionsFull,
-		BatchTimeout: 2 * time.Millisecond, BatchSize: 1000, BatchBytes: 1 << 20, WriteTimeout: 10 * time.Second, MaxAttempts: 10,
+		BatchTimeout: 50 * time.Microsecond, BatchSize: 1000, BatchBytes: 1 << 20, WriteTimeout: 10 * time.Second, MaxAttempts: 10,
 		Compression: "none",
 	}
 	if got := sink.DefaultConfig(); got != want {
