@@ -211,3 +211,42 @@ func BenchmarkAttribution(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N), "µs/window")
 }
+
+// BenchmarkServingMemory reports the memory a serving explainer holds per
+// window of its largest batch (256, service.max_batch), the bound of the
+// forward pass in docs/operating.md's memory table: what NewExplainer and
+// its first Forecast and Explain of every window allocate, over 256. The
+// model is of the paper's size, one channel, with the day's rhythm of 8
+// frequencies (no scorer needed) and, for comparison, with rhythms of 2
+// (the scorer picks the other 6).
+func BenchmarkServingMemory(b *testing.B) {
+	const batch = 256
+	for _, tc := range []struct {
+		name    string
+		rhythms []model.Rhythm
+	}{
+		{"day_of_eight", dayOfEight},
+		{"day_of_two", []model.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15}, Harmonics: []int{1, 2}}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			m, x, ends := benchModelRhythms(b, model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, batch, tc.rhythms)
+			var perWindow float64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				ex, err := m.NewExplainer(1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ex.Forecast(x, ends)
+				var e *model.Explanation
+				for i := range batch {
+					e = ex.Explain(i, e)
+				}
+				runtime.ReadMemStats(&after)
+				perWindow = float64(after.TotalAlloc-before.TotalAlloc) / batch
+			}
+			b.ReportMetric(perWindow, "bytes/window")
+		})
+	}
+}
