@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/freqlens/freqlens/config"
+	"github.com/freqlens/freqlens/internal/memlimit"
 	"github.com/freqlens/freqlens/service"
 )
 
@@ -38,9 +39,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level %q: use debug, info, warn or error", *logLevel)
 	}
-	svc, err := service.New(ctx, cfg, service.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	applyMemoryLimit(log)
+	svc, err := service.New(ctx, cfg, service.WithLogger(log))
 	if err != nil {
 		return err
 	}
 	return svc.Run(ctx)
+}
+
+// applyMemoryLimit gives the Go heap a soft limit of 90% of the container's
+// memory limit (package memlimit), unless GOMEMLIMIT is set, and logs it:
+// without one the collector lets the heap reach twice its live size, and a
+// replica over half its container's limit would be killed by the kernel.
+func applyMemoryLimit(log *slog.Logger) {
+	a, err := memlimit.Apply(memlimit.System, os.LookupEnv)
+	switch {
+	case err != nil:
+		log.Warn("could not read the container's memory limit; set GOMEMLIMIT to hold the heap below it", "err", err)
+	case a.Limit > 0:
+		log.Info("Go memory limit set from the container's", "gomemlimit_bytes", a.Limit, "container_bytes", a.Container, "from", a.Source)
+	}
 }
