@@ -559,6 +559,8 @@ func TestBadInputIsRefusedWithAFix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	quarterHourly := *fx.frame
+	quarterHourly.Cadence = fx.m.Meta.Cadence / 4
 	for _, tc := range []struct {
 		name string
 		data *dataset.Frame
@@ -566,6 +568,7 @@ func TestBadInputIsRefusedWithAFix(t *testing.T) {
 		want string
 	}{
 		{name: "data of another width", data: narrow, want: "has 3 value columns but the model was trained on 2"},
+		{name: "data of another step", data: &quarterHourly, want: "steps every 15m0s but the model was trained on 1h0m0s steps"},
 		{name: "row before a full window", data: fx.frame, opts: report.Options{At: 10}, want: "use a row from 47 to 1199"},
 		{name: "negative row", data: fx.frame, opts: report.Options{At: -1}, want: "use a row from 47 to 1199"},
 		{name: "row past the data", data: fx.frame, opts: report.Options{At: 1200}, want: "past the last data row 1199"},

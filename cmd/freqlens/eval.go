@@ -109,7 +109,7 @@ func loadModelAndData(modelPath, dataPath string) (*model.Model, *dataset.Frame,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := checkChannels(m, frame, dataPath); err != nil {
+	if err := checkFits(m, frame, dataPath); err != nil {
 		return nil, nil, nil, err
 	}
 	bm, err := dataset.Standard(frame, m.Lookback(), m.Horizon())
@@ -119,8 +119,15 @@ func loadModelAndData(modelPath, dataPath string) (*model.Model, *dataset.Frame,
 	return m, frame, bm, nil
 }
 
-// checkChannels reports a mixed model given data of another width.
-func checkChannels(m *model.Model, frame *dataset.Frame, path string) error {
+// checkFits reports data the model cannot be run on: a mixed model given
+// data of another width, or data whose date column steps at another
+// cadence than the model was trained on (its periods would be read in the
+// wrong units: a 24h cycle of an hourly model is 6h of 15-minute data).
+func checkFits(m *model.Model, frame *dataset.Frame, path string) error {
+	if mc, fc := m.Meta.Cadence, frame.Cadence; mc > 0 && fc > 0 && mc != fc {
+		return fmt.Errorf("%s steps every %s but the model was trained on %s steps; its learned periods would be read in the wrong units; "+
+			"use data at the model's step, or train a model on this data", filepath.Base(path), fc, mc)
+	}
 	if m.Config().Mode == model.Mixed && frame.Channels() != m.Channels() {
 		trained := ""
 		if m.Meta.DataName != "" {

@@ -19,8 +19,14 @@ import (
 // writeSynthetic writes a synthetic hourly CSV with daily and 12-hour cycles.
 func writeSynthetic(t *testing.T, dir, name string, series, steps int) string {
 	t.Helper()
+	return writeSyntheticAt(t, dir, name, series, steps, time.Hour)
+}
+
+// writeSyntheticAt is writeSynthetic with steps of cadence.
+func writeSyntheticAt(t *testing.T, dir, name string, series, steps int, cadence time.Duration) string {
+	t.Helper()
 	f, err := dataset.Synthetic(dataset.SyntheticConfig{
-		Series: series, Steps: steps, Cadence: time.Hour, Level: 10,
+		Series: series, Steps: steps, Cadence: cadence, Level: 10,
 		Cycles:   []dataset.Cycle{{Period: 24 * time.Hour, Amplitude: 3}, {Period: 12 * time.Hour, Amplitude: 1}},
 		NoiseStd: 0.2, SeriesJitter: 0.3, Seed: 5,
 	})
@@ -248,6 +254,7 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 	dir := t.TempDir()
 	data := writeSynthetic(t, dir, "three.csv", 3, 400)
 	narrow := writeSynthetic(t, dir, "two.csv", 2, 400)
+	quarter := writeSyntheticAt(t, dir, "quarter.csv", 3, 400, 15*time.Minute)
 	modelPath := filepath.Join(dir, "m.safetensors")
 	if code, _, e := runCLI("train", "--data", data, "--horizon", "6", "--lookback", "24", "--epochs", "1", "--out", modelPath); code != 0 {
 		t.Fatalf("train exited %d: %s", code, e)
@@ -266,6 +273,10 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		{"missing data file", []string{"train", "--data", filepath.Join(dir, "nope.csv"), "--horizon", "4", "--out", modelPath}, "no such file"},
 		{"missing model file", []string{"eval", "--model", filepath.Join(dir, "nope.safetensors"), "--data", data}, "no such file"},
 		{"wrong column count", []string{"eval", "--model", modelPath, "--data", narrow}, "trained on 3"},
+		{"eval on data of another step", []string{"eval", "--model", modelPath, "--data", quarter}, "quarter.csv steps every 15m0s but the model was trained on 1h0m0s steps"},
+		{"predict on data of another step", []string{"predict", "--model", modelPath, "--data", quarter, "--at", "100"}, "steps every 15m0s"},
+		{"inspect on data of another step", []string{"inspect", "--model", modelPath, "--data", quarter}, "steps every 15m0s"},
+		{"report on data of another step", []string{"report", "--model", modelPath, "--data", quarter, "--out", dir}, "steps every 15m0s"},
 		{"horizon too long", []string{"train", "--data", data, "--horizon", "5000", "--out", modelPath}, "horizon"},
 		{"malformed row", []string{"train", "--data", bad, "--horizon", "4", "--out", modelPath}, "line 3"},
 		{"truncated model", []string{"inspect", "--model", truncated}, "truncated"},

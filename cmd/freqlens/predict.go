@@ -93,7 +93,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if err := checkChannels(m, frame, *data); err != nil {
+	if err := checkFits(m, frame, *data); err != nil {
 		return err
 	}
 	L, H := m.Lookback(), m.Horizon()

@@ -44,7 +44,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if opts.Data, err = dataset.LoadCSV(*data); err != nil {
 			return err
 		}
-		if err := checkChannels(m, opts.Data, *data); err != nil {
+		if err := checkFits(m, opts.Data, *data); err != nil {
 			return err
 		}
 	}
