@@ -101,12 +101,18 @@ func (b *bootstrapStatus) get() string {
 	return b.reason
 }
 
+// bootstraps reports whether the service trains its first model: model.path
+// does not exist and model.bootstrap is on.
+func (s *Service) bootstraps() bool {
+	_, err := os.Stat(s.cfg.ModelPath)
+	return errors.Is(err, os.ErrNotExist) && s.cfg.Bootstrap.MinHistory > 0
+}
+
 // loadModel returns model.path, or, when it does not exist and
 // model.bootstrap is on, the first model trained from the input topic's
 // history (or published on topics.models by the replica that trained it).
 func (s *Service) loadModel(ctx context.Context) (*model.Model, error) {
-	_, err := os.Stat(s.cfg.ModelPath)
-	if err == nil || !errors.Is(err, os.ErrNotExist) || s.cfg.Bootstrap.MinHistory == 0 {
+	if !s.bootstraps() {
 		m, err := model.Load(s.cfg.ModelPath)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("model.path %s does not exist; train a model (freqlens train --from-topic --config …) "+

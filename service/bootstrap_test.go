@@ -19,6 +19,15 @@ func TestBootstrapSettings(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "model.bootstrap.min_history") {
 		t.Errorf("New without a model file: %v; want an error naming train --from-topic and model.bootstrap", err)
 	}
+	// Said at once, before a broker that does not answer is waited for.
+	cfg.EmbeddedBroker, cfg.Kafka.Brokers, cfg.Kafka.ConnectTimeout = "", []string{"127.0.0.1:1"}, time.Minute
+	start := time.Now()
+	if _, err := service.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("New without a model file or a broker: %v; want the missing model named", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("New took %v to say the model file is missing; it waited for the broker", took)
+	}
 	for _, tc := range []struct {
 		name string
 		b    service.BootstrapConfig

@@ -116,6 +116,13 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 			s.Close()
 		}
 	}()
+	// A model file is read before any broker is started or reached, so a
+	// missing or broken one is said at once, not after kafka.connect_timeout.
+	if s.base = o.model; s.base == nil && !s.bootstraps() {
+		if s.base, err = s.loadModel(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.EmbeddedBroker != "" {
 		if err := s.startBroker(); err != nil {
 			return nil, err
@@ -130,7 +137,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if err := s.checkTopicsExist(ctx); err != nil {
 		return nil, err
 	}
-	if s.base = o.model; s.base == nil {
+	if s.base == nil {
 		if s.base, err = s.loadModel(ctx); err != nil {
 			return nil, err
 		}
