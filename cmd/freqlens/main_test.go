@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -227,6 +229,30 @@ func TestPredictWithout(t *testing.T) {
 	}
 	if code, _, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", "13h"); code != 2 || !strings.Contains(errOut, "24.0h") {
 		t.Errorf("--without 13h exited %d with %q; want status 2 and the model's cycles named", code, errOut)
+	}
+
+	// A bare 24 is frequency 24, not the 24-step cycle: said in a note, with
+	// the way to name the cycle; "24 steps" removes the cycle. A frequency
+	// that took no part is noted too: removing it changes nothing.
+	code, _, errOut = runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", "24")
+	if code != 0 || !strings.Contains(errOut, `removes frequency 24, not the 24.0h cycle (24 steps); for the cycle write --without "24 steps"`) {
+		t.Errorf("--without 24 exited %d with %q; want a note naming frequency 24 and the cycle", code, errOut)
+	}
+	day := full.Rhythms[slices.IndexFunc(full.Rhythms, func(r predictRhythm) bool { return r.PeriodSteps == 24 })]
+	check("24 steps", predict("--without", "24 steps"), day.Values)
+	idle := -1
+	for id := range 32 {
+		if !slices.Contains(day.Frequencies, id) && !slices.ContainsFunc(full.Contributions, func(c predictContribution) bool { return c.ID == id }) {
+			idle = id
+			break
+		}
+	}
+	if idle < 0 {
+		t.Fatal("every frequency took part in the forecast; the test needs one that did not")
+	}
+	if code, _, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", strconv.Itoa(idle)); code != 0 ||
+		!strings.Contains(errOut, fmt.Sprintf("frequency %d was not selected for this window", idle)) {
+		t.Errorf("--without %d (not selected) exited %d with %q; want a note that it changes nothing", idle, code, errOut)
 	}
 }
 

@@ -108,13 +108,16 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if n := len(m.Meta.Mean); n != 0 && n != frame.Channels() {
 		return fmt.Errorf("the model was trained on %d columns and normalises with their statistics, but %s has %d", n, *data, frame.Channels())
 	}
-	removed, err := parseWithout(m, *without)
+	removed, notes, err := parseWithout(m, *without)
 	if err != nil {
 		return err
 	}
 	rep, err := predict(m, frame, *at, removed)
 	if err != nil {
 		return err
+	}
+	for _, n := range append(notes, idleRemovals(m, rep, removed)...) {
+		fmt.Fprintln(stderr, "freqlens predict: note:", n)
 	}
 	rep.Model, rep.Data = *modelPath, *data
 	if *asJSON {
@@ -287,17 +290,24 @@ func printPredict(w io.Writer, r predictReport, H int) {
 // parseWithout reads --without: frequency ids and cycle (rhythm) names,
 // comma-separated. A cycle name is its period as inspect and predict
 // print it ("24.0h", "7.0d"), with or without " cycle", or its period in
-// steps ("168"); it stands for every frequency of the rhythm.
-func parseWithout(m *model.Model, spec string) ([]int, error) {
+// steps ("168 steps", or "168" when no frequency has that id); it stands
+// for every frequency of the rhythm. A bare number that is both an id and
+// a cycle's period in steps is read as the id, with a note saying how to
+// name the cycle.
+func parseWithout(m *model.Model, spec string) (ids []int, notes []string, err error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var ids []int
 	for _, item := range strings.Split(spec, ",") {
 		item = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(item), "cycle"))
 		if id, err := strconv.Atoi(item); err == nil && id >= 0 && id < m.Config().Frequencies {
 			ids = append(ids, id)
+			if r, ok := rhythmByName(m, item); ok {
+				_, name := periodFields(m.Meta.Rhythms[r].PeriodSteps, m.Meta.Cadence)
+				notes = append(notes, fmt.Sprintf("--without %s removes frequency %d, not the %s cycle (%s steps); for the cycle write --without %q",
+					item, id, periodLabel(name, m.Meta.Rhythms[r].PeriodSteps), item, item+" steps"))
+			}
 			continue
 		}
 		r, ok := rhythmByName(m, item)
@@ -307,13 +317,27 @@ func parseWithout(m *model.Model, spec string) ([]int, error) {
 				_, name := periodFields(rs.PeriodSteps, m.Meta.Cadence)
 				names = append(names, periodLabel(name, rs.PeriodSteps))
 			}
-			return nil, fmt.Errorf("--without %q: not a frequency id (0 to %d) nor a cycle of this model (its cycles: %s)",
+			return nil, nil, fmt.Errorf("--without %q: not a frequency id (0 to %d) nor a cycle of this model (its cycles: %s)",
 				item, m.Config().Frequencies-1, strings.Join(names, ", "))
 		}
 		ids = append(ids, m.Meta.Rhythms[r].Frequencies...)
 	}
 	slices.Sort(ids)
-	return slices.Compact(ids), nil
+	return slices.Compact(ids), notes, nil
+}
+
+// idleRemovals notes each removed frequency that took no part in the
+// forecast (neither selected for the window nor a cycle's, whose clock
+// term is always in): removing it changes nothing.
+func idleRemovals(m *model.Model, rep predictReport, removed []int) []string {
+	var notes []string
+	for _, id := range removed {
+		if _, cycle := m.RhythmOf(id); cycle || slices.ContainsFunc(rep.Contributions, func(c predictContribution) bool { return c.ID == id }) {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("frequency %d was not selected for this window, so the forecast without it is the full forecast", id))
+	}
+	return notes
 }
 
 // rhythmByName finds the rhythm whose period reads as name ("24.0h",
