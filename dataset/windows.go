@@ -181,23 +181,34 @@ type Benchmark struct {
 func Standard(f *Frame, lookback, horizon int) (*Benchmark, error) {
 	rows, chans := f.Rows(), f.Channels()
 	if chans == 0 || len(f.Values) != rows*chans {
-		return nil, fmt.Errorf("standard benchmark %s: frame has %d values for %d rows × %d channels; "+
+		return nil, fmt.Errorf("%s: frame has %d values for %d rows × %d channels; "+
 			"want rows×channels with at least one channel", f.Name, len(f.Values), rows, chans)
 	}
 	for i, v := range f.Values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("standard benchmark %s: row %d column %q is %v; call FillMissing first or drop the row",
+			return nil, fmt.Errorf("%s: row %d column %q is %v; call FillMissing first or drop the row",
 				f.Name, i/chans, f.Columns[i%chans], v)
 		}
 	}
 	p := ProtocolFor(f.Name)
 	split, err := p.Split(rows, lookback)
 	if err != nil {
-		return nil, fmt.Errorf("standard benchmark %s: %w", f.Name, err)
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
 	}
 	if split.Train.Len() == 0 {
-		return nil, fmt.Errorf("standard benchmark %s: protocol %s leaves no training rows out of %d; use a longer file",
+		return nil, fmt.Errorf("%s: protocol %s leaves no training rows out of %d; use a longer file",
 			f.Name, p, rows)
+	}
+	// Every split needs one window: the longest horizon is that of the
+	// shortest split, which the message names, not only the first to fail.
+	if maxH := min(split.Train.Len(), split.Val.Len(), split.Test.Len()) - lookback; horizon > maxH {
+		fix := fmt.Sprintf("use a --horizon of at most %d, a shorter --lookback or a longer file", maxH)
+		if maxH < 1 {
+			fix = "use a shorter --lookback or a longer file"
+		}
+		return nil, fmt.Errorf("%s: its %d rows split into %d for training, %d for validation and %d for testing (%s protocol, each with the lookback before it), "+
+			"and each needs at least one window of lookback %d + horizon %d = %d rows; %s",
+			f.Name, rows, split.Train.Len(), split.Val.Len(), split.Test.Len(), p, lookback, horizon, lookback+horizon, fix)
 	}
 	b := &Benchmark{Frame: f, Protocol: p, Split: split, Scaler: FitScaler(f, split.Train)}
 	b.Normalised = b.Scaler.Transform(nil, f.Values)
@@ -219,7 +230,7 @@ func Standard(f *Frame, lookback, horizon int) (*Benchmark, error) {
 			w, err = w.WithTimes(b.Times)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("standard benchmark %s: %s split under protocol %s: %w", f.Name, part.name, p, err)
+			return nil, fmt.Errorf("%s: %s split under protocol %s: %w", f.Name, part.name, p, err)
 		}
 		*part.dst = w
 	}

@@ -249,12 +249,16 @@ func TestStandardErrors(t *testing.T) {
 		want              []string // substrings of the message
 	}{
 		{name: "val split too short for the horizon", f: short, lookback: 96, horizon: 120,
-			want: []string{"standard benchmark synthetic: val split under protocol ratio: windows: range [604, 800) holds 196 rows, " +
-				"but one window needs lookback 96 + horizon 120 = 216 rows; use a --horizon of at most 100, or a shorter --lookback"}},
+			want: []string{"synthetic: its 1000 rows split into 700 for training, 196 for validation and 296 for testing (ratio protocol, each with the lookback before it), " +
+				"and each needs at least one window of lookback 96 + horizon 120 = 216 rows; use a --horizon of at most 100, a shorter --lookback or a longer file"}},
+		{name: "a horizon the training split fits but not validation", f: short, lookback: 96, horizon: 500,
+			want: []string{"use a --horizon of at most 100,"}},
+		{name: "a lookback that leaves training no window", f: short, lookback: 700, horizon: 1,
+			want: []string{"use a shorter --lookback or a longer file"}},
 		{name: "ETT name on a short frame", f: ettShort, lookback: 96, horizon: 96,
-			want: []string{"standard benchmark ETTh1.csv", "needs at least 14400"}},
+			want: []string{"ETTh1.csv: ", "needs at least 14400"}},
 		{name: "missing readings", f: missing, lookback: 24, horizon: 24,
-			want: []string{"standard benchmark synthetic: row ", "is NaN; call FillMissing first"}},
+			want: []string{"synthetic: row ", "is NaN; call FillMissing first"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Standard(tc.f, tc.lookback, tc.horizon)
