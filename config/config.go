@@ -280,3 +280,60 @@ func parseDuration(s string) (time.Duration, error) {
 	}
 	return time.ParseDuration(s)
 }
+
+// CheckEnviron reports the first variable of environ ("NAME=value" entries,
+// as os.Environ returns them) that starts like a key's variable, FREQLENS_
+// and a section (FREQLENS_INPUT_…), but names no key: a misspelt override
+// would otherwise be ignored without a word, where a misspelt key in the
+// file is refused. Other FREQLENS_ variables (the tests' switches) are not
+// looked at.
+func CheckEnviron(environ []string) error {
+	known := map[string]string{} // variable → key
+	sections := map[string][]string{}
+	for _, k := range Keys() {
+		known[EnvName(k)] = k
+		sec, _, _ := strings.Cut(k, ".")
+		sections[sec] = append(sections[sec], k)
+	}
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, "FREQLENS_")
+		if !ok {
+			continue
+		}
+		sec, _, _ := strings.Cut(strings.ToLower(rest), "_")
+		keys, isSection := sections[sec]
+		if _, isKey := known[name]; isKey || !isSection {
+			continue
+		}
+		best, bestD := "", -1
+		for _, k := range keys {
+			if d := editDistance(name, EnvName(k)); bestD < 0 || d < bestD {
+				best, bestD = k, d
+			}
+		}
+		return &Error{Key: sec, Where: "environment " + name,
+			Msg: fmt.Sprintf("%s names no key; did you mean %s (%s)? Unset it or fix its name", name, EnvName(best), best)}
+	}
+	return nil
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

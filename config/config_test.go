@@ -360,3 +360,31 @@ func TestDurationsInDays(t *testing.T) {
 		t.Errorf("min_history xd: %v; want an error naming the key", err)
 	}
 }
+
+// TestCheckEnviron: a FREQLENS_ variable that starts with a section but
+// names no key is refused with the key it probably meant; keys' variables,
+// other FREQLENS_ variables (the tests' switches) and the rest of the
+// environment pass.
+func TestCheckEnviron(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		environ []string
+		want    string // "" = accepted
+	}{
+		{"keys' variables and others", []string{"PATH=/bin", "FREQLENS_INPUT_CADENCE=15m", "FREQLENS_KAFKA_BROKERS=a:9092", "FREQLENS_CAPACITY=5000", "FREQLENS_FAULT_DEBUG=1"}, ""},
+		{"a misspelt key", []string{"FREQLENS_INPUT_CADENCE=1h", "FREQLENS_INPUT_CADENSE=15m"},
+			"config: input (environment FREQLENS_INPUT_CADENSE): FREQLENS_INPUT_CADENSE names no key; did you mean FREQLENS_INPUT_CADENCE (input.cadence)?"},
+		{"a nested key misspelt", []string{"FREQLENS_MODEL_BOOTSTRAP_MINHISTORY=1h"}, "did you mean FREQLENS_MODEL_BOOTSTRAP_MIN_HISTORY (model.bootstrap.min_history)?"},
+		{"a section alone", []string{"FREQLENS_OUTPUT=json"}, "FREQLENS_OUTPUT names no key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckEnviron(tc.environ)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("CheckEnviron = %v, want nil", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("CheckEnviron = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
-	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/feed"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
@@ -38,7 +36,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	kcfg := kafkaconn.DefaultConfig()
 	if *cfgPath != "" {
-		f, err := config.Load(*cfgPath, os.LookupEnv)
+		f, err := loadConfig(*cfgPath)
 		if err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := require(fs, "config"); err != nil {
 		return err
 	}
-	cfg, err := config.Load(*cfgPath, os.LookupEnv)
+	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return err
 	}
@@ -60,4 +60,15 @@ func applyMemoryLimit(log *slog.Logger) {
 	case a.Limit > 0:
 		log.Info("Go memory limit set from the container's", "gomemlimit_bytes", a.Limit, "container_bytes", a.Container, "from", a.Source)
 	}
+}
+
+// loadConfig reads a serve configuration with the FREQLENS_* environment
+// applied, and refuses a FREQLENS_<SECTION>_ variable that names no key (a
+// misspelt override that would be ignored).
+func loadConfig(path string) (service.Config, error) {
+	cfg, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, config.CheckEnviron(os.Environ())
 }

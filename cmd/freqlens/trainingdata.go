@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
-	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/service"
@@ -30,7 +28,7 @@ func loadTrainingData(ctx context.Context, src trainingSource, split training.Sp
 	cfg := service.DefaultConfig()
 	if src.configPath != "" {
 		var err error
-		if cfg, err = config.Load(src.configPath, os.LookupEnv); err != nil {
+		if cfg, err = loadConfig(src.configPath); err != nil {
 			return nil, err
 		}
 	}
