@@ -68,7 +68,11 @@ func Parse(b []byte, env func(string) (string, bool)) (service.Config, error) {
 			name := EnvName(k)
 			if s, ok := env(name); ok {
 				if err := setString(ks[k], s); err != nil {
-					return cfg, &Error{Key: k, Where: "environment " + name, Msg: fmt.Sprintf("%q %v", s, err)}
+					msg := err.Error()
+					if !strings.Contains(msg, strconv.Quote(s)) { // say the value once
+						msg = fmt.Sprintf("%q %s", s, msg)
+					}
+					return cfg, &Error{Key: k, Where: "environment " + name, Msg: msg}
 				}
 			}
 		}

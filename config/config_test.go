@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"os"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -300,6 +301,11 @@ func TestErrorsNameTheKey(t *testing.T) {
 				}
 				if strings.HasPrefix(tc.name, "bad env") && !strings.Contains(err.Error(), EnvName(tc.want)) {
 					t.Errorf("environment error %v does not name %s", err, EnvName(tc.want))
+				}
+				for _, v := range tc.env {
+					if n := strings.Count(err.Error(), strconv.Quote(v)); strings.HasPrefix(tc.name, "bad env") && n != 1 {
+						t.Errorf("environment error %v quotes the value %q %d times, want once", err, v, n)
+					}
 				}
 				return
 			}
