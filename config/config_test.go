@@ -3,8 +3,8 @@ package config
 import (
 	"errors"
 	"os"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
