@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,7 +32,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	brokerAddr := fs.String("embedded-broker", "127.0.0.1:0", "address of the in-process Kafka-protocol broker (port 0: any free port)")
 	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "Prometheus /metrics address; empty turns it off")
 	rate := fs.Float64("rate", 10, "simulated hours per second (each sensor sends one reading per simulated hour)")
-	duration := fs.Duration("duration", 0, "stop after this long; 0 runs until Ctrl-C")
+	duration := fs.Duration("duration", 0, "stop after serving this long (training the demo's model first does not count); 0 runs until Ctrl-C")
 	epochs := fs.Int("train-epochs", 6, "epochs of the small model trained at start")
 	seed := fs.Uint64("seed", 7, "seed of the simulation and the training")
 	finetune := fs.Duration("finetune-interval", 20*time.Second, "how often the online learner fine-tunes on realised values; 0 turns fine-tuning off (errors and drift are still tracked)")
@@ -39,11 +41,6 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *series < 1 || *rate <= 0 || *epochs < 1 || *finetune < 0 {
 		return fmt.Errorf("--series, --rate and --train-epochs must be positive, --finetune-interval not negative")
-	}
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
 	}
 	started := time.Now()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil)) // the summary is the demo's output
@@ -106,16 +103,26 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "live view: %s (open it in a browser)\n", url)
 	}
 
-	// 3. Sensors, service and summary until ctx ends, or until one of them
-	// fails, which stops the others.
+	// 3. Sensors, service and summary until ctx ends (or --duration of
+	// serving, training not counted), or until one of them fails, which
+	// stops the others.
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
 	err = runTogether(ctx, svc.Run, sim.Run,
 		func(ctx context.Context) error { return summarise(ctx, stdout, svc, watch, started) })
 	s := svc.Pipeline().Stats()
 	fmt.Fprintf(stdout, "\nstopped: %d readings, %d forecasts written in %s\n", s.Readings, s.Forecasts, time.Since(started).Round(time.Second))
 	// The learner's report, as /online serves it: the error since the start.
 	if r := svc.Learner().Report(svc.Pipeline(), 0); r.ScoredSteps > 0 {
-		fmt.Fprintf(stdout, "online: MSE %.3f over %d realised forecast steps (normalised units; the model's test MSE is in its file); "+
-			"serving version %d; fine-tuning rounds %v\n", r.MSE, r.ScoredSteps, r.ModelVersion, r.Rounds)
+		ref := "the model's test MSE is in its file"
+		if mse, ok := m.Meta.Metrics["test_mse"]; ok {
+			ref = fmt.Sprintf("the model's test MSE %.3f", mse)
+		}
+		fmt.Fprintf(stdout, "online: MSE %.3f over %d realised forecast steps (normalised units; %s); serving version %d; fine-tuning rounds: %s\n",
+			r.MSE, r.ScoredSteps, ref, r.ModelVersion, roundCounts(r.Rounds))
 		for _, c := range r.Intervals {
 			if c.Scored > 0 {
 				fmt.Fprintf(stdout, "intervals: the %.0f%% intervals held %.1f%% of %d realised steps\n", 100*c.Level, 100*float64(c.Covered)/float64(c.Scored), c.Scored)
@@ -275,4 +282,17 @@ func runTogether(ctx context.Context, fns ...func(context.Context) error) error 
 		g.Go(func() error { return fn(gctx) })
 	}
 	return g.Wait()
+}
+
+// roundCounts writes fine-tuning round outcomes as "10 promoted, 30
+// rejected_worse" (outcomes sorted), or "none".
+func roundCounts[K ~string](rounds map[K]int64) string {
+	if len(rounds) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(rounds)) {
+		parts = append(parts, fmt.Sprintf("%d %s", rounds[k], k))
+	}
+	return strings.Join(parts, ", ")
 }

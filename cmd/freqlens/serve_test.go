@@ -172,10 +172,13 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo exited %d: %s\n%s", code, errOut.String(), out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"epoch 1/1", "first forecast", "readings/s", "s-0 at", "residual", "stopped:", "online: MSE"} {
+	for _, want := range []string{"epoch 1/1", "first forecast", "readings/s", "s-0 at", "residual", "stopped:", "online: MSE", "the model's test MSE ", "fine-tuning rounds: "} {
 		if !strings.Contains(text, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, "map[") {
+		t.Errorf("demo output prints a Go map:\n%s", text)
 	}
 }
 

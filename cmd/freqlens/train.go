@@ -60,7 +60,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	batch := fs.Int("batch-size", 128, "windows per optimiser step")
 	seed := fs.Uint64("seed", 42, "seed of the initialisation, shuffling and Gumbel noise")
 	mode := fs.String("mode", "", "mixed (all channels in one model) or independent (one single-channel model for every channel and series); default mixed for a wide CSV, independent for long-format data")
-	shuffle := fs.Float64("channel-shuffle", -1, "mixed mode: share of training samples whose channels come from independently drawn windows (default: the model package's default; 0 turns it off)")
+	shuffle := fs.Float64("channel-shuffle", 1, "mixed mode: share of training samples whose channels come from independently drawn windows; 0 turns it off")
 	out := fs.String("out", "", "where to write the model (safetensors)")
 	topK := fs.Int("top-k", model.DefaultTopK, "frequencies each window selects (the paper's K): the cycles' first, all of them when they have more than K")
 	dropout := fs.Float64("dropout", model.DefaultDropout, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
@@ -106,7 +106,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case !(*dropout >= 0 && *dropout < 1):
 		return fmt.Errorf("--dropout %g: use a probability from 0 (off) to below 1 (default %g)", *dropout, model.DefaultDropout)
 	}
-	if *shuffle > 1 || (*shuffle < 0 && *shuffle != -1) {
+	if !(*shuffle >= 0 && *shuffle <= 1) {
 		return fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", *shuffle)
 	}
 	if m := model.Mode(*mode); m != "" && m != model.Mixed && m != model.Independent {
@@ -166,7 +166,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
-	fmt.Fprintf(stdout, "trained %d epochs (best %d, %s), median epoch %.2fs\n", rep.EpochsRun, rep.BestEpoch, rep.Stopped, rep.EpochSecondsMedian)
+	fmt.Fprintf(stdout, "trained %d epochs (best %d; %s), median epoch %.2fs\n", rep.EpochsRun, rep.BestEpoch, stopReason(rep.Stopped), rep.EpochSecondsMedian)
 	fmt.Fprintf(stdout, "validation MSE %.4f\n", rep.ValMSE)
 	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, all %d channels)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, rep.Channels)
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
@@ -233,4 +233,19 @@ func parseSince(s string) (time.Duration, error) {
 		return d, nil
 	}
 	return 0, fmt.Errorf("--since %q is not a positive duration; use e.g. 14d or 36h", s)
+}
+
+// stopReason says in words why training stopped (TrainResult.Stopped).
+func stopReason(stopped string) string {
+	switch stopped {
+	case "epochs":
+		return "ran every epoch"
+	case "early_stopping":
+		return "stopped early: validation stopped improving"
+	case "canceled":
+		return "interrupted"
+	case "diverged":
+		return "diverged"
+	}
+	return stopped
 }
