@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -41,6 +42,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *series < 1 || *rate <= 0 || *epochs < 1 || *finetune < 0 {
 		return fmt.Errorf("--series, --rate and --train-epochs must be positive, --finetune-interval not negative")
+	}
+	if *metricsAddr != "" {
+		// Said now, not after the model has trained.
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr %s: %w; pass a free address (port 0 picks one) or --metrics-addr \"\" for none", *metricsAddr, err)
+		}
+		ln.Close()
 	}
 	started := time.Now()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil)) // the summary is the demo's output

@@ -404,3 +404,19 @@ func TestServeRefusesBadWebConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoRefusesABusyMetricsAddress: a metrics address already in use is
+// said before the demo trains its model, naming the flag.
+func TestDemoRefusesABusyMetricsAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	start := time.Now()
+	code, out, errOut := runCLI("demo", "--metrics-addr", ln.Addr().String())
+	if code != 2 || !strings.Contains(errOut, "--metrics-addr "+ln.Addr().String()) || strings.Contains(out, "training") {
+		t.Errorf("demo on a busy metrics address exited %d after %v, stdout %q, stderr %q; want status 2 naming --metrics-addr before training",
+			code, time.Since(start), out, errOut)
+	}
+}
