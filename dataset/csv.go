@@ -81,12 +81,24 @@ const writeLayout = "2006-01-02 15:04:05.999999999"
 // what ProtocolFor looks at. See ReadCSV for the accepted format; parse
 // errors are *CSVError values naming the base name of the file.
 func LoadCSV(path string) (*Frame, error) {
+	return loadCSV(path, "")
+}
+
+// LoadCSVSeries is LoadCSV for long-format files, whose rows are readings of
+// several series: the column named series holds each row's series id as
+// text ("s-17", "t1", "7"), kept as written in Frame.Series and left out
+// of the channels. An empty id is an error.
+func LoadCSVSeries(path, series string) (*Frame, error) {
+	return loadCSV(path, series)
+}
+
+func loadCSV(path, series string) (*Frame, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load csv: %w", err)
 	}
 	// A line count bounds the rows from above, so the buffers are allocated once.
-	f, err := readCSV(bytes.NewReader(data), filepath.Base(path), bytes.Count(data, []byte{'\n'})+1, len(data))
+	f, err := readCSV(bytes.NewReader(data), filepath.Base(path), bytes.Count(data, []byte{'\n'})+1, len(data), series)
 	if err != nil {
 		return nil, err
 	}
@@ -119,12 +131,13 @@ func LoadCSV(path string) (*Frame, error) {
 // on a header without a numeric column, and on fewer than 2 data rows (the
 // cadence needs two). Errors from r itself are wrapped, not converted.
 func ReadCSV(r io.Reader, name string) (*Frame, error) {
-	return readCSV(r, name, 0, 0)
+	return readCSV(r, name, 0, 0, "")
 }
 
 // readCSV is ReadCSV with optional upper bounds on the number of lines and
-// bytes of the input, used to preallocate; 0 means unknown.
-func readCSV(r io.Reader, name string, lineHint, sizeHint int) (*Frame, error) {
+// bytes of the input, used to preallocate (0 means unknown), and the name
+// of a column of text series ids ("" for none; see LoadCSVSeries).
+func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string) (*Frame, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if b, err := br.Peek(3); err == nil && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
 		br.Discard(3)
@@ -166,7 +179,20 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int) (*Frame, error) {
 		}
 		seen[c] = i
 	}
+	seriesAt := -1 // the series column's index in a record, −1 without
+	if series != "" {
+		i := slices.Index(cols, series)
+		if i < 0 {
+			return nil, fail(headerLine, series, "", fmt.Sprintf("is not a column of the header (columns: %s); name the column of series ids", strings.Join(cols, ", ")), nil)
+		}
+		if len(cols) < 2 {
+			return nil, fail(headerLine, series, "", "is the only column beside the date; a reading needs a value column too", nil)
+		}
+		seriesAt = i + 1
+		cols = slices.Delete(cols, i, i+1)
+	}
 	chans := len(cols)
+	var ids []string
 
 	// Minus the header; and a row takes at least 2·chans+1 bytes, which keeps
 	// a wide header over many blank lines from allocating more than the file.
@@ -183,10 +209,18 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int) (*Frame, error) {
 			return nil, readErr(err)
 		}
 		line, _ := cr.FieldPos(0)
-		if len(rec) != chans+1 {
+		if want := len(header); len(rec) != want {
 			return nil, fail(line, "", "",
 				fmt.Sprintf("row has %d fields, want %d (the date and the %d columns of the header); fix the row or drop it",
-					len(rec), chans+1, chans), nil)
+					len(rec), want, want-1), nil)
+		}
+		if seriesAt > 0 {
+			id := strings.TrimSpace(rec[seriesAt])
+			if id == "" {
+				return nil, fail(line, series, "", "missing series id; fill it or drop the row", nil)
+			}
+			ids = append(ids, id)
+			rec = slices.Delete(rec, seriesAt, seriesAt+1)
 		}
 		ds := strings.TrimSpace(rec[0])
 		if ds == "" {
@@ -219,13 +253,17 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int) (*Frame, error) {
 	if n := len(times); n < 2 {
 		return nil, fail(0, "", "", fmt.Sprintf("file has %d data rows after the header, want at least 2 so the cadence can be inferred", n), nil)
 	}
-	return &Frame{
+	f := &Frame{
 		Name:    name,
 		Columns: cols,
 		Times:   times,
 		Values:  values,
 		Cadence: inferCadence(times),
-	}, nil
+	}
+	if seriesAt > 0 {
+		f.SeriesColumn, f.Series = series, ids
+	}
+	return f, nil
 }
 
 // parseDate parses s with the accepted layouts, trying *last first and

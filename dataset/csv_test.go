@@ -592,3 +592,42 @@ func TestShippedETTh1(t *testing.T) {
 		t.Errorf("testdata/ETTh1.csv has %d rows of %d channels, want 17420 of 7", f.Rows(), f.Channels())
 	}
 }
+
+// TestLoadCSVSeries: a long-format file's series column is read as text ids,
+// kept as written, and left out of the channels; a missing column or id is
+// refused naming it.
+func TestLoadCSVSeries(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	long := write("long.csv", "date,temp,sensor,hum\n"+
+		"2024-01-01 00:00,1.5,s-17,80\n2024-01-01 00:00,2.5,007,81\n2024-01-01 01:00,3.5,s-17,82\n2024-01-01 01:00,4.5,007,83\n")
+	f, err := LoadCSVSeries(long, "sensor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.Columns, []string{"temp", "hum"}) || !slices.Equal(f.Series, []string{"s-17", "007", "s-17", "007"}) ||
+		f.SeriesColumn != "sensor" || !slices.Equal(f.Values, []float64{1.5, 80, 2.5, 81, 3.5, 82, 4.5, 83}) || f.Cadence != time.Hour {
+		t.Errorf("LoadCSVSeries = columns %v, series %v (%q), values %v, cadence %v", f.Columns, f.Series, f.SeriesColumn, f.Values, f.Cadence)
+	}
+	for _, tc := range []struct {
+		name, text, column, want string
+	}{
+		{"no such column", "date,a,b\n2024-01-01,1,2\n2024-01-02,3,4\n", "sensor", `column "sensor": is not a column of the header (columns: a, b)`},
+		{"only the series column", "date,sensor\n2024-01-01,x\n2024-01-02,y\n", "sensor", "is the only column beside the date"},
+		{"an empty id", "date,sensor,v\n2024-01-01,x,1\n2024-01-02, ,2\n", "sensor", "line 3: column \"sensor\": missing series id"},
+		{"a short row", "date,sensor,v\n2024-01-01,x,1\n2024-01-02,y\n", "sensor", "row has 2 fields, want 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadCSVSeries(write(tc.name+".csv", tc.text), tc.column)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -34,6 +34,11 @@ type Frame struct {
 	// SHA256 is the hex SHA-256 of the source bytes as LoadCSV read them,
 	// and "" for frames that were not loaded from a file.
 	SHA256 string
+	// SeriesColumn and Series are set by LoadCSVSeries only: the column
+	// read as text (not a channel), and its text in every row, the id of
+	// the series the row is a reading of. Other functions ignore them.
+	SeriesColumn string
+	Series       []string
 }
 
 // Rows returns the number of rows, one per timestamp.

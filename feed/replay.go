@@ -34,10 +34,11 @@ type ReplayConfig struct {
 	// Default: 0
 	Limit int
 	// SeriesColumn names the column holding the series id: each row is one
-	// reading of that series whose values are the row's other columns. The
-	// id is the number's shortest decimal without an exponent (7, 4.5,
-	// 1000000). "" makes every column a series of its own, with one
-	// reading per row.
+	// reading of that series whose values are the row's other columns. A
+	// frame loaded with dataset.LoadCSVSeries of this column has the ids as
+	// written ("s-17"); in a frame of numbers the id is the number's
+	// shortest decimal without an exponent (7, 4.5, 1000000). "" makes
+	// every column a series of its own, with one reading per row.
 	//
 	// Default: ""
 	SeriesColumn string
@@ -98,9 +99,11 @@ type Replay struct {
 	kc    *kafkaconn.Client
 	topic string
 	data  *dataset.Frame
-	// The rows [cfg.From, end), the series column (−1: none) and how the
-	// readings are encoded.
+	// The rows [cfg.From, end), the series column (−1: none), the rows'
+	// series ids when the frame holds them as text (nil otherwise) and how
+	// the readings are encoded.
 	end, seriesCol int
+	ids            []string
 	enc            readings.Config
 }
 
@@ -123,7 +126,14 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 		r.end = min(rows, cfg.From+cfg.Limit)
 	}
 	r.enc.ValueFields = []string{cfg.ValueField}
-	if cfg.SeriesColumn != "" {
+	switch {
+	case cfg.SeriesColumn != "" && data.SeriesColumn == cfg.SeriesColumn:
+		// Text ids beside the channels: every column is a value.
+		if len(data.Series) != rows {
+			return nil, fmt.Errorf("feed: replay of %s: %d series ids for %d rows", data.Name, len(data.Series), rows)
+		}
+		r.ids, r.enc.ValueFields = data.Series, slices.Clone(data.Columns)
+	case cfg.SeriesColumn != "":
 		r.seriesCol = slices.Index(data.Columns, cfg.SeriesColumn)
 		if r.seriesCol < 0 {
 			return nil, fmt.Errorf("feed: replay series column %q is not a column of %s (columns: %s); name one of them",
@@ -210,9 +220,13 @@ func (r *Replay) Run(ctx context.Context) (ReplayStats, error) {
 }
 
 // appendRow appends the messages of row to msgs: one reading per column,
-// or one reading of the row's series with the other columns as values.
+// or one reading of the row's series with the other columns (every column,
+// with text ids) as values.
 func (r *Replay) appendRow(msgs []kafka.Message, row int) []kafka.Message {
 	vals, ts := r.data.Row(row), r.data.Times[row]
+	if r.ids != nil {
+		return append(msgs, message(readings.Reading{Series: r.ids[row], Time: ts, Values: vals}, r.cfg.Format, r.enc))
+	}
 	if r.seriesCol < 0 {
 		for c, name := range r.data.Columns {
 			msgs = append(msgs, message(readings.Reading{Series: name, Time: ts, Values: vals[c : c+1]}, r.cfg.Format, r.enc))

@@ -35,8 +35,9 @@ type testCSV struct {
 // jitter, and cols numeric columns of random values spanning many
 // magnitudes and signs. With ids, the first value column, "sensor", holds
 // one of ids per row. One column name needs CSV quoting. It returns the
-// file and the frame dataset.LoadCSV reads from it.
-func randomCSV(t *testing.T, rng *rand.Rand, rows, cols int, step, jitter time.Duration, ids []string) (testCSV, *dataset.Frame) {
+// file and the frame dataset.LoadCSV reads from it, or with textIDs
+// dataset.LoadCSVSeries with the ids as text.
+func randomCSV(t *testing.T, rng *rand.Rand, rows, cols int, step, jitter time.Duration, ids []string, textIDs bool) (testCSV, *dataset.Frame) {
 	t.Helper()
 	c := testCSV{path: filepath.Join(t.TempDir(), fmt.Sprintf("random-%d.csv", rng.Uint32()))}
 	c.header = []string{"date"}
@@ -77,7 +78,11 @@ func randomCSV(t *testing.T, rng *rand.Rand, rows, cols int, step, jitter time.D
 	if err := f.Close(); err != nil || w.Error() != nil {
 		t.Fatal(err, w.Error())
 	}
-	data, err := dataset.LoadCSV(c.path)
+	load := dataset.LoadCSV
+	if textIDs {
+		load = func(path string) (*dataset.Frame, error) { return dataset.LoadCSVSeries(path, "sensor") }
+	}
+	data, err := load(c.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,13 +103,16 @@ func (c testCSV) want(t *testing.T, from, end int, seriesColumn string) map[stri
 		var series string
 		var values []float64
 		for j, cell := range row[1:] {
+			name := c.header[j+1]
+			if name == seriesColumn {
+				series = cell
+				continue
+			}
 			v, err := strconv.ParseFloat(cell, 64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch name := c.header[j+1]; {
-			case name == seriesColumn:
-				series = cell
+			switch {
 			case seriesColumn == "":
 				out[name] = append(out[name], readingstest.Row{Series: name, TS: ts.UnixMilli(), Values: []float64{v}})
 			default:
@@ -129,8 +137,11 @@ func TestReplayWritesEveryRowOnce(t *testing.T) {
 		seed        uint64
 		format      readings.Format
 		ids         []string // the series column's values; nil: every column a series
+		text        bool     // the series column read as text (dataset.LoadCSVSeries)
 		from, limit int
 	}{
+		{name: "series column of text ids, json", seed: 7, format: readings.FormatJSON, ids: []string{"s-17", "t1", "007", "Main St"}, text: true},
+		{name: "series column of text ids, csv", seed: 8, format: readings.FormatCSV, ids: []string{"a,b", "x"}, text: true, from: 2, limit: 30},
 		{name: "every column a series, json", seed: 1, format: readings.FormatJSON},
 		{name: "every column a series, csv", seed: 2, format: readings.FormatCSV},
 		{name: "series column, json", seed: 3, format: readings.FormatJSON, ids: []string{"3", "17", "250", "4.5"}},
@@ -150,7 +161,7 @@ func TestReplayWritesEveryRowOnce(t *testing.T) {
 			if tc.ids != nil {
 				cols++ // the series column
 			}
-			c, data := randomCSV(t, rng, rows, cols, time.Duration(1+rng.IntN(7200))*time.Second, time.Minute, tc.ids)
+			c, data := randomCSV(t, rng, rows, cols, time.Duration(1+rng.IntN(7200))*time.Second, time.Minute, tc.ids, tc.text)
 			t.Logf("%d rows, columns %q", rows, c.header)
 			cfg := replayConfig(func(c *feed.ReplayConfig) { c.From, c.Limit, c.Format = tc.from, tc.limit, tc.format })
 			in := readings.DefaultConfig()
@@ -197,7 +208,7 @@ func TestReplayWritesEveryRowOnce(t *testing.T) {
 func TestReplayPaces(t *testing.T) {
 	kc := newBroker(t, "readings")
 	rng := rand.New(rand.NewPCG(7, 18))
-	_, data := randomCSV(t, rng, 8, 2, time.Hour, 0, nil)
+	_, data := randomCSV(t, rng, 8, 2, time.Hour, 0, nil, false)
 	r, err := feed.NewReplay(replayConfig(func(c *feed.ReplayConfig) { c.Speed, c.From = 18000, 2 }), kc, "readings", data)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +233,7 @@ func TestReplayPaces(t *testing.T) {
 func TestReplayStopsOnCancel(t *testing.T) {
 	kc := newBroker(t, "readings")
 	rng := rand.New(rand.NewPCG(8, 18))
-	_, data := randomCSV(t, rng, 5, 3, time.Hour, 0, nil)
+	_, data := randomCSV(t, rng, 5, 3, time.Hour, 0, nil, false)
 	r, err := feed.NewReplay(replayConfig(func(c *feed.ReplayConfig) { c.Speed = 1 }), kc, "readings", data) // the second row is due in an hour
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +268,7 @@ func TestReplayStopsOnCancel(t *testing.T) {
 // message naming the setting and what to do.
 func TestNewReplayRejects(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 18))
-	c, data := randomCSV(t, rng, 10, 2, time.Hour, 0, nil)
+	c, data := randomCSV(t, rng, 10, 2, time.Hour, 0, nil, false)
 	kc := newBroker(t)
 	for _, tc := range []struct {
 		name  string

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,7 +291,7 @@ func TestServeResumesFromModelsTopic(t *testing.T) {
 // Kafka layer, with the brokers from --brokers or from a serve --config
 // (kafka.brokers and topics.input), and refuses to run without either.
 func TestReplay(t *testing.T) {
-	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 1, "sensors": 1})
+	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 1, "sensors": 1, "long": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +321,21 @@ func TestReplay(t *testing.T) {
 	}
 	if code, _, errOut := runCLI("replay", "--data", data); code != 2 || !strings.Contains(errOut, "--brokers") {
 		t.Errorf("replay without brokers exited %d: %s; want 2 and a message naming --brokers", code, errOut)
+	}
+
+	// A long CSV whose series column holds text ids: each row one reading
+	// of its series, keyed by the id as written.
+	long := filepath.Join(dir, "long.csv")
+	os.WriteFile(long, []byte("date,sensor,flow\n2024-01-01 00:00,s-17,10\n2024-01-01 00:00,Main St,11\n2024-01-01 01:00,s-17,12\n"), 0o644)
+	if code, out, errOut := runCLI("replay", "--data", long, "--series-column", "sensor", "--brokers", b.Addrs()[0], "--topic", "long"); code != 0 {
+		t.Fatalf("replay --series-column of text ids exited %d: %s%s", code, out, errOut)
+	}
+	var keys []string
+	for _, m := range kafkatest.ReadAll(t, kc, "long") {
+		keys = append(keys, string(m.Key))
+	}
+	if slices.Sort(keys); !slices.Equal(keys, []string{"Main St", "s-17", "s-17"}) {
+		t.Errorf("replay --series-column wrote readings keyed %q, want s-17 twice and Main St once", keys)
 	}
 }
 
