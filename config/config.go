@@ -56,7 +56,7 @@ func Parse(b []byte, env func(string) (string, bool)) (service.Config, error) {
 	ks := keys(&cfg)
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(b)).Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return cfg, fmt.Errorf("config: %s", strings.ReplaceAll(err.Error(), "yaml: ", ""))
+		return cfg, syntaxError(err)
 	}
 	if len(doc.Content) > 0 {
 		if err := apply(ks, "", doc.Content[0]); err != nil {
@@ -340,4 +340,20 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// syntaxError words a YAML syntax error. The parser names the line where
+// the construct it was reading began (an unclosed "[" two lines up, the
+// mapping whose indentation broke), so the mistake is on that line or
+// below it, which the message says.
+func syntaxError(err error) error {
+	msg := strings.ReplaceAll(err.Error(), "yaml: ", "")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if n, text, ok := strings.Cut(rest, ": "); ok {
+			if _, err := strconv.Atoi(n); err == nil {
+				msg = fmt.Sprintf("YAML syntax at line %s or below: %s", n, text)
+			}
+		}
+	}
+	return fmt.Errorf("config: %s", msg)
 }

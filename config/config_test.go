@@ -394,3 +394,18 @@ func TestCheckEnviron(t *testing.T) {
 		})
 	}
 }
+
+// TestSyntaxErrorsNameWhereToLook: a YAML syntax error names the line the
+// parser gives and says the mistake may be below it (the parser names
+// where the unclosed construct began).
+func TestSyntaxErrorsNameWhereToLook(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"kafka:\n  brokers: [a:9092\ninput: {cadence: 1h}\n", "config: YAML syntax at line 1 or below: did not find expected ',' or ']'"},
+		{"kafka:\n\tbrokers: x\n", "config: YAML syntax at line 2 or below: found character that cannot start any token"},
+	} {
+		_, err := Parse([]byte(tc.yaml), nil)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Parse(%q) = %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}
