@@ -112,7 +112,7 @@ func TestDefaultsAreThePackages(t *testing.T) {
 		{"topics.attributions", cfg.Sink.AttributionTopic, "attributions"},
 		{"input.format", cfg.Readings.Format, want.Readings.Format},
 		{"input.value_fields", strings.Join(cfg.Readings.ValueFields, ","), "value"},
-		{"input.batch_latency", cfg.Stream.BatchLatency, 10 * time.Millisecond},
+		{"input.batch_latency", cfg.Stream.BatchLatency, 5 * time.Millisecond},
 		{"window.max_gap", cfg.Window.MaxGap, 3},
 		{"window.series_ttl", cfg.Window.SeriesTTL, 24 * time.Hour},
 		{"window.max_series", cfg.Window.MaxSeries, 1000000},

@@ -46,8 +46,11 @@ type Config struct {
 	BatchRows int
 	// BatchLatency flushes a batch this long after its first message
 	// arrived, however few rows it holds (input.batch_latency); positive.
+	// Under load batches close on BatchRows first, so it only decides how
+	// long a reading waits when the flow is moderate.
 	//
-	// Default: 10ms
+	// Default: 5ms (10ms before 2026-11-27: at 5,000 readings/s its p99
+	// latency was 47–51 ms against 36 ms, for about 5% less CPU a reading)
 	BatchLatency time.Duration
 
 	// MaxWait bounds how long the broker holds a fetch open waiting for
@@ -125,7 +128,7 @@ func DefaultConfig() Config {
 		Topic:           "readings",
 		DeadLetterTopic: "readings.dlq",
 		BatchRows:       4096,
-		BatchLatency:    10 * time.Millisecond,
+		BatchLatency:    5 * time.Millisecond,
 		MaxWait:         250 * time.Millisecond,
 		MinBytes:        1,
 		MaxBytes:        10 << 20,

@@ -35,7 +35,7 @@ func TestNewConsumerValidates(t *testing.T) {
 		{name: "no input topic", cfg: with(func(c *Config) { c.Topic = "" }), want: []string{"topics.input is empty", `"readings"`}},
 		{name: "no dead-letter topic", cfg: with(func(c *Config) { c.DeadLetterTopic = "" }), want: []string{"topics.dead_letter is empty", `"readings.dlq"`, "input.drop_poison: true"}},
 		{name: "zero BatchRows", cfg: with(func(c *Config) { c.BatchRows = 0 }), want: []string{"input.batch_rows = 0", "at least 1", "4096"}},
-		{name: "zero BatchLatency", cfg: with(func(c *Config) { c.BatchLatency = 0 }), want: []string{"input.batch_latency = 0s", "positive", "10ms"}},
+		{name: "zero BatchLatency", cfg: with(func(c *Config) { c.BatchLatency = 0 }), want: []string{"input.batch_latency = 0s", "positive", "5ms"}},
 		{name: "zero MaxWait", cfg: with(func(c *Config) { c.MaxWait = 0 }), want: []string{"input.fetch_max_wait = 0s", "positive", "250ms"}},
 		{name: "zero MinBytes", cfg: with(func(c *Config) { c.MinBytes = 0 }), want: []string{"input.fetch_min_bytes = 0", "at least 1"}},
 		{name: "zero MaxBytes", cfg: with(func(c *Config) { c.MaxBytes = 0 }), want: []string{"input.fetch_max_bytes = 0", "input.fetch_min_bytes = 1"}},
@@ -88,7 +88,7 @@ func TestNewConsumerValidates(t *testing.T) {
 func TestDefaultConfig(t *testing.T) {
 	want := Config{
 		Group: "freqlens", Topic: "readings", DeadLetterTopic: "readings.dlq", BatchRows: 4096,
-		BatchLatency: 10 * time.Millisecond, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20,
+		BatchLatency: 5 * time.Millisecond, MaxWait: 250 * time.Millisecond, MinBytes: 1, MaxBytes: 10 << 20,
 		StartOffset: "first", SessionTimeout: 10 * time.Second, HeartbeatInterval: 3 * time.Second,
 		RebalanceTimeout: 30 * time.Second, JoinGroupBackoff: time.Second, MaxInflightBytes: 64 << 20,
 	}
