@@ -286,11 +286,14 @@ func parseDuration(s string) (time.Duration, error) {
 }
 
 // CheckEnviron reports the first variable of environ ("NAME=value" entries,
-// as os.Environ returns them) that starts like a key's variable, FREQLENS_
-// and a section (FREQLENS_INPUT_…), but names no key: a misspelt override
-// would otherwise be ignored without a word, where a misspelt key in the
-// file is refused. Other FREQLENS_ variables (the tests' switches) are not
-// looked at.
+// as os.Environ returns them) that looks like a misspelt key's variable:
+// FREQLENS_ and a section (FREQLENS_INPUT_…), no key's name, and within two
+// edits of one (FREQLENS_INPUT_CADENSE). Such an override would otherwise be
+// ignored without a word, where a misspelt key in the file is refused.
+// Names further from every key are left alone, and so are those that
+// Kubernetes and Docker give a service's address (FREQLENS_SERVICE_HOST,
+// FREQLENS_METRICS_PORT_9464_TCP for Services named freqlens or
+// freqlens-metrics), as are the tests' switches (FREQLENS_FAULT_…).
 func CheckEnviron(environ []string) error {
 	known := map[string]string{} // variable → key
 	sections := map[string][]string{}
@@ -307,7 +310,7 @@ func CheckEnviron(environ []string) error {
 		}
 		sec, _, _ := strings.Cut(strings.ToLower(rest), "_")
 		keys, isSection := sections[sec]
-		if _, isKey := known[name]; isKey || !isSection {
+		if _, isKey := known[name]; isKey || !isSection || serviceAddress(name) {
 			continue
 		}
 		best, bestD := "", -1
@@ -316,10 +319,21 @@ func CheckEnviron(environ []string) error {
 				best, bestD = k, d
 			}
 		}
+		if bestD > 2 {
+			continue
+		}
 		return &Error{Key: sec, Where: "environment " + name,
 			Msg: fmt.Sprintf("%s names no key; did you mean %s (%s)? Unset it or fix its name", name, EnvName(best), best)}
 	}
 	return nil
+}
+
+// serviceAddress reports whether name is one of the variables Kubernetes
+// (NAME_SERVICE_HOST, NAME_SERVICE_PORT[_PORTNAME], NAME_PORT,
+// NAME_PORT_<port>_<proto>[_…]) or Docker links give a service's address.
+func serviceAddress(name string) bool {
+	return strings.Contains(name, "_SERVICE_HOST") || strings.Contains(name, "_SERVICE_PORT") ||
+		strings.HasSuffix(name, "_PORT") || strings.Contains(name, "_PORT_")
 }
 
 // editDistance is the Levenshtein distance between a and b (bytes).

@@ -381,7 +381,9 @@ func TestCheckEnviron(t *testing.T) {
 		{"a misspelt key", []string{"FREQLENS_INPUT_CADENCE=1h", "FREQLENS_INPUT_CADENSE=15m"},
 			"config: input (environment FREQLENS_INPUT_CADENSE): FREQLENS_INPUT_CADENSE names no key; did you mean FREQLENS_INPUT_CADENCE (input.cadence)?"},
 		{"a nested key misspelt", []string{"FREQLENS_MODEL_BOOTSTRAP_MINHISTORY=1h"}, "did you mean FREQLENS_MODEL_BOOTSTRAP_MIN_HISTORY (model.bootstrap.min_history)?"},
-		{"a section alone", []string{"FREQLENS_OUTPUT=json"}, "FREQLENS_OUTPUT names no key"},
+		{"Kubernetes service variables", []string{"FREQLENS_SERVICE_HOST=10.0.0.1", "FREQLENS_SERVICE_PORT=9464", "FREQLENS_SERVICE_PORT_METRICS=9464",
+			"FREQLENS_METRICS_PORT=tcp://10.0.0.2:9464", "FREQLENS_METRICS_PORT_9464_TCP_ADDR=10.0.0.2", "FREQLENS_KAFKA_SERVICE_HOST=10.0.0.3"}, ""},
+		{"a name far from every key", []string{"FREQLENS_ONLINE_DASHBOARD_URL=http://x"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckEnviron(tc.environ)
