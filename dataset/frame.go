@@ -127,6 +127,19 @@ func (f *Frame) FillMissing() (filled int, err error) {
 
 // inferCadence returns the lower median of the positive differences between
 // consecutive timestamps, or 0 when there is none.
+// SameCadence reports whether two cadences, such as a model's and the one
+// inferred from a file, are the same step: within 5% of each other, since
+// an inferred cadence is a median that moves with the rows a file holds
+// when the step is not constant (30 or 31 days for monthly data, 59m58s for
+// hourly readings stamped with jitter). A zero cadence (unknown) matches
+// any.
+func SameCadence(a, b time.Duration) bool {
+	if a <= 0 || b <= 0 {
+		return true
+	}
+	return math.Abs(float64(a)/float64(b)-1) <= 0.05
+}
+
 func inferCadence(times []time.Time) time.Duration {
 	if len(times) < 2 {
 		return 0

@@ -150,3 +150,23 @@ func frameOf(cols int, values []float64) *Frame {
 	}
 	return f
 }
+
+func TestSameCadence(t *testing.T) {
+	for _, tc := range []struct {
+		a, b time.Duration
+		want bool
+	}{
+		{time.Hour, time.Hour, true},
+		{time.Hour, time.Hour - 2*time.Second, true},
+		{31 * 24 * time.Hour, 30 * 24 * time.Hour, true},
+		{92 * 24 * time.Hour, 91 * 24 * time.Hour, true},
+		{time.Hour, 15 * time.Minute, false},
+		{time.Hour, 50 * time.Minute, false},
+		{0, 15 * time.Minute, true},
+		{time.Hour, 0, true},
+	} {
+		if got := SameCadence(tc.a, tc.b); got != tc.want {
+			t.Errorf("SameCadence(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -236,7 +236,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 func checkData(m *model.Model, f *dataset.Frame, opts Options) (channel, at int, err error) {
 	cfg := m.Config()
 	L := cfg.Lookback
-	if mc := m.Meta.Cadence; mc > 0 && f.Cadence > 0 && mc != f.Cadence {
+	if mc := m.Meta.Cadence; !dataset.SameCadence(mc, f.Cadence) {
 		return 0, 0, fmt.Errorf("report: %s steps every %s but the model was trained on %s steps; its learned periods would be read in the wrong units; "+
 			"use data at the model's step, or train a model on this data", f.Name, f.Cadence, mc)
 	}

@@ -561,6 +561,13 @@ func TestBadInputIsRefusedWithAFix(t *testing.T) {
 	}
 	quarterHourly := *fx.frame
 	quarterHourly.Cadence = fx.m.Meta.Cadence / 4
+	// A cadence inferred a little off the model's (readings stamped with
+	// jitter, months of 30 and 31 days) is the same step.
+	jittered := *fx.frame
+	jittered.Cadence = fx.m.Meta.Cadence * 102 / 100
+	if _, err := report.Build(context.Background(), fx.m, report.Options{Data: &jittered}); err != nil {
+		t.Errorf("data stepping 2%% off the model's cadence: %v; want it accepted", err)
+	}
 	for _, tc := range []struct {
 		name string
 		data *dataset.Frame

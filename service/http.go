@@ -101,9 +101,9 @@ func listenMetrics(cfg Config, reg *prometheus.Registry, mux *http.ServeMux, log
 
 // registerPprof serves net/http/pprof's handlers under /debug/pprof/ on mux
 // (its index lists the profiles: heap, allocs, goroutine, profile?seconds=N
-// for CPU, trace …). They are registered here, not by importing the
-// package for its side effect, which would add them to
-// http.DefaultServeMux.
+// for CPU, trace …), behind the listener's TLS, authentication and Host
+// check. Importing net/http/pprof also registers them on
+// http.DefaultServeMux; nothing here serves that mux, and nothing must.
 func registerPprof(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -122,9 +122,10 @@ func loadModelAndData(modelPath, dataPath string) (*model.Model, *dataset.Frame,
 // checkFits reports data the model cannot be run on: a mixed model given
 // data of another width, or data whose date column steps at another
 // cadence than the model was trained on (its periods would be read in the
-// wrong units: a 24h cycle of an hourly model is 6h of 15-minute data).
+// wrong units: a 24h cycle of an hourly model is 6h of 15-minute data;
+// see dataset.SameCadence for what counts as the same).
 func checkFits(m *model.Model, frame *dataset.Frame, path string) error {
-	if mc, fc := m.Meta.Cadence, frame.Cadence; mc > 0 && fc > 0 && mc != fc {
+	if mc, fc := m.Meta.Cadence, frame.Cadence; !dataset.SameCadence(mc, fc) {
 		return fmt.Errorf("%s steps every %s but the model was trained on %s steps; its learned periods would be read in the wrong units; "+
 			"use data at the model's step, or train a model on this data", filepath.Base(path), fc, mc)
 	}
