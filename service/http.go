@@ -102,8 +102,9 @@ func listenMetrics(cfg Config, reg *prometheus.Registry, mux *http.ServeMux, log
 // registerPprof serves net/http/pprof's handlers under /debug/pprof/ on mux
 // (its index lists the profiles: heap, allocs, goroutine, profile?seconds=N
 // for CPU, trace …), behind the listener's TLS, authentication and Host
-// check. Importing net/http/pprof also registers them on
-// http.DefaultServeMux; nothing here serves that mux, and nothing must.
+// check. Importing net/http/pprof also registers them on net/http's default
+// mux; nothing here serves that mux, and nothing must (internal/structure's
+// TestNoDefaultServeMux checks).
 func registerPprof(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -410,3 +410,25 @@ func saysWhyLong(doc []byte, base string) bool {
 	}
 	return strings.Contains(strings.Join(strings.Fields(text.String()), " "), base+" is long because")
 }
+
+// TestNoDefaultServeMux: no non-test Go file serves or registers on
+// net/http's DefaultServeMux, where importing net/http/pprof (service, for
+// metrics.pprof) puts Go's profiles without any of the metrics listener's
+// TLS, authentication or Host check.
+func TestNoDefaultServeMux(t *testing.T) {
+	r := loadRepo(t)
+	for _, file := range r.files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(r.root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"http.DefaultServeMux", "http.Handle(", "http.HandleFunc(", "http.ListenAndServe(", "http.ListenAndServeTLS(", "Handler: nil"} {
+			if strings.Contains(string(src), bad) {
+				t.Errorf("%s uses %s: serve a mux of your own, behind the metrics listener's checks", file, bad)
+			}
+		}
+	}
+}
