@@ -43,25 +43,28 @@ var System = Host{ProcSelfCgroup: "/proc/self/cgroup", CgroupRoot: "/sys/fs/cgro
 // (the kernel reports the largest page-aligned int64).
 const unlimited = 1 << 62
 
-// Limit returns the memory limit of the process's cgroup in bytes and the
-// file it read, or 0 and "" when there is none (no cgroup, "max", or a
-// limit too large to mean one). It reads cgroup v2's memory.max, or v1's
-// memory.limit_in_bytes, first at the process's own cgroup path and then at
-// the root of the mount (inside a container the two are usually the same
-// cgroup). A file that exists but cannot be parsed is an error.
+// Limit returns the memory limit that binds the process, in bytes, and the
+// file that gave it, or 0 and "" when there is none (no cgroup, or "max" or
+// a value too large to mean a limit everywhere). It reads cgroup v2's
+// memory.max, or v1's memory.limit_in_bytes, of the process's own cgroup and
+// of each of its ancestors up to the mount's root, and keeps the smallest:
+// a parent's limit binds its children too, and inside a container the
+// mount's root is the container's own cgroup whatever path the process's
+// cgroup file names. A file that exists but cannot be parsed is an error.
 func (h Host) Limit() (int64, string, error) {
 	v2, v1, err := h.paths()
 	if err != nil {
 		return 0, "", err
 	}
 	var candidates []string
-	if v2 != "" {
-		candidates = append(candidates, filepath.Join(h.CgroupRoot, v2, "memory.max"))
+	for _, p := range lineage(v2) {
+		candidates = append(candidates, filepath.Join(h.CgroupRoot, p, "memory.max"))
 	}
-	if v1 != "" {
-		candidates = append(candidates, filepath.Join(h.CgroupRoot, "memory", v1, "memory.limit_in_bytes"))
+	for _, p := range lineage(v1) {
+		candidates = append(candidates, filepath.Join(h.CgroupRoot, "memory", p, "memory.limit_in_bytes"))
 	}
-	candidates = append(candidates, filepath.Join(h.CgroupRoot, "memory.max"), filepath.Join(h.CgroupRoot, "memory", "memory.limit_in_bytes"))
+	var limit int64
+	var source string
 	for _, path := range candidates {
 		b, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -72,18 +75,29 @@ func (h Host) Limit() (int64, string, error) {
 		}
 		s := strings.TrimSpace(string(b))
 		if s == "max" {
-			return 0, "", nil
+			continue
 		}
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n <= 0 {
 			return 0, "", fmt.Errorf("memlimit: %s holds %q, not a number of bytes", path, s)
 		}
-		if n >= unlimited {
-			return 0, "", nil
+		if n < unlimited && (limit == 0 || n < limit) {
+			limit, source = n, path
 		}
-		return n, path, nil
 	}
-	return 0, "", nil
+	return limit, source, nil
+}
+
+// lineage returns a cgroup path and its ancestors up to the root ("/"),
+// the root alone for "" (the process's path unknown).
+func lineage(path string) []string {
+	p := filepath.Clean("/" + path)
+	out := []string{p}
+	for p != "/" {
+		p = filepath.Dir(p)
+		out = append(out, p)
+	}
+	return out
 }
 
 // paths returns the process's cgroup v2 path ("0::/path") and v1 memory

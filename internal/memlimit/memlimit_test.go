@@ -41,6 +41,17 @@ func TestLimit(t *testing.T) {
 			"sys/fs/cgroup/kubepods/pod1/ctr/memory.max": "2147483648\n",
 			"sys/fs/cgroup/memory.max":                   "max\n",
 		}, 2 << 30, "kubepods/pod1/ctr/memory.max", ""},
+		{"cgroup v2, the limit on a parent (a systemd slice, a pod)", map[string]string{
+			"proc/self/cgroup":                           "0::/kubepods/pod1/ctr\n",
+			"sys/fs/cgroup/kubepods/pod1/ctr/memory.max": "max\n",
+			"sys/fs/cgroup/kubepods/pod1/memory.max":     "3221225472\n",
+			"sys/fs/cgroup/kubepods/memory.max":          "68719476736\n",
+		}, 3 << 30, "kubepods/pod1/memory.max", ""},
+		{"cgroup v2, the child's limit below its parent's", map[string]string{
+			"proc/self/cgroup":                           "0::/kubepods/pod1/ctr\n",
+			"sys/fs/cgroup/kubepods/pod1/ctr/memory.max": "1073741824\n",
+			"sys/fs/cgroup/kubepods/pod1/memory.max":     "3221225472\n",
+		}, 1 << 30, "kubepods/pod1/ctr/memory.max", ""},
 		{"cgroup v2 without a limit", map[string]string{
 			"proc/self/cgroup": "0::/user.slice\n", "sys/fs/cgroup/user.slice/memory.max": "max\n"}, 0, "", ""},
 		{"cgroup v1 with a limit", map[string]string{
