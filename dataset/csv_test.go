@@ -525,6 +525,18 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add([]byte("\uFEFFdate,\"x,y\"\r\n2020-01-01T00:00:00Z,1\r\n2020-01-01T00:10:00+02:00,2\r\n"))
 	f.Add([]byte("date,a\n2020-01-01,1\n2020-01-01,1\n2020-01-03 04:05,1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// With column "a" as the series ids (LoadCSVSeries): every row keeps
+		// a non-empty id, and the rest stays a consistent frame.
+		if fr, err := readCSV(bytes.NewReader(data), "fuzz.csv", 0, 0, "a"); err == nil {
+			if len(fr.Series) != fr.Rows() || fr.Channels() < 1 || len(fr.Values) != fr.Rows()*fr.Channels() || slices.Contains(fr.Columns, "a") {
+				t.Fatalf("series frame: %d ids for %d rows, columns %q, %d values", len(fr.Series), fr.Rows(), fr.Columns, len(fr.Values))
+			}
+			if slices.Contains(fr.Series, "") {
+				t.Fatal("an empty series id was accepted")
+			}
+		} else if ce := (*CSVError)(nil); !errors.As(err, &ce) {
+			t.Fatalf("series error %T (%v), want *CSVError", err, err)
+		}
 		fr, err := ReadCSV(bytes.NewReader(data), "fuzz.csv")
 		if err != nil {
 			var ce *CSVError
