@@ -49,6 +49,10 @@ type Config struct {
 	// Under load batches close on BatchRows first, so it only decides how
 	// long a reading waits when the flow is moderate.
 	//
+	// Each batch is committed after its outputs, a round trip to the
+	// brokers, so a shorter latency means more commits a second at a
+	// moderate flow (up to 200 at 5ms).
+	//
 	// Default: 5ms (10ms before 2026-11-27: at 5,000 readings/s its p99
 	// latency was 47–51 ms against 36 ms, for about 5% less CPU a reading)
 	BatchLatency time.Duration
