@@ -96,8 +96,21 @@ func TestForwardAllocatesNothing(t *testing.T) {
 // not carry training-sized buffers; a training pass on the same workspace
 // then sizes them to its capacity.
 func TestServingWorkspaceIsSmall(t *testing.T) {
-	for _, tc := range fullConfigs {
-		m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 14)
+	// The day's eight frequencies take all K = 8 places: no scorer.
+	full := caseModel(t, Config{Horizon: 24, Channels: 1, Mode: Independent}, false, false, 14)
+	full.SetRhythms([]Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}})
+	if full.cfg.competes() {
+		t.Fatal("a rhythm of K frequencies leaves places to compete for")
+	}
+	for _, tc := range append(fullConfigs, struct {
+		name           string
+		cfg            Config
+		rhythms, clock bool
+	}{name: "independent, the rhythms take every place"}) {
+		m := full
+		if tc.cfg.Horizon != 0 {
+			m = caseModel(t, tc.cfg, tc.rhythms, tc.clock, 14)
+		}
 		const n = 16
 		x, _ := randomBatch(m.cfg, n, 15)
 		ends := windowEnds(m, n, 16)

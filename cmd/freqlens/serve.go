@@ -53,7 +53,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // without one the collector lets the heap reach twice its live size, and a
 // replica over half its container's limit would be killed by the kernel.
 func applyMemoryLimit(log *slog.Logger) {
-	a, err := memlimit.Apply(memlimit.System, os.LookupEnv)
+	a, err := memlimit.Apply(memlimit.System(), os.LookupEnv)
 	switch {
 	case err != nil:
 		log.Warn("could not read the container's memory limit; set GOMEMLIMIT to hold the heap below it", "err", err)

@@ -36,8 +36,8 @@ type Host struct {
 	CgroupRoot     string // normally /sys/fs/cgroup
 }
 
-// System is the running machine's Host.
-var System = Host{ProcSelfCgroup: "/proc/self/cgroup", CgroupRoot: "/sys/fs/cgroup"}
+// System returns the running machine's Host.
+func System() Host { return Host{ProcSelfCgroup: "/proc/self/cgroup", CgroupRoot: "/sys/fs/cgroup"} }
 
 // unlimited is the value at or above which a cgroup v1 limit means none
 // (the kernel reports the largest page-aligned int64).
