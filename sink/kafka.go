@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,14 +105,27 @@ func (p *Producer) Config() Config { return p.cfg }
 // written.
 const writeChunk = 512
 
+// minParallelChunk is the fewest forecasts a chunk is cut to so that a
+// Write's encoding spreads over the cores: below it, the produce round
+// trip an extra chunk costs outweighs the encoding it shares out.
+const minParallelChunk = 64
+
+// maxEncoders bounds the chunks encoded at once, and so the encode buffers
+// a Write holds (one more than this, the chunk being produced): encoding
+// a forecast as JSON costs more than everything else the service does
+// with it, so on a 2-core replica two encoders keep both cores at it.
+const maxEncoders = 4
+
 // Write encodes every forecast (and its attribution, when on), produces them
-// to both topics at once and returns when every message is acknowledged,
-// writeChunk forecasts at a time: each chunk is encoded while the one
-// before is in flight, and is produced once that one is acknowledged, so
-// the messages keep their order. A forecast that fails Validate fails the
-// Write before anything of its chunk is sent. After an error some messages
-// may have been delivered; the caller must treat the whole batch as
-// undelivered (at-least-once).
+// to both topics at once and returns when every message is acknowledged.
+// It cuts the forecasts into chunks (at most writeChunk, fewer when that
+// lets the cores share the encoding), encodes up to GOMAXPROCS chunks (at
+// most maxEncoders) at once while the chunk before them is in flight, and
+// produces each chunk once the one before is acknowledged, so the messages
+// keep their order. A forecast that fails Validate fails the Write before
+// anything of its chunk is sent. After an error some messages may have been
+// delivered; the caller must treat the whole batch as undelivered
+// (at-least-once).
 func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := p.enter(); err != nil {
 		return err
@@ -125,28 +139,75 @@ func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	}
 	start := time.Now()
 	defer func() { p.metrics.duration.Observe(time.Since(start).Seconds()) }()
-	var inFlight chan error // the result of the chunk being produced
-	for lo := 0; lo < len(fs); lo += writeChunk {
-		chunk := fs[lo:min(lo+writeChunk, len(fs))]
-		b, err := p.encode(chunk, lo, len(fs))
-		if inFlight != nil {
-			if perr := <-inFlight; perr != nil {
-				if b != nil {
-					p.pool.Put(b)
-				}
-				return perr
-			}
-		}
+	encoders := min(runtime.GOMAXPROCS(0), maxEncoders)
+	size := chunkSize(len(fs), encoders)
+	if size >= len(fs) {
+		// One chunk: nothing to share out or overlap.
+		b, err := p.encode(fs, 0, len(fs))
 		if err != nil {
 			return err
 		}
-		if lo+writeChunk >= len(fs) {
-			return p.send(ctx, b, len(chunk)) // the last chunk: nothing to overlap
+		return p.send(ctx, b, len(fs))
+	}
+	chunks := (len(fs) + size - 1) / size
+	encoded := make([]chan encodeResult, chunks)
+	launched := 0
+	launch := func() {
+		lo := launched * size
+		chunk := fs[lo:min(lo+size, len(fs))]
+		ch := make(chan encodeResult, 1)
+		encoded[launched] = ch
+		launched++
+		go func() {
+			b, err := p.encode(chunk, lo, len(fs))
+			ch <- encodeResult{b, err}
+		}()
+	}
+	// abandon waits for the chunks still being encoded (they read fs, which
+	// is the caller's again once Write returns) and returns their buffers.
+	abandon := func(from int) {
+		for i := from; i < launched; i++ {
+			if r := <-encoded[i]; r.b != nil {
+				p.pool.Put(r.b)
+			}
 		}
-		inFlight = make(chan error, 1)
-		go func() { inFlight <- p.send(ctx, b, len(chunk)) }()
+	}
+	for launched < min(chunks, encoders) {
+		launch()
+	}
+	for i := range chunks {
+		r := <-encoded[i]
+		if r.err != nil {
+			abandon(i + 1)
+			return r.err
+		}
+		if launched < chunks {
+			launch() // keeps every encoder busy while chunk i is in flight
+		}
+		n := min(size, len(fs)-i*size)
+		if err := p.send(ctx, r.b, n); err != nil {
+			abandon(i + 1)
+			return err
+		}
 	}
 	return nil
+}
+
+// encodeResult is one chunk's encoding: its buffer, or why it failed.
+type encodeResult struct {
+	b   *kafkaBatch
+	err error
+}
+
+// chunkSize returns how many forecasts each chunk of a Write of n holds:
+// writeChunk, or fewer so that each of the encoders gets a chunk, but never
+// fewer than minParallelChunk unless n itself is.
+func chunkSize(n, encoders int) int {
+	if n <= minParallelChunk || encoders <= 1 {
+		return min(n, writeChunk)
+	}
+	share := (n + encoders - 1) / encoders
+	return min(writeChunk, max(share, minParallelChunk))
 }
 
 // encode encodes one chunk of a Write of total forecasts, the chunk that

@@ -377,10 +377,11 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// TestKafkaChunksKeepOrder: a Write of several chunks (each encoded while
-// the one before is in flight) delivers every message once, and each
-// series' forecasts in the order written; a forecast that fails validation
-// in a later chunk fails the Write.
+// TestKafkaChunksKeepOrder: a Write of several chunks (encoded on several
+// cores while the one before is in flight) delivers every message once, and
+// each series' forecasts in the order written; a forecast that fails
+// validation in a later chunk fails the Write, and once it returns no
+// encoder reads the forecasts any more (the race detector sees to that).
 func TestKafkaChunksKeepOrder(t *testing.T) {
 	p, _, _, kc := newProducer(t, sink.DefaultConfig())
 	fs := wiretest.Forecasts(5, 1300, []string{"value"}, 4, 2)
@@ -414,5 +415,14 @@ func TestKafkaChunksKeepOrder(t *testing.T) {
 	// The error names the forecast's place in the Write, not in its chunk.
 	if want := "write 1300 forecasts: forecast 1100:"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not say %q", err, want)
+	}
+	// A failure in the first chunk, while the next is being encoded.
+	bad = wiretest.Forecasts(7, 1300, []string{"value"}, 4, 2)
+	bad[100].Values = bad[100].Values[:1]
+	if err := p.Write(context.Background(), bad); err == nil {
+		t.Fatal("a Write with an invalid forecast in its first chunk succeeded")
+	}
+	for i := range bad {
+		bad[i].Values[0] = 0 // the caller's again
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/freqlens/freqlens/internal/ftoa"
 	"github.com/freqlens/freqlens/internal/jsonstr"
 )
 
@@ -248,7 +249,7 @@ func appendFloatBits(dst []byte, v float64, bits int) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(dst, "null"...)
 	}
-	return strconv.AppendFloat(dst, v, 'g', -1, bits)
+	return ftoa.AppendFloat(dst, v, bits)
 }
 
 // appendTime writes t in UTC as RFC 3339 with as many fractional digits as

@@ -1,0 +1,292 @@
+// Package ftoa writes floating-point numbers as the shortest decimal that
+// parses back to the same value, byte for byte as strconv.AppendFloat(dst,
+// v, 'g', -1, bits) writes them, in about a third of its time.
+//
+// Why: a forecast message carries hundreds of numbers, and formatting them
+// was the largest part of the service's CPU (a quarter of it in the
+// production configuration), more than the model. strconv computes the
+// digits well (Dragonbox) but lays them out one byte at a time through a
+// general formatter; this package computes them with Schubfach (Raffaello
+// Giulietti, "The Schubfach way to render doubles", 2020), which yields the
+// digits as an integer, and writes them two at a time.
+//
+// The tests compare it with strconv on every float32, on random float64
+// bit patterns and on the edges of every exponent; numbers it does not
+// handle itself (subnormals, zero, NaN, ±Inf) go to strconv.
+package ftoa
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"strconv"
+)
+
+// AppendFloat appends v as strconv.AppendFloat(dst, v, 'g', -1, bitSize)
+// does: the shortest decimal that parses back to v at bitSize (32 or 64)
+// precision, in %e form when its exponent is below −4 or at least 6 (the
+// %e exponent has at least two digits). For bitSize 32, v must be a float32
+// value converted to float64.
+func AppendFloat(dst []byte, v float64, bitSize int) []byte {
+	var (
+		f uint64 // the digits, as an integer: v = ±f·10^e
+		e int
+	)
+	if bitSize == 32 {
+		b := math.Float32bits(float32(v))
+		t := uint64(b & (1<<23 - 1))
+		bq := int(b>>23) & 0xff
+		if bq == 0 || bq == 0xff {
+			return strconv.AppendFloat(dst, v, 'g', -1, 32)
+		}
+		if b>>31 != 0 {
+			dst = append(dst, '-')
+		}
+		f, e = toDecimal32(bq-150, t|1<<23)
+	} else {
+		b := math.Float64bits(v)
+		t := b & (1<<52 - 1)
+		bq := int(b>>52) & 0x7ff
+		if bq == 0 || bq == 0x7ff {
+			return strconv.AppendFloat(dst, v, 'g', -1, 64)
+		}
+		if b>>63 != 0 {
+			dst = append(dst, '-')
+		}
+		c := t | 1<<52
+		q := bq - 1075
+		if q < 0 && q > -53 && c&(1<<-q-1) == 0 {
+			// An integer below 2^53: itself is the shortest, as the
+			// spacing of its neighbours is at most 1/2.
+			f, e = c>>-q, 0
+		} else {
+			f, e = toDecimal64(q, c)
+		}
+	}
+	return layout(dst, f, e)
+}
+
+// toDecimal64 returns the shortest f·10^e (closest to v on a tie of length,
+// even f on an exact tie) in the rounding interval of the normal float64
+// v = c·2^q, c in [2^52, 2^53).
+func toDecimal64(q int, c uint64) (uint64, int) {
+	out := c & 1 // odd c: the interval's ends round away from v
+	cb := c << 2
+	cbr := cb + 2
+	var (
+		cbl uint64
+		k   int
+	)
+	if c != 1<<52 || q == -1074 {
+		cbl = cb - 2
+		k = floorLog10Pow2(q)
+	} else {
+		// The binade's first value: the neighbour below is half as far.
+		cbl = cb - 1
+		k = floorLog10ThreeQuartersPow2(q)
+	}
+	h := q + floorLog2Pow10(-k) + 2
+	g := &pow10G[k-minPow10K]
+	vb := roundToOdd64(g[0], g[1], cb<<h)
+	vbl := roundToOdd64(g[0], g[1], cbl<<h)
+	vbr := roundToOdd64(g[0], g[1], cbr<<h)
+	return choose(vb, vbl, vbr, out, k, c == 1<<52 && q != -77)
+}
+
+// toDecimal32 is toDecimal64 for the normal float32 v = c·2^q, c in
+// [2^23, 2^24).
+func toDecimal32(q int, c uint64) (uint64, int) {
+	out := c & 1
+	cb := c << 2
+	cbr := cb + 2
+	var (
+		cbl uint64
+		k   int
+	)
+	if c != 1<<23 || q == -149 {
+		cbl = cb - 2
+		k = floorLog10Pow2(q)
+	} else {
+		cbl = cb - 1
+		k = floorLog10ThreeQuartersPow2(q)
+	}
+	h := q + floorLog2Pow10(-k) + 33
+	g := pow10G[k-minPow10K][0] + 1
+	vb := roundToOdd32(g, cb<<h)
+	vbl := roundToOdd32(g, cbl<<h)
+	vbr := roundToOdd32(g, cbr<<h)
+	return choose(vb, vbl, vbr, out, k, c == 1<<23 && q != -77)
+}
+
+// choose picks the decimal from the scaled value vb = 4·v·10^−k and the
+// interval's ends vbl and vbr, each rounded to odd so that comparing them
+// with multiples of 4 is exact: one digit fewer when exactly one of the two
+// shorter candidates is inside, else the closer of s and s+1. An exact tie
+// goes to the even one, as strconv's Dragonbox does, except that it goes up
+// when tieUp is set: the first value of a binade, where Dragonbox rounds up
+// (but at 2^−77·2^52, where it rounds to even).
+func choose(vb, vbl, vbr, out uint64, k int, tieUp bool) (uint64, int) {
+	s := vb >> 2
+	if s >= 100 {
+		sp10 := s / 10 * 10
+		tp10 := sp10 + 10
+		upin := vbl+out <= sp10<<2
+		wpin := tp10<<2+out <= vbr
+		if upin != wpin {
+			if upin {
+				return sp10, k
+			}
+			return tp10, k
+		}
+	}
+	t := s + 1
+	uin := vbl+out <= s<<2
+	win := t<<2+out <= vbr
+	if uin != win {
+		if uin {
+			return s, k
+		}
+		return t, k
+	}
+	// Both or neither: the closer.
+	cmp := int64(vb - (s+t)<<1)
+	if cmp < 0 || cmp == 0 && !tieUp && s&1 == 0 {
+		return s, k
+	}
+	return t, k
+}
+
+// roundToOdd64 returns ⌊g·cp/2^127⌋ with its lowest bit set when the
+// product is not a whole number (as far as the paper shows it matters),
+// where g = g1·2^63 + g0.
+func roundToOdd64(g1, g0, cp uint64) uint64 {
+	x1, _ := bits.Mul64(g0, cp)
+	y1, y0 := bits.Mul64(g1, cp)
+	z := y0>>1 + x1
+	vbp := y1 + z>>63
+	return vbp | (z&(1<<63-1)+(1<<63-1))>>63
+}
+
+// roundToOdd32 returns ⌊g·cp/2^95⌋, rounded to odd as roundToOdd64.
+func roundToOdd32(g, cp uint64) uint64 {
+	x1, _ := bits.Mul64(g, cp)
+	vbp := x1 >> 31
+	return vbp | (x1&(1<<32-1)+(1<<32-1))>>32
+}
+
+// floorLog10Pow2 returns ⌊q·log10 2⌋ for |q| ≤ 5456721.
+func floorLog10Pow2(q int) int { return (q * 661971961083) >> 41 }
+
+// floorLog10ThreeQuartersPow2 returns ⌊log10(3/4·2^q)⌋ for |q| ≤ 5456721.
+func floorLog10ThreeQuartersPow2(q int) int { return (q*661971961083 - 274743187321) >> 41 }
+
+// floorLog2Pow10 returns ⌊e·log2 10⌋ for |e| ≤ 1233.
+func floorLog2Pow10(e int) int { return (e * 913124641741) >> 38 }
+
+// digitPairs holds "00" to "99".
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// layout appends f·10^e (f > 0) as strconv's shortest %g: %e form when the
+// exponent of the first digit is below −4 or at least 6, else plain. It
+// writes the digits in place, two at a time.
+func layout(dst []byte, f uint64, e int) []byte {
+	for f%10 == 0 {
+		f /= 10
+		e++
+	}
+	nd := decimalLen(f)
+	dp := nd + e // the decimal point's place: after the first dp digits
+	at := len(dst)
+	if x := dp - 1; x < -4 || x >= 6 {
+		// d.ddde±xx: the digits go one place right, then the first moves
+		// back over the point.
+		dst = slices.Grow(dst, nd+6)[:at+nd+1]
+		putDigits(dst[at+1:at+1+nd], f)
+		dst[at] = dst[at+1]
+		if nd > 1 {
+			dst[at+1] = '.'
+		} else {
+			dst = dst[:at+1]
+		}
+		sign := byte('+')
+		if x < 0 {
+			sign, x = '-', -x
+		}
+		switch {
+		case x < 10:
+			return append(dst, 'e', sign, '0', byte('0'+x))
+		case x < 100:
+			return append(dst, 'e', sign, digitPairs[2*x], digitPairs[2*x+1])
+		default:
+			return append(dst, 'e', sign, byte('0'+x/100), digitPairs[2*(x%100)], digitPairs[2*(x%100)+1])
+		}
+	}
+	switch {
+	case dp <= 0: // 0.000ddd
+		dst = append(dst, "0.0000"[:2-dp]...)
+		at = len(dst)
+		dst = slices.Grow(dst, nd)[:at+nd]
+		putDigits(dst[at:], f)
+		return dst
+	case dp >= nd: // ddd000
+		dst = slices.Grow(dst, dp)[:at+nd]
+		putDigits(dst[at:], f)
+		return append(dst, "00000"[:dp-nd]...)
+	default: // dd.ddd: the digits go one place right, then the first dp
+		// move back over the point.
+		dst = slices.Grow(dst, nd+1)[:at+nd+1]
+		d := dst[at:]
+		putDigits(d[1:], f)
+		for i := range dp {
+			d[i] = d[i+1]
+		}
+		d[dp] = '.'
+		return dst
+	}
+}
+
+// decimalLen returns the number of decimal digits of f > 0.
+func decimalLen(f uint64) int {
+	// log10(f) ≈ log2(f)·1233/4096, then at most one too low.
+	n := (bits.Len64(f) * 1233) >> 12
+	if f >= pow10u64[n] {
+		n++
+	}
+	return n
+}
+
+var pow10u64 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+	1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
+
+// putDigits writes f's decimal digits into b, which has exactly their
+// number of bytes.
+func putDigits(b []byte, f uint64) {
+	i := len(b)
+	for f >= 1e8 {
+		lo := uint32(f % 1e8)
+		f /= 1e8
+		i -= 8
+		put4(b[i:i+4], lo/10000)
+		put4(b[i+4:i+8], lo%10000)
+	}
+	x := uint32(f)
+	for x >= 100 {
+		r := x % 100
+		x /= 100
+		i -= 2
+		b[i], b[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+	}
+	if x >= 10 {
+		b[i-2], b[i-1] = digitPairs[2*x], digitPairs[2*x+1]
+	} else {
+		b[i-1] = byte('0' + x)
+	}
+}
+
+// put4 writes x < 10000 as four digits, leading zeros included.
+func put4(b []byte, x uint32) {
+	hi, lo := x/100, x%100
+	b[3], b[2], b[1], b[0] = digitPairs[2*lo+1], digitPairs[2*lo], digitPairs[2*hi+1], digitPairs[2*hi]
+}
