@@ -49,12 +49,14 @@ func AppendForecastJSON(dst []byte, f *Forecast) ([]byte, error) {
 	dst = append(dst, `,"cadence":"`...)
 	dst = appendDuration(dst, f.Cadence)
 	dst = append(dst, `","horizon":[`...)
+	var clock stepClock
+	clock.start(f)
 	for h := 0; h < f.Horizon; h++ {
 		if h > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"ts":"`...)
-		dst = appendTime(dst, f.StepTime(h))
+		dst = clock.append(dst, f, h)
 		if c == 1 {
 			dst = append(dst, `","value":`...)
 			dst = appendFloat(dst, f.Values[h])
@@ -270,6 +272,56 @@ func appendTime(dst []byte, t time.Time) []byte {
 	dst = append2(dst, h, ':')
 	dst = append2(dst, mi, ':')
 	return append2(dst, s, 'Z')
+}
+
+// stepClock writes a forecast's step times (StepTime) as appendTime does,
+// each from the one before when the cadence is whole seconds: a day's date
+// is written once and each step adds the cadence to the second of the day,
+// instead of working out the calendar date of every step (96 a forecast,
+// most of the time of writing them).
+type stepClock struct {
+	cadence int64 // seconds, 0 when the steps are written one by one
+	sec     int64 // second of the day of the step last written
+	date    [11]byte
+	dated   bool // date holds the day of sec
+}
+
+// start readies c for f's steps.
+func (c *stepClock) start(f *Forecast) {
+	*c = stepClock{}
+	if f.Cadence > 0 && f.Cadence%time.Second == 0 && f.Cadence < 24*time.Hour {
+		c.cadence = int64(f.Cadence / time.Second)
+	}
+}
+
+// append writes the time of step h, which must follow step h−1.
+func (c *stepClock) append(dst []byte, f *Forecast, h int) []byte {
+	if c.cadence == 0 {
+		return appendTime(dst, f.StepTime(h))
+	}
+	if c.dated {
+		c.sec += c.cadence
+	}
+	if !c.dated || c.sec >= 86400 {
+		// The first step, or a new day: the calendar's work, once.
+		t := f.StepTime(h).UTC()
+		y, _, _ := t.Date()
+		if t.Nanosecond() != 0 || y < 0 || y > 9999 {
+			c.cadence = 0 // written step by step from here on
+			return appendTime(dst, t)
+		}
+		_, mo, d := t.Date()
+		c.date = [11]byte{byte('0' + y/1000), byte('0' + y/100%10), byte('0' + y/10%10), byte('0' + y%10), '-',
+			byte('0' + int(mo)/10), byte('0' + int(mo)%10), '-', byte('0' + d/10), byte('0' + d%10), 'T'}
+		hh, mi, ss := t.Clock()
+		c.sec = int64(hh*3600 + mi*60 + ss)
+		c.dated = true
+	}
+	dst = append(dst, c.date[:]...)
+	sec := int(c.sec)
+	dst = append2(dst, sec/3600, ':')
+	dst = append2(dst, sec/60%60, ':')
+	return append2(dst, sec%60, 'Z')
 }
 
 // append2 writes v (0–99) as two digits, then sep.

@@ -263,27 +263,33 @@ var pow10u64 = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 	1e14, 1e15, 1e16, 1e17, 1e18, 1e19}
 
 // putDigits writes f's decimal digits into b, which has exactly their
-// number of bytes.
+// number of bytes: eight at a time while more than eight remain, then four,
+// then two, so that few divisions wait on each other.
 func putDigits(b []byte, f uint64) {
 	i := len(b)
-	for f >= 1e8 {
+	for i > 8 {
 		lo := uint32(f % 1e8)
 		f /= 1e8
 		i -= 8
 		put4(b[i:i+4], lo/10000)
 		put4(b[i+4:i+8], lo%10000)
 	}
-	x := uint32(f)
-	for x >= 100 {
+	x := uint32(f) // i digits, 1 to 8
+	if i > 4 {
+		put4(b[i-4:i], x%10000)
+		x /= 10000
+		i -= 4
+	}
+	if i > 2 {
 		r := x % 100
 		x /= 100
+		b[i-2], b[i-1] = digitPairs[2*r], digitPairs[2*r+1]
 		i -= 2
-		b[i], b[i+1] = digitPairs[2*r], digitPairs[2*r+1]
 	}
-	if x >= 10 {
-		b[i-2], b[i-1] = digitPairs[2*x], digitPairs[2*x+1]
+	if i == 2 {
+		b[0], b[1] = digitPairs[2*x], digitPairs[2*x+1]
 	} else {
-		b[i-1] = byte('0' + x)
+		b[0] = byte('0' + x)
 	}
 }
 

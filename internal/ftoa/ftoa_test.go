@@ -60,9 +60,9 @@ func TestAppendFloatEdges(t *testing.T) {
 // (every exponent equally likely) and on values like the service's
 // forecasts (a few digits before the point).
 func TestAppendFloatRandom(t *testing.T) {
-	n := 1_000_000
+	n := 250_000
 	if testing.Short() {
-		n = 200_000
+		n = 50_000
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range n {
