@@ -2,28 +2,44 @@ package sink
 
 import "testing"
 
-// TestChunkSize: a Write is cut so that every encoder gets a chunk, with
-// chunks of at most writeChunk and at least minParallelChunk forecasts (or
-// all of them), and the chunks cover the Write.
+// TestChunkSize: a Write is cut into chunks of even size, as many as
+// writeChunk requires or one an encoder when each then holds at least
+// minParallelChunk forecasts; no chunk is a small tail.
 func TestChunkSize(t *testing.T) {
 	for _, tc := range []struct{ n, encoders, want int }{
 		{1, 2, 1},
-		{64, 2, 64},    // too few to share out
-		{65, 2, 64},    // two chunks: 64 and 1
-		{100, 2, 64},   // half would be 50, below the floor
-		{200, 2, 100},  // one chunk an encoder
-		{200, 4, 64},   // four would be 50 each
-		{1000, 1, 512}, // one encoder: writeChunk at a time
+		{64, 2, 64},   // too few to share out
+		{65, 2, 65},   // two would leave a chunk below the floor
+		{128, 2, 64},  // one chunk an encoder
+		{200, 2, 100}, // one chunk an encoder
+		{200, 4, 67},  // three of 64 or more, not four
+		{1000, 1, 500},
 		{1000, 2, 500},
-		{1300, 2, 512},
-		{5000, 4, 512},
+		{1300, 2, 434}, // writeChunk needs three
+		{5000, 4, 500},
 	} {
-		got := chunkSize(tc.n, tc.encoders)
-		if got != tc.want {
+		if got := chunkSize(tc.n, tc.encoders); got != tc.want {
 			t.Errorf("chunkSize(%d, %d) = %d, want %d", tc.n, tc.encoders, got, tc.want)
 		}
-		if got < 1 || got > writeChunk || (got < minParallelChunk && got != tc.n) {
-			t.Errorf("chunkSize(%d, %d) = %d: outside [%d, %d]", tc.n, tc.encoders, got, minParallelChunk, writeChunk)
+	}
+	// Every cut: chunks of at most writeChunk, none below minParallelChunk
+	// (but for the rounding of an even share) unless the Write is, at most
+	// as many as writeChunk or the encoders require, and sizes that differ
+	// by less than the number of chunks.
+	for _, encoders := range []int{1, 2, 3, 4} {
+		for n := 1; n <= 3000; n++ {
+			size := chunkSize(n, encoders)
+			chunks := (n + size - 1) / size
+			last := n - (chunks-1)*size
+			if size > writeChunk || last < min(n, minParallelChunk)-chunks || last <= 0 {
+				t.Fatalf("n=%d encoders=%d: chunks of %d, the last %d", n, encoders, size, last)
+			}
+			if most := max((n+writeChunk-1)/writeChunk, encoders); chunks > most {
+				t.Fatalf("n=%d encoders=%d: %d chunks, more than %d", n, encoders, chunks, most)
+			}
+			if size-last >= chunks {
+				t.Fatalf("n=%d encoders=%d: chunks of %d and a last one of %d", n, encoders, size, last)
+			}
 		}
 	}
 }

@@ -118,11 +118,11 @@ const maxEncoders = 4
 
 // Write encodes every forecast (and its attribution, when on), produces them
 // to both topics at once and returns when every message is acknowledged.
-// It cuts the forecasts into chunks (at most writeChunk, fewer when that
-// lets the cores share the encoding), encodes up to GOMAXPROCS chunks (at
-// most maxEncoders) at once while the chunk before them is in flight, and
-// produces each chunk once the one before is acknowledged, so the messages
-// keep their order. A forecast that fails Validate fails the Write before
+// It cuts the forecasts into chunks of even size (chunkSize: at most
+// writeChunk, and one a core when each gets minParallelChunk), encodes up
+// to GOMAXPROCS chunks (at most maxEncoders) at once while the chunk before
+// them is in flight, and produces each chunk once the one before is
+// acknowledged, so the messages keep their order. A forecast that fails Validate fails the Write before
 // anything of its chunk is sent. After an error some messages may have been
 // delivered; the caller must treat the whole batch as undelivered
 // (at-least-once).
@@ -145,6 +145,7 @@ func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 		// One chunk: nothing to share out or overlap.
 		b, err := p.encode(fs, 0, len(fs))
 		if err != nil {
+			p.refused(len(fs))
 			return err
 		}
 		return p.send(ctx, b, len(fs))
@@ -177,14 +178,15 @@ func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	}
 	for i := range chunks {
 		r := <-encoded[i]
+		n := min(size, len(fs)-i*size)
 		if r.err != nil {
+			p.refused(n)
 			abandon(i + 1)
 			return r.err
 		}
 		if launched < chunks {
 			launch() // keeps every encoder busy while chunk i is in flight
 		}
-		n := min(size, len(fs)-i*size)
 		if err := p.send(ctx, r.b, n); err != nil {
 			abandon(i + 1)
 			return err
@@ -200,14 +202,16 @@ type encodeResult struct {
 }
 
 // chunkSize returns how many forecasts each chunk of a Write of n holds:
-// writeChunk, or fewer so that each of the encoders gets a chunk, but never
-// fewer than minParallelChunk unless n itself is.
+// as many chunks as writeChunk requires, or one for each of the encoders
+// when that leaves each at least minParallelChunk, and the forecasts shared
+// evenly among them, so that no chunk is a small tail that costs a produce
+// round trip of its own.
 func chunkSize(n, encoders int) int {
-	if n <= minParallelChunk || encoders <= 1 {
-		return min(n, writeChunk)
+	if n <= 0 {
+		return 1
 	}
-	share := (n + encoders - 1) / encoders
-	return min(writeChunk, max(share, minParallelChunk))
+	chunks := max((n+writeChunk-1)/writeChunk, min(encoders, n/minParallelChunk))
+	return (n + chunks - 1) / chunks
 }
 
 // encode encodes one chunk of a Write of total forecasts, the chunk that
@@ -216,13 +220,19 @@ func (p *Producer) encode(fs []wire.Forecast, first, total int) (*kafkaBatch, er
 	b := p.pool.Get().(*kafkaBatch)
 	if err := b.encode(fs, first, total, &p.cfg, p.attribution != nil, p.contentType); err != nil {
 		p.pool.Put(b)
-		p.fm.errors.Add(float64(len(fs)))
-		if p.attribution != nil {
-			p.am.errors.Add(float64(len(fs)))
-		}
 		return nil, err
 	}
 	return b, nil
+}
+
+// refused counts the n forecasts of the chunk whose encoding failed a
+// Write as errors on both topics (a chunk encoded beside it and abandoned is
+// not counted, whatever its fate).
+func (p *Producer) refused(n int) {
+	p.fm.errors.Add(float64(n))
+	if p.attribution != nil {
+		p.am.errors.Add(float64(n))
+	}
 }
 
 // send produces an encoded chunk of n forecasts to both topics and waits

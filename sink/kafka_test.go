@@ -291,6 +291,23 @@ func TestKafkaBrokerErrorFailsWrite(t *testing.T) {
 	if got := metric(t, reg, "freqlens_sink_forecasts_written_total", "forecasts"); got != 0 {
 		t.Errorf("forecasts written on forecasts = %v, want 0", got)
 	}
+
+	// A Write of several chunks fails with its first, while the next are
+	// being encoded or done: it fails naming the topic, and only the failed
+	// chunk counts as errors. (That Write waits for its encoders before it
+	// returns is shown by TestKafkaChunksKeepOrder under the race detector.)
+	big := wiretest.Forecasts(17, 1300, []string{"value"}, 4, 2)
+	err = p.Write(context.Background(), big)
+	if err == nil || !strings.Contains(err.Error(), "topic forecasts") {
+		t.Fatalf("Write of 1300 = %v, want an error naming topic forecasts", err)
+	}
+	for i := range big {
+		big[i].Values[0], big[i].Series = 0, "" // the caller's again
+	}
+	failed := metric(t, reg, "freqlens_sink_write_errors_total", "forecasts") - float64(len(fs))
+	if failed < 1 || failed > 512 {
+		t.Errorf("write errors of the 1300-forecast Write = %v, want those of its first chunk (at most 512)", failed)
+	}
 }
 
 func TestKafkaMissingTopic(t *testing.T) {
