@@ -74,52 +74,38 @@ func AppendFloat(dst []byte, v float64, bitSize int) []byte {
 // even f on an exact tie) in the rounding interval of the normal float64
 // v = c·2^q, c in [2^52, 2^53).
 func toDecimal64(q int, c uint64) (uint64, int) {
-	out := c & 1 // odd c: the interval's ends round away from v
-	cb := c << 2
-	cbr := cb + 2
-	var (
-		cbl uint64
-		k   int
-	)
-	if c != 1<<52 || q == -1074 {
-		cbl = cb - 2
-		k = floorLog10Pow2(q)
-	} else {
-		// The binade's first value: the neighbour below is half as far.
-		cbl = cb - 1
-		k = floorLog10ThreeQuartersPow2(q)
-	}
+	cb, cbl, k := interval(q, c, 1<<52, -1074)
 	h := q + floorLog2Pow10(-k) + 2
 	g := &pow10G[k-minPow10K]
 	vb := roundToOdd64(g[0], g[1], cb<<h)
 	vbl := roundToOdd64(g[0], g[1], cbl<<h)
-	vbr := roundToOdd64(g[0], g[1], cbr<<h)
-	return choose(vb, vbl, vbr, out, k, c == 1<<52 && q != -77)
+	vbr := roundToOdd64(g[0], g[1], (cb+2)<<h)
+	return choose(vb, vbl, vbr, c&1, k, c == 1<<52 && q != -77)
 }
 
 // toDecimal32 is toDecimal64 for the normal float32 v = c·2^q, c in
 // [2^23, 2^24).
 func toDecimal32(q int, c uint64) (uint64, int) {
-	out := c & 1
-	cb := c << 2
-	cbr := cb + 2
-	var (
-		cbl uint64
-		k   int
-	)
-	if c != 1<<23 || q == -149 {
-		cbl = cb - 2
-		k = floorLog10Pow2(q)
-	} else {
-		cbl = cb - 1
-		k = floorLog10ThreeQuartersPow2(q)
-	}
+	cb, cbl, k := interval(q, c, 1<<23, -149)
 	h := q + floorLog2Pow10(-k) + 33
 	g := pow10G[k-minPow10K][0] + 1
 	vb := roundToOdd32(g, cb<<h)
 	vbl := roundToOdd32(g, cbl<<h)
-	vbr := roundToOdd32(g, cbr<<h)
-	return choose(vb, vbl, vbr, out, k, c == 1<<23 && q != -77)
+	vbr := roundToOdd32(g, (cb+2)<<h)
+	return choose(vb, vbl, vbr, c&1, k, c == 1<<23 && q != -77)
+}
+
+// interval returns 4c, the lower end of v = c·2^q's rounding interval in
+// quarters of 2^q (4c − 2; 4c − 1 at a binade's first value cMin above the
+// smallest exponent qMin, whose neighbour below is half as far; the upper
+// end is always 4c + 2) and the power of ten k that scales v to the
+// digits Schubfach compares.
+func interval(q int, c, cMin uint64, qMin int) (cb, cbl uint64, k int) {
+	cb = c << 2
+	if c != cMin || q == qMin {
+		return cb, cb - 2, floorLog10Pow2(q)
+	}
+	return cb, cb - 1, floorLog10ThreeQuartersPow2(q)
 }
 
 // choose picks the decimal from the scaled value vb = 4·v·10^−k and the
@@ -129,6 +115,9 @@ func toDecimal32(q int, c uint64) (uint64, int) {
 // goes to the even one, as strconv's Dragonbox does, except that it goes up
 // when tieUp is set: the first value of a binade, where Dragonbox rounds up
 // (but at 2^−77·2^52, where it rounds to even).
+//
+// out is 1 when c is odd: then the interval's ends round away from v and
+// are outside it.
 func choose(vb, vbl, vbr, out uint64, k int, tieUp bool) (uint64, int) {
 	s := vb >> 2
 	if s >= 100 {
