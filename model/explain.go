@@ -178,6 +178,16 @@ func (e *Explainer) Forecast(x []float64, ends []int64) []float64 {
 // Explain writes the explanation of window i of the last Forecast call to
 // dst (nil allocates; dst's storage is reused) and returns it.
 func (e *Explainer) Explain(i int, dst *Explanation) *Explanation {
+	return e.ExplainInto(i, dst, nil)
+}
+
+// ExplainInto is Explain with the numbers a caller keeps (the forecast, the
+// residual, each frequency's and each rhythm's values, each Horizon×C)
+// written into new storage that alloc(n) returns (n numbers, their contents
+// any) instead of into dst's: the pipeline gives each forecast its numbers
+// in its batch's arena this way, without copying them there. dst's own
+// storage still holds the rest. A nil alloc is Explain.
+func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []float64) *Explanation {
 	if i < 0 || i >= e.n {
 		panic(fmt.Sprintf("model: Explain(%d) outside the last batch of %d windows", i, e.n))
 	}
@@ -188,8 +198,8 @@ func (e *Explainer) Explain(i int, dst *Explanation) *Explanation {
 	H, C := cfg.Horizon, e.C
 	HC := H * C
 	k := e.modelWindows()
-	dst.Forecast = resize(dst.Forecast, HC)
-	dst.Residual = resize(dst.Residual, HC)
+	dst.Forecast = storage(alloc, dst.Forecast, HC)
+	dst.Residual = storage(alloc, dst.Residual, HC)
 	dst.Level = resize(dst.Level, C)
 	dst.Contributions = dst.Contributions[:0]
 	for j := range e.byID {
@@ -220,7 +230,7 @@ func (e *Explainer) Explain(i int, dst *Explanation) *Explanation {
 				}
 				dc := &dst.Contributions[idx]
 				dc.Frequency, dc.Score = ct.Frequency, ct.Score
-				dc.Values = resize(dc.Values, HC)
+				dc.Values = storage(alloc, dc.Values, HC)
 				clear(dc.Values)
 			}
 			dc := &dst.Contributions[idx]
@@ -283,12 +293,22 @@ func (e *Explainer) Explain(i int, dst *Explanation) *Explanation {
 			dst.Level[c] = dst.Level[c]*e.std[c] + e.mean[c]
 		}
 	}
-	e.rhythmParts(dst)
+	e.rhythmParts(dst, alloc)
 	return dst
 }
 
-// rhythmParts fills dst.Rhythms from its contributions.
-func (e *Explainer) rhythmParts(dst *Explanation) {
+// storage returns n numbers for the explanation: new ones from alloc, or
+// old's storage resized when alloc is nil.
+func storage(alloc func(n int) []float64, old []float64, n int) []float64 {
+	if alloc != nil {
+		return alloc(n)[:n]
+	}
+	return resize(old, n)
+}
+
+// rhythmParts fills dst.Rhythms from its contributions, their values from
+// storage(alloc, …).
+func (e *Explainer) rhythmParts(dst *Explanation, alloc func(n int) []float64) {
 	rs := e.m.Meta.Rhythms
 	if cap(dst.Rhythms) < len(rs) {
 		dst.Rhythms = make([]RhythmPart, len(rs))
@@ -302,7 +322,7 @@ func (e *Explainer) rhythmParts(dst *Explanation) {
 		if e.m.Meta.Cadence > 0 {
 			rp.Period = time.Duration(math.Round(rs[r].PeriodSteps * float64(e.m.Meta.Cadence)))
 		}
-		rp.Values = resize(rp.Values, HC)
+		rp.Values = storage(alloc, rp.Values, HC)
 		clear(rp.Values)
 		rp.Share = 0
 	}

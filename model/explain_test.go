@@ -116,3 +116,77 @@ func TestExplainerRejectsWrongWidth(t *testing.T) {
 		t.Error("a 3-channel mixed model accepted 2-field windows")
 	}
 }
+
+// TestExplainIntoMatchesExplain: explanations written into storage the
+// caller hands out (filled with garbage, as a reused arena is) equal
+// Explain's bit for bit, and a later explanation never writes into an
+// earlier one's storage.
+func TestExplainIntoMatchesExplain(t *testing.T) {
+	for _, tc := range fullConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 21)
+			C := m.cfg.Channels
+			const n = 5
+			x, _ := randomBatch(m.cfg, n, 22)
+			ends := make([]int64, n)
+			for i := range ends {
+				ends[i] = int64(i+1) * 3600e9
+			}
+			a, _ := m.NewExplainer(C)
+			b, _ := m.NewExplainer(C)
+			a.Forecast(x, ends)
+			b.Forecast(x, ends)
+			var arena []float64
+			alloc := func(k int) []float64 {
+				s := make([]float64, k)
+				for i := range s {
+					s[i] = math.NaN()
+				}
+				arena = append(arena, s...) // the test's record, not storage
+				return s
+			}
+			var want, got *Explanation
+			var kept [][]float64 // every slice ExplainInto returned so far, and a copy
+			var copies [][]float64
+			for i := range n {
+				want = a.Explain(i, want)
+				got = b.ExplainInto(i, got, alloc)
+				same := func(what string, w, g []float64) {
+					t.Helper()
+					if len(w) != len(g) {
+						t.Fatalf("window %d %s: %d numbers, want %d", i, what, len(g), len(w))
+					}
+					for j := range w {
+						if math.Float64bits(w[j]) != math.Float64bits(g[j]) {
+							t.Fatalf("window %d %s[%d] = %v, Explain says %v", i, what, j, g[j], w[j])
+						}
+					}
+					kept = append(kept, g)
+					copies = append(copies, append([]float64(nil), g...))
+				}
+				same("forecast", want.Forecast, got.Forecast)
+				same("residual", want.Residual, got.Residual)
+				if len(want.Contributions) != len(got.Contributions) || len(want.Rhythms) != len(got.Rhythms) {
+					t.Fatalf("window %d: %d contributions and %d rhythms, want %d and %d", i,
+						len(got.Contributions), len(got.Rhythms), len(want.Contributions), len(want.Rhythms))
+				}
+				for k := range want.Contributions {
+					same("contribution", want.Contributions[k].Values, got.Contributions[k].Values)
+				}
+				for r := range want.Rhythms {
+					same("rhythm", want.Rhythms[r].Values, got.Rhythms[r].Values)
+				}
+			}
+			for k := range kept {
+				for j := range kept[k] {
+					if math.Float64bits(kept[k][j]) != math.Float64bits(copies[k][j]) {
+						t.Fatalf("a later explanation wrote into an earlier one's numbers")
+					}
+				}
+			}
+			if len(arena) == 0 {
+				t.Fatal("ExplainInto took nothing from alloc")
+			}
+		})
+	}
+}

@@ -292,20 +292,20 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				Series: w.ready.Series[i], TS: w.ready.End[i], ModelVersion: v.version,
 				Cadence: p.wiring.Cadence, Fields: p.wiring.Fields, Horizon: H,
 			}
-			f.Values = pt.take(HC)
 			if p.wiring.SkipAttributions {
+				f.Values = pt.take(HC)
 				copy(f.Values, y[(i-lo)*HC:(i-lo+1)*HC])
 			} else {
-				w.expl = w.ex.Explain(i-lo, w.expl)
+				// The explanation's numbers are taken from the batch's
+				// arena, where the forecast keeps them: no copy.
+				w.expl = w.ex.ExplainInto(i-lo, w.expl, pt.take)
 				e := w.expl
-				copy(f.Values, e.Forecast)
+				f.Values = e.Forecast
 				f.Alpha = e.Alpha
-				f.Residual = pt.take(HC)
-				copy(f.Residual, e.Residual)
+				f.Residual = e.Residual
 				first := len(pt.contribs)
 				for _, c := range e.Contributions {
-					vals := pt.take(HC)
-					copy(vals, c.Values)
+					vals := c.Values
 					r, cycle := m.RhythmOf(c.ID)
 					pt.contribs = append(pt.contribs, wire.Contribution{
 						ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: vals,
@@ -316,8 +316,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				f.Frequencies = pt.contribs[first:len(pt.contribs):len(pt.contribs)]
 				firstR := len(pt.rhythms)
 				for _, rp := range e.Rhythms {
-					vals := pt.take(HC)
-					copy(vals, rp.Values)
+					vals := rp.Values
 					pt.rhythms = append(pt.rhythms, wire.RhythmPart{
 						Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: vals,
 						Period: time.Duration(math.Round(rp.PeriodSteps * float64(p.wiring.Cadence))),
@@ -379,6 +378,18 @@ func (w *worker) forgetBatch() {
 	w.obs, w.issued = online.Observation{}, wire.Forecast{}
 	clear(w.lower)
 	clear(w.upper)
+	// The last explanation's numbers are in the batch's arena too.
+	if e := w.expl; e != nil {
+		e.Forecast, e.Residual = nil, nil
+		cs := e.Contributions[:cap(e.Contributions)]
+		for i := range cs {
+			cs[i].Values = nil
+		}
+		rs := e.Rhythms[:cap(e.Rhythms)]
+		for i := range rs {
+			rs[i].Values = nil
+		}
+	}
 }
 
 // finiteBounds reports whether every interval bound is finite: an
