@@ -122,24 +122,13 @@ func choose(vb, vbl, vbr, out uint64, k int, tieUp bool) (uint64, int) {
 	s := vb >> 2
 	if s >= 100 {
 		sp10 := s / 10 * 10
-		tp10 := sp10 + 10
-		upin := vbl+out <= sp10<<2
-		wpin := tp10<<2+out <= vbr
-		if upin != wpin {
-			if upin {
-				return sp10, k
-			}
-			return tp10, k
+		if d, ok := onlyInside(sp10, sp10+10, vbl, vbr, out); ok {
+			return d, k
 		}
 	}
 	t := s + 1
-	uin := vbl+out <= s<<2
-	win := t<<2+out <= vbr
-	if uin != win {
-		if uin {
-			return s, k
-		}
-		return t, k
+	if d, ok := onlyInside(s, t, vbl, vbr, out); ok {
+		return d, k
 	}
 	// Both or neither: the closer.
 	cmp := int64(vb - (s+t)<<1)
@@ -147,6 +136,21 @@ func choose(vb, vbl, vbr, out uint64, k int, tieUp bool) (uint64, int) {
 		return s, k
 	}
 	return t, k
+}
+
+// onlyInside returns whichever of the candidates u < w alone lies in the
+// interval whose ends are vbl and vbr (in quarters, rounded to odd; out as
+// for choose), and whether exactly one does.
+func onlyInside(u, w, vbl, vbr, out uint64) (uint64, bool) {
+	uin := vbl+out <= u<<2
+	win := w<<2+out <= vbr
+	if uin == win {
+		return 0, false
+	}
+	if uin {
+		return u, true
+	}
+	return w, true
 }
 
 // roundToOdd64 returns ⌊g·cp/2^127⌋ with its lowest bit set when the
