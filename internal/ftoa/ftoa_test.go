@@ -87,7 +87,7 @@ func FuzzAppendFloat(f *testing.F) {
 }
 
 // TestAppendFloatEveryFloat32 compares with strconv on all 2^32 float32
-// values, on every core; it takes about ten minutes on two cores, so it runs
+// values, on every core; it takes 5–10 minutes on two cores, so it runs
 // with FREQLENS_FTOA_EXHAUSTIVE=1 (it passed on 2026-11-27).
 func TestAppendFloatEveryFloat32(t *testing.T) {
 	if os.Getenv("FREQLENS_FTOA_EXHAUSTIVE") == "" {
