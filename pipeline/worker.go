@@ -305,10 +305,9 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				f.Residual = e.Residual
 				first := len(pt.contribs)
 				for _, c := range e.Contributions {
-					vals := c.Values
 					r, cycle := m.RhythmOf(c.ID)
 					pt.contribs = append(pt.contribs, wire.Contribution{
-						ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: vals,
+						ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: c.Values,
 						Period: time.Duration(math.Round(c.PeriodSteps * float64(p.wiring.Cadence))),
 						Cycle:  cycle, Rhythm: r,
 					})
@@ -316,9 +315,8 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				f.Frequencies = pt.contribs[first:len(pt.contribs):len(pt.contribs)]
 				firstR := len(pt.rhythms)
 				for _, rp := range e.Rhythms {
-					vals := rp.Values
 					pt.rhythms = append(pt.rhythms, wire.RhythmPart{
-						Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: vals,
+						Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: rp.Values,
 						Period: time.Duration(math.Round(rp.PeriodSteps * float64(p.wiring.Cadence))),
 					})
 				}
