@@ -266,9 +266,18 @@ func appendTime(dst []byte, t time.Time) []byte {
 		return t.AppendFormat(dst, time.RFC3339Nano)
 	}
 	h, mi, s := t.Clock()
+	return appendClock(appendDate(dst, y, mo, d), h, mi, s)
+}
+
+// appendDate writes "YYYY-MM-DDT" for a year of 0–9999.
+func appendDate(dst []byte, y int, mo time.Month, d int) []byte {
 	dst = append(dst, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-')
 	dst = append2(dst, int(mo), '-')
-	dst = append2(dst, d, 'T')
+	return append2(dst, d, 'T')
+}
+
+// appendClock writes "hh:mm:ssZ".
+func appendClock(dst []byte, h, mi, s int) []byte {
 	dst = append2(dst, h, ':')
 	dst = append2(dst, mi, ':')
 	return append2(dst, s, 'Z')
@@ -305,23 +314,18 @@ func (c *stepClock) append(dst []byte, f *Forecast, h int) []byte {
 	if !c.dated || c.sec >= 86400 {
 		// The first step, or a new day: the calendar's work, once.
 		t := f.StepTime(h).UTC()
-		y, _, _ := t.Date()
+		y, mo, d := t.Date()
 		if t.Nanosecond() != 0 || y < 0 || y > 9999 {
 			c.cadence = 0 // written step by step from here on
 			return appendTime(dst, t)
 		}
-		_, mo, d := t.Date()
-		c.date = [11]byte{byte('0' + y/1000), byte('0' + y/100%10), byte('0' + y/10%10), byte('0' + y%10), '-',
-			byte('0' + int(mo)/10), byte('0' + int(mo)%10), '-', byte('0' + d/10), byte('0' + d%10), 'T'}
+		appendDate(c.date[:0], y, mo, d)
 		hh, mi, ss := t.Clock()
 		c.sec = int64(hh*3600 + mi*60 + ss)
 		c.dated = true
 	}
-	dst = append(dst, c.date[:]...)
 	sec := int(c.sec)
-	dst = append2(dst, sec/3600, ':')
-	dst = append2(dst, sec/60%60, ':')
-	return append2(dst, sec%60, 'Z')
+	return appendClock(append(dst, c.date[:]...), sec/3600, sec/60%60, sec%60)
 }
 
 // append2 writes v (0–99) as two digits, then sep.
