@@ -231,7 +231,12 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 				dc := &dst.Contributions[idx]
 				dc.Frequency, dc.Score = ct.Frequency, ct.Score
 				dc.Values = storage(alloc, dc.Values, HC)
-				clear(dc.Values)
+				if k > 1 {
+					// Another window may not select it: its channels
+					// stay zero. With one window every value is written
+					// below.
+					clear(dc.Values)
+				}
 			}
 			dc := &dst.Contributions[idx]
 			for h := range H {

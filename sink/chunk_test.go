@@ -1,6 +1,13 @@
 package sink
 
-import "testing"
+import (
+	"sync"
+	"testing"
+
+	"github.com/freqlens/freqlens/wire"
+	"github.com/freqlens/freqlens/wire/wiretest"
+	"github.com/segmentio/kafka-go"
+)
 
 // TestChunkSize: a Write is cut into chunks of even size, as many as
 // writeChunk requires or one an encoder when each then holds at least
@@ -40,6 +47,40 @@ func TestChunkSize(t *testing.T) {
 			if size-last >= chunks {
 				t.Fatalf("n=%d encoders=%d: chunks of %d and a last one of %d", n, encoders, size, last)
 			}
+		}
+	}
+}
+
+// TestChunkBufferSizedOnce: once a chunk has been encoded, a fresh batch's
+// buffer is allocated at the size the next chunk needs before encoding, so
+// encoding never grows it by copies (a pool's batch may be new: sync.Pool
+// drops them at a collection).
+func TestChunkBufferSizedOnce(t *testing.T) {
+	for _, attributions := range []bool{false, true} {
+		cfg := DefaultConfig()
+		cfg.Attributions = wire.AttributionsSummary
+		p := &Producer{cfg: cfg, contentType: []byte(cfg.Format.ContentType())}
+		if attributions {
+			p.attribution = new(kafka.Writer) // encode only asks whether it is set
+		}
+		p.pool.New = func() any { return &kafkaBatch{} }
+		fs := wiretest.Forecasts(7, 300, []string{"value"}, 96, 8)
+		first, err := p.encode(fs[:100], 0, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.perForecast.Load() <= 0 {
+			t.Fatalf("attributions %v: no size learnt from the first chunk", attributions)
+		}
+		// A new batch, as after a collection.
+		p.pool = sync.Pool{New: func() any { return &kafkaBatch{} }}
+		b, err := p.encode(fs[100:300], 100, 300)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int(int64(200) * int64((len(first.buf)+99)/100) * 9 / 8); cap(b.buf) != want || len(b.buf) > cap(b.buf) {
+			t.Errorf("attributions %v: a 200-forecast chunk's buffer has cap %d for %d bytes, want it allocated once at %d",
+				attributions, cap(b.buf), len(b.buf), want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -30,6 +31,10 @@ type Producer struct {
 	contentType []byte
 
 	pool sync.Pool // *kafkaBatch
+	// perForecast is the bytes a forecast's messages took in the last
+	// chunk encoded: a chunk's buffer is sized from it before encoding, so
+	// it is allocated once at its size instead of growing by copies.
+	perForecast atomic.Int64
 
 	// stop cancels the Writes in flight when Close runs out of time.
 	stopCtx context.Context
@@ -215,12 +220,22 @@ func chunkSize(n, encoders int) int {
 }
 
 // encode encodes one chunk of a Write of total forecasts, the chunk that
-// starts at the Write's forecast first, into a batch from the pool.
+// starts at the Write's forecast first, into a batch from the pool, whose
+// buffer is first made room for an eighth more than the last chunk's bytes
+// a forecast (encoding a chunk into a buffer that grows by doubling copied
+// and allocated about as much again as it wrote: 168 MB in a 5-second
+// production benchmark).
 func (p *Producer) encode(fs []wire.Forecast, first, total int) (*kafkaBatch, error) {
 	b := p.pool.Get().(*kafkaBatch)
+	if need := int64(len(fs)) * p.perForecast.Load() * 9 / 8; int64(cap(b.buf)) < need {
+		b.buf = make([]byte, 0, need)
+	}
 	if err := b.encode(fs, first, total, &p.cfg, p.attribution != nil, p.contentType); err != nil {
 		p.pool.Put(b)
 		return nil, err
+	}
+	if len(fs) > 0 {
+		p.perForecast.Store(int64((len(b.buf) + len(fs) - 1) / len(fs)))
 	}
 	return b, nil
 }
