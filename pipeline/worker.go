@@ -148,7 +148,7 @@ func (ob *outBatch) shrink(t *trim) {
 	ob.outRange, ob.tooLate, ob.nonFinite = shrink(ob.outRange, t), shrink(ob.tooLate, t), shrink(ob.nonFinite, t)
 	for i := range ob.parts {
 		pt := &ob.parts[i]
-		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = shrink(pt.fs, t), shrink(pt.ingest, t), shrink(pt.arena, t), shrink(pt.contribs, t), nil
+		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = shrink(pt.fs, t), shrink(pt.ingest, t), trimmed(pt.arena, t), shrink(pt.contribs, t), nil
 		pt.intervals, pt.rhythms = shrink(pt.intervals, t), shrink(pt.rhythms, t)
 		pt.outRange, pt.tooLate, pt.nonFinite = shrink(pt.outRange, t), shrink(pt.tooLate, t), shrink(pt.nonFinite, t)
 	}
@@ -170,12 +170,20 @@ type trim struct {
 // A kept buffer is zeroed, so that the forecasts it held do not keep a
 // dropped arena alive through their slices.
 func shrink[T any](s []T, t *trim) []T {
+	s = trimmed(s, t)
+	clear(s)
+	return s[:0]
+}
+
+// trimmed is shrink without the zeroing, for buffers of numbers, which
+// hold no references and are written before they are read (the arena,
+// about 12 KB a forecast).
+func trimmed[T any](s []T, t *trim) []T {
 	var zero T
 	if size := uintptr(cap(s)) * unsafe.Sizeof(zero); size > keepBytes && (t.idle || len(s) < cap(s)/4) {
 		t.dropped += size
 		return nil
 	}
-	clear(s)
 	return s[:0]
 }
 
@@ -364,7 +372,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 // beyond keepBytes, as outBatch.trimIdle does for the forecasts'.
 func (w *worker) trimIdle(t *trim) {
 	r := &w.ready
-	r.Series, r.End, r.Values, r.Ingest = shrink(r.Series, t), shrink(r.End, t), shrink(r.Values, t), shrink(r.Ingest, t)
+	r.Series, r.End, r.Values, r.Ingest = shrink(r.Series, t), shrink(r.End, t), trimmed(r.Values, t), shrink(r.Ingest, t)
 	r.Rows, r.OutOfRange, r.TooLate = shrink(r.Rows, t), shrink(r.OutOfRange, t), shrink(r.TooLate, t)
 }
 
