@@ -20,6 +20,13 @@ func check(t *testing.T, v float64, bitSize int) {
 	if string(got) != string(want) {
 		t.Fatalf("AppendFloat(%x, %d) = %s, strconv writes %s", math.Float64bits(v), bitSize, got, want)
 	}
+	// Appended after what dst holds, into its spare room or not.
+	for _, room := range []int{0, 40} {
+		dst := append(make([]byte, 0, 3+room), "x:["...)
+		if got := AppendFloat(dst, v, bitSize); string(got) != "x:["+string(want) {
+			t.Fatalf("AppendFloat(\"x:[\" with room for %d, %x, %d) = %s, want x:[%s", room, math.Float64bits(v), bitSize, got, want)
+		}
+	}
 }
 
 func TestAppendFloatEdges(t *testing.T) {
