@@ -141,7 +141,9 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 // NewWriter returns a kafka-go Writer of topic on the shared Transport:
 // messages are hashed to partitions by key (kafka-go's Hash balancer,
 // FNV-1a, so a series stays on one partition), acknowledged by all in-sync
-// replicas, and kafka-go's errors are logged. The caller may set the
+// replicas, and kafka-go's errors are logged. Its Transport wraps the
+// shared one to count the topic's partitions once a second rather than for
+// every message (partitionsCache). The caller may set the
 // batching fields (BatchSize, BatchBytes, BatchTimeout, WriteTimeout,
 // MaxAttempts, Compression, Balancer) before the first write, and closes it.
 func (c *Client) NewWriter(topic string) *kafka.Writer {
@@ -150,7 +152,7 @@ func (c *Client) NewWriter(topic string) *kafka.Writer {
 		Topic:        topic,
 		Balancer:     &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll,
-		Transport:    c.transport,
+		Transport:    newPartitionsCache(c.transport),
 		Logger:       c.KafkaLogger(slog.LevelDebug, "topic", topic),
 		ErrorLogger:  c.KafkaLogger(slog.LevelWarn, "topic", topic),
 	}

@@ -20,7 +20,10 @@
 // # What a Client offers
 //
 //   - NewWriter: a kafka-go Writer on the shared Transport (TLS, SASL,
-//     client id), keyed messages hashed to partitions, RequireAll.
+//     client id), keyed messages hashed to partitions, RequireAll. kafka-go
+//     asks for the topic's partition count before every message; the
+//     Writer's own layer over the Transport answers that from the last
+//     answer for a second (partitionsCache).
 //   - NewPartitionReader, NewGroupReader and NewConsumerGroup: kafka-go
 //     Readers of one partition (at an offset) or in a consumer group, and
 //     ConsumerGroup members with explicit generations (assignments,
