@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 )
 
@@ -223,18 +224,18 @@ func layout(dst []byte, f uint64, e int) []byte {
 			b[n], b[n+1], b[n+2], b[n+3], b[n+4] = 'e', sign, byte('0'+x/100), digitPairs[2*(x%100)], digitPairs[2*(x%100)+1]
 			n += 5
 		}
-		return append(dst, b[:n]...)
+		return appendShort(dst, &b, n)
 	}
 	switch {
 	case dp <= 0: // 0.000ddd
 		z := 2 - dp
 		copy(b[:], "0.0000"[:z])
 		putDigits(b[z:], f, nd)
-		return append(dst, b[:z+nd]...)
+		return appendShort(dst, &b, z+nd)
 	case dp >= nd: // ddd000
 		putDigits(b[:], f, nd)
 		copy(b[nd:], "00000"[:dp-nd])
-		return append(dst, b[:dp]...)
+		return appendShort(dst, &b, dp)
 	default: // dd.ddd: the digits go one place right, then the first dp
 		// move back over the point.
 		putDigits(b[1:], f, nd)
@@ -242,8 +243,36 @@ func layout(dst []byte, f uint64, e int) []byte {
 			b[i] = b[i+1]
 		}
 		b[dp] = '.'
-		return append(dst, b[:nd+1]...)
+		return appendShort(dst, &b, nd+1)
 	}
+}
+
+// appendShort appends b[:n] (n ≤ 32) to dst with at most four
+// overlapping word stores, writing nothing past the n bytes: append's
+// memmove call cost a quarter of the layout for the few bytes of a number.
+func appendShort(dst []byte, b *[48]byte, n int) []byte {
+	at := len(dst)
+	dst = slices.Grow(dst, n)[:at+n]
+	d := dst[at:]
+	le := binary.LittleEndian
+	switch {
+	case n > 16:
+		le.PutUint64(d, le.Uint64(b[0:]))
+		le.PutUint64(d[8:], le.Uint64(b[8:]))
+		le.PutUint64(d[n-16:], le.Uint64(b[n-16:]))
+		le.PutUint64(d[n-8:], le.Uint64(b[n-8:]))
+	case n >= 8:
+		le.PutUint64(d, le.Uint64(b[0:]))
+		le.PutUint64(d[n-8:], le.Uint64(b[n-8:]))
+	case n >= 4:
+		le.PutUint32(d, le.Uint32(b[0:]))
+		le.PutUint32(d[n-4:], le.Uint32(b[n-4:]))
+	default:
+		for i := range n {
+			d[i] = b[i]
+		}
+	}
+	return dst
 }
 
 // decimalLen returns the number of decimal digits of f > 0.
