@@ -38,6 +38,9 @@ type Attribution struct {
 	// then the others, highest selection score first), then, in format 4,
 	// the unselected frequencies of rhythms (their clock terms), by id.
 	Contributions []Contribution
+	// ResidualShare is the residual's part (Residual − Level) of the total
+	// absolute attribution; it and the contributions' shares sum to 1.
+	ResidualShare float64
 }
 
 // Contribution is one frequency's part of a forecast.
@@ -108,14 +111,9 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 		rd[j] = r + lv[j]
 		total += math.Abs(r)
 	}
+	resTotal := total
 	add := func(f int, selected bool) *Contribution {
-		k := len(dst.Contributions)
-		if cap(dst.Contributions) > k {
-			dst.Contributions = dst.Contributions[:k+1]
-		} else {
-			dst.Contributions = append(dst.Contributions, Contribution{})
-		}
-		ct := &dst.Contributions[k]
+		ct := grow1(&dst.Contributions)
 		ct.Frequency = m.frequency(f)
 		ct.Score = ws.score[i*cfg.Frequencies+f]
 		ct.Selected = selected
@@ -152,6 +150,10 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 		} else {
 			dst.Contributions[k].Share = 0
 		}
+	}
+	dst.ResidualShare = 0
+	if total > 0 {
+		dst.ResidualShare = resTotal / total
 	}
 	return dst
 }
@@ -282,6 +284,20 @@ func scaleAddAbsSum(dst, g, s, q, t []float64) float64 {
 }
 
 // resize returns s with length n, reusing its storage when it is large enough.
+// grow1 extends *s by one element and returns it: the one the slice's
+// storage held there before, when it has room, so that its own slices are
+// reused, else a zero one.
+func grow1[T any](s *[]T) *T {
+	k := len(*s)
+	if cap(*s) > k {
+		*s = (*s)[:k+1]
+	} else {
+		var zero T
+		*s = append(*s, zero)
+	}
+	return &(*s)[k]
+}
+
 func resize(s []float64, n int) []float64 {
 	if cap(s) < n {
 		return make([]float64, n)

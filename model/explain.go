@@ -202,59 +202,98 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 	dst.Residual = storage(alloc, dst.Residual, HC)
 	dst.Level = resize(dst.Level, C)
 	dst.Contributions = dst.Contributions[:0]
+	if k == 1 {
+		e.gatherOne(i, dst, alloc)
+	} else {
+		e.gatherWindows(i, k, dst, alloc)
+	}
+	// Largest share first (insertion sort: a handful of items, no allocation).
+	cs := dst.Contributions
+	for a := 1; a < len(cs); a++ {
+		for b := a; b > 0 && cs[b].Share > cs[b-1].Share; b-- {
+			cs[b], cs[b-1] = cs[b-1], cs[b]
+		}
+	}
+	e.rhythmParts(dst, alloc)
+	return dst
+}
+
+// gatherOne fills dst from the one model window of C channels that window
+// i is (a mixed model, or an independent one of one channel): the
+// attribution's values and shares as they are, in the window's units, each
+// number written once.
+func (e *Explainer) gatherOne(i int, dst *Explanation, alloc func(n int) []float64) {
+	C := e.C
+	e.attr = e.ws.Attribution(i, e.attr)
+	a := e.attr
+	dst.Alpha, dst.ResidualShare = a.Alpha, a.ResidualShare
+	copy(dst.Level, a.Level)
+	if e.std == nil {
+		copy(dst.Forecast, a.Forecast)
+		copy(dst.Residual, a.Residual)
+	} else {
+		for j := range dst.Forecast {
+			c := j % C
+			dst.Forecast[j] = a.Forecast[j]*e.std[c] + e.mean[c]
+			dst.Residual[j] = a.Residual[j]*e.std[c] + e.mean[c]
+		}
+		for c := range C {
+			dst.Level[c] = dst.Level[c]*e.std[c] + e.mean[c]
+		}
+	}
+	for _, ct := range a.Contributions {
+		dc := e.addContribution(dst, alloc, &ct)
+		dc.Share = ct.Share
+		if e.std == nil {
+			copy(dc.Values, ct.Values)
+			continue
+		}
+		for j, v := range ct.Values {
+			dc.Values[j] = v * e.std[j%C]
+		}
+	}
+}
+
+// gatherWindows fills dst from the k single-channel model windows that
+// window i is to an independent model: a frequency's values are zero in
+// the channels whose window did not select it, and the shares are taken
+// over every channel.
+func (e *Explainer) gatherWindows(i, k int, dst *Explanation, alloc func(n int) []float64) {
+	H, C := e.m.cfg.Horizon, e.C
 	for j := range e.byID {
 		e.byID[j] = -1
 	}
-	width := C / k // channels per model window: C (mixed) or 1 (independent)
 	for w := range k {
 		e.attr = e.ws.Attribution(i*k+w, e.attr)
 		a := e.attr
 		dst.Alpha = a.Alpha
 		for h := range H {
-			for j := range width {
-				c := w*width + j // the window's channel
-				dst.Forecast[h*C+c] = a.Forecast[h*width+j]
-				dst.Residual[h*C+c] = a.Residual[h*width+j]
-				dst.Level[c] = a.Level[j]
-			}
+			dst.Forecast[h*C+w] = a.Forecast[h]
+			dst.Residual[h*C+w] = a.Residual[h]
 		}
+		dst.Level[w] = a.Level[0]
 		for _, ct := range a.Contributions {
 			idx := e.byID[ct.ID]
 			if idx < 0 {
 				idx = len(dst.Contributions)
 				e.byID[ct.ID] = idx
-				if cap(dst.Contributions) > idx {
-					dst.Contributions = dst.Contributions[:idx+1]
-				} else {
-					dst.Contributions = append(dst.Contributions, Contribution{})
-				}
-				dc := &dst.Contributions[idx]
-				dc.Frequency, dc.Score = ct.Frequency, ct.Score
-				dc.Values = storage(alloc, dc.Values, HC)
-				if k > 1 {
-					// Another window may not select it: its channels
-					// stay zero. With one window every value is written
-					// below.
-					clear(dc.Values)
-				}
+				clear(e.addContribution(dst, alloc, &ct).Values)
 			}
 			dc := &dst.Contributions[idx]
 			for h := range H {
-				for j := range width {
-					dc.Values[h*C+w*width+j] = ct.Values[h*width+j]
-				}
+				dc.Values[h*C+w] = ct.Values[h]
 			}
 		}
 	}
-
-	// Shares on the model's scale, where channels are comparable.
-	total, res := 0.0, 0.0
+	// Shares over every channel (an independent model's windows are in
+	// their channels' units already: there is no scale to undo).
+	res := 0.0
 	for h := range H {
 		for c := range C {
 			res += math.Abs(dst.Residual[h*C+c] - dst.Level[c])
 		}
 	}
-	total = res
+	total := res
 	for j := range dst.Contributions {
 		s := 0.0
 		for _, v := range dst.Contributions[j].Values {
@@ -274,32 +313,15 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 	if total > 0 {
 		dst.ResidualShare = res / total
 	}
-	// Largest share first (insertion sort: a handful of items, no allocation).
-	cs := dst.Contributions
-	for a := 1; a < len(cs); a++ {
-		for b := a; b > 0 && cs[b].Share > cs[b-1].Share; b-- {
-			cs[b], cs[b-1] = cs[b-1], cs[b]
-		}
-	}
+}
 
-	// Back to the window's units: the mean goes into the residual.
-	if e.std != nil {
-		for h := range H {
-			for c := range C {
-				j := h*C + c
-				dst.Forecast[j] = dst.Forecast[j]*e.std[c] + e.mean[c]
-				dst.Residual[j] = dst.Residual[j]*e.std[c] + e.mean[c]
-				for k := range dst.Contributions {
-					dst.Contributions[k].Values[j] *= e.std[c]
-				}
-			}
-		}
-		for c := range C {
-			dst.Level[c] = dst.Level[c]*e.std[c] + e.mean[c]
-		}
-	}
-	e.rhythmParts(dst, alloc)
-	return dst
+// addContribution appends to dst's contributions one for ct's frequency,
+// its values from storage(alloc, …) (their contents any), and returns it.
+func (e *Explainer) addContribution(dst *Explanation, alloc func(n int) []float64, ct *Contribution) *Contribution {
+	dc := grow1(&dst.Contributions)
+	dc.Frequency, dc.Score, dc.Selected = ct.Frequency, ct.Score, ct.Selected
+	dc.Values = storage(alloc, dc.Values, len(dst.Forecast))
+	return dc
 }
 
 // storage returns n numbers for the explanation: new ones from alloc, or
