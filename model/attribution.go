@@ -65,6 +65,13 @@ type Contribution struct {
 // dst (a nil dst is allocated; its slices are reused when large enough) and
 // returns it. It panics if i is outside the last batch.
 func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
+	return ws.attribution(i, dst, nil)
+}
+
+// attribution is Attribution with the forecast's, the residual's and each
+// contribution's numbers in new storage from alloc (as Explainer.ExplainInto
+// takes it) when alloc is not nil.
+func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []float64) *Attribution {
 	if i < 0 || i >= ws.n {
 		panic(fmt.Sprintf("model: Attribution(%d) outside the last batch of %d windows", i, ws.n))
 	}
@@ -77,8 +84,8 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 	HC := H * C
 	alpha := sigmoid(m.params.Fusion[0])
 	dst.Alpha = alpha
-	dst.Forecast = resize(dst.Forecast, HC)
-	dst.Residual = resize(dst.Residual, HC)
+	dst.Forecast = storage(alloc, dst.Forecast, HC)
+	dst.Residual = storage(alloc, dst.Residual, HC)
 	dst.Level = resize(dst.Level, C)
 	dst.Contributions = dst.Contributions[:0]
 
@@ -117,7 +124,7 @@ func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
 		ct.Frequency = m.frequency(f)
 		ct.Score = ws.score[i*cfg.Frequencies+f]
 		ct.Selected = selected
-		ct.Values = resize(ct.Values, HC)
+		ct.Values = storage(alloc, ct.Values, HC)
 		return ct
 	}
 	clk := ws.attrClock[:HC]

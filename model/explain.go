@@ -64,6 +64,7 @@ type Explainer struct {
 	ends []int64 // the model windows' end times
 	n    int
 	attr *Attribution
+	into Attribution // takeOne's: its numbers' storage is the caller's, dropped after each use
 	byID []int // frequency id → index in the explanation being built, −1 when absent
 	mean []float64
 	std  []float64
@@ -198,14 +199,19 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 	H, C := cfg.Horizon, e.C
 	HC := H * C
 	k := e.modelWindows()
-	dst.Forecast = storage(alloc, dst.Forecast, HC)
-	dst.Residual = storage(alloc, dst.Residual, HC)
 	dst.Level = resize(dst.Level, C)
 	dst.Contributions = dst.Contributions[:0]
-	if k == 1 {
-		e.gatherOne(i, dst, alloc)
-	} else {
+	switch {
+	case k > 1:
+		dst.Forecast = storage(alloc, dst.Forecast, HC)
+		dst.Residual = storage(alloc, dst.Residual, HC)
 		e.gatherWindows(i, k, dst, alloc)
+	case alloc != nil:
+		e.takeOne(i, dst, alloc)
+	default:
+		dst.Forecast = resize(dst.Forecast, HC)
+		dst.Residual = resize(dst.Residual, HC)
+		e.gatherOne(i, dst)
 	}
 	// Largest share first (insertion sort: a handful of items, no allocation).
 	cs := dst.Contributions
@@ -218,38 +224,62 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 	return dst
 }
 
-// gatherOne fills dst from the one model window of C channels that window
-// i is (a mixed model, or an independent one of one channel): the
-// attribution's values and shares as they are, in the window's units, each
-// number written once.
-func (e *Explainer) gatherOne(i int, dst *Explanation, alloc func(n int) []float64) {
-	C := e.C
+// gatherOne fills dst, its own storage, from the one model window of C
+// channels that window i is (a mixed model, or an independent one of one
+// channel): the attribution's values and shares as they are, in the
+// window's units.
+func (e *Explainer) gatherOne(i int, dst *Explanation) {
 	e.attr = e.ws.Attribution(i, e.attr)
 	a := e.attr
 	dst.Alpha, dst.ResidualShare = a.Alpha, a.ResidualShare
 	copy(dst.Level, a.Level)
-	if e.std == nil {
-		copy(dst.Forecast, a.Forecast)
-		copy(dst.Residual, a.Residual)
-	} else {
-		for j := range dst.Forecast {
-			c := j % C
-			dst.Forecast[j] = a.Forecast[j]*e.std[c] + e.mean[c]
-			dst.Residual[j] = a.Residual[j]*e.std[c] + e.mean[c]
-		}
-		for c := range C {
-			dst.Level[c] = dst.Level[c]*e.std[c] + e.mean[c]
-		}
-	}
+	copy(dst.Forecast, a.Forecast)
+	copy(dst.Residual, a.Residual)
 	for _, ct := range a.Contributions {
-		dc := e.addContribution(dst, alloc, &ct)
+		dc := e.addContribution(dst, nil, &ct)
 		dc.Share = ct.Share
-		if e.std == nil {
-			copy(dc.Values, ct.Values)
-			continue
-		}
-		for j, v := range ct.Values {
-			dc.Values[j] = v * e.std[j%C]
+		copy(dc.Values, ct.Values)
+	}
+	e.toInputUnits(dst)
+}
+
+// takeOne is gatherOne with the attribution built straight in the storage
+// alloc gives, which dst then keeps: the numbers are written once, not
+// written and copied. The explainer keeps no reference to that storage.
+func (e *Explainer) takeOne(i int, dst *Explanation, alloc func(n int) []float64) {
+	a := e.ws.attribution(i, &e.into, alloc)
+	dst.Alpha, dst.ResidualShare = a.Alpha, a.ResidualShare
+	copy(dst.Level, a.Level)
+	dst.Forecast, dst.Residual = a.Forecast, a.Residual
+	a.Forecast, a.Residual = nil, nil
+	for k := range a.Contributions {
+		ct := &a.Contributions[k]
+		dc := grow1(&dst.Contributions)
+		dc.Frequency, dc.Score, dc.Selected, dc.Share = ct.Frequency, ct.Score, ct.Selected, ct.Share
+		dc.Values, ct.Values = ct.Values, nil
+	}
+	e.toInputUnits(dst)
+}
+
+// toInputUnits takes dst's numbers from the model's normalised units to the
+// window's, when the model was trained on z-scored columns.
+func (e *Explainer) toInputUnits(dst *Explanation) {
+	if e.std == nil {
+		return
+	}
+	C := e.C
+	for j := range dst.Forecast {
+		c := j % C
+		dst.Forecast[j] = dst.Forecast[j]*e.std[c] + e.mean[c]
+		dst.Residual[j] = dst.Residual[j]*e.std[c] + e.mean[c]
+	}
+	for c := range C {
+		dst.Level[c] = dst.Level[c]*e.std[c] + e.mean[c]
+	}
+	for k := range dst.Contributions {
+		v := dst.Contributions[k].Values
+		for j := range v {
+			v[j] *= e.std[j%C]
 		}
 	}
 }
