@@ -65,7 +65,7 @@ type Explainer struct {
 	n    int
 	attr *Attribution
 	into Attribution // takeOne's: its numbers' storage is the caller's, dropped after each use
-	byID []int // frequency id → index in the explanation being built, −1 when absent
+	byID []int       // frequency id → index in the explanation being built, −1 when absent
 	mean []float64
 	std  []float64
 }
