@@ -290,7 +290,6 @@ func scaleAddAbsSum(dst, g, s, q, t []float64) float64 {
 	return (a0 + a1) + (a2 + a3)
 }
 
-// resize returns s with length n, reusing its storage when it is large enough.
 // grow1 extends *s by one element and returns it: the one the slice's
 // storage held there before, when it has room, so that its own slices are
 // reused, else a zero one.
@@ -305,6 +304,7 @@ func grow1[T any](s *[]T) *T {
 	return &(*s)[k]
 }
 
+// resize returns s with length n, reusing its storage when it is large enough.
 func resize(s []float64, n int) []float64 {
 	if cap(s) < n {
 		return make([]float64, n)

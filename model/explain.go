@@ -310,6 +310,7 @@ func (e *Explainer) gatherWindows(i, k int, dst *Explanation, alloc func(n int) 
 				clear(e.addContribution(dst, alloc, &ct).Values)
 			}
 			dc := &dst.Contributions[idx]
+			dc.Selected = dc.Selected || ct.Selected // by any channel's window
 			for h := range H {
 				dc.Values[h*C+w] = ct.Values[h]
 			}

@@ -19,16 +19,18 @@ const partitionsTTL = time.Second
 // partitionsCache is the Transport of one Writer. kafka-go's
 // Writer.WriteMessages asks the Transport for the topic's metadata once
 // for every message, to count its partitions; the shared Transport answers
-// from its cache but builds a new response each time (four allocations and
-// a round trip through its connection pool's goroutine, 2–3 µs a message,
-// about 5% of the service's CPU in the production throughput benchmark,
-// where every forecast is two messages). partitionsCache answers those
+// from its cache but builds a new response each time (a filtered copy of
+// the cluster's metadata and the request's objects: 0.24 of 6.9 s of CPU in
+// the production throughput benchmark, where every forecast is two
+// messages, with the benchmark's producer of readings). partitionsCache answers those
 // requests from the last good answer for partitionsTTL and passes every
 // other request to the shared Transport unchanged.
 //
 // The cached response is shared by the Writer's concurrent writes; kafka-go
 // only reads it. Errors and answers that name the topic with an error or
-// without partitions are not kept, so a missing topic is asked about again.
+// without partitions are not kept, so a missing topic is asked about again;
+// a request whose context is done fails with its error, as the Transport
+// fails it, so a cancelled write queues nothing.
 type partitionsCache struct {
 	rt  kafka.RoundTripper
 	now func() time.Time
@@ -56,6 +58,11 @@ func (p *partitionsCache) RoundTrip(ctx context.Context, addr net.Addr, req kafk
 		now.Sub(p.at) < partitionsTTL {
 		r := p.last
 		p.mu.Unlock()
+		// As the Transport does: a request of a cancelled write fails, so
+		// that kafka-go queues none of its messages.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		return r, nil
 	}
 	p.mu.Unlock()

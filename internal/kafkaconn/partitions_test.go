@@ -97,6 +97,12 @@ func TestPartitionsCache(t *testing.T) {
 	for range 1000 {
 		want("t", 3, 1, 0) // one message after another: one request in all
 	}
+	// A cancelled request fails even when the answer is kept.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := p.RoundTrip(cancelled, kafka.TCP("b:9092"), &metadataAPI.Request{TopicNames: []string{"t"}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled request was answered: %v", err)
+	}
 	if _, err := p.RoundTrip(ctx, kafka.TCP("b:9092"), &produceAPI.Request{}); err != nil {
 		t.Fatal(err)
 	}
