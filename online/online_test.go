@@ -40,6 +40,7 @@ func TestDriftScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a model and runs 3 × 1,500 online steps")
 	}
+	t.Parallel() // the package's two long tests share nothing: they use both cores
 	const switchAt = trainSteps + 300
 	sc := newScenario(t, 8, switchAt+1200, switchAt)
 	base := sc.baseModel(t)
@@ -138,6 +139,7 @@ func TestStationaryScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a model and runs 1,200 online steps")
 	}
+	t.Parallel()
 	sc := newScenario(t, 8, trainSteps+1200, -1)
 	base := sc.baseModel(t)
 	var events []online.DriftEvent
