@@ -64,7 +64,7 @@ type Explainer struct {
 	ends []int64 // the model windows' end times
 	n    int
 	attr *Attribution
-	into Attribution // takeOne's: its numbers' storage is the caller's, dropped after each use
+	into Attribution // oneWindow's: storage no explanation holds, or none
 	byID []int       // frequency id → index in the explanation being built, −1 when absent
 	mean []float64
 	std  []float64
@@ -201,17 +201,12 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 	k := e.modelWindows()
 	dst.Level = resize(dst.Level, C)
 	dst.Contributions = dst.Contributions[:0]
-	switch {
-	case k > 1:
+	if k > 1 {
 		dst.Forecast = storage(alloc, dst.Forecast, HC)
 		dst.Residual = storage(alloc, dst.Residual, HC)
 		e.gatherWindows(i, k, dst, alloc)
-	case alloc != nil:
-		e.takeOne(i, dst, alloc)
-	default:
-		dst.Forecast = resize(dst.Forecast, HC)
-		dst.Residual = resize(dst.Residual, HC)
-		e.gatherOne(i, dst)
+	} else {
+		e.oneWindow(i, dst, alloc)
 	}
 	// Largest share first (insertion sort: a handful of items, no allocation).
 	cs := dst.Contributions
@@ -224,39 +219,31 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 	return dst
 }
 
-// gatherOne fills dst, its own storage, from the one model window of C
-// channels that window i is (a mixed model, or an independent one of one
-// channel): the attribution's values and shares as they are, in the
-// window's units.
-func (e *Explainer) gatherOne(i int, dst *Explanation) {
-	e.attr = e.ws.Attribution(i, e.attr)
-	a := e.attr
-	dst.Alpha, dst.ResidualShare = a.Alpha, a.ResidualShare
-	copy(dst.Level, a.Level)
-	copy(dst.Forecast, a.Forecast)
-	copy(dst.Residual, a.Residual)
-	for _, ct := range a.Contributions {
-		dc := e.addContribution(dst, nil, &ct)
-		dc.Share = ct.Share
-		copy(dc.Values, ct.Values)
-	}
-	e.toInputUnits(dst)
-}
-
-// takeOne is gatherOne with the attribution built straight in the storage
-// alloc gives, which dst then keeps: the numbers are written once, not
-// written and copied. The explainer keeps no reference to that storage.
-func (e *Explainer) takeOne(i int, dst *Explanation, alloc func(n int) []float64) {
+// oneWindow fills dst from the one model window of C channels that window
+// i is (a mixed model, or an independent one of one channel): the
+// attribution, its values and shares as they are, is built in storage that
+// dst then takes over instead of copying it, and is scaled to the window's
+// units. The storage is alloc's when alloc is set, and the explainer keeps
+// no reference to it; else it is the explainer's, which takes dst's old
+// storage in exchange for the next call, so that none is shared.
+func (e *Explainer) oneWindow(i int, dst *Explanation, alloc func(n int) []float64) {
 	a := e.ws.attribution(i, &e.into, alloc)
 	dst.Alpha, dst.ResidualShare = a.Alpha, a.ResidualShare
 	copy(dst.Level, a.Level)
-	dst.Forecast, dst.Residual = a.Forecast, a.Residual
-	a.Forecast, a.Residual = nil, nil
+	// giveBack is what the explainer keeps of dst's old storage.
+	giveBack := func(old []float64) []float64 {
+		if alloc != nil {
+			return nil
+		}
+		return old
+	}
+	dst.Forecast, a.Forecast = a.Forecast, giveBack(dst.Forecast)
+	dst.Residual, a.Residual = a.Residual, giveBack(dst.Residual)
 	for k := range a.Contributions {
 		ct := &a.Contributions[k]
 		dc := grow1(&dst.Contributions)
 		dc.Frequency, dc.Score, dc.Selected, dc.Share = ct.Frequency, ct.Score, ct.Selected, ct.Share
-		dc.Values, ct.Values = ct.Values, nil
+		dc.Values, ct.Values = ct.Values, giveBack(dc.Values)
 	}
 	e.toInputUnits(dst)
 }

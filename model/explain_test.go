@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -186,6 +187,56 @@ func TestExplainIntoMatchesExplain(t *testing.T) {
 			}
 			if len(arena) == 0 {
 				t.Fatal("ExplainInto took nothing from alloc")
+			}
+		})
+	}
+}
+
+// TestExplainKeepsEarlierExplanations: explanations into different dsts
+// share no storage, so a later one never changes an earlier one's numbers,
+// even after a dst's storage was reused; into the same dst, Explain
+// allocates nothing once warm.
+func TestExplainKeepsEarlierExplanations(t *testing.T) {
+	for _, tc := range fullConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 23)
+			const n = 4
+			x, _ := randomBatch(m.cfg, n, 24)
+			ends := make([]int64, n)
+			for i := range ends {
+				ends[i] = int64(i+1) * 3600e9
+			}
+			ex, _ := m.NewExplainer(m.cfg.Channels)
+			ex.Forecast(x, ends)
+			numbers := func(e *Explanation) []float64 {
+				out := append(append([]float64(nil), e.Forecast...), e.Residual...)
+				for _, c := range e.Contributions {
+					out = append(out, c.Values...)
+				}
+				return out
+			}
+			var kept [n]*Explanation
+			var want [n][]float64
+			for i := range n {
+				kept[i] = ex.Explain(i, nil)
+				want[i] = numbers(kept[i])
+			}
+			// kept[1] is reused for window 0; then more explanations into
+			// dsts of their own.
+			kept[1] = ex.Explain(0, kept[1])
+			want[1] = want[0]
+			for i := range 2 * n {
+				ex.Explain(i%n, new(Explanation))
+			}
+			for i := range n {
+				sameBits := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+				if got := numbers(kept[i]); !slices.EqualFunc(got, want[i], sameBits) {
+					t.Fatalf("a later explanation changed the numbers of the one in dst %d", i)
+				}
+			}
+			dst := ex.Explain(0, nil)
+			if allocs := testing.AllocsPerRun(20, func() { ex.Explain(1, dst) }); allocs != 0 {
+				t.Errorf("Explain into a warm dst allocates %v times", allocs)
 			}
 		})
 	}

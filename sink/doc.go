@@ -34,8 +34,9 @@
 // calls run side by side and share kafka-go's batches. Producer.Write encodes
 // its chunks on up to GOMAXPROCS goroutines (at most 4) and writes the
 // attribution topic on one more, beside the forecast topic; it returns only
-// once all of them are done with the forecasts it was given. Close waits for the Writes in flight; if its context ends
-// first it cancels them, and a forced stop may reprocess, never drop.
+// once all of them are done with the forecasts it was given. Close waits
+// for the Writes in flight; if its context ends first it cancels them, and
+// a forced stop may reprocess, never drop.
 //
 // # Metrics
 //

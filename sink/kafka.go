@@ -127,10 +127,10 @@ const maxEncoders = 4
 // writeChunk, and one a core when each gets minParallelChunk), encodes up
 // to GOMAXPROCS chunks (at most maxEncoders) at once while the chunk before
 // them is in flight, and produces each chunk once the one before is
-// acknowledged, so the messages keep their order. A forecast that fails Validate fails the Write before
-// anything of its chunk is sent. After an error some messages may have been
-// delivered; the caller must treat the whole batch as undelivered
-// (at-least-once).
+// acknowledged, so the messages keep their order. A forecast that fails
+// Validate fails the Write before anything of its chunk is sent. After an
+// error some messages may have been delivered; the caller must treat the
+// whole batch as undelivered (at-least-once).
 func (p *Producer) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := p.enter(); err != nil {
 		return err
