@@ -155,6 +155,15 @@ type TrainConfig struct {
 	//
 	// Default: InitSpectrum
 	FrequencyInit FrequencyInit
+	// Checkpoint, when set, is a file Train keeps the run's whole state in
+	// after every epoch (replaced atomically), and resumes from when it
+	// exists: a run stopped by a crash, a kill or a cancellation goes on
+	// from its last finished epoch and ends with the same model bit for bit
+	// as one that never stopped. A checkpoint of another run (other data,
+	// settings, seed or model shape) is an error wrapping
+	// ErrCheckpointMismatch. Train leaves the file in place; delete it once
+	// the model is saved.
+	Checkpoint string
 }
 
 // FrequencyInit names where training starts the frequencies.
@@ -260,6 +269,9 @@ type EpochStats struct {
 	Best                               bool // this epoch is the best so far
 	LearningRate, Tau                  float64
 	Seconds                            float64 // wall time of the epoch, validation included
+	// Restored says that the epoch ran before the run was resumed from its
+	// checkpoint; Train reports those epochs first.
+	Restored bool
 }
 
 // TrainResult summarises a training run.
@@ -268,11 +280,15 @@ type TrainResult struct {
 	BestEpoch  int // 1-based
 	BestValMSE float64
 	Epochs     []EpochStats
-	// Stopped says why training ended: "epochs", "early_stopping" or "canceled".
+	// Stopped says why training ended: "epochs", "early_stopping", "canceled",
+	// "diverged" or "checkpoint" (its file could not be written).
 	Stopped string
 	// Placement says which frequencies were placed on the training rows'
 	// cycles; nil when the frequencies started on the grid.
 	Placement *Placement
+	// ResumedFrom is how many epochs the run's checkpoint had finished
+	// when this run resumed it; 0 for a run from the start.
+	ResumedFrom int
 }
 
 // MedianEpochSeconds returns the median wall time of the epochs run.
@@ -347,13 +363,29 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	holdTheta := res.Placement != nil && !cfg.TrainPlacedFrequencies
 
 	best := m.params.clone(m.cfg)
-	bad := 0
 	totalSteps := cfg.Epochs * steps
 	perm := make([]int, samples)
 	for i := range perm {
 		perm[i] = i
 	}
-	for epoch := range cfg.Epochs {
+	st := runState{res: res, best: best, perm: perm}
+	var fp string
+	if cfg.Checkpoint != "" {
+		fp = t.fingerprint(train, val)
+		if _, err := t.loadCheckpoint(cfg.Checkpoint, fp, &st); err != nil {
+			return nil, err
+		}
+		if progress != nil {
+			for _, e := range res.Epochs {
+				e.Restored = true
+				progress(e)
+			}
+		}
+		if st.stopped != "" {
+			return t.finish(res, best, st.stopped), nil
+		}
+	}
+	for epoch := st.nextEpoch; epoch < cfg.Epochs; epoch++ {
 		start := time.Now()
 		tau := cfg.TauStart
 		if cfg.Epochs > 1 {
@@ -398,30 +430,43 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		if err != nil {
 			return t.finish(res, best, "canceled"), err
 		}
-		st := EpochStats{
+		es := EpochStats{
 			Epoch: epoch + 1, Epochs: cfg.Epochs,
 			Loss: sum.total / float64(steps), MSE: sum.mse / float64(steps), Div: sum.div / float64(steps),
 			Recon: sum.recon / float64(steps), Sparse: sum.sparse / float64(steps), Var: sum.vr / float64(steps),
 			ValMSE: valMetrics.MSE, LearningRate: lr, Tau: tau,
 		}
 		if valMetrics.MSE < res.BestValMSE {
-			res.BestValMSE, res.BestEpoch, st.Best, bad = valMetrics.MSE, epoch+1, true, 0
+			res.BestValMSE, res.BestEpoch, es.Best, st.bad = valMetrics.MSE, epoch+1, true, 0
 			if t.ema != nil {
 				copy(best.Data, t.ema.Data)
 			} else {
 				copy(best.Data, m.params.Data)
 			}
 		} else {
-			bad++
+			st.bad++
 		}
-		st.Seconds = time.Since(start).Seconds()
-		res.Epochs = append(res.Epochs, st)
+		es.Seconds = time.Since(start).Seconds()
+		res.Epochs = append(res.Epochs, es)
 		res.EpochsRun = epoch + 1
-		if progress != nil {
-			progress(st)
+		stop := ""
+		switch {
+		case st.bad >= cfg.Patience:
+			stop = "early_stopping"
+		case epoch+1 == cfg.Epochs:
+			stop = "epochs"
 		}
-		if bad >= cfg.Patience {
-			return t.finish(res, best, "early_stopping"), nil
+		if cfg.Checkpoint != "" {
+			st.nextEpoch, st.stopped = epoch+1, stop
+			if err := t.saveCheckpoint(cfg.Checkpoint, fp, st); err != nil {
+				return t.finish(res, best, "checkpoint"), err
+			}
+		}
+		if progress != nil {
+			progress(es)
+		}
+		if stop == "early_stopping" {
+			return t.finish(res, best, stop), nil
 		}
 	}
 	return t.finish(res, best, "epochs"), nil
@@ -471,6 +516,7 @@ type trainer struct {
 	m                 *Model
 	cfg               TrainConfig
 	data              *batcher
+	pcg               *rand.PCG // rng's source, whose state a checkpoint keeps
 	rng               *rand.Rand
 	ws                *Workspace
 	evalWS            []*Workspace
@@ -495,7 +541,7 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 	B, L, H, C, N := cfg.BatchSize, c.Lookback, c.Horizon, c.Channels, c.Frequencies
 	t := &trainer{
 		m: m, cfg: cfg, data: data,
-		rng:   rand.New(rand.NewPCG(cfg.Seed, 0xda3e39cb94b95bdb)),
+		pcg:   rand.NewPCG(cfg.Seed, 0xda3e39cb94b95bdb),
 		x:     make([]float64, B*L*C),
 		y:     make([]float64, B*H*C),
 		tau:   make([]float64, B*C),
@@ -508,6 +554,7 @@ func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 		order: make([]int, N),
 		opt:   newAdam(m.cfg, cfg.FreqRateScale, cfg.WeightDecay),
 	}
+	t.rng = rand.New(t.pcg)
 	if cfg.InputNoise > 0 {
 		t.xNoise = make([]float64, B*L*C)
 	}

@@ -106,6 +106,9 @@ type Options struct {
 	// FillHarmonics is model.TrainConfig's: put a frequency on every
 	// missing harmonic up to this one of each cycle; 0 leaves them out.
 	FillHarmonics int
+	// Checkpoint is model.TrainConfig's: a file that keeps the run's state
+	// after every epoch and resumes it when it exists; empty for none.
+	Checkpoint string
 	// Start, when set, is called once before the first epoch with a line
 	// that says what is trained on what; Epoch after every epoch.
 	Start func(what string)
@@ -155,6 +158,7 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 	tc := model.TrainConfig{
 		Epochs: o.Epochs, BatchSize: o.BatchSize, Seed: o.Seed, FrequencyInit: o.FrequencyInit,
 		Dropout: o.Dropout, LearningRate: o.LearningRate, Patience: o.Patience, FillHarmonics: o.FillHarmonics,
+		Checkpoint: o.Checkpoint,
 	}
 	switch {
 	case o.ChannelShuffle < 0:

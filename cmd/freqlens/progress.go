@@ -19,6 +19,7 @@ type progress struct {
 	started  time.Time
 	best     float64
 	bestAt   int
+	restored int // epochs a checkpoint had finished
 }
 
 func newProgress(w io.Writer, epochs int) *progress {
@@ -41,11 +42,16 @@ func (p *progress) epoch(s model.EpochStats) {
 	if s.Best {
 		p.best, p.bestAt = s.ValMSE, s.Epoch
 	}
-	elapsed := time.Since(p.started)
-	perEpoch := elapsed / time.Duration(s.Epoch)
-	eta := perEpoch * time.Duration(p.epochs-s.Epoch)
-	line := fmt.Sprintf("epoch %d/%d loss %.4f (mse %.4f div %.3f recon %.4f sparse %.3f var %.4f) val %.4f best %.4f@%d %.1fs ETA ≤%s",
-		s.Epoch, p.epochs, s.Loss, s.MSE, s.Div, s.Recon, s.Sparse, s.Var, s.ValMSE, p.best, p.bestAt, s.Seconds, eta.Round(time.Second))
+	line := fmt.Sprintf("epoch %d/%d loss %.4f (mse %.4f div %.3f recon %.4f sparse %.3f var %.4f) val %.4f best %.4f@%d %.1fs",
+		s.Epoch, p.epochs, s.Loss, s.MSE, s.Div, s.Recon, s.Sparse, s.Var, s.ValMSE, p.best, p.bestAt, s.Seconds)
+	if s.Restored {
+		// Epochs of an earlier run, reported again from its checkpoint.
+		p.restored = s.Epoch
+		line += " (from the checkpoint)"
+	} else {
+		perEpoch := time.Since(p.started) / time.Duration(s.Epoch-p.restored)
+		line += fmt.Sprintf(" ETA ≤%s", (perEpoch * time.Duration(p.epochs-s.Epoch)).Round(time.Second))
+	}
 	if !p.terminal {
 		fmt.Fprintln(p.w, line)
 		return

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -34,6 +36,7 @@ type trainReport struct {
 	ValWindows         int                `json:"val_windows"`
 	TestWindows        int                `json:"test_windows"`
 	EpochsRun          int                `json:"epochs_run"`
+	ResumedFrom        int                `json:"resumed_from,omitempty"` // epochs the checkpoint had finished`
 	EpochSecondsMedian float64            `json:"epoch_seconds_median"`
 	TrainSeconds       float64            `json:"train_seconds"`
 	Stopped            string             `json:"stopped"`
@@ -69,12 +72,21 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fill := fs.Int("fill-harmonics", 0, "put a frequency on every harmonic up to this one that a cycle found in the data lacks, so that its clock follows the cycle's shape more closely (more heads: slower training and forecasts); 0 leaves them out")
 	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
 	maxWindows := fs.Int("max-windows", 100_000, "long-format data: train on at most this many windows, drawn at random (seeded) from every series, and validate on a fifth as many; 0 uses all")
+	checkpoint := fs.String("checkpoint", "", "where to keep the run's state after every epoch, so that the same command run again after a crash, kill or Ctrl-C goes on from the last finished epoch (deleted once the model is written); default OUT.checkpoint, none to keep no state")
 	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if err := require(fs, "horizon", "out"); err != nil {
 		return err
+	}
+	switch *checkpoint {
+	case "":
+		*checkpoint = *out + ".checkpoint"
+	case "none":
+		*checkpoint = ""
+	case *out:
+		return fmt.Errorf("--checkpoint names the model file %s; give it a path of its own", *out)
 	}
 	switch {
 	case *fromTopic && *data != "":
@@ -128,7 +140,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts := training.Options{
 		Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit),
 		TopK: *topK, LearningRate: *rate, Patience: *patience, FillHarmonics: *fill,
-		Start: bar.start, Epoch: bar.epoch,
+		Checkpoint: *checkpoint, Start: bar.start, Epoch: bar.epoch,
 	}
 	opts.Dropout = *dropout
 	if *dropout == 0 {
@@ -149,6 +161,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := m.Save(*out); err != nil {
 		return err
 	}
+	if *checkpoint != "" && !res.Interrupted {
+		// The model holds the finished run; a rerun trains anew.
+		if err := os.Remove(*checkpoint); err != nil && !errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "freqlens train: the model is written, but its checkpoint could not be deleted: %v\n", err)
+		}
+	}
 
 	rep := trainReport{
 		Model: *out, Data: td.Name, Protocol: td.Protocol, Mode: string(td.Mode),
@@ -157,11 +175,17 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Dropout: m.Meta.Training["dropout"], LearningRate: m.Meta.Training["learning_rate"], Patience: int(m.Meta.Training["patience"]),
 		FillHarmonics: int(m.Meta.Training["fill_harmonics"]),
 		TrainWindows:  td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
-		EpochsRun: tr.EpochsRun, EpochSecondsMedian: tr.MedianEpochSeconds(), TrainSeconds: res.Seconds,
+		EpochsRun: tr.EpochsRun, ResumedFrom: tr.ResumedFrom, EpochSecondsMedian: tr.MedianEpochSeconds(), TrainSeconds: res.Seconds,
 		Stopped: tr.Stopped, BestEpoch: tr.BestEpoch, ValMSE: tr.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
 		PerChannelMSE: perChannel(td.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
+	}
+	if res.Interrupted {
+		fmt.Fprintf(stderr, "freqlens train: interrupted; saved the best epoch so far to %s\n", *out)
+		if *checkpoint != "" {
+			fmt.Fprintf(stderr, "freqlens train: run the same command again to go on from epoch %d (its state is in %s)\n", tr.EpochsRun, *checkpoint)
+		}
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
@@ -172,9 +196,6 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	printErrorQuantiles(stdout, m.Meta.ErrorQuantiles)
 	fmt.Fprintf(stdout, "model written to %s\n", *out)
-	if res.Interrupted {
-		fmt.Fprintf(stderr, "freqlens train: interrupted; saved the best epoch so far\n")
-	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -441,5 +442,80 @@ func TestTrainSettings(t *testing.T) {
 		if code, _, stderr := runCLI(args...); code == 0 || !strings.Contains(stderr, bad[0]+" "+bad[1]+":") {
 			t.Errorf("%v: exit %d, stderr %q; want a refusal that names the flag and its value", bad, code, stderr)
 		}
+	}
+}
+
+// cancelOn cancels when what it is written contains a phrase.
+type cancelOn struct {
+	bytes.Buffer
+	phrase string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOn) Write(p []byte) (int, error) {
+	n, err := w.Buffer.Write(p)
+	if strings.Contains(w.String(), w.phrase) {
+		w.cancel()
+	}
+	return n, err
+}
+
+// TestTrainResumesAfterInterrupt: a run stopped after its second epoch
+// (Ctrl-C) writes its best epoch so far and keeps its checkpoint; the same
+// command run again goes on from there and writes the model, bit for bit,
+// of a run that never stopped, then deletes the checkpoint.
+func TestTrainResumesAfterInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "sensors.csv", 2, 700)
+	args := func(out string, extra ...string) []string {
+		return append([]string{"train", "--data", data, "--lookback", "48", "--horizon", "12", "--epochs", "4", "--seed", "3",
+			"--channel-shuffle", "0.5", "--out", out, "--json"}, extra...)
+	}
+	whole := filepath.Join(dir, "whole.safetensors")
+	if code, stdout, stderr := runCLI(args(whole)...); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(whole + ".checkpoint"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a finished run left its checkpoint: %v", err)
+	}
+
+	out := filepath.Join(dir, "stopped.safetensors")
+	interrupt := func(extra ...string) string {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stderr := &cancelOn{phrase: "epoch 2/4", cancel: cancel}
+		var stdout bytes.Buffer
+		if code := run(ctx, args(out, extra...), &stdout, stderr); code != 0 {
+			t.Fatalf("interrupted run: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+		}
+		return stderr.String()
+	}
+	interrupt("--checkpoint", "none")
+	if _, err := os.Stat(out + ".checkpoint"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--checkpoint none kept a checkpoint: %v", err)
+	}
+	if msg := interrupt(); !strings.Contains(msg, "go on from epoch 2") {
+		t.Errorf("the interrupted run does not say how to go on:\n%s", msg)
+	}
+	if _, err := os.Stat(out + ".checkpoint"); err != nil {
+		t.Fatalf("the interrupted run kept no checkpoint: %v", err)
+	}
+	code, stdout, stderr := runCLI(args(out)...)
+	if code != 0 {
+		t.Fatalf("resumed run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var rep trainReport
+	lastJSON(t, stdout, &rep)
+	if rep.ResumedFrom != 2 || strings.Count(stderr, "(from the checkpoint)") != 2 {
+		t.Errorf("resumed from %d, stderr:\n%s\nwant 2 epochs from the checkpoint", rep.ResumedFrom, stderr)
+	}
+	if !bytes.Equal(tensorBytes(t, out), tensorBytes(t, whole)) {
+		t.Error("the resumed run's model differs from the one of the run that never stopped")
+	}
+	if _, err := os.Stat(out + ".checkpoint"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the finished run left its checkpoint: %v", err)
+	}
+	if code, _, stderr := runCLI(args(out, "--checkpoint", out)...); code == 0 || !strings.Contains(stderr, "--checkpoint names the model file") {
+		t.Errorf("--checkpoint on the model file: exit %d, %s", code, stderr)
 	}
 }

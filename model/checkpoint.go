@@ -1,0 +1,290 @@
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/gob"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// A training checkpoint is the whole state of a run between two epochs:
+// the parameters, the best epoch's parameters, Adam's moments, the moving
+// average, the random generator, the shuffled order of the windows and the
+// epochs so far. A run resumed from one goes on exactly as if it had not
+// stopped: the same seed gives the same model bit for bit (TestResume...).
+//
+// The file is
+//
+//	magic "FRQLCKPT" | version uint32 | header length uint32 | header (gob) |
+//	CRC-32C of the header | float64 arrays (little endian) |
+//	window order (uint32 each) | CRC-32C of all before
+//
+// and is replaced atomically (a temporary file, synced, renamed), so a run
+// killed while writing one leaves the previous checkpoint intact.
+
+const (
+	checkpointMagic   = "FRQLCKPT"
+	checkpointVersion = 1
+	// fingerprintWindows is how many windows of each split, evenly spread,
+	// the fingerprint reads: enough to notice other data, cheap for any.
+	fingerprintWindows = 256
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checkpointHeader is the gob-encoded part of a checkpoint (gob keeps
+// every float, infinities included).
+type checkpointHeader struct {
+	// Fingerprint identifies the run: the model's shape and starting
+	// parameters (after placement), the settings and the data.
+	Fingerprint string
+	// NextEpoch is the 0-based epoch the run goes on with.
+	NextEpoch  int
+	Bad        int // epochs since the best
+	BestEpoch  int
+	BestValMSE float64
+	Epochs     []EpochStats
+	// Stopped is set when the run had ended ("early_stopping" or
+	// "epochs") but its model may not have been written.
+	Stopped   string
+	RNG       []byte
+	AdamSteps int
+	Params    int
+	EMA       bool
+	Samples   int
+}
+
+// runState is the part of a run that a checkpoint saves besides the
+// trainer's own state.
+type runState struct {
+	res       *TrainResult
+	best      *Params
+	perm      []int
+	nextEpoch int
+	bad       int
+	stopped   string
+}
+
+// ErrCheckpointMismatch is returned when a checkpoint belongs to another
+// run: other data, settings, seed or model shape.
+var ErrCheckpointMismatch = errors.New("the checkpoint was written by a different training run (other data, settings, seed or model shape)")
+
+// fingerprint identifies a run so that a checkpoint is only resumed by the
+// run that wrote it. It is taken after the frequencies are placed and
+// before the first step.
+func (t *trainer) fingerprint(train, val Source) string {
+	h := sha256.New()
+	cfg := t.cfg
+	cfg.Workers, cfg.Checkpoint = 0, "" // results do not depend on them
+	fmt.Fprintf(h, "v%d\n%+v\n%+v\n%s\n", checkpointVersion, t.m.cfg, cfg, t.m.Meta.DataSHA256)
+	writeFloats(h, t.m.params.Data)
+	for _, src := range []Source{train, val} {
+		n := src.Len()
+		fmt.Fprintf(h, "%d %d\n", n, src.Channels())
+		timed, _ := src.(TimedSource)
+		for k := range min(n, fingerprintWindows) {
+			i := k * n / min(n, fingerprintWindows)
+			writeFloats(h, src.Input(i))
+			writeFloats(h, src.Target(i))
+			if timed != nil {
+				if e, ok := timed.EndTime(i); ok {
+					fmt.Fprintf(h, "%d\n", e)
+				}
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeFloats(h hash.Hash, v []float64) {
+	var b [8]byte
+	for _, x := range v {
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
+		h.Write(b[:])
+	}
+}
+
+// saveCheckpoint writes the run's state to path, atomically.
+func (t *trainer) saveCheckpoint(path, fp string, st runState) error {
+	rng, err := t.pcg.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	hd := checkpointHeader{
+		Fingerprint: fp, NextEpoch: st.nextEpoch, Bad: st.bad,
+		BestEpoch: st.res.BestEpoch, BestValMSE: st.res.BestValMSE, Epochs: st.res.Epochs, Stopped: st.stopped,
+		RNG: rng, AdamSteps: t.opt.t, Params: len(t.m.params.Data), EMA: t.ema != nil, Samples: len(st.perm),
+	}
+	var hb bytes.Buffer
+	if err := gob.NewEncoder(&hb).Encode(hd); err != nil {
+		return err
+	}
+	header := hb.Bytes()
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("train: writing the checkpoint: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // after the rename this finds nothing
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriterSize(io.MultiWriter(tmp, crc), 1<<20)
+	var word [8]byte
+	bw.WriteString(checkpointMagic)
+	binary.LittleEndian.PutUint32(word[:4], checkpointVersion)
+	bw.Write(word[:4])
+	binary.LittleEndian.PutUint32(word[:4], uint32(len(header)))
+	bw.Write(word[:4])
+	bw.Write(header)
+	binary.LittleEndian.PutUint32(word[:4], crc32.Checksum(header, castagnoli))
+	bw.Write(word[:4])
+	for _, a := range t.checkpointArrays(st.best) {
+		for _, x := range a {
+			binary.LittleEndian.PutUint64(word[:], math.Float64bits(x))
+			bw.Write(word[:])
+		}
+	}
+	for _, p := range st.perm {
+		binary.LittleEndian.PutUint32(word[:4], uint32(p))
+		bw.Write(word[:4])
+	}
+	err = bw.Flush()
+	if err == nil {
+		binary.LittleEndian.PutUint32(word[:4], crc.Sum32())
+		_, err = tmp.Write(word[:4])
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("train: writing the checkpoint %s: %w; the one of the epoch before is intact: fix the cause and run again to go on from it", path, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync() // make the rename durable; not every file system supports it
+		d.Close()
+	}
+	return nil
+}
+
+// checkpointArrays are the float64 arrays a checkpoint holds, in order.
+func (t *trainer) checkpointArrays(best *Params) [][]float64 {
+	a := [][]float64{t.m.params.Data, best.Data, t.opt.m, t.opt.v}
+	if t.ema != nil {
+		a = append(a, t.ema.Data)
+	}
+	return a
+}
+
+// loadCheckpoint restores the run's state from path into t and st. It
+// returns false, nil when there is no checkpoint at path.
+func (t *trainer) loadCheckpoint(path, fp string, st *runState) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("train: reading the checkpoint: %w", err)
+	}
+	defer f.Close()
+	bad := func(why string) error {
+		return fmt.Errorf("train: the checkpoint %s is damaged (%s); delete it to train from the start", path, why)
+	}
+	crc := crc32.New(castagnoli)
+	br := bufio.NewReaderSize(f, 1<<20)
+	r := io.TeeReader(br, crc)
+	var word [8]byte
+	var fixed [len(checkpointMagic) + 8]byte
+	if _, err := io.ReadFull(r, fixed[:]); err != nil {
+		return false, bad("too short")
+	}
+	if string(fixed[:len(checkpointMagic)]) != checkpointMagic {
+		return false, fmt.Errorf("train: %s is not a FreqLens training checkpoint; move it away or choose another checkpoint path", path)
+	}
+	if v := binary.LittleEndian.Uint32(fixed[len(checkpointMagic):]); v != checkpointVersion {
+		return false, fmt.Errorf("train: the checkpoint %s has format version %d, this build reads %d; delete it to train from the start", path, v, checkpointVersion)
+	}
+	n := binary.LittleEndian.Uint32(fixed[len(checkpointMagic)+4:])
+	if n > 1<<30 {
+		return false, bad("header length")
+	}
+	header := make([]byte, n)
+	if _, err := io.ReadFull(r, header); err != nil {
+		return false, bad("truncated header")
+	}
+	if _, err := io.ReadFull(r, word[:4]); err != nil || binary.LittleEndian.Uint32(word[:4]) != crc32.Checksum(header, castagnoli) {
+		return false, bad("header checksum")
+	}
+	var hd checkpointHeader
+	if err := gob.NewDecoder(bytes.NewReader(header)).Decode(&hd); err != nil {
+		return false, bad("header: " + err.Error())
+	}
+	if hd.Fingerprint != fp {
+		return false, fmt.Errorf("train: %s: %w; delete it, or give this run another checkpoint path", path, ErrCheckpointMismatch)
+	}
+	if hd.Params != len(t.m.params.Data) || hd.EMA != (t.ema != nil) || hd.Samples != len(st.perm) ||
+		hd.NextEpoch < 0 || hd.NextEpoch > t.cfg.Epochs || len(hd.Epochs) != hd.NextEpoch {
+		return false, bad("shapes do not match its run")
+	}
+	// Read into fresh storage first: a damaged file must leave the run as it was.
+	arrays := t.checkpointArrays(st.best)
+	loaded := make([][]float64, len(arrays))
+	for i, a := range arrays {
+		v := make([]float64, len(a))
+		for j := range v {
+			if _, err := io.ReadFull(r, word[:]); err != nil {
+				return false, bad("truncated")
+			}
+			v[j] = math.Float64frombits(binary.LittleEndian.Uint64(word[:]))
+		}
+		loaded[i] = v
+	}
+	perm := make([]int, len(st.perm))
+	seen := make([]bool, len(perm))
+	for j := range perm {
+		if _, err := io.ReadFull(r, word[:4]); err != nil {
+			return false, bad("truncated")
+		}
+		p := int(binary.LittleEndian.Uint32(word[:4]))
+		if p >= len(perm) || seen[p] {
+			return false, bad("window order")
+		}
+		perm[j], seen[p] = p, true
+	}
+	sum := crc.Sum32()
+	if _, err := io.ReadFull(br, word[:4]); err != nil {
+		return false, bad("truncated")
+	}
+	if binary.LittleEndian.Uint32(word[:4]) != sum {
+		return false, bad("checksum")
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		return false, bad("trailing bytes")
+	}
+	if err := t.pcg.UnmarshalBinary(hd.RNG); err != nil {
+		return false, bad("random state")
+	}
+	for i, a := range arrays {
+		copy(a, loaded[i])
+	}
+	copy(st.perm, perm)
+	t.opt.t = hd.AdamSteps
+	t.m.refresh()
+	st.res.BestEpoch, st.res.BestValMSE, st.res.Epochs = hd.BestEpoch, hd.BestValMSE, hd.Epochs
+	st.res.EpochsRun, st.res.ResumedFrom = hd.NextEpoch, hd.NextEpoch
+	st.nextEpoch, st.bad, st.stopped = hd.NextEpoch, hd.Bad, hd.Stopped
+	return true, nil
+}
