@@ -222,6 +222,10 @@ func TestCheckpointOfAnotherRunOrDamaged(t *testing.T) {
 			t.Errorf("%s: err %v, want a damaged checkpoint", what, err)
 		}
 	}
+	// A checkpoint that cannot be written stops the run and says so.
+	if _, res, err := c.run(t, filepath.Join(dir, "missing", "ckpt"), 0); err == nil || !strings.Contains(err.Error(), "writing the checkpoint") || res.Stopped != "checkpoint" {
+		t.Errorf("a checkpoint in a missing directory: err %v", err)
+	}
 	// The good file still resumes.
 	if err := os.WriteFile(path, good, 0o600); err != nil {
 		t.Fatal(err)
