@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -128,6 +129,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--frequency-init %q is unknown; use %s or %s", *freqInit, model.InitSpectrum, model.InitGrid)
 	}
 
+	if err := checkWritable(*out); err != nil {
+		return err
+	}
+
 	split := training.Split{Lookback: *lookback, Horizon: *horizon, Mode: model.Mode(*mode), MaxWindows: *maxWindows, Seed: *seed}
 	td, err := loadTrainingData(ctx, trainingSource{data: *data, configPath: *cfgPath, fromTopic: *fromTopic, since: sinceDur}, split, stderr)
 	if err != nil {
@@ -181,14 +186,11 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		PerChannelMSE: perChannel(td.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
 	}
-	if res.Interrupted {
-		fmt.Fprintf(stderr, "freqlens train: interrupted; saved the best epoch so far to %s\n", *out)
-		if *checkpoint != "" {
-			fmt.Fprintf(stderr, "freqlens train: run the same command again to go on from epoch %d (its state is in %s)\n", tr.EpochsRun, *checkpoint)
-		}
-	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(rep)
+		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
+			return err
+		}
+		return interrupted(res, tr, *out, *checkpoint, stderr)
 	}
 	fmt.Fprintf(stdout, "trained %d epochs (best %d; %s), median epoch %.2fs\n", rep.EpochsRun, rep.BestEpoch, stopReason(rep.Stopped), rep.EpochSecondsMedian)
 	fmt.Fprintf(stdout, "validation MSE %.4f\n", rep.ValMSE)
@@ -196,7 +198,22 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	printErrorQuantiles(stdout, m.Meta.ErrorQuantiles)
 	fmt.Fprintf(stdout, "model written to %s\n", *out)
-	return nil
+	return interrupted(res, tr, *out, *checkpoint, stderr)
+}
+
+// interrupted says what an interrupted run left behind and returns
+// context.Canceled, so that the command exits 130 as any interrupted
+// command does: a script's `train && deploy` must not deploy the best epoch
+// of a run cut short. It returns nil for a run that finished.
+func interrupted(res *training.Result, tr *model.TrainResult, out, checkpoint string, stderr io.Writer) error {
+	if !res.Interrupted {
+		return nil
+	}
+	fmt.Fprintf(stderr, "freqlens train: the best epoch so far (%d of %d run) is in %s\n", tr.BestEpoch, tr.EpochsRun, out)
+	if checkpoint != "" {
+		fmt.Fprintf(stderr, "freqlens train: run the same command again to go on from epoch %d (its state is in %s)\n", tr.EpochsRun, checkpoint)
+	}
+	return context.Canceled
 }
 
 // perChannel pairs channel names with values.
@@ -269,4 +286,17 @@ func stopReason(stopped string) string {
 		return "diverged"
 	}
 	return stopped
+}
+
+// checkWritable fails when no file can be created beside path, so that a
+// mistyped --out stops the command before hours of training rather than
+// after them.
+func checkWritable(path string) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".freqlens-write-check-*")
+	if err != nil {
+		return fmt.Errorf("--out %s: cannot write in %s (%v); choose a directory that exists and that you can write to", path, dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

@@ -485,8 +485,8 @@ func TestTrainResumesAfterInterrupt(t *testing.T) {
 		defer cancel()
 		stderr := &cancelOn{phrase: "epoch 2/4", cancel: cancel}
 		var stdout bytes.Buffer
-		if code := run(ctx, args(out, extra...), &stdout, stderr); code != 0 {
-			t.Fatalf("interrupted run: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+		if code := run(ctx, args(out, extra...), &stdout, stderr); code != 130 {
+			t.Fatalf("interrupted run: exit %d, want 130\n%s\n%s", code, stdout.String(), stderr.String())
 		}
 		return stderr.String()
 	}
@@ -514,6 +514,9 @@ func TestTrainResumesAfterInterrupt(t *testing.T) {
 	}
 	if _, err := os.Stat(out + ".checkpoint"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the finished run left its checkpoint: %v", err)
+	}
+	if code, _, stderr := runCLI(args(filepath.Join(dir, "missing", "m.safetensors"))...); code == 0 || !strings.Contains(stderr, "cannot write in") || strings.Contains(stderr, "epoch 1/") {
+		t.Errorf("--out in a missing directory: exit %d, %s; want a refusal before training", code, stderr)
 	}
 	if code, _, stderr := runCLI(args(out, "--checkpoint", out)...); code == 0 || !strings.Contains(stderr, "--checkpoint names the model file") {
 		t.Errorf("--checkpoint on the model file: exit %d, %s", code, stderr)
