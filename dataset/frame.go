@@ -1,14 +1,16 @@
 package dataset
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
 // Frame holds equally spaced readings: one timestamp per row and one float64
-// per channel. Values is row-major, so the reading of channel c in row r is
+// per channel (LoadCSV and ReadCSV fill missing steps; see Frame.Gaps). Values is row-major, so the reading of channel c in row r is
 // Values[r*len(Columns)+c].
 //
 // A Frame loaded by LoadCSV or ReadCSV never holds NaN or ±Inf. A synthetic
@@ -39,6 +41,136 @@ type Frame struct {
 	// the series the row is a reading of. Other functions ignore them.
 	SeriesColumn string
 	Series       []string
+	// Irregular lists the irregular steps of a wide CSV (see ReadCSV).
+	Irregular Irregular
+}
+
+// Irregular says which steps of a wide CSV were not one cadence after the
+// row before, and what became of them.
+type Irregular struct {
+	// Gaps are the runs of missing steps, in time order.
+	Gaps []Gap
+	// Filled says the gaps' steps were inserted as rows, by linear
+	// interpolation; when false the rows were read as they are.
+	Filled bool
+	// Repeated counts the rows whose date repeats the row before's.
+	Repeated int
+}
+
+// Gap is a run of missing steps: Steps steps from Start on had no row.
+type Gap struct {
+	Start time.Time
+	Steps int
+}
+
+// irregularShare is the share of a wide file's rows that may be irregular
+// steps read as they are.
+const irregularShare = 0.01
+
+// errRepeated reports a repeated date beyond irregularShare.
+var errRepeated = errors.New("repeats the date of the row before")
+
+// GapNote says, in one line for the user, which steps of the frame were
+// irregular and what became of them, and "" when none was.
+func (f *Frame) GapNote() string {
+	ir := f.Irregular
+	if len(ir.Gaps) == 0 && ir.Repeated == 0 {
+		return ""
+	}
+	var parts []string
+	if len(ir.Gaps) > 0 {
+		total, longest := 0, ir.Gaps[0]
+		for _, g := range ir.Gaps {
+			total += g.Steps
+			if g.Steps > longest.Steps {
+				longest = g
+			}
+		}
+		gaps := "in 1 gap"
+		if len(ir.Gaps) > 1 {
+			gaps = fmt.Sprintf("in %d gaps, the longest %d steps", len(ir.Gaps), longest.Steps)
+		}
+		parts = append(parts, fmt.Sprintf("%d missing steps %s from %s", total, gaps, longest.Start.Format(time.RFC3339)))
+	}
+	if ir.Repeated > 0 {
+		parts = append(parts, fmt.Sprintf("%d repeated dates", ir.Repeated))
+	}
+	what := strings.Join(parts, " and ")
+	if ir.Filled {
+		return fmt.Sprintf("%s: %s, filled by linear interpolation between the readings around them; "+
+			"forecasts and cycles learned across them read the filled values", f.Name, what)
+	}
+	return fmt.Sprintf("%s: %s, under %.0f%% of the rows: each row read as one step, as the benchmark protocol does", f.Name, what, 100*irregularShare)
+}
+
+// regularise records the irregular steps of a wide file and, when they are
+// more than irregularShare of its rows, refuses a repeated date or fills
+// the missing steps (see ReadCSV). It leaves f unchanged on error.
+func (f *Frame) regularise() error {
+	c := f.Cadence
+	if c <= 0 || f.Rows() < 2 {
+		return nil
+	}
+	var ir Irregular
+	missing := 0
+	for r := 1; r < f.Rows(); r++ {
+		d := f.Times[r].Sub(f.Times[r-1])
+		if d == 0 {
+			ir.Repeated++
+			continue
+		}
+		k := int((d + c/2) / c) // steps from row r−1 to row r; a jittered clock rounds to 1
+		if k < 2 {
+			continue
+		}
+		missing += k - 1
+		if missing > f.Rows() {
+			return fmt.Errorf("the dates jump by %s from %s to %s, %d steps of %s: more steps would be missing than the file has rows; "+
+				"check the dates, or give the stretches before and after the jump as files of their own",
+				d, f.Times[r-1].Format(time.RFC3339), f.Times[r].Format(time.RFC3339), k, c)
+		}
+		ir.Gaps = append(ir.Gaps, Gap{Start: f.Times[r-1].Add(d / time.Duration(k)), Steps: k - 1})
+	}
+	if float64(missing+ir.Repeated) <= irregularShare*float64(f.Rows()) {
+		f.Irregular = ir
+		return nil
+	}
+	if ir.Repeated > 0 {
+		return fmt.Errorf("%w (%d rows do, more than %.0f%% of the rows with the missing steps): a row is one step, so keep one row per date",
+			errRepeated, ir.Repeated, 100*irregularShare)
+	}
+	ir.Filled = true
+	f.Irregular = ir
+	f.fillGaps(missing)
+	return nil
+}
+
+// fillGaps inserts the missing steps between rows whose dates are two or
+// more cadences apart, dated evenly across the gap, with values on the line
+// between the rows around it.
+func (f *Frame) fillGaps(missing int) {
+	c := f.Cadence
+	chans := f.Channels()
+	rows := f.Rows() + missing
+	times := make([]time.Time, 0, rows)
+	values := make([]float64, 0, rows*chans)
+	for r := range f.Rows() {
+		if r > 0 {
+			prev, next := f.Row(r-1), f.Row(r)
+			d := f.Times[r].Sub(f.Times[r-1])
+			k := int((d + c/2) / c)
+			for j := 1; j < k; j++ {
+				w := float64(j) / float64(k)
+				times = append(times, f.Times[r-1].Add(d/time.Duration(k)*time.Duration(j)))
+				for ch := range chans {
+					values = append(values, prev[ch]*(1-w)+next[ch]*w) // never overflows between finite readings
+				}
+			}
+		}
+		times = append(times, f.Times[r])
+		values = append(values, f.Row(r)...)
+	}
+	f.Times, f.Values = times, values
 }
 
 // Rows returns the number of rows, one per timestamp.

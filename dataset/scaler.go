@@ -75,8 +75,41 @@ func fitScaler(values []float64, chans int, r Range) Scaler {
 			ss += d * d
 		}
 		s.Std[c] = math.Sqrt(ss / float64(n))
+		if a := max(-lo, hi); a > extreme || !(s.Std[c] > 1/extreme) || math.IsInf(mean, 0) {
+			// Near the float64 limits the sum overflows or the squares
+			// underflow to 0: the same statistics of x/a, scaled back.
+			s.Mean[c], s.Std[c] = scaledStats(values, chans, c, r, a)
+		}
 	}
 	return s
+}
+
+// extreme is the magnitude beyond which a channel's statistics are taken
+// of its values scaled by their largest magnitude: squares of larger
+// numbers overflow, and squares of deviations below 1/extreme lose their
+// digits to underflow.
+const extreme = 1e150
+
+// scaledStats returns the mean and standard deviation of channel c's
+// readings in the rows r, computed on x/a (a the largest magnitude) so that
+// neither the sum nor the squares leave the float64 range.
+func scaledStats(values []float64, chans, c int, r Range, a float64) (mean, std float64) {
+	var sum, ss float64
+	n := 0
+	for row := r.Start; row < r.End; row++ {
+		if x := values[row*chans+c]; !math.IsNaN(x) {
+			sum += x / a
+			n++
+		}
+	}
+	m := sum / float64(n)
+	for row := r.Start; row < r.End; row++ {
+		if x := values[row*chans+c]; !math.IsNaN(x) {
+			d := x/a - m
+			ss += d * d
+		}
+	}
+	return m * a, math.Sqrt(ss/float64(n)) * a
 }
 
 // Transform z-scores src, a row-major buffer of rows×len(s.Mean) readings,

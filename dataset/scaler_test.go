@@ -139,3 +139,28 @@ func closeAll(got, want []float64, tol float64) bool {
 	}
 	return true
 }
+
+// TestFitScalerAtTheFloat64Limits: readings near the float64 limits, whose
+// sums overflow or whose squares underflow, get the statistics of the same
+// readings at an ordinary scale, scaled: finite, and Transform of them is
+// the same z-scores to rounding.
+func TestFitScalerAtTheFloat64Limits(t *testing.T) {
+	base := []float64{3, -1, 4, 1, -5, 9, 2, 6}
+	want := fitScaler(base, 1, Range{Start: 0, End: len(base)})
+	zWant := want.Transform(nil, base)
+	for _, scale := range []float64{1e300, 1e160, 1e-160, 1e-200, 1e-300} {
+		v := make([]float64, len(base))
+		for i, x := range base {
+			v[i] = x * scale
+		}
+		s := fitScaler(v, 1, Range{Start: 0, End: len(v)})
+		if math.IsInf(s.Mean[0], 0) || math.IsNaN(s.Mean[0]) || !(s.Std[0] > 0) || math.IsInf(s.Std[0], 0) {
+			t.Fatalf("scale %g: mean %v, std %v; want finite and std > 0", scale, s.Mean[0], s.Std[0])
+		}
+		for i, z := range s.Transform(nil, v) {
+			if math.Abs(z-zWant[i]) > 1e-12 {
+				t.Errorf("scale %g: z[%d] = %v, want %v", scale, i, z, zWant[i])
+			}
+		}
+	}
+}

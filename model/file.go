@@ -95,7 +95,11 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	}
 	sum := sha256.Sum256(data)
 
-	header := map[string]any{"__metadata__": m.metadata(hex.EncodeToString(sum[:]))}
+	md, err := m.metadata(hex.EncodeToString(sum[:]))
+	if err != nil {
+		return 0, err
+	}
+	header := map[string]any{"__metadata__": md}
 	var off int64
 	for _, t := range tensors(m.cfg) {
 		n := int64(8 * numel(t.shape))
@@ -124,11 +128,16 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 }
 
 // metadata returns the "__metadata__" map: every value is a string, as the
-// safetensors format requires.
-func (m *Model) metadata(weightsSHA string) map[string]string {
+// safetensors format requires. It fails on a value JSON cannot hold (NaN or
+// ±Inf), which would otherwise make a file that does not load.
+func (m *Model) metadata(weightsSHA string) (map[string]string, error) {
 	c := m.cfg
+	var jsErr error
 	js := func(v any) string {
-		b, _ := json.Marshal(v)
+		b, err := json.Marshal(v)
+		if err != nil && jsErr == nil {
+			jsErr = fmt.Errorf("model: the metadata cannot be written (%v); a statistic of the training data is not finite: rescale data whose values are near the float64 limits", err)
+		}
 		return string(b)
 	}
 	md := map[string]string{
@@ -181,7 +190,7 @@ func (m *Model) metadata(weightsSHA string) map[string]string {
 		md["shares"] = js(m.Meta.Shares)
 		md["residual_share"] = strconv.FormatFloat(m.Meta.ResidualShare, 'g', -1, 64)
 	}
-	return md
+	return md, jsErr
 }
 
 func nonNil(s []string) []string {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -250,7 +252,10 @@ func TestDecodeUpgradesVersion1(t *testing.T) {
 		names = append(names, tn.name)
 		v1[tn.name], shapes[tn.name] = vals, shape
 	}
-	md := m.metadata("")
+	md, err := m.metadata("")
+	if err != nil {
+		t.Fatal(err)
+	}
 	md["format_version"] = "1"
 	got, err := Decode(safetensorsFile(t, md, names, shapes, v1))
 	if err != nil {
@@ -367,4 +372,22 @@ func safetensorsFile(t *testing.T, md map[string]string, names []string, shapes 
 	}
 	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
 	return append(append(out, h...), data...)
+}
+
+// TestSaveRefusesNonFiniteMetadata: metadata JSON cannot hold (an
+// infinite statistic of the training data) stops Save with an error
+// instead of writing a file that does not load.
+func TestSaveRefusesNonFiniteMetadata(t *testing.T) {
+	m, err := New(Config{Lookback: 16, Horizon: 4, Channels: 2, Hidden: 8, Frequencies: 6, TopK: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Mean, m.Meta.Std = []float64{0, 1}, []float64{1, math.Inf(1)}
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := m.Save(path); err == nil || !strings.Contains(err.Error(), "not finite") {
+		t.Fatalf("Save with an infinite std: err %v, want a refusal", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Save left a file: %v", err)
+	}
 }

@@ -39,7 +39,8 @@ type Data struct {
 	SHA256 string
 	// Train, Val and Test are the windows of each part.
 	Train, Val, Test model.Source
-	// Summary says what became of long-format readings, for the log.
+	// Summary says what became of long-format readings, or of a wide file's
+	// irregular steps, for the log; "" when there is nothing to say.
 	Summary string
 	// Span is the time from the earliest to the latest step of long-format
 	// history (0 for a wide file).
@@ -66,7 +67,12 @@ func FromWideCSV(path string, s Split) (*Data, error) {
 		return nil, err
 	}
 	frame.Name = filepath.Base(path)
-	return FromFrame(frame, s)
+	d, err := FromFrame(frame, s)
+	if err != nil {
+		return nil, err
+	}
+	d.Summary = frame.GapNote()
+	return d, nil
 }
 
 // FromFrame splits a frame under the standard protocol its name picks

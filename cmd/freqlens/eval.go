@@ -52,7 +52,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *perturb < 0 {
 		return fmt.Errorf("--perturbation %d is negative; use a number of parts such as 8", *perturb)
 	}
-	m, frame, bm, err := loadModelAndData(*modelPath, *data)
+	m, frame, bm, err := loadModelAndData(*modelPath, *data, stderr)
 	if err != nil {
 		return err
 	}
@@ -100,12 +100,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // loadModelAndData loads a model and a CSV, checks they fit together and
 // prepares the CSV under the standard protocol with the model's lookback
 // and horizon.
-func loadModelAndData(modelPath, dataPath string) (*model.Model, *dataset.Frame, *dataset.Benchmark, error) {
+func loadModelAndData(modelPath, dataPath string, stderr io.Writer) (*model.Model, *dataset.Frame, *dataset.Benchmark, error) {
 	m, err := model.Load(modelPath)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	frame, err := dataset.LoadCSV(dataPath)
+	frame, err := loadWide(dataPath, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -117,6 +117,19 @@ func loadModelAndData(modelPath, dataPath string) (*model.Model, *dataset.Frame,
 		return nil, nil, nil, err
 	}
 	return m, frame, bm, nil
+}
+
+// loadWide loads a wide CSV and says on stderr which of its steps were
+// irregular and what became of them (dataset.Frame.GapNote).
+func loadWide(path string, stderr io.Writer) (*dataset.Frame, error) {
+	frame, err := dataset.LoadCSV(path)
+	if err != nil {
+		return nil, err
+	}
+	if note := frame.GapNote(); note != "" {
+		fmt.Fprintln(stderr, note)
+	}
+	return frame, nil
 }
 
 // checkFits reports data the model cannot be run on: a mixed model given

@@ -99,7 +99,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	residualShare := 0.0
 	if *data != "" {
 		var err error
-		mm, _, bm, err := loadModelAndData(*modelPath, *data)
+		mm, _, bm, err := loadModelAndData(*modelPath, *data, stderr)
 		if err != nil {
 			return err
 		}

@@ -89,7 +89,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	frame, err := dataset.LoadCSV(*data)
+	frame, err := loadWide(*data, stderr)
 	if err != nil {
 		return err
 	}

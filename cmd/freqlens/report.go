@@ -7,7 +7,6 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
 )
@@ -41,7 +40,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if flagSet(fs, "at") && *at == 0 {
 			return fmt.Errorf("--at 0 cannot end a window of %d rows; use a row from %d on", m.Lookback(), m.Lookback()-1)
 		}
-		if opts.Data, err = dataset.LoadCSV(*data); err != nil {
+		if opts.Data, err = loadWide(*data, stderr); err != nil {
 			return err
 		}
 		if err := checkFits(m, opts.Data, *data); err != nil {

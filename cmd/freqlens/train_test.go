@@ -522,3 +522,47 @@ func TestTrainResumesAfterInterrupt(t *testing.T) {
 		t.Errorf("--checkpoint on the model file: exit %d, %s", code, stderr)
 	}
 }
+
+// TestWideCSVGapsFilledAndSaid: a wide CSV missing 5% of its steps in one
+// run is trained, scored and explained on every step, the missing ones
+// filled, and each command says so on stderr.
+func TestWideCSVGapsFilledAndSaid(t *testing.T) {
+	dir := t.TempDir()
+	full := writeSynthetic(t, dir, "full.csv", 2, 800)
+	b, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	gapped := filepath.Join(dir, "gapped.csv")
+	// Lines 401–440 are the steps 400–439.
+	if err := os.WriteFile(gapped, []byte(strings.Join(append(slices.Clone(lines[:401]), lines[441:]...), "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "m.safetensors")
+	const note = "gapped.csv: 40 missing steps in 1 gap from 20"
+	code, stdout, stderr := runCLI("train", "--data", gapped, "--lookback", "48", "--horizon", "12", "--epochs", "1", "--out", out, "--json")
+	if code != 0 || !strings.Contains(stderr, note) || !strings.Contains(stderr, "filled by linear interpolation") {
+		t.Fatalf("train: exit %d, stderr:\n%s\nwant the gap said", code, stderr)
+	}
+	var rep trainReport
+	lastJSON(t, stdout, &rep)
+	var whole trainReport
+	code, stdout, _ = runCLI("train", "--data", full, "--lookback", "48", "--horizon", "12", "--epochs", "1", "--out", filepath.Join(dir, "w.safetensors"), "--json")
+	if code != 0 {
+		t.Fatal(stdout)
+	}
+	lastJSON(t, stdout, &whole)
+	if rep.TrainWindows != whole.TrainWindows || rep.TestWindows != whole.TestWindows {
+		t.Errorf("the gapped file gave %d/%d training/test windows, the whole one %d/%d: every step should be a row", rep.TrainWindows, rep.TestWindows, whole.TrainWindows, whole.TestWindows)
+	}
+	for _, args := range [][]string{
+		{"eval", "--model", out, "--data", gapped},
+		{"predict", "--model", out, "--data", gapped, "--at", "500"},
+		{"inspect", "--model", out, "--data", gapped},
+	} {
+		if code, _, stderr := runCLI(args...); code != 0 || !strings.Contains(stderr, note) {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant the gap said", args[0], code, stderr)
+		}
+	}
+}
