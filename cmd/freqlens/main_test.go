@@ -312,6 +312,8 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		{"bad frequency init", []string{"train", "--data", data, "--horizon", "4", "--frequency-init", "peaks", "--out", modelPath}, "use spectrum or grid"},
 		{"row too early", []string{"predict", "--model", modelPath, "--data", data, "--at", "3"}, "--at 3"},
 		{"row past the end", []string{"predict", "--model", modelPath, "--data", data, "--at", "400"}, "past the last"},
+		{"negative row", []string{"predict", "--model", modelPath, "--data", data, "--at", "-1"}, "--at -1 is not a row; use a 0-based data row from 23 to 399"},
+		{"no row", []string{"predict", "--model", modelPath, "--data", data}, "--at is required"},
 		{"report without a model file", []string{"report", "--model", filepath.Join(dir, "nope.safetensors"), "--out", dir}, "no such file"},
 		{"report without --out", []string{"report", "--model", modelPath}, "--out is required"},
 		{"report on data of another width", []string{"report", "--model", modelPath, "--data", narrow, "--out", dir}, "trained on 3"},

@@ -98,8 +98,10 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	L, H := m.Lookback(), m.Horizon()
 	switch {
-	case *at < 0:
+	case !flagSet(fs, "at"):
 		return fmt.Errorf("--at is required: the 0-based data row that ends the window (from %d to %d for this file)", L-1, frame.Rows()-1)
+	case *at < 0:
+		return fmt.Errorf("--at %d is not a row; use a 0-based data row from %d to %d", *at, L-1, frame.Rows()-1)
 	case *at >= frame.Rows():
 		return fmt.Errorf("--at %d is past the last data row %d", *at, frame.Rows()-1)
 	case *at < L-1:
@@ -196,10 +198,10 @@ func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predi
 		rep.Full, rep.Without = rows(full), removed
 	}
 	if at < len(frame.Times) {
-		rep.Time = frame.Times[at].Format(time.DateTime)
+		rep.Time = dateTime(frame.Times[at])
 		if frame.Cadence > 0 {
 			for h := range H {
-				rep.Times = append(rep.Times, frame.Times[at].Add(time.Duration(h+1)*frame.Cadence).Format(time.DateTime))
+				rep.Times = append(rep.Times, dateTime(frame.Times[at].Add(time.Duration(h+1)*frame.Cadence)))
 			}
 		}
 	}
@@ -275,12 +277,12 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		}
 		fmt.Fprintf(w, "  %-20s", label)
 		for c := range r.Channels {
-			fmt.Fprintf(w, " %s %.3f", r.Channels[c], r.Forecast[h][c])
+			fmt.Fprintf(w, " %s %s", r.Channels[c], reading(r.Forecast[h][c]))
 			if r.Full != nil {
-				fmt.Fprintf(w, "/%.3f", r.Full[h][c])
+				fmt.Fprintf(w, "/%s", reading(r.Full[h][c]))
 			}
 			if r.Actual != nil {
-				fmt.Fprintf(w, "/%.3f", r.Actual[h][c])
+				fmt.Fprintf(w, "/%s", reading(r.Actual[h][c]))
 			}
 		}
 		fmt.Fprintln(w)
@@ -366,4 +368,23 @@ func rhythmByName(m *model.Model, name string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// dateTime writes t as its file wrote it: "2006-01-02 15:04:05", with the
+// zone's offset when the file gave one other than UTC's.
+func dateTime(t time.Time) string {
+	if _, off := t.Zone(); off != 0 {
+		return t.Format("2006-01-02 15:04:05-07:00")
+	}
+	return t.Format(time.DateTime)
+}
+
+// reading writes a forecast or reading for a person: three decimals at
+// ordinary magnitudes, four significant digits at very small or large
+// ones, where fixed decimals would print 0.000 or a row of digits.
+func reading(v float64) string {
+	if a := math.Abs(v); a == 0 || (a >= 0.01 && a < 1e7) {
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }
