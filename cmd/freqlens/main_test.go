@@ -202,6 +202,13 @@ func TestPredictWithout(t *testing.T) {
 		id := strconv.Itoa(ct.ID)
 		check("frequency "+id, predict("--without", id), ct.Values)
 		all, allParts = append(all, id), append(allParts, ct.Values)
+		if ct.Rhythm != nil && ct.Period != "" {
+			// A cycle's line by the period predict prints for it ("12.0h"),
+			// unless that is also the cycle's own name.
+			if r := full.Rhythms[slices.IndexFunc(full.Rhythms, func(r predictRhythm) bool { return r.Index == *ct.Rhythm })]; r.Period != ct.Period {
+				check("the line "+ct.Period, predict("--without", ct.Period), ct.Values)
+			}
+		}
 	}
 	if len(full.Rhythms) == 0 {
 		t.Fatal("the model has no rhythm to remove")

@@ -314,12 +314,16 @@ func parseWithout(m *model.Model, spec string) (ids []int, notes []string, err e
 		}
 		r, ok := rhythmByName(m, item)
 		if !ok {
+			if id, ok := frequencyByName(m, item); ok {
+				ids = append(ids, id) // one line of a cycle, as predict lists them ("12.0h (id 14)")
+				continue
+			}
 			var names []string
 			for _, rs := range m.RhythmShares(nil) {
 				_, name := periodFields(rs.PeriodSteps, m.Meta.Cadence)
 				names = append(names, periodLabel(name, rs.PeriodSteps))
 			}
-			return nil, nil, fmt.Errorf("--without %q: not a frequency id (0 to %d) nor a cycle of this model (its cycles: %s)",
+			return nil, nil, fmt.Errorf("--without %q: not a frequency id (0 to %d), a frequency's period nor a cycle of this model (its cycles: %s)",
 				item, m.Config().Frequencies-1, strings.Join(names, ", "))
 		}
 		ids = append(ids, m.Meta.Rhythms[r].Frequencies...)
@@ -345,6 +349,37 @@ func idleRemovals(m *model.Model, rep predictReport, removed []int) []string {
 // rhythmByName finds the rhythm whose period reads as name ("24.0h",
 // "24h", "7.0d", or steps), within 1%.
 func rhythmByName(m *model.Model, name string) (int, bool) {
+	want := periodByName(m, name)
+	if want <= 0 {
+		return 0, false
+	}
+	for r, rh := range m.Meta.Rhythms {
+		if math.Abs(rh.PeriodSteps/want-1) <= 0.01 {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// frequencyByName returns the id of the frequency whose period is name
+// (within 1%, the closest), as predict and inspect print it ("12.0h").
+func frequencyByName(m *model.Model, name string) (int, bool) {
+	want := periodByName(m, name)
+	if want <= 0 {
+		return 0, false
+	}
+	best, bestOff := -1, 0.01
+	for _, f := range m.Frequencies() {
+		if off := math.Abs(f.PeriodSteps/want - 1); off <= bestOff {
+			best, bestOff = f.ID, off
+		}
+	}
+	return best, best >= 0
+}
+
+// periodByName reads a period written as inspect and predict print it
+// ("24.0h", "7.0d", "168 steps", "168") in steps; 0 when it is none.
+func periodByName(m *model.Model, name string) float64 {
 	want := -1.0
 	if v, err := strconv.ParseFloat(strings.TrimSuffix(name, " steps"), 64); err == nil {
 		want = v
@@ -359,15 +394,7 @@ func rhythmByName(m *model.Model, name string) (int, bool) {
 			want = float64(d) / float64(m.Meta.Cadence)
 		}
 	}
-	if want <= 0 {
-		return 0, false
-	}
-	for r, rh := range m.Meta.Rhythms {
-		if math.Abs(rh.PeriodSteps/want-1) <= 0.01 {
-			return r, true
-		}
-	}
-	return 0, false
+	return max(want, 0)
 }
 
 // dateTime writes t as its file wrote it: "2006-01-02 15:04:05", with the
