@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
@@ -71,7 +72,13 @@ func FromWideCSV(path string, s Split) (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.Summary = frame.GapNote()
+	var notes []string
+	for _, note := range []string{frame.GapNote(), frame.OutlierNote()} {
+		if note != "" {
+			notes = append(notes, note)
+		}
+	}
+	d.Summary = strings.Join(notes, "\n")
 	return d, nil
 }
 

@@ -120,14 +120,17 @@ func loadModelAndData(modelPath, dataPath string, stderr io.Writer) (*model.Mode
 }
 
 // loadWide loads a wide CSV and says on stderr which of its steps were
-// irregular and what became of them (dataset.Frame.GapNote).
+// irregular and what became of them (dataset.Frame.GapNote), and which
+// readings lie far outside the rest of their column (OutlierNote).
 func loadWide(path string, stderr io.Writer) (*dataset.Frame, error) {
 	frame, err := dataset.LoadCSV(path)
 	if err != nil {
 		return nil, err
 	}
-	if note := frame.GapNote(); note != "" {
-		fmt.Fprintln(stderr, note)
+	for _, note := range []string{frame.GapNote(), frame.OutlierNote()} {
+		if note != "" {
+			fmt.Fprintln(stderr, note)
+		}
 	}
 	return frame, nil
 }

@@ -525,7 +525,7 @@ func TestTrainResumesAfterInterrupt(t *testing.T) {
 
 // TestWideCSVGapsFilledAndSaid: a wide CSV missing 5% of its steps in one
 // run is trained, scored and explained on every step, the missing ones
-// filled, and each command says so on stderr.
+// filled, and each command says so on stderr; so is a glitch.
 func TestWideCSVGapsFilledAndSaid(t *testing.T) {
 	dir := t.TempDir()
 	full := writeSynthetic(t, dir, "full.csv", 2, 800)
@@ -555,6 +555,20 @@ func TestWideCSVGapsFilledAndSaid(t *testing.T) {
 	lastJSON(t, stdout, &whole)
 	if rep.TrainWindows != whole.TrainWindows || rep.TestWindows != whole.TestWindows {
 		t.Errorf("the gapped file gave %d/%d training/test windows, the whole one %d/%d: every step should be a row", rep.TrainWindows, rep.TestWindows, whole.TrainWindows, whole.TestWindows)
+	}
+	// A glitch is said too, by column, value and time.
+	fields := strings.Split(lines[300], ",")
+	fields[1] = "1e9"
+	spiked := filepath.Join(dir, "spiked.csv")
+	spikedLines := slices.Clone(lines)
+	spikedLines[300] = strings.Join(fields, ",")
+	if err := os.WriteFile(spiked, []byte(strings.Join(spikedLines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	column := strings.Split(lines[0], ",")[1]
+	if code, _, stderr := runCLI("eval", "--model", out, "--data", spiked); code != 0 || !strings.Contains(stderr, "far outside the rest") ||
+		!strings.Contains(stderr, fmt.Sprintf("%q 1 (the first 1e+09 at ", column)) {
+		t.Errorf("eval on a file with a glitch: exit %d, stderr:\n%s\nwant it said", code, stderr)
 	}
 	for _, args := range [][]string{
 		{"eval", "--model", out, "--data", gapped},
