@@ -45,7 +45,11 @@ type inspectMatch struct {
 	NearestPeriod string  `json:"nearest_period"`
 	NearestSecs   float64 `json:"nearest_period_seconds"`
 	RelError      float64 `json:"rel_error"`
-	Match         bool    `json:"match"`
+	// Match says that the nearest frequency is within matchTolerance and
+	// a line of one of the data's cycles, named by Cycle; a free frequency
+	// near a known period is no cycle of the data.
+	Match bool   `json:"match"`
+	Cycle string `json:"cycle,omitempty"`
 }
 
 type inspectReport struct {
@@ -169,11 +173,18 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		rep.MostSelected = rep.MostSelected[:min(len(rep.MostSelected), m.SelectedPerWindow())]
 	}
 	for _, pm := range m.MatchPeriods(knownPeriods, matchTolerance) {
-		rep.KnownPeriods = append(rep.KnownPeriods, inspectMatch{
+		km := inspectMatch{
 			Known: model.FormatPeriod(pm.Known), KnownSeconds: pm.Known.Seconds(),
 			NearestID: pm.Nearest.ID, NearestPeriod: model.FormatPeriod(pm.Nearest.Period),
-			NearestSecs: pm.Nearest.Period.Seconds(), RelError: pm.RelError, Match: pm.Match,
-		})
+			NearestSecs: pm.Nearest.Period.Seconds(), RelError: pm.RelError,
+		}
+		for _, rh := range m.Meta.Rhythms {
+			if pm.Match && slices.Contains(rh.Frequencies, pm.Nearest.ID) {
+				_, name := periodFields(rh.PeriodSteps, m.Meta.Cadence)
+				km.Match, km.Cycle = true, periodLabel(name, rh.PeriodSteps)+" cycle"
+			}
+		}
+		rep.KnownPeriods = append(rep.KnownPeriods, km)
 	}
 	rep.Components, rep.Params = m.ParamCounts()
 
@@ -232,14 +243,17 @@ func printInspect(w io.Writer, r inspectReport) {
 			fmt.Fprintf(w, "  id %2d  %-10s in %5.1f%% of windows\n", f.ID, label, 100*f.SelectedShare)
 		}
 	}
-	fmt.Fprintln(w, "\nknown periods (match: relative error < 15%):")
+	fmt.Fprintln(w, "\nknown periods (match: a line of a cycle of the data within 15%):")
 	if len(r.KnownPeriods) == 0 {
 		fmt.Fprintln(w, "  the model does not know its data's cadence, so periods have no physical unit")
 	}
 	for _, k := range r.KnownPeriods {
 		verdict := "no match"
-		if k.Match {
-			verdict = "match"
+		switch {
+		case k.Match:
+			verdict = "match, a line of the " + k.Cycle
+		case k.RelError < matchTolerance:
+			verdict = "no match: a free frequency, no cycle of the data"
 		}
 		fmt.Fprintf(w, "  %-6s nearest id %2d at %-8s (%.1f%% off): %s\n", k.Known, k.NearestID, k.NearestPeriod, 100*k.RelError, verdict)
 	}

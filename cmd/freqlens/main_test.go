@@ -114,6 +114,13 @@ func TestEndToEnd(t *testing.T) {
 		in.CyclesAlwaysSelected != (rhythmLines > 0) || len(in.KnownPeriods) != 3 || in.Params == 0 {
 		t.Fatalf("inspect JSON = %+v", in)
 	}
+	// The data has a day of 24h and 12h lines and no week: a known period
+	// matches only through a line of a cycle found in it.
+	for _, k := range in.KnownPeriods {
+		if want := k.Known != "7.0d"; k.Match != want || want && k.Cycle != "24.0h cycle" {
+			t.Errorf("known period %s: match %v (%q), want %v", k.Known, k.Match, k.Cycle, want)
+		}
+	}
 	for i := 1; i < len(in.Frequencies); i++ {
 		if in.Frequencies[i].PeriodSteps < in.Frequencies[i-1].PeriodSteps {
 			t.Fatal("inspect frequencies are not sorted by period")
