@@ -191,6 +191,29 @@ func Standard(f *Frame, lookback, horizon int) (*Benchmark, error) {
 		}
 	}
 	p := ProtocolFor(f.Name)
+	// The parts' own rows (no lookback before them) say which lookback
+	// and horizon fit: the training part holds lookback + horizon rows,
+	// and the validation and test parts a horizon each.
+	if parts, err := p.Split(rows, 0); err == nil && lookback >= 0 {
+		nTrain, nVal, nTest := parts.Train.Len(), parts.Val.Len(), parts.Test.Len()
+		if maxH := min(nVal, nTest, nTrain-lookback); horizon > maxH {
+			var fix string
+			switch short := min(nVal, nTest); {
+			case short < 1 || nTrain < 2:
+				fix = "use a longer file"
+			case horizon > short:
+				fix = fmt.Sprintf("use a --horizon of at most %d (then a --lookback of at most %d) or a longer file", short, nTrain-short)
+			case maxH < 1:
+				fix = fmt.Sprintf("use a --lookback of at most %d for this horizon, or a longer file", nTrain-horizon)
+			default:
+				fix = fmt.Sprintf("use a --lookback of at most %d for this horizon, a --horizon of at most %d for this lookback, or a longer file",
+					nTrain-horizon, maxH)
+			}
+			return nil, fmt.Errorf("%s: its %d rows split into %d for training, %d for validation and %d for testing (%s protocol); "+
+				"training needs lookback %d + horizon %d = %d rows, validation and testing a horizon each; %s",
+				f.Name, rows, nTrain, nVal, nTest, p, lookback, horizon, lookback+horizon, fix)
+		}
+	}
 	split, err := p.Split(rows, lookback)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Name, err)

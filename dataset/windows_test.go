@@ -2,6 +2,9 @@ package dataset
 
 import (
 	"math"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -249,12 +252,14 @@ func TestStandardErrors(t *testing.T) {
 		want              []string // substrings of the message
 	}{
 		{name: "val split too short for the horizon", f: short, lookback: 96, horizon: 120,
-			want: []string{"synthetic: its 1000 rows split into 700 for training, 196 for validation and 296 for testing (ratio protocol, each with the lookback before it), " +
-				"and each needs at least one window of lookback 96 + horizon 120 = 216 rows; use a --horizon of at most 100, a shorter --lookback or a longer file"}},
+			want: []string{"synthetic: its 1000 rows split into 700 for training, 100 for validation and 200 for testing (ratio protocol); " +
+				"training needs lookback 96 + horizon 120 = 216 rows, validation and testing a horizon each; use a --horizon of at most 100 (then a --lookback of at most 600) or a longer file"}},
 		{name: "a horizon the training split fits but not validation", f: short, lookback: 96, horizon: 500,
-			want: []string{"use a --horizon of at most 100,"}},
+			want: []string{"use a --horizon of at most 100 (then"}},
 		{name: "a lookback that leaves training no window", f: short, lookback: 700, horizon: 1,
-			want: []string{"use a shorter --lookback or a longer file"}},
+			want: []string{"use a --lookback of at most 699 for this horizon, or a longer file"}},
+		{name: "a lookback and a horizon that fit alone but not together", f: short, lookback: 650, horizon: 60,
+			want: []string{"use a --lookback of at most 640 for this horizon, a --horizon of at most 50 for this lookback, or a longer file"}},
 		{name: "ETT name on a short frame", f: ettShort, lookback: 96, horizon: 96,
 			want: []string{"ETTh1.csv: ", "needs at least 14400"}},
 		{name: "missing readings", f: missing, lookback: 24, horizon: 24,
@@ -271,5 +276,49 @@ func TestStandardErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStandardAdviceWorks: on random file lengths, lookbacks and horizons,
+// whatever --lookback and --horizon a refusal advises, Standard accepts.
+func TestStandardAdviceWorks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20261127, 5))
+	num := regexp.MustCompile(`--(lookback|horizon) of at most (\d+)`)
+	for range 300 {
+		rows := 20 + rng.IntN(400)
+		f := mustSynthetic(t, SyntheticConfig{Steps: rows, Seed: 1})
+		L, H := 1+rng.IntN(rows), 1+rng.IntN(rows/2)
+		_, err := Standard(f, L, H)
+		if err == nil {
+			continue
+		}
+		msg := err.Error()
+		advice := num.FindAllStringSubmatch(msg, -1)
+		if len(advice) == 0 {
+			if !strings.Contains(msg, "use a longer file") {
+				t.Errorf("rows %d, lookback %d, horizon %d: no advice in %q", rows, L, H, msg)
+			}
+			continue
+		}
+		try := func(l, h int) {
+			if _, err := Standard(f, l, h); err != nil {
+				t.Errorf("rows %d, lookback %d, horizon %d: %q; following it (lookback %d, horizon %d): %v", rows, L, H, msg, l, h, err)
+			}
+		}
+		switch {
+		case strings.Contains(msg, "(then a --lookback"):
+			h, _ := strconv.Atoi(advice[0][2])
+			l, _ := strconv.Atoi(advice[1][2])
+			try(min(L, l), h)
+		default:
+			for _, a := range advice {
+				v, _ := strconv.Atoi(a[2])
+				if a[1] == "lookback" {
+					try(v, H)
+				} else {
+					try(L, v)
+				}
+			}
+		}
 	}
 }

@@ -353,7 +353,7 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	samples := tb.samples()
 	steps := samples / B
 	if steps == 0 {
-		return nil, fmt.Errorf("train: %d training windows do not fill one batch of %d; use more data or a smaller batch", samples, B)
+		return nil, fmt.Errorf("train: %d training windows do not fill one batch of %d; use a batch of at most %d (--batch-size) or more data", samples, B, samples)
 	}
 	if val.Len() == 0 {
 		return nil, errors.New("train: the validation split holds no window; early stopping needs one")
