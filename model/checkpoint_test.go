@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/freqlens/freqlens/dataset"
 )
@@ -200,8 +201,25 @@ func TestCheckpointOfAnotherRunOrDamaged(t *testing.T) {
 	if _, _, err := other.run(t, path, 0); !errors.Is(err, ErrCheckpointMismatch) {
 		t.Errorf("other data: err %v, want ErrCheckpointMismatch", err)
 	}
-
+	// One value of one window changed, wherever it is.
 	rng := rand.New(rand.NewPCG(7, 7))
+	for range 5 {
+		src := c.train.(sliceSource)
+		changed := src
+		changed.x = slices.Clone(src.x)
+		changed.x[rng.IntN(len(changed.x))] += 1e-9
+		other = c
+		other.train = changed
+		if _, _, err := other.run(t, path, 0); !errors.Is(err, ErrCheckpointMismatch) {
+			t.Errorf("one value changed: err %v, want ErrCheckpointMismatch", err)
+		}
+	}
+	other = c
+	other.meta.Cadence = 7 * time.Minute
+	if _, _, err := other.run(t, path, 0); !errors.Is(err, ErrCheckpointMismatch) {
+		t.Errorf("another cadence: err %v, want ErrCheckpointMismatch", err)
+	}
+
 	damage := map[string][]byte{
 		"truncated": good[:len(good)-1-rng.IntN(len(good)/2)],
 		"a bit flipped": func() []byte {
@@ -222,15 +240,34 @@ func TestCheckpointOfAnotherRunOrDamaged(t *testing.T) {
 			t.Errorf("%s: err %v, want a damaged checkpoint", what, err)
 		}
 	}
-	// A checkpoint that cannot be written stops the run and says so.
-	if _, res, err := c.run(t, filepath.Join(dir, "missing", "ckpt"), 0); err == nil || !strings.Contains(err.Error(), "writing the checkpoint") || res.Stopped != "checkpoint" {
-		t.Errorf("a checkpoint in a missing directory: err %v", err)
+	// A checkpoint that cannot be written costs the resumption, not the
+	// run: every epoch says so, and the model is the one without.
+	plain, _, err := c.run(t, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, res, err := c.run(t, filepath.Join(dir, "missing", "ckpt"), 0)
+	if err != nil || !slices.Equal(m.params.Data, plain.params.Data) {
+		t.Errorf("a checkpoint in a missing directory: err %v, same model %v; want the run to go on", err, err == nil && slices.Equal(m.params.Data, plain.params.Data))
+	}
+	for _, e := range res.Epochs {
+		if !strings.Contains(e.CheckpointError, "could not be written") || !strings.Contains(e.CheckpointError, "no checkpoint is kept, and training goes on") {
+			t.Errorf("epoch %d: checkpoint error %q", e.Epoch, e.CheckpointError)
+		}
+	}
+	// Temporary files a killed run left are deleted.
+	stale := path + ".12345.tmp"
+	if err := os.WriteFile(stale, []byte("half a checkpoint"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	// The good file still resumes.
 	if err := os.WriteFile(path, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, res, err := c.run(t, path, 0); err != nil || res.ResumedFrom != 1 {
+	if _, res, err := c.run(t, path, 0); err != nil || res.ResumedFrom != 1 || res.ResumedOn != "" {
 		t.Errorf("resuming the intact checkpoint: err %v, resumed from %v", err, res)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a stale temporary file survived the run: %v", err)
 	}
 }

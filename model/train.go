@@ -272,6 +272,9 @@ type EpochStats struct {
 	// Restored says that the epoch ran before the run was resumed from its
 	// checkpoint; Train reports those epochs first.
 	Restored bool
+	// CheckpointError, when set, says that the checkpoint could not be
+	// written after this epoch, and what is kept instead; training goes on.
+	CheckpointError string
 }
 
 // TrainResult summarises a training run.
@@ -280,8 +283,8 @@ type TrainResult struct {
 	BestEpoch  int // 1-based
 	BestValMSE float64
 	Epochs     []EpochStats
-	// Stopped says why training ended: "epochs", "early_stopping", "canceled",
-	// "diverged" or "checkpoint" (its file could not be written).
+	// Stopped says why training ended: "epochs", "early_stopping", "canceled"
+	// or "diverged".
 	Stopped string
 	// Placement says which frequencies were placed on the training rows'
 	// cycles; nil when the frequencies started on the grid.
@@ -289,6 +292,10 @@ type TrainResult struct {
 	// ResumedFrom is how many epochs the run's checkpoint had finished
 	// when this run resumed it; 0 for a run from the start.
 	ResumedFrom int
+	// ResumedOn, when set, says that the checkpoint was written with
+	// other arithmetic kernels, so that the resumed run is not the
+	// uninterrupted one bit for bit.
+	ResumedOn string
 }
 
 // MedianEpochSeconds returns the median wall time of the epochs run.
@@ -370,11 +377,14 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	}
 	st := runState{res: res, best: best, perm: perm}
 	var fp string
+	kept := 0 // the epoch of the last checkpoint on disk
 	if cfg.Checkpoint != "" {
+		removeStaleTemps(cfg.Checkpoint)
 		fp = t.fingerprint(train, val)
 		if _, err := t.loadCheckpoint(cfg.Checkpoint, fp, &st); err != nil {
 			return nil, err
 		}
+		kept = st.nextEpoch
 		if progress != nil {
 			for _, e := range res.Epochs {
 				e.Restored = true
@@ -457,9 +467,19 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 			stop = "epochs"
 		}
 		if cfg.Checkpoint != "" {
+			// A checkpoint that cannot be written (a full disk) costs the
+			// ability to resume, not the run.
 			st.nextEpoch, st.stopped = epoch+1, stop
 			if err := t.saveCheckpoint(cfg.Checkpoint, fp, st); err != nil {
-				return t.finish(res, best, "checkpoint"), err
+				before := "no checkpoint is kept"
+				if kept > 0 {
+					before = fmt.Sprintf("the one of epoch %d is kept", kept)
+				}
+				es.CheckpointError = fmt.Sprintf("%v; it needs about %s, and as much again while it replaces the last; %s, and training goes on",
+					err, formatBytes(8*len(t.checkpointArrays(best))*len(m.params.Data)), before)
+				res.Epochs[len(res.Epochs)-1] = es
+			} else {
+				kept = epoch + 1
 			}
 		}
 		if progress != nil {
@@ -799,4 +819,15 @@ func (a *adam) update(p, g []float64, clip, lr float64, lo, hi int) {
 		k.Decay = lr * sg.decay
 		gemm.AdamStep(p[l:h], g[l:h], a.m[l:h], a.v[l:h], &k)
 	}
+}
+
+// formatBytes writes n bytes for a person: "1.0 GB", "12 MB".
+func formatBytes(n int) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.0f kB", float64(n)/1e3)
 }

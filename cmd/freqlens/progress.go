@@ -19,7 +19,8 @@ type progress struct {
 	started  time.Time
 	best     float64
 	bestAt   int
-	restored int // epochs a checkpoint had finished
+	restored int  // epochs a checkpoint had finished
+	failing  bool // the last epoch's checkpoint could not be written
 }
 
 func newProgress(w io.Writer, epochs int) *progress {
@@ -52,6 +53,15 @@ func (p *progress) epoch(s model.EpochStats) {
 		perEpoch := time.Since(p.started) / time.Duration(s.Epoch-p.restored)
 		line += fmt.Sprintf(" ETA ≤%s", (perEpoch * time.Duration(p.epochs-s.Epoch)).Round(time.Second))
 	}
+	// A checkpoint that cannot be written is said when it starts and
+	// when it ends, not every epoch.
+	switch {
+	case s.CheckpointError != "" && !p.failing:
+		line += "\nfreqlens train: warning: " + s.CheckpointError
+	case s.CheckpointError == "" && p.failing && !s.Restored:
+		line += "\nfreqlens train: the checkpoint is written again"
+	}
+	p.failing = s.CheckpointError != ""
 	if !p.terminal {
 		fmt.Fprintln(p.w, line)
 		return

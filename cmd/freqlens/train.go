@@ -37,7 +37,7 @@ type trainReport struct {
 	ValWindows         int                `json:"val_windows"`
 	TestWindows        int                `json:"test_windows"`
 	EpochsRun          int                `json:"epochs_run"`
-	ResumedFrom        int                `json:"resumed_from,omitempty"` // epochs the checkpoint had finished`
+	ResumedFrom        int                `json:"resumed_from,omitempty"` // epochs the checkpoint had finished
 	EpochSecondsMedian float64            `json:"epoch_seconds_median"`
 	TrainSeconds       float64            `json:"train_seconds"`
 	Stopped            string             `json:"stopped"`
@@ -86,7 +86,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		*checkpoint = *out + ".checkpoint"
 	case "none":
 		*checkpoint = ""
-	case *out:
+	}
+	if *checkpoint != "" && samePath(*checkpoint, *out) {
 		return fmt.Errorf("--checkpoint names the model file %s; give it a path of its own", *out)
 	}
 	switch {
@@ -162,11 +163,14 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if res.Train.ResumedOn != "" {
+		fmt.Fprintf(stderr, "freqlens train: note: %s\n", res.Train.ResumedOn)
+	}
 	m, met, tr := res.Model, res.Test, res.Train
 	if err := m.Save(*out); err != nil {
 		return err
 	}
-	if *checkpoint != "" && !res.Interrupted {
+	if *checkpoint != "" && !res.Interrupted && !samePath(*checkpoint, *out) {
 		// The model holds the finished run; a rerun trains anew.
 		if err := os.Remove(*checkpoint); err != nil && !errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(stderr, "freqlens train: the model is written, but its checkpoint could not be deleted: %v\n", err)
@@ -299,4 +303,17 @@ func checkWritable(path string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// samePath reports whether a and b name one file: the same absolute path,
+// or (when both exist) the same file through links.
+func samePath(a, b string) bool {
+	aa, errA := filepath.Abs(a)
+	ab, errB := filepath.Abs(b)
+	if errA == nil && errB == nil && aa == ab {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

@@ -518,8 +518,16 @@ func TestTrainResumesAfterInterrupt(t *testing.T) {
 	if code, _, stderr := runCLI(args(filepath.Join(dir, "missing", "m.safetensors"))...); code == 0 || !strings.Contains(stderr, "cannot write in") || strings.Contains(stderr, "epoch 1/") {
 		t.Errorf("--out in a missing directory: exit %d, %s; want a refusal before training", code, stderr)
 	}
-	if code, _, stderr := runCLI(args(out, "--checkpoint", out)...); code == 0 || !strings.Contains(stderr, "--checkpoint names the model file") {
-		t.Errorf("--checkpoint on the model file: exit %d, %s", code, stderr)
+	// A checkpoint that cannot be written is warned of once, and the run
+	// finishes with its model.
+	code, _, stderr = runCLI(args(filepath.Join(dir, "nockpt.safetensors"), "--checkpoint", filepath.Join(dir, "missing", "c"))...)
+	if code != 0 || strings.Count(stderr, "warning: the checkpoint") != 1 || !strings.Contains(stderr, "training goes on") {
+		t.Errorf("an unwritable checkpoint: exit %d, stderr:\n%s\nwant one warning and the model", code, stderr)
+	}
+	for _, same := range []string{out, dir + "/./" + filepath.Base(out)} {
+		if code, _, stderr := runCLI(args(out, "--checkpoint", same)...); code == 0 || !strings.Contains(stderr, "--checkpoint names the model file") {
+			t.Errorf("--checkpoint %s on the model file: exit %d, %s", same, code, stderr)
+		}
 	}
 }
 

@@ -51,3 +51,14 @@
 // Elsewhere, and when built with the purego tag, portable Go loops compute
 // the same results 3–10 times more slowly.
 package gemm
+
+// Kernels names the arithmetic the package runs on this machine:
+// "avx2-fma" for the amd64 assembly kernels, "go" for the portable ones.
+// The two round differently, so a computation repeated bit for bit needs
+// the same kernels.
+func Kernels() string {
+	if useAsm {
+		return "avx2-fma"
+	}
+	return "go"
+}
