@@ -33,40 +33,51 @@ const outlierReach = 10
 // is one value has none.
 func (f *Frame) Outliers() []Outlier {
 	rows, chans := f.Rows(), f.Channels()
-	if rows < 20 {
-		return nil
-	}
 	var out []Outlier
 	col := make([]float64, 0, rows)
 	for c := range chans {
 		col = col[:0]
 		for r := range rows {
-			if x := f.Values[r*chans+c]; !math.IsNaN(x) {
-				col = append(col, x)
-			}
+			col = append(col, f.Values[r*chans+c])
 		}
-		if len(col) < 20 {
-			continue
-		}
-		slices.Sort(col)
-		// The middle 99.8%, and at least five readings off each end of a
-		// short column, so that a few glitches do not set its range.
-		k := max(len(col)/1000, min(5, len(col)/20))
-		lo, hi := col[k], col[len(col)-1-k]
-		w := hi - lo
-		if !(w > 0) || math.IsInf(w, 0) {
-			continue
-		}
-		if col[0] >= lo-outlierReach*w && col[len(col)-1] <= hi+outlierReach*w {
+		lo, hi, ok := usualRange(col)
+		if !ok {
 			continue
 		}
 		for r := range rows {
-			if x := f.Values[r*chans+c]; x < lo-outlierReach*w || x > hi+outlierReach*w {
+			if x := f.Values[r*chans+c]; outside(x, lo, hi) {
 				out = append(out, Outlier{Column: f.Columns[c], Row: r, Time: f.Times[r], Value: x, Lo: lo, Hi: hi})
 			}
 		}
 	}
 	return out
+}
+
+// usualRange returns the middle 99.8% of the readings in col (NaN left
+// out; of a short column, all but the five lowest and highest), and
+// whether any reading lies outside it by more than outlierReach widths.
+// It sorts col.
+func usualRange(col []float64) (lo, hi float64, any bool) {
+	col = slices.DeleteFunc(col, math.IsNaN)
+	if len(col) < 20 {
+		return 0, 0, false
+	}
+	slices.Sort(col)
+	// At least five readings off each end of a short column, so that a
+	// few glitches do not set its range.
+	k := max(len(col)/1000, min(5, len(col)/20))
+	lo, hi = col[k], col[len(col)-1-k]
+	if w := hi - lo; !(w > 0) || math.IsInf(w, 0) {
+		return 0, 0, false
+	}
+	return lo, hi, outside(col[0], lo, hi) || outside(col[len(col)-1], lo, hi)
+}
+
+// outside reports whether x lies beyond [lo, hi] by more than outlierReach
+// times its width.
+func outside(x, lo, hi float64) bool {
+	w := hi - lo
+	return x < lo-outlierReach*w || x > hi+outlierReach*w
 }
 
 // OutlierNote says, in one line for the user, which columns have readings
@@ -90,4 +101,65 @@ func (f *Frame) OutlierNote() string {
 	return fmt.Sprintf("%s: readings far outside the rest of their column: %s; "+
 		"an error code or a glitch scales the column's other readings towards zero and hides its errors: check them, and fix or drop their rows",
 		f.Name, strings.Join(cols, ", "))
+}
+
+// SeriesOutlier is a reading of a panel far outside the rest of its
+// series' readings of the field (see Outlier).
+type SeriesOutlier struct {
+	Series, Field string
+	Time          time.Time
+	Value         float64
+}
+
+// Outliers returns the readings of p far outside the rest of their series
+// and field (see Outlier), series by series.
+func (p *Panel) Outliers() []SeriesOutlier {
+	C := len(p.Fields)
+	var out []SeriesOutlier
+	var col []float64
+	for i := 0; i < len(p.Segments); {
+		j := i
+		for j < len(p.Segments) && p.Segments[j].Series == p.Segments[i].Series {
+			j++
+		}
+		for c := range C {
+			col = col[:0]
+			for _, seg := range p.Segments[i:j] {
+				for r := range seg.Rows(C) {
+					col = append(col, seg.Values[r*C+c])
+				}
+			}
+			lo, hi, ok := usualRange(col)
+			if !ok {
+				continue
+			}
+			for _, seg := range p.Segments[i:j] {
+				for r := range seg.Rows(C) {
+					if x := seg.Values[r*C+c]; outside(x, lo, hi) {
+						at := time.Unix(0, 0).UTC().Add(time.Duration(seg.Start+int64(r)) * p.Cadence)
+						out = append(out, SeriesOutlier{Series: seg.Series, Field: p.Fields[c], Time: at, Value: x})
+					}
+				}
+			}
+		}
+		i = j
+	}
+	return out
+}
+
+// OutlierNote says, in one line for the user, how many readings of which
+// series lie far outside the rest of their series, and "" when none does.
+func (p *Panel) OutlierNote() string {
+	o := p.Outliers()
+	if len(o) == 0 {
+		return ""
+	}
+	series := map[string]bool{}
+	for _, x := range o {
+		series[x.Series] = true
+	}
+	first := o[0]
+	return fmt.Sprintf("%s: %d readings of %d series lie far outside the rest of their series (the first: series %q, %s %g at %s); "+
+		"an error code or a glitch scales the series' other readings towards zero and hides its errors: check them, and fix or drop them",
+		p.Name, len(o), len(series), first.Series, first.Field, first.Value, first.Time.Format(time.RFC3339))
 }

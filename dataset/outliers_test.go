@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -60,5 +61,38 @@ func TestOutliers(t *testing.T) {
 		if note := f.OutlierNote(); (note != "") != (len(planted) > 0) || len(planted) > 0 && !strings.Contains(note, f.Columns[planted[0].c]) {
 			t.Errorf("trial %d: note %q for %v", trial, note, planted)
 		}
+	}
+}
+
+// TestPanelOutliers: a glitch in one series of a panel is found at its
+// series, field and time, and a series whose readings are ten times
+// another's is no outlier: each series is judged by its own readings.
+func TestPanelOutliers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	b, err := NewPanelBuilder(PanelConfig{Name: "topic readings", Fields: []string{"flow", "speed"}, Cadence: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for s, scale := range []float64{1, 10, 100} {
+		for r := range 500 {
+			v := []float64{scale * (5 + math.Sin(float64(r)/4) + 0.1*rng.NormFloat64()), 50 + rng.NormFloat64()}
+			if s == 1 && r == 321 {
+				v[0] = -9999
+			}
+			b.Add(fmt.Sprint("s-", s), start.Add(time.Duration(r)*time.Hour).UnixMilli(), v)
+		}
+	}
+	p, err := b.Build(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p.Outliers()
+	want := SeriesOutlier{Series: "s-1", Field: "flow", Time: start.Add(321 * time.Hour), Value: -9999}
+	if len(o) != 1 || o[0] != want {
+		t.Fatalf("outliers %+v, want [%+v]", o, want)
+	}
+	if note := p.OutlierNote(); !strings.Contains(note, `1 readings of 1 series`) || !strings.Contains(note, `series "s-1", flow -9999 at 2024-01-14T09:00:00Z`) {
+		t.Errorf("note %q", note)
 	}
 }

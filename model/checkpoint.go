@@ -325,3 +325,14 @@ func removeStaleTemps(path string) {
 func globEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
 }
+
+// formatBytes writes n bytes for a person: "1.0 GB", "12 MB".
+func formatBytes(n int) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.0f kB", float64(n)/1e3)
+}

@@ -217,23 +217,6 @@ func fineTuned(heads bool) func(component string) bool {
 	}
 }
 
-// freezeExcept marks every tensor whose component is not trainable as
-// frozen: apply clears its gradient before clipping and Adam leaves it.
-func (a *adam) freezeExcept(cfg Config, trainable func(tensor) bool) {
-	for i, t := range tensors(cfg) {
-		a.segs[i].frozen = !trainable(t)
-	}
-}
-
-// clearFrozen zeroes the gradient of the frozen tensors within [lo, hi).
-func (a *adam) clearFrozen(g []float64, lo, hi int) {
-	for _, sg := range a.segs {
-		if l, h := max(lo, sg.lo), min(hi, sg.hi); sg.frozen && l < h {
-			clear(g[l:h])
-		}
-	}
-}
-
 // Finite reports whether every parameter is a finite number, the check a
 // candidate model passes before it may serve.
 func (m *Model) Finite() bool {

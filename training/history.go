@@ -111,6 +111,9 @@ func (h *History) Split(s Split) (*Data, error) {
 	if stats.Example != "" {
 		summary += "\n  first refused: " + stats.Example
 	}
+	if note := p.OutlierNote(); note != "" {
+		summary += "\n" + note
+	}
 	return &Data{
 		Span: h.Span, Name: p.Name, Protocol: "time", Mode: mode, Columns: p.Fields, Cadence: p.Cadence, Scaler: bm.Scaler,
 		Train: bm.Train.Sample(s.MaxWindows, s.Seed), Val: bm.Val.Sample(s.MaxWindows/5, s.Seed+1), Test: bm.Test,

@@ -1,0 +1,84 @@
+package model
+
+import (
+	"math"
+
+	"github.com/freqlens/freqlens/internal/gemm"
+)
+
+// adam is the Adam optimiser (with AdamW's decoupled weight decay) over the
+// flat parameter vector, with a learning-rate scale and a decay per tensor.
+type adam struct {
+	m, v []float64
+	segs []adamSegment
+	t    int
+}
+
+// adamSegment is one tensor's range of the parameter vector.
+type adamSegment struct {
+	lo, hi       int
+	scale, decay float64
+	frozen       bool // fine-tuning leaves this tensor as it is
+}
+
+const (
+	adamBeta1 = 0.9
+	adamBeta2 = 0.999
+	adamEps   = 1e-8
+)
+
+func newAdam(cfg Config, freqScale, weightDecay float64) *adam {
+	n := paramCount(cfg)
+	a := &adam{m: make([]float64, n), v: make([]float64, n)}
+	off := 0
+	for _, t := range tensors(cfg) {
+		k := numel(t.shape)
+		sg := adamSegment{lo: off, hi: off + k, scale: 1}
+		if t.component == "frequencies" {
+			sg.scale = freqScale
+		}
+		if len(t.shape) >= 2 {
+			sg.decay = weightDecay // weights only: not biases, θ, φ or α
+		}
+		a.segs = append(a.segs, sg)
+		off += k
+	}
+	return a
+}
+
+// update applies one Adam step with gradient clip·g to p[lo:hi] and clears
+// g[lo:hi].
+func (a *adam) update(p, g []float64, clip, lr float64, lo, hi int) {
+	bc1 := 1 - math.Pow(adamBeta1, float64(a.t))
+	bc2 := 1 - math.Pow(adamBeta2, float64(a.t))
+	k := gemm.AdamConsts{
+		Clip: clip, Beta1: adamBeta1, OneMinusBeta1: 1 - adamBeta1, Beta2: adamBeta2, OneMinusBeta2: 1 - adamBeta2,
+		InvSqrtBC2: 1 / math.Sqrt(bc2), Eps: adamEps,
+	}
+	for _, sg := range a.segs {
+		l, h := max(lo, sg.lo), min(hi, sg.hi)
+		if l >= h || sg.frozen {
+			continue
+		}
+		k.Step = sg.scale * lr / bc1
+		k.Decay = lr * sg.decay
+		gemm.AdamStep(p[l:h], g[l:h], a.m[l:h], a.v[l:h], &k)
+	}
+}
+
+// freezeExcept marks every tensor whose component is not trainable as
+// frozen: apply clears its gradient before clipping and Adam leaves it.
+func (a *adam) freezeExcept(cfg Config, trainable func(tensor) bool) {
+	for i, t := range tensors(cfg) {
+		a.segs[i].frozen = !trainable(t)
+	}
+}
+
+// clearFrozen zeroes the gradient of the frozen tensors within [lo, hi).
+func (a *adam) clearFrozen(g []float64, lo, hi int) {
+	for _, sg := range a.segs {
+		if l, h := max(lo, sg.lo), min(hi, sg.hi); sg.frozen && l < h {
+			clear(g[l:h])
+		}
+	}
+}
