@@ -119,6 +119,7 @@ func loadCSV(path, series string) (*Frame, error) {
 //	2006-01-02 15:04
 //	2006-01-02T15:04:05Z07:00 (RFC 3339)
 //	2006-01-02
+//	1704067200000 (epoch milliseconds: 12 or 13 digits)
 //
 // and are read as UTC when they carry no zone. Numbers are anything
 // strconv.ParseFloat accepts, except NaN and ±Inf; surrounding spaces are
@@ -243,7 +244,7 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string) (*
 		t, ok := parseDate(ds, &layout)
 		if !ok {
 			return nil, fail(line, dateCol, rec[0],
-				fmt.Sprintf("%q is not a date; want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00) or 2006-01-02", rec[0]), nil)
+				fmt.Sprintf("%q is not a date; want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits)", rec[0]), nil)
 		}
 		if n := len(times); seriesAt < 0 && n > 0 {
 			switch {
@@ -303,6 +304,13 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string) (*
 func parseDate(s string, last *int) (time.Time, bool) {
 	if t, err := time.Parse(dateLayouts[*last], s); err == nil {
 		return t, true
+	}
+	// Epoch milliseconds, as readings carry them: 12 or 13 digits (1973
+	// to 2286), so that a number of seconds is not read as milliseconds.
+	if n := len(s); n == 12 || n == 13 {
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms > 0 {
+			return time.UnixMilli(ms).UTC(), true
+		}
 	}
 	for i, l := range dateLayouts {
 		if i == *last {

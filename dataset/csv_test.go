@@ -83,6 +83,14 @@ func TestReadCSV(t *testing.T) {
 			wantCadence: 24 * time.Hour, // diffs 1d, 1d, 1d, 1d+0.5s: lower median of the sorted four is 1d
 		},
 		{
+			name:        "epoch milliseconds",
+			in:          "date,a\n1704067200000,1\n1704070800000,2\n",
+			wantCols:    []string{"a"},
+			wantTimes:   []time.Time{utc(2024, 1, 1, 0, 0, 0), utc(2024, 1, 1, 1, 0, 0)},
+			wantValues:  []float64{1, 2},
+			wantCadence: time.Hour,
+		},
+		{
 			name:        "spaces around cells and exotic number forms",
 			in:          "date,a,b\n 2020-01-01 00:00:00 , 1.5 ,-0\n2020-01-01 01:00:00,0x1p-2,1E+3\n",
 			wantCols:    []string{"a", "b"},
@@ -180,7 +188,7 @@ func TestReadCSVErrors(t *testing.T) {
 			wantColumn: "date",
 			wantValue:  "2020-13-01 00:00:00",
 			wantMsg: `t.csv line 3: column "date": "2020-13-01 00:00:00" is not a date; ` +
-				"want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00) or 2006-01-02",
+				"want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits)",
 		},
 		{
 			name:       "missing date",
