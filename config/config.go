@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -134,6 +135,11 @@ func apply(ks map[string]any, prefix string, n *yaml.Node) error {
 			msg := "is not a key"
 			if known := under(ks, prefix); prefix != "" {
 				msg += "; the keys of " + prefix + " are " + strings.Join(known, ", ")
+			} else {
+				msg += "; the sections are " + strings.Join(sections(ks), ", ")
+			}
+			if best := nearestName(name, prefix, ks); best != "" {
+				msg += "; did you mean " + best + "?"
 			}
 			return &Error{Key: key, Where: where, Msg: msg}
 		}
@@ -370,4 +376,36 @@ func syntaxError(err error) error {
 		}
 	}
 	return fmt.Errorf("config: %s", msg)
+}
+
+// sections returns the top-level sections of the keys, sorted.
+func sections(ks map[string]any) []string {
+	var out []string
+	for _, k := range sortedKeys(ks) {
+		if sec, _, _ := strings.Cut(k, "."); !slices.Contains(out, sec) {
+			out = append(out, sec)
+		}
+	}
+	return out
+}
+
+// nearestName returns the name at the level of prefix ("" for the
+// sections) within two edits of name, or "" when none is.
+func nearestName(name, prefix string, ks map[string]any) string {
+	var names []string
+	if prefix == "" {
+		names = sections(ks)
+	} else {
+		for _, k := range under(ks, prefix) {
+			first, _, _ := strings.Cut(k, ".")
+			names = append(names, first)
+		}
+	}
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(name, n); d < bestD && n != name {
+			best, bestD = n, d
+		}
+	}
+	return best
 }

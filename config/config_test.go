@@ -411,3 +411,21 @@ func TestSyntaxErrorsNameWhereToLook(t *testing.T) {
 		}
 	}
 }
+
+// TestMisspelledKeysGetASuggestion: a key or section one or two edits
+// from a real one is named with it; a section that is nothing like one
+// lists the sections.
+func TestMisspelledKeysGetASuggestion(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	for _, tc := range []struct{ yaml, want string }{
+		{minimal + "windows: {max_gap: 3}", "did you mean window?"},
+		{minimal + "inputs: {batch_rows: 3}", "did you mean input?"},
+		{minimal + "window: {max_gaps: 3}", "did you mean max_gap?"},
+		{minimal + "telemetry: {x: 1}", "; the sections are "},
+	} {
+		_, err := Parse([]byte(tc.yaml), noEnv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml[len(minimal):], err, tc.want)
+		}
+	}
+}

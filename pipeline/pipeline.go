@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	runtimemetrics "runtime/metrics"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,6 +217,10 @@ func New(w Wiring, cfg Config, src Source, win window.Config, m *model.Model, sn
 	if _, err := m.NewExplainer(len(w.Fields)); err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}
+	renamed, err := checkChannels(m, w.Fields)
+	if err != nil {
+		return nil, err
+	}
 	if mc := m.Meta.Cadence; mc > 0 && mc != w.Cadence {
 		return nil, fmt.Errorf("input.cadence is %[2]s but the model was trained on %[1]s steps; "+
 			"its learned periods would be read in the wrong units; set input.cadence: %[1]s or train on data of this cadence", mc, w.Cadence)
@@ -223,6 +228,10 @@ func New(w Wiring, cfg Config, src Source, win window.Config, m *model.Model, sn
 	p := &Pipeline{wiring: w, cfg: cfg, src: src, snk: snk, log: slog.Default(), now: time.Now, seed: maphash.MakeSeed()}
 	for _, o := range opts {
 		o(p)
+	}
+	if renamed {
+		p.log.Warn("input.value_fields are not the names of the model's channels; each field is read as the channel in its place",
+			"value_fields", w.Fields, "model_channels", m.Meta.ChannelNames)
 	}
 	p.shape = window.Shape{Lookback: m.Lookback(), Fields: w.Fields, Cadence: w.Cadence}
 	if err := p.shape.Validate(); err != nil {
@@ -253,6 +262,9 @@ func New(w Wiring, cfg Config, src Source, win window.Config, m *model.Model, sn
 // SetModel makes m, numbered version, the model of the next batch. Batches
 // in flight finish on the model they started with.
 func (p *Pipeline) SetModel(m *model.Model, version int64) error {
+	if _, err := checkChannels(m, p.wiring.Fields); err != nil {
+		return err
+	}
 	if _, err := m.NewExplainer(len(p.wiring.Fields)); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
@@ -709,4 +721,22 @@ func (p *Pipeline) expireIdle(now time.Time) {
 // allowed lateness and one step of rounding.
 func RebuildSpan(lookback int, win window.Config, cadence time.Duration) time.Duration {
 	return time.Duration(lookback+win.MaxGap+1)*cadence + win.AllowedLateness
+}
+
+// checkChannels refuses a mixed model whose channels, as its file names
+// them, are the value fields in another order: each field would be
+// normalised with another channel's statistics and read by another
+// channel's weights, with nothing to show for it. Names that differ
+// otherwise are taken as renamed fields, in order, as the count check
+// allows; renamed says so, for a warning.
+func checkChannels(m *model.Model, fields []string) (renamed bool, err error) {
+	names := m.Meta.ChannelNames
+	if m.Config().Mode != model.Mixed || len(names) != len(fields) || slices.Equal(names, fields) {
+		return false, nil
+	}
+	if a, b := slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(fields)); slices.Equal(a, b) {
+		return false, fmt.Errorf("input.value_fields %v are the model's channels in another order; this mixed model reads them as %v: "+
+			"list them in that order", fields, names)
+	}
+	return true, nil
 }

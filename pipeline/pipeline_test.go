@@ -546,6 +546,25 @@ func TestNewRejectsMismatches(t *testing.T) {
 			}
 		})
 	}
+	// A mixed model that names its channels: the same fields in another
+	// order are refused, in New and in SetModel; other names pass.
+	named := m.Clone()
+	named.Meta.ChannelNames = []string{"a", "b", "c"}
+	for _, fields := range [][]string{{"c", "a", "b"}, {"b", "a", "c"}} {
+		_, err := pipeline.New(wiring(fields...), pipeline.DefaultConfig(), nil, window.DefaultConfig(), named, sink.NewMemory())
+		if err == nil || !strings.Contains(err.Error(), "in another order; this mixed model reads them as [a b c]") {
+			t.Errorf("fields %v: New error %v, want the order refused", fields, err)
+		}
+	}
+	p, err := pipeline.New(wiring("x", "y", "z"), pipeline.DefaultConfig(), nil, window.DefaultConfig(), named, sink.NewMemory())
+	if err != nil {
+		t.Fatalf("renamed fields: %v", err)
+	}
+	renamed := named.Clone()
+	renamed.Meta.ChannelNames = []string{"y", "x", "z"}
+	if err := p.SetModel(renamed, 2); err == nil || !strings.Contains(err.Error(), "another order") {
+		t.Errorf("SetModel with the fields in another order: %v", err)
+	}
 }
 
 // corruptingSource is a consumer whose first batch with rows reaches the

@@ -154,7 +154,7 @@ func (f *fields) checkTime(ts, nowMs int64) *DecodeError {
 		return perr
 	}
 	if ts < f.oldestMs {
-		return poison(ReasonTooOld, "%s %s is more than input.max_past behind %s, the newest time this partition has seen",
+		return poison(ReasonTooOld, "%s %s is before %s: more than input.max_past behind the newest time this partition has seen",
 			f.time, formatMs(ts), formatMs(f.oldestMs))
 	}
 	f.newestMs = max(f.newestMs, ts)
@@ -195,7 +195,7 @@ func (f *fields) checkFuture(ts, nowMs int64) *DecodeError {
 		if d := ts - nowMs; d < math.MaxInt64/int64(time.Millisecond) {
 			ahead = (time.Duration(d) * time.Millisecond).String()
 		}
-		return poison(ReasonFutureTimestamp, "%s %s is %s after now, more than MaxFuture = %v",
+		return poison(ReasonFutureTimestamp, "%s %s is %s after now, more than input.max_future = %v",
 			f.time, formatMs(ts), ahead, time.Duration(f.maxFutureMs)*time.Millisecond)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package readings
 
 import (
+	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -241,7 +242,9 @@ func (d *JSONDecoder) syntax(b []byte, p int, what string) *DecodeError {
 func (d *JSONDecoder) wrongType(b []byte, p int, field, want string) *DecodeError {
 	end, ok := skipValue(b, p, 0)
 	if !ok || end > len(b) {
-		end = len(b)
+		// Not JSON (NaN, a bare word): the token up to the next delimiter.
+		for end = p; end < len(b) && strings.IndexByte(",}] \t\r\n", b[end]) < 0; end++ {
+		}
 	}
 	return poison(ReasonWrongType, "%s = %s is not %s", field, quote(b[p:end]), want)
 }

@@ -136,6 +136,11 @@ func TestDecodeErrorMessage(t *testing.T) {
 	if got := err.Error(); got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
+	// A bare word is no JSON: the excerpt is the word, not the rest of the message.
+	_, err = decodeOne(t, memory.DefaultAllocator, dec, nil, nil, []byte(`{"series":"a","ts":1767600000000,"value":NaN}`))
+	if got, want := err.Error(), `wrong_type: value = "NaN" is not a number`; !strings.Contains(got, want) {
+		t.Errorf("bare NaN: %q, want it to contain %q", got, want)
+	}
 	if de.Unwrap() == nil {
 		t.Error("Unwrap() = nil")
 	}

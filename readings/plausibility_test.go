@@ -99,8 +99,13 @@ func TestTimeBounds(t *testing.T) {
 	}
 	dec.SetOldest(t0 + 1)
 	for i := range 2 {
-		if _, err := decodeOne(t, mem, dec, cfg.ValueFields, nil, two); reasonOf(err) != readings.ReasonTooOld {
+		_, err := decodeOne(t, mem, dec, cfg.ValueFields, nil, two)
+		if reasonOf(err) != readings.ReasonTooOld {
 			t.Errorf("decode %d with the oldest time after a reading: %v, want %s", i+1, err, readings.ReasonTooOld)
+		}
+		// The time the message names is the oldest allowed, said as such.
+		if cutoff := time.UnixMilli(t0 + 1).UTC().Format("2006-01-02T15:04:05.000Z"); err == nil || !strings.Contains(err.Error(), "is before "+cutoff[:19]) {
+			t.Errorf("decode %d: %v; want it to name the oldest time allowed, %s", i+1, err, cutoff)
 		}
 	}
 	dec.SetOldest(readings.NoTime)

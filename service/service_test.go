@@ -318,3 +318,55 @@ func TestNewRefusesABadWebConfig(t *testing.T) {
 		t.Errorf("New with a missing web config = %v, want an error starting with metrics.web_config", err)
 	}
 }
+
+// TestEveryMetricIsDocumented: every metric a running service serves is
+// named in the documentation (docs/ or deploy/), so an operator who finds
+// one in /metrics can look it up.
+func TestEveryMetricIsDocumented(t *testing.T) {
+	svc, cancel, done := runService(t, testConfig())
+	kc := kafkatest.Client(t, svc.Config().Kafka.Brokers)
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	var msgs []kafka.Message
+	for step := range 40 {
+		r := readings.Reading{Series: "s", Time: t0.Add(time.Duration(step) * time.Hour), Values: []float64{float64(step % 24)}}
+		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
+	}
+	msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: []byte("not json")})
+	kafkatest.Produce(t, kc, "readings", msgs...)
+	kafkatest.ReadN(t, kc, "forecasts", 17, 60*time.Second)
+	resp, err := http.Get("http://" + svc.MetricsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopCleanly(t, cancel, done, svc.MetricsAddr())
+
+	var docs strings.Builder
+	for _, pattern := range []string{"../docs/*.md", "../deploy/*/*", "../deploy/*", "../README.md"} {
+		files, _ := filepath.Glob(pattern)
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil {
+				docs.Write(b)
+			}
+		}
+	}
+	served := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		name, ok := strings.CutPrefix(line, "# HELP ")
+		if !ok || !strings.HasPrefix(name, "freqlens_") {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " ")
+		served++
+		if !strings.Contains(docs.String(), name) {
+			t.Errorf("%s is served but named in no document; add it to docs/operating.md's Metrics", name)
+		}
+	}
+	if served < 40 {
+		t.Errorf("only %d freqlens metrics served; the test should see the online and window metrics too", served)
+	}
+}

@@ -220,6 +220,12 @@ func (c *Client) Connect(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
+		if last == nil && ctx.Err() == nil {
+			// Said once, so that a service waiting for its brokers is not
+			// silent for kafka.connect_timeout.
+			c.log.Warn("waiting for the Kafka brokers", "brokers", c.cfg.Brokers, "error", err,
+				"gives_up_after", c.cfg.ConnectTimeout)
+		}
 		if ctx.Err() == nil || last == nil {
 			last = err
 		}

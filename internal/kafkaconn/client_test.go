@@ -1,8 +1,10 @@
 package kafkaconn_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -247,7 +249,8 @@ func TestConnectGivesUpInTime(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := kafkaconn.DefaultConfig()
 			cfg.Brokers, cfg.ConnectTimeout, cfg.DialTimeout = tc.brokers, time.Second, time.Second
-			c, err := kafkaconn.New(cfg)
+			var logged bytes.Buffer
+			c, err := kafkaconn.New(cfg, kafkaconn.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,6 +258,10 @@ func TestConnectGivesUpInTime(t *testing.T) {
 			began := time.Now()
 			err = c.Connect(context.Background())
 			took := time.Since(began)
+			// The wait is said once, not for every retry.
+			if n := strings.Count(logged.String(), "waiting for the Kafka brokers"); n != min(len(tc.want), 1) {
+				t.Errorf("the wait was logged %d times, want %d:\n%s", n, min(len(tc.want), 1), logged.String())
+			}
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("Connect = %v, want nil", err)
