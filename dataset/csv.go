@@ -186,6 +186,11 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string) (*
 	cols := slices.Clone(header[1:]) // the reader reuses its record slice
 	seen := make(map[string]int, len(cols))
 	for i, c := range cols {
+		if strings.ContainsAny(c, "\r\n") {
+			// encoding/csv drops a carriage return before a line feed even
+			// inside quotes, so such a name would not survive a round trip.
+			return nil, fail(headerLine, c, "", fmt.Sprintf("column %d's name holds a line break; rename it", i+2), nil)
+		}
 		if j, ok := seen[c]; ok {
 			return nil, fail(headerLine, c, "",
 				fmt.Sprintf("appears twice in the header (fields %d and %d); rename one", j+2, i+2), nil)

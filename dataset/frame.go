@@ -171,6 +171,10 @@ func (f *Frame) fillGaps(missing int) {
 		values = append(values, f.Row(r)...)
 	}
 	f.Times, f.Values = times, values
+	// The cadence stays what it says, the lower median of the steps: a gap
+	// that was not a whole number of cadences spaces its filled dates a
+	// little differently.
+	f.Cadence = inferCadence(times)
 }
 
 // Rows returns the number of rows, one per timestamp.
