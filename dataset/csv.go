@@ -81,7 +81,14 @@ const writeLayout = "2006-01-02 15:04:05.999999999"
 // what ProtocolFor looks at. See ReadCSV for the accepted format; parse
 // errors are *CSVError values naming the base name of the file.
 func LoadCSV(path string) (*Frame, error) {
-	return loadCSV(path, "")
+	return loadCSV(path, "", false)
+}
+
+// LoadCSVRows is LoadCSV with the rows as the file writes them: no check
+// of their order and no filled steps (Frame.Irregular stays empty). It is
+// for sending a file's readings on as they are (replay), not for windows.
+func LoadCSVRows(path string) (*Frame, error) {
+	return loadCSV(path, "", true)
 }
 
 // LoadCSVSeries is LoadCSV for long-format files, whose rows are readings of
@@ -89,16 +96,16 @@ func LoadCSV(path string) (*Frame, error) {
 // text ("s-17", "t1", "7"), kept as written in Frame.Series and left out
 // of the channels. An empty id is an error.
 func LoadCSVSeries(path, series string) (*Frame, error) {
-	return loadCSV(path, series)
+	return loadCSV(path, series, false)
 }
 
-func loadCSV(path, series string) (*Frame, error) {
+func loadCSV(path, series string, asWritten bool) (*Frame, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load csv: %w", err)
 	}
 	// A line count bounds the rows from above, so the buffers are allocated once.
-	f, err := readCSV(bytes.NewReader(data), filepath.Base(path), bytes.Count(data, []byte{'\n'})+1, len(data), series)
+	f, err := readCSV(bytes.NewReader(data), filepath.Base(path), bytes.Count(data, []byte{'\n'})+1, len(data), series, asWritten)
 	if err != nil {
 		return nil, err
 	}
@@ -119,24 +126,24 @@ func loadCSV(path, series string) (*Frame, error) {
 //	2006-01-02 15:04
 //	2006-01-02T15:04:05Z07:00 (RFC 3339)
 //	2006-01-02
-//	1704067200000 (epoch milliseconds: 12 or 13 digits)
+//	1704067200000 (epoch milliseconds: 13 digits)
 //
 // and are read as UTC when they carry no zone. Numbers are anything
 // strconv.ParseFloat accepts, except NaN and ±Inf; surrounding spaces are
 // ignored. CRLF line endings, a leading UTF-8 byte order mark, blank lines and
 // quoted fields are tolerated.
 //
-// Rows are steps in time order: a date before the one of the row before is
-// an error. Irregular steps (a date that repeats the one before, or missing
-// steps: two or more cadences between neighbouring dates) are read as
-// they are, each row a step, as the benchmarks' protocol reads them
-// (weather.csv has one repeated date and one gap of 9 steps in 52,696
-// rows), while they are at most 1% of the rows. Beyond that a repeated date
-// is an error, and missing steps are filled by linear interpolation, so
-// that a window never joins readings further apart than its steps say (and
-// the spectrum sees no phase jump); more missing steps than rows is an error
-// (a mistyped date, most likely). Frame.Irregular says which and
-// Frame.GapNote says it to the user.
+// Rows are steps in time order. Irregular steps (a date that repeats the one
+// before or is before it, or missing steps: two or more cadences between
+// neighbouring dates) are read as they are, each row a step, as the
+// benchmarks' protocol reads them (weather.csv has one repeated date and one
+// gap of 9 steps in 52,696 rows), while they are at most 1% of the rows.
+// Beyond that repeated dates and dates out of order are errors, and missing
+// steps up to 10% of the rows are filled by linear interpolation, so that a
+// window never joins readings further apart than its steps say (and the
+// spectrum sees no phase jump). More missing steps than that are the data's
+// own spacing (business days) and are read as they are. Frame.Irregular
+// says which and Frame.GapNote says it to the user.
 //
 // ReadCSV fails with a *CSVError on the first malformed row (wrong number of
 // fields, bad date, bad or non-finite number, or an empty cell, which it
@@ -144,13 +151,13 @@ func loadCSV(path, series string) (*Frame, error) {
 // on a header without a numeric column, and on fewer than 2 data rows (the
 // cadence needs two). Errors from r itself are wrapped, not converted.
 func ReadCSV(r io.Reader, name string) (*Frame, error) {
-	return readCSV(r, name, 0, 0, "")
+	return readCSV(r, name, 0, 0, "", false)
 }
 
 // readCSV is ReadCSV with optional upper bounds on the number of lines and
 // bytes of the input, used to preallocate (0 means unknown), and the name
 // of a column of text series ids ("" for none; see LoadCSVSeries).
-func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string) (*Frame, error) {
+func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, asWritten bool) (*Frame, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if b, err := br.Peek(3); err == nil && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
 		br.Discard(3)
@@ -218,8 +225,9 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string) (*
 	times := make([]time.Time, 0, estRows)
 	values := make([]float64, 0, estRows*chans)
 	layout := 0 // the layout that parsed the previous date; tried first
-	// The first row whose date repeats the row before's (a wide file's).
-	repeatLine, repeatCell := 0, ""
+	// The first rows of a wide file whose date repeats the row before's,
+	// and that is before it.
+	repeatLine, repeatCell, backLine, backCell := 0, "", 0, ""
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -253,10 +261,8 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string) (*
 		}
 		if n := len(times); seriesAt < 0 && n > 0 {
 			switch {
-			case t.Before(times[n-1]):
-				return nil, fail(line, dateCol, rec[0],
-					fmt.Sprintf("%q is before the row before (%s): the rows of a wide CSV are steps in time order; sort them by time",
-						rec[0], times[n-1].Format(time.RFC3339)), nil)
+			case t.Before(times[n-1]) && backLine == 0:
+				backLine, backCell = line, rec[0]
 			case t.Equal(times[n-1]) && repeatLine == 0:
 				repeatLine, repeatCell = line, rec[0]
 			}
@@ -294,10 +300,16 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string) (*
 		f.SeriesColumn, f.Series = series, ids
 		return f, nil
 	}
+	if asWritten {
+		return f, nil
+	}
 	if err := f.regularise(); err != nil {
 		line, cell := 0, ""
-		if errors.Is(err, errRepeated) {
+		switch {
+		case errors.Is(err, errRepeated):
 			line, cell = repeatLine, repeatCell
+		case errors.Is(err, errBackward):
+			line, cell = backLine, backCell
 		}
 		return nil, fail(line, dateCol, cell, err.Error(), nil)
 	}
@@ -310,9 +322,10 @@ func parseDate(s string, last *int) (time.Time, bool) {
 	if t, err := time.Parse(dateLayouts[*last], s); err == nil {
 		return t, true
 	}
-	// Epoch milliseconds, as readings carry them: 12 or 13 digits (1973
-	// to 2286), so that a number of seconds is not read as milliseconds.
-	if n := len(s); n == 12 || n == 13 {
+	// Epoch milliseconds, as readings carry them: 13 digits (2001 to
+	// 2286), so that neither a number of seconds nor a compact date
+	// (202001010000) is read as milliseconds.
+	if len(s) == 13 {
 		if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms > 0 {
 			return time.UnixMilli(ms).UTC(), true
 		}

@@ -536,7 +536,7 @@ func FuzzReadCSV(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// With column "a" as the series ids (LoadCSVSeries): every row keeps
 		// a non-empty id, and the rest stays a consistent frame.
-		if fr, err := readCSV(bytes.NewReader(data), "fuzz.csv", 0, 0, "a"); err == nil {
+		if fr, err := readCSV(bytes.NewReader(data), "fuzz.csv", 0, 0, "a", false); err == nil {
 			if len(fr.Series) != fr.Rows() || fr.Channels() < 1 || len(fr.Values) != fr.Rows()*fr.Channels() || slices.Contains(fr.Columns, "a") {
 				t.Fatalf("series frame: %d ids for %d rows, columns %q, %d values", len(fr.Series), fr.Rows(), fr.Columns, len(fr.Values))
 			}
@@ -709,14 +709,15 @@ func TestReadCSVIrregularSteps(t *testing.T) {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
 		read := rows - missing
-		if float64(missing) <= 0.01*float64(read) {
+		if float64(missing) <= 0.01*float64(read) || float64(missing) > 0.10*float64(read) {
+			// Few, or so many that they are the data's own spacing.
 			if f.Rows() != read || f.Irregular.Filled || len(f.Irregular.Gaps) == 0 || !strings.Contains(f.GapNote(), "read as one step") {
 				t.Errorf("trial %d: %d of %d steps missing: %d rows, filled %v, note %q; want the rows as they are, noted",
 					trial, missing, rows, f.Rows(), f.Irregular.Filled, f.GapNote())
 			}
 			continue
 		}
-		if f.Rows() != rows || !f.Irregular.Filled || !strings.Contains(f.GapNote(), fmt.Sprintf("%d missing steps", missing)) {
+		if f.Rows() != rows || !f.Irregular.Filled || !strings.Contains(f.GapNote(), count(missing, "missing step")) {
 			t.Fatalf("trial %d: %d of %d steps missing: %d rows, note %q; want every step, filled", trial, missing, rows, f.Rows(), f.GapNote())
 		}
 		for r := range rows {
@@ -771,19 +772,13 @@ func TestReadCSVIrregularStepsRefused(t *testing.T) {
 				return "2023-12-31 00:00:00"
 			}
 			return ""
-		}), "is before the row before", 22},
+		}), "is before the date of the row before (1 row, more than 1% of the rows): sort the rows by time", 22},
 		{"repeated dates beyond 1%", hourly(200, func(r int) string {
 			if r >= 100 && r%2 == 1 {
 				return time.Date(2024, 1, 1, r-1, 0, 0, 0, time.UTC).Format("2006-01-02 15:04:05")
 			}
 			return ""
-		}), "repeats the date of the row before (50 rows do", 103},
-		{"a jump of more steps than rows", hourly(100, func(r int) string {
-			if r == 99 {
-				return "2025-01-01 00:00:00"
-			}
-			return ""
-		}), "more steps would be missing than the file has rows", 0},
+		}), "repeats the date of the row before (50 rows, more than 1% of the rows)", 103},
 	} {
 		_, err := ReadCSV(strings.NewReader(tc.in), "bad.csv")
 		var ce *CSVError
@@ -798,7 +793,75 @@ func TestReadCSVIrregularStepsRefused(t *testing.T) {
 		}
 		return ""
 	})), "dup.csv")
-	if err != nil || f.Rows() != 200 || f.Irregular.Repeated != 1 || !strings.Contains(f.GapNote(), "1 repeated dates") {
+	if err != nil || f.Rows() != 200 || f.Irregular.Repeated != 1 || !strings.Contains(f.GapNote(), "1 repeated date,") {
 		t.Errorf("one repeated date in 200 rows: err %v, note %q", err, f.GapNote())
+	}
+	// Business days, and a mistyped year: the data's own spacing, read as
+	// it is; a local clock falling back once among gaps leaves them unfilled.
+	for _, tc := range []struct {
+		name, in, want string
+		rows           int
+	}{
+		{"business days", func() string {
+			var b strings.Builder
+			b.WriteString("date,a\n")
+			for d := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC); d.Year() == 2024; d = d.AddDate(0, 0, 1) {
+				if wd := d.Weekday(); wd != time.Saturday && wd != time.Sunday {
+					fmt.Fprintf(&b, "%s,1\n", d.Format("2006-01-02"))
+				}
+			}
+			return b.String()
+		}(), "the spacing is taken as the data's own", 262},
+		{"a mistyped year", hourly(100, func(r int) string {
+			if r == 99 {
+				return "2320-01-05 03:00:00"
+			}
+			return ""
+		}), "the spacing is taken as the data's own", 100},
+		{"a clock falling back among gaps", func() string {
+			var b strings.Builder
+			b.WriteString("date,a\n")
+			for r := range 300 {
+				at := time.Date(2024, 1, 1, r, 0, 0, 0, time.UTC)
+				switch {
+				case r >= 200 && r < 220:
+					continue // 20 missing steps: 7%, filled were it not for the clock
+				case r == 100:
+					at = at.Add(-90 * time.Minute) // before row 99
+				}
+				fmt.Fprintf(&b, "%s,%d\n", at.Format("2006-01-02 15:04:05"), r)
+			}
+			return b.String()
+		}(), "the gaps are not filled because dates go back", 280},
+	} {
+		f, err := ReadCSV(strings.NewReader(tc.in), "x.csv")
+		switch {
+		case err != nil || f.Rows() != tc.rows || f.Irregular.Filled || !strings.Contains(f.GapNote(), tc.want):
+			t.Errorf("%s: err %v, %d rows (want %d), note %q", tc.name, err, f.Rows(), tc.rows, f.GapNote())
+		}
+	}
+}
+
+// TestLoadCSVRowsAsWritten: LoadCSVRows keeps a file's rows as it writes
+// them, where LoadCSV fills its missing steps.
+func TestLoadCSVRowsAsWritten(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("date,a\n")
+	for r := range 100 {
+		if r < 40 || r >= 45 {
+			fmt.Fprintf(&b, "%s,%d\n", time.Date(2024, 1, 1, r, 0, 0, 0, time.UTC).Format("2006-01-02 15:04:05"), r)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "gap.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	filled, err := LoadCSV(path)
+	if err != nil || filled.Rows() != 100 {
+		t.Fatalf("LoadCSV: %v, %d rows; want the 5 missing steps filled", err, filled.Rows())
+	}
+	rows, err := LoadCSVRows(path)
+	if err != nil || rows.Rows() != 95 || rows.GapNote() != "" {
+		t.Fatalf("LoadCSVRows: %v, %d rows, note %q; want the 95 rows as written", err, rows.Rows(), rows.GapNote())
 	}
 }

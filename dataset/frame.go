@@ -50,11 +50,17 @@ type Frame struct {
 type Irregular struct {
 	// Gaps are the runs of missing steps, in time order.
 	Gaps []Gap
+	// Missing is the number of missing steps, the sum of the gaps'.
+	Missing int
 	// Filled says the gaps' steps were inserted as rows, by linear
 	// interpolation; when false the rows were read as they are.
 	Filled bool
-	// Repeated counts the rows whose date repeats the row before's.
-	Repeated int
+	// Repeated counts the rows whose date repeats the row before's, and
+	// Backward those dated before it (a local clock falling back).
+	Repeated, Backward int
+	// AsIs says why irregular steps beyond irregularShare were read as
+	// they are; "" when they were few or filled.
+	AsIs string
 }
 
 // Gap is a run of missing steps: Steps steps from Start on had no row.
@@ -64,84 +70,118 @@ type Gap struct {
 }
 
 // irregularShare is the share of a wide file's rows that may be irregular
-// steps read as they are.
-const irregularShare = 0.01
+// steps read as they are; fillShare the most missing steps, as a share of
+// the rows, that are filled. Beyond it the spacing is the data's own
+// (business days, business hours) and the rows are read as they are.
+const (
+	irregularShare = 0.01
+	fillShare      = 0.10
+)
 
-// errRepeated reports a repeated date beyond irregularShare.
-var errRepeated = errors.New("repeats the date of the row before")
+var (
+	// errRepeated reports repeated dates beyond irregularShare.
+	errRepeated = errors.New("repeats the date of the row before")
+	// errBackward reports dates out of order beyond irregularShare.
+	errBackward = errors.New("is before the date of the row before")
+)
 
 // GapNote says, in one line for the user, which steps of the frame were
 // irregular and what became of them, and "" when none was.
 func (f *Frame) GapNote() string {
 	ir := f.Irregular
-	if len(ir.Gaps) == 0 && ir.Repeated == 0 {
+	if len(ir.Gaps) == 0 && ir.Repeated == 0 && ir.Backward == 0 {
 		return ""
 	}
 	var parts []string
 	if len(ir.Gaps) > 0 {
-		total, longest := 0, ir.Gaps[0]
+		longest := ir.Gaps[0]
 		for _, g := range ir.Gaps {
-			total += g.Steps
 			if g.Steps > longest.Steps {
 				longest = g
 			}
 		}
 		gaps := "in 1 gap"
 		if len(ir.Gaps) > 1 {
-			gaps = fmt.Sprintf("in %d gaps, the longest %d steps", len(ir.Gaps), longest.Steps)
+			gaps = fmt.Sprintf("in %d gaps, the longest %s", len(ir.Gaps), count(longest.Steps, "step"))
 		}
-		parts = append(parts, fmt.Sprintf("%d missing steps %s from %s", total, gaps, longest.Start.Format(time.RFC3339)))
+		parts = append(parts, fmt.Sprintf("%s %s from %s", count(ir.Missing, "missing step"), gaps, longest.Start.Format(time.RFC3339Nano)))
 	}
 	if ir.Repeated > 0 {
-		parts = append(parts, fmt.Sprintf("%d repeated dates", ir.Repeated))
+		parts = append(parts, count(ir.Repeated, "repeated date"))
+	}
+	if ir.Backward > 0 {
+		parts = append(parts, count(ir.Backward, "date")+" before the row before's")
 	}
 	what := strings.Join(parts, " and ")
-	if ir.Filled {
+	switch {
+	case ir.Filled:
 		return fmt.Sprintf("%s: %s, filled by linear interpolation between the readings around them; "+
-			"forecasts and cycles learned across them read the filled values", f.Name, what)
+			"forecasts, cycles, scores and row numbers (--at) count the filled steps", f.Name, what)
+	case ir.AsIs != "":
+		return fmt.Sprintf("%s: %s; %s: each row read as one step (the cycles' clock still reads the dates)", f.Name, what, ir.AsIs)
 	}
-	return fmt.Sprintf("%s: %s, under %.0f%% of the rows: each row read as one step, as the benchmark protocol does", f.Name, what, 100*irregularShare)
+	return fmt.Sprintf("%s: %s, at most %.0f%% of the rows: each row read as one step, as the benchmark protocol does", f.Name, what, 100*irregularShare)
 }
 
-// regularise records the irregular steps of a wide file and, when they are
-// more than irregularShare of its rows, refuses a repeated date or fills
-// the missing steps (see ReadCSV). It leaves f unchanged on error.
+// count writes n things, with the plural's s when n is not 1.
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// stepsBetween returns how many cadences c from a to b, rounded (a
+// jittered clock rounds to 1), without overflowing on dates centuries
+// apart.
+func stepsBetween(a, b time.Time, c time.Duration) int {
+	k := math.Round(b.Sub(a).Seconds() / c.Seconds())
+	if d := b.Sub(a); d == math.MaxInt64 || d == math.MinInt64 {
+		k = math.Round((float64(b.Unix()-a.Unix()) + float64(b.Nanosecond()-a.Nanosecond())/1e9) / c.Seconds())
+	}
+	return int(max(min(k, 1<<40), -1<<40))
+}
+
+// regularise records the irregular steps of a wide file and decides what
+// becomes of them (see ReadCSV): read as they are when they are few; a
+// repeated date or one out of order beyond that refused; missing steps
+// filled up to fillShare of the rows and read as they are beyond it. It
+// leaves f unchanged on error.
 func (f *Frame) regularise() error {
 	c := f.Cadence
 	if c <= 0 || f.Rows() < 2 {
 		return nil
 	}
 	var ir Irregular
-	missing := 0
 	for r := 1; r < f.Rows(); r++ {
-		d := f.Times[r].Sub(f.Times[r-1])
-		if d == 0 {
+		switch k := stepsBetween(f.Times[r-1], f.Times[r], c); {
+		case f.Times[r].Equal(f.Times[r-1]):
 			ir.Repeated++
-			continue
+		case f.Times[r].Before(f.Times[r-1]):
+			ir.Backward++
+		case k >= 2:
+			ir.Missing += k - 1
+			ir.Gaps = append(ir.Gaps, Gap{Start: f.Times[r-1].Add(f.Times[r].Sub(f.Times[r-1]) / time.Duration(k)), Steps: k - 1})
 		}
-		k := int((d + c/2) / c) // steps from row r−1 to row r; a jittered clock rounds to 1
-		if k < 2 {
-			continue
-		}
-		missing += k - 1
-		if missing > f.Rows() {
-			return fmt.Errorf("the dates jump by %s from %s to %s, %d steps of %s: more steps would be missing than the file has rows; "+
-				"check the dates, or give the stretches before and after the jump as files of their own",
-				d, f.Times[r-1].Format(time.RFC3339), f.Times[r].Format(time.RFC3339), k, c)
-		}
-		ir.Gaps = append(ir.Gaps, Gap{Start: f.Times[r-1].Add(d / time.Duration(k)), Steps: k - 1})
 	}
-	if float64(missing+ir.Repeated) <= irregularShare*float64(f.Rows()) {
-		f.Irregular = ir
-		return nil
+	few := irregularShare * float64(f.Rows())
+	switch {
+	case float64(ir.Missing+ir.Repeated+ir.Backward) <= few:
+	case float64(ir.Repeated) > few:
+		return fmt.Errorf("%w (%s, more than %.0f%% of the rows): a row is one step, so keep one row per date",
+			errRepeated, count(ir.Repeated, "row"), 100*irregularShare)
+	case float64(ir.Backward) > few:
+		return fmt.Errorf("%w (%s, more than %.0f%% of the rows): sort the rows by time; "+
+			"if a local clock fell back, write the dates with their offset", errBackward, count(ir.Backward, "row"), 100*irregularShare)
+	case float64(ir.Missing) > fillShare*float64(f.Rows()):
+		ir.AsIs = fmt.Sprintf("more than %.0f%% of the rows, so the spacing is taken as the data's own (business days?)", 100*fillShare)
+	case ir.Backward > 0:
+		ir.AsIs = "the gaps are not filled because dates go back"
+	default:
+		ir.Filled = true
+		f.fillGaps(ir.Missing)
 	}
-	if ir.Repeated > 0 {
-		return fmt.Errorf("%w (%d rows do, more than %.0f%% of the rows with the missing steps): a row is one step, so keep one row per date",
-			errRepeated, ir.Repeated, 100*irregularShare)
-	}
-	ir.Filled = true
 	f.Irregular = ir
-	f.fillGaps(missing)
 	return nil
 }
 
@@ -158,7 +198,7 @@ func (f *Frame) fillGaps(missing int) {
 		if r > 0 {
 			prev, next := f.Row(r-1), f.Row(r)
 			d := f.Times[r].Sub(f.Times[r-1])
-			k := int((d + c/2) / c)
+			k := stepsBetween(f.Times[r-1], f.Times[r], c)
 			for j := 1; j < k; j++ {
 				w := float64(j) / float64(k)
 				times = append(times, f.Times[r-1].Add(d/time.Duration(k)*time.Duration(j)))

@@ -9,9 +9,11 @@ import (
 )
 
 // Outlier is a reading far outside the rest of its channel: beyond the
-// middle 99.8% of the channel's readings (of a short column, all but the
-// five lowest and highest) by more than outlierReach times that range's
-// width. Sensors write such values as error codes (−9999) or
+// middle 99.8% of the channel's readings (of a column under 10,000
+// readings, all but the ten lowest and highest, or a tenth of a column
+// under a hundred) by more than outlierReach times that range's width. It
+// finds glitches that are rare (a run of error codes longer than the
+// readings set aside at each end sets the range itself and is not found). Sensors write such values as error codes (−9999) or
 // glitches (1e9); z-scoring with them squeezes every other reading of the
 // channel towards zero, and an error measured in z-scores then looks small.
 type Outlier struct {
@@ -54,7 +56,7 @@ func (f *Frame) Outliers() []Outlier {
 }
 
 // usualRange returns the middle 99.8% of the readings in col (NaN left
-// out; of a short column, all but the five lowest and highest), and
+// out; of a short column, see Outlier), and
 // whether any reading lies outside it by more than outlierReach widths.
 // It sorts col.
 func usualRange(col []float64) (lo, hi float64, any bool) {
@@ -63,9 +65,9 @@ func usualRange(col []float64) (lo, hi float64, any bool) {
 		return 0, 0, false
 	}
 	slices.Sort(col)
-	// At least five readings off each end of a short column, so that a
-	// few glitches do not set its range.
-	k := max(len(col)/1000, min(5, len(col)/20))
+	// At least ten readings off each end (a tenth of a column under a
+	// hundred), so that a few glitches do not set the range.
+	k := max(len(col)/1000, min(10, len(col)/10))
 	lo, hi = col[k], col[len(col)-1-k]
 	if w := hi - lo; !(w > 0) || math.IsInf(w, 0) {
 		return 0, 0, false

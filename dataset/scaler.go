@@ -79,6 +79,9 @@ func fitScaler(values []float64, chans int, r Range) Scaler {
 			// Near the float64 limits the sum overflows or the squares
 			// underflow to 0: the same statistics of x/a, scaled back.
 			s.Mean[c], s.Std[c] = scaledStats(values, chans, c, r, a)
+			if !(s.Std[c] > 0) {
+				s.Std[c] = hi - lo // subnormal readings: a spread no square resolves
+			}
 		}
 	}
 	return s

@@ -163,4 +163,12 @@ func TestFitScalerAtTheFloat64Limits(t *testing.T) {
 			}
 		}
 	}
+	// Subnormal readings, whose squares are all 0: a positive spread still.
+	sub := []float64{5e-324, 1e-323, 5e-324, 1e-323}
+	s := fitScaler(sub, 1, Range{Start: 0, End: len(sub)})
+	for i, z := range s.Transform(nil, sub) {
+		if math.IsNaN(z) || math.IsInf(z, 0) {
+			t.Errorf("subnormal readings: z[%d] = %v (std %v), want finite", i, z, s.Std[0])
+		}
+	}
 }

@@ -55,7 +55,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	load := dataset.LoadCSV
+	load := dataset.LoadCSVRows // the readings as the file writes them, none filled
 	if *seriesCol != "" {
 		// Series ids are text, kept as written ("s-17").
 		load = func(path string) (*dataset.Frame, error) { return dataset.LoadCSVSeries(path, *seriesCol) }
