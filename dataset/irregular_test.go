@@ -1,0 +1,226 @@
+package dataset
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReadCSVIrregularSteps: on seeded random files, a wide CSV whose
+// irregular steps exceed 1% of its rows has its missing steps filled (each
+// original row where it was, every filled one on the line between its
+// neighbours, the dates one cadence apart), a repeated date refused at its
+// line and rows out of order refused; at most 1% are read as they are.
+func TestReadCSVIrregularSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20261127, 3))
+	for trial := range 40 {
+		rows := 300 + rng.IntN(700)
+		cadence := []time.Duration{10 * time.Second, 15 * time.Minute, time.Hour, 24 * time.Hour}[rng.IntN(4)]
+		start := time.Date(2024, 3, 1+rng.IntN(20), rng.IntN(24), 0, 0, 0, time.UTC)
+		chans := 1 + rng.IntN(3)
+		value := func(r, c int) float64 {
+			return 10*float64(c) + math.Sin(2*math.Pi*float64(r)/24+float64(c)) + 0.1*float64(r%7)
+		}
+		// Drop some runs of rows; a few trials stay under 1%.
+		keep := make([]bool, rows)
+		for r := range keep {
+			keep[r] = true
+		}
+		missing := 0
+		small := trial%4 == 0
+		for range 1 + rng.IntN(4) {
+			n := 1 + rng.IntN(rows/20)
+			if small {
+				n = 1
+			}
+			at := 1 + rng.IntN(rows-n-2)
+			for r := at; r < at+n; r++ {
+				if keep[r] {
+					keep[r] = false
+					missing++
+				}
+			}
+		}
+		var b strings.Builder
+		b.WriteString("date")
+		for c := range chans {
+			fmt.Fprintf(&b, ",c%d", c)
+		}
+		b.WriteString("\n")
+		for r := range rows {
+			if !keep[r] {
+				continue
+			}
+			b.WriteString(start.Add(time.Duration(r) * cadence).Format(time.RFC3339))
+			for c := range chans {
+				fmt.Fprintf(&b, ",%v", value(r, c))
+			}
+			b.WriteString("\n")
+		}
+		f, err := ReadCSV(strings.NewReader(b.String()), "gaps.csv")
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		read := rows - missing
+		if float64(missing) <= 0.01*float64(read) || float64(missing) > 0.10*float64(read) {
+			// Few, or so many that they are the data's own spacing.
+			if f.Rows() != read || f.Irregular.Filled || len(f.Irregular.Gaps) == 0 || !strings.Contains(f.GapNote(), "read as one step") {
+				t.Errorf("trial %d: %d of %d steps missing: %d rows, filled %v, note %q; want the rows as they are, noted",
+					trial, missing, rows, f.Rows(), f.Irregular.Filled, f.GapNote())
+			}
+			continue
+		}
+		if f.Rows() != rows || !f.Irregular.Filled || !strings.Contains(f.GapNote(), count(missing, "missing step")) {
+			t.Fatalf("trial %d: %d of %d steps missing: %d rows, note %q; want every step, filled", trial, missing, rows, f.Rows(), f.GapNote())
+		}
+		for r := range rows {
+			if want := start.Add(time.Duration(r) * cadence); !f.Times[r].Equal(want) {
+				t.Fatalf("trial %d: row %d dated %v, want %v", trial, r, f.Times[r], want)
+			}
+			for c := range chans {
+				got := f.Values[r*chans+c]
+				if keep[r] {
+					if got != value(r, c) {
+						t.Fatalf("trial %d: kept row %d channel %d = %v, want %v", trial, r, c, got, value(r, c))
+					}
+					continue
+				}
+				lo, hi := r, r
+				for !keep[lo] {
+					lo--
+				}
+				for !keep[hi] {
+					hi++
+				}
+				w := float64(r-lo) / float64(hi-lo)
+				if want := value(lo, c)*(1-w) + value(hi, c)*w; math.Abs(got-want) > 1e-12*(1+math.Abs(want)) {
+					t.Fatalf("trial %d: filled row %d channel %d = %v, want %v on the line from row %d to %d", trial, r, c, got, want, lo, hi)
+				}
+			}
+		}
+	}
+}
+
+func TestReadCSVIrregularStepsRefused(t *testing.T) {
+	hourly := func(n int, edit func(r int) string) string {
+		var b strings.Builder
+		b.WriteString("date,a\n")
+		for r := range n {
+			d := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r) * time.Hour).Format("2006-01-02 15:04:05")
+			if edit != nil {
+				if e := edit(r); e != "" {
+					d = e
+				}
+			}
+			fmt.Fprintf(&b, "%s,%d\n", d, r)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, in, want string
+		line           int
+	}{
+		{"out of order", hourly(50, func(r int) string {
+			if r == 20 {
+				return "2023-12-31 00:00:00"
+			}
+			return ""
+		}), "is before the date of the row before (1 row, more than 1% of the rows): sort the rows by time", 22},
+		{"repeated dates beyond 1%", hourly(200, func(r int) string {
+			if r >= 100 && r%2 == 1 {
+				return time.Date(2024, 1, 1, r-1, 0, 0, 0, time.UTC).Format("2006-01-02 15:04:05")
+			}
+			return ""
+		}), "repeats the date of the row before (50 rows, more than 1% of the rows)", 103},
+	} {
+		_, err := ReadCSV(strings.NewReader(tc.in), "bad.csv")
+		var ce *CSVError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) || ce.Line != tc.line {
+			t.Errorf("%s: err %v; want a CSVError at line %d saying %q", tc.name, err, tc.line, tc.want)
+		}
+	}
+	// Under 1%: one repeated date in 200 rows is read as it is.
+	f, err := ReadCSV(strings.NewReader(hourly(200, func(r int) string {
+		if r == 150 {
+			return time.Date(2024, 1, 1, 149, 0, 0, 0, time.UTC).Format("2006-01-02 15:04:05")
+		}
+		return ""
+	})), "dup.csv")
+	if err != nil || f.Rows() != 200 || f.Irregular.Repeated != 1 || !strings.Contains(f.GapNote(), "1 repeated date,") {
+		t.Errorf("one repeated date in 200 rows: err %v, note %q", err, f.GapNote())
+	}
+	// Business days, and a mistyped year: the data's own spacing, read as
+	// it is; a local clock falling back once among gaps leaves them unfilled.
+	for _, tc := range []struct {
+		name, in, want string
+		rows           int
+	}{
+		{"business days", func() string {
+			var b strings.Builder
+			b.WriteString("date,a\n")
+			for d := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC); d.Year() == 2024; d = d.AddDate(0, 0, 1) {
+				if wd := d.Weekday(); wd != time.Saturday && wd != time.Sunday {
+					fmt.Fprintf(&b, "%s,1\n", d.Format("2006-01-02"))
+				}
+			}
+			return b.String()
+		}(), "the spacing is taken as the data's own", 262},
+		{"a mistyped year", hourly(100, func(r int) string {
+			if r == 99 {
+				return "2320-01-05 03:00:00"
+			}
+			return ""
+		}), "the spacing is taken as the data's own", 100},
+		{"a clock falling back among gaps", func() string {
+			var b strings.Builder
+			b.WriteString("date,a\n")
+			for r := range 300 {
+				at := time.Date(2024, 1, 1, r, 0, 0, 0, time.UTC)
+				switch {
+				case r >= 200 && r < 220:
+					continue // 20 missing steps: 7%, filled were it not for the clock
+				case r == 100:
+					at = at.Add(-90 * time.Minute) // before row 99
+				}
+				fmt.Fprintf(&b, "%s,%d\n", at.Format("2006-01-02 15:04:05"), r)
+			}
+			return b.String()
+		}(), "the gaps are not filled because dates go back", 280},
+	} {
+		f, err := ReadCSV(strings.NewReader(tc.in), "x.csv")
+		switch {
+		case err != nil || f.Rows() != tc.rows || f.Irregular.Filled || !strings.Contains(f.GapNote(), tc.want):
+			t.Errorf("%s: err %v, %d rows (want %d), note %q", tc.name, err, f.Rows(), tc.rows, f.GapNote())
+		}
+	}
+}
+
+// TestLoadCSVRowsAsWritten: LoadCSVRows keeps a file's rows as it writes
+// them, where LoadCSV fills its missing steps.
+func TestLoadCSVRowsAsWritten(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("date,a\n")
+	for r := range 100 {
+		if r < 40 || r >= 45 {
+			fmt.Fprintf(&b, "%s,%d\n", time.Date(2024, 1, 1, r, 0, 0, 0, time.UTC).Format("2006-01-02 15:04:05"), r)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "gap.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	filled, err := LoadCSV(path)
+	if err != nil || filled.Rows() != 100 {
+		t.Fatalf("LoadCSV: %v, %d rows; want the 5 missing steps filled", err, filled.Rows())
+	}
+	rows, err := LoadCSVRows(path)
+	if err != nil || rows.Rows() != 95 || rows.GapNote() != "" {
+		t.Fatalf("LoadCSVRows: %v, %d rows, note %q; want the 95 rows as written", err, rows.Rows(), rows.GapNote())
+	}
+}
