@@ -22,12 +22,15 @@ import (
 // Transport (writers, admin requests), both with the same client id, TLS
 // and SASL. It is safe for concurrent use.
 type Client struct {
-	cfg       Config
-	log       *slog.Logger
-	tls       *tls.Config
-	mechanism sasl.Mechanism
-	dialer    *kafka.Dialer
-	transport *kafka.Transport
+	cfg Config
+	log *slog.Logger
+	// waitSaidAfter is how long Connect waits for the brokers before it
+	// logs that it waits.
+	waitSaidAfter time.Duration
+	tls           *tls.Config
+	mechanism     sasl.Mechanism
+	dialer        *kafka.Dialer
+	transport     *kafka.Transport
 }
 
 // Option sets a collaborator of a Client.
@@ -61,7 +64,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	c := &Client{cfg: cfg, log: slog.New(slog.DiscardHandler), waitSaidAfter: 5 * time.Second}
 	for _, o := range opts {
 		o(c)
 	}
@@ -213,6 +216,7 @@ func (c *Client) Connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 	defer cancel()
 	var last error
+	began, said := time.Now(), false
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
 		pctx, pcancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
 		err := c.Ping(pctx)
@@ -220,18 +224,20 @@ func (c *Client) Connect(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if last == nil && ctx.Err() == nil {
-			// Said once, so that a service waiting for its brokers is not
-			// silent for kafka.connect_timeout.
-			c.log.Warn("waiting for the Kafka brokers", "brokers", c.cfg.Brokers, "error", err,
-				"gives_up_after", c.cfg.ConnectTimeout)
-		}
 		if ctx.Err() == nil || last == nil {
 			last = err
 		}
 		var kerr kafka.Error
 		if errors.As(err, &kerr) && kerr == kafka.SASLAuthenticationFailed {
 			return err
+		}
+		if !said && ctx.Err() == nil && time.Since(began) >= c.waitSaidAfter {
+			// Said once, so that a service waiting for its brokers is not
+			// silent for kafka.connect_timeout; a start that fails sooner
+			// says only its error.
+			c.log.Warn("waiting for the Kafka brokers", "brokers", c.cfg.Brokers, "error", err,
+				"waited", time.Since(began).Round(time.Millisecond), "gives_up_after", c.cfg.ConnectTimeout)
+			said = true
 		}
 		select {
 		case <-ctx.Done():

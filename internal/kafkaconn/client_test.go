@@ -258,9 +258,10 @@ func TestConnectGivesUpInTime(t *testing.T) {
 			began := time.Now()
 			err = c.Connect(context.Background())
 			took := time.Since(began)
-			// The wait is said once, not for every retry.
-			if n := strings.Count(logged.String(), "waiting for the Kafka brokers"); n != min(len(tc.want), 1) {
-				t.Errorf("the wait was logged %d times, want %d:\n%s", n, min(len(tc.want), 1), logged.String())
+			// A start that fails within kafka.connect_timeout's first
+			// seconds says only its error (TestConnectSaysItWaits).
+			if strings.Contains(logged.String(), "waiting for the Kafka brokers") {
+				t.Errorf("a 1s wait was logged:\n%s", logged.String())
 			}
 			switch {
 			case tc.want == "" && err != nil:

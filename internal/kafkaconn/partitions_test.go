@@ -1,9 +1,12 @@
 package kafkaconn
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,5 +160,31 @@ func TestPartitionsCache(t *testing.T) {
 	}
 	if m, _ := ct.counts(); m != 13 {
 		t.Fatalf("a request with auto-creation on was answered from the cache: %d metadata requests, want 13", m)
+	}
+}
+
+// TestConnectSaysItWaits: a wait for brokers longer than waitSaidAfter is
+// logged once, not at every retry.
+func TestConnectSaysItWaits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := DefaultConfig()
+	cfg.Brokers, cfg.ConnectTimeout, cfg.DialTimeout = []string{closed}, 2*time.Second, time.Second
+	var logged bytes.Buffer
+	c, err := New(cfg, WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.waitSaidAfter = 300 * time.Millisecond
+	if err := c.Connect(context.Background()); err == nil {
+		t.Fatal("Connect to a closed port succeeded")
+	}
+	if n := strings.Count(logged.String(), "waiting for the Kafka brokers"); n != 1 {
+		t.Errorf("the wait was logged %d times, want once:\n%s", n, logged.String())
 	}
 }
