@@ -68,15 +68,19 @@ func FromWideCSV(path string, s Split) (*Data, error) {
 		return nil, err
 	}
 	frame.Name = filepath.Base(path)
-	d, err := FromFrame(frame, s)
-	if err != nil {
-		return nil, err
-	}
 	var notes []string
 	for _, note := range []string{frame.GapNote(), frame.OutlierNote()} {
 		if note != "" {
 			notes = append(notes, note)
 		}
+	}
+	d, err := FromFrame(frame, s)
+	if err != nil {
+		if frame.Irregular.Filled {
+			// Its row counts are the filled frame's: say why.
+			return nil, fmt.Errorf("%w (%s)", err, frame.GapNote())
+		}
+		return nil, err
 	}
 	d.Summary = strings.Join(notes, "\n")
 	return d, nil

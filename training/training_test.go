@@ -2,7 +2,11 @@ package training
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,5 +51,25 @@ func TestFitRecordsWhatItLearned(t *testing.T) {
 		case m.Meta.ErrorQuantiles == nil:
 			t.Error("no error quantiles: served intervals would have nowhere to start")
 		}
+	}
+}
+
+// TestFromWideCSVSaysFilledSteps: a file refused as too short whose missing
+// steps were filled says so, since the rows it counts include them.
+func TestFromWideCSVSaysFilledSteps(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("date,a\n")
+	for r := range 80 {
+		if r < 30 || r >= 35 {
+			fmt.Fprintf(&b, "%s,%d\n", time.Date(2024, 1, 1, r, 0, 0, 0, time.UTC).Format(time.DateTime), r%7)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "short.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := FromWideCSV(path, Split{Lookback: 96, Horizon: 24})
+	if err == nil || !strings.Contains(err.Error(), "5 missing steps in 1 gap") || !strings.Contains(err.Error(), "--lookback") {
+		t.Errorf("err %v; want the too-short advice and the filled steps", err)
 	}
 }
