@@ -64,9 +64,35 @@ type Irregular struct {
 }
 
 // Gap is a run of missing steps: Steps steps from Start on had no row.
+// AfterRow is the file's data row (0-based) that the gap follows.
 type Gap struct {
-	Start time.Time
-	Steps int
+	Start    time.Time
+	Steps    int
+	AfterRow int
+}
+
+// FileRows returns how many data rows f's file has: f's rows less those
+// LoadCSV filled.
+func (f *Frame) FileRows() int {
+	if f.Irregular.Filled {
+		return f.Rows() - f.Irregular.Missing
+	}
+	return f.Rows()
+}
+
+// FrameRow returns the row of f that holds data row r (0-based) of its
+// file: r itself, unless LoadCSV filled missing steps before it.
+func (f *Frame) FrameRow(r int) int {
+	if !f.Irregular.Filled {
+		return r
+	}
+	row := r
+	for _, g := range f.Irregular.Gaps {
+		if g.AfterRow < r {
+			row += g.Steps
+		}
+	}
+	return row
 }
 
 // irregularShare is the share of a wide file's rows that may be irregular
@@ -116,7 +142,7 @@ func (f *Frame) GapNote() string {
 	switch {
 	case ir.Filled:
 		return fmt.Sprintf("%s: %s, filled by linear interpolation between the readings around them; "+
-			"forecasts, cycles, scores and row numbers (--at) count the filled steps", f.Name, what)
+			"forecasts, cycles and scores count the filled steps (--at still counts the file's rows)", f.Name, what)
 	case ir.AsIs != "":
 		return fmt.Sprintf("%s: %s; %s: each row read as one step (the cycles' clock still reads the dates)", f.Name, what, ir.AsIs)
 	}
@@ -161,7 +187,7 @@ func (f *Frame) regularise() error {
 			ir.Backward++
 		case k >= 2:
 			ir.Missing += k - 1
-			ir.Gaps = append(ir.Gaps, Gap{Start: f.Times[r-1].Add(f.Times[r].Sub(f.Times[r-1]) / time.Duration(k)), Steps: k - 1})
+			ir.Gaps = append(ir.Gaps, Gap{Start: f.Times[r-1].Add(f.Times[r].Sub(f.Times[r-1]) / time.Duration(k)), Steps: k - 1, AfterRow: r - 1})
 		}
 	}
 	few := irregularShare * float64(f.Rows())

@@ -224,3 +224,33 @@ func TestLoadCSVRowsAsWritten(t *testing.T) {
 		t.Fatalf("LoadCSVRows: %v, %d rows, note %q; want the 95 rows as written", err, rows.Rows(), rows.GapNote())
 	}
 }
+
+// TestFrameRowCountsTheFilesRows: FrameRow maps every data row of a file
+// to the frame row holding it, past any number of filled gaps.
+func TestFrameRowCountsTheFilesRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 20 {
+		var b strings.Builder
+		b.WriteString("date,a\n")
+		var kept []int // the steps the file holds
+		for r := range 400 {
+			if r > 0 && r < 399 && rng.IntN(40) == 0 {
+				continue
+			}
+			kept = append(kept, r)
+			fmt.Fprintf(&b, "%s,%d\n", time.Date(2024, 1, 1, r, 0, 0, 0, time.UTC).Format(time.DateTime), r)
+		}
+		f, err := ReadCSV(strings.NewReader(b.String()), "f.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.FileRows() != len(kept) {
+			t.Fatalf("trial %d: FileRows %d, want %d", trial, f.FileRows(), len(kept))
+		}
+		for i, step := range kept {
+			if got := f.Values[f.FrameRow(i)]; got != float64(step) {
+				t.Fatalf("trial %d (filled %v): file row %d holds step %d, but frame row %d holds %v", trial, f.Irregular.Filled, i, step, f.FrameRow(i), got)
+			}
+		}
+	}
+}

@@ -97,13 +97,14 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	L, H := m.Lookback(), m.Horizon()
+	rows := frame.FileRows() // --at counts the file's rows, not the steps filled between them
 	switch {
 	case !flagSet(fs, "at"):
-		return fmt.Errorf("--at is required: the 0-based data row that ends the window (from %d to %d for this file)", L-1, frame.Rows()-1)
+		return fmt.Errorf("--at is required: the 0-based data row that ends the window (from %d to %d for this file)", L-1, rows-1)
 	case *at < 0:
-		return fmt.Errorf("--at %d is not a row; use a 0-based data row from %d to %d", *at, L-1, frame.Rows()-1)
-	case *at >= frame.Rows():
-		return fmt.Errorf("--at %d is past the last data row %d", *at, frame.Rows()-1)
+		return fmt.Errorf("--at %d is not a row; use a 0-based data row from %d to %d", *at, L-1, rows-1)
+	case *at >= rows:
+		return fmt.Errorf("--at %d is past the last data row %d", *at, rows-1)
 	case *at < L-1:
 		return fmt.Errorf("--at %d leaves %d rows for a window of %d; use a row from %d on", *at, *at+1, L, L-1)
 	}
@@ -114,10 +115,11 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	rep, err := predict(m, frame, *at, removed)
+	rep, err := predict(m, frame, frame.FrameRow(*at), removed)
 	if err != nil {
 		return err
 	}
+	rep.At = *at
 	for _, n := range append(notes, idleRemovals(m, rep, removed)...) {
 		fmt.Fprintln(stderr, "freqlens predict: note:", n)
 	}

@@ -46,6 +46,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := checkFits(m, opts.Data, *data); err != nil {
 			return err
 		}
+		if flagSet(fs, "at") && *at < opts.Data.FileRows() {
+			opts.At = opts.Data.FrameRow(*at) // --at counts the file's rows
+		}
 	}
 	rep, err := report.Build(ctx, m, opts)
 	if err != nil {

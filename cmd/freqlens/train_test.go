@@ -564,6 +564,21 @@ func TestWideCSVGapsFilledAndSaid(t *testing.T) {
 	if rep.TrainWindows != whole.TrainWindows || rep.TestWindows != whole.TestWindows {
 		t.Errorf("the gapped file gave %d/%d training/test windows, the whole one %d/%d: every step should be a row", rep.TrainWindows, rep.TestWindows, whole.TrainWindows, whole.TestWindows)
 	}
+	// --at counts the file's rows: row 460 of the gapped file is step 500.
+	var atGapped, atFull predictReport
+	for _, c := range []struct {
+		file, row string
+		rep       *predictReport
+	}{{gapped, "460", &atGapped}, {full, "500", &atFull}} {
+		code, stdout, stderr := runCLI("predict", "--model", out, "--data", c.file, "--at", c.row, "--json")
+		if code != 0 {
+			t.Fatalf("predict --at %s: exit %d: %s", c.row, code, stderr)
+		}
+		lastJSON(t, stdout, c.rep)
+	}
+	if atGapped.Time != atFull.Time || atGapped.At != 460 {
+		t.Errorf("predict --at 460 on the gapped file: row %d at %s; want row 460 at %s, the whole file's row 500", atGapped.At, atGapped.Time, atFull.Time)
+	}
 	// A glitch is said too, by column, value and time.
 	fields := strings.Split(lines[300], ",")
 	fields[1] = "1e9"
