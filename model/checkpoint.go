@@ -25,7 +25,8 @@ import (
 // the parameters, the best epoch's parameters, Adam's moments, the moving
 // average, the random generator, the shuffled order of the windows and the
 // epochs so far. A run resumed from one goes on exactly as if it had not
-// stopped: the same seed gives the same model bit for bit (TestResume...).
+// stopped: the same seed gives the same model bit for bit
+// (TestTrainResumesFromCheckpoint).
 //
 // The file is
 //
