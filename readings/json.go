@@ -1,7 +1,7 @@
 package readings
 
 import (
-	"strings"
+	"bytes"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -243,7 +243,9 @@ func (d *JSONDecoder) wrongType(b []byte, p int, field, want string) *DecodeErro
 	end, ok := skipValue(b, p, 0)
 	if !ok || end > len(b) {
 		// Not JSON (NaN, a bare word): the token up to the next delimiter.
-		for end = p; end < len(b) && strings.IndexByte(",}] \t\r\n", b[end]) < 0; end++ {
+		end = len(b)
+		if i := bytes.IndexAny(b[p:], ",}] \t\r\n"); i >= 0 {
+			end = p + i
 		}
 	}
 	return poison(ReasonWrongType, "%s = %s is not %s", field, quote(b[p:end]), want)

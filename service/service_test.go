@@ -60,6 +60,18 @@ func runService(t *testing.T, cfg service.Config) (svc *service.Service, cancel 
 	return svc, cancel, ran
 }
 
+// hourly returns steps JSON readings of series "s", an hour apart from
+// 2026-01-05.
+func hourly(steps int) []kafka.Message {
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	var msgs []kafka.Message
+	for step := range steps {
+		r := readings.Reading{Series: "s", Time: t0.Add(time.Duration(step) * time.Hour), Values: []float64{float64(step % 24)}}
+		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
+	}
+	return msgs
+}
+
 // TestRun: one Config makes a running service: readings in through the
 // embedded broker, forecasts out, /metrics served, a clean stop that
 // releases the broker and the listener.
@@ -67,13 +79,7 @@ func TestRun(t *testing.T) {
 	svc, cancel, done := runService(t, testConfig())
 
 	kc := kafkatest.Client(t, svc.Config().Kafka.Brokers)
-	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	var msgs []kafka.Message
-	for step := range 26 {
-		r := readings.Reading{Series: "s", Time: t0.Add(time.Duration(step) * time.Hour), Values: []float64{float64(step % 24)}}
-		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
-	}
-	kafkatest.Produce(t, kc, "readings", msgs...)
+	kafkatest.Produce(t, kc, "readings", hourly(26)...)
 	if n := len(kafkatest.ReadN(t, kc, "forecasts", 3, 60*time.Second)); n != 3 {
 		t.Errorf("%d forecasts, want 3 (26 readings, lookback 24)", n)
 	}
@@ -325,13 +331,7 @@ func TestNewRefusesABadWebConfig(t *testing.T) {
 func TestEveryMetricIsDocumented(t *testing.T) {
 	svc, cancel, done := runService(t, testConfig())
 	kc := kafkatest.Client(t, svc.Config().Kafka.Brokers)
-	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	var msgs []kafka.Message
-	for step := range 40 {
-		r := readings.Reading{Series: "s", Time: t0.Add(time.Duration(step) * time.Hour), Values: []float64{float64(step % 24)}}
-		msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())})
-	}
-	msgs = append(msgs, kafka.Message{Key: []byte("s"), Value: []byte("not json")})
+	msgs := append(hourly(40), kafka.Message{Key: []byte("s"), Value: []byte("not json")})
 	kafkatest.Produce(t, kc, "readings", msgs...)
 	kafkatest.ReadN(t, kc, "forecasts", 17, 60*time.Second)
 	resp, err := http.Get("http://" + svc.MetricsAddr() + "/metrics")
