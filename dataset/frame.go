@@ -157,13 +157,159 @@ func count(n int, thing string) string {
 	return fmt.Sprintf("%d %ss", n, thing)
 }
 
-// stepsBetween returns how many cadences c from a to b, rounded (a
-// jittered clock rounds to 1), without overflowing on dates centuries
-// apart.
-func stepsBetween(a, b time.Time, c time.Duration) int {
-	// From Unix seconds: time.Time.Sub saturates beyond 292 years.
-	k := math.Round((float64(b.Unix()-a.Unix()) + float64(b.Nanosecond()-a.Nanosecond())/1e9) / c.Seconds())
-	return int(max(min(k, 1<<40), -1<<40))
+// stepCounts returns, for every row r ≥ 1 of times, how many cadences lie
+// between row r−1 and row r (k[0] is 0): 1 for the next step, 2 or more
+// across missing steps, 0 or less for a row in the same step or before it;
+// and the cadence it counted in. A clock can be read two ways, and the one
+// that finds fewer irregular steps is taken:
+//
+//   - interval by interval, each difference rounded to whole cadences c
+//     (the lower median of the differences): right for a sensor that waits
+//     about a cadence after each reading, whose stamps wander away from any
+//     fixed grid;
+//   - on a grid (scheduleSteps): right for readings due on a schedule but
+//     stamped early or late by up to 40% of a cadence, whose intervals
+//     then vary by almost a whole one (hourly readings stamped ±25 minutes
+//     off are 10 to 110 minutes apart, and their median is off the hour).
+//
+// On a regular file both agree and the first is taken without trying the
+// grid; on a tie the grid is taken when its cadence is a round one that c
+// misses by seconds. A file of fewer than 32 rows is read interval by
+// interval: too few stamps to tell a schedule.
+func stepCounts(times []time.Time, c time.Duration) ([]int, time.Duration) {
+	interval := make([]int, len(times))
+	for r := 1; r < len(times); r++ {
+		interval[r] = wholeSteps(secondsBetween(times[r-1], times[r]), c)
+	}
+	ii := irregularity(interval, times)
+	if ii == 0 && roundCadence(c) == c || len(times) < 32 {
+		return interval, c
+	}
+	grid, gc := scheduleSteps(times, c)
+	switch gi := irregularity(grid, times); {
+	case gc <= 0:
+	case gi < ii, gi == ii && gc != c && slices.Contains(roundCadences, gc):
+		return grid, gc
+	}
+	return interval, c
+}
+
+// scheduleSteps reads times as readings due every cadence on a schedule,
+// each stamped a little early or late. The schedule's cadence is the one
+// within 3% of c (the lower median of the differences, which jitter moves
+// by a percent or two) on whose grid the first rows' stamps line up best
+// (coherence). The rows read on that grid, with a phase that follows the
+// stamps, give the least-squares line through step number and time, whose
+// slope is the cadence of the clock (which may run a little fast or slow)
+// and whose intercept is its phase; the rows are read again on that line,
+// with a phase that follows them slowly. The cadence returned is the slope,
+// or the round cadence within 1% of it; 0 when no line fits.
+func scheduleSteps(times []time.Time, c time.Duration) ([]int, time.Duration) {
+	head := times[:min(len(times), 1024)]
+	best, cs := -1.0, c.Seconds()
+	// Steps of a quarter of the coherence peak's width, 1/len(head).
+	for f := 0.97; f <= 1.03; f += 0.25 / float64(len(head)) {
+		if r, _ := coherence(head, f*c.Seconds()); r > best {
+			best, cs = r, f*c.Seconds()
+		}
+	}
+	_, phase := coherence(head, cs)
+	steps := gridSteps(times, cs, phase, 16)
+	var n, si, ss, sii, sis float64
+	step := 0
+	for r, t := range times {
+		step += steps[r]
+		i, s := float64(step), secondsBetween(times[0], t)
+		n, si, ss, sii, sis = n+1, si+i, ss+s, sii+i*i, sis+i*s
+	}
+	den := n*sii - si*si
+	if den <= 0 {
+		return nil, 0
+	}
+	slope := (n*sis - si*ss) / den
+	if !(slope > 0) || slope > math.MaxInt64/1e9 {
+		return nil, 0
+	}
+	return gridSteps(times, slope, (ss-slope*si)/n, 64), roundCadence(time.Duration(slope * 1e9))
+}
+
+// coherence returns how well times line up on a grid of cs seconds, the
+// length of the mean of their phases as unit vectors (1: all on it, near
+// 0: spread over it), and the grid's phase in seconds after times[0].
+func coherence(times []time.Time, cs float64) (r, phase float64) {
+	var sin, cos float64
+	for _, t := range times {
+		s, c := math.Sincos(2 * math.Pi * secondsBetween(times[0], t) / cs)
+		sin, cos = sin+s, cos+c
+	}
+	return math.Hypot(sin, cos) / float64(len(times)), cs * math.Atan2(sin, cos) / (2 * math.Pi)
+}
+
+// roundCadences are the cadences schedules use.
+var roundCadences = []time.Duration{
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 20 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 3 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 20 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 4 * time.Hour, 6 * time.Hour, 8 * time.Hour, 12 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour,
+}
+
+// roundCadence returns the round cadence within 1% of c, or c when there is
+// none.
+func roundCadence(c time.Duration) time.Duration {
+	for _, r := range roundCadences {
+		if math.Abs(float64(c)/float64(r)-1) <= 0.01 {
+			return r
+		}
+	}
+	return c
+}
+
+// secondsBetween returns b − a in seconds, from Unix seconds: time.Time.Sub
+// saturates beyond 292 years.
+func secondsBetween(a, b time.Time) float64 {
+	return float64(b.Unix()-a.Unix()) + float64(b.Nanosecond()-a.Nanosecond())/1e9
+}
+
+// wholeSteps rounds s seconds to whole cadences c, bounded so that dates
+// centuries apart do not overflow.
+func wholeSteps(s float64, c time.Duration) int {
+	return roundSteps(s / c.Seconds())
+}
+
+func roundSteps(x float64) int {
+	return int(max(min(math.Round(x), 1<<40), -1<<40))
+}
+
+// gridSteps reads times on a grid of cs seconds whose points lie phase
+// seconds after times[0]'s multiples of cs: row r's step is its time
+// rounded to the nearest grid point, and k[r] the steps from row r−1's.
+// The phase then follows the stamps by 1/follow of each row's offset, so
+// that a clock a little fast or slow does not walk the rows off their
+// steps, while a row stamped far off moves the grid little.
+func gridSteps(times []time.Time, cs, phase, follow float64) []int {
+	k := make([]int, len(times))
+	prev := 0
+	for r, t := range times {
+		s := secondsBetween(times[0], t) - phase
+		step := roundSteps(s / cs)
+		if r > 0 {
+			k[r] = step - prev
+		}
+		prev = step
+		phase += (s - float64(step)*cs) / follow
+	}
+	return k
+}
+
+// irregularity counts the irregular steps k finds among rows whose times
+// go forward: |k − 1| for each.
+func irregularity(k []int, times []time.Time) int {
+	n := 0
+	for r := 1; r < len(times); r++ {
+		if times[r].After(times[r-1]) {
+			n += max(k[r]-1, 1-k[r])
+		}
+	}
+	return n
 }
 
 // regularise records the irregular steps of a wide file and decides what
@@ -177,8 +323,9 @@ func (f *Frame) regularise() error {
 		return nil
 	}
 	var ir Irregular
+	steps, c := stepCounts(f.Times, c)
 	for r := 1; r < f.Rows(); r++ {
-		switch k := stepsBetween(f.Times[r-1], f.Times[r], c); {
+		switch k := steps[r]; {
 		case f.Times[r].Equal(f.Times[r-1]):
 			ir.Repeated++
 		case f.Times[r].Before(f.Times[r-1]):
@@ -203,17 +350,25 @@ func (f *Frame) regularise() error {
 		ir.AsIs = "the gaps are not filled because dates go back"
 	default:
 		ir.Filled = true
-		f.fillGaps(ir.Missing)
+		f.fillGaps(ir.Missing, steps)
 	}
 	f.Irregular = ir
+	switch {
+	case c != f.Cadence:
+		// The round cadence the stamps miss by seconds.
+		f.Cadence = c
+	case ir.Filled:
+		// The lower median of the steps again: a gap that was not a whole
+		// number of cadences spaces its filled dates a little differently.
+		f.Cadence = inferCadence(f.Times)
+	}
 	return nil
 }
 
-// fillGaps inserts the missing steps between rows whose dates are two or
-// more cadences apart, dated evenly across the gap, with values on the line
-// between the rows around it.
-func (f *Frame) fillGaps(missing int) {
-	c := f.Cadence
+// fillGaps inserts the missing steps between rows that steps (stepCounts)
+// puts two or more cadences apart, dated evenly across the gap, with values
+// on the line between the rows around it.
+func (f *Frame) fillGaps(missing int, steps []int) {
 	chans := f.Channels()
 	rows := f.Rows() + missing
 	times := make([]time.Time, 0, rows)
@@ -222,7 +377,7 @@ func (f *Frame) fillGaps(missing int) {
 		if r > 0 {
 			prev, next := f.Row(r-1), f.Row(r)
 			d := f.Times[r].Sub(f.Times[r-1])
-			k := stepsBetween(f.Times[r-1], f.Times[r], c)
+			k := steps[r]
 			for j := 1; j < k; j++ {
 				w := float64(j) / float64(k)
 				times = append(times, f.Times[r-1].Add(d/time.Duration(k)*time.Duration(j)))
@@ -235,10 +390,6 @@ func (f *Frame) fillGaps(missing int) {
 		values = append(values, f.Row(r)...)
 	}
 	f.Times, f.Values = times, values
-	// The cadence stays what it says, the lower median of the steps: a gap
-	// that was not a whole number of cadences spaces its filled dates a
-	// little differently.
-	f.Cadence = inferCadence(times)
 }
 
 // Rows returns the number of rows, one per timestamp.
@@ -325,8 +476,6 @@ func (f *Frame) FillMissing() (filled int, err error) {
 	return filled, nil
 }
 
-// inferCadence returns the lower median of the positive differences between
-// consecutive timestamps, or 0 when there is none.
 // SameCadence reports whether two cadences, such as a model's and the one
 // inferred from a file, are the same step: within 5% of each other, since
 // an inferred cadence is a median that moves with the rows a file holds
@@ -340,6 +489,8 @@ func SameCadence(a, b time.Duration) bool {
 	return math.Abs(float64(a)/float64(b)-1) <= 0.05
 }
 
+// inferCadence returns the lower median of the positive differences between
+// consecutive timestamps, or 0 when there is none.
 func inferCadence(times []time.Time) time.Duration {
 	if len(times) < 2 {
 		return 0

@@ -254,3 +254,82 @@ func TestFrameRowCountsTheFilesRows(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCSVJitteredStamps: on seeded random files, readings due on a
+// schedule but stamped up to 40% of a cadence early or late (by a clock that
+// may also run up to 0.05% fast or slow) read as one row a step at the
+// schedule's round cadence, their missing steps found and filled exactly;
+// readings that each wait about a cadence (±30%) after the one before, so
+// that their stamps wander off any grid, read the same way, interval by
+// interval, a gap of n steps being n+1 cadences ±30%.
+func TestReadCSVJitteredStamps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20261127, 25))
+	round := []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 24 * time.Hour}
+	for trial := range 60 {
+		rows := 400 + rng.IntN(1600)
+		cadence := round[rng.IntN(len(round))]
+		scheduled := trial%3 != 2
+		if !scheduled && trial%2 == 0 {
+			cadence = time.Duration(float64(cadence) * (1.05 + 0.4*rng.Float64())) // not a round one
+		}
+		keep := make([]bool, rows)
+		for r := range keep {
+			keep[r] = true
+		}
+		missing := 0
+		if trial%4 != 0 {
+			for missing < rows/50 {
+				at, n := 2+rng.IntN(rows-8), 1+rng.IntN(4)
+				for r := at; r < min(at+n, rows-2); r++ {
+					if keep[r] {
+						keep[r] = false
+						missing++
+					}
+				}
+			}
+		}
+		start := time.Date(2025, time.Month(1+rng.IntN(12)), 1+rng.IntN(28), 0, 0, 0, 0, time.UTC)
+		jitter, drift := 0.15+0.25*rng.Float64(), 5e-4*(2*rng.Float64()-1)
+		var b strings.Builder
+		b.WriteString("date,v\n")
+		stamp, wait := start, 0
+		for r := range rows {
+			wait++
+			if !keep[r] {
+				continue
+			}
+			if scheduled {
+				off := float64(r)*(1+drift) + jitter*(2*rng.Float64()-1)
+				stamp = start.Add(time.Duration(off * float64(cadence)))
+			} else if r > 0 {
+				stamp = stamp.Add(time.Duration((float64(wait) - 0.3 + 0.6*rng.Float64()) * float64(cadence)))
+			}
+			wait = 0
+			fmt.Fprintf(&b, "%s,%d\n", stamp.Format("2006-01-02 15:04:05.000"), r)
+		}
+		f, err := ReadCSV(strings.NewReader(b.String()), "jitter.csv")
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		what := fmt.Sprintf("trial %d (scheduled %v, cadence %v, jitter ±%.0f%%, drift %.2f‰, %d of %d rows missing)",
+			trial, scheduled, cadence, 100*jitter, 1000*drift, missing, rows)
+		if scheduled && f.Cadence != cadence || !SameCadence(f.Cadence, cadence) {
+			t.Errorf("%s: cadence %v", what, f.Cadence)
+		}
+		if f.Irregular.Missing != missing || f.Irregular.Repeated+f.Irregular.Backward != 0 {
+			t.Errorf("%s: found %d missing, %d repeated, %d backward (%s)", what, f.Irregular.Missing, f.Irregular.Repeated, f.Irregular.Backward, f.GapNote())
+			continue
+		}
+		if f.Rows() != rows && f.Irregular.Filled {
+			t.Errorf("%s: %d rows after filling, want %d", what, f.Rows(), rows)
+			continue
+		}
+		// Every kept row is where its step is: its value is its step.
+		for r, v := range f.Values {
+			if f.Irregular.Filled && math.Abs(v-float64(r)) > 1e-9 {
+				t.Errorf("%s: row %d holds step %v's reading", what, r, v)
+				break
+			}
+		}
+	}
+}
