@@ -2,10 +2,8 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,25 +141,10 @@ func (s *Service) bootstrap(ctx context.Context) (*model.Model, error) {
 		return nil, err
 	}
 	st.set("bootstrapping: looking for a model on the models topic")
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"ok":true}` + "\n"))
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(struct {
-			Ready         bool   `json:"ready"`
-			Bootstrapping bool   `json:"bootstrapping"`
-			Reason        string `json:"reason"`
-		}{false, true, st.get()})
-	})
-	srv, err := listenMetrics(s.cfg, s.reg, mux, s.log)
+	srv, err := s.serveWaiting(true, st.get)
 	if err != nil {
 		return nil, err
 	}
-	srv.serve()
 	defer srv.stop()
 	s.log.Info("no model yet: bootstrapping from the input topic", "model", s.cfg.ModelPath, "min_history", bc.MinHistory)
 

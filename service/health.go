@@ -243,6 +243,36 @@ func (s *Service) healthHandlers(mux *http.ServeMux) {
 	})
 }
 
+// serveWaiting serves the metrics listener while the replica cannot serve
+// yet (it waits for the brokers, or bootstraps its first model): /healthz
+// answers 200, since the process is alive and a liveness probe must not
+// restart it for waiting; /readyz answers 503 with reason(); /metrics
+// serves the registry. The caller stops it before the serving listener
+// binds the same address. Without a metrics listener it returns nil, whose
+// stop does nothing.
+func (s *Service) serveWaiting(bootstrapping bool, reason func() string) (*metricsServer, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"ok":true}` + "\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(struct {
+			Ready         bool   `json:"ready"`
+			Bootstrapping bool   `json:"bootstrapping"`
+			Reason        string `json:"reason"`
+		}{false, bootstrapping, reason()})
+	})
+	srv, err := listenMetrics(s.cfg, s.reg, mux, s.log)
+	if err != nil {
+		return nil, err
+	}
+	srv.serve()
+	return srv, nil
+}
+
 // isLearner reports whether this replica fine-tunes: online.enabled, and
 // online.learner "always", or "auto" while this replica owns input
 // partition 0.

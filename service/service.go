@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,10 +132,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if s.kc, err = kafkaconn.New(s.cfg.Kafka, kafkaconn.WithLogger(s.log)); err != nil {
 		return nil, err
 	}
-	if err := s.kc.Connect(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.checkTopicsExist(ctx); err != nil {
+	if err := s.reach(ctx); err != nil {
 		return nil, err
 	}
 	if s.base == nil {
@@ -173,6 +171,23 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 		return nil, err
 	}
 	return s, nil
+}
+
+// reach waits for the brokers (up to kafka.connect_timeout) and checks the
+// topics, while the metrics listener says the replica is alive but not
+// ready, and why.
+func (s *Service) reach(ctx context.Context) error {
+	reason := fmt.Sprintf("waiting for the Kafka brokers %s (kafka.brokers; gives up after kafka.connect_timeout = %v)",
+		strings.Join(s.cfg.Kafka.Brokers, ","), s.cfg.Kafka.ConnectTimeout)
+	srv, err := s.serveWaiting(false, func() string { return reason })
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	if err := s.kc.Connect(ctx); err != nil {
+		return err
+	}
+	return s.checkTopicsExist(ctx)
 }
 
 // startBroker starts the embedded broker with every topic and points the
