@@ -39,15 +39,16 @@ func BenchmarkAblation(b *testing.B) {
 		model func(*Config)
 		train func(*TrainConfig)
 	}{
-		{name: "format 5 (default)"},
-		{name: "the rhythms compete for the K places (format 4)", model: func(c *Config) { c.rhythmsCompete = true }},
+		{name: "format 6 (default)"},
+		{name: "the rhythms compete for the K places (format 4)", model: func(c *Config) { c.rhythmsCompete, c.noBand = true, true }},
 		{name: "no clock: rhythms without the time (step 10)", model: func(c *Config) { c.noClock = true }},
 		{name: "the residual sees the rhythms' band less the clock's terms (step 8)", model: func(c *Config) { c.residualSeesRhythms = true }},
+		{name: "no band heads (format 5)", model: func(c *Config) { c.noBand = true }},
 		{name: "one residual MLP over all channels (step 11)", model: func(c *Config) { c.residualMixesChannels = true }},
 		{name: "every frequency selected (K = N = 32)", model: func(c *Config) { c.Frequencies, c.TopK = 32, 32 }},
 		{name: "batch 32 (the library's default)", train: func(t *TrainConfig) { t.BatchSize = 32 }},
 		{name: "format 3 maths (the previous model), batch 128", model: func(c *Config) {
-			c.residualSelected, c.noClock, c.residualMixesChannels, c.rhythmsCompete = true, true, true, true
+			c.residualSelected, c.noClock, c.residualMixesChannels, c.rhythmsCompete, c.noBand = true, true, true, true, true
 		}},
 	}
 	for _, file := range files {
@@ -82,7 +83,8 @@ func BenchmarkAblation(b *testing.B) {
 							b.Fatal(err)
 						}
 						m.Meta.Cadence = f.Cadence
-						if _, err := Train(context.Background(), m, bm.Train, bm.Val, tc, nil); err != nil {
+						res, err := Train(context.Background(), m, bm.Train, bm.Val, tc, nil)
+						if err != nil {
 							b.Fatal(err)
 						}
 						met, err := Evaluate(context.Background(), m, bm.Test, EvalOptions{})
@@ -102,8 +104,8 @@ func BenchmarkAblation(b *testing.B) {
 						mse += met.MSE / n
 						cycles += c / n
 						residual += met.ResidualShare / n
-						fmt.Fprintf(os.Stderr, "%s %s seed %d: test MSE %.4f, cycles %.1f%%, residual %.1f%%\n",
-							file, v.name, seed, met.MSE, 100*c, 100*met.ResidualShare)
+						fmt.Fprintf(os.Stderr, "%s %s seed %d: test MSE %.4f [validation %.4f, best epoch %d], cycles %.1f%%, residual %.1f%%\n",
+							file, v.name, seed, met.MSE, res.BestValMSE, res.BestEpoch, 100*c, 100*met.ResidualShare)
 					}
 				}
 				b.ReportMetric(mse, "test_mse")

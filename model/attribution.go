@@ -7,11 +7,13 @@ import (
 
 // Attribution splits one forecast into its parts:
 //
-//	ŷ = Σ_f σ·(α·1[f∈S]·g_f(c_f) + q_f(τ)) + ((1−α)·σ·r(u) + μ)
+//	ŷ = Σ_f σ·(α·1[f∈S]·g_f(c_f) + q_f(τ) + b_f(z_f)) + ((1−α)·σ·r(u) + μ)
 //
 // where S is the selected set, g_f frequency f's bias-free head, c_f its
-// coefficients, q_f its clock term (format 4 and 5: a frequency of a rhythm,
-// phased by the window's time τ; zero for the others), r the residual MLP
+// coefficients, q_f its clock term (format 4 and later: a frequency of a
+// rhythm, phased by the window's time τ; zero for the others), b_f its band
+// head (format 6: a frequency of a rhythm, linear in z_f, its coefficients
+// of the window less the clock; zero for the others), r the residual MLP
 // reading u, the window less its rhythms, and μ, σ the window's per-channel
 // mean and standard deviation restored by instance normalisation (μ = 0,
 // σ = 1 without it). The contributions and the residual add up to the
@@ -53,8 +55,8 @@ type Contribution struct {
 	// Selected says the window selected the frequency, so its head adds to
 	// Values; a frequency of a rhythm has a part (its clock term) either way.
 	Selected bool
-	// Values is σ·(α·g_f(c_f) + q_f), Horizon×Channels, in the forecast's
-	// units.
+	// Values is σ·(α·g_f(c_f) + q_f + b_f), Horizon×Channels, in the
+	// forecast's units.
 	Values []float64
 	// Share is this frequency's part of the total absolute attribution:
 	// Σ|Values| over Σ|Values| of all frequencies plus Σ|Residual − Level|.
@@ -99,9 +101,12 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 			hs[h*C+c], sr[h*C+c], lv[h*C+c] = alpha*sd[c], sd[c], mu[c]
 		}
 	}
-	var qf []float64
+	var qf, band []float64
 	if m.clock.active {
 		qf = ws.qprof[(i*(L+H)+L)*C : (i+1)*(L+H)*C]
+	}
+	if m.hasBand() {
+		band = ws.band[i*HC : (i+1)*HC]
 	}
 	// The same expressions as the forward pass, so that with every
 	// contribution zero the residual is the forecast to the last bit.
@@ -112,6 +117,9 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		yn := alpha*fs[j] + (1-alpha)*res[j]
 		if qf != nil {
 			yn += qf[j]
+		}
+		if band != nil {
+			yn += band[j]
 		}
 		fc[j] = yn*sr[j] + lv[j]
 		r := (1 - alpha) * res[j] * sr[j]
@@ -136,7 +144,7 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		slot := int(ws.pos[i*K+k])
 		ct := add(f, true)
 		vals, head := ct.Values[:HC], ws.contrib[slot*HC:(slot+1)*HC]
-		if ws.clockTerm(i, f, clk) {
+		if ws.rhythmTerm(i, f, clk) {
 			ct.Share = scaleAddAbsSum(vals, head, hs, clk, sr)
 		} else {
 			ct.Share = scaleAbsSum(vals, head, hs)
@@ -144,7 +152,7 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		total += ct.Share
 	}
 	for _, f := range m.clock.ids {
-		if (ws.without != nil && ws.without[f]) || ws.selected(i, f) || !ws.clockTerm(i, f, clk) {
+		if (ws.without != nil && ws.without[f]) || ws.selected(i, f) || !ws.rhythmTerm(i, f, clk) {
 			continue
 		}
 		ct := add(f, false)
@@ -239,13 +247,13 @@ func (ws *Workspace) addShares(i int, acc []float64) float64 {
 	return resid / total
 }
 
-// partAbs is Σ|σ·(α·g_f + q_f)| of frequency f in window i, with its head
+// partAbs is Σ|σ·(α·g_f + q_f + b_f)| of frequency f in window i, with its head
 // the rank-k selection (k < 0: not selected).
 func (ws *Workspace) partAbs(i, f, k int, alpha float64) float64 {
 	C, K, HC := ws.cfg.Channels, ws.cfg.slots(), ws.cfg.Horizon*ws.cfg.Channels
 	sd := ws.sd[i*C : (i+1)*C]
 	clk := ws.attrClock[:HC]
-	hasClock := ws.clockTerm(i, f, clk)
+	hasClock := ws.rhythmTerm(i, f, clk)
 	if !hasClock && k < 0 {
 		return 0
 	}

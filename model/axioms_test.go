@@ -287,8 +287,8 @@ func TestFaithfulnessFailsWhenTheResidualReadsTheSelection(t *testing.T) {
 }
 
 // TestNullFrequency: a frequency that adds nothing to any forecast gets
-// nothing. A head's output layer and clock coefficients of zero make
-// frequency f a null player; and a frequency without a clock term whose
+// nothing. A head's output layer, clock coefficients and band head of zero
+// make frequency f a null player; and a frequency without a clock term whose
 // coefficients are zero (a constant window, no input bias) contributes
 // exactly zero because its head has no bias.
 func TestNullFrequency(t *testing.T) {
@@ -300,6 +300,9 @@ func TestNullFrequency(t *testing.T) {
 			for _, f := range []int{0, 2, 5} { // rhythm frequencies (with rhythms) and a free one
 				clear(m.params.HeadW2[f*E*HC : (f+1)*E*HC])
 				clear(m.params.Clock[2*f*C : (2*f+2)*C])
+				if len(m.params.Band) > 0 {
+					clear(m.params.Band[2*f*c.Horizon : (2*f+2)*c.Horizon])
+				}
 				m.params.FreqBias[f] = 50 // selected in every window
 			}
 			x, _ := randomBatch(c, 5, 4)
@@ -346,8 +349,8 @@ func TestNullFrequency(t *testing.T) {
 	}
 }
 
-// TestSymmetry: two frequencies with the same θ, φ, prior, head and clock
-// coefficients, both of the same rhythm or both free, get the same part.
+// TestSymmetry: two frequencies with the same θ, φ, prior, head, clock
+// coefficients and band head, both of the same rhythm or both free, get the same part.
 func TestSymmetry(t *testing.T) {
 	for _, tc := range fullConfigs {
 		t.Run(tc.name, func(t *testing.T) {
@@ -368,6 +371,9 @@ func TestSymmetry(t *testing.T) {
 			copy(p.HeadW1[j*D*E:(j+1)*D*E], p.HeadW1[i*D*E:(i+1)*D*E])
 			copy(p.HeadW2[j*E*HC:(j+1)*E*HC], p.HeadW2[i*E*HC:(i+1)*E*HC])
 			copy(p.Clock[2*j*C:(2*j+2)*C], p.Clock[2*i*C:(2*i+2)*C])
+			if H := c.Horizon; len(p.Band) > 0 {
+				copy(p.Band[2*j*H:(2*j+2)*H], p.Band[2*i*H:(2*i+2)*H])
+			}
 			m.refresh()
 			x, _ := randomBatch(c, 4, 9)
 			ws := m.NewWorkspace(4)

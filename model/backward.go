@@ -364,12 +364,29 @@ func (m *Model) rhythmLeftoverBackward(ws *Workspace, n int) {
 	// W = A·G and ∂L/∂A = −(Z·Gᵀ + W·x̃ᵀ) summed over the windows.
 	A, W, nw, dA := ws.ratoms[:2*M*L], tr.dab[:2*M*C], ws.zneg[:2*M*C], tr.dratoms[:2*M*L]
 	clear(dA)
+	band := m.hasBand()
+	var P, dP, dZ []float64
+	if band {
+		P, dP, dZ = ws.pband[:2*M*H], tr.dpband[:2*M*H], tr.dzband[:2*M*C]
+		clear(dP)
+	}
 	for b := range n {
 		gb, xb, zb := G[b*LC:(b+1)*LC], ws.xt[b*LC:(b+1)*LC], ws.zfix[b*2*M*C:(b+1)*2*M*C]
 		dxt := gb
 		if project {
 			clear(W)
 			gemm.NN(2*M, C, L, A, L, gb, C, W, C)
+			if band {
+				// Z also feeds the band heads: ∂L/∂Z = −W + P·∂L/∂ŷₙ, so
+				// W stands for −∂L/∂Z below; ∂L/∂P = Z·∂L/∂ŷₙᵀ.
+				dyb := tr.dyn[b*H*C : (b+1)*H*C]
+				clear(dZ)
+				gemm.NN(2*M, C, H, P, H, dyb, C, dZ, C)
+				for i, v := range dZ {
+					W[i] -= v
+				}
+				gemm.NT(2*M, H, C, zb, C, dyb, C, dP, H)
+			}
 			gemm.NT(2*M, L, C, zb, C, gb, C, dA, L)
 			gemm.NT(2*M, L, C, W, C, xb, C, dA, L)
 			if decycle {
@@ -386,6 +403,11 @@ func (m *Model) rhythmLeftoverBackward(ws *Workspace, n int) {
 			for i, v := range dxt {
 				dq[i] = -v
 			}
+		}
+	}
+	if band {
+		for j, id := range ck.ids {
+			gemm.Axpy(1, dP[2*j*H:(2*j+2)*H], tr.grad.Band[2*id*H:(2*id+2)*H])
 		}
 	}
 	if project {

@@ -226,24 +226,40 @@ func (m *Model) clockBackward(ws *Workspace, n int) {
 	}
 }
 
-// clockTerm writes frequency id's clock term for window i of the last pass
-// over the horizon to dst (H × C, normalised units) and reports whether it
-// has one.
-func (ws *Workspace) clockTerm(i, id int, dst []float64) bool {
+// rhythmTerm writes what rhythm frequency id adds for window i of the last
+// pass besides its head, over the horizon, to dst (H × C, normalised
+// units): its clock term and its band head (format 6). It reports whether
+// the frequency has either.
+func (ws *Workspace) rhythmTerm(i, id int, dst []float64) bool {
 	m := ws.m
 	ck := m.clock
-	if !ck.active || ck.member[id] < 0 {
+	band := m.hasBand()
+	if ck.member[id] < 0 || !ck.active && !band {
 		return false
 	}
 	L, H, C := m.cfg.Lookback, m.cfg.Horizon, m.cfg.Channels
 	M, j := len(ck.ids), ck.member[id]
-	ab := ws.ab[i*2*M*C : (i+1)*2*M*C]
-	A, B := ab[2*j*C:(2*j+1)*C], ab[(2*j+1)*C:(2*j+2)*C]
-	for h := range H {
-		row := ck.tab[(L+h)*2*M:]
-		cs, sn := row[2*j], row[2*j+1]
-		for c := range C {
-			dst[h*C+c] = A[c]*cs + B[c]*sn
+	if ck.active {
+		ab := ws.ab[i*2*M*C : (i+1)*2*M*C]
+		A, B := ab[2*j*C:(2*j+1)*C], ab[(2*j+1)*C:(2*j+2)*C]
+		for h := range H {
+			row := ck.tab[(L+h)*2*M:]
+			cs, sn := row[2*j], row[2*j+1]
+			for c := range C {
+				dst[h*C+c] = A[c]*cs + B[c]*sn
+			}
+		}
+	} else {
+		clear(dst[:H*C])
+	}
+	if band {
+		z := ws.zfix[i*2*M*C : (i+1)*2*M*C]
+		zc, zs := z[2*j*C:(2*j+1)*C], z[(2*j+1)*C:(2*j+2)*C]
+		pc, ps := m.params.Band[2*id*H:(2*id+1)*H], m.params.Band[(2*id+1)*H:(2*id+2)*H]
+		for h := range H {
+			for c := range C {
+				dst[h*C+c] += pc[h]*zc[c] + ps[h]*zs[c]
+			}
 		}
 	}
 	return true

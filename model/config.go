@@ -111,6 +111,12 @@ type Config struct {
 	// differ from their usual shape (more accurate on ETTh1, but the
 	// residual then carries cycles: see BenchmarkAblation and docs/benchmarks.md).
 	noDecycle, residualSeesRhythms bool
+	// noBand selects the maths of format 5 and older: the rhythms'
+	// frequencies have no band heads. In format 6 each has one: its two
+	// coefficients of the window less the clock, channel by channel, map
+	// linearly to the H steps ahead through a 2×H matrix shared by the
+	// channels (Params.Band), a part of that frequency's contribution.
+	noBand bool
 	// rhythmsCompete selects the maths of format 4 and older: the rhythms'
 	// frequencies compete with the others for the K places of the
 	// selection, so a window whose day is weak in its energy drops some of

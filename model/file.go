@@ -42,14 +42,17 @@ import (
 //   - 5: the tensors and metadata of version 4; every window selects all
 //     of the rhythms' frequencies and K of the others (in version 4 the
 //     rhythms' frequencies competed with the others for the K places).
+//   - 6: the tensors and metadata of version 5 and band.weight [N, 2, H]:
+//     each rhythm frequency's band head, a linear map from its two
+//     coefficients of the window less the clock to the H steps ahead.
 //
 // A version 1 model loads as the version 2 model that forecasts exactly as
 // it did: its cosine atoms are the old atoms (φ moved to the new anchor),
 // and the weights that read the sine atoms are zero, for training to grow.
-// A version 2, 3 or 4 model keeps its maths (and is saved in its version),
-// so it forecasts exactly as it did; models trained by this build are
-// version 5.
-const FormatVersion = 5
+// A version 2, 3, 4 or 5 model keeps its maths (and is saved in its
+// version), so it forecasts exactly as it did; models trained by this build
+// are version 6.
+const FormatVersion = 6
 
 const (
 	formatName     = "freqlens"
@@ -268,6 +271,7 @@ func Decode(b []byte) (*Model, error) {
 	cfg.noEnergyPrior, cfg.residualReadsAll = ver <= 2, ver <= 2
 	cfg.residualSelected, cfg.noClock, cfg.residualMixesChannels = ver == 3, ver <= 3, ver <= 3
 	cfg.rhythmsCompete = ver <= 4
+	cfg.noBand = ver <= 5
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("incompatible model: %w", err)
 	}
@@ -354,15 +358,20 @@ func Decode(b []byte) (*Model, error) {
 func (cfg Config) formatVersion() int {
 	switch {
 	case cfg.noDecycle || cfg.residualSeesRhythms:
-	case cfg.noEnergyPrior && cfg.residualReadsAll && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete:
+	case cfg.noEnergyPrior && cfg.residualReadsAll && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete && cfg.noBand:
 		return 2
-	case !cfg.noEnergyPrior && !cfg.residualReadsAll && cfg.residualSelected && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete:
+	case !cfg.noEnergyPrior && !cfg.residualReadsAll && cfg.residualSelected && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete && cfg.noBand:
 		return 3
 	case !cfg.noEnergyPrior && !cfg.residualReadsAll && !cfg.residualSelected && !cfg.noClock && !cfg.residualMixesChannels:
-		if cfg.rhythmsCompete {
+		switch {
+		case cfg.rhythmsCompete && cfg.noBand:
 			return 4
+		case cfg.rhythmsCompete:
+		case cfg.noBand:
+			return 5
+		default:
+			return FormatVersion
 		}
-		return FormatVersion
 	}
 	return 0
 }

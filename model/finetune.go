@@ -31,7 +31,8 @@ type FineTuneConfig struct {
 	//
 	// Default: 5
 	FreqRateScale float64
-	// TrainHeads also fine-tunes the per-frequency heads.
+	// TrainHeads also fine-tunes the per-frequency heads and the rhythm
+	// frequencies' band heads.
 	TrainHeads bool
 	// LambdaDiv weights the diversity regulariser that keeps the frequencies
 	// apart. A negative value turns it off.
@@ -210,7 +211,7 @@ func fineTuned(heads bool) func(component string) bool {
 		switch component {
 		case "frequencies", "fusion", "clock":
 			return true
-		case "heads":
+		case "heads", "band heads":
 			return heads
 		}
 		return false

@@ -244,6 +244,10 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		ws.resIn = ws.xr
 		m.rhythmLeftover(ws, n)
 	}
+	band := m.hasBand()
+	if band {
+		m.bandForward(ws, n)
+	}
 
 	// The residual MLP's rows: one per window, or one per window and
 	// channel (weights shared between channels), read channel by channel.
@@ -276,6 +280,9 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 				yn := alpha*fs[i] + (1-alpha)*res[i]
 				if qf != nil {
 					yn += qf[h*C+c]
+				}
+				if band {
+					yn += ws.band[i]
 				}
 				dst[i] = yn*sd[b*C+c] + mu[b*C+c]
 			}
@@ -574,6 +581,34 @@ func (m *Model) rhythmLeftover(ws *Workspace, n int) {
 			nz[i] = -v
 		}
 		gemm.TN(L, C, 2*M, A, L, nz, C, ub, C)
+	}
+}
+
+// hasBand reports whether the model's rhythm frequencies have band heads.
+func (m *Model) hasBand() bool {
+	return !m.cfg.noBand && len(m.clock.ids) > 0 && m.projectsRhythms() && !m.cfg.residualSelected && !m.cfg.residualReadsAll
+}
+
+// bandForward writes the band heads' sum into ws.band: for each window b,
+// step h and channel c, Σ_j P_j(h)·Z_b,j,c over the rhythm frequencies'
+// atoms j, with Z the coefficients rhythmLeftover left in ws.zfix. A
+// frequency in ws.without adds nothing.
+func (m *Model) bandForward(ws *Workspace, n int) {
+	cfg, ck := m.cfg, m.clock
+	C, H, M := cfg.Channels, cfg.Horizon, len(ck.ids)
+	HC := H * C
+	P := ws.pband[:2*M*H]
+	for j, id := range ck.ids {
+		if ws.without != nil && ws.without[id] {
+			clear(P[2*j*H : (2*j+2)*H])
+			continue
+		}
+		copy(P[2*j*H:(2*j+2)*H], m.params.Band[2*id*H:(2*id+2)*H])
+	}
+	for b := range n {
+		out := ws.band[b*HC : (b+1)*HC]
+		clear(out)
+		gemm.TN(H, C, 2*M, P, H, ws.zfix[b*2*M*C:(b+1)*2*M*C], C, out, C)
 	}
 }
 

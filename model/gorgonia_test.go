@@ -125,6 +125,10 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 	resW2 := param("resW2", p.ResW2, R, H)
 	resB2 := param("resB2", p.ResB2, H, C)
 	clockW := param("clock", p.Clock, 2*N, C)
+	var bandW *G.Node
+	if !cfg.noBand {
+		bandW = param("band", p.Band, 2*N, H)
+	}
 	fusion := G.NewScalar(g, gt.Float64, G.WithName("fusion"), G.WithValue(p.Fusion[0]))
 	headW1 := make([]*G.Node, N)
 	headW2 := make([]*G.Node, N)
@@ -301,7 +305,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 		}
 		// The residual reads the window less its rhythms, channel by
 		// channel with shared weights.
-		var resCols []*G.Node
+		var resCols, bandCols []*G.Node
 		for c := range C {
 			xcol := make([]float64, L)
 			for tt := range L {
@@ -310,14 +314,22 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			// x̃ = x̂ − q_past, less its projection on the rhythms' atoms.
 			xt := must(G.Sub(constant("xcol", xcol, L, 1), qPast[c])) // L×1
 			uc := xt
+			var bandCol *G.Node // H×1: the band heads of channel c (format 6)
 			for _, r := range m.Meta.Rhythms {
 				for _, id := range r.Frequencies {
-					for _, atoms := range []*G.Node{psibarCos, psibarSin} {
+					for a, atoms := range []*G.Node{psibarCos, psibarSin} {
 						row := must(G.Reshape(must(G.Slice(atoms, G.S(id))), gt.Shape{1, L}))
 						proj := must(G.Mul(row, xt))                                    // 1×1
 						uc = must(G.Sub(uc, must(G.Mul(must(G.Transpose(row)), proj)))) // L×1
+						if bandW != nil {
+							w := must(G.Reshape(must(G.Slice(bandW, G.S(2*id+a))), gt.Shape{H, 1}))
+							acc(&bandCol, must(G.Mul(w, proj)))
+						}
 					}
 				}
+			}
+			if bandCol != nil {
+				bandCols = append(bandCols, bandCol)
 			}
 			uc = must(G.Reshape(uc, gt.Shape{1, L}))
 			rh := gelu(must(G.Add(must(G.Mul(uc, resW1)), must(G.Reshape(resB1, gt.Shape{1, R})))))
@@ -336,6 +348,13 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 
 		yn := must(G.Add(must(G.Mul(yfreq, alpha)), must(G.Mul(res, oneMinusAlpha))))
 		yn = must(G.Add(yn, must(G.Reshape(qf, gt.Shape{1, HC}))))
+		if len(bandCols) > 0 {
+			band := bandCols[0]
+			if C > 1 {
+				band = must(G.Concat(1, bandCols...))
+			}
+			yn = must(G.Add(yn, must(G.Reshape(band, gt.Shape{1, HC}))))
+		}
 		sdRow, muRow := make([]float64, HC), make([]float64, HC)
 		for j := range HC {
 			sdRow[j], muRow[j] = sd[j%C], mu[j%C]
@@ -395,6 +414,9 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 	total = must(G.Add(total, must(G.Mul(vr, scalar(tc.LambdaVar/(B*float64(C)))))))
 
 	wrt := []*G.Node{inW, inB, theta, phi, scW1, scB1, scW2, freqBias, resW1, resB1, resW2, resB2, fusion, clockW}
+	if bandW != nil {
+		wrt = append(wrt, bandW)
+	}
 	for f := range N {
 		if used[f] {
 			wrt = append(wrt, headW1[f], headW2[f])
@@ -434,6 +456,9 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 		{fusion, grad.Fusion}, {clockW, grad.Clock},
 	} {
 		read(e.nd, e.dst)
+	}
+	if bandW != nil {
+		read(bandW, grad.Band)
 	}
 	for f := range N {
 		if used[f] {

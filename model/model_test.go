@@ -172,6 +172,7 @@ func TestParamCounts(t *testing.T) {
 		"residual":         96*128 + 128 + 128*96 + 96*7,
 		"fusion":           1,
 		"clock":            32 * 2 * 7,
+		"band heads":       32 * 2 * 96,
 	}
 	sum := 0
 	for _, p := range parts {

@@ -42,6 +42,10 @@ type Params struct {
 	// week or whatever its rhythm's period is (see clock); zero and unused
 	// for the other frequencies. Absent (empty) in format 3 and older.
 	Clock []float64
+	// Band [N, 2, H] is, for every frequency of a rhythm, the linear band
+	// head: what its cosine and sine coefficients of the window less the
+	// clock add at each step ahead (Config.noBand off); absent otherwise.
+	Band []float64
 }
 
 // tensor names one view of Params for the model file and for inspection.
@@ -76,6 +80,9 @@ func tensors(cfg Config) []tensor {
 	ts = append(ts, tensor{"fusion.w", "fusion", []int{1}, func(p *Params) *[]float64 { return &p.Fusion }})
 	if !cfg.noClock {
 		ts = append(ts, tensor{"clock.weight", "clock", []int{N, 2, C}, func(p *Params) *[]float64 { return &p.Clock }})
+	}
+	if !cfg.noBand {
+		ts = append(ts, tensor{"band.weight", "band heads", []int{N, 2, H}, func(p *Params) *[]float64 { return &p.Band }})
 	}
 	return ts
 }
@@ -156,7 +163,9 @@ func freqBounds(lookback int) (fmin, fmax float64) {
 //     MLP, zero biases;
 //   - heads with a small second layer, so every frequency starts with a
 //     near-zero contribution and grows only as far as the data asks;
-//   - α = σ(0) = ½.
+//   - α = σ(0) = ½;
+//   - the clock's terms and the band heads at zero (left as newParams
+//     made them), so a rhythm frequency starts as its head alone.
 func initParams(p *Params, cfg Config, rng *rand.Rand) {
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
 	d, N, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden

@@ -269,6 +269,7 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 		// Residual MLP, on what the selected frequencies (format 3) or the
 		// rhythms (format 4) leave of the window.
 		xr := slices.Clone(xn)
+		band := make([]float64, HC) // the band heads' sum (Config.noBand off)
 		switch {
 		case cfg.residualReadsAll:
 		case !cfg.residualSelected && len(members) > 0:
@@ -280,7 +281,7 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			if !rc.active || !cfg.residualSeesRhythms {
 				xt := slices.Clone(xr)
 				for _, f := range members {
-					for _, psi := range psibar[2*f : 2*f+2] {
+					for a, psi := range psibar[2*f : 2*f+2] {
 						for c := range C {
 							proj := 0.0
 							for t := range L {
@@ -288,6 +289,11 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 							}
 							for t := range L {
 								xr[t*C+c] -= psi[t] * proj
+							}
+							if !cfg.noBand {
+								for h := range H {
+									band[h*C+c] += p.Band[(2*f+a)*H+h] * proj
+								}
 							}
 						}
 					}
@@ -353,7 +359,7 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 		}
 		for o := range HC {
 			c := o % C
-			out.forecast[b*HC+o] = (alpha*yfreq[o]+(1-alpha)*res[o]+qfut[o])*sd[c] + mu[c]
+			out.forecast[b*HC+o] = (alpha*yfreq[o]+(1-alpha)*res[o]+qfut[o]+band[o])*sd[c] + mu[c]
 		}
 		// Output losses.
 		fb, tb := out.forecast[b*HC:(b+1)*HC], y[b*HC:(b+1)*HC]

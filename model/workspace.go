@@ -52,6 +52,8 @@ type Workspace struct {
 	zfix                 []float64 // n·2N·C: projections of xt on the rhythm frequencies' atoms
 	ratoms               []float64 // 2N·L: the rhythm frequencies' atoms, gathered
 	zneg                 []float64 // 2N·C: one window's −zfix
+	band                 []float64 // n·H·C: the band heads' sum (Config.noBand off)
+	pband                []float64 // 2N·H: the rhythm frequencies' band weights, gathered
 	// without, when set, removes frequencies from every pass: their heads
 	// are dropped from the selection (not replaced) and their clock terms
 	// are zero (see Workspace.Without).
@@ -95,6 +97,8 @@ type trainScratch struct {
 	dab         []float64 // 2N·C: ∂L/∂(A, B) of one window
 	dxt         []float64 // n·L·C: ∂L/∂x̃
 	dratoms     []float64 // 2N·L: ∂L/∂(the rhythms' gathered atoms), negated
+	dzband      []float64 // 2N·C: ∂L/∂zfix of one window through the band heads
+	dpband      []float64 // 2N·H: ∂L/∂pband
 	sparse      float64   // Σ_b Σ_{i∉S_b} p_bi of the last backward
 	grad        *Params
 }
@@ -174,6 +178,8 @@ func (ws *Workspace) grow(n int) {
 	ws.zfix = make([]float64, n*2*N*C)
 	ws.ratoms = make([]float64, 2*N*L)
 	ws.zneg = make([]float64, 2*N*C)
+	ws.band = make([]float64, n*HC)
+	ws.pband = make([]float64, 2*N*H)
 	if ws.tr != nil {
 		ws.tr = nil
 		ws.enableTraining()
@@ -227,6 +233,8 @@ func (ws *Workspace) enableTraining() {
 		dab:     make([]float64, 2*N*C),
 		dxt:     make([]float64, n*L*C),
 		dratoms: make([]float64, 2*N*L),
+		dzband:  make([]float64, 2*N*C),
+		dpband:  make([]float64, 2*N*H),
 		grad:    newParams(cfg),
 	}
 }
