@@ -167,7 +167,7 @@ func count(n int, thing string) string {
 //     (the lower median of the differences): right for a sensor that waits
 //     about a cadence after each reading, whose stamps wander away from any
 //     fixed grid;
-//   - on a grid (scheduleSteps): right for readings due on a schedule but
+//   - on a grid (scheduleSteps; onGrid): right for readings due on a schedule but
 //     stamped early or late by up to 40% of a cadence, whose intervals
 //     then vary by almost a whole one (hourly readings stamped ±25 minutes
 //     off are 10 to 110 minutes apart, and their median is off the hour).
@@ -176,41 +176,50 @@ func count(n int, thing string) string {
 // grid; on a tie the grid is taken when its cadence is a round one that c
 // misses by seconds. A file of fewer than 32 rows is read interval by
 // interval: too few stamps to tell a schedule.
-func stepCounts(times []time.Time, c time.Duration) ([]int, time.Duration) {
+func stepCounts(times []time.Time, c time.Duration) (steps []int, cadence time.Duration, onGrid bool) {
 	interval := make([]int, len(times))
 	for r := 1; r < len(times); r++ {
 		interval[r] = wholeSteps(secondsBetween(times[r-1], times[r]), c)
 	}
 	ii := irregularity(interval, times)
-	if ii == 0 && roundCadence(c) == c || len(times) < 32 {
-		return interval, c
+	if ii == 0 && slices.Contains(roundCadences, c) || len(times) < 32 {
+		return interval, c, false
 	}
 	grid, gc := scheduleSteps(times, c)
 	switch gi := irregularity(grid, times); {
 	case gc <= 0:
 	case gi < ii, gi == ii && gc != c && slices.Contains(roundCadences, gc):
-		return grid, gc
+		return grid, gc, true
 	}
-	return interval, c
+	return interval, c, false
 }
 
 // scheduleSteps reads times as readings due every cadence on a schedule,
 // each stamped a little early or late. The schedule's cadence is the one
-// within 3% of c (the lower median of the differences, which jitter moves
-// by a percent or two) on whose grid the first rows' stamps line up best
-// (coherence). The rows read on that grid, with a phase that follows the
+// within 6% of c (the lower median of the differences, which jitter and
+// gaps move by a few percent) on whose grid the first rows' stamps line up
+// best (coherence). The rows read on that grid, with a phase that follows the
 // stamps, give the least-squares line through step number and time, whose
 // slope is the cadence of the clock (which may run a little fast or slow)
 // and whose intercept is its phase; the rows are read again on that line,
 // with a phase that follows them slowly. The cadence returned is the slope,
-// or the round cadence within 1% of it; 0 when no line fits.
+// or the round cadence within 0.1% of it; 0 when no line fits.
 func scheduleSteps(times []time.Time, c time.Duration) ([]int, time.Duration) {
 	head := times[:min(len(times), 1024)]
 	best, cs := -1.0, c.Seconds()
-	// Steps of a quarter of the coherence peak's width, 1/len(head).
-	for f := 0.97; f <= 1.03; f += 0.25 / float64(len(head)) {
-		if r, _ := coherence(head, f*c.Seconds()); r > best {
-			best, cs = r, f*c.Seconds()
+	try := func(s float64) {
+		if r, _ := coherence(head, s); r > best {
+			best, cs = r, s
+		}
+	}
+	// Steps of a quarter of the coherence peak's width, 1/len(head), and
+	// the round cadences in the range exactly.
+	for f := 0.94; f <= 1.06; f += 0.25 / float64(len(head)) {
+		try(f * c.Seconds())
+	}
+	for _, r := range roundCadences {
+		if f := float64(r) / float64(c); f >= 0.94 && f <= 1.06 {
+			try(r.Seconds())
 		}
 	}
 	_, phase := coherence(head, cs)
@@ -252,11 +261,12 @@ var roundCadences = []time.Duration{
 	time.Hour, 2 * time.Hour, 3 * time.Hour, 4 * time.Hour, 6 * time.Hour, 8 * time.Hour, 12 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour,
 }
 
-// roundCadence returns the round cadence within 1% of c, or c when there is
-// none.
+// roundCadence returns the round cadence within 0.1% of c, or c when there
+// is none: a schedule's cadence fitted through a file's stamps (a clock up to
+// 0.05% fast or slow) is round; a steady 59m40s is not.
 func roundCadence(c time.Duration) time.Duration {
 	for _, r := range roundCadences {
-		if math.Abs(float64(c)/float64(r)-1) <= 0.01 {
+		if math.Abs(float64(c)/float64(r)-1) <= 0.001 {
 			return r
 		}
 	}
@@ -323,7 +333,7 @@ func (f *Frame) regularise() error {
 		return nil
 	}
 	var ir Irregular
-	steps, c := stepCounts(f.Times, c)
+	steps, c, onGrid := stepCounts(f.Times, c)
 	for r := 1; r < f.Rows(); r++ {
 		switch k := steps[r]; {
 		case f.Times[r].Equal(f.Times[r-1]):
@@ -354,8 +364,11 @@ func (f *Frame) regularise() error {
 	}
 	f.Irregular = ir
 	switch {
-	case c != f.Cadence:
-		// The round cadence the stamps miss by seconds.
+	case onGrid, ir.Filled && slices.Contains(roundCadences, c):
+		// The schedule's cadence, which the median of jittered intervals
+		// misses by seconds or minutes, or a round one the rows were
+		// filled on: dates filled evenly across a gap between jittered
+		// stamps would move their median below it.
 		f.Cadence = c
 	case ir.Filled:
 		// The lower median of the steps again: a gap that was not a whole

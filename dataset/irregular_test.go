@@ -305,7 +305,11 @@ func TestReadCSVJitteredStamps(t *testing.T) {
 				stamp = stamp.Add(time.Duration((float64(wait) - 0.3 + 0.6*rng.Float64()) * float64(cadence)))
 			}
 			wait = 0
-			fmt.Fprintf(&b, "%s,%d\n", stamp.Format("2006-01-02 15:04:05.000"), r)
+			layout := "2006-01-02 15:04:05.000"
+			if cadence >= time.Hour && trial%5 == 0 {
+				layout = "2006-01-02 15:04" // to the minute: the median interval is then often exactly the cadence
+			}
+			fmt.Fprintf(&b, "%s,%d\n", stamp.Format(layout), r)
 		}
 		f, err := ReadCSV(strings.NewReader(b.String()), "jitter.csv")
 		if err != nil {
@@ -330,6 +334,74 @@ func TestReadCSVJitteredStamps(t *testing.T) {
 				t.Errorf("%s: row %d holds step %v's reading", what, r, v)
 				break
 			}
+		}
+	}
+}
+
+// TestReadCSVRegularCadenceKept: a file whose rows are exactly one cadence
+// apart keeps that cadence and its rows, with or without gaps, even when
+// it lies within 1% of a round one (a steady 59m40s is not a jittered
+// hour).
+func TestReadCSVRegularCadenceKept(t *testing.T) {
+	for _, cadence := range []time.Duration{59*time.Minute + 40*time.Second, 14*time.Minute + 55*time.Second,
+		23*time.Hour + 56*time.Minute + 4*time.Second, 1005 * time.Millisecond, 7 * time.Minute} {
+		for _, gaps := range []bool{false, true} {
+			var b strings.Builder
+			b.WriteString("date,v\n")
+			start, rows, kept := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), 500, 0
+			for r := range rows {
+				if gaps && r%40 == 7 {
+					continue
+				}
+				kept++
+				fmt.Fprintf(&b, "%s,%d\n", start.Add(time.Duration(r)*cadence).Format("2006-01-02 15:04:05.000"), r)
+			}
+			f, err := ReadCSV(strings.NewReader(b.String()), "regular.csv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Cadence != cadence {
+				t.Errorf("cadence %v (gaps %v): read as %v", cadence, gaps, f.Cadence)
+			}
+			if want := kept; gaps {
+				want = rows
+				if f.Rows() != want || f.Irregular.Missing != rows-kept {
+					t.Errorf("cadence %v with gaps: %d rows, %d missing; want %d rows, %d missing", cadence, f.Rows(), f.Irregular.Missing, want, rows-kept)
+				}
+			} else if f.Rows() != want || f.GapNote() != "" {
+				t.Errorf("cadence %v: %d rows, note %q; want %d rows and no note", cadence, f.Rows(), f.GapNote(), want)
+			}
+		}
+	}
+}
+
+// TestReadCSVMinuteStampsKeepTheHour: on 150 seeded files, hourly
+// readings stamped to the minute up to ±24 minutes off, with 3% of the
+// hours missing, read at exactly 1h with every gap found: the median
+// interval is then often exactly the hour, and the dates filled evenly
+// across a gap would pull it below (59m) if it were taken again after
+// filling.
+func TestReadCSVMinuteStampsKeepTheHour(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20261128, 1))
+	for trial := range 150 {
+		var b strings.Builder
+		b.WriteString("date,v\n")
+		start, rows, missing := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), 400+rng.IntN(400), 0
+		jitter := 16 + rng.IntN(9)
+		for r := range rows {
+			if r > 0 && r < rows-1 && rng.Float64() < 0.03 {
+				missing++
+				continue
+			}
+			off := time.Duration(rng.IntN(2*jitter+1)-jitter) * time.Minute
+			fmt.Fprintf(&b, "%s,%d\n", start.Add(time.Duration(r)*time.Hour+off).Format("2006-01-02 15:04"), r)
+		}
+		f, err := ReadCSV(strings.NewReader(b.String()), "minutes.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Cadence != time.Hour || f.Irregular.Missing != missing {
+			t.Errorf("trial %d (±%d min, %d of %d missing): read at %v with %d missing (%s)", trial, jitter, missing, rows, f.Cadence, f.Irregular.Missing, f.GapNote())
 		}
 	}
 }

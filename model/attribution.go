@@ -19,7 +19,7 @@ import (
 // σ = 1 without it). The contributions and the residual add up to the
 // forecast exactly, up to floating-point rounding.
 //
-// In a format 4 or 5 model nothing in a frequency's part depends on which other
+// In a format 4, 5 or 6 model nothing in a frequency's part depends on which other
 // frequencies take part, and nothing else depends on it: the forecast is
 // an additive game over the frequencies, so each contribution is that
 // frequency's Shapley value, removing it moves the forecast by exactly its
@@ -53,7 +53,8 @@ type Contribution struct {
 	// all K places scores nothing (0).
 	Score float64
 	// Selected says the window selected the frequency, so its head adds to
-	// Values; a frequency of a rhythm has a part (its clock term) either way.
+	// Values; a frequency of a rhythm has a part (its clock term and, in
+	// format 6, its band head) either way.
 	Selected bool
 	// Values is σ·(α·g_f(c_f) + q_f + b_f), Horizon×Channels, in the
 	// forecast's units.
@@ -186,8 +187,8 @@ func (ws *Workspace) selected(i, f int) bool {
 
 // Without removes the frequencies ids from every following pass with ws:
 // their heads are dropped from the selection (not replaced by the next
-// best) and their clock terms are zero, so the forecast is the model's
-// forecast without them. For a format 4 or 5 model it differs from the full
+// best) and their clock terms and band heads are zero, so the forecast is
+// the model's forecast without them. For a format 4, 5 or 6 model it differs from the full
 // forecast by exactly the removed frequencies' contributions. Without()
 // with no ids restores the full model. It allocates only on its first use.
 func (ws *Workspace) Without(ids ...int) {

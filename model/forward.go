@@ -66,7 +66,7 @@ func (m *Model) Forward(ws *Workspace, dst, x []float64, ends []int64) []float64
 }
 
 // ReadsTime reports whether the model's forecasts depend on the time of
-// each window (a format 4 or 5 model with rhythms and a known cadence): then
+// each window (a format 4 or later model with rhythms and a known cadence): then
 // Forward and the Explainer need the windows' times.
 func (m *Model) ReadsTime() bool { return m.clock.active }
 

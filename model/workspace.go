@@ -178,7 +178,10 @@ func (ws *Workspace) grow(n int) {
 	ws.zfix = make([]float64, n*2*N*C)
 	ws.ratoms = make([]float64, 2*N*L)
 	ws.zneg = make([]float64, 2*N*C)
-	ws.band = make([]float64, n*HC)
+	ws.band = nil // a model without band heads (format 5 and older) needs none
+	if !cfg.noBand {
+		ws.band = make([]float64, n*HC)
+	}
 	ws.pband = make([]float64, 2*N*H)
 	if ws.tr != nil {
 		ws.tr = nil

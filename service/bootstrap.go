@@ -141,15 +141,12 @@ func (s *Service) bootstrap(ctx context.Context) (*model.Model, error) {
 		return nil, err
 	}
 	st.set("bootstrapping: looking for a model on the models topic")
-	srv, err := s.serveWaiting(true, st.get)
-	if err != nil {
-		return nil, err
-	}
-	defer srv.stop()
+	s.waitFor(true, st.get)
 	s.log.Info("no model yet: bootstrapping from the input topic", "model", s.cfg.ModelPath, "min_history", bc.MinHistory)
 
 	var models *broadcast.Models
 	if s.cfg.ModelsTopic != "" {
+		var err error
 		if models, err = broadcast.NewModels(s.kc, s.cfg.ModelsTopic, s.cfg.Online.Keep); err != nil {
 			return nil, err
 		}

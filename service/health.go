@@ -243,34 +243,68 @@ func (s *Service) healthHandlers(mux *http.ServeMux) {
 	})
 }
 
-// serveWaiting serves the metrics listener while the replica cannot serve
-// yet (it waits for the brokers, or bootstraps its first model): /healthz
-// answers 200, since the process is alive and a liveness probe must not
-// restart it for waiting; /readyz answers 503 with reason(); /metrics
-// serves the registry. The caller stops it before the serving listener
-// binds the same address. Without a metrics listener it returns nil, whose
-// stop does nothing.
-func (s *Service) serveWaiting(bootstrapping bool, reason func() string) (*metricsServer, error) {
+// waiting is the metrics listener of a replica that cannot serve yet: it
+// waits for the brokers, reads its model or its checkpoint, or bootstraps
+// its first model. /healthz answers 200, since the process is alive and a
+// liveness probe must not restart it for waiting; /readyz answers 503 with
+// what it waits for; /metrics serves the registry. New starts it first and
+// stops it just before the serving listener binds the same address.
+type waiting struct {
+	srv *metricsServer
+	mu  sync.Mutex
+	// reason says what the replica waits for; bootstrapping that it
+	// trains its first model.
+	reason        func() string
+	bootstrapping bool
+}
+
+// serveWaiting starts s.wait with reason; without a metrics listener it
+// does nothing.
+func (s *Service) serveWaiting(reason string) error {
+	w := &waiting{reason: func() string { return reason }}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"ok":true}` + "\n"))
+	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		rw.Write([]byte(`{"ok":true}` + "\n"))
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		json.NewEncoder(w).Encode(struct {
+	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, r *http.Request) {
+		w.mu.Lock()
+		reason, boot := w.reason, w.bootstrapping
+		w.mu.Unlock()
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(rw).Encode(struct {
 			Ready         bool   `json:"ready"`
 			Bootstrapping bool   `json:"bootstrapping"`
 			Reason        string `json:"reason"`
-		}{false, bootstrapping, reason()})
+		}{false, boot, reason()})
 	})
 	srv, err := listenMetrics(s.cfg, s.reg, mux, s.log)
-	if err != nil {
-		return nil, err
+	if err != nil || srv == nil {
+		return err
 	}
 	srv.serve()
-	return srv, nil
+	w.srv = srv
+	s.wait = w
+	return nil
+}
+
+// waitFor says what the replica waits for now on /readyz.
+func (s *Service) waitFor(bootstrapping bool, reason func() string) {
+	if s.wait == nil {
+		return
+	}
+	s.wait.mu.Lock()
+	s.wait.reason, s.wait.bootstrapping = reason, bootstrapping
+	s.wait.mu.Unlock()
+}
+
+// stopWaiting stops the waiting listener and frees its address.
+func (s *Service) stopWaiting() {
+	if s.wait != nil {
+		s.wait.srv.stop()
+		s.wait = nil
+	}
 }
 
 // isLearner reports whether this replica fine-tunes: online.enabled, and

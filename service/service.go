@@ -55,6 +55,7 @@ type Service struct {
 	events   *broadcast.Events // nil without topics.drift
 	outbox   *outbox
 	metrics  *metricsServer
+	wait     *waiting       // the metrics listener while New waits; nil once serving
 	live     *liveview.View // nil without a metrics listener
 	watch    *watch
 	base     *model.Model
@@ -117,6 +118,12 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 			s.Close()
 		}
 	}()
+	// The metrics listener answers /healthz from the start (a busy port is
+	// refused before anything else is tried), and /readyz says what the
+	// replica waits for until the serving listener takes the address.
+	if err := s.serveWaiting("starting"); err != nil {
+		return nil, err
+	}
 	// A model file is read before any broker is started or reached, so a
 	// missing or broken one is said at once, not after kafka.connect_timeout.
 	if s.base = o.model; s.base == nil && !s.bootstraps() {
@@ -143,6 +150,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if s.base.Meta.Cadence == 0 {
 		s.base.Meta.Cadence = cfg.Cadence
 	}
+	s.waitFor(false, func() string { return "resuming: the newest model version, the learner and the consumer" })
 	serve, version, err := s.resume(ctx)
 	if err != nil {
 		return nil, err
@@ -167,6 +175,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if s.live != nil {
 		s.live.Register(mux)
 	}
+	s.stopWaiting()
 	if s.metrics, err = listenMetrics(s.cfg, s.reg, mux, s.log); err != nil {
 		return nil, err
 	}
@@ -174,16 +183,11 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 }
 
 // reach waits for the brokers (up to kafka.connect_timeout) and checks the
-// topics, while the metrics listener says the replica is alive but not
-// ready, and why.
+// topics, while the waiting listener says so.
 func (s *Service) reach(ctx context.Context) error {
 	reason := fmt.Sprintf("waiting for the Kafka brokers %s (kafka.brokers; gives up after kafka.connect_timeout = %v)",
 		strings.Join(s.cfg.Kafka.Brokers, ","), s.cfg.Kafka.ConnectTimeout)
-	srv, err := s.serveWaiting(false, func() string { return reason })
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
+	s.waitFor(false, func() string { return reason })
 	if err := s.kc.Connect(ctx); err != nil {
 		return err
 	}
@@ -449,6 +453,7 @@ func plausibleRange(m *model.Model) []float64 {
 func (s *Service) Close() error {
 	s.once.Do(func() {
 		var errs []error
+		s.stopWaiting()
 		if s.metrics != nil {
 			s.metrics.stop()
 		}

@@ -137,7 +137,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 //
 // With removed, the forecast is the model's forecast without those
 // frequencies (removed from the selection, not replaced, and without
-// their clock terms), and the report also holds the full forecast.
+// their clock terms and band heads), and the report also holds the full forecast.
 func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predictReport, error) {
 	L, H, C := m.Lookback(), m.Horizon(), frame.Channels()
 	e, err := m.NewExplainer(C)
@@ -336,7 +336,7 @@ func parseWithout(m *model.Model, spec string) (ids []int, notes []string, err e
 
 // idleRemovals notes each removed frequency that took no part in the
 // forecast (neither selected for the window nor a cycle's, whose clock
-// term is always in): removing it changes nothing.
+// term and band head are always in): removing it changes nothing.
 func idleRemovals(m *model.Model, rep predictReport, removed []int) []string {
 	var notes []string
 	for _, id := range removed {
