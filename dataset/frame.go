@@ -206,10 +206,10 @@ func stepCounts(times []time.Time, c time.Duration) (steps []int, cadence time.D
 // or the round cadence within 0.1% of it; 0 when no line fits.
 func scheduleSteps(times []time.Time, c time.Duration) ([]int, time.Duration) {
 	head := times[:min(len(times), 1024)]
-	best, cs := -1.0, c.Seconds()
+	best, cs, phase := -1.0, c.Seconds(), 0.0
 	try := func(s float64) {
-		if r, _ := coherence(head, s); r > best {
-			best, cs = r, s
+		if r, ph := coherence(head, s); r > best {
+			best, cs, phase = r, s, ph
 		}
 	}
 	// Steps of a quarter of the coherence peak's width, 1/len(head), and
@@ -222,7 +222,6 @@ func scheduleSteps(times []time.Time, c time.Duration) ([]int, time.Duration) {
 			try(r.Seconds())
 		}
 	}
-	_, phase := coherence(head, cs)
 	steps := gridSteps(times, cs, phase, 16)
 	var n, si, ss, sii, sis float64
 	step := 0
@@ -285,6 +284,7 @@ func wholeSteps(s float64, c time.Duration) int {
 	return roundSteps(s / c.Seconds())
 }
 
+// roundSteps rounds x to a whole number of steps within ±2^40.
 func roundSteps(x float64) int {
 	return int(max(min(math.Round(x), 1<<40), -1<<40))
 }

@@ -229,10 +229,7 @@ func (s *Service) delivery() pipeline.Delivery {
 // healthHandlers serves /healthz (the process serves: always 200) and
 // /readyz (200 when ready, else 503), both with a JSON body.
 func (s *Service) healthHandlers(mux *http.ServeMux) {
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"ok":true}` + "\n"))
-	})
+	mux.HandleFunc("/healthz", healthz)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		rd := s.readiness()
 		w.Header().Set("Content-Type", "application/json")
@@ -241,6 +238,12 @@ func (s *Service) healthHandlers(mux *http.ServeMux) {
 		}
 		json.NewEncoder(w).Encode(rd)
 	})
+}
+
+// healthz answers a liveness probe: the process serves.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"ok":true}` + "\n"))
 }
 
 // waiting is the metrics listener of a replica that cannot serve yet: it
@@ -263,10 +266,7 @@ type waiting struct {
 func (s *Service) serveWaiting(reason string) error {
 	w := &waiting{reason: func() string { return reason }}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "application/json")
-		rw.Write([]byte(`{"ok":true}` + "\n"))
-	})
+	mux.HandleFunc("/healthz", healthz)
 	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
 		reason, boot := w.reason, w.bootstrapping

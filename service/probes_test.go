@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
+	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/service"
 )
 
@@ -19,7 +20,7 @@ import (
 // once they come up it starts and serves on the same address. If they
 // never do, New gives up after kafka.connect_timeout and frees the address.
 func TestProbesWhileWaitingForBrokers(t *testing.T) {
-	metrics, brokerAddr := freeAddr(t), freeAddr(t)
+	metrics, brokerAddr := kafkatest.FreeAddr(t), kafkatest.FreeAddr(t)
 	cfg := testConfig()
 	cfg.EmbeddedBroker = ""
 	cfg.MetricsListen = metrics
@@ -63,7 +64,7 @@ func TestProbesWhileWaitingForBrokers(t *testing.T) {
 	waitFor(t, metrics, "/readyz", http.StatusOK, `"ready":true`)
 	stopCleanly(t, cancel, done, metrics)
 
-	cfg.Kafka.Brokers = []string{freeAddr(t)}
+	cfg.Kafka.Brokers = []string{kafkatest.FreeAddr(t)}
 	cfg.Kafka.ConnectTimeout = 2 * time.Second
 	if _, err := service.New(context.Background(), cfg, service.WithModel(testModel(t))); err == nil || !strings.Contains(err.Error(), "kafka.connect_timeout") {
 		t.Fatalf("New with brokers that never come up = %v, want an error naming kafka.connect_timeout", err)
@@ -73,17 +74,6 @@ func TestProbesWhileWaitingForBrokers(t *testing.T) {
 		t.Fatalf("the metrics address is still taken after New gave up: %v", err)
 	}
 	ln.Close()
-}
-
-// freeAddr returns a local address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // probe GETs path on addr: its status and body, or 0 when nothing answers.
