@@ -231,6 +231,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad number", "input: {cadence: 1h, batch_rows: many}", nil, "input.batch_rows"},
 		{"list as a value", "input: {cadence: 1h, value_fields: value}", nil, "input.value_fields"},
 		{"bad format", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, format: xml}", nil, "input.format"},
+		{"bad align", "kafka: {brokers: [k:1]}\nmodel: {path: m}\ninput: {cadence: 1h, align: round}", nil, "input.align"},
 		{"negative gap", minimal + "window: {max_gap: -1}", nil, "window.max_gap"},
 		{"bad fill", minimal + "window: {fill: cubic}", nil, "window.fill"},
 		{"zero stride", minimal + "window: {stride: 0}", nil, "window.stride"},

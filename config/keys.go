@@ -37,6 +37,7 @@ func keys(c *service.Config) map[string]any {
 		"input.value_fields":        &in.ValueFields,
 		"input.csv_columns":         &in.CSVColumns,
 		"input.cadence":             &c.Cadence,
+		"input.align":               &c.Align,
 		"input.max_future":          &in.MaxFuture,
 		"input.max_past":            &in.MaxPast,
 		"input.max_series_id_bytes": &in.MaxSeriesBytes,

@@ -43,6 +43,11 @@ type Frame struct {
 	Series       []string
 	// Irregular lists the irregular steps of a wide CSV (see ReadCSV).
 	Irregular Irregular
+	// Align is AlignNearest when the dates are a schedule's, stamped early
+	// or late, that straddle the step times (see findAlign): a live feed of
+	// the same clock puts each reading on its step only when it is put on
+	// the nearest one. Empty otherwise (AlignFloor).
+	Align string
 }
 
 // Irregular says which steps of a wide CSV were not one cadence after the
@@ -334,6 +339,16 @@ func (f *Frame) regularise() error {
 	}
 	var ir Irregular
 	steps, c, onGrid := stepCounts(f.Times, c)
+	align := ""
+	if onGrid && c%time.Millisecond == 0 {
+		ms := make([]int64, len(f.Times))
+		for r, t := range f.Times {
+			ms[r] = t.UnixMilli()
+		}
+		if a, _ := findAlign([][]int64{ms}, c.Milliseconds()); a == AlignNearest {
+			align = a
+		}
+	}
 	for r := 1; r < f.Rows(); r++ {
 		switch k := steps[r]; {
 		case f.Times[r].Equal(f.Times[r-1]):
@@ -362,7 +377,7 @@ func (f *Frame) regularise() error {
 		ir.Filled = true
 		f.fillGaps(ir.Missing, steps)
 	}
-	f.Irregular = ir
+	f.Irregular, f.Align = ir, align
 	switch {
 	case onGrid, ir.Filled && slices.Contains(roundCadences, c):
 		// The schedule's cadence, which the median of jittered intervals

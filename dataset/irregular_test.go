@@ -320,6 +320,11 @@ func TestReadCSVJitteredStamps(t *testing.T) {
 		if scheduled && f.Cadence != cadence || !SameCadence(f.Cadence, cadence) {
 			t.Errorf("%s: cadence %v", what, f.Cadence)
 		}
+		// A schedule on the step times, stamped early or late, is served
+		// on the nearest step (while its clock stays within 5% of a step).
+		if scheduled && math.Abs(drift)*float64(rows) < 0.05 && f.Align != AlignNearest {
+			t.Errorf("%s: align %q, want %q", what, f.Align, AlignNearest)
+		}
 		if f.Irregular.Missing != missing || f.Irregular.Repeated+f.Irregular.Backward != 0 {
 			t.Errorf("%s: found %d missing, %d repeated, %d backward (%s)", what, f.Irregular.Missing, f.Irregular.Repeated, f.Irregular.Backward, f.GapNote())
 			continue

@@ -11,9 +11,10 @@ import (
 // Panel is the history of many series that share their value fields, in
 // the long format a sensor pipeline keeps (one reading per series, time
 // and values), put on a grid of steps as the streaming service puts them:
-// a reading at time t belongs to step ⌊t / Cadence⌋, the last reading of a
-// step wins, gaps of up to MaxGap steps are filled and a longer gap starts
-// a new segment. Each segment is a run of consecutive steps of one series.
+// a reading at time t belongs to step ⌊t / Cadence⌋ (AlignFloor) or to the
+// step whose time is nearest (AlignNearest), the last reading of a step
+// wins, gaps of up to MaxGap steps are filled and a longer gap starts a
+// new segment. Each segment is a run of consecutive steps of one series.
 type Panel struct {
 	// Name is the source, such as "traffic.parquet" or "topic readings".
 	Name string
@@ -21,6 +22,9 @@ type Panel struct {
 	Fields []string
 	// Cadence is the length of a step.
 	Cadence time.Duration
+	// Align is which step a reading's time belongs to: AlignFloor or
+	// AlignNearest, as given or as found (PanelConfig.Align).
+	Align string
 	// Segments holds the runs of consecutive steps, by series name, then
 	// by time.
 	Segments []Segment
@@ -48,8 +52,12 @@ type PanelReport struct {
 	Series     int // distinct series among them
 	NonFinite  int // readings with a NaN or ±Inf value, left out
 	Duplicates int // readings replaced by a later one of the same step
-	Filled     int // steps filled in gaps of at most MaxGap steps
-	Restarts   int // gaps longer than MaxGap, where a new segment starts
+	// FloorDuplicates is how many readings AlignFloor would have put on a
+	// step that already had one, when AlignNearest was found to put fewer
+	// there (PanelConfig.Align empty); 0 otherwise.
+	FloorDuplicates int
+	Filled          int // steps filled in gaps of at most MaxGap steps
+	Restarts        int // gaps longer than MaxGap, where a new segment starts
 	// ShortSegments and ShortRows count the segments too short for one
 	// window (and their steps), left out; ShortSeries the series left
 	// without any segment.
@@ -67,8 +75,16 @@ type PanelConfig struct {
 	Fields []string
 	// Cadence is the step length (input.cadence); 0 infers it from the
 	// readings: the lower median of the positive time differences between
-	// consecutive readings of a series.
+	// consecutive readings of a series when most of them are exactly that,
+	// else (stamps that jitter) the mean time a step those differences
+	// cover, written as the round cadence within 0.1% of it, if any.
 	Cadence time.Duration
+	// Align is which step a reading's time belongs to (input.align):
+	// AlignFloor, AlignNearest, or empty to find it from the readings:
+	// AlignNearest when it puts clearly fewer readings on a step that
+	// already has one (a schedule whose stamps jitter around the step
+	// times, some a moment early), else AlignFloor.
+	Align string
 	// MaxGap is how many missing steps are filled (window.max_gap); a
 	// longer gap starts a new segment. 0 fills none.
 	MaxGap int
@@ -100,6 +116,8 @@ func NewPanelBuilder(cfg PanelConfig) (*PanelBuilder, error) {
 		return nil, fmt.Errorf("%s: no value fields; name them (input.value_fields)", cfg.Name)
 	case cfg.Cadence < 0 || cfg.Cadence%time.Millisecond != 0:
 		return nil, fmt.Errorf("%s: cadence %v is not a positive whole number of milliseconds; use e.g. 1h or 5m", cfg.Name, cfg.Cadence)
+	case cfg.Align != "" && cfg.Align != AlignFloor && cfg.Align != AlignNearest:
+		return nil, fmt.Errorf("%s: align %q; use %s or %s", cfg.Name, cfg.Align, AlignFloor, AlignNearest)
 	case cfg.MaxGap < 0:
 		return nil, fmt.Errorf("%s: max gap %d is negative; use 0 to fill no missing step, or a number of steps", cfg.Name, cfg.MaxGap)
 	}
@@ -150,13 +168,21 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 				"give more history or set input.cadence", cfg.Name)
 		}
 	}
-	if err := b.checkCadence(cfg.Cadence); err != nil {
+	step := cfg.Cadence.Milliseconds()
+	rep := b.report
+	if cfg.Align == "" {
+		ms := make([][]int64, len(b.series))
+		for i, s := range b.series {
+			ms[i] = s.ms
+		}
+		cfg.Align, rep.FloorDuplicates = findAlign(ms, step)
+	}
+	off := alignOffset(cfg.Align, step)
+	if err := b.checkCadence(cfg.Cadence, off); err != nil {
 		return nil, err
 	}
-	p := &Panel{Name: cfg.Name, Fields: slices.Clone(cfg.Fields), Cadence: cfg.Cadence}
-	rep := b.report
+	p := &Panel{Name: cfg.Name, Fields: slices.Clone(cfg.Fields), Cadence: cfg.Cadence, Align: cfg.Align}
 	rep.Series = len(b.series)
-	step := cfg.Cadence.Milliseconds()
 	var ks []int64
 	var vals []float64
 	for _, s := range b.series {
@@ -164,7 +190,7 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 		// a gap is filled towards the value its step keeps.
 		ks, vals = ks[:0], vals[:0]
 		for j, ms := range s.ms {
-			k := floorDiv(ms, step)
+			k := floorDiv(ms+off, step)
 			v := s.values[j*C : (j+1)*C]
 			if n := len(ks); n > 0 && ks[n-1] == k {
 				copy(vals[(n-1)*C:], v)
@@ -242,28 +268,84 @@ func (s *pendingSeries) sort(C int) {
 	s.ms, s.values = ms, values
 }
 
-// inferCadence returns the lower median of the positive differences
+// inferCadence returns the lower median m of the positive differences
 // between consecutive readings of each series, pooled, or 0 when there is
-// none.
+// none. When fewer than half of the differences are exactly m, the stamps
+// may jitter around a schedule, whose cadence m misses by a few percent:
+// then the longest series is read as a wide file's dates are (stepCounts),
+// and the cadence of the schedule it finds, if it finds one, is returned
+// to the millisecond.
 func (b *PanelBuilder) inferCadence() time.Duration {
 	var diffs []int64
-	for _, s := range b.series {
+	longest := -1
+	for i, s := range b.series {
 		for j := 1; j < len(s.ms); j++ {
 			if d := s.ms[j] - s.ms[j-1]; d > 0 {
 				diffs = append(diffs, d)
 			}
+		}
+		if longest < 0 || len(s.ms) > len(b.series[longest].ms) {
+			longest = i
 		}
 	}
 	if len(diffs) == 0 {
 		return 0
 	}
 	slices.Sort(diffs)
-	return time.Duration(diffs[(len(diffs)-1)/2]) * time.Millisecond
+	m := diffs[(len(diffs)-1)/2]
+	lo, _ := slices.BinarySearch(diffs, m)
+	hi, _ := slices.BinarySearch(diffs, m+1)
+	if 2*(hi-lo) >= len(diffs) {
+		return time.Duration(m) * time.Millisecond
+	}
+	var times []time.Time
+	for j, ms := range b.series[longest].ms {
+		if j == 0 || ms != b.series[longest].ms[j-1] {
+			times = append(times, time.UnixMilli(ms))
+		}
+	}
+	if _, c, onGrid := stepCounts(times, time.Duration(m)*time.Millisecond); onGrid && c >= time.Millisecond {
+		return c.Round(time.Millisecond)
+	}
+	return time.Duration(m) * time.Millisecond
+}
+
+// findAlign returns the alignment that puts the readings of the series
+// (each in time order, at ms since the epoch) on steps of step ms:
+// AlignNearest when it leaves clearly fewer readings on a step their series
+// already has (at most a quarter as many, and at least 3 fewer) than
+// AlignFloor, and how many AlignFloor would have; else AlignFloor and 0.
+// Floor and nearest put a reading anywhere inside a step equally often on a
+// taken step, and a reading at a fixed offset into the step on its own
+// step; only stamps that straddle a step's time, some a moment early, tell
+// them apart.
+func findAlign(series [][]int64, step int64) (string, int) {
+	floor, nearest := duplicates(series, step, 0), duplicates(series, step, alignOffset(AlignNearest, step))
+	if nearest*4 <= floor && floor-nearest >= 3 {
+		return AlignNearest, floor
+	}
+	return AlignFloor, 0
+}
+
+// duplicates counts the readings that land on the step of the reading
+// before them in their series, when a reading at ms belongs to step
+// ⌊(ms + off) / step⌋.
+func duplicates(series [][]int64, step, off int64) int {
+	n := 0
+	for _, ms := range series {
+		for j := 1; j < len(ms); j++ {
+			if floorDiv(ms[j]+off, step) == floorDiv(ms[j-1]+off, step) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // checkCadence reports a series whose readings do not follow the cadence:
-// the median step difference between its consecutive readings is not 1.
-func (b *PanelBuilder) checkCadence(cadence time.Duration) error {
+// the median step difference between its consecutive readings is not 1
+// (a reading at ms belonging to step ⌊(ms + off) / step⌋).
+func (b *PanelBuilder) checkCadence(cadence time.Duration, off int64) error {
 	step := cadence.Milliseconds()
 	var diffs []int64
 	for _, s := range b.series {
@@ -272,7 +354,7 @@ func (b *PanelBuilder) checkCadence(cadence time.Duration) error {
 		}
 		diffs = diffs[:0]
 		for j := 1; j < len(s.ms); j++ {
-			diffs = append(diffs, floorDiv(s.ms[j], step)-floorDiv(s.ms[j-1], step))
+			diffs = append(diffs, floorDiv(s.ms[j]+off, step)-floorDiv(s.ms[j-1]+off, step))
 		}
 		slices.Sort(diffs)
 		switch med := diffs[(len(diffs)-1)/2]; {
@@ -301,6 +383,25 @@ func typicalSpacing(ms []int64) time.Duration {
 	}
 	slices.Sort(d)
 	return time.Duration(d[(len(d)-1)/2]) * time.Millisecond
+}
+
+// The alignments of PanelConfig.Align, spelled as input.align and
+// window.Align spell them.
+const (
+	// AlignFloor puts a reading into the step it falls in.
+	AlignFloor = "floor"
+	// AlignNearest puts a reading into the step whose time is nearest.
+	AlignNearest = "nearest"
+)
+
+// alignOffset is what align adds to a time in ms before it is floored to
+// its step of step ms: half a step (to the ms below) for AlignNearest, as
+// window.AlignOffset.
+func alignOffset(align string, step int64) int64 {
+	if align == AlignNearest {
+		return step / 2
+	}
+	return 0
 }
 
 // floorDiv is ⌊a / b⌋ for b > 0.

@@ -168,6 +168,9 @@ func (m *Model) metadata(weightsSHA string) (map[string]string, error) {
 	if m.Meta.Cadence > 0 {
 		md["cadence"] = m.Meta.Cadence.String()
 	}
+	if m.Meta.StepAlign != "" {
+		md["step_align"] = m.Meta.StepAlign
+	}
 	if m.Meta.Metrics != nil {
 		md["metrics"] = js(m.Meta.Metrics)
 	}
@@ -483,6 +486,12 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 			return cfg, meta, fmt.Errorf("corrupted header: metadata cadence %q is not a duration", s)
 		}
 		meta.Cadence = d
+	}
+	switch s := md["step_align"]; s {
+	case "", StepAlignNearest:
+		meta.StepAlign = s
+	default:
+		return cfg, meta, fmt.Errorf("corrupted header: metadata step_align %q; the only alignment a model records is %q", s, StepAlignNearest)
 	}
 	if s := md["seed"]; s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)

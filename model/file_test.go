@@ -31,6 +31,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		Rhythms:       m.Meta.Rhythms,
 		ChannelNames:  []string{"HUFL", "OT"},
 		Cadence:       time.Hour,
+		StepAlign:     StepAlignNearest,
 		Mean:          []float64{1.5, -2},
 		Std:           []float64{0.5, 3},
 		DataSHA256:    "abc123",
@@ -164,6 +165,7 @@ func TestDecodeRejectsBadFiles(t *testing.T) {
 		{"top_k above frequencies", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["top_k"] = "60" }), "top_k"},
 		{"unknown mode", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["mode"] = "sideways" }), "mode"},
 		{"bad cadence", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["cadence"] = "often" }), "cadence"},
+		{"unknown step alignment", rewrite(func(md map[string]string, _ map[string]json.RawMessage) { md["step_align"] = "sideways" }), "step_align"},
 		{"error quantiles of another horizon", rewrite(func(md map[string]string, _ map[string]json.RawMessage) {
 			md["error_quantiles"] = `{"probs":[0.5],"horizon":4,"channels":2,"windows":1,"values":[0,0,0,0,0,0,0,0]}`
 		}), "error quantiles of horizon 4"},

@@ -29,6 +29,11 @@ type Meta struct {
 	ChannelNames []string `json:"channel_names,omitempty"`
 	// Cadence is the time between two steps, 0 when unknown.
 	Cadence time.Duration `json:"cadence,omitempty"`
+	// StepAlign is StepAlignNearest when the training data's readings were put on
+	// the step whose time is nearest (stamps of a schedule straddling the
+	// step times), so that serve puts a live feed of the same clock on
+	// steps the same way; empty for the step a reading falls in.
+	StepAlign string `json:"step_align,omitempty"`
 	// Mean and Std are the per-channel statistics the data was z-scored
 	// with before training (empty when it was not).
 	Mean []float64 `json:"mean,omitempty"`
@@ -67,6 +72,10 @@ type Meta struct {
 	// Clone shares them.
 	ErrorQuantiles *ErrorQuantiles `json:"error_quantiles,omitempty"`
 }
+
+// StepAlignNearest is Meta.StepAlign's one value: readings put on the
+// step whose time is nearest (window.AlignNearest, dataset.AlignNearest).
+const StepAlignNearest = "nearest"
 
 // PlacedPeak is a peak of the training rows' spectrum and the frequency
 // placed on it.

@@ -38,6 +38,11 @@ type Wiring struct {
 	// Cadence is the step length readings are aligned to, a whole number of
 	// milliseconds (input.cadence). Required.
 	Cadence time.Duration
+	// Align is which step a reading's time belongs to (input.align); empty
+	// means the model's (model.Meta.StepAlign: the nearest step for a
+	// model trained on a schedule's stamps that straddle the step times,
+	// else the step a reading falls in).
+	Align window.Align
 	// SkipAttributions computes forecasts only, for sinks that do not write
 	// attributions (the service sets it when topics.attributions is empty or
 	// output.attributions is off).
@@ -60,6 +65,9 @@ func (w Wiring) Validate() error {
 	case w.Cadence%time.Millisecond != 0:
 		return fmt.Errorf("input.cadence = %v is not a whole number of milliseconds (timestamps are in ms); use e.g. %v",
 			w.Cadence, max(w.Cadence.Round(time.Millisecond), time.Millisecond))
+	case w.Align != "" && w.Align != window.AlignFloor && w.Align != window.AlignNearest:
+		return fmt.Errorf("input.align = %q; use %s (a reading belongs to the step it falls in), %s (to the step whose time is nearest) or leave it out for the model's",
+			w.Align, window.AlignFloor, window.AlignNearest)
 	}
 	return nil
 }
@@ -233,7 +241,20 @@ func New(w Wiring, cfg Config, src Source, win window.Config, m *model.Model, sn
 		p.log.Warn("input.value_fields are not the names of the model's channels; each field is read as the channel in its place",
 			"value_fields", w.Fields, "model_channels", m.Meta.ChannelNames)
 	}
-	p.shape = window.Shape{Lookback: m.Lookback(), Fields: w.Fields, Cadence: w.Cadence}
+	align := w.Align
+	if align == "" {
+		align = window.AlignFloor
+		if m.Meta.StepAlign == string(window.AlignNearest) {
+			align = window.AlignNearest
+		}
+	} else if trained := window.Align(m.Meta.StepAlign); (trained == window.AlignNearest) != (align == window.AlignNearest) {
+		if trained == "" {
+			trained = window.AlignFloor
+		}
+		p.log.Warn("input.align differs from how the model's training data was put on steps; a feed of the same clock then fills steps the model did not see filled",
+			"input_align", align, "model_align", trained)
+	}
+	p.shape = window.Shape{Lookback: m.Lookback(), Fields: w.Fields, Cadence: w.Cadence, Align: align}
 	if err := p.shape.Validate(); err != nil {
 		return nil, err
 	}

@@ -719,6 +719,24 @@ func TestForecastObserver(t *testing.T) {
 	}
 }
 
+// observedPipeline is a pipeline from the broker's readings topic to a
+// memory sink (window.max_gap 3) that appends every forecast it issues,
+// with its window, to seen under mu.
+func observedPipeline(t *testing.T, kc *kafkaconn.Client, m *model.Model, w pipeline.Wiring, mu *sync.Mutex, seen *[]issued) *pipeline.Pipeline {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	p, err := pipeline.New(w, pipeline.DefaultConfig(), newConsumer(t, kc, reg), windowConfig(func(w *window.Config) { w.MaxGap = 3 }), m, sink.NewMemory(),
+		pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, window, _ []float64) {
+			mu.Lock()
+			defer mu.Unlock()
+			*seen = append(*seen, issued{wire.Clone(*f), append([]float64(nil), window...), nil})
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestForecastsReadTheTime: every window is forecast at its own time, also
 // after a gap the windows fill: the forecast origin is the time of the
 // reading that completed the window, and the forecast is the model's at
@@ -728,18 +746,7 @@ func TestForecastsReadTheTime(t *testing.T) {
 	m := testModel(t, model.Independent, 1)
 	var mu sync.Mutex
 	var seen []issued
-	reg := prometheus.NewRegistry()
-	src := newConsumer(t, kc, reg)
-	mem := sink.NewMemory()
-	p, err := pipeline.New(wiring(), pipeline.DefaultConfig(), src, windowConfig(func(w *window.Config) { w.MaxGap = 3 }), m, mem,
-		pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, window, level []float64) {
-			mu.Lock()
-			defer mu.Unlock()
-			seen = append(seen, issued{wire.Clone(*f), append([]float64(nil), window...), nil})
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := observedPipeline(t, kc, m, wiring(), &mu, &seen)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

@@ -40,6 +40,13 @@ type Config struct {
 	// and the step of the history a model trains on. Required to serve (it
 	// has no default); HistoryPanel infers it from the data when it is 0.
 	Cadence time.Duration
+	// Align is which step a reading's time belongs to (input.align):
+	// window.AlignFloor (the step it falls in), window.AlignNearest (the
+	// step whose time is nearest: for a schedule whose stamps jitter around
+	// the step times, some a moment early), or empty or "auto" for the
+	// model's (see model.Meta.StepAlign), which training finds from the
+	// data; HistoryPanel finds it from the data when it is empty or auto.
+	Align window.Align
 	// Window is the per-series windows' settings: window.*, taken as given
 	// (DefaultConfig starts from window.DefaultConfig). The windows' Shape
 	// is the pipeline's: the model's lookback, Readings.ValueFields and
@@ -142,6 +149,7 @@ func DefaultConfig() Config {
 		Online:        online.DefaultConfig(),
 		DriftTopic:    "drift",
 		Learner:       LearnerAuto,
+		Align:         AlignAuto,
 		MetricsListen: "127.0.0.1:9464",
 		LiveView:      liveview.DefaultConfig(),
 		Bootstrap:     DefaultBootstrapConfig(),
@@ -166,7 +174,7 @@ func (c Config) validate(needModelPath bool) error {
 	fields := c.Readings.ValueFields
 	// The wiring's model version and attributions are New's, from the model
 	// and the sink: here its fields and cadence, input.* keys, are checked.
-	wiring := pipeline.Wiring{Fields: fields, Cadence: c.Cadence}
+	wiring := pipeline.Wiring{Fields: fields, Cadence: c.Cadence, Align: c.wiringAlign()}
 	for _, check := range []func() error{
 		kafka.Validate, c.Stream.Validate, c.Readings.Validate, wiring.Validate, c.Pipeline.Validate, c.Window.Validate, c.Sink.Validate,
 		c.Online.Validate, c.LiveView.Validate,
@@ -193,6 +201,19 @@ func (c Config) validate(needModelPath bool) error {
 		return fmt.Errorf("model.path is required: a model file written by 'freqlens train'")
 	}
 	return c.checkTopics()
+}
+
+// AlignAuto is input.align's spelling of the default: the model's
+// alignment when serving, the data's when training.
+const AlignAuto = "auto"
+
+// wiringAlign is input.align as pipeline.Wiring takes it: empty for the
+// model's.
+func (c Config) wiringAlign() window.Align {
+	if c.Align == AlignAuto {
+		return ""
+	}
+	return c.Align
 }
 
 // checkMetrics reports a metrics.allowed_hosts entry that is no host

@@ -336,7 +336,7 @@ func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.
 		return err
 	}
 	w := pipeline.Wiring{
-		Fields: s.cfg.Readings.ValueFields, Cadence: s.cfg.Cadence,
+		Fields: s.cfg.Readings.ValueFields, Cadence: s.cfg.Cadence, Align: s.cfg.wiringAlign(),
 		SkipAttributions: s.cfg.Sink.AttributionTopic == "" || s.cfg.Sink.Attributions == wire.AttributionsOff,
 		ModelVersion:     max(version, 1),
 	}

@@ -101,6 +101,14 @@ func (h *History) Split(s Split) (*Data, error) {
 	r := p.Report
 	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v; %d duplicate readings replaced, %d steps filled, %d gaps restart a series",
 		p.Name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, r.Restarts)
+	align := ""
+	if p.Align == dataset.AlignNearest {
+		align = p.Align
+		if r.FloorDuplicates > 0 {
+			summary += fmt.Sprintf("\n  readings stamped around the step times (some a moment early): each put on the nearest step, "+
+				"where the step it falls in would have put %d on a step already taken (input.align: nearest)", r.FloorDuplicates)
+		}
+	}
 	if r.ShortSeries > 0 || r.ShortSegments > 0 {
 		summary += fmt.Sprintf("; left out as shorter than lookback + horizon: %d segments (%d steps), %d series with nothing longer",
 			r.ShortSegments, r.ShortRows, r.ShortSeries)
@@ -115,7 +123,7 @@ func (h *History) Split(s Split) (*Data, error) {
 		summary += "\n" + note
 	}
 	return &Data{
-		Span: h.Span, Name: p.Name, Protocol: "time", Mode: mode, Columns: p.Fields, Cadence: p.Cadence, Scaler: bm.Scaler,
+		Span: h.Span, Name: p.Name, Protocol: "time", Mode: mode, Columns: p.Fields, Cadence: p.Cadence, StepAlign: align, Scaler: bm.Scaler,
 		Train: bm.Train.Sample(s.MaxWindows, s.Seed), Val: bm.Val.Sample(s.MaxWindows/5, s.Seed+1), Test: bm.Test,
 		Summary: summary,
 	}, nil

@@ -33,6 +33,9 @@ type Data struct {
 	Columns []string
 	// Cadence is the step length.
 	Cadence time.Duration
+	// StepAlign is dataset.AlignNearest when the readings were put on the
+	// nearest step (model.Meta.StepAlign), else empty.
+	StepAlign string
 	// Scaler holds the training rows' statistics, a mixed model's
 	// normalisation.
 	Scaler dataset.Scaler
@@ -99,7 +102,7 @@ func FromFrame(frame *dataset.Frame, s Split) (*Data, error) {
 	}
 	return &Data{
 		Name: frame.Name, Protocol: string(bm.Protocol), Mode: mode, Columns: frame.Columns,
-		Cadence: frame.Cadence, Scaler: bm.Scaler, SHA256: frame.SHA256,
+		Cadence: frame.Cadence, StepAlign: frame.Align, Scaler: bm.Scaler, SHA256: frame.SHA256,
 		Train: bm.Train, Val: bm.Val, Test: bm.Test,
 	}, nil
 }
@@ -164,7 +167,7 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 		return nil, err
 	}
 	m.Meta = model.Meta{
-		ChannelNames: d.Columns, Cadence: d.Cadence, Mean: d.Scaler.Mean, Std: d.Scaler.Std,
+		ChannelNames: d.Columns, Cadence: d.Cadence, StepAlign: d.StepAlign, Mean: d.Scaler.Mean, Std: d.Scaler.Std,
 		DataSHA256: d.SHA256, DataName: d.Name, Seed: o.Seed,
 	}
 	_, params := m.ParamCounts()

@@ -28,6 +28,34 @@ const (
 	FillHold Fill = "hold"
 )
 
+// Align says which step a reading's time belongs to.
+type Align string
+
+const (
+	// AlignFloor puts a reading into the step it falls in: step k holds the
+	// times from k·Cadence up to (k+1)·Cadence. For readings stamped
+	// anywhere inside their step, or at a fixed offset into it. The zero
+	// value means AlignFloor.
+	AlignFloor Align = "floor"
+	// AlignNearest puts a reading into the step whose time is nearest: step
+	// k holds the times within half a step of k·Cadence. For sensors read
+	// on a schedule whose stamps jitter around the step times, some a
+	// moment early (12:59:58 for 13:00), which AlignFloor would put a step
+	// early, onto the step before, leaving a hole at theirs.
+	AlignNearest Align = "nearest"
+)
+
+// AlignOffset is what alignment a adds to a time before it is floored to its
+// step of length cadence: 0 for AlignFloor, half a step (to the
+// millisecond below) for AlignNearest. A step's readings then span
+// [k·cadence − offset, (k+1)·cadence − offset).
+func AlignOffset(a Align, cadence time.Duration) time.Duration {
+	if a == AlignNearest {
+		return cadence / 2 / time.Millisecond * time.Millisecond
+	}
+	return 0
+}
+
 // Shape is the wiring of a Set: what the model and the input settings fix,
 // not the user's window.* keys. The pipeline builds it from the model's
 // lookback, input.value_fields and input.cadence. Every field is required.
@@ -41,6 +69,9 @@ type Shape struct {
 	// Cadence is the length of one step, e.g. 5m or 1h: a whole number of
 	// milliseconds (input.cadence).
 	Cadence time.Duration
+	// Align is which step a reading's time belongs to (input.align, or the
+	// model's); empty means AlignFloor.
+	Align Align
 }
 
 // Validate reports the first field of the Shape that cannot work, naming
@@ -73,6 +104,9 @@ func (sh Shape) Validate() error {
 	if sh.Cadence%time.Millisecond != 0 {
 		return fmt.Errorf("input.cadence = %v is not a whole number of milliseconds (timestamps are in ms); use e.g. %v",
 			sh.Cadence, max(sh.Cadence.Round(time.Millisecond), time.Millisecond))
+	}
+	if sh.Align != "" && sh.Align != AlignFloor && sh.Align != AlignNearest {
+		return fmt.Errorf("input.align = %q; use floor (a reading belongs to the step it falls in) or nearest (to the step whose time is nearest)", sh.Align)
 	}
 	return nil
 }

@@ -36,10 +36,13 @@
 //
 // A reading at time t belongs to step
 //
-//	k = ⌊t.UnixMilli() / Cadence.Milliseconds()⌋
+//	k = ⌊(t.UnixMilli() + a) / Cadence.Milliseconds()⌋
 //
-// whose time is k·Cadence (UTC): a reading between two step boundaries lands
-// on the earlier step. Each series keeps a ring of the last L steps (L =
+// whose time is k·Cadence (UTC), where a is AlignOffset(Shape.Align): 0 with
+// AlignFloor, so that a reading between two step times lands on the earlier
+// step, and half a step with AlignNearest, so that it lands on the nearer
+// one (a schedule whose stamps jitter around the step times, some a moment
+// early). Each series keeps a ring of the last L steps (L =
 // Shape.Lookback), C values per step (C = len(Shape.Fields)), and its
 // newest step n.
 // A reading for step k of an existing series is

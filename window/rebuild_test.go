@@ -31,17 +31,28 @@ func replay(tb testing.TB, s *Set, rs []rd) {
 // and duplicate readings and a stride included.
 func TestRebuildFromPartOfTheHistory(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		l    int           // the Lookback
-		edit func(*Config) // of DefaultConfig
+		name  string
+		l     int           // the Lookback
+		edit  func(*Config) // of DefaultConfig
+		align Align         // with AlignNearest, stamps jitter by up to 45% of a step
 	}{
-		{"stride 1, lateness 2 steps", 8, func(c *Config) { c.MaxGap, c.AllowedLateness = 2, 2*time.Hour }},
-		{"stride 3, hold fill", 6, func(c *Config) { c.MaxGap, c.Stride, c.Fill, c.AllowedLateness = 3, 3, FillHold, time.Hour }},
-		{"restart on any gap", 5, func(c *Config) { c.MaxGap = 0 }},
+		{"stride 1, lateness 2 steps", 8, func(c *Config) { c.MaxGap, c.AllowedLateness = 2, 2*time.Hour }, AlignFloor},
+		{"stride 3, hold fill", 6, func(c *Config) { c.MaxGap, c.Stride, c.Fill, c.AllowedLateness = 3, 3, FillHold, time.Hour }, AlignFloor},
+		{"restart on any gap", 5, func(c *Config) { c.MaxGap = 0 }, AlignFloor},
+		{"nearest step, jittered stamps", 8, func(c *Config) { c.MaxGap, c.AllowedLateness = 2, 2*time.Hour }, AlignNearest},
+		{"nearest step, stride 3, restart on any gap", 6, func(c *Config) { c.MaxGap, c.Stride = 0, 3 }, AlignNearest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			shape, cfg := Shape{Lookback: tc.l, Fields: one, Cadence: time.Hour}, configWith(tc.edit)
+			shape, cfg := Shape{Lookback: tc.l, Fields: one, Cadence: time.Hour, Align: tc.align}, configWith(tc.edit)
 			rng := rand.New(rand.NewPCG(7, 7))
+			at := at
+			if tc.align == AlignNearest {
+				at = func(series string, k int64, values ...float64) rd {
+					r := rd{series: series, ts: k*hour + int64((0.9*rng.Float64()-0.45)*float64(hour)), values: values}
+					r.ingest = r.ts + 1000
+					return r
+				}
+			}
 			// A history of 6 series over 300 steps: mostly in order, with
 			// gaps of 1-6 steps, duplicates and late readings.
 			var hist []rd
@@ -69,14 +80,28 @@ func TestRebuildFromPartOfTheHistory(t *testing.T) {
 
 				// The rebuilt Set reads back from the first reading whose
 				// step is at least span steps before the newest step at the
-				// cut, as the consumer does.
-				newest := int64(math.MinInt64)
-				for _, r := range hist[:cut] {
-					newest = max(newest, r.ts/hour)
-				}
+				// cut. With AlignNearest it reads back span steps of time
+				// before the newest time, as the consumer does: that holds
+				// every step from the newest but span − 1 on, as with
+				// AlignFloor, though a step's readings may be stamped half
+				// a step before its time (the newest one may be too).
 				from := 0
-				for from < cut && hist[from].ts/hour < newest-span {
-					from++
+				if tc.align == AlignNearest {
+					newestMs := int64(math.MinInt64)
+					for _, r := range hist[:cut] {
+						newestMs = max(newestMs, r.ts)
+					}
+					for from < cut && hist[from].ts < newestMs-span*hour {
+						from++
+					}
+				} else {
+					newest := int64(math.MinInt64)
+					for _, r := range hist[:cut] {
+						newest = max(newest, r.ts/hour)
+					}
+					for from < cut && hist[from].ts/hour < newest-span {
+						from++
+					}
 				}
 				rebuilt := mustNew(t, shape, cfg)
 				replay(t, rebuilt, hist[from:cut])

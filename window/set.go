@@ -90,6 +90,7 @@ type Set struct {
 	cfg       Config
 	l, c      int   // L and C
 	cadMs     int64 // cadence in ms
+	alignMs   int64 // added to a time before it is floored to its step: 0, or cadMs/2 for AlignNearest
 	stride    int64
 	maxGap    uint64
 	lateSteps int64 // AllowedLateness / Cadence
@@ -137,6 +138,7 @@ func New(shape Shape, cfg Config, opts ...Option) (*Set, error) {
 		l:         shape.Lookback,
 		c:         c,
 		cadMs:     shape.Cadence.Milliseconds(),
+		alignMs:   AlignOffset(shape.Align, shape.Cadence).Milliseconds(),
 		stride:    int64(cfg.Stride),
 		maxGap:    uint64(cfg.MaxGap),
 		lateSteps: int64(cfg.AllowedLateness / shape.Cadence),
@@ -346,8 +348,9 @@ func columnNames(sc *arrow.Schema) string {
 	return string(b)
 }
 
-// step returns floor(ms / cadMs).
+// step returns floor((ms + alignMs) / cadMs).
 func (s *Set) step(ms int64) int64 {
+	ms += s.alignMs
 	k := ms / s.cadMs
 	if ms%s.cadMs < 0 {
 		k--

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -60,8 +61,12 @@ type inspectReport struct {
 	Horizon        int     `json:"horizon"`
 	Channels       int     `json:"channels"`
 	CadenceSeconds float64 `json:"cadence_seconds,omitempty"`
-	Alpha          float64 `json:"alpha"`
-	SelectionFrom  string  `json:"selection_counted_on"`
+	// StepAlign is "nearest" when the training data's readings were put on
+	// the nearest step, and serve does so too unless input.align says
+	// otherwise; empty for the step a reading falls in.
+	StepAlign     string  `json:"step_align,omitempty"`
+	Alpha         float64 `json:"alpha"`
+	SelectionFrom string  `json:"selection_counted_on"`
 	// SharesFrom says where the attribution shares of Rhythms,
 	// ResidualShare and Frequencies[].Share were counted; empty when the
 	// model file holds none and no --data was given.
@@ -137,7 +142,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	rep := inspectReport{
 		Model: *modelPath, TrainedOn: m.Meta.DataName, Mode: string(cfg.Mode),
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
-		CadenceSeconds: m.Meta.Cadence.Seconds(), Alpha: m.Alpha(), SelectionFrom: from,
+		CadenceSeconds: m.Meta.Cadence.Seconds(), StepAlign: m.Meta.StepAlign, Alpha: m.Alpha(), SelectionFrom: from,
 		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil), ResidualShare: residualShare,
 		SelectedPerWindow: m.SelectedPerWindow(), CyclesAlwaysSelected: m.SelectsRhythms(),
 	}
@@ -201,6 +206,9 @@ func printInspect(w io.Writer, r inspectReport) {
 		fmt.Fprintf(w, ", trained on %s", r.TrainedOn)
 	}
 	fmt.Fprintln(w)
+	if r.StepAlign == dataset.AlignNearest {
+		fmt.Fprintln(w, "steps: readings go to the nearest step (the training data's stamps straddle the step times); serve does the same unless input.align says otherwise")
+	}
 	if v, ok := r.Metrics["test_mse"]; ok {
 		fmt.Fprintf(w, "test MSE %.4f  MAE %.4f\n", v, r.Metrics["test_mae"])
 	}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/history/historytest"
+)
+
+// TestTrainOnJitteredStamps: long-format readings of a schedule stamped up
+// to 35% of a step early or late (seeded) train the same model, bit for
+// bit, as the same readings stamped on time: each goes onto its own step.
+// The model records that its readings went to the nearest step, so that
+// serve does the same with a live feed of that clock; train says so, and
+// inspect shows it. The on-time readings keep the step they fall in.
+func TestTrainOnJitteredStamps(t *testing.T) {
+	dir := t.TempDir()
+	frame, err := dataset.LoadCSV(writeSynthetic(t, dir, "sensors.csv", 1, 600))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The field names serve reads by default: no --config needed.
+	layout := historytest.Layout{Series: "series", Time: "ts", Values: []string{"value"}}
+	rng := rand.New(rand.NewPCG(9, 2))
+	onTime, jittered := make([]historytest.Row, frame.Rows()), make([]historytest.Row, frame.Rows())
+	for r := range onTime {
+		ms := frame.Times[r].UnixMilli()
+		onTime[r] = historytest.Row{Series: "north", Ms: ms, Values: frame.Row(r)}
+		jittered[r] = onTime[r]
+		jittered[r].Ms += int64((0.7*rng.Float64() - 0.35) * float64(time.Hour/time.Millisecond))
+	}
+	var tensors [][]byte
+	for _, tc := range []struct {
+		name  string
+		rows  []historytest.Row
+		align string
+	}{{"on time", onTime, ""}, {"jittered", jittered, "nearest"}} {
+		data, out := filepath.Join(dir, tc.name+".csv"), filepath.Join(dir, tc.name+".safetensors")
+		historytest.WriteCSV(t, data, layout, tc.rows)
+		code, stdout, stderr := runCLI("train", "--data", data, "--lookback", "48", "--horizon", "24", "--epochs", "1", "--seed", "3", "--out", out)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", tc.name, code, stdout, stderr)
+		}
+		said := strings.Contains(stdout+stderr, "nearest step")
+		if said != (tc.align == "nearest") {
+			t.Errorf("%s: train's output mentions the nearest step: %v, want %v\n%s%s", tc.name, said, tc.align == "nearest", stdout, stderr)
+		}
+		tensors = append(tensors, tensorBytes(t, out))
+		code, stdout, stderr = runCLI("inspect", "--model", out, "--json")
+		if code != 0 {
+			t.Fatalf("%s: inspect exit %d\n%s", tc.name, code, stderr)
+		}
+		var rep struct {
+			StepAlign      string  `json:"step_align"`
+			CadenceSeconds float64 `json:"cadence_seconds"`
+		}
+		lastJSON(t, stdout, &rep)
+		if rep.StepAlign != tc.align || rep.CadenceSeconds != 3600 {
+			t.Errorf("%s: the model's steps are %q at %vs, want %q at 3600s", tc.name, rep.StepAlign, rep.CadenceSeconds, tc.align)
+		}
+	}
+	if !bytes.Equal(tensors[0], tensors[1]) {
+		t.Error("the model trained on the jittered stamps differs from the one trained on the same readings on time")
+	}
+}
