@@ -84,6 +84,7 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 	b.Train, b.Val, b.Test = &Collection{channels: C}, &Collection{channels: C}, &Collection{channels: C}
 	L := int64(lookback)
 	step := p.Cadence.Nanoseconds()
+	var spec spectrumRuns
 	for _, s := range p.Segments {
 		sc := b.Scaler
 		if perSeries {
@@ -91,6 +92,9 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 		}
 		rows := s.Rows(C)
 		norm := sc.Transform(nil, s.Values)
+		if r := trainRows(s); r.Len() > 0 {
+			spec.add(s.Series, s.Start, norm[:r.End*C], C)
+		}
 		times := make([]int64, rows)
 		for i := range times {
 			times[i] = (s.Start + int64(i)) * step
@@ -124,6 +128,9 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 			part.dst.add(w)
 		}
 	}
+	if spec.stitched {
+		b.Train.runs = spec.runs
+	}
 	for _, part := range []struct {
 		name string
 		c    *Collection
@@ -146,6 +153,10 @@ type Collection struct {
 	offsets  []int // offsets[j] is the index of part j's first window
 	n        int
 	pick     []int // a Sample's windows, indices into all the parts' windows; nil for all
+	// runs, when set, are the rows SpectrumRows reads instead of the
+	// parts': a panel's series with the short gaps between their segments
+	// filled (see Panel.Split).
+	runs [][]float64
 }
 
 func (c *Collection) add(w *Windows) {
@@ -194,19 +205,29 @@ const spectrumSeries = 64
 // longest parts side by side (each part's channels in turn), where n is the
 // shortest of those that hold at least half as many rows as the longest, so
 // that the spectrum has the resolution of one series (a concatenation would
-// split a cycle's line at the seams).
+// split a cycle's line at the seams). A panel's training collection reads
+// its series instead of its parts, the short gaps between a series'
+// segments filled (Panel.Split), so that a cycle several times as long as
+// the stretch between two gaps is still resolved.
 func (c *Collection) SpectrumRows() ([]float64, int) {
-	if len(c.parts) == 0 {
+	runs := c.runs
+	if runs == nil {
+		for _, w := range c.parts {
+			runs = append(runs, w.Rows())
+		}
+	}
+	if len(runs) == 0 {
 		return nil, 0
 	}
-	if len(c.parts) == 1 {
-		return c.parts[0].Rows(), c.channels
+	if len(runs) == 1 {
+		return runs[0], c.channels
 	}
-	order := make([]int, len(c.parts))
+	C := c.channels
+	order := make([]int, len(runs))
 	for i := range order {
 		order[i] = i
 	}
-	rows := func(j int) int { return c.parts[j].Range().Len() }
+	rows := func(j int) int { return len(runs[j]) / C }
 	sort.SliceStable(order, func(a, b int) bool { return rows(order[a]) > rows(order[b]) })
 	longest := rows(order[0])
 	n, k := longest, 0
@@ -217,10 +238,9 @@ func (c *Collection) SpectrumRows() ([]float64, int) {
 		n = min(n, rows(j))
 		k++
 	}
-	C := c.channels
 	out := make([]float64, n*k*C)
 	for s, j := range order[:k] {
-		r := c.parts[j].Rows()
+		r := runs[j]
 		r = r[len(r)-n*C:]
 		for t := range n {
 			copy(out[(t*k+s)*C:(t*k+s+1)*C], r[t*C:(t+1)*C])
@@ -228,6 +248,47 @@ func (c *Collection) SpectrumRows() ([]float64, int) {
 	}
 	return out, k * C
 }
+
+// spectrumRuns gathers the training rows of a panel's segments into runs
+// for the spectrum, one a series where the gaps between its segments are
+// short enough to fill (spectrumFill).
+type spectrumRuns struct {
+	runs     [][]float64
+	series   string // of the last run
+	end      int64  // the step after the last run's last row
+	stitched bool   // whether a gap was filled
+}
+
+// add appends the rows of series from step start, C values a row, filling
+// the gap after the series' last run when it is short, else as a new run.
+func (sr *spectrumRuns) add(series string, start int64, rows []float64, C int) {
+	n := len(sr.runs)
+	if n > 0 && series == sr.series && start >= sr.end {
+		run := sr.runs[n-1]
+		gap := start - sr.end
+		if float64(gap) <= spectrumFill*float64(len(run)/C+len(rows)/C) {
+			last, next := run[len(run)-C:], rows[:C]
+			for g := int64(1); g <= gap; g++ {
+				w := float64(g) / float64(gap+1)
+				for c := range C {
+					run = append(run, last[c]+(next[c]-last[c])*w)
+				}
+			}
+			sr.runs[n-1] = append(run, rows...)
+			sr.end = start + int64(len(rows)/C)
+			sr.stitched = true
+			return
+		}
+	}
+	sr.runs = append(sr.runs, rows[:len(rows):len(rows)]) // capped: a fill appends to a copy, never into rows
+	sr.series, sr.end = series, start+int64(len(rows)/C)
+}
+
+// spectrumFill is the longest gap between two segments of a series, as a
+// share of the rows around it, that the spectrum's rows fill (on the line
+// between its ends) rather than cut the series at: a few filled steps blur
+// the spectrum far less than halving the span its resolution comes from.
+const spectrumFill = 0.05
 
 // Sample returns n of c's windows drawn at random without replacement
 // (seeded, in their order in c), or c itself when it holds at most n.
@@ -241,5 +302,5 @@ func (c *Collection) Sample(n int, seed uint64) *Collection {
 	}
 	pick := rand.New(rand.NewPCG(seed, 0x5a3b1e)).Perm(c.n)[:n]
 	slices.Sort(pick)
-	return &Collection{channels: c.channels, parts: c.parts, offsets: c.offsets, n: n, pick: pick}
+	return &Collection{channels: c.channels, parts: c.parts, offsets: c.offsets, n: n, pick: pick, runs: c.runs}
 }

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -120,4 +121,96 @@ func TestPanelJitteredSchedule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSpectrumBridgesShortGaps: a series cut into segments by gaps longer
+// than max_gap but short beside the rows around them (seeded: 2 to 4 gaps
+// of 4 to 12 steps in 1,500 hourly steps) gives the spectrum one run of its
+// whole training span, each segment's rows as they are and each gap on the
+// line between its ends; a gap of a third of the span cuts the series.
+func TestSpectrumBridgesShortGaps(t *testing.T) {
+	for seed := range uint64(8) {
+		rng := rand.New(rand.NewPCG(seed, 21))
+		b, err := NewPanelBuilder(PanelConfig{Name: "gaps", Fields: []string{"v"}, Cadence: time.Hour, MaxGap: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const steps = 1500
+		missing := map[int]bool{}
+		long := seed%4 == 3 // one gap of a third of the span instead
+		if long {
+			for k := 300; k < 800; k++ {
+				missing[k] = true
+			}
+		} else {
+			for range 2 + rng.IntN(3) {
+				at, n := 100+rng.IntN(steps-300), 4+rng.IntN(9)
+				for k := at; k < at+n; k++ {
+					missing[k] = true
+				}
+			}
+		}
+		value := func(k int) float64 { return math.Sin(2*math.Pi*float64(k)/168) + 0.1*float64(k%24) }
+		for k := range steps {
+			if !missing[k] {
+				b.Add("only", int64(k)*int64(time.Hour/time.Millisecond), []float64{value(k)})
+			}
+		}
+		p, err := b.Build(48)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Segments) < 2 {
+			t.Fatalf("seed %d: %d segments; the gaps do not cut the series", seed, len(p.Segments))
+		}
+		pb, err := p.Split(24, 24, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, width := pb.Train.SpectrumRows()
+		span := int(pb.TrainEnd)
+		if long {
+			if width != 2 || len(rows) != 2*250 {
+				t.Fatalf("seed %d: %d rows in %d columns, want the two sides of a gap of 500 steps side by side, 250 rows each", seed, len(rows), width)
+			}
+			continue
+		}
+		if width != 1 || len(rows) != span {
+			t.Fatalf("seed %d: the spectrum reads %d rows in %d columns, want the %d training steps in one", seed, len(rows), width, span)
+		}
+		sc := pb.Scaler
+		if pb.PerSeries {
+			sc = fitScalerOf(t, p, pb)
+		}
+		for k := range span {
+			if missing[k] {
+				lo, hi := k, k
+				for missing[lo] {
+					lo--
+				}
+				for missing[hi] {
+					hi++
+				}
+				a, z := rows[lo], rows[hi]
+				if want := a + (z-a)*float64(k-lo)/float64(hi-lo); math.Abs(rows[k]-want) > 1e-12 {
+					t.Fatalf("seed %d: filled step %d = %v, want %v on the line across the gap", seed, k, rows[k], want)
+				}
+				continue
+			}
+			if want := sc.Transform(nil, []float64{value(k)})[0]; math.Abs(rows[k]-want) > 1e-12 {
+				t.Fatalf("seed %d: step %d = %v, want the reading %v", seed, k, rows[k], want)
+			}
+		}
+	}
+}
+
+// fitScalerOf is the scaler Split fits to the panel's one series.
+func fitScalerOf(t *testing.T, p *Panel, pb *PanelBenchmark) Scaler {
+	t.Helper()
+	var rows []float64
+	for _, s := range p.Segments {
+		n := min(max(pb.TrainEnd-s.Start, 0), int64(s.Rows(1)))
+		rows = append(rows, s.Values[:n]...)
+	}
+	return fitScaler(rows, 1, Range{0, len(rows)})
 }
