@@ -59,6 +59,8 @@ func TestCSVDecode(t *testing.T) {
 		{name: "empty time", in: `a,,1`, wantR: readings.ReasonMissingField},
 		{name: "no series column and no key", edit: keyed, in: `1767600000000,x,1`, wantR: readings.ReasonMissingField},
 		{name: "a header line", in: `series,ts,value`, wantR: readings.ReasonBadTimestamp},
+		{name: "epoch seconds", in: `a,1767600000,1`, wantR: readings.ReasonBadTimestamp},
+		{name: "epoch seconds of 1999", in: `a,936000000,1`, wantR: readings.ReasonBadTimestamp},
 		{name: "value is a word", in: `a,1767600000000,high`, wantR: readings.ReasonWrongType},
 		{name: "series is not UTF-8", in: "\xff,1767600000000,1", wantR: readings.ReasonWrongType},
 		{name: "NaN", in: `a,1767600000000,NaN`, wantR: readings.ReasonNonFinite},

@@ -257,7 +257,7 @@ func parseTimeText(field string, b []byte) (int64, *DecodeError) {
 		return 0, poison(ReasonMissingField, "%s is empty", field)
 	}
 	if ms, ok := parseInt(b); ok {
-		return ms, nil
+		return epochMillis(field, ms, b)
 	}
 	if ms, ok := parseRFC3339(b); ok {
 		return ms, nil
@@ -265,18 +265,32 @@ func parseTimeText(field string, b []byte) (int64, *DecodeError) {
 	return 0, poison(ReasonBadTimestamp, "%s = %s is neither RFC 3339 nor integral epoch milliseconds", field, quote(b))
 }
 
+// epochMillis returns ms, the integer b, as epoch milliseconds, unless it
+// is epoch seconds: an integer from 10^8 to 10^10 is a date from 1973 to
+// 2286 in seconds, and as milliseconds one in the first four months of
+// 1970, which no sensor reads; taken as milliseconds, a feed of epoch
+// seconds would put its readings a thousand times too close together
+// (a 15-minute cadence at 900 ms), silently.
+func epochMillis(field string, ms int64, b []byte) (int64, *DecodeError) {
+	if ms >= 1e8 && ms < 1e10 {
+		return 0, poison(ReasonBadTimestamp, "%s = %s is epoch seconds (%s), not the epoch milliseconds FreqLens reads; send %d000 or RFC 3339",
+			field, quote(b), time.Unix(ms, 0).UTC().Format(time.RFC3339), ms)
+	}
+	return ms, nil
+}
+
 // parseEpochNumber parses a JSON number of epoch milliseconds. A fraction
 // or exponent is accepted when the value is integral and exact in a
 // float64.
 func parseEpochNumber(field string, b []byte) (int64, *DecodeError) {
 	if ms, ok := parseInt(b); ok {
-		return ms, nil
+		return epochMillis(field, ms, b)
 	}
 	v, err := strconv.ParseFloat(stringOf(b), 64)
 	if err != nil || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
 		return 0, poison(ReasonBadTimestamp, "%s = %s is not integral epoch milliseconds", field, quote(b))
 	}
-	return int64(v), nil
+	return epochMillis(field, int64(v), b)
 }
 
 // parseInt parses an optionally signed decimal int64.
