@@ -47,7 +47,8 @@ const (
 // and in which format: Parquet and Arrow files by their magic bytes, CSV
 // when its header names both cfg's series field and its time field. A CSV
 // without them is the wide format (a date column, one column per channel):
-// Detect returns "" and no error. cfg is taken as given (start from
+// Detect returns "" and no error; one that names the series field and not
+// the time field is an error that says which is missing. cfg is taken as given (start from
 // readings.DefaultConfig), and checked.
 func Detect(path string, cfg readings.Config) (FileFormat, error) {
 	if err := cfg.Validate(); err != nil {
@@ -74,8 +75,16 @@ func Detect(path string, cfg readings.Config) (FileFormat, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	if slices.Contains(header, cfg.SeriesField) && slices.Contains(header, cfg.TimeField) {
+	hasSeries, hasTime := slices.Contains(header, cfg.SeriesField), slices.Contains(header, cfg.TimeField)
+	switch {
+	case hasSeries && hasTime:
 		return FileCSV, nil
+	case hasSeries:
+		// A wide file's columns are its date and numbers: one named as the
+		// series field is a long file whose time column has another name.
+		return "", fmt.Errorf("%s: the header names the series field %q but not the time field %q (columns %q): "+
+			"a long-format file needs both; name its time column %[3]q, or set input.time_field (and input.value_fields) in a --config file",
+			path, cfg.SeriesField, cfg.TimeField, header)
 	}
 	return "", nil
 }

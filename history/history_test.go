@@ -161,6 +161,30 @@ func TestWideCSVIsNotLong(t *testing.T) {
 	}
 }
 
+// TestLongCSVWithAnotherTimeName: a CSV whose header names the series
+// field but not the time field is a long file whose time column has
+// another name, not a wide file whose first column is not a date: Detect
+// says which field is missing and where to name it. One with a "ts"
+// column and no series column (a wide file's date may be called ts) stays
+// wide.
+func TestLongCSVWithAnotherTimeName(t *testing.T) {
+	dir := t.TempDir()
+	long, wide := filepath.Join(dir, "long.csv"), filepath.Join(dir, "wide.csv")
+	if err := os.WriteFile(long, []byte("series,time,value\ns-1,2026-01-05T00:00:00Z,1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wide, []byte("ts,temp,rh\n2026-01-05 00:00:00,1,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Detect(long, readings.DefaultConfig()); err == nil || !strings.Contains(err.Error(), `not the time field "ts"`) ||
+		!strings.Contains(err.Error(), "input.time_field") {
+		t.Errorf("Detect(long.csv with a time column) = %v; want an error naming the time field and input.time_field", err)
+	}
+	if format, err := Detect(wide, readings.DefaultConfig()); err != nil || format != "" {
+		t.Errorf("Detect(wide.csv with a ts date column) = %q, %v; want the wide format", format, err)
+	}
+}
+
 // TestTopicGivesTheSamePanel: the same history produced to a topic as JSON
 // messages (with one that is not JSON) reads into the same panel, through
 // every partition, with the bad messages counted by reason.
