@@ -94,7 +94,8 @@ func LoadCSVRows(path string) (*Frame, error) {
 // LoadCSVSeries is LoadCSV for long-format files, whose rows are readings of
 // several series: the column named series holds each row's series id as
 // text ("s-17", "t1", "7"), kept as written in Frame.Series and left out
-// of the channels. An empty id is an error.
+// of the channels; the date is the first column, or the second when the
+// series column is the first. An empty id is an error.
 func LoadCSVSeries(path, series string) (*Frame, error) {
 	return loadCSV(path, series, false)
 }
@@ -206,15 +207,20 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 	}
 	seriesAt := -1 // the series column's index in a record, −1 without
 	if series != "" {
-		i := slices.Index(cols, series)
+		i := slices.Index(header, series)
 		if i < 0 {
-			return nil, fail(headerLine, series, "", fmt.Sprintf("is not a column of the header (columns: %s); name the column of series ids", strings.Join(cols, ", ")), nil)
+			return nil, fail(headerLine, series, "", fmt.Sprintf("is not a column of the header (columns: %s); name the column of series ids", strings.Join(header, ", ")), nil)
 		}
-		if len(cols) < 2 {
+		if len(header) < 3 {
 			return nil, fail(headerLine, series, "", "is the only column beside the date; a reading needs a value column too", nil)
 		}
-		seriesAt = i + 1
-		cols = slices.Delete(cols, i, i+1)
+		seriesAt = i
+		if i == 0 {
+			// The series first: the date is the column after it.
+			dateCol, cols = header[1], slices.Clone(header[2:])
+		} else {
+			cols = slices.Delete(cols, i-1, i)
+		}
 	}
 	chans := len(cols)
 	var ids []string
@@ -242,7 +248,7 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 				fmt.Sprintf("row has %d fields, want %d (the date and the %d columns of the header); fix the row or drop it",
 					len(rec), want, want-1), nil)
 		}
-		if seriesAt > 0 {
+		if seriesAt >= 0 {
 			id := strings.TrimSpace(rec[seriesAt])
 			if id == "" {
 				return nil, fail(line, series, "", "missing series id; fill it or drop the row", nil)
@@ -296,7 +302,7 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 		Values:  values,
 		Cadence: inferCadence(times),
 	}
-	if seriesAt > 0 {
+	if seriesAt >= 0 {
 		f.SeriesColumn, f.Series = series, ids
 		return f, nil
 	}

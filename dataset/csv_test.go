@@ -635,11 +635,19 @@ func TestLoadCSVSeries(t *testing.T) {
 		f.SeriesColumn != "sensor" || !slices.Equal(f.Values, []float64{1.5, 80, 2.5, 81, 3.5, 82, 4.5, 83}) || f.Cadence != time.Hour {
 		t.Errorf("LoadCSVSeries = columns %v, series %v (%q), values %v, cadence %v", f.Columns, f.Series, f.SeriesColumn, f.Values, f.Cadence)
 	}
+	// The series column first, as long files (and train's readers) have
+	// it: the date is the column after it.
+	first := write("first.csv", "sensor,time,temp\ns-17,2024-01-01 00:00,1.5\n007,2024-01-01 00:00,2.5\ns-17,2024-01-01 01:00,3.5\n")
+	if f, err := LoadCSVSeries(first, "sensor"); err != nil || !slices.Equal(f.Columns, []string{"temp"}) ||
+		!slices.Equal(f.Series, []string{"s-17", "007", "s-17"}) || !slices.Equal(f.Values, []float64{1.5, 2.5, 3.5}) || f.Cadence != time.Hour {
+		t.Errorf("LoadCSVSeries with the series column first = %+v, %v", f, err)
+	}
 	for _, tc := range []struct {
 		name, text, column, want string
 	}{
-		{"no such column", "date,a,b\n2024-01-01,1,2\n2024-01-02,3,4\n", "sensor", `column "sensor": is not a column of the header (columns: a, b)`},
+		{"no such column", "date,a,b\n2024-01-01,1,2\n2024-01-02,3,4\n", "sensor", `column "sensor": is not a column of the header (columns: date, a, b)`},
 		{"only the series column", "date,sensor\n2024-01-01,x\n2024-01-02,y\n", "sensor", "is the only column beside the date"},
+		{"the series column first, then only the date", "sensor,date\nx,2024-01-01\ny,2024-01-02\n", "sensor", "is the only column beside the date"},
 		{"an empty id", "date,sensor,v\n2024-01-01,x,1\n2024-01-02, ,2\n", "sensor", "line 3: column \"sensor\": missing series id"},
 		{"a short row", "date,sensor,v\n2024-01-01,x,1\n2024-01-02,y\n", "sensor", "row has 2 fields, want 3"},
 	} {

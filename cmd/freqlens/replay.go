@@ -22,7 +22,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	brokers := fs.String("brokers", "", "comma-separated brokers, host:port (overrides the kafka.brokers of --config)")
 	cfgPath := fs.String("config", "", "serve configuration whose kafka.* keys (brokers, TLS, SASL, client id) and topics.input to use")
 	speed := fs.String("speed", "max", "replay speed relative to the file's timestamps, e.g. 60x, or max for as fast as possible")
-	seriesCol := fs.String("series-column", "", "column naming the series of each row, as text (s-17); its other columns are the reading's values; default: every column is its own series")
+	seriesCol := fs.String("series-column", "", "column naming the series of each row, as text (s-17); the date is the first other column and the rest are the reading's values; default: every column is its own series")
 	format := fs.String("format", "json", "message format: json or csv")
 	valueField := fs.String("value-field", "value", "value field name when every column is its own series")
 	from := fs.Int("from", 0, "first data row to replay (0-based)")
