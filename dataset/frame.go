@@ -349,6 +349,20 @@ func (f *Frame) regularise() error {
 			align = a
 		}
 	}
+	// A schedule read on the step times: its rows are those steps, so the
+	// dates become them (13:00, not 12:59:58), as serve will put a live
+	// feed of the same clock, when each step rounds to its own.
+	var snapped []time.Time
+	if align == AlignNearest {
+		snapped = make([]time.Time, len(f.Times))
+		for r, t := range f.Times {
+			snapped[r] = t.Round(c)
+			if r > 0 && snapped[r].Sub(snapped[r-1]) != time.Duration(steps[r])*c {
+				snapped = nil
+				break
+			}
+		}
+	}
 	for r := 1; r < f.Rows(); r++ {
 		switch k := steps[r]; {
 		case f.Times[r].Equal(f.Times[r-1]):
@@ -375,9 +389,15 @@ func (f *Frame) regularise() error {
 		ir.AsIs = "the gaps are not filled because dates go back"
 	default:
 		ir.Filled = true
+		if snapped != nil {
+			f.Times = snapped
+		}
 		f.fillGaps(ir.Missing, steps)
 	}
 	f.Irregular, f.Align = ir, align
+	if snapped != nil && !ir.Filled {
+		f.Times = snapped
+	}
 	switch {
 	case onGrid, ir.Filled && slices.Contains(roundCadences, c):
 		// The schedule's cadence, which the median of jittered intervals

@@ -325,6 +325,16 @@ func TestReadCSVJitteredStamps(t *testing.T) {
 		if scheduled && math.Abs(drift)*float64(rows) < 0.05 && f.Align != AlignNearest {
 			t.Errorf("%s: align %q, want %q", what, f.Align, AlignNearest)
 		}
+		// Then the rows are the step times themselves (a clock that drifts
+		// off them keeps its own dates).
+		if f.Align == AlignNearest && math.Abs(drift)*float64(rows) < 0.05 {
+			for r, at := range f.Times {
+				if !at.Equal(at.Round(f.Cadence)) || r > 0 && at.Sub(f.Times[r-1]) != f.Cadence && f.Irregular.Filled {
+					t.Errorf("%s: row %d is dated %v, not the step time after the row before's (%v)", what, r, at, f.Times[max(r-1, 0)])
+					break
+				}
+			}
+		}
 		if f.Irregular.Missing != missing || f.Irregular.Repeated+f.Irregular.Backward != 0 {
 			t.Errorf("%s: found %d missing, %d repeated, %d backward (%s)", what, f.Irregular.Missing, f.Irregular.Repeated, f.Irregular.Backward, f.GapNote())
 			continue
