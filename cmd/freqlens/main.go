@@ -31,8 +31,8 @@ import (
 const usage = `freqlens: interpretable frequency-attribution forecasting
 
 usage:
-  freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]    the streaming demo, nothing to install
-  freqlens train   --data CSV --horizon H --out MODEL [--lookback 96] [--epochs 50] [--batch-size 128] [--seed 42] [--mode mixed|independent] [--channel-shuffle 1] [--frequency-init spectrum|grid] [--json]
+  freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL] [--seed 7] [--embedded-broker 127.0.0.1:0]    the streaming demo, nothing to install
+  freqlens train   (--data FILE [--config FILE] | --from-topic --config FILE [--since 14d]) --horizon H --out MODEL [--lookback 96] [--epochs 50] [--seed 42] [--mode mixed|independent] [--max-windows 100000] [--json]   (wide CSV; long CSV, Arrow or Parquet; the topic)
   freqlens eval    --model MODEL --data CSV [--json]
   freqlens inspect --model MODEL [--data CSV] [--json]
   freqlens predict --model MODEL --data CSV --at ROW [--json]
