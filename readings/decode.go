@@ -1,6 +1,7 @@
 package readings
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -261,6 +262,11 @@ func parseTimeText(field string, b []byte) (int64, *DecodeError) {
 	}
 	if ms, ok := parseRFC3339(b); ok {
 		return ms, nil
+	}
+	if len(b) >= 19 && len(b) <= 29 && b[4] == '-' && b[7] == '-' && (b[10] == ' ' || b[10] == 'T') && b[13] == ':' && b[16] == ':' &&
+		!bytes.ContainsAny(b[16:], "Zz+-") {
+		return 0, poison(ReasonBadTimestamp, "%s = %s has no time zone: a reading's time is RFC 3339 with its zone; write %sZ for UTC, or its offset such as +01:00",
+			field, quote(b), b)
 	}
 	return 0, poison(ReasonBadTimestamp, "%s = %s is neither RFC 3339 nor integral epoch milliseconds", field, quote(b))
 }

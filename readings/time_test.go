@@ -72,6 +72,11 @@ func TestParseTimeText(t *testing.T) {
 		{in: "2026-01-05T24:00:00Z", reason: ReasonBadTimestamp},
 		{in: "2026-01-05T08:00:00+01", reason: ReasonBadTimestamp},
 		{in: "", reason: ReasonMissingField},
+		{in: "2026-01-05 08:00:00", reason: ReasonBadTimestamp},
+		{in: "2026-01-05T08:00:00.250", reason: ReasonBadTimestamp},
+		{in: "1767600000", reason: ReasonBadTimestamp},
+		{in: "99999999", want: 99999999},
+		{in: "10000000000", want: 10000000000},
 	} {
 		got, perr := parseTimeText("ts", []byte(tc.in))
 		if perr != nil {
