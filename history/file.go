@@ -156,8 +156,12 @@ func readCSV(ctx context.Context, r io.Reader, cfg readings.Config, b *dataset.P
 		if len(line) > 0 {
 			line = bytes.TrimRight(line, "\r\n")
 			if len(line) > 0 {
+				first := d.stats.Example == ""
 				if err := d.decode(nil, line, time.Time{}); err != nil {
 					return err
+				}
+				if first && d.stats.Example != "" {
+					d.stats.Example = fmt.Sprintf("line %d: %s", n+2, d.stats.Example) // the header is line 1
 				}
 			}
 		}

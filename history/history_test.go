@@ -136,6 +136,12 @@ func TestFilesGiveTheSamePanel(t *testing.T) {
 			if stats.Messages != len(rows) || stats.Readings != len(rows)-1 || stats.Refused[readings.ReasonNonFinite] != 1 || stats.Refusals() != 1 {
 				t.Fatalf("seed %d %s: %v, %v; want %d rows, the NaN one refused as non_finite", seed, tc.name, stats, stats.Refused, len(rows))
 			}
+			if tc.format == FileCSV {
+				nan := slices.IndexFunc(rows, func(r historytest.Row) bool { return math.IsNaN(r.Values[0]) })
+				if want := fmt.Sprintf("line %d: ", nan+2); !strings.HasPrefix(stats.Example, want) {
+					t.Errorf("seed %d %s: the refused reading is %q, want it to start with %q (its line)", seed, tc.name, stats.Example, want)
+				}
+			}
 			got, err := b.Build(24)
 			if err != nil {
 				t.Fatal(err)
