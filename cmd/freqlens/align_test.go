@@ -16,8 +16,9 @@ import (
 // to 35% of a step early or late (seeded) train the same model, bit for
 // bit, as the same readings stamped on time: each goes onto its own step.
 // The model records that its readings went to the nearest step, so that
-// serve does the same with a live feed of that clock; train says so, and
-// inspect shows it. The on-time readings keep the step they fall in.
+// serve does the same with a live feed of that clock; train says so,
+// inspect shows it, and eval on the long file scores the test split train
+// scored. The on-time readings keep the step they fall in.
 func TestTrainOnJitteredStamps(t *testing.T) {
 	dir := t.TempDir()
 	frame, err := dataset.LoadCSV(writeSynthetic(t, dir, "sensors.csv", 1, 600))
@@ -42,10 +43,14 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 	}{{"on time", onTime, ""}, {"jittered", jittered, "nearest"}} {
 		data, out := filepath.Join(dir, tc.name+".csv"), filepath.Join(dir, tc.name+".safetensors")
 		historytest.WriteCSV(t, data, layout, tc.rows)
-		code, stdout, stderr := runCLI("train", "--data", data, "--lookback", "48", "--horizon", "24", "--epochs", "1", "--seed", "3", "--out", out)
+		code, stdout, stderr := runCLI("train", "--data", data, "--lookback", "48", "--horizon", "24", "--epochs", "1", "--seed", "3", "--out", out, "--json")
 		if code != 0 {
 			t.Fatalf("%s: exit %d\n%s\n%s", tc.name, code, stdout, stderr)
 		}
+		var trained struct {
+			TestMSE float64 `json:"test_mse"`
+		}
+		lastJSON(t, stdout, &trained)
 		said := strings.Contains(stdout+stderr, "nearest step")
 		if said != (tc.align == "nearest") {
 			t.Errorf("%s: train's output mentions the nearest step: %v, want %v\n%s%s", tc.name, said, tc.align == "nearest", stdout, stderr)
@@ -62,6 +67,20 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 		lastJSON(t, stdout, &rep)
 		if rep.StepAlign != tc.align || rep.CadenceSeconds != 3600 {
 			t.Errorf("%s: the model's steps are %q at %vs, want %q at 3600s", tc.name, rep.StepAlign, rep.CadenceSeconds, tc.align)
+		}
+		// eval reads the long file onto the model's steps: the test split
+		// train scored, the same MSE.
+		code, stdout, stderr = runCLI("eval", "--model", out, "--data", data, "--json")
+		if code != 0 {
+			t.Fatalf("%s: eval exit %d\n%s", tc.name, code, stderr)
+		}
+		var scored struct {
+			MSE      float64 `json:"mse"`
+			Protocol string  `json:"protocol"`
+		}
+		lastJSON(t, stdout, &scored)
+		if scored.MSE != trained.TestMSE || scored.Protocol != "time" {
+			t.Errorf("%s: eval on the long file: MSE %v (%s protocol), train's test MSE %v (time)", tc.name, scored.MSE, scored.Protocol, trained.TestMSE)
 		}
 	}
 	if !bytes.Equal(tensors[0], tensors[1]) {

@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/service"
+	"github.com/freqlens/freqlens/training"
 )
 
 // evalReport is what `eval --json` prints.
@@ -40,7 +43,8 @@ type evalReport struct {
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
-	data := fs.String("data", "", "CSV to score on its standard-protocol test split")
+	data := fs.String("data", "", "data to score on its test split: a wide CSV (standard protocol), or long-format CSV, Arrow or Parquet as train reads it (split by time)")
+	configPath := fs.String("config", "", "long-format data: the serve configuration whose input.* and window.* settings put its readings on steps, as for train")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	perturb := fs.Int("perturbation", 0, "also remove each test window's k largest parts, k = 1 … K, and compare the forecast's change with the parts (0: off)")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -52,25 +56,25 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *perturb < 0 {
 		return fmt.Errorf("--perturbation %d is negative; use a number of parts such as 8", *perturb)
 	}
-	m, frame, bm, err := loadModelAndData(*modelPath, *data, stderr)
+	m, split, err := loadModelAndData(ctx, *modelPath, *data, *configPath, stderr)
 	if err != nil {
 		return err
 	}
-	met, err := model.Evaluate(ctx, m, bm.Test, model.EvalOptions{})
+	met, err := model.Evaluate(ctx, m, split.Test, model.EvalOptions{})
 	if err != nil {
 		return err
 	}
 	rep := evalReport{
-		Model: *modelPath, Data: *data, Protocol: string(bm.Protocol),
-		SameData: m.Meta.DataSHA256 != "" && m.Meta.DataSHA256 == frame.SHA256,
+		Model: *modelPath, Data: *data, Protocol: split.Protocol,
+		SameData: m.Meta.DataSHA256 != "" && m.Meta.DataSHA256 == split.SHA256,
 		MSE:      met.MSE, MAE: met.MAE, RMSE: met.RMSE, Windows: met.Windows, Channels: met.Channels,
-		PerChannel:    perChannel(frame.Columns, met.PerChannelMSE),
-		PerChannelMAE: perChannel(frame.Columns, met.PerChannelMAE),
+		PerChannel:    perChannel(split.Columns, met.PerChannelMSE),
+		PerChannelMAE: perChannel(split.Columns, met.PerChannelMAE),
 		Seconds:       met.Seconds, WindowsPerSecond: met.WindowsPerSecond,
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
 	}
 	if *perturb > 0 {
-		pr, err := model.Perturbation(ctx, m, bm.Test, *perturb, 1)
+		pr, err := model.Perturbation(ctx, m, split.Test, *perturb, 1)
 		if err != nil {
 			return err
 		}
@@ -82,7 +86,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "%s on %s (%s protocol, test split): MSE %.4f  MAE %.4f  RMSE %.4f\n",
 		filepath.Base(*modelPath), filepath.Base(*data), rep.Protocol, rep.MSE, rep.MAE, rep.RMSE)
 	fmt.Fprintf(stdout, "%d windows × %d channels, %.0f windows/s\n", rep.Windows, rep.Channels, rep.WindowsPerSecond)
-	for i, name := range frame.Columns {
+	for i, name := range split.Columns {
 		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", name, met.PerChannelMSE[i], met.PerChannelMAE[i])
 	}
 	fmt.Fprintln(stdout)
@@ -97,26 +101,81 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// loadModelAndData loads a model and a CSV, checks they fit together and
-// prepares the CSV under the standard protocol with the model's lookback
-// and horizon.
-func loadModelAndData(modelPath, dataPath string, stderr io.Writer) (*model.Model, *dataset.Frame, *dataset.Benchmark, error) {
+// testSplit is the test windows a model is scored on, from a wide CSV
+// under the standard protocol or from long-format history split by time.
+type testSplit struct {
+	Test     model.Source
+	Columns  []string // the channels (a wide file's columns, long data's value fields)
+	Protocol string
+	SHA256   string // the file's, "" for long data
+}
+
+// loadModelAndData loads a model and the file at dataPath, checks they fit
+// together, and cuts the file's test windows with the model's lookback and
+// horizon: a wide CSV under the standard protocol, long-format history
+// (CSV, Arrow, Parquet, as train reads it with configPath's input.* and
+// window.* settings) split by time, its readings put on the model's steps.
+func loadModelAndData(ctx context.Context, modelPath, dataPath, configPath string, stderr io.Writer) (*model.Model, testSplit, error) {
 	m, err := model.Load(modelPath)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, testSplit{}, err
+	}
+	cfg := service.DefaultConfig()
+	if configPath != "" {
+		if cfg, err = loadConfig(configPath); err != nil {
+			return nil, testSplit{}, err
+		}
+	}
+	format, err := history.Detect(dataPath, cfg.Readings)
+	if err != nil {
+		return nil, testSplit{}, err
+	}
+	if format != "" {
+		return longTestSplit(ctx, m, dataPath, format, cfg, stderr)
 	}
 	frame, err := loadWide(dataPath, stderr)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, testSplit{}, err
 	}
 	if err := checkFits(m, frame, dataPath); err != nil {
-		return nil, nil, nil, err
+		return nil, testSplit{}, err
 	}
 	bm, err := dataset.Standard(frame, m.Lookback(), m.Horizon())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, testSplit{}, err
 	}
-	return m, frame, bm, nil
+	return m, testSplit{Test: bm.Test, Columns: frame.Columns, Protocol: string(bm.Protocol), SHA256: frame.SHA256}, nil
+}
+
+// longTestSplit reads long-format history onto the model's steps (its
+// cadence and alignment unless cfg sets them) and returns its test windows.
+func longTestSplit(ctx context.Context, m *model.Model, path string, format history.FileFormat, cfg service.Config, stderr io.Writer) (*model.Model, testSplit, error) {
+	pc := cfg.HistoryPanel("")
+	if pc.Cadence == 0 {
+		pc.Cadence = m.Meta.Cadence
+	}
+	if pc.Align == "" {
+		pc.Align = dataset.AlignFloor
+		if m.Meta.StepAlign == model.StepAlignNearest {
+			pc.Align = dataset.AlignNearest
+		}
+	}
+	d, err := training.FromFile(ctx, path, format, cfg.Readings, pc, training.Split{Lookback: m.Lookback(), Horizon: m.Horizon(), Mode: m.Config().Mode})
+	if err != nil {
+		return nil, testSplit{}, err
+	}
+	if d.Summary != "" {
+		fmt.Fprintln(stderr, d.Summary)
+	}
+	if mc := m.Meta.Cadence; mc > 0 && mc != d.Cadence {
+		return nil, testSplit{}, fmt.Errorf("%s steps every %s but the model was trained on %s steps; set input.cadence: %[3]s in --config, or use data at the model's step",
+			filepath.Base(path), d.Cadence, mc)
+	}
+	if m.Config().Mode == model.Mixed && len(d.Columns) != m.Channels() {
+		return nil, testSplit{}, fmt.Errorf("%s has %d value fields %q but the mixed model has %d channels; name the model's fields in --config (input.value_fields)",
+			filepath.Base(path), len(d.Columns), d.Columns, m.Channels())
+	}
+	return m, testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol}, nil
 }
 
 // loadWide loads a wide CSV and says on stderr which of its steps were

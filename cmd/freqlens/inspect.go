@@ -94,7 +94,8 @@ type inspectReport struct {
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
-	data := fs.String("data", "", "optional CSV whose test split recounts the selections and the attribution shares")
+	data := fs.String("data", "", "optional data whose test split recounts the selections and the attribution shares: a wide CSV, or long-format CSV, Arrow or Parquet as train reads it")
+	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps, as for train")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -108,11 +109,11 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	residualShare := 0.0
 	if *data != "" {
 		var err error
-		mm, _, bm, err := loadModelAndData(*modelPath, *data, stderr)
+		mm, split, err := loadModelAndData(ctx, *modelPath, *data, *configPath, stderr)
 		if err != nil {
 			return err
 		}
-		met, err := model.Evaluate(ctx, mm, bm.Test, model.EvalOptions{})
+		met, err := model.Evaluate(ctx, mm, split.Test, model.EvalOptions{})
 		if err != nil {
 			return err
 		}

@@ -1,9 +1,9 @@
 // Command freqlens trains, evaluates, inspects and applies FreqLens
 // forecasting models, and runs the streaming service.
 //
-//	freqlens train   --data CSV --horizon H --out MODEL [--json]
-//	freqlens eval    --model MODEL --data CSV [--json]
-//	freqlens inspect --model MODEL [--data CSV] [--json]
+//	freqlens train   (--data FILE | --from-topic --config FILE) --horizon H --out MODEL [--json]
+//	freqlens eval    --model MODEL --data FILE [--config FILE] [--json]
+//	freqlens inspect --model MODEL [--data FILE [--config FILE]] [--json]
 //	freqlens predict --model MODEL --data CSV --at ROW [--json]
 //	freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR
 //	freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]
@@ -33,8 +33,8 @@ const usage = `freqlens: interpretable frequency-attribution forecasting
 usage:
   freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL] [--seed 7] [--embedded-broker 127.0.0.1:0]    the streaming demo, nothing to install
   freqlens train   (--data FILE [--config FILE] | --from-topic --config FILE [--since 14d]) --horizon H --out MODEL [--lookback 96] [--epochs 50] [--seed 42] [--mode mixed|independent] [--max-windows 100000] [--json]   (wide CSV; long CSV, Arrow or Parquet; the topic)
-  freqlens eval    --model MODEL --data CSV [--json]
-  freqlens inspect --model MODEL [--data CSV] [--json]
+  freqlens eval    --model MODEL --data FILE [--config FILE] [--json]   (wide CSV, or long-format as train reads it)
+  freqlens inspect --model MODEL [--data FILE [--config FILE]] [--json]
   freqlens predict --model MODEL --data CSV --at ROW [--json]
   freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR   figures and an HTML page
   freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]   the streaming service
