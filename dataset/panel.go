@@ -43,6 +43,12 @@ type Segment struct {
 	Values []float64
 }
 
+// Step returns the step a reading at t belongs to (see Align).
+func (p *Panel) Step(t time.Time) int64 {
+	step := p.Cadence.Milliseconds()
+	return floorDiv(t.UnixMilli()+alignOffset(p.Align, step), step)
+}
+
 // Rows returns the number of steps of the segment for c channels.
 func (s Segment) Rows(c int) int { return len(s.Values) / c }
 

@@ -17,6 +17,16 @@ import (
 // (history.Detect), decoding it with rc and putting it on steps with pc,
 // and splits it by time.
 func FromFile(ctx context.Context, path string, format history.FileFormat, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
+	h, err := ReadFile(ctx, path, format, rc, pc, s.Lookback+s.Horizon)
+	if err != nil {
+		return nil, err
+	}
+	return h.Split(s)
+}
+
+// ReadFile reads long-format history from a file of the given format
+// (history.Detect) onto steps, keeping the runs of at least minRows steps.
+func ReadFile(ctx context.Context, path string, format history.FileFormat, rc readings.Config, pc dataset.PanelConfig, minRows int) (*History, error) {
 	pc.Name = filepath.Base(path)
 	b, err := dataset.NewPanelBuilder(pc)
 	if err != nil {
@@ -26,11 +36,7 @@ func FromFile(ctx context.Context, path string, format history.FileFormat, rc re
 	if err != nil {
 		return nil, err
 	}
-	h, err := build(b, stats, format.String()+" "+pc.Name, s.Lookback+s.Horizon)
-	if err != nil {
-		return nil, err
-	}
-	return h.Split(s)
+	return build(b, stats, format.String()+" "+pc.Name, minRows)
 }
 
 // FromTopic reads the retained history of topic (see history.ReadTopic),

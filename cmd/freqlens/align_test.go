@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,42 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 	}
 	if !bytes.Equal(tensors[0], tensors[1]) {
 		t.Error("the model trained on the jittered stamps differs from the one trained on the same readings on time")
+	}
+
+	// predict on either long file explains the same window of the series,
+	// named by the time of its last step: the same forecast as the wide
+	// file's row at that time, through the same model.
+	at := frame.Times[400]
+	var forecasts [][][]float64
+	for _, name := range []string{"on time.csv", "jittered.csv", "wide"} {
+		args := []string{"predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--json"}
+		if name == "wide" {
+			args = append(args, "--data", filepath.Join(dir, "sensors.csv"), "--at", "400")
+		} else {
+			args = append(args, "--data", filepath.Join(dir, name), "--series", "north", "--at", at.Format(time.RFC3339))
+		}
+		code, stdout, stderr := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("predict on %s: exit %d\n%s", name, code, stderr)
+		}
+		var rep struct {
+			Series   string      `json:"series"`
+			Time     string      `json:"time"`
+			Forecast [][]float64 `json:"forecast"`
+		}
+		lastJSON(t, stdout, &rep)
+		if wantSeries := map[bool]string{true: "", false: "north"}[name == "wide"]; rep.Series != wantSeries || rep.Time != dateTime(at) {
+			t.Errorf("predict on %s: series %q at %s, want %q at %s", name, rep.Series, rep.Time, wantSeries, dateTime(at))
+		}
+		forecasts = append(forecasts, rep.Forecast)
+	}
+	for i, name := range []string{"jittered.csv", "wide"} {
+		if fmt.Sprint(forecasts[i+1]) != fmt.Sprint(forecasts[0]) {
+			t.Errorf("predict on %s forecasts %v, on the on-time long file %v", name, forecasts[i+1][:2], forecasts[0][:2])
+		}
+	}
+	code, _, stderr := runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "jittered.csv"), "--at", "400")
+	if code == 0 || !strings.Contains(stderr, "--series") {
+		t.Errorf("predict on a long file without --series: exit %d, %q; want an error naming --series", code, stderr)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/service"
-	"github.com/freqlens/freqlens/training"
 )
 
 // evalReport is what `eval --json` prints.
@@ -145,37 +144,6 @@ func loadModelAndData(ctx context.Context, modelPath, dataPath, configPath strin
 		return nil, testSplit{}, err
 	}
 	return m, testSplit{Test: bm.Test, Columns: frame.Columns, Protocol: string(bm.Protocol), SHA256: frame.SHA256}, nil
-}
-
-// longTestSplit reads long-format history onto the model's steps (its
-// cadence and alignment unless cfg sets them) and returns its test windows.
-func longTestSplit(ctx context.Context, m *model.Model, path string, format history.FileFormat, cfg service.Config, stderr io.Writer) (*model.Model, testSplit, error) {
-	pc := cfg.HistoryPanel("")
-	if pc.Cadence == 0 {
-		pc.Cadence = m.Meta.Cadence
-	}
-	if pc.Align == "" {
-		pc.Align = dataset.AlignFloor
-		if m.Meta.StepAlign == model.StepAlignNearest {
-			pc.Align = dataset.AlignNearest
-		}
-	}
-	d, err := training.FromFile(ctx, path, format, cfg.Readings, pc, training.Split{Lookback: m.Lookback(), Horizon: m.Horizon(), Mode: m.Config().Mode})
-	if err != nil {
-		return nil, testSplit{}, err
-	}
-	if d.Summary != "" {
-		fmt.Fprintln(stderr, d.Summary)
-	}
-	if mc := m.Meta.Cadence; mc > 0 && mc != d.Cadence {
-		return nil, testSplit{}, fmt.Errorf("%s steps every %s but the model was trained on %s steps; set input.cadence: %[3]s in --config, or use data at the model's step",
-			filepath.Base(path), d.Cadence, mc)
-	}
-	if m.Config().Mode == model.Mixed && len(d.Columns) != m.Channels() {
-		return nil, testSplit{}, fmt.Errorf("%s has %d value fields %q but the mixed model has %d channels; name the model's fields in --config (input.value_fields)",
-			filepath.Base(path), len(d.Columns), d.Columns, m.Channels())
-	}
-	return m, testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol}, nil
 }
 
 // loadWide loads a wide CSV and says on stderr which of its steps were

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/service"
 )
 
 type predictContribution struct {
@@ -49,9 +51,12 @@ type predictRhythm struct {
 // predictReport is what `predict --json` prints. Values are in the data's
 // units; forecast = residual + Σ contributions.values, element by element.
 type predictReport struct {
-	Model         string                `json:"model"`
-	Data          string                `json:"data"`
-	At            int                   `json:"at"`
+	Model string `json:"model"`
+	Data  string `json:"data"`
+	// At is the data row of a wide file that ends the window; absent for
+	// long-format data, whose window is named by Series and Time.
+	At            *int                  `json:"at,omitempty"`
+	Series        string                `json:"series,omitempty"`
 	Time          string                `json:"time"`
 	Channels      []string              `json:"channels"`
 	Times         []string              `json:"times,omitempty"`
@@ -75,8 +80,10 @@ type predictReport struct {
 func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("predict", flag.ContinueOnError)
 	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
-	data := fs.String("data", "", "CSV holding the window")
-	at := fs.Int("at", -1, "0-based data row (header not counted) that ends the input window")
+	data := fs.String("data", "", "data holding the window: a wide CSV, or long-format CSV, Arrow or Parquet as train reads it (with --series)")
+	atFlag := fs.String("at", "", "where the input window ends: the 0-based data row of a wide CSV (header not counted), or the time of a step of long-format data (RFC 3339, or 2006-01-02 15:04:05 in UTC)")
+	series := fs.String("series", "", "long-format --data: the series whose window to forecast")
+	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps, as for train")
 	asJSON := fs.Bool("json", false, "print the forecast and its attribution as one JSON object")
 	without := fs.String("without", "", "forecast without these frequencies: ids or cycle names (e.g. 3,17 or 24h or \"7.0d\"), comma-separated")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -89,24 +96,44 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	frame, err := loadWide(*data, stderr)
+	cfg := service.DefaultConfig()
+	if *configPath != "" {
+		if cfg, err = loadConfig(*configPath); err != nil {
+			return err
+		}
+	}
+	format, err := history.Detect(*data, cfg.Readings)
 	if err != nil {
 		return err
 	}
-	if err := checkFits(m, frame, *data); err != nil {
-		return err
-	}
-	L, H := m.Lookback(), m.Horizon()
-	rows := frame.FileRows() // --at counts the file's rows, not the steps filled between them
-	switch {
-	case !flagSet(fs, "at"):
-		return fmt.Errorf("--at is required: the 0-based data row that ends the window (from %d to %d for this file)", L-1, rows-1)
-	case *at < 0:
-		return fmt.Errorf("--at %d is not a row; use a 0-based data row from %d to %d", *at, L-1, rows-1)
-	case *at >= rows:
-		return fmt.Errorf("--at %d is past the last data row %d", *at, rows-1)
-	case *at < L-1:
-		return fmt.Errorf("--at %d leaves %d rows for a window of %d; use a row from %d on", *at, *at+1, L, L-1)
+	var frame *dataset.Frame
+	row, at := 0, 0
+	if format != "" {
+		if *series == "" || *atFlag == "" {
+			return fmt.Errorf("%s is long-format data: --series names the series and --at the time of the step that ends its window", *data)
+		}
+		t, ok := parseStepTime(*atFlag)
+		if !ok {
+			return fmt.Errorf("--at %q is not a time; use RFC 3339 (2026-01-05T08:00:00Z) or 2026-01-05 08:00:00 (UTC)", *atFlag)
+		}
+		if frame, row, err = longWindow(ctx, m, *data, format, cfg, *series, t); err != nil {
+			return err
+		}
+		at = row
+	} else {
+		if *series != "" {
+			return fmt.Errorf("--series is for long-format data; %s is a wide CSV, whose columns are its channels", *data)
+		}
+		if frame, err = loadWide(*data, stderr); err != nil {
+			return err
+		}
+		if err := checkFits(m, frame, *data); err != nil {
+			return err
+		}
+		if at, err = wideRow(m, frame, fs, *atFlag); err != nil {
+			return err
+		}
+		row = frame.FrameRow(at)
 	}
 	if n := len(m.Meta.Mean); n != 0 && n != frame.Channels() {
 		return fmt.Errorf("the model was trained on %d columns and normalises with their statistics, but %s has %d", n, *data, frame.Channels())
@@ -115,11 +142,13 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	rep, err := predict(m, frame, frame.FrameRow(*at), removed)
+	rep, err := predict(m, frame, row, removed)
 	if err != nil {
 		return err
 	}
-	rep.At = *at
+	if rep.At = &at; format != "" {
+		rep.At, rep.Series = nil, *series
+	}
 	for _, n := range append(notes, idleRemovals(m, rep, removed)...) {
 		fmt.Fprintln(stderr, "freqlens predict: note:", n)
 	}
@@ -127,8 +156,39 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
-	printPredict(stdout, rep, H)
+	printPredict(stdout, rep, m.Horizon())
 	return nil
+}
+
+// wideRow checks --at against a wide file: a 0-based data row that leaves
+// a whole window.
+func wideRow(m *model.Model, frame *dataset.Frame, fs *flag.FlagSet, atText string) (int, error) {
+	L := m.Lookback()
+	rows := frame.FileRows() // --at counts the file's rows, not the steps filled between them
+	if !flagSet(fs, "at") {
+		return 0, fmt.Errorf("--at is required: the 0-based data row that ends the window (from %d to %d for this file)", L-1, rows-1)
+	}
+	at, err := strconv.Atoi(atText)
+	switch {
+	case err != nil || at < 0:
+		return 0, fmt.Errorf("--at %s is not a row; use a 0-based data row from %d to %d", atText, L-1, rows-1)
+	case at >= rows:
+		return 0, fmt.Errorf("--at %d is past the last data row %d", at, rows-1)
+	case at < L-1:
+		return 0, fmt.Errorf("--at %d leaves %d rows for a window of %d; use a row from %d on", at, at+1, L, L-1)
+	}
+	return at, nil
+}
+
+// parseStepTime parses --at for long-format data: RFC 3339, or a date and
+// time (or a date) in UTC.
+func parseStepTime(s string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // predict forecasts the window ending at row at and explains it in the
@@ -163,7 +223,7 @@ func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predi
 		return g
 	}
 	rep := predictReport{
-		At: at, Channels: frame.Columns, Alpha: ex.Alpha, Level: ex.Level,
+		At: &at, Channels: frame.Columns, Alpha: ex.Alpha, Level: ex.Level,
 		Forecast: rows(ex.Forecast), Residual: rows(ex.Residual), ResidualShare: ex.ResidualShare,
 	}
 	placed := map[int]bool{}
@@ -225,9 +285,14 @@ func grid(rows, cols int) [][]float64 {
 }
 
 func printPredict(w io.Writer, r predictReport, H int) {
-	fmt.Fprintf(w, "forecast of %d steps after row %d", H, r.At)
-	if r.Time != "" {
-		fmt.Fprintf(w, " (%s)", r.Time)
+	switch {
+	case r.At == nil:
+		fmt.Fprintf(w, "forecast of %d steps of %s after %s", H, r.Series, r.Time)
+	default:
+		fmt.Fprintf(w, "forecast of %d steps after row %d", H, *r.At)
+		if r.Time != "" {
+			fmt.Fprintf(w, " (%s)", r.Time)
+		}
 	}
 	fmt.Fprintf(w, ", alpha %.3f\n\nwhat drives it (share of the total absolute attribution):\n", r.Alpha)
 	label := func(c predictContribution) string {

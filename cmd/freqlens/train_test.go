@@ -576,8 +576,8 @@ func TestWideCSVGapsFilledAndSaid(t *testing.T) {
 		}
 		lastJSON(t, stdout, c.rep)
 	}
-	if atGapped.Time != atFull.Time || atGapped.At != 460 {
-		t.Errorf("predict --at 460 on the gapped file: row %d at %s; want row 460 at %s, the whole file's row 500", atGapped.At, atGapped.Time, atFull.Time)
+	if atGapped.Time != atFull.Time || atGapped.At == nil || *atGapped.At != 460 {
+		t.Errorf("predict --at 460 on the gapped file: row %v at %s; want row 460 at %s, the whole file's row 500", atGapped.At, atGapped.Time, atFull.Time)
 	}
 	// A glitch is said too, by column, value and time.
 	fields := strings.Split(lines[300], ",")

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/history"
+	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/service"
+	"github.com/freqlens/freqlens/training"
+)
+
+// modelPanel is how long-format history is put on a model's steps to score
+// or explain it: cfg's settings, with the model's cadence and alignment
+// where cfg leaves them to the data.
+func modelPanel(m *model.Model, cfg service.Config) dataset.PanelConfig {
+	pc := cfg.HistoryPanel("")
+	if pc.Cadence == 0 {
+		pc.Cadence = m.Meta.Cadence
+	}
+	if pc.Align == "" {
+		pc.Align = dataset.AlignFloor
+		if m.Meta.StepAlign == model.StepAlignNearest {
+			pc.Align = dataset.AlignNearest
+		}
+	}
+	return pc
+}
+
+// longTestSplit reads long-format history onto the model's steps (its
+// cadence and alignment unless cfg sets them) and returns its test windows.
+func longTestSplit(ctx context.Context, m *model.Model, path string, format history.FileFormat, cfg service.Config, stderr io.Writer) (*model.Model, testSplit, error) {
+	d, err := training.FromFile(ctx, path, format, cfg.Readings, modelPanel(m, cfg), training.Split{Lookback: m.Lookback(), Horizon: m.Horizon(), Mode: m.Config().Mode})
+	if err != nil {
+		return nil, testSplit{}, err
+	}
+	if d.Summary != "" {
+		fmt.Fprintln(stderr, d.Summary)
+	}
+	if mc := m.Meta.Cadence; mc > 0 && mc != d.Cadence {
+		return nil, testSplit{}, fmt.Errorf("%s steps every %s but the model was trained on %s steps; set input.cadence: %[3]s in --config, or use data at the model's step",
+			filepath.Base(path), d.Cadence, mc)
+	}
+	if m.Config().Mode == model.Mixed && len(d.Columns) != m.Channels() {
+		return nil, testSplit{}, fmt.Errorf("%s has %d value fields %q but the mixed model has %d channels; name the model's fields in --config (input.value_fields)",
+			filepath.Base(path), len(d.Columns), d.Columns, m.Channels())
+	}
+	return m, testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol}, nil
+}
+
+// longWindow reads long-format history onto the model's steps and returns
+// the run of steps of series that holds the step of at, as a frame (its
+// value fields the channels), and the row of that step.
+func longWindow(ctx context.Context, m *model.Model, path string, format history.FileFormat, cfg service.Config, series string, at time.Time) (*dataset.Frame, int, error) {
+	pc := modelPanel(m, cfg)
+	h, err := training.ReadFile(ctx, path, format, cfg.Readings, pc, m.Lookback())
+	if err != nil {
+		return nil, 0, err
+	}
+	p := h.Panel
+	if mc := m.Meta.Cadence; mc > 0 && mc != p.Cadence {
+		return nil, 0, fmt.Errorf("%s steps every %s but the model was trained on %s steps; set input.cadence: %[3]s in --config", filepath.Base(path), p.Cadence, mc)
+	}
+	c, k := p.Cadence.Milliseconds(), p.Step(at)
+	C := len(p.Fields)
+	var spans []string
+	for _, sg := range p.Segments {
+		if sg.Series != series {
+			continue
+		}
+		rows := sg.Rows(C)
+		first, last := time.UnixMilli(sg.Start*c).UTC(), time.UnixMilli((sg.Start+int64(rows)-1)*c).UTC()
+		spans = append(spans, first.Format(time.RFC3339)+" to "+last.Format(time.RFC3339))
+		if k < sg.Start || k >= sg.Start+int64(rows) {
+			continue
+		}
+		row := int(k - sg.Start)
+		if row < m.Lookback()-1 {
+			return nil, 0, fmt.Errorf("--at %s leaves %d steps of %q since %s (the start of its run of steps) for a window of %d; use a time from %s on",
+				at.Format(time.RFC3339), row+1, series, first.Format(time.RFC3339), m.Lookback(), time.UnixMilli((sg.Start+int64(m.Lookback())-1)*c).UTC().Format(time.RFC3339))
+		}
+		f := &dataset.Frame{Name: filepath.Base(path), Columns: p.Fields, Values: sg.Values, Cadence: p.Cadence}
+		for i := range rows {
+			f.Times = append(f.Times, time.UnixMilli((sg.Start+int64(i))*c).UTC())
+		}
+		return f, row, nil
+	}
+	if spans == nil {
+		return nil, 0, fmt.Errorf("%s holds no run of %d steps of series %q; name a series the file holds (--series)", filepath.Base(path), m.Lookback(), series)
+	}
+	return nil, 0, fmt.Errorf("--at %s is in no run of steps of %q; its runs (a gap longer than window.max_gap starts a new one): %s",
+		at.Format(time.RFC3339), series, strings.Join(spans, ", "))
+}
