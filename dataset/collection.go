@@ -156,7 +156,7 @@ type Collection struct {
 	// runs, when set, are the rows SpectrumRows reads instead of the
 	// parts': a panel's series with the short gaps between their segments
 	// filled (see Panel.Split).
-	runs [][]float64
+	runs []spectrumRun
 }
 
 func (c *Collection) add(w *Windows) {
@@ -210,24 +210,24 @@ const spectrumSeries = 64
 // segments filled (Panel.Split), so that a cycle several times as long as
 // the stretch between two gaps is still resolved.
 func (c *Collection) SpectrumRows() ([]float64, int) {
+	C := c.channels
 	runs := c.runs
 	if runs == nil {
 		for _, w := range c.parts {
-			runs = append(runs, w.Rows())
+			runs = append(runs, spectrumRun{pieces: [][]float64{w.Rows()}, gaps: []int64{0}, rows: w.Range().Len()})
 		}
 	}
 	if len(runs) == 0 {
 		return nil, 0
 	}
 	if len(runs) == 1 {
-		return runs[0], c.channels
+		return runs[0].values(C), C
 	}
-	C := c.channels
 	order := make([]int, len(runs))
 	for i := range order {
 		order[i] = i
 	}
-	rows := func(j int) int { return len(runs[j]) / C }
+	rows := func(j int) int { return runs[j].rows }
 	sort.SliceStable(order, func(a, b int) bool { return rows(order[a]) > rows(order[b]) })
 	longest := rows(order[0])
 	n, k := longest, 0
@@ -240,7 +240,7 @@ func (c *Collection) SpectrumRows() ([]float64, int) {
 	}
 	out := make([]float64, n*k*C)
 	for s, j := range order[:k] {
-		r := runs[j]
+		r := runs[j].values(C)
 		r = r[len(r)-n*C:]
 		for t := range n {
 			copy(out[(t*k+s)*C:(t*k+s+1)*C], r[t*C:(t+1)*C])
@@ -249,39 +249,65 @@ func (c *Collection) SpectrumRows() ([]float64, int) {
 	return out, k * C
 }
 
+// spectrumRun is the training rows of one series for the spectrum: its
+// segments' rows (views, not copies) and the steps missing before each,
+// filled on the line between their ends only when the run is read, so
+// that only the runs the spectrum reads cost memory.
+type spectrumRun struct {
+	pieces [][]float64 // rows × C values each
+	gaps   []int64     // gaps[i] steps are missing before pieces[i] (gaps[0] = 0)
+	rows   int         // the run's rows, the gaps' included
+}
+
+// values returns the run's rows, C values a row, with its gaps filled:
+// the one piece itself when there is no gap.
+func (r spectrumRun) values(C int) []float64 {
+	if len(r.pieces) == 1 {
+		return r.pieces[0]
+	}
+	out := make([]float64, 0, r.rows*C)
+	for i, p := range r.pieces {
+		if g := r.gaps[i]; g > 0 {
+			last, next := out[len(out)-C:], p[:C]
+			for j := int64(1); j <= g; j++ {
+				w := float64(j) / float64(g+1)
+				for c := range C {
+					out = append(out, last[c]+(next[c]-last[c])*w)
+				}
+			}
+		}
+		out = append(out, p...)
+	}
+	return out
+}
+
 // spectrumRuns gathers the training rows of a panel's segments into runs
 // for the spectrum, one a series where the gaps between its segments are
 // short enough to fill (spectrumFill).
 type spectrumRuns struct {
-	runs     [][]float64
+	runs     []spectrumRun
 	series   string // of the last run
 	end      int64  // the step after the last run's last row
-	stitched bool   // whether a gap was filled
+	stitched bool   // whether a gap is to be filled
 }
 
-// add appends the rows of series from step start, C values a row, filling
-// the gap after the series' last run when it is short, else as a new run.
+// add appends the rows of series from step start, C values a row: to the
+// series' last run across a short gap, else as a new run. It keeps a view
+// of rows, which must not change.
 func (sr *spectrumRuns) add(series string, start int64, rows []float64, C int) {
-	n := len(sr.runs)
+	n, m := len(sr.runs), len(rows)/C
 	if n > 0 && series == sr.series && start >= sr.end {
-		run := sr.runs[n-1]
-		gap := start - sr.end
-		if float64(gap) <= spectrumFill*float64(len(run)/C+len(rows)/C) {
-			last, next := run[len(run)-C:], rows[:C]
-			for g := int64(1); g <= gap; g++ {
-				w := float64(g) / float64(gap+1)
-				for c := range C {
-					run = append(run, last[c]+(next[c]-last[c])*w)
-				}
-			}
-			sr.runs[n-1] = append(run, rows...)
-			sr.end = start + int64(len(rows)/C)
+		run := &sr.runs[n-1]
+		if gap := start - sr.end; float64(gap) <= spectrumFill*float64(run.rows+m) {
+			run.pieces, run.gaps = append(run.pieces, rows), append(run.gaps, gap)
+			run.rows += int(gap) + m
+			sr.end = start + int64(m)
 			sr.stitched = true
 			return
 		}
 	}
-	sr.runs = append(sr.runs, rows[:len(rows):len(rows)]) // capped: a fill appends to a copy, never into rows
-	sr.series, sr.end = series, start+int64(len(rows)/C)
+	sr.runs = append(sr.runs, spectrumRun{pieces: [][]float64{rows}, gaps: []int64{0}, rows: m})
+	sr.series, sr.end = series, start+int64(m)
 }
 
 // spectrumFill is the longest gap between two segments of a series, as a

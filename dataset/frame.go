@@ -43,10 +43,11 @@ type Frame struct {
 	Series       []string
 	// Irregular lists the irregular steps of a wide CSV (see ReadCSV).
 	Irregular Irregular
-	// Align is AlignNearest when the dates are a schedule's, stamped early
-	// or late, that straddle the step times (see findAlign): a live feed of
-	// the same clock puts each reading on its step only when it is put on
-	// the nearest one. Empty otherwise (AlignFloor).
+	// Align is AlignNearest when the dates straddle the step times, some a
+	// moment early (see findAlign): a live feed of the same clock puts each
+	// reading on its step only when it is put on the nearest one; the rows
+	// are then dated on the step times when each rounds to its own. Empty
+	// otherwise (AlignFloor).
 	Align string
 }
 
@@ -340,8 +341,9 @@ func (f *Frame) regularise() error {
 	var ir Irregular
 	steps, c, onGrid := stepCounts(f.Times, c)
 	align := ""
-	if onGrid && c%time.Millisecond == 0 {
-		ms := make([]int64, len(f.Times))
+	var ms []int64
+	if c%time.Millisecond == 0 {
+		ms = make([]int64, len(f.Times))
 		for r, t := range f.Times {
 			ms[r] = t.UnixMilli()
 		}
@@ -350,18 +352,24 @@ func (f *Frame) regularise() error {
 		}
 	}
 	// A schedule read on the step times: its rows are those steps, so the
-	// dates become them (13:00, not 12:59:58), as serve will put a live
-	// feed of the same clock, when each step rounds to its own.
+	// dates become them (13:00, not 12:59:58), the step times serve puts a
+	// live feed of the same clock on (multiples of the cadence since the
+	// Unix epoch), when each row rounds to its own step.
 	var snapped []time.Time
 	if align == AlignNearest {
+		cm := c.Milliseconds()
 		snapped = make([]time.Time, len(f.Times))
 		for r, t := range f.Times {
-			snapped[r] = t.Round(c)
+			snapped[r] = time.UnixMilli(floorDiv(ms[r]+alignOffset(AlignNearest, cm), cm) * cm).In(t.Location())
 			if r > 0 && snapped[r].Sub(snapped[r-1]) != time.Duration(steps[r])*c {
 				snapped = nil
 				break
 			}
 		}
+	}
+	dates := f.Times // where a gap starts, as the rows will be dated
+	if snapped != nil {
+		dates = snapped
 	}
 	for r := 1; r < f.Rows(); r++ {
 		switch k := steps[r]; {
@@ -371,7 +379,7 @@ func (f *Frame) regularise() error {
 			ir.Backward++
 		case k >= 2:
 			ir.Missing += k - 1
-			ir.Gaps = append(ir.Gaps, Gap{Start: f.Times[r-1].Add(f.Times[r].Sub(f.Times[r-1]) / time.Duration(k)), Steps: k - 1, AfterRow: r - 1})
+			ir.Gaps = append(ir.Gaps, Gap{Start: dates[r-1].Add(dates[r].Sub(dates[r-1]) / time.Duration(k)), Steps: k - 1, AfterRow: r - 1})
 		}
 	}
 	few := irregularShare * float64(f.Rows())

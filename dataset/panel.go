@@ -62,6 +62,11 @@ type PanelReport struct {
 	// step that already had one, when AlignNearest was found to put fewer
 	// there (PanelConfig.Align empty); 0 otherwise.
 	FloorDuplicates int
+	// Collisions counts the readings on a step that a reading of their
+	// series at another time already took, under the alignment used: a
+	// few are a sensor's extra readings, many say that some series follow
+	// another schedule or cadence than the others.
+	Collisions int
 	Filled          int // steps filled in gaps of at most MaxGap steps
 	Restarts        int // gaps longer than MaxGap, where a new segment starts
 	// ShortSegments and ShortRows count the segments too short for one
@@ -177,16 +182,13 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 	step := cfg.Cadence.Milliseconds()
 	rep := b.report
 	if cfg.Align == "" {
-		ms := make([][]int64, len(b.series))
-		for i, s := range b.series {
-			ms[i] = s.ms
-		}
-		cfg.Align, rep.FloorDuplicates = findAlign(ms, step)
+		cfg.Align, rep.FloorDuplicates = findAlign(b.times(), step)
 	}
 	off := alignOffset(cfg.Align, step)
 	if err := b.checkCadence(cfg.Cadence, off); err != nil {
 		return nil, err
 	}
+	rep.Collisions = duplicates(b.times(), step, off)
 	p := &Panel{Name: cfg.Name, Fields: slices.Clone(cfg.Fields), Cadence: cfg.Cadence, Align: cfg.Align}
 	rep.Series = len(b.series)
 	var ks []int64
@@ -252,6 +254,15 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 			cfg.Name, minRows, cfg.Cadence, rep.Readings, rep.Series, cfg.MaxGap)
 	}
 	return p, nil
+}
+
+// times returns every series' reading times, in ms.
+func (b *PanelBuilder) times() [][]int64 {
+	ms := make([][]int64, len(b.series))
+	for i, s := range b.series {
+		ms[i] = s.ms
+	}
+	return ms
 }
 
 // sort orders the series' readings by time, keeping the order in which
@@ -334,13 +345,14 @@ func findAlign(series [][]int64, step int64) (string, int) {
 }
 
 // duplicates counts the readings that land on the step of the reading
-// before them in their series, when a reading at ms belongs to step
-// ⌊(ms + off) / step⌋.
+// before them in their series at another time, when a reading at ms
+// belongs to step ⌊(ms + off) / step⌋: a reading sent again at the same
+// time shares its step under any alignment and tells them nothing.
 func duplicates(series [][]int64, step, off int64) int {
 	n := 0
 	for _, ms := range series {
 		for j := 1; j < len(ms); j++ {
-			if floorDiv(ms[j]+off, step) == floorDiv(ms[j-1]+off, step) {
+			if ms[j] != ms[j-1] && floorDiv(ms[j]+off, step) == floorDiv(ms[j-1]+off, step) {
 				n++
 			}
 		}

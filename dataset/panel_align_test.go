@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -213,4 +214,73 @@ func fitScalerOf(t *testing.T, p *Panel, pb *PanelBenchmark) Scaler {
 		rows = append(rows, s.Values[:n]...)
 	}
 	return fitScaler(rows, 1, Range{0, len(rows)})
+}
+
+// TestAlignIgnoresResends: readings sent twice at the same time share a
+// step under either alignment and do not hide a schedule's jitter: with
+// up to 30% of them sent again, the panel still finds AlignNearest.
+func TestAlignIgnoresResends(t *testing.T) {
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		f := scheduleFeed{cadence: time.Hour, jitter: 0.2, resent: 0.05 + 0.25*rng.Float64(), steps: 500}
+		b, err := NewPanelBuilder(PanelConfig{Name: "resent", Fields: []string{"v"}, MaxGap: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, resent := f.add(b, rng, 4)
+		p, err := b.Build(50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Align != AlignNearest || p.Report.Duplicates != resent || p.Report.Collisions != 0 {
+			t.Errorf("seed %d (%.0f%% sent twice): align %s, %d duplicates, %d collisions; want nearest, %d (the resent), 0",
+				seed, 100*f.resent, p.Align, p.Report.Duplicates, p.Report.Collisions, resent)
+		}
+	}
+}
+
+// TestWideScheduleOnServeSteps: a wide file whose dates straddle the step
+// times is read on the nearest step and dated on the step times serve
+// uses, multiples of the cadence since the Unix epoch: weekly readings due
+// Thursdays 00:00 UTC (the epoch's weekday) stamped up to 5% of a week
+// off, and hourly readings on the hour but a third of them 2 s early,
+// whose intervals are mostly exactly an hour.
+func TestWideScheduleOnServeSteps(t *testing.T) {
+	start := time.Date(2024, 1, 4, 0, 0, 0, 0, time.UTC) // a Thursday
+	for _, tc := range []struct {
+		name    string
+		cadence time.Duration
+		off     func(rng *rand.Rand) time.Duration
+	}{
+		{"weekly, ±5%", 7 * 24 * time.Hour, func(rng *rand.Rand) time.Duration {
+			return time.Duration((0.1*rng.Float64() - 0.05) * float64(7*24*time.Hour)).Truncate(time.Second)
+		}},
+		{"hourly, a third 2 s early", time.Hour, func(rng *rand.Rand) time.Duration {
+			if rng.IntN(3) == 0 {
+				return -2 * time.Second
+			}
+			return 0
+		}},
+	} {
+		rng := rand.New(rand.NewPCG(4, 4))
+		var b strings.Builder
+		b.WriteString("date,v\n")
+		const rows = 200
+		for r := range rows {
+			at := start.Add(time.Duration(r)*tc.cadence + tc.off(rng))
+			fmt.Fprintf(&b, "%s,%d\n", at.Format("2006-01-02 15:04:05"), r)
+		}
+		f, err := ReadCSV(strings.NewReader(b.String()), "schedule.csv")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if f.Cadence != tc.cadence || f.Align != AlignNearest || f.Rows() != rows {
+			t.Fatalf("%s: cadence %v, align %q, %d rows; want %v, nearest, %d", tc.name, f.Cadence, f.Align, f.Rows(), tc.cadence, rows)
+		}
+		for r, at := range f.Times {
+			if want := start.Add(time.Duration(r) * tc.cadence); !at.Equal(want) || at.UnixMilli()%tc.cadence.Milliseconds() != 0 {
+				t.Fatalf("%s: row %d is dated %v, want %v", tc.name, r, at, want)
+			}
+		}
+	}
 }

@@ -243,14 +243,8 @@ func New(w Wiring, cfg Config, src Source, win window.Config, m *model.Model, sn
 	}
 	align := w.Align
 	if align == "" {
-		align = window.AlignFloor
-		if m.Meta.StepAlign == string(window.AlignNearest) {
-			align = window.AlignNearest
-		}
-	} else if trained := window.Align(m.Meta.StepAlign); (trained == window.AlignNearest) != (align == window.AlignNearest) {
-		if trained == "" {
-			trained = window.AlignFloor
-		}
+		align = modelAlign(m)
+	} else if trained := modelAlign(m); trained != align {
 		p.log.Warn("input.align differs from how the model's training data was put on steps; a feed of the same clock then fills steps the model did not see filled",
 			"input_align", align, "model_align", trained)
 	}
@@ -292,9 +286,23 @@ func (p *Pipeline) SetModel(m *model.Model, version int64) error {
 	if m.Lookback() != p.current.Load().m.Lookback() {
 		return fmt.Errorf("pipeline: the new model's lookback %d differs from the windows' %d", m.Lookback(), p.current.Load().m.Lookback())
 	}
+	if a := modelAlign(m); p.wiring.Align == "" && a != p.shape.Align {
+		// The windows hold steps of the alignment they started with; a
+		// restart (or input.align) applies the new one.
+		p.log.Warn("the new model's training data was put on steps another way than the windows put the readings; they keep theirs until the service restarts",
+			"windows_align", p.shape.Align, "model_align", a, "version", version)
+	}
 	p.current.Store(&versioned{m: m, version: version})
 	p.met.modelVersion.Set(float64(version))
 	return nil
+}
+
+// modelAlign is how m's training data was put on steps.
+func modelAlign(m *model.Model) window.Align {
+	if m.Meta.StepAlign == model.StepAlignNearest {
+		return window.AlignNearest
+	}
+	return window.AlignFloor
 }
 
 // Model returns the current model and its version.

@@ -232,6 +232,12 @@ func (d *ArrowDecoder) validate(rec arrow.Record, key []byte, now int64) *Decode
 		if !ok {
 			return poison(ReasonBadTimestamp, "row %d: %s is out of range", i, d.f.time)
 		}
+		if c.tsInt {
+			if _, perr := epochMillis(d.f.time, ts, nil); perr != nil {
+				perr.Err = fmt.Errorf("row %d: %w", i, perr.Err)
+				return perr
+			}
+		}
 		if perr := d.f.checkTime(ts, now); perr != nil {
 			perr.Err = fmt.Errorf("row %d: %w", i, perr.Err)
 			return perr

@@ -147,6 +147,12 @@ func TestArrowDecode(t *testing.T) {
 			rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0, arrow.Timestamp(testNow.Add(2 * time.Hour).UnixMilli())}, nil)
 			rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2}, nil)
 		}), wantR: readings.ReasonFutureTimestamp},
+		{name: "an int64 column of epoch seconds", in: ipcStream(t, mem, []arrow.Field{fSeries, {Name: "ts", Type: arrow.PrimitiveTypes.Int64}, fValue},
+			func(rb *array.RecordBuilder) {
+				rb.Field(0).(*array.StringBuilder).Append("a")
+				rb.Field(1).(*array.Int64Builder).Append(t0 / 1000)
+				rb.Field(2).(*array.Float64Builder).Append(1)
+			}), wantR: readings.ReasonBadTimestamp},
 		{name: "seconds beyond int64 milliseconds", in: ipcStream(t, mem, []arrow.Field{fSeries,
 			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Second}}, fValue},
 			func(rb *array.RecordBuilder) {

@@ -263,6 +263,9 @@ func parseTimeText(field string, b []byte) (int64, *DecodeError) {
 	if ms, ok := parseRFC3339(b); ok {
 		return ms, nil
 	}
+	if v, err := strconv.ParseFloat(stringOf(b), 64); err == nil && v >= 1e8 && v < 1e10 {
+		return 0, epochSeconds(field, v, b)
+	}
 	if len(b) >= 19 && len(b) <= 29 && b[4] == '-' && b[7] == '-' && (b[10] == ' ' || b[10] == 'T') && b[13] == ':' && b[16] == ':' &&
 		!bytes.ContainsAny(b[16:], "Zz+-") {
 		return 0, poison(ReasonBadTimestamp, "%s = %s has no time zone: a reading's time is RFC 3339 with its zone; write %sZ for UTC, or its offset such as +01:00",
@@ -279,10 +282,20 @@ func parseTimeText(field string, b []byte) (int64, *DecodeError) {
 // (a 15-minute cadence at 900 ms), silently.
 func epochMillis(field string, ms int64, b []byte) (int64, *DecodeError) {
 	if ms >= 1e8 && ms < 1e10 {
-		return 0, poison(ReasonBadTimestamp, "%s = %s is epoch seconds (%s), not the epoch milliseconds FreqLens reads; send %d000 or RFC 3339",
-			field, quote(b), time.Unix(ms, 0).UTC().Format(time.RFC3339), ms)
+		return 0, epochSeconds(field, float64(ms), b)
 	}
 	return ms, nil
+}
+
+// epochSeconds is the error for a time of s epoch seconds (b as sent, or
+// nil for a typed column).
+func epochSeconds(field string, s float64, b []byte) *DecodeError {
+	text := strconv.FormatFloat(s, 'f', -1, 64)
+	if b != nil {
+		text = quote(b)
+	}
+	return poison(ReasonBadTimestamp, "%s = %s is epoch seconds (%s), not the epoch milliseconds FreqLens reads; send %.0f or RFC 3339",
+		field, text, time.UnixMilli(int64(math.Round(s*1000))).UTC().Format(time.RFC3339Nano), math.Round(s*1000))
 }
 
 // parseEpochNumber parses a JSON number of epoch milliseconds. A fraction
@@ -293,6 +306,9 @@ func parseEpochNumber(field string, b []byte) (int64, *DecodeError) {
 		return epochMillis(field, ms, b)
 	}
 	v, err := strconv.ParseFloat(stringOf(b), 64)
+	if err == nil && v >= 1e8 && v < 1e10 {
+		return 0, epochSeconds(field, v, b) // Python's time.time(): seconds with a fraction
+	}
 	if err != nil || v != math.Trunc(v) || math.Abs(v) > 1<<53 {
 		return 0, poison(ReasonBadTimestamp, "%s = %s is not integral epoch milliseconds", field, quote(b))
 	}

@@ -98,6 +98,7 @@ func TestJSONDecode(t *testing.T) {
 		{name: "epoch seconds", in: `{"series":"a","ts":1767600000,"value":1}`, wantR: readings.ReasonBadTimestamp},
 		{name: "epoch seconds as text", in: `{"series":"a","ts":"1767600000","value":1}`, wantR: readings.ReasonBadTimestamp},
 		{name: "epoch seconds with an exponent", in: `{"series":"a","ts":1.7676e9,"value":1}`, wantR: readings.ReasonBadTimestamp},
+		{name: "epoch seconds with a fraction", in: `{"series":"a","ts":1767600000.123,"value":1}`, wantR: readings.ReasonBadTimestamp},
 		{name: "NaN string", in: `{"series":"a","ts":1767600000000,"value":"NaN"}`, wantR: readings.ReasonNonFinite},
 		{name: "Infinity string", in: `{"series":"a","ts":1767600000000,"value":"-Infinity"}`, wantR: readings.ReasonNonFinite},
 		{name: "+Inf string", in: `{"series":"a","ts":1767600000000,"value":"+Inf"}`, wantR: readings.ReasonNonFinite},

@@ -2,6 +2,7 @@ package readings
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,6 +60,7 @@ func TestParseTimeText(t *testing.T) {
 		in     string
 		want   int64
 		reason string
+		msg    string // in the error, when there is one
 	}{
 		{in: "0", want: 0},
 		{in: "-1", want: -1},
@@ -72,16 +74,18 @@ func TestParseTimeText(t *testing.T) {
 		{in: "2026-01-05T24:00:00Z", reason: ReasonBadTimestamp},
 		{in: "2026-01-05T08:00:00+01", reason: ReasonBadTimestamp},
 		{in: "", reason: ReasonMissingField},
-		{in: "2026-01-05 08:00:00", reason: ReasonBadTimestamp},
-		{in: "2026-01-05T08:00:00.250", reason: ReasonBadTimestamp},
-		{in: "1767600000", reason: ReasonBadTimestamp},
+		{in: "2026-01-05 08:00:00", reason: ReasonBadTimestamp, msg: "has no time zone: a reading's time is RFC 3339 with its zone; write 2026-01-05 08:00:00Z for UTC"},
+		{in: "2026-01-05T08:00:00.250", reason: ReasonBadTimestamp, msg: "has no time zone"},
+		{in: "1767600000", reason: ReasonBadTimestamp, msg: "is epoch seconds (2026-01-05T08:00:00Z), not the epoch milliseconds FreqLens reads; send 1767600000000"},
+		{in: "1767600000.25", reason: ReasonBadTimestamp, msg: "is epoch seconds (2026-01-05T08:00:00.25Z), not the epoch milliseconds FreqLens reads; send 1767600000250"},
+		{in: "yesterday", reason: ReasonBadTimestamp, msg: "is neither RFC 3339 nor integral epoch milliseconds"},
 		{in: "99999999", want: 99999999},
 		{in: "10000000000", want: 10000000000},
 	} {
 		got, perr := parseTimeText("ts", []byte(tc.in))
 		if perr != nil {
-			if perr.Reason != tc.reason {
-				t.Errorf("parseTimeText(%q) reason %q, want %q", tc.in, perr.Reason, tc.reason)
+			if perr.Reason != tc.reason || !strings.Contains(perr.Error(), tc.msg) {
+				t.Errorf("parseTimeText(%q) = %s (%s), want reason %q and %q", tc.in, perr.Reason, perr, tc.reason, tc.msg)
 			}
 			continue
 		}
