@@ -67,8 +67,8 @@ type PanelReport struct {
 	// few are a sensor's extra readings, many say that some series follow
 	// another schedule or cadence than the others.
 	Collisions int
-	Filled          int // steps filled in gaps of at most MaxGap steps
-	Restarts        int // gaps longer than MaxGap, where a new segment starts
+	Filled     int // steps filled in gaps of at most MaxGap steps
+	Restarts   int // gaps longer than MaxGap, where a new segment starts
 	// ShortSegments and ShortRows count the segments too short for one
 	// window (and their steps), left out; ShortSeries the series left
 	// without any segment.
