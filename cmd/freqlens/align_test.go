@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,5 +124,45 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 	code, _, stderr := runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "jittered.csv"), "--at", "400")
 	if code == 0 || !strings.Contains(stderr, "--series") {
 		t.Errorf("predict on a long file without --series: exit %d, %q; want an error naming --series", code, stderr)
+	}
+	// report draws the same window from the long file as from the wide one.
+	var pages []string
+	for _, data := range []string{"jittered.csv", "sensors.csv"} {
+		out := filepath.Join(dir, "report-"+data)
+		args := []string{"report", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, data), "--out", out}
+		if data == "sensors.csv" {
+			args = append(args, "--at", "400")
+		} else {
+			args = append(args, "--series", "north", "--at", at.Format(time.RFC3339))
+		}
+		if code, stdout, stderr := runCLI(args...); code != 0 {
+			t.Fatalf("report on %s: exit %d\n%s%s", data, code, stdout, stderr)
+		}
+		page, err := os.ReadFile(filepath.Join(out, "forecast.svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, string(page))
+	}
+	// The same drawing; the labels name the channel (value, s-0).
+	if svgShapes(pages[0]) != svgShapes(pages[1]) {
+		t.Error("report's forecast figure from the long file differs from the wide file's at the same time")
+	}
+}
+
+// svgShapes is an SVG without its text elements.
+func svgShapes(svg string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(svg, "<text")
+		if i < 0 {
+			return b.String() + svg
+		}
+		b.WriteString(svg[:i])
+		j := strings.Index(svg[i:], "</text>")
+		if j < 0 {
+			return b.String()
+		}
+		svg = svg[i+j+len("</text>"):]
 	}
 }

@@ -55,7 +55,8 @@ func longTestSplit(ctx context.Context, m *model.Model, path string, format hist
 
 // longWindow reads long-format history onto the model's steps and returns
 // the run of steps of series that holds the step of at, as a frame (its
-// value fields the channels), and the row of that step.
+// value fields the channels), and the row of that step; with a zero at,
+// the series' longest run and its last row.
 func longWindow(ctx context.Context, m *model.Model, path string, format history.FileFormat, cfg service.Config, series string, at time.Time) (*dataset.Frame, int, error) {
 	pc := modelPanel(m, cfg)
 	h, err := training.ReadFile(ctx, path, format, cfg.Readings, pc, m.Lookback())
@@ -68,6 +69,19 @@ func longWindow(ctx context.Context, m *model.Model, path string, format history
 	}
 	c, k := p.Cadence.Milliseconds(), p.Step(at)
 	C := len(p.Fields)
+	if at.IsZero() {
+		// The longest run: the row of its last step.
+		longest := -1
+		for i, sg := range p.Segments {
+			if sg.Series == series && (longest < 0 || sg.Rows(C) > p.Segments[longest].Rows(C)) {
+				longest = i
+			}
+		}
+		if longest >= 0 {
+			sg := p.Segments[longest]
+			k = sg.Start + int64(sg.Rows(C)) - 1
+		}
+	}
 	var spans []string
 	for _, sg := range p.Segments {
 		if sg.Series != series {

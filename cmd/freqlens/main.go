@@ -36,7 +36,7 @@ usage:
   freqlens eval    --model MODEL --data FILE [--config FILE] [--json]   (wide CSV, or long-format as train reads it)
   freqlens inspect --model MODEL [--data FILE [--config FILE]] [--json]
   freqlens predict --model MODEL --data CSV --at ROW [--json]   (long-format data: --series ID --at TIME)
-  freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR   figures and an HTML page
+  freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR   figures and an HTML page (long-format data: --series ID [--at TIME])
   freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]   the streaming service
   freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE) [--speed max|60x]   a CSV as readings
 

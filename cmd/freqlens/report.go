@@ -6,16 +6,22 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
+	"time"
 
+	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
+	"github.com/freqlens/freqlens/service"
 )
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
-	data := fs.String("data", "", "optional CSV with the model's columns: adds a forecast with its parts and the test split's error by horizon step")
-	at := fs.Int("at", 0, "0-based data row (header not counted) that ends the explained window (default: the last test window)")
+	data := fs.String("data", "", "optional data: a wide CSV with the model's columns, or long-format CSV, Arrow or Parquet with --series; adds a forecast with its parts and the test split's error by horizon step")
+	atFlag := fs.String("at", "", "where the explained window ends: the 0-based data row of a wide CSV (header not counted; default: the last test window), or the time of a step of long-format data")
+	series := fs.String("series", "", "long-format --data: the series to report on (its run of steps that holds --at, else its longest)")
+	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps, as for train")
 	channel := fs.String("channel", "", "column the forecast figure shows (default: the last)")
 	out := fs.String("out", "", "directory for the figures (PNG and SVG) and index.html")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -35,19 +41,58 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	opts := report.Options{At: *at, Channel: *channel, Name: filepath.Base(*modelPath)}
+	opts := report.Options{Channel: *channel, Name: filepath.Base(*modelPath)}
 	if *data != "" {
-		if flagSet(fs, "at") && *at == 0 {
-			return fmt.Errorf("--at 0 cannot end a window of %d rows; use a row from %d on", m.Lookback(), m.Lookback()-1)
+		cfg := service.DefaultConfig()
+		if *configPath != "" {
+			if cfg, err = loadConfig(*configPath); err != nil {
+				return err
+			}
 		}
-		if opts.Data, err = loadWide(*data, stderr); err != nil {
+		format, err := history.Detect(*data, cfg.Readings)
+		if err != nil {
 			return err
 		}
-		if err := checkFits(m, opts.Data, *data); err != nil {
-			return err
-		}
-		if flagSet(fs, "at") && *at < opts.Data.FileRows() {
-			opts.At = opts.Data.FrameRow(*at) // --at counts the file's rows
+		if format != "" {
+			if *series == "" {
+				return fmt.Errorf("%s is long-format data: --series names the series to report on", *data)
+			}
+			var at time.Time
+			if *atFlag != "" {
+				var ok bool
+				if at, ok = parseStepTime(*atFlag); !ok {
+					return fmt.Errorf("--at %q is not a time; use RFC 3339 (2026-01-05T08:00:00Z) or 2026-01-05 08:00:00 (UTC)", *atFlag)
+				}
+			}
+			row := 0
+			if opts.Data, row, err = longWindow(ctx, m, *data, format, cfg, *series, at); err != nil {
+				return err
+			}
+			if *atFlag != "" {
+				opts.At = row
+			}
+		} else {
+			if *series != "" {
+				return fmt.Errorf("--series is for long-format data; %s is a wide CSV, whose columns are its channels", *data)
+			}
+			at, err := strconv.Atoi(*atFlag)
+			switch {
+			case *atFlag == "":
+			case err != nil || at < 0:
+				return fmt.Errorf("--at %s is not a row; use a 0-based data row from %d on", *atFlag, m.Lookback()-1)
+			case at == 0:
+				return fmt.Errorf("--at 0 cannot end a window of %d rows; use a row from %d on", m.Lookback(), m.Lookback()-1)
+			}
+			if opts.Data, err = loadWide(*data, stderr); err != nil {
+				return err
+			}
+			if err := checkFits(m, opts.Data, *data); err != nil {
+				return err
+			}
+			opts.At = at
+			if at > 0 && at < opts.Data.FileRows() {
+				opts.At = opts.Data.FrameRow(at) // --at counts the file's rows
+			}
 		}
 	}
 	rep, err := report.Build(ctx, m, opts)
