@@ -53,6 +53,15 @@ type ReplayConfig struct {
 	//
 	// Default: readings.FormatJSON
 	Format readings.Format
+	// Fields, when set, are the field names of a serve configuration's
+	// input (input.series_field, input.time_field, input.value_fields and
+	// input.csv_columns) that the readings are written with, so that the
+	// service reads them: its value fields name a reading's values in
+	// order instead of ValueField or the columns' names, and must be as
+	// many. Its Format is not used (Format is).
+	//
+	// Default: nil (series, ts, and the value names above)
+	Fields *readings.Config
 }
 
 // DefaultReplayConfig returns the defaults of a ReplayConfig: the config
@@ -145,7 +154,14 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 		}
 		r.enc.ValueFields = slices.Delete(slices.Clone(data.Columns), r.seriesCol, r.seriesCol+1)
 	}
-	r.enc.Format = cfg.Format // CSV columns: series, ts, then the values
+	if f := cfg.Fields; f != nil {
+		if len(f.ValueFields) != len(r.enc.ValueFields) {
+			return nil, fmt.Errorf("feed: replay of %s: a reading has %d value column(s) (%s) but input.value_fields names %d (%s); list one field per value column",
+				data.Name, len(r.enc.ValueFields), strings.Join(r.enc.ValueFields, ", "), len(f.ValueFields), strings.Join(f.ValueFields, ", "))
+		}
+		r.enc.SeriesField, r.enc.TimeField, r.enc.ValueFields, r.enc.CSVColumns = f.SeriesField, f.TimeField, slices.Clone(f.ValueFields), slices.Clone(f.CSVColumns)
+	}
+	r.enc.Format = cfg.Format // CSV columns: series, ts, then the values, unless Fields orders them
 	if err := r.enc.Validate(); err != nil {
 		return nil, fmt.Errorf("feed: replay of %s cannot name the readings' fields after its columns: %w", data.Name, err)
 	}

@@ -139,6 +139,7 @@ func TestReplayWritesEveryRowOnce(t *testing.T) {
 		ids         []string // the series column's values; nil: every column a series
 		text        bool     // the series column read as text (dataset.LoadCSVSeries)
 		from, limit int
+		fields      bool // written with a serve configuration's field names (ReplayConfig.Fields)
 	}{
 		{name: "series column of text ids, json", seed: 7, format: readings.FormatJSON, ids: []string{"s-17", "t1", "007", "Main St"}, text: true},
 		{name: "series column of text ids, csv", seed: 8, format: readings.FormatCSV, ids: []string{"a,b", "x"}, text: true, from: 2, limit: 30},
@@ -148,6 +149,8 @@ func TestReplayWritesEveryRowOnce(t *testing.T) {
 		{name: "series column, csv", seed: 4, format: readings.FormatCSV, ids: []string{"7", "0.25", "1000000"}},
 		{name: "from and limit", seed: 5, format: readings.FormatJSON, from: 11, limit: 23},
 		{name: "limit beyond the end", seed: 6, format: readings.FormatCSV, ids: []string{"1", "2"}, from: 3, limit: 1 << 20},
+		{name: "a configuration's field names, json", seed: 9, format: readings.FormatJSON, ids: []string{"s-1", "s-2"}, text: true, fields: true},
+		{name: "a configuration's field names and columns, csv", seed: 10, format: readings.FormatCSV, fields: true},
 	}
 	var topics []string
 	for i := range cases {
@@ -169,6 +172,21 @@ func TestReplayWritesEveryRowOnce(t *testing.T) {
 			if tc.ids != nil {
 				cfg.SeriesColumn = "sensor"
 				in.ValueFields = c.header[2:]
+			}
+			if tc.fields {
+				// The service's names, which are not the file's: the
+				// messages must carry these to be read.
+				in.SeriesField, in.TimeField, in.ValueFields = "sensor_id", "at", []string{"reading"}
+				if cfg.SeriesColumn != "" {
+					in.ValueFields = nil
+					for v := range len(c.header) - 2 { // but the date and the series
+						in.ValueFields = append(in.ValueFields, fmt.Sprintf("reading_%d", v))
+					}
+				}
+				if tc.format == readings.FormatCSV {
+					in.CSVColumns = append([]string{"at", "sensor_id"}, in.ValueFields...)
+				}
+				cfg.Fields = &in
 			}
 			r, err := feed.NewReplay(cfg, kc, topics[i], data)
 			if err != nil {
@@ -291,6 +309,11 @@ func TestNewReplayRejects(t *testing.T) {
 		{name: "a zero config", topic: "r", want: `format ""`},
 		{name: "unknown series column", cfg: replayConfig(func(c *feed.ReplayConfig) { c.SeriesColumn = "nope" }), topic: "r", want: `series column "nope" is not a column`},
 		{name: "value field named ts", cfg: replayConfig(func(c *feed.ReplayConfig) { c.ValueField = "ts" }), topic: "r", want: "cannot name the readings' fields"},
+		{name: "a configuration naming two values", cfg: replayConfig(func(c *feed.ReplayConfig) {
+			in := readings.DefaultConfig()
+			in.ValueFields = []string{"temp", "rh"}
+			c.Fields = &in
+		}), topic: "r", want: "a reading has 1 value column(s) (value) but input.value_fields names 2 (temp, rh); list one field per value column"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := feed.NewReplay(tc.cfg, kc, tc.topic, data)

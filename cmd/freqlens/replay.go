@@ -20,7 +20,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	data := fs.String("data", "", "CSV to replay: a date column, then numeric columns")
 	topic := fs.String("topic", "", "topic to produce the readings to (default with --config: its topics.input)")
 	brokers := fs.String("brokers", "", "comma-separated brokers, host:port (overrides the kafka.brokers of --config)")
-	cfgPath := fs.String("config", "", "serve configuration whose kafka.* keys (brokers, TLS, SASL, client id) and topics.input to use")
+	cfgPath := fs.String("config", "", "serve configuration whose kafka.* keys (brokers, TLS, SASL, client id), topics.input and input.* fields and format to write the readings with")
 	speed := fs.String("speed", "max", "replay speed relative to the file's timestamps, e.g. 60x, or max for as fast as possible")
 	seriesCol := fs.String("series-column", "", "column naming the series of each row, as text (s-17); the date is the first other column and the rest are the reading's values; default: every column is its own series")
 	format := fs.String("format", "json", "message format: json or csv")
@@ -35,14 +35,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	kcfg := kafkaconn.DefaultConfig()
+	var fields *readings.Config
 	if *cfgPath != "" {
 		f, err := loadConfig(*cfgPath)
 		if err != nil {
 			return err
 		}
-		kcfg = f.Kafka
+		kcfg, fields = f.Kafka, &f.Readings
 		if *topic == "" {
 			*topic = f.Stream.Topic
+		}
+		if !flagSet(fs, "format") {
+			*format = string(f.Readings.Format)
 		}
 	}
 	if *brokers != "" {
@@ -71,6 +75,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer kc.Close()
 	rc := feed.DefaultReplayConfig()
 	rc.Speed, rc.From, rc.Limit, rc.SeriesColumn, rc.ValueField, rc.Format = factor, *from, *limit, *seriesCol, *valueField, readings.Format(*format)
+	rc.Fields = fields
 	r, err := feed.NewReplay(rc, kc, *topic, frame)
 	if err != nil {
 		return err
