@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,7 +72,8 @@ func Detect(path string, cfg readings.Config) (FileFormat, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return "", err
 	}
-	header, err := csv.NewReader(bufio.NewReader(f)).Read()
+	cr := csv.NewReader(bufio.NewReader(f))
+	header, err := cr.Read()
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
@@ -87,6 +89,62 @@ func Detect(path string, cfg readings.Config) (FileFormat, error) {
 			path, cfg.SeriesField, cfg.TimeField, header)
 	}
 	return "", nil
+}
+
+// LongHint says, for a CSV that failed to read as a wide file, how to
+// read it as long-format data when it looks like that (TextColumn: a
+// series column under another name than cfg's); "" otherwise.
+func LongHint(path string, cfg readings.Config) string {
+	name, value := TextColumn(path)
+	if name == "" {
+		return ""
+	}
+	return fmt.Sprintf("column %q holds text (%q) in the first row: if this is long-format data (a reading a row) whose series column is %[1]q, "+
+		"set input.series_field: %[1]s (and input.time_field, input.value_fields) in a --config file, or name the columns %[3]s, %[4]s and %[5]s",
+		name, value, cfg.SeriesField, cfg.TimeField, strings.Join(cfg.ValueFields, ", "))
+}
+
+// TextColumn returns the first column of a CSV whose value in the first
+// row is text, neither a number nor a date (a series id), and that value;
+// "" when there is none or the file cannot be read.
+func TextColumn(path string) (name, value string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	cr := csv.NewReader(bufio.NewReader(f))
+	header, err := cr.Read()
+	if err != nil {
+		return "", ""
+	}
+	row, err := cr.Read()
+	if err != nil || len(row) != len(header) {
+		return "", ""
+	}
+	for i, v := range row {
+		if v = strings.TrimSpace(v); v != "" && !isNumber(v) && !isDate(v) {
+			return header[i], v
+		}
+	}
+	return "", ""
+}
+
+// isNumber reports whether s parses as a float.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
+}
+
+// isDate reports whether s is a date in a layout a wide file or a reading
+// may use.
+func isDate(s string) bool {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if _, err := time.Parse(layout, s); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // hasColumns reports the first of cfg's series, time and value fields

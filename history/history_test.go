@@ -252,3 +252,28 @@ func TestMissingColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestLongHint: a CSV with a text column in its first row (a series
+// column under another name) is said to look like long-format data, and
+// how to read it so; a wide file (a date, then numbers, NaN included) is
+// not.
+func TestLongHint(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"series first", "sensor,ts,value\ns-00,2026-01-05T00:00:00Z,1\n", `column "sensor" holds text ("s-00") in the first row: if this is long-format data (a reading a row) whose series column is "sensor", set input.series_field: sensor (and input.time_field, input.value_fields) in a --config file, or name the columns series, ts and value`},
+		{"series second", "time,sensor,value\n2026-01-05 00:00:00,s-00,1\n", `column "sensor" holds text ("s-00")`},
+		{"wide", "date,HUFL,OT\n2016-07-01 00:00:00,5.8,NaN\n", ""},
+		{"wide, epoch milliseconds", "date,OT\n1767600000000,5.8\n", ""},
+	} {
+		path := filepath.Join(dir, tc.name+".csv")
+		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got := LongHint(path, readings.DefaultConfig())
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: LongHint = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

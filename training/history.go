@@ -2,6 +2,7 @@ package training
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -75,12 +76,22 @@ func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts his
 
 // build puts the readings on steps.
 func build(b *dataset.PanelBuilder, stats history.Stats, name string, minRows int) (*History, error) {
-	if stats.Readings == 0 {
+	switch {
+	case stats.Messages == 0:
+		return nil, fmt.Errorf("%s holds no readings", name)
+	case stats.Readings == 0:
 		msg := fmt.Sprintf("%s: no readings among %d", name, stats.Messages)
 		if stats.Example != "" {
 			msg += "; the first refused: " + stats.Example
 		}
-		return nil, fmt.Errorf("%s; check input.series_field, input.time_field and input.value_fields in --config", msg)
+		// Refusals for fields that are not there or not what they should be
+		// are most often field names the configuration does not give.
+		for _, r := range []string{readings.ReasonMissingField, readings.ReasonWrongType, readings.ReasonBadSchema} {
+			if stats.Refused[r] > 0 {
+				return nil, fmt.Errorf("%s; check input.series_field, input.time_field and input.value_fields in --config", msg)
+			}
+		}
+		return nil, errors.New(msg)
 	}
 	p, err := b.Build(minRows)
 	if err != nil {

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/readings"
 )
 
 // TestFitRecordsWhatItLearned: a fitted model carries the data's channels,
@@ -71,5 +73,38 @@ func TestFromWideCSVSaysFilledSteps(t *testing.T) {
 	_, err := FromWideCSV(path, Split{Lookback: 96, Horizon: 24})
 	if err == nil || !strings.Contains(err.Error(), "5 missing steps in 1 gap") || !strings.Contains(err.Error(), "--lookback") {
 		t.Errorf("err %v; want the too-short advice and the filled steps", err)
+	}
+}
+
+// TestNoReadingsSaysWhy: a long file none of whose readings is read says
+// why; the advice to check the field names comes only when fields were
+// missing or of the wrong type, not for a file of epoch seconds.
+func TestNoReadingsSaysWhy(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+		not        string
+	}{
+		{"seconds", "series,ts,value\na,1767600000,1\na,1767603600,2\n", []string{"no readings among 2", "is epoch seconds"}, "check input.series_field"},
+		{"a value of the wrong type", "series,ts,value\na,2026-01-05T00:00:00Z,high\n", []string{"wrong_type", "check input.series_field, input.time_field and input.value_fields"}, ""},
+		{"no rows", "series,ts,value\n", []string{"holds no readings"}, "check input"},
+	} {
+		path := filepath.Join(dir, tc.name+".csv")
+		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := FromFile(context.Background(), path, history.FileCSV, readings.DefaultConfig(), dataset.PanelConfig{Fields: []string{"value"}}, Split{Lookback: 4, Horizon: 2})
+		if err == nil {
+			t.Fatalf("%s: no error", tc.name)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q, want it to contain %q", tc.name, err, w)
+			}
+		}
+		if tc.not != "" && strings.Contains(err.Error(), tc.not) {
+			t.Errorf("%s: error %q should not say %q", tc.name, err, tc.not)
+		}
 	}
 }

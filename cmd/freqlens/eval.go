@@ -11,6 +11,7 @@ import (
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/service"
 )
 
@@ -132,7 +133,7 @@ func loadModelAndData(ctx context.Context, modelPath, dataPath, configPath strin
 	if format != "" {
 		return longTestSplit(ctx, m, dataPath, format, cfg, stderr)
 	}
-	frame, err := loadWide(dataPath, stderr)
+	frame, err := loadWide(dataPath, cfg.Readings, stderr)
 	if err != nil {
 		return nil, testSplit{}, err
 	}
@@ -149,10 +150,10 @@ func loadModelAndData(ctx context.Context, modelPath, dataPath, configPath strin
 // loadWide loads a wide CSV and says on stderr which of its steps were
 // irregular and what became of them (dataset.Frame.GapNote), and which
 // readings lie far outside the rest of their column (OutlierNote).
-func loadWide(path string, stderr io.Writer) (*dataset.Frame, error) {
+func loadWide(path string, rc readings.Config, stderr io.Writer) (*dataset.Frame, error) {
 	frame, err := dataset.LoadCSV(path)
 	if err != nil {
-		return nil, err
+		return nil, withLongHint(err, path, rc)
 	}
 	for _, note := range []string{frame.GapNote(), frame.OutlierNote()} {
 		if note != "" {
@@ -160,6 +161,15 @@ func loadWide(path string, stderr io.Writer) (*dataset.Frame, error) {
 		}
 	}
 	return frame, nil
+}
+
+// withLongHint adds to the error of a CSV read as a wide file how to read it
+// as long-format data, when it looks like that (history.LongHint).
+func withLongHint(err error, path string, rc readings.Config) error {
+	if hint := history.LongHint(path, rc); hint != "" {
+		return fmt.Errorf("%w\n  %s", err, hint)
+	}
+	return err
 }
 
 // checkFits reports data the model cannot be run on: a mixed model given

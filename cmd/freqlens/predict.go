@@ -124,7 +124,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if *series != "" {
 			return fmt.Errorf("--series is for long-format data; %s is a wide CSV, whose columns are its channels", *data)
 		}
-		if frame, err = loadWide(*data, stderr); err != nil {
+		if frame, err = loadWide(*data, cfg.Readings, stderr); err != nil {
 			return err
 		}
 		if err := checkFits(m, frame, *data); err != nil {

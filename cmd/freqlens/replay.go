@@ -11,6 +11,7 @@ import (
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/feed"
+	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/readings"
 )
@@ -66,6 +67,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	frame, err := load(*data)
 	if err != nil {
+		if name, value := history.TextColumn(*data); *seriesCol == "" && name != "" {
+			return fmt.Errorf("%w\n  column %q holds text (%q): if it names each row's series, pass --series-column %s", err, name, value, name)
+		}
 		return err
 	}
 	kc, err := kafkaconn.New(kcfg)

@@ -83,7 +83,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			case at == 0:
 				return fmt.Errorf("--at 0 cannot end a window of %d rows; use a row from %d on", m.Lookback(), m.Lookback()-1)
 			}
-			if opts.Data, err = loadWide(*data, stderr); err != nil {
+			if opts.Data, err = loadWide(*data, cfg.Readings, stderr); err != nil {
 				return err
 			}
 			if err := checkFits(m, opts.Data, *data); err != nil {

@@ -43,7 +43,11 @@ func loadTrainingData(ctx context.Context, src trainingSource, split training.Sp
 		return nil, err
 	}
 	if format == "" {
-		return training.FromWideCSV(src.data, split)
+		d, err := training.FromWideCSV(src.data, split)
+		if err != nil {
+			return nil, withLongHint(err, src.data, cfg.Readings)
+		}
+		return d, nil
 	}
 	return training.FromFile(ctx, src.data, format, cfg.Readings, cfg.HistoryPanel(""), split)
 }
