@@ -204,6 +204,7 @@ func readCSV(ctx context.Context, r io.Reader, cfg readings.Config, b *dataset.P
 	}
 	cfg.Format = readings.FormatCSV
 	cfg.CSVColumns = header
+	cfg.ZonelessUTC = true // a file's dates, as a wide file's: UTC unless they say otherwise
 	d, err := newDecoder(cfg, b, stats)
 	if err != nil {
 		return err

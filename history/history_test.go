@@ -277,3 +277,39 @@ func TestLongHint(t *testing.T) {
 		}
 	}
 }
+
+// TestZonelessTimesInFilesAreUTC: a long CSV's times without a zone are
+// read as UTC, as a wide file's dates are: the same panel as with "Z".
+func TestZonelessTimesInFilesAreUTC(t *testing.T) {
+	dir := t.TempDir()
+	var withZ, without strings.Builder
+	withZ.WriteString("series,ts,value\n")
+	without.WriteString("series,ts,value\n")
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	for k := range 60 {
+		at := t0.Add(time.Duration(k) * time.Hour)
+		fmt.Fprintf(&withZ, "a,%s,%d\n", at.Format(time.RFC3339), k)
+		fmt.Fprintf(&without, "a,%s,%d\n", at.Format("2006-01-02 15:04:05"), k)
+	}
+	var panels []*dataset.Panel
+	for name, text := range map[string]string{"z.csv": withZ.String(), "naive.csv": without.String()} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := dataset.NewPanelBuilder(dataset.PanelConfig{Name: name, Fields: []string{"value"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats, err := ReadFile(context.Background(), path, FileCSV, readings.DefaultConfig(), b)
+		if err != nil || stats.Readings != 60 {
+			t.Fatalf("%s: %v, %v; want 60 readings", name, stats, err)
+		}
+		p, err := b.Build(24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		panels = append(panels, p)
+	}
+	samePanel(t, "zoneless", panels[0], panels[1])
+}

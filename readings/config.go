@@ -50,6 +50,13 @@ type Config struct {
 	//
 	// Default: "ts"
 	TimeField string
+	// ZonelessUTC reads a time written without a zone ("2026-01-05
+	// 08:00:00") as UTC, as a wide CSV's dates are. It is for files of
+	// history; a live feed keeps it off (no YAML key), so that a producer's
+	// local clock is refused rather than taken for UTC.
+	//
+	// Default: false
+	ZonelessUTC bool
 	// ValueFields names the values of a reading, in channel order
 	// (input.value_fields); several make a multichannel reading. They become
 	// the float64 columns 3… of a batch, with these names. At least one.

@@ -110,7 +110,7 @@ func (d *CSVDecoder) Decode(rb *array.RecordBuilder, key, value []byte, ingest t
 				return poison(ReasonEmptySeries, "%s is empty", d.f.series)
 			}
 		case csvTime:
-			ts, perr = parseTimeText(d.f.time, field)
+			ts, perr = parseTimeText(d.f.time, field, d.f.zonelessUTC)
 		default:
 			if len(field) == 0 {
 				return poison(ReasonMissingField, "%s is empty", d.f.values[role])

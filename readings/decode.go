@@ -72,6 +72,7 @@ func NewDecoder(cfg Config, now func() time.Time) (Decoder, error) {
 // the message being decoded.
 type fields struct {
 	series, time   string
+	zonelessUTC    bool // Config.ZonelessUTC
 	values         []string
 	maxFutureMs    int64
 	maxSeriesBytes int
@@ -95,6 +96,7 @@ func newFields(cfg Config, format Format, now func() time.Time) (fields, error) 
 	f := fields{
 		series:         cfg.SeriesField,
 		time:           cfg.TimeField,
+		zonelessUTC:    cfg.ZonelessUTC,
 		values:         append([]string(nil), cfg.ValueFields...),
 		maxFutureMs:    cfg.MaxFuture.Milliseconds(),
 		maxSeriesBytes: cfg.MaxSeriesBytes,
@@ -252,8 +254,9 @@ func parseValue(field string, b []byte) (float64, *DecodeError) {
 }
 
 // parseTimeText parses RFC 3339 or (optionally signed) epoch milliseconds
-// into epoch milliseconds.
-func parseTimeText(field string, b []byte) (int64, *DecodeError) {
+// into epoch milliseconds; with zonelessUTC, an RFC 3339 time without its
+// zone as UTC.
+func parseTimeText(field string, b []byte, zonelessUTC bool) (int64, *DecodeError) {
 	if len(b) == 0 {
 		return 0, poison(ReasonMissingField, "%s is empty", field)
 	}
@@ -268,6 +271,12 @@ func parseTimeText(field string, b []byte) (int64, *DecodeError) {
 	}
 	if len(b) >= 19 && len(b) <= 29 && b[4] == '-' && b[7] == '-' && (b[10] == ' ' || b[10] == 'T') && b[13] == ':' && b[16] == ':' &&
 		!bytes.ContainsAny(b[16:], "Zz+-") {
+		if zonelessUTC {
+			var z [30]byte
+			if ms, ok := parseRFC3339(append(append(z[:0], b...), 'Z')); ok {
+				return ms, nil
+			}
+		}
 		return 0, poison(ReasonBadTimestamp, "%s = %s has no time zone: a reading's time is RFC 3339 with its zone; write %sZ for UTC, or its offset such as +01:00",
 			field, quote(b), b)
 	}

@@ -121,7 +121,7 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 					if perr != nil {
 						return nil, false, 0, perr
 					}
-					if ts, perr = parseTimeText(d.f.time, txt); perr != nil {
+					if ts, perr = parseTimeText(d.f.time, txt, d.f.zonelessUTC); perr != nil {
 						return nil, false, 0, perr
 					}
 					haveTS = true

@@ -82,7 +82,7 @@ func TestParseTimeText(t *testing.T) {
 		{in: "99999999", want: 99999999},
 		{in: "10000000000", want: 10000000000},
 	} {
-		got, perr := parseTimeText("ts", []byte(tc.in))
+		got, perr := parseTimeText("ts", []byte(tc.in), false)
 		if perr != nil {
 			if perr.Reason != tc.reason || !strings.Contains(perr.Error(), tc.msg) {
 				t.Errorf("parseTimeText(%q) = %s (%s), want reason %q and %q", tc.in, perr.Reason, perr, tc.reason, tc.msg)
@@ -91,6 +91,15 @@ func TestParseTimeText(t *testing.T) {
 		}
 		if tc.reason != "" || got != tc.want {
 			t.Errorf("parseTimeText(%q) = %d, want %d (reason %q)", tc.in, got, tc.want, tc.reason)
+		}
+	}
+	// Files of history read a time without its zone as UTC.
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{{"2026-01-05 08:00:00", t0}, {"2026-01-05T08:00:00.250", t0 + 250}, {"2026-01-05T08:00:00+01:00", t0 - 3600000}} {
+		if got, perr := parseTimeText("ts", []byte(tc.in), true); perr != nil || got != tc.want {
+			t.Errorf("parseTimeText(%q) with zonelessUTC = %d, %v; want %d", tc.in, got, perr, tc.want)
 		}
 	}
 }
