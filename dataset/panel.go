@@ -67,6 +67,12 @@ type PanelReport struct {
 	// few are a sensor's extra readings, many say that some series follow
 	// another schedule or cadence than the others.
 	Collisions int
+	// LateInStep counts the readings stamped in the last 2% of the step
+	// they were put on, when AlignFloor was found (not given) and more than
+	// half of them are: a clock a moment early for the next step (13:29:58
+	// for 13:30) looks the same as readings stamped at the end of their own
+	// step, and only the user can say which (input.align: nearest).
+	LateInStep int
 	Filled     int // steps filled in gaps of at most MaxGap steps
 	Restarts   int // gaps longer than MaxGap, where a new segment starts
 	// ShortSegments and ShortRows count the segments too short for one
@@ -183,6 +189,19 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 	rep := b.report
 	if cfg.Align == "" {
 		cfg.Align, rep.FloorDuplicates = findAlign(b.times(), step)
+		if cfg.Align == AlignFloor {
+			late := 0
+			for _, s := range b.series {
+				for _, ms := range s.ms {
+					if ms-floorDiv(ms, step)*step >= step-step/50 {
+						late++
+					}
+				}
+			}
+			if 2*late > rep.Readings-rep.NonFinite {
+				rep.LateInStep = late
+			}
+		}
 	}
 	off := alignOffset(cfg.Align, step)
 	if err := b.checkCadence(cfg.Cadence, off); err != nil {

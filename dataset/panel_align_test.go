@@ -284,3 +284,29 @@ func TestWideScheduleOnServeSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestLateInStep: readings all stamped a moment before the next step put
+// floor on every step consistently, so floor is kept, but the report
+// counts them for the user to decide; on-time and mid-step stamps count
+// none.
+func TestLateInStep(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		offset float64 // of a step, every reading
+		late   bool
+	}{{"2 s early", -2.0 / 3600, true}, {"on time", 0, false}, {"mid-step", 0.5, false}} {
+		b, err := NewPanelBuilder(PanelConfig{Name: "late", Fields: []string{"v"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := scheduleFeed{cadence: time.Hour, offset: tc.offset, steps: 200}
+		f.add(b, rand.New(rand.NewPCG(1, 1)), 3)
+		p, err := b.Build(50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Align != AlignFloor || (p.Report.LateInStep > 0) != tc.late || tc.late && p.Report.LateInStep != 600 {
+			t.Errorf("%s: align %s, %d late in their step; want floor and %v", tc.name, p.Align, p.Report.LateInStep, tc.late)
+		}
+	}
+}

@@ -118,6 +118,10 @@ func (h *History) Split(s Split) (*Data, error) {
 	r := p.Report
 	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v; %d duplicate readings replaced, %d steps filled, %d gaps restart a series",
 		p.Name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, r.Restarts)
+	if r.LateInStep > 0 {
+		summary += fmt.Sprintf("\n  %d readings are stamped in the last 2%% of their step (such as 12:59:58 for an hourly 12:00 step): "+
+			"if each is the next step's reading, set input.align: nearest in --config (and in serve's)", r.LateInStep)
+	}
 	if r.Collisions > r.Readings/100 {
 		summary += fmt.Sprintf("\n  %d readings fell on a step that another reading of their series, at another time, had taken (the later is kept): "+
 			"do some series follow another schedule or cadence? (steps of %v, each reading on the %s step: input.cadence, input.align)", r.Collisions, p.Cadence, p.Align)
