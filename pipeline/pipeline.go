@@ -305,6 +305,9 @@ func modelAlign(m *model.Model) window.Align {
 	return window.AlignFloor
 }
 
+// Align returns which step the windows put a reading on.
+func (p *Pipeline) Align() window.Align { return p.shape.Align }
+
 // Model returns the current model and its version.
 func (p *Pipeline) Model() (*model.Model, int64) {
 	v := p.current.Load()

@@ -369,7 +369,8 @@ func (s *Service) Run(ctx context.Context) error {
 	s.metrics.start()
 	m, version := s.p.Model()
 	s.log.Info("serving", "input", s.cfg.Stream.Topic, "forecasts", s.cfg.Sink.ForecastTopic, "attributions", s.cfg.Sink.AttributionTopic,
-		"model", s.cfg.ModelPath, "version", version, "mode", m.Config().Mode, "lookback", m.Lookback(), "horizon", m.Horizon())
+		"model", s.cfg.ModelPath, "version", version, "mode", m.Config().Mode, "lookback", m.Lookback(), "horizon", m.Horizon(),
+		"cadence", s.cfg.Cadence, "align", s.p.Align())
 	bg, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.watch.run(bg, func() bool { return s.readiness().Ready }, s.delivery) })

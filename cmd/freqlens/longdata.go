@@ -105,7 +105,14 @@ func longWindow(ctx context.Context, m *model.Model, path string, format history
 		return f, row, nil
 	}
 	if spans == nil {
-		return nil, 0, fmt.Errorf("%s holds no run of %d steps of series %q; name a series the file holds (--series)", filepath.Base(path), m.Lookback(), series)
+		var names []string
+		for _, sg := range p.Segments {
+			if n := len(names); n < 5 && (n == 0 || names[n-1] != sg.Series) {
+				names = append(names, sg.Series)
+			}
+		}
+		return nil, 0, fmt.Errorf("%s holds no run of %d steps of series %q; name a series the file holds (--series), such as %s",
+			filepath.Base(path), m.Lookback(), series, strings.Join(names, ", "))
 	}
 	return nil, 0, fmt.Errorf("--at %s is in no run of steps of %q; its runs (a gap longer than window.max_gap starts a new one): %s",
 		at.Format(time.RFC3339), series, strings.Join(spans, ", "))
