@@ -12,7 +12,6 @@ import (
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/readings"
-	"github.com/freqlens/freqlens/service"
 )
 
 // evalReport is what `eval --json` prints.
@@ -120,13 +119,7 @@ func loadModelAndData(ctx context.Context, modelPath, dataPath, configPath strin
 	if err != nil {
 		return nil, testSplit{}, err
 	}
-	cfg := service.DefaultConfig()
-	if configPath != "" {
-		if cfg, err = loadConfig(configPath); err != nil {
-			return nil, testSplit{}, err
-		}
-	}
-	format, err := history.Detect(dataPath, cfg.Readings)
+	cfg, format, err := detectData(dataPath, configPath)
 	if err != nil {
 		return nil, testSplit{}, err
 	}

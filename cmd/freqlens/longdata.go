@@ -15,6 +15,21 @@ import (
 	"github.com/freqlens/freqlens/training"
 )
 
+// detectData loads the serve configuration at configPath (the defaults
+// without one) and says whether the file at path is long-format data, in
+// which format (history.Detect), or a wide CSV ("").
+func detectData(path, configPath string) (service.Config, history.FileFormat, error) {
+	cfg := service.DefaultConfig()
+	if configPath != "" {
+		var err error
+		if cfg, err = loadConfig(configPath); err != nil {
+			return cfg, "", err
+		}
+	}
+	format, err := history.Detect(path, cfg.Readings)
+	return cfg, format, err
+}
+
 // modelPanel is how long-format history is put on a model's steps to score
 // or explain it: cfg's settings, with the model's cadence and alignment
 // where cfg leaves them to the data.

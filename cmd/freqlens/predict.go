@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
-	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
-	"github.com/freqlens/freqlens/service"
 )
 
 type predictContribution struct {
@@ -96,13 +94,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	cfg := service.DefaultConfig()
-	if *configPath != "" {
-		if cfg, err = loadConfig(*configPath); err != nil {
-			return err
-		}
-	}
-	format, err := history.Detect(*data, cfg.Readings)
+	cfg, format, err := detectData(*data, *configPath)
 	if err != nil {
 		return err
 	}

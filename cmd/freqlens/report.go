@@ -9,10 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
-	"github.com/freqlens/freqlens/service"
 )
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -43,13 +41,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	opts := report.Options{Channel: *channel, Name: filepath.Base(*modelPath)}
 	if *data != "" {
-		cfg := service.DefaultConfig()
-		if *configPath != "" {
-			if cfg, err = loadConfig(*configPath); err != nil {
-				return err
-			}
-		}
-		format, err := history.Detect(*data, cfg.Readings)
+		cfg, format, err := detectData(*data, *configPath)
 		if err != nil {
 			return err
 		}
