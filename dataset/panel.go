@@ -43,6 +43,12 @@ type Segment struct {
 	Values []float64
 }
 
+// ShortHistoryError is Build's error when no series has a run of steps as
+// long as asked; callers add what that length is for.
+type ShortHistoryError struct{ msg string }
+
+func (e *ShortHistoryError) Error() string { return e.msg }
+
 // Step returns the step a reading at t belongs to (see Align).
 func (p *Panel) Step(t time.Time) int64 {
 	step := p.Cadence.Milliseconds()
@@ -268,9 +274,9 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 	}
 	p.Report = rep
 	if len(p.Segments) == 0 {
-		return nil, fmt.Errorf("%s: no series has %d consecutive steps of %v (lookback + horizon) among %d readings of %d series; "+
-			"give more history, a shorter --lookback or --horizon, or a larger window.max_gap (%d steps are filled now)",
-			cfg.Name, minRows, cfg.Cadence, rep.Readings, rep.Series, cfg.MaxGap)
+		return nil, &ShortHistoryError{fmt.Sprintf("%s: no series has %d consecutive steps of %v among %d readings of %d series; "+
+			"give more history, or a larger window.max_gap (%d steps are filled now)",
+			cfg.Name, minRows, cfg.Cadence, rep.Readings, rep.Series, cfg.MaxGap)}
 	}
 	return p, nil
 }

@@ -155,7 +155,12 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 		r.enc.ValueFields = slices.Delete(slices.Clone(data.Columns), r.seriesCol, r.seriesCol+1)
 	}
 	if f := cfg.Fields; f != nil {
-		if len(f.ValueFields) != len(r.enc.ValueFields) {
+		switch {
+		case len(f.ValueFields) != len(r.enc.ValueFields) && cfg.SeriesColumn == "":
+			return nil, fmt.Errorf("feed: replay of %s: every column is replayed as a series of its own, one value a reading, but input.value_fields names %d (%s); "+
+				"for readings of several values, name the column of series ids (SeriesColumn, replay --series-column)",
+				data.Name, len(f.ValueFields), strings.Join(f.ValueFields, ", "))
+		case len(f.ValueFields) != len(r.enc.ValueFields):
 			return nil, fmt.Errorf("feed: replay of %s: a reading has %d value column(s) (%s) but input.value_fields names %d (%s); list one field per value column",
 				data.Name, len(r.enc.ValueFields), strings.Join(r.enc.ValueFields, ", "), len(f.ValueFields), strings.Join(f.ValueFields, ", "))
 		}

@@ -313,7 +313,7 @@ func TestNewReplayRejects(t *testing.T) {
 			in := readings.DefaultConfig()
 			in.ValueFields = []string{"temp", "rh"}
 			c.Fields = &in
-		}), topic: "r", want: "a reading has 1 value column(s) (value) but input.value_fields names 2 (temp, rh); list one field per value column"},
+		}), topic: "r", want: "every column is replayed as a series of its own, one value a reading, but input.value_fields names 2 (temp, rh); for readings of several values, name the column of series ids"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := feed.NewReplay(tc.cfg, kc, tc.topic, data)

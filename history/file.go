@@ -105,8 +105,10 @@ func LongHint(path string, cfg readings.Config) string {
 }
 
 // TextColumn returns the first column of a CSV whose value in the first
-// row is text, neither a number nor a date (a series id), and that value;
-// "" when there is none or the file cannot be read.
+// row is text (a series id: neither a number, a date nor a missing-value
+// mark such as NA) while another column holds a date, and that value; ""
+// when there is none or the file cannot be read. A wide file (its first
+// column a date, numbers after it) has none, whatever its dates' layout.
 func TextColumn(path string) (name, value string) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -122,12 +124,28 @@ func TextColumn(path string) (name, value string) {
 	if err != nil || len(row) != len(header) {
 		return "", ""
 	}
+	text, date := -1, false
 	for i, v := range row {
-		if v = strings.TrimSpace(v); v != "" && !isNumber(v) && !isDate(v) {
-			return header[i], v
+		switch v = strings.TrimSpace(v); {
+		case isDate(v):
+			date = true
+		case text < 0 && v != "" && !isNumber(v) && !missingMark(v):
+			text = i
 		}
 	}
-	return "", ""
+	if text < 0 || !date {
+		return "", ""
+	}
+	return header[text], strings.TrimSpace(row[text])
+}
+
+// missingMark reports whether s is a common mark of a missing value.
+func missingMark(s string) bool {
+	switch strings.ToLower(s) {
+	case "na", "n/a", "nan", "null", "none", "-", "?", "missing":
+		return true
+	}
+	return false
 }
 
 // isNumber reports whether s parses as a float.

@@ -266,6 +266,8 @@ func TestLongHint(t *testing.T) {
 		{"series second", "time,sensor,value\n2026-01-05 00:00:00,s-00,1\n", `column "sensor" holds text ("s-00")`},
 		{"wide", "date,HUFL,OT\n2016-07-01 00:00:00,5.8,NaN\n", ""},
 		{"wide, epoch milliseconds", "date,OT\n1767600000000,5.8\n", ""},
+		{"wide with NA", "date,HUFL,OT\n2016-07-01 00:00:00,5.8,NA\n", ""},
+		{"wide with dates of another layout", "date,OT\n07/01/2016 00:00,5.8\n", ""},
 	} {
 		path := filepath.Join(dir, tc.name+".csv")
 		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {

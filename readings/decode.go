@@ -269,14 +269,27 @@ func parseTimeText(field string, b []byte, zonelessUTC bool) (int64, *DecodeErro
 	if v, err := strconv.ParseFloat(stringOf(b), 64); err == nil && v >= 1e8 && v < 1e10 {
 		return 0, epochSeconds(field, v, b)
 	}
-	if len(b) >= 19 && len(b) <= 29 && b[4] == '-' && b[7] == '-' && (b[10] == ' ' || b[10] == 'T') && b[13] == ':' && b[16] == ':' &&
-		!bytes.ContainsAny(b[16:], "Zz+-") {
-		if zonelessUTC {
-			var z [30]byte
+	if zonelessUTC {
+		// A file's date and time without a zone, as a wide file writes
+		// them: to the second or beyond, to the minute, or a date alone.
+		var z [32]byte
+		switch {
+		case len(b) >= 19 && len(b) <= 29 && b[16] == ':' && !bytes.ContainsAny(b[16:], "Zz+-"):
 			if ms, ok := parseRFC3339(append(append(z[:0], b...), 'Z')); ok {
 				return ms, nil
 			}
+		case len(b) == 16 && b[13] == ':':
+			if ms, ok := parseRFC3339(append(append(z[:0], b...), ":00Z"...)); ok {
+				return ms, nil
+			}
+		case len(b) == 10 && b[4] == '-' && b[7] == '-':
+			if ms, ok := parseRFC3339(append(append(z[:0], b...), "T00:00:00Z"...)); ok {
+				return ms, nil
+			}
 		}
+	}
+	if len(b) >= 19 && len(b) <= 29 && b[4] == '-' && b[7] == '-' && (b[10] == ' ' || b[10] == 'T') && b[13] == ':' && b[16] == ':' &&
+		!bytes.ContainsAny(b[16:], "Zz+-") {
 		return 0, poison(ReasonBadTimestamp, "%s = %s has no time zone: a reading's time is RFC 3339 with its zone; write %sZ for UTC, or its offset such as +01:00",
 			field, quote(b), b)
 	}

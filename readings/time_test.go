@@ -97,7 +97,8 @@ func TestParseTimeText(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int64
-	}{{"2026-01-05 08:00:00", t0}, {"2026-01-05T08:00:00.250", t0 + 250}, {"2026-01-05T08:00:00+01:00", t0 - 3600000}} {
+	}{{"2026-01-05 08:00:00", t0}, {"2026-01-05T08:00:00.250", t0 + 250}, {"2026-01-05T08:00:00+01:00", t0 - 3600000},
+		{"2026-01-05 08:00", t0}, {"2026-01-05", t0 - 8*3600000}} {
 		if got, perr := parseTimeText("ts", []byte(tc.in), true); perr != nil || got != tc.want {
 			t.Errorf("parseTimeText(%q) with zonelessUTC = %d, %v; want %d", tc.in, got, perr, tc.want)
 		}

@@ -20,9 +20,18 @@ import (
 func FromFile(ctx context.Context, path string, format history.FileFormat, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
 	h, err := ReadFile(ctx, path, format, rc, pc, s.Lookback+s.Horizon)
 	if err != nil {
-		return nil, err
+		return nil, oneWindow(err, s)
 	}
 	return h.Split(s)
+}
+
+// oneWindow says what the steps a series needs are for, when it has too
+// few (dataset.ShortHistoryError).
+func oneWindow(err error, s Split) error {
+	if short := (*dataset.ShortHistoryError)(nil); errors.As(err, &short) {
+		return fmt.Errorf("%w (a window is lookback + horizon = %d + %d steps: a shorter --lookback or --horizon needs fewer)", err, s.Lookback, s.Horizon)
+	}
+	return err
 }
 
 // ReadFile reads long-format history from a file of the given format
@@ -46,7 +55,7 @@ func ReadFile(ctx context.Context, path string, format history.FileFormat, rc re
 func FromTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts history.TopicOptions, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
 	h, err := ReadTopic(ctx, kc, topic, opts, rc, pc, s.Lookback+s.Horizon)
 	if err != nil {
-		return nil, err
+		return nil, oneWindow(err, s)
 	}
 	return h.Split(s)
 }
@@ -122,7 +131,7 @@ func (h *History) Split(s Split) (*Data, error) {
 		summary += fmt.Sprintf("\n  %d readings are stamped in the last 2%% of their step (such as 12:59:58 for an hourly 12:00 step): "+
 			"if each is the next step's reading, set input.align: nearest in --config (and in serve's)", r.LateInStep)
 	}
-	if r.Collisions > r.Readings/100 {
+	if r.Collisions > r.Readings/100 && r.Collisions >= 10 {
 		summary += fmt.Sprintf("\n  %d readings fell on a step that another reading of their series, at another time, had taken (the later is kept): "+
 			"do some series follow another schedule or cadence? (steps of %v, each reading on the %s step: input.cadence, input.align)", r.Collisions, p.Cadence, p.Align)
 	}

@@ -144,6 +144,10 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 		}
 		pages = append(pages, string(page))
 	}
+	if code, _, stderr := runCLI("report", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "sensors.csv"),
+		"--at", "600", "--out", filepath.Join(dir, "past")); code == 0 || !strings.Contains(stderr, "--at 600 is past the last data row 599") {
+		t.Errorf("report --at past the end: exit %d, %q; want the last data row named", code, stderr)
+	}
 	// The same drawing; the labels name the channel (value, s-0).
 	if svgShapes(pages[0]) != svgShapes(pages[1]) {
 		t.Error("report's forecast figure from the long file differs from the wide file's at the same time")

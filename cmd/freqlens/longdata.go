@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -68,13 +69,23 @@ func longTestSplit(ctx context.Context, m *model.Model, path string, format hist
 	return m, testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol}, nil
 }
 
+// readHistory reads long-format history onto steps for a model of the
+// given lookback, saying so when no series has that many steps in a row.
+func readHistory(ctx context.Context, path string, format history.FileFormat, cfg service.Config, pc dataset.PanelConfig, lookback int) (*training.History, error) {
+	h, err := training.ReadFile(ctx, path, format, cfg.Readings, pc, lookback)
+	if short := (*dataset.ShortHistoryError)(nil); errors.As(err, &short) {
+		return nil, fmt.Errorf("%w: a window is the model's lookback, %d steps", short, lookback)
+	}
+	return h, err
+}
+
 // longWindow reads long-format history onto the model's steps and returns
 // the run of steps of series that holds the step of at, as a frame (its
 // value fields the channels), and the row of that step; with a zero at,
 // the series' longest run and its last row.
 func longWindow(ctx context.Context, m *model.Model, path string, format history.FileFormat, cfg service.Config, series string, at time.Time) (*dataset.Frame, int, error) {
 	pc := modelPanel(m, cfg)
-	h, err := training.ReadFile(ctx, path, format, cfg.Readings, pc, m.Lookback())
+	h, err := readHistory(ctx, path, format, cfg, pc, m.Lookback())
 	if err != nil {
 		return nil, 0, err
 	}

@@ -175,7 +175,7 @@ func wideRow(m *model.Model, frame *dataset.Frame, fs *flag.FlagSet, atText stri
 // parseStepTime parses --at for long-format data: RFC 3339, or a date and
 // time (or a date) in UTC.
 func parseStepTime(s string) (time.Time, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t, true
 		}

@@ -48,6 +48,13 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		if !flagSet(fs, "format") {
 			*format = string(f.Readings.Format)
+			if fm := f.Readings.Format; fm != readings.FormatJSON && fm != readings.FormatCSV {
+				return fmt.Errorf("the configuration's input.format is %s, which replay cannot write (it writes json or csv readings), and a service reading %[1]s refuses them; "+
+					"replay to a topic of json or csv readings (--format, --topic)", fm)
+			}
+		}
+		if flagSet(fs, "value-field") {
+			return fmt.Errorf("--value-field names the value, and so does input.value_fields of --config; drop one")
 		}
 	}
 	if *brokers != "" {

@@ -81,13 +81,19 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if err := checkFits(m, opts.Data, *data); err != nil {
 				return err
 			}
+			if rows := opts.Data.FileRows(); at >= rows {
+				return fmt.Errorf("--at %d is past the last data row %d", at, rows-1)
+			}
 			opts.At = at
-			if at > 0 && at < opts.Data.FileRows() {
+			if at > 0 {
 				opts.At = opts.Data.FrameRow(at) // --at counts the file's rows
 			}
 		}
 	}
 	rep, err := report.Build(ctx, m, opts)
+	if err != nil && *series != "" && opts.Data != nil {
+		return fmt.Errorf("%w\n  the report splits the series' run of %d steps as a file of its own to score it; predict explains a window of a shorter run", err, opts.Data.Rows())
+	}
 	if err != nil {
 		return err
 	}
