@@ -54,7 +54,13 @@ func (m *Model) placeFrequencies(peaks []Peak, sidebands []bool, harmonics []flo
 		pl.Placed[i] = -1
 	}
 
-	// Keep the peaks the model can hold, strongest first.
+	// Keep the peaks the model can hold, strongest first. A weaker peak
+	// closer than 1/L to a kept one is left out: a window cannot tell them
+	// apart. Lines exactly 1/L apart, such as the harmonics of a cycle of
+	// L steps (the day at 15 minutes with L = 96), are told apart, and
+	// their refined frequencies miss 1/L by a little either way, so 1/L
+	// counts with a margin of 1% of it.
+	near := 0.99 * res
 	type kept struct {
 		f    float64
 		peak int
@@ -69,7 +75,7 @@ func (m *Model) placeFrequencies(peaks []Peak, sidebands []bool, harmonics []flo
 		}
 		ok, sideband := true, i < len(sidebands) && sidebands[i]
 		for _, k := range keep {
-			if !sideband && math.Abs(k.f-p.Frequency) < res && p.Share < 0.25*peaks[k.peak].Share {
+			if !sideband && math.Abs(k.f-p.Frequency) < near && p.Share < 0.25*peaks[k.peak].Share {
 				ok = false
 				break
 			}

@@ -221,3 +221,42 @@ func TestHarmonicFills(t *testing.T) {
 		}
 	}
 }
+
+// TestHarmonicsOneWindowApart: a day of exactly L steps (15 minutes, L =
+// 96) puts its harmonics exactly 1/L apart, where a window still tells
+// them apart; noise moves the refined lines a little either way of that.
+// On seeded feeds with the day's 24h and 12h lines, weekends quieter, the
+// 12h line is placed and grouped with the day in every one (before, on
+// about half the seeds it fell within 1/L of the day's by a hair and was
+// left out).
+func TestHarmonicsOneWindowApart(t *testing.T) {
+	const series, steps = 20, 1411
+	for seed := range uint64(8) {
+		rng := rand.New(rand.NewPCG(seed, 77))
+		rows := make([]float64, steps*series)
+		for s := range series {
+			phase := rng.Float64() * 2 * math.Pi
+			for k := range steps {
+				h := float64(k%96) / 4
+				week := 1.0
+				if day := (k / 96) % 7; day >= 5 {
+					week = 0.4
+				}
+				daily := 20*math.Sin(2*math.Pi*(h-6)/24) + 8*math.Sin(4*math.Pi*h/24+phase)
+				rows[k*series+s] = 50 + 5*float64(s) + week*daily + 1.5*rng.NormFloat64()
+			}
+		}
+		m, err := New(Config{Horizon: 24, Channels: 1, Mode: Independent}, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Meta.Cadence = 15 * time.Minute
+		fmin, _ := freqBounds(m.cfg.Lookback)
+		peaks := FindPeaks(rows, series, PeakOptions{MinFrequency: fmin})
+		_, rhythms, _ := m.placeRhythms(peaks, RhythmOptions{Rows: steps, Cadence: m.Meta.Cadence})
+		day := slices.IndexFunc(rhythms, func(r Rhythm) bool { return r.PeriodSteps == 96 })
+		if day < 0 || !slices.Contains(rhythms[day].Harmonics, 2) {
+			t.Errorf("seed %d: rhythms %+v; want the day (96 steps) with its 12h harmonic", seed, rhythms)
+		}
+	}
+}
