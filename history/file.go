@@ -127,7 +127,7 @@ func TextColumn(path string) (name, value string) {
 	text, date := -1, false
 	for i, v := range row {
 		switch v = strings.TrimSpace(v); {
-		case isDate(v):
+		case isTime(v):
 			date = true
 		case text < 0 && v != "" && !isNumber(v) && !missingMark(v):
 			text = i
@@ -154,15 +154,18 @@ func isNumber(s string) bool {
 	return err == nil
 }
 
-// isDate reports whether s is a date in a layout a wide file or a reading
-// may use.
-func isDate(s string) bool {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
-		if _, err := time.Parse(layout, s); err == nil {
-			return true
+// isTime reports whether s is a time ParseTime reads.
+func isTime(s string) bool { _, ok := ParseTime(s); return ok }
+
+// ParseTime parses a time as a file or a user writes one: RFC 3339, or a
+// date and time (to the second or the minute) or a date alone, in UTC.
+func ParseTime(s string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
 		}
 	}
-	return false
+	return time.Time{}, false
 }
 
 // hasColumns reports the first of cfg's series, time and value fields

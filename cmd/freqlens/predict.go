@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -104,7 +105,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if *series == "" || *atFlag == "" {
 			return fmt.Errorf("%s is long-format data: --series names the series and --at the time of the step that ends its window", *data)
 		}
-		t, ok := parseStepTime(*atFlag)
+		t, ok := history.ParseTime(*atFlag)
 		if !ok {
 			return fmt.Errorf("--at %q is not a time; use RFC 3339 (2026-01-05T08:00:00Z) or 2026-01-05 08:00:00 (UTC)", *atFlag)
 		}
@@ -170,17 +171,6 @@ func wideRow(m *model.Model, frame *dataset.Frame, fs *flag.FlagSet, atText stri
 		return 0, fmt.Errorf("--at %d leaves %d rows for a window of %d; use a row from %d on", at, at+1, L, L-1)
 	}
 	return at, nil
-}
-
-// parseStepTime parses --at for long-format data: RFC 3339, or a date and
-// time (or a date) in UTC.
-func parseStepTime(s string) (time.Time, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // predict forecasts the window ending at row at and explains it in the
