@@ -106,6 +106,22 @@ var calendarPeriods = []time.Duration{
 	time.Minute, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour,
 }
 
+// calendarFrequencies returns the frequencies, in cycles per step, of the
+// calendar periods at cadence that span at least two steps; nil when the
+// cadence is unknown.
+func calendarFrequencies(cadence time.Duration) []float64 {
+	if cadence <= 0 {
+		return nil
+	}
+	var fs []float64
+	for _, cp := range calendarPeriods {
+		if pc := float64(cp) / float64(cadence); pc >= 2 {
+			fs = append(fs, 1/pc)
+		}
+	}
+	return fs
+}
+
 // FindRhythms groups spectral lines into rhythms: fundamental periods with
 // the lines at their harmonics. Every line ends in exactly one rhythm (a
 // line that is nobody's harmonic is a rhythm of its own).
@@ -340,8 +356,8 @@ func calendarCap(period, tol float64, cadence time.Duration) float64 {
 	}
 	for _, cp := range calendarPeriods {
 		pc := float64(cp) / float64(cadence)
-		if pc < period*(1-1e-9) {
-			continue
+		if 1/pc > 1/period+tol {
+			continue // shorter than period, beyond the tolerance
 		}
 		k := math.Round(pc / period)
 		if k >= 1 && math.Abs(k/pc-1/period) <= tol {

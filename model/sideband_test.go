@@ -10,8 +10,9 @@ import (
 )
 
 // TestCalendarSidebands: a peak that placement left out is kept when it is
-// a harmonic of the week within 1/L of a daily harmonic and the day (or
-// the week) was found; not when it is off the weekly comb, on the day's own
+// a harmonic of the week within 1/L of a daily harmonic (the week's own
+// line too, measured a little longer or shorter than the week) and the day
+// (or the week) was found; not when it is off the weekly comb, on the day's own
 // comb, farther than 1/L from every daily line, already placed, when the
 // rows hold the week fewer than four times, without a found day or week,
 // or without a cadence. Cadences, row counts and lines are drawn at random.
@@ -27,14 +28,22 @@ func TestCalendarSidebands(t *testing.T) {
 		tol := 0.6 / float64(rows)
 		j := 1 + rng.IntN(3)
 		weekly := func(k int) float64 { return float64(k) / week }
+		// A measured line misses its harmonic by up to half the tolerance,
+		// either way: the week's own line may lie a little longer than the
+		// week.
+		measured := func(k int) float64 { return weekly(k) + 0.5*tol*(2*rng.Float64()-1) }
 		// Beside the day's line j: a weekly line m away, for m = 1 … 4 (the
-		// 4th is 3 from the next daily line).
+		// 4th is 3 from the next daily line); and the week's own line, 6
+		// from the day's (within 1/L of it from a 15-minute cadence).
 		peaks := []Peak{{Frequency: 1 / day, Share: 0.5}}
 		var want []bool
-		for m := 1; m <= 4; m++ {
+		for m := 1; m <= 5; m++ {
 			sign := []int{-1, 1}[rng.IntN(2)]
 			k := 7*j + sign*m
-			peaks = append(peaks, Peak{Frequency: weekly(k), Share: 0.01})
+			if m == 5 {
+				k = 1
+			}
+			peaks = append(peaks, Peak{Frequency: measured(k), Share: 0.01})
 			nearest := math.Inf(1) // weekly lines to the nearest daily harmonic
 			for d := 1; d <= j+1; d++ {
 				nearest = min(nearest, math.Abs(float64(k-7*d)))

@@ -55,6 +55,15 @@ type PeakOptions struct {
 	//
 	// Default: unlimited
 	Max int
+	// Calendar lists frequencies (cycles per step) of calendar periods,
+	// such as the day and the week at the rows' cadence, that are tested
+	// even where the rows hold fewer than eight of their cycles, down to
+	// four. The eight-cycle floor guards a search over every low frequency,
+	// where some bin of a slow wander stands out by chance; a period named
+	// in advance is one test at one place, not a search. Its peak must
+	// still pass MinProminence against the spectrum on both sides of it,
+	// and MinShare.
+	Calendar []float64
 }
 
 // FindPeaks returns the cycles carried by rows, a row-major buffer of
@@ -72,9 +81,16 @@ func FindPeaks(rows []float64, channels int, opts PeakOptions) []Peak {
 	if T < 8 {
 		return nil
 	}
+	userMin := opts.MinFrequency
 	opts.MinFrequency = max(opts.MinFrequency, 8/float64(T))
 	if opts.MaxFrequency <= 0 || opts.MaxFrequency > 0.5 {
 		opts.MaxFrequency = 0.5
+	}
+	var calendar []float64 // the calendar frequencies below the floor
+	for _, f := range opts.Calendar {
+		if f >= max(userMin, 4/float64(T)) && f < opts.MinFrequency && f <= opts.MaxFrequency {
+			calendar = append(calendar, f)
+		}
 	}
 	if opts.MinProminence <= 0 {
 		opts.MinProminence = 30
@@ -89,6 +105,11 @@ func FindPeaks(rows []float64, channels int, opts PeakOptions) []Peak {
 			continue
 		}
 		all = append(all, sp.peaks(opts)...)
+		for _, f := range calendar {
+			if p, ok := sp.calendarPeak(f, opts); ok {
+				all = append(all, p)
+			}
+		}
 	}
 	return mergePeaks(all, 2/float64(T), opts.Max)
 }
@@ -233,6 +254,57 @@ func (s *spectrum) peaks(opts PeakOptions) []Peak {
 		out = append(out, Peak{Frequency: f, Share: min(share, 1), Prominence: p / bg, Channels: 1})
 	}
 	return out
+}
+
+// calendarPeak tests the loaded channel for a peak at frequency f, which
+// lies below the search's floor of eight cycles in the rows: the largest
+// padded bin within half a natural bin of f must be the maximum of its main
+// lobe (±2 natural bins) and stand opts.MinProminence above the median of
+// the natural bins 3 to 12 bins away, as many below it as above (near zero
+// frequency that leaves few; the median then takes the larger), and the
+// refined peak must stay within a natural bin of f and carry opts.MinShare.
+func (s *spectrum) calendarPeak(f float64, opts PeakOptions) (Peak, bool) {
+	T, nfft := s.T, s.nfft
+	step := float64(nfft) / float64(T) // padded bins per natural bin, exactly
+	k := int(math.Round(f * float64(nfft)))
+	for j := int(math.Ceil(f*float64(nfft) - step/2)); j <= int(f*float64(nfft)+step/2); j++ {
+		if j >= 1 && j < len(s.power) && s.power[j] > s.power[k] {
+			k = j
+		}
+	}
+	p := s.power[k]
+	for j := max(1, k-int(2*step)); j <= min(len(s.power)-1, k+int(2*step)); j++ {
+		if s.power[j] > p {
+			return Peak{}, false
+		}
+	}
+	far := min(12, int(float64(k)/step)-1) // natural bins below k, at least one above zero frequency
+	s.scratch = s.scratch[:0]
+	for d := 3; d <= far; d++ {
+		for _, j := range []int{k - int(math.Round(float64(d)*step)), k + int(math.Round(float64(d)*step))} {
+			if j >= 1 && j < len(s.power) {
+				s.scratch = append(s.scratch, s.power[j])
+			}
+		}
+	}
+	if len(s.scratch) < 2 {
+		return Peak{}, false
+	}
+	slices.Sort(s.scratch)
+	bg := s.scratch[len(s.scratch)/2]
+	if bg <= 0 || p/bg < opts.MinProminence {
+		return Peak{}, false
+	}
+	fr := s.refine(float64(k) / float64(nfft))
+	if math.Abs(fr-f) > 1/float64(T) {
+		return Peak{}, false
+	}
+	a := s.amplitude(fr)
+	share := a * a / 2 / s.variance
+	if share < opts.MinShare {
+		return Peak{}, false
+	}
+	return Peak{Frequency: fr, Share: min(share, 1), Prominence: p / bg, Channels: 1}, true
 }
 
 // background is the median power of the natural bins around padded bin k:

@@ -85,22 +85,66 @@ func periodsOf(ps []Peak) []float64 {
 	return out
 }
 
+// noiseAndWalk returns T steps of standard white noise and of a random walk.
+func noiseAndWalk(rng *rand.Rand, T int) (white, walk []float64) {
+	white, walk = make([]float64, T), make([]float64, T)
+	for i := range white {
+		white[i] = rng.NormFloat64()
+		walk[i] = rng.NormFloat64()
+		if i > 0 {
+			walk[i] += walk[i-1]
+		}
+	}
+	return white, walk
+}
+
 // TestFindPeaksIgnoresNoise: white noise and random walks hold no cycle.
 func TestFindPeaksIgnoresNoise(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		T := 2000 + rng.IntN(3000)
-		white := make([]float64, T)
-		walk := make([]float64, T)
-		for i := range white {
-			white[i] = rng.NormFloat64()
-			walk[i] = rng.NormFloat64()
-			if i > 0 {
-				walk[i] += walk[i-1]
-			}
-		}
+		white, walk := noiseAndWalk(rng, T)
 		for name, rows := range map[string][]float64{"white noise": white, "random walk": walk} {
 			if ps := FindPeaks(rows, 1, PeakOptions{}); len(ps) > 0 {
+				t.Errorf("seed %d: %s of %d steps gave peaks at %v steps", seed, name, T, periodsOf(ps))
+			}
+		}
+	}
+}
+
+// TestFindPeaksCalendarBelowTheFloor: a calendar period that the rows hold
+// only four to eight times (six weeks of hourly readings hold 4.2 training
+// weeks) is below the search's floor of eight cycles, so it is found only
+// when named in PeakOptions.Calendar, then within half the spectrum's
+// resolution (1/T) of it, as FindRhythms needs to set the rhythm's period to
+// the calendar's; white noise and random walks give no peak there even
+// when it is named.
+func TestFindPeaksCalendarBelowTheFloor(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		T, C := 600+rng.IntN(3000), 1+rng.IntN(3)
+		P := float64(T) / (4.05 + 3.9*rng.Float64())
+		periods, amps := []float64{P}, []float64{0.4 + 1.2*rng.Float64()}
+		if rng.IntN(2) == 0 { // a stronger, shorter cycle beside it
+			periods, amps = append(periods, 5+30*rng.Float64()), append(amps, 1.5+rng.Float64())
+		}
+		noise := 0.2 + 0.5*rng.Float64()
+		rows := cycleRows(rng, T, C, periods, amps, noise, 0.002*rng.NormFloat64(), 0.02*rng.Float64())
+		near := func(ps []Peak) bool {
+			return slices.ContainsFunc(ps, func(pk Peak) bool { return math.Abs(pk.Frequency-1/P) <= 0.5/float64(T) })
+		}
+		if ps := FindPeaks(rows, C, PeakOptions{Calendar: []float64{1 / P}}); !near(ps) {
+			t.Errorf("seed %d (T=%d, C=%d, noise %.2f): a named period of %.1f steps (%.1f cycles, amplitude %.2f) not found within half a bin in %v",
+				seed, T, C, noise, P, float64(T)/P, amps[0], periodsOf(ps))
+		}
+		if ps := FindPeaks(rows, C, PeakOptions{}); near(ps) {
+			t.Errorf("seed %d: a period of %.1f cycles in the rows found without being named: %v", seed, float64(T)/P, periodsOf(ps))
+		}
+
+		white, walk := noiseAndWalk(rng, T)
+		named := []float64{1 / P, 1 / (float64(T) / 4.5), 1 / (float64(T) / 7)}
+		for name, rows := range map[string][]float64{"white noise": white, "random walk": walk} {
+			if ps := FindPeaks(rows, 1, PeakOptions{Calendar: named}); len(ps) > 0 {
 				t.Errorf("seed %d: %s of %d steps gave peaks at %v steps", seed, name, T, periodsOf(ps))
 			}
 		}

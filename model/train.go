@@ -333,7 +333,7 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	res := &TrainResult{BestValMSE: math.Inf(1), Stopped: "epochs"}
 	if rows, channels := spectrumRows(train); rows != nil && cfg.FrequencyInit == InitSpectrum {
 		fmin, _ := freqBounds(m.cfg.Lookback)
-		peaks := FindPeaks(rows, channels, PeakOptions{MinFrequency: fmin})
+		peaks := FindPeaks(rows, channels, PeakOptions{MinFrequency: fmin, Calendar: calendarFrequencies(m.Meta.Cadence)})
 		ropts := RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
 		pl, rhythms, sidebands := m.placeRhythms(peaks, ropts)
 		if cfg.FillHarmonics > 0 {
