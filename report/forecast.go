@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"time"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -28,10 +27,7 @@ func partColor(p Part) color.RGBA {
 func (r *Report) forecastFigure() figure {
 	fc := r.Forecast
 	L, H := len(fc.History), len(fc.Values)
-	when := fmt.Sprintf("row %d", fc.At)
-	if !fc.Time.IsZero() {
-		when += " (" + fc.Time.Format(time.DateTime) + ")"
-	}
+	when := fc.When
 	step := ""
 	if r.Cadence > 0 {
 		step = "; 1 step = " + stepName(r.Cadence)

@@ -29,6 +29,14 @@ type Options struct {
 	// Default (0, which can never end a window): the row that ends the last
 	// test window, so all its actual values are in the data.
 	At int
+	// AtName is how captions name the window's end, such as "row 12000"
+	// for the row of the file a user gave (with gaps filled, the frame's
+	// rows are not the file's); its time follows it when the data has
+	// times.
+	//
+	// Default: the time of the window's end, or "row At" when the data
+	// has no times
+	AtName string
 	// Channel names the column the forecast figure shows.
 	//
 	// Default: the last column (the target "OT" of the ETT files)
@@ -108,6 +116,8 @@ type Forecast struct {
 	// At is the data row that ends the window; Time its timestamp.
 	At   int
 	Time time.Time
+	// When names the window's end for captions (Options.AtName).
+	When string
 	// Channel is the column shown.
 	Channel string
 	// History holds the Lookback input values, oldest first.
@@ -225,7 +235,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 	if at == 0 {
 		at = bm.Test.EndRow(bm.Test.Len() - 1)
 	}
-	if r.Forecast, err = r.explain(m, f, at, ch); err != nil {
+	if r.Forecast, err = r.explain(m, f, at, ch, opts.AtName); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -309,8 +319,9 @@ func periodName(f model.Frequency) string {
 }
 
 // explain forecasts the window of f that ends at row at and splits channel
-// ch's forecast into the report's parts.
-func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int) (*Forecast, error) {
+// ch's forecast into the report's parts; atName names the window's end in
+// captions (Options.AtName).
+func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, atName string) (*Forecast, error) {
 	L, H, C := r.Lookback, r.Horizon, f.Channels()
 	e, err := m.NewExplainer(C)
 	if err != nil {
@@ -331,6 +342,15 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int) (*Forecas
 		History: make([]float64, L), Values: make([]float64, H)}
 	if at < len(f.Times) {
 		fc.Time = f.Times[at]
+	}
+	fc.When = atName
+	switch {
+	case fc.When == "" && !fc.Time.IsZero():
+		fc.When = fc.Time.Format(time.DateTime)
+	case fc.When == "":
+		fc.When = fmt.Sprintf("row %d", at)
+	case !fc.Time.IsZero():
+		fc.When += " (" + fc.Time.Format(time.DateTime) + ")"
 	}
 	for t := range L {
 		fc.History[t] = x[t*C+ch]

@@ -447,7 +447,7 @@ func TestFiguresShowTheirData(t *testing.T) {
 }
 
 func TestPageIsSelfContained(t *testing.T) {
-	r := build(t, model.Independent, report.Options{Channel: "s-0", At: 700})
+	r := build(t, model.Independent, report.Options{Channel: "s-0", At: 700, AtName: "row 700"})
 	dir := t.TempDir()
 	if _, err := r.Write(dir); err != nil {
 		t.Fatal(err)
@@ -470,13 +470,18 @@ func TestPageIsSelfContained(t *testing.T) {
 	if strings.Contains(string(page), "http") || strings.Contains(string(page), "<script") {
 		t.Error("the page refers to the network or runs a script")
 	}
-	for _, want := range []string{"row 700", "s-0", "24.0h", "residual MLP"} {
+	for _, want := range []string{"ending at row 700 (" + r.Forecast.Time.Format(time.DateTime) + ")", "s-0", "24.0h", "residual MLP"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the page does not say %q", want)
 		}
 	}
 	if r.Forecast.At != 700 || r.Forecast.Channel != "s-0" {
 		t.Errorf("explained row %d channel %s, want row 700 channel s-0", r.Forecast.At, r.Forecast.Channel)
+	}
+	// Unnamed, the window's end is its time: the frame's rows need not be
+	// the file's (filled gaps, a long file's series).
+	if r := build(t, model.Independent, report.Options{Channel: "s-0", At: 700}); r.Forecast.Time.IsZero() || r.Forecast.When != r.Forecast.Time.Format(time.DateTime) {
+		t.Errorf("the window's end is named %q, want its time %v", r.Forecast.When, r.Forecast.Time)
 	}
 }
 

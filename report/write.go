@@ -121,7 +121,7 @@ carry at least 1% of the attribution. Dashed: the reference periods 12h, 24h and
 {{with .Forecast}}
 <h2>One forecast and what it is made of</h2>
 <figure><a href="forecast.svg"><img src="forecast.png" alt="one forecast against the actual values, and the forecast split into its cycles, other frequencies and residual"></a>
-<figcaption>Above: the input window of {{.Channel}} ending at row {{.At}}, the forecast and the actual values{{if .Intervals}}, with the 80% and 95%
+<figcaption>Above: the input window of {{.Channel}} ending at {{.When}}, the forecast and the actual values{{if .Intervals}}, with the 80% and 95%
 prediction intervals a served model starts from (the quantiles of its errors on the test split, recorded at training, step by step){{end}}. Below: the same forecast step by step as
 its exact parts, stacked from zero (positive parts up, negative down); at every step they add up to the forecast minus the level
 {{printf "%.4g" .Level}}. <a href="forecast.svg">SVG</a></figcaption></figure>

@@ -152,6 +152,19 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 	if svgShapes(pages[0]) != svgShapes(pages[1]) {
 		t.Error("report's forecast figure from the long file differs from the wide file's at the same time")
 	}
+	// The window's end is named by its time; a wide file's by the row the
+	// user gave too. A long file's rows are the series' run, no row of the
+	// file, so none is named.
+	when := at.UTC().Format(time.DateTime)
+	for data, want := range map[string]string{"jittered.csv": "ending at " + when + ",", "sensors.csv": "ending at row 400 (" + when + "),"} {
+		page, err := os.ReadFile(filepath.Join(dir, "report-"+data, "index.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report on %s does not say %q", data, want)
+		}
+	}
 }
 
 // svgShapes is an SVG without its text elements.

@@ -88,6 +88,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			opts.At = at
 			if at > 0 {
 				opts.At = opts.Data.FrameRow(at) // --at counts the file's rows
+				opts.AtName = fmt.Sprintf("row %d", at)
 			}
 		}
 	}
