@@ -185,7 +185,7 @@ func hasColumns(columns []string, cfg readings.Config) error {
 // decodes a message with cfg's field names. A row the decoder refuses is
 // counted in the Stats, not an error.
 func ReadFile(ctx context.Context, path string, format FileFormat, cfg readings.Config, b *dataset.PanelBuilder) (Stats, error) {
-	var stats Stats
+	stats := Stats{Rows: true}
 	f, err := os.Open(path)
 	if err != nil {
 		return stats, err

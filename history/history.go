@@ -35,6 +35,8 @@ type Stats struct {
 	// (readings.Reasons), and Example is one of those errors, whole.
 	Refused map[string]int
 	Example string
+	// Rows is set when Messages counts a file's rows.
+	Rows bool
 }
 
 // Refusals returns the refused count, all reasons together.
@@ -47,9 +49,13 @@ func (s Stats) Refusals() int {
 }
 
 // String says what was read and refused, e.g. "12,000 messages, 11,998
-// readings; refused 2 (non_finite 2)".
+// readings; refused 2 (non_finite 2)" ("rows" for a file).
 func (s Stats) String() string {
-	out := fmt.Sprintf("%d messages, %d readings", s.Messages, s.Readings)
+	unit := "messages"
+	if s.Rows {
+		unit = "rows"
+	}
+	out := fmt.Sprintf("%d %s, %d readings", s.Messages, unit, s.Readings)
 	if n := s.Refusals(); n > 0 {
 		var parts []string
 		for _, r := range slices.Sorted(maps.Keys(s.Refused)) {

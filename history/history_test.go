@@ -136,6 +136,9 @@ func TestFilesGiveTheSamePanel(t *testing.T) {
 			if stats.Messages != len(rows) || stats.Readings != len(rows)-1 || stats.Refused[readings.ReasonNonFinite] != 1 || stats.Refusals() != 1 {
 				t.Fatalf("seed %d %s: %v, %v; want %d rows, the NaN one refused as non_finite", seed, tc.name, stats, stats.Refused, len(rows))
 			}
+			if want := fmt.Sprintf("%d rows, %d readings", len(rows), len(rows)-1); !strings.HasPrefix(stats.String(), want) {
+				t.Errorf("seed %d %s: the read is said as %q, want %q: a file has rows", seed, tc.name, stats, want)
+			}
 			if tc.format == FileCSV {
 				nan := slices.IndexFunc(rows, func(r historytest.Row) bool { return math.IsNaN(r.Values[0]) })
 				if want := fmt.Sprintf("line %d: ", nan+2); !strings.HasPrefix(stats.Example, want) {

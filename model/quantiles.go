@@ -22,8 +22,11 @@ type ErrorQuantiles struct {
 	// channel or an independent one, whose channels are pooled).
 	Horizon  int `json:"horizon"`
 	Channels int `json:"channels"`
-	// Windows is how many (window, channel) samples were measured.
+	// Windows is how many (window, channel) samples were measured; Of how
+	// many there were, when more (the measured ones are spread evenly over
+	// them), 0 when they were all measured or the file does not say.
 	Windows int `json:"windows"`
+	Of      int `json:"of,omitempty"`
 	// Values are len(Probs)×Horizon×Channels: Values[(p·H + h)·C + c] is
 	// the Probs[p] quantile of the error at step h (0-based), channel c.
 	Values []float64 `json:"values"`
@@ -137,6 +140,9 @@ func MeasureErrorQuantiles(ctx context.Context, m *Model, src Source, maxWindows
 	}
 	q := &ErrorQuantiles{Probs: slices.Clone(errorQuantileProbs), Horizon: H, Channels: QC, Windows: n,
 		Values: make([]float64, len(errorQuantileProbs)*H*QC)}
+	if samples > n {
+		q.Of = samples
+	}
 	for i, e := range errs {
 		if len(e) == 0 {
 			return nil, errors.New("model: every target is missing; cannot measure the error quantiles")

@@ -44,6 +44,9 @@ func TestMeasureErrorQuantiles(t *testing.T) {
 			if q.Horizon != cfg.Horizon || q.Channels != qc || q.Windows != min(max, samples) {
 				t.Fatalf("shape %d×%d over %d windows, want %d×%d over %d", q.Horizon, q.Channels, q.Windows, cfg.Horizon, qc, min(max, samples))
 			}
+			if wantOf := map[bool]int{true: samples, false: 0}[samples > max]; q.Of != wantOf {
+				t.Errorf("measured %d of %d samples, want of %d", q.Windows, q.Of, wantOf)
+			}
 			if err := q.check(m.cfg); err != nil {
 				t.Fatal(err)
 			}

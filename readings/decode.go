@@ -316,7 +316,7 @@ func epochSeconds(field string, s float64, b []byte) *DecodeError {
 	if b != nil {
 		text = quote(b)
 	}
-	return poison(ReasonBadTimestamp, "%s = %s is epoch seconds (%s), not the epoch milliseconds FreqLens reads; send %.0f or RFC 3339",
+	return poison(ReasonBadTimestamp, "%s = %s is epoch seconds (%s), not the epoch milliseconds FreqLens reads; write %.0f or RFC 3339 instead",
 		field, text, time.UnixMilli(int64(math.Round(s*1000))).UTC().Format(time.RFC3339Nano), math.Round(s*1000))
 }
 

@@ -2,8 +2,12 @@ package training
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -46,7 +50,29 @@ func ReadFile(ctx context.Context, path string, format history.FileFormat, rc re
 	if err != nil {
 		return nil, err
 	}
-	return build(b, stats, format.String()+" "+pc.Name, minRows)
+	h, err := build(b, stats, format.String()+" "+pc.Name, minRows)
+	if err != nil {
+		return nil, err
+	}
+	if h.SHA256, err = fileSHA256(path); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// fileSHA256 returns the hex SHA-256 of the file at path: the model file
+// records it, so that eval can say whether it scores the training data.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sum := sha256.New()
+	if _, err := io.Copy(sum, f); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	return hex.EncodeToString(sum.Sum(nil)), nil
 }
 
 // FromTopic reads the retained history of topic (see history.ReadTopic),
@@ -66,6 +92,8 @@ type History struct {
 	Stats history.Stats
 	// Span is the time from the earliest to the latest step.
 	Span time.Duration
+	// SHA256 is the source file's digest, "" for the topic.
+	SHA256 string
 }
 
 // ReadTopic reads the retained history of topic onto steps, keeping the
@@ -157,7 +185,7 @@ func (h *History) Split(s Split) (*Data, error) {
 		summary += "\n" + note
 	}
 	return &Data{
-		Span: h.Span, Name: p.Name, Protocol: "time", Mode: mode, Columns: p.Fields, Cadence: p.Cadence, StepAlign: align, Scaler: bm.Scaler,
+		Span: h.Span, Name: p.Name, Protocol: "time", Mode: mode, Columns: p.Fields, Cadence: p.Cadence, StepAlign: align, Scaler: bm.Scaler, SHA256: h.SHA256,
 		Train: bm.Train.Sample(s.MaxWindows, s.Seed), Val: bm.Val.Sample(s.MaxWindows/5, s.Seed+1), Test: bm.Test,
 		Summary: summary,
 	}, nil

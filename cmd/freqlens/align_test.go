@@ -79,11 +79,24 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 		var scored struct {
 			MSE      float64 `json:"mse"`
 			Protocol string  `json:"protocol"`
+			SameData bool    `json:"same_data_as_training"`
 		}
 		lastJSON(t, stdout, &scored)
-		if scored.MSE != trained.TestMSE || scored.Protocol != "time" {
-			t.Errorf("%s: eval on the long file: MSE %v (%s protocol), train's test MSE %v (time)", tc.name, scored.MSE, scored.Protocol, trained.TestMSE)
+		if scored.MSE != trained.TestMSE || scored.Protocol != "time" || !scored.SameData {
+			t.Errorf("%s: eval on the long file: MSE %v (%s protocol, training data %v), train's test MSE %v (time, the same file)",
+				tc.name, scored.MSE, scored.Protocol, scored.SameData, trained.TestMSE)
 		}
+	}
+	// The same readings stamped otherwise are another file.
+	code, stdout, stderr := runCLI("eval", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "on time.csv"), "--json")
+	var other struct {
+		SameData bool `json:"same_data_as_training"`
+	}
+	if code != 0 {
+		t.Fatalf("eval on another file: exit %d\n%s", code, stderr)
+	}
+	if lastJSON(t, stdout, &other); other.SameData {
+		t.Error("eval of the model trained on jittered.csv says on time.csv is its training data")
 	}
 	if !bytes.Equal(tensors[0], tensors[1]) {
 		t.Error("the model trained on the jittered stamps differs from the one trained on the same readings on time")
@@ -121,7 +134,21 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 			t.Errorf("predict on %s forecasts %v, on the on-time long file %v", name, forecasts[i+1][:2], forecasts[0][:2])
 		}
 	}
-	code, _, stderr := runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "jittered.csv"), "--at", "400")
+	// A time between steps explains the window of the step it is on (the
+	// nearest here), and says so.
+	between := at.Add(20 * time.Minute).Format(time.RFC3339)
+	code, stdout, stderr = runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--json", "--data", filepath.Join(dir, "jittered.csv"), "--series", "north", "--at", between)
+	var rep struct {
+		Forecast [][]float64 `json:"forecast"`
+	}
+	if code != 0 {
+		t.Fatalf("predict --at %s: exit %d\n%s", between, code, stderr)
+	}
+	lastJSON(t, stdout, &rep)
+	if fmt.Sprint(rep.Forecast) != fmt.Sprint(forecasts[0]) || !strings.Contains(stderr, "--at "+between+" is not a step's time; it is on the step of "+at.UTC().Format(time.RFC3339)) {
+		t.Errorf("predict --at %s (between steps): stderr %q; want the window of %s, and a note naming it", between, stderr, at)
+	}
+	code, _, stderr = runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "jittered.csv"), "--at", "400")
 	if code == 0 || !strings.Contains(stderr, "--series") {
 		t.Errorf("predict on a long file without --series: exit %d, %q; want an error naming --series", code, stderr)
 	}

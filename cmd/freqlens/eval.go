@@ -106,7 +106,7 @@ type testSplit struct {
 	Test     model.Source
 	Columns  []string // the channels (a wide file's columns, long data's value fields)
 	Protocol string
-	SHA256   string // the file's, "" for long data
+	SHA256   string // the file's
 }
 
 // loadModelAndData loads a model and the file at dataPath, checks they fit

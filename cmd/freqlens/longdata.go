@@ -66,7 +66,7 @@ func longTestSplit(ctx context.Context, m *model.Model, path string, format hist
 		return nil, testSplit{}, fmt.Errorf("%s has %d value fields %q but the mixed model has %d channels; name the model's fields in --config (input.value_fields)",
 			filepath.Base(path), len(d.Columns), d.Columns, m.Channels())
 	}
-	return m, testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol}, nil
+	return m, testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol, SHA256: d.SHA256}, nil
 }
 
 // readHistory reads long-format history onto steps for a model of the
@@ -77,6 +77,17 @@ func readHistory(ctx context.Context, path string, format history.FileFormat, cf
 		return nil, fmt.Errorf("%w: a window is the model's lookback, %d steps", short, lookback)
 	}
 	return h, err
+}
+
+// noteStep tells the user when --at is not the time of the step whose
+// window is explained: a time between two steps is on the step it falls in
+// (floor, or the nearest for a model trained on nearest steps).
+func noteStep(w io.Writer, at time.Time, f *dataset.Frame, row int) {
+	if at.IsZero() || row >= len(f.Times) || f.Times[row].Equal(at) {
+		return
+	}
+	fmt.Fprintf(w, "note: --at %s is not a step's time; it is on the step of %s (steps are %s apart), whose window is explained\n",
+		at.UTC().Format(time.RFC3339), f.Times[row].Format(time.RFC3339), f.Cadence)
 }
 
 // longWindow reads long-format history onto the model's steps and returns
@@ -124,7 +135,10 @@ func longWindow(ctx context.Context, m *model.Model, path string, format history
 			return nil, 0, fmt.Errorf("--at %s leaves %d steps of %q since %s (the start of its run of steps) for a window of %d; use a time from %s on",
 				at.Format(time.RFC3339), row+1, series, first.Format(time.RFC3339), m.Lookback(), time.UnixMilli((sg.Start+int64(m.Lookback())-1)*c).UTC().Format(time.RFC3339))
 		}
-		f := &dataset.Frame{Name: filepath.Base(path), Columns: p.Fields, Values: sg.Values, Cadence: p.Cadence}
+		// The frame is one series' run, not the file: its name says so
+		// wherever report or predict names the data.
+		name := fmt.Sprintf("%s, series %s from %s to %s", filepath.Base(path), series, first.Format(time.DateTime), last.Format(time.DateTime))
+		f := &dataset.Frame{Name: name, Columns: p.Fields, Values: sg.Values, Cadence: p.Cadence}
 		for i := range rows {
 			f.Times = append(f.Times, time.UnixMilli((sg.Start+int64(i))*c).UTC())
 		}

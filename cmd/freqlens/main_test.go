@@ -225,6 +225,17 @@ func TestPredictWithout(t *testing.T) {
 		check(r.Period, predict("--without", r.Period), r.Values)
 	}
 	check("every part", predict("--without", strings.Join(all, ",")), allParts...)
+	// The text names a removed cycle, and the frequencies outside it by id.
+	r := full.Rhythms[0]
+	what := []string{r.Name}
+	want := "forecast without the " + r.Name + " ("
+	if free := slices.IndexFunc(full.Contributions, func(ct predictContribution) bool { return ct.Rhythm == nil }); free >= 0 {
+		what = append(what, strconv.Itoa(full.Contributions[free].ID))
+		want = fmt.Sprintf("forecast without the %s and frequency %d (", r.Name, full.Contributions[free].ID)
+	}
+	if code, out, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", strings.Join(what, ",")); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("predict --without %s: exit %d, %s\n%s; want %q", strings.Join(what, ","), code, out, errOut, want)
+	}
 
 	// The perturbation test over the test split says the same of every window.
 	code, out, errOut := runCLI("eval", "--model", modelPath, "--data", data, "--perturbation", "3", "--json")

@@ -48,7 +48,8 @@ type predictRhythm struct {
 }
 
 // predictReport is what `predict --json` prints. Values are in the data's
-// units; forecast = residual + Σ contributions.values, element by element.
+// units; forecast = residual + Σ contributions.values, element by element,
+// where residual is the residual MLP's part plus the window's level.
 type predictReport struct {
 	Model string `json:"model"`
 	Data  string `json:"data"`
@@ -112,6 +113,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if frame, row, err = longWindow(ctx, m, *data, format, cfg, *series, t); err != nil {
 			return err
 		}
+		noteStep(stderr, t, frame, row)
 		at = row
 	} else {
 		if *series != "" {
@@ -308,7 +310,7 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		fmt.Fprintln(w, "  * no cycle of the training data: frequencies that carry what has no peak in its spectrum")
 	}
 	if len(r.Without) > 0 {
-		fmt.Fprintf(w, "\nforecast without frequencies %v (the full forecast minus exactly their contributions):\n", r.Without)
+		fmt.Fprintf(w, "\nforecast without %s (the full forecast minus exactly their contributions):\n", removedName(r))
 	}
 	show := min(H, 6)
 	fmt.Fprintf(w, "\nfirst %d steps (forecast", show)
@@ -336,6 +338,38 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// removedName names what --without removed: the cycles all of whose
+// frequencies went, then the other frequencies by id.
+func removedName(r predictReport) string {
+	gone := map[int]bool{}
+	for _, id := range r.Without {
+		gone[id] = true
+	}
+	var names []string
+	for _, rh := range r.Rhythms {
+		if len(rh.Frequencies) > 0 && !slices.ContainsFunc(rh.Frequencies, func(id int) bool { return !gone[id] }) {
+			names = append(names, "the "+rh.Name)
+			for _, id := range rh.Frequencies {
+				delete(gone, id)
+			}
+		}
+	}
+	var ids []int
+	for _, id := range r.Without {
+		if gone[id] {
+			ids = append(ids, id)
+		}
+	}
+	switch len(ids) {
+	case 0:
+	case 1:
+		names = append(names, fmt.Sprintf("frequency %d", ids[0]))
+	default:
+		names = append(names, fmt.Sprintf("frequencies %v", ids))
+	}
+	return strings.Join(names, " and ")
 }
 
 // parseWithout reads --without: frequency ids and cycle (rhythm) names,

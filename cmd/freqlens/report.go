@@ -61,6 +61,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if opts.Data, row, err = longWindow(ctx, m, *data, format, cfg, *series, at); err != nil {
 				return err
 			}
+			noteStep(stderr, at, opts.Data, row)
 			if *atFlag != "" {
 				opts.At = row
 			}

@@ -257,7 +257,11 @@ func printErrorQuantiles(w io.Writer, q *model.ErrorQuantiles) {
 	if q.Channels > 1 {
 		over = fmt.Sprintf(", mean over the %d channels", q.Channels)
 	}
-	fmt.Fprintf(w, "prediction intervals start from the errors of %d test windows (normalised units%s): %s\n", q.Windows, over, strings.Join(parts, "; "))
+	of := ""
+	if q.Of > q.Windows {
+		of = fmt.Sprintf(", spread evenly over all %d", q.Of)
+	}
+	fmt.Fprintf(w, "prediction intervals start from the errors of %d test windows%s (normalised units%s): %s\n", q.Windows, of, over, strings.Join(parts, "; "))
 }
 
 // parseSince reads --since: a Go duration (36h, 90m) or a number of days
