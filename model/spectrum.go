@@ -58,11 +58,11 @@ type PeakOptions struct {
 	// Calendar lists frequencies (cycles per step) of calendar periods,
 	// such as the day and the week at the rows' cadence, that are tested
 	// even where the rows hold fewer than eight of their cycles, down to
-	// four. The eight-cycle floor guards a search over every low frequency,
-	// where some bin of a slow wander stands out by chance; a period named
-	// in advance is one test at one place, not a search. Its peak must
-	// still pass MinProminence against the spectrum on both sides of it,
-	// and MinShare.
+	// about four. The eight-cycle floor guards a search over every low
+	// frequency, where some bin of a slow wander stands out by chance; a
+	// period named in advance is one test at one place, not a search. Its
+	// peak must still pass MinProminence against the spectrum on both
+	// sides of it and MinShare, in a tenth of the channels (at least one).
 	Calendar []float64
 }
 
@@ -99,19 +99,37 @@ func FindPeaks(rows []float64, channels int, opts PeakOptions) []Peak {
 		opts.MinShare = 0.002
 	}
 	sp := newSpectrum(T)
-	var all []Peak
+	lobe := 2 / float64(T) // the taper's main lobe: one peak
+	near := func(ps []Peak, f float64) bool {
+		return slices.ContainsFunc(ps, func(p Peak) bool { return math.Abs(p.Frequency-f) < lobe })
+	}
+	var all, cal []Peak
 	for c := range channels {
 		if !sp.load(rows, channels, c) {
 			continue
 		}
-		all = append(all, sp.peaks(opts)...)
+		ps := sp.peaks(opts)
+		all = append(all, ps...)
 		for _, f := range calendar {
-			if p, ok := sp.calendarPeak(f, opts); ok {
-				all = append(all, p)
+			if near(ps, f) {
+				continue // the search found it (within ~8 cycles)
+			}
+			if p, ok := sp.calendarPeak(f, opts); ok && p.Frequency >= userMin {
+				cal = append(cal, p)
 			}
 		}
 	}
-	return mergePeaks(all, 2/float64(T), opts.Max)
+	// With so few cycles the background of a named period is two to a few
+	// bins, and white noise passes the test in about 0.2% of channels: a
+	// period below the floor counts when a tenth of the channels show it,
+	// as a rhythm shared by sensors does, and chance in a few does not.
+	need := max(1, (channels+9)/10)
+	for _, p := range mergePeaks(cal, lobe, 0) {
+		if p.Channels >= need && !near(all, p.Frequency) {
+			all = append(all, p)
+		}
+	}
+	return mergePeaks(all, lobe, opts.Max)
 }
 
 // spectrum holds one channel's tapered series and its periodogram.
@@ -278,7 +296,7 @@ func (s *spectrum) calendarPeak(f float64, opts PeakOptions) (Peak, bool) {
 			return Peak{}, false
 		}
 	}
-	far := min(12, int(float64(k)/step)-1) // natural bins below k, at least one above zero frequency
+	far := min(12, int(math.Round(float64(k)/step))-1) // natural bins below k, at least one above zero frequency
 	s.scratch = s.scratch[:0]
 	for d := 3; d <= far; d++ {
 		for _, j := range []int{k - int(math.Round(float64(d)*step)), k + int(math.Round(float64(d)*step))} {

@@ -151,6 +151,39 @@ func TestFindPeaksCalendarBelowTheFloor(t *testing.T) {
 	}
 }
 
+// TestFindPeaksCalendarEdges: a clean line at exactly four cycles is found
+// whatever the padding (nfft/T is not whole); a named period that the
+// search finds too is one peak in one channel; and white noise in many
+// channels, each passing the few-bin test now and then by chance, gives
+// no peak at a named period. (The search itself finds a noise peak in
+// some of these 200-channel panels; this test does not judge those.)
+func TestFindPeaksCalendarEdges(t *testing.T) {
+	for _, T := range []int{672, 700, 1000, 1344, 2000} {
+		rows := sine(T, float64(T)/4)
+		if ps := FindPeaks(rows, 1, PeakOptions{Calendar: []float64{4 / float64(T)}}); len(ps) != 1 || math.Abs(ps[0].Frequency*float64(T)-4) > 0.5 {
+			t.Errorf("T=%d: a clean line at 4 cycles gave %v steps, want %.1f", T, periodsOf(ps), float64(T)/4)
+		}
+	}
+	rows := sine(1000, 1000.0/8)
+	if ps := FindPeaks(rows, 1, PeakOptions{Calendar: []float64{7.9 / 1000}}); len(ps) != 1 || ps[0].Channels != 1 {
+		t.Errorf("a line at 8 cycles, 7.9 named: %+v, want one peak in one channel", ps)
+	}
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 23))
+		const T, C = 700, 200
+		noise := make([]float64, T*C)
+		for i := range noise {
+			noise[i] = rng.NormFloat64()
+		}
+		named := []float64{1.0 / 168, 1.0 / 150}
+		for _, p := range FindPeaks(noise, C, PeakOptions{Calendar: named}) {
+			if slices.ContainsFunc(named, func(f float64) bool { return math.Abs(p.Frequency-f) < 2.0/T }) {
+				t.Errorf("seed %d: white noise in %d channels of %d rows gave a peak at %.1f steps, a named period", seed, C, T, 1/p.Frequency)
+			}
+		}
+	}
+}
+
 func TestFindPeaksEdgeCases(t *testing.T) {
 	nan := math.NaN()
 	for _, tc := range []struct {
