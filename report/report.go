@@ -238,6 +238,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 	if r.Forecast, err = r.explain(m, f, at, ch, opts.AtName); err != nil {
 		return nil, err
 	}
+	r.Forecast.Intervals = intervals(m, r.Forecast.Values, ch, intervalScale(m, bm, ch))
 	return r, nil
 }
 
@@ -386,7 +387,6 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, atName st
 		residual.Values[h] = ex.Residual[h*C+ch] - fc.Level
 	}
 	fc.Parts = append(fc.Parts, other, residual)
-	fc.Intervals = intervals(m, fc.Values, ch)
 	total := 0.0
 	for i := range fc.Parts {
 		for _, v := range fc.Parts[i].Values {
@@ -402,20 +402,38 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, atName st
 	return fc, nil
 }
 
+// intervalScale returns the std that turns channel ch's z-scored errors
+// into data units, as serve scales them: the model's training std for a
+// mixed model; for an independent one, which serves every series on its
+// own scale, the std of the reported data's training rows (a long file's
+// series, a wide file's column) and not the model's, which pools whatever
+// series it was trained on. 0 when there is none.
+func intervalScale(m *model.Model, bm *dataset.Benchmark, ch int) float64 {
+	if m.Config().Mode == model.Mixed {
+		if ch < len(m.Meta.Std) {
+			return m.Meta.Std[ch]
+		}
+		return 0
+	}
+	if ch < len(bm.Scaler.Std) {
+		return bm.Scaler.Std[ch]
+	}
+	return 0
+}
+
 // intervals returns the prediction intervals of channel ch's forecast
 // values from the model's error quantiles, scaled from z-scores to data
-// units by the channel's training std, nested across levels; nil when the
-// model holds no quantiles or no std for the channel.
-func intervals(m *model.Model, values []float64, ch int) []Interval {
+// units by sd, nested across levels; nil when the model holds no quantiles
+// or sd is 0.
+func intervals(m *model.Model, values []float64, ch int, sd float64) []Interval {
 	q := m.Meta.ErrorQuantiles
-	if q == nil || ch >= len(m.Meta.Std) || q.Horizon != len(values) {
+	if q == nil || !(sd > 0) || q.Horizon != len(values) {
 		return nil
 	}
 	qc := 0
 	if q.Channels > 1 {
 		qc = ch
 	}
-	sd := m.Meta.Std[ch]
 	var out []Interval
 	for k, level := range intervalLevels {
 		iv := Interval{Level: level, Lower: make([]float64, len(values)), Upper: make([]float64, len(values))}

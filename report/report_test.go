@@ -115,6 +115,34 @@ func build(t *testing.T, mode model.Mode, opts report.Options) *report.Report {
 	return r
 }
 
+// TestIntervalsOnTheSeriesScale: an independent model serves each series on
+// its own scale, so the report's intervals for data fifty times as spread
+// (a pressure sensor beside the temperatures the model also learnt from)
+// are fifty times as wide: the series' own training std, not the one the
+// model file pools over whatever it was trained on.
+func TestIntervalsOnTheSeriesScale(t *testing.T) {
+	fx := fixtureOf(t, model.Independent)
+	base := build(t, model.Independent, report.Options{})
+	scaled := *fx.frame
+	scaled.Values = make([]float64, len(fx.frame.Values))
+	for i, v := range fx.frame.Values {
+		scaled.Values[i] = 1000 + 50*v
+	}
+	r, err := report.Build(context.Background(), fx.m, report.Options{Data: &scaled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, iv := range r.Forecast.Intervals {
+		b := base.Forecast.Intervals[k]
+		for h := range iv.Lower {
+			got, want := iv.Upper[h]-iv.Lower[h], 50*(b.Upper[h]-b.Lower[h])
+			if math.Abs(got-want) > 1e-6*want {
+				t.Fatalf("level %v step %d: the interval is %v wide on data 50 times as spread, want %v", iv.Level, h, got, want)
+			}
+		}
+	}
+}
+
 func TestNumbersAreTheModels(t *testing.T) {
 	for _, mode := range []model.Mode{model.Mixed, model.Independent} {
 		t.Run(string(mode), func(t *testing.T) {
