@@ -61,8 +61,10 @@ type Irregular struct {
 	// Filled says the gaps' steps were inserted as rows, by linear
 	// interpolation; when false the rows were read as they are.
 	Filled bool
-	// Repeated counts the rows whose date repeats the row before's, and
-	// Backward those dated before it (a local clock falling back).
+	// Repeated counts the rows on the step of the row before (the same
+	// date, or one a little later that the schedule puts on that step: a
+	// reading sent twice, stamped seconds apart), and Backward those dated
+	// before it (a local clock falling back).
 	Repeated, Backward int
 	// AsIs says why irregular steps beyond irregularShare were read as
 	// they are; "" when they were few or filled.
@@ -136,10 +138,10 @@ func (f *Frame) GapNote() string {
 		if len(ir.Gaps) > 1 {
 			gaps = fmt.Sprintf("in %d gaps, the longest %s", len(ir.Gaps), count(longest.Steps, "step"))
 		}
-		parts = append(parts, fmt.Sprintf("%s %s from %s", count(ir.Missing, "missing step"), gaps, longest.Start.Format(time.RFC3339Nano)))
+		parts = append(parts, fmt.Sprintf("%s %s from %s", count(ir.Missing, "missing step"), gaps, longest.Start.Round(time.Second).Format(time.RFC3339)))
 	}
 	if ir.Repeated > 0 {
-		parts = append(parts, count(ir.Repeated, "repeated date"))
+		parts = append(parts, count(ir.Repeated, "row")+" on the step of the row before")
 	}
 	if ir.Backward > 0 {
 		parts = append(parts, count(ir.Backward, "date")+" before the row before's")
@@ -371,10 +373,14 @@ func (f *Frame) regularise() error {
 	if snapped != nil {
 		dates = snapped
 	}
+	exact := 0 // rows repeating the date of the row before
 	for r := 1; r < f.Rows(); r++ {
 		switch k := steps[r]; {
 		case f.Times[r].Equal(f.Times[r-1]):
 			ir.Repeated++
+			exact++
+		case k == 0 && f.Times[r].After(f.Times[r-1]):
+			ir.Repeated++ // said, and read as it is: only repeated dates are refused
 		case f.Times[r].Before(f.Times[r-1]):
 			ir.Backward++
 		case k >= 2:
@@ -385,9 +391,9 @@ func (f *Frame) regularise() error {
 	few := irregularShare * float64(f.Rows())
 	switch {
 	case float64(ir.Missing+ir.Repeated+ir.Backward) <= few:
-	case float64(ir.Repeated) > few:
+	case float64(exact) > few:
 		return fmt.Errorf("%w (%s, more than %.0f%% of the rows): a row is one step, so keep one row per date",
-			errRepeated, count(ir.Repeated, "row"), 100*irregularShare)
+			errRepeated, count(exact, "row"), 100*irregularShare)
 	case float64(ir.Backward) > few:
 		return fmt.Errorf("%w (%s, more than %.0f%% of the rows): sort the rows by time; "+
 			"if a local clock fell back, write the dates with their offset", errBackward, count(ir.Backward, "row"), 100*irregularShare)

@@ -152,8 +152,20 @@ func TestReadCSVIrregularStepsRefused(t *testing.T) {
 		}
 		return ""
 	})), "dup.csv")
-	if err != nil || f.Rows() != 200 || f.Irregular.Repeated != 1 || !strings.Contains(f.GapNote(), "1 repeated date,") {
+	if err != nil || f.Rows() != 200 || f.Irregular.Repeated != 1 || !strings.Contains(f.GapNote(), "1 row on the step of the row before,") {
 		t.Errorf("one repeated date in 200 rows: err %v, note %q", err, f.GapNote())
+	}
+	// A reading sent twice, stamped seconds apart, on a schedule of late
+	// stamps: the second row is on the step of the first, and is said.
+	f, err = ReadCSV(strings.NewReader(hourly(200, func(r int) string {
+		at := time.Date(2024, 1, 1, r, 0, 2+r%7, 0, time.UTC)
+		if r == 120 {
+			at = time.Date(2024, 1, 1, 119, 0, 2+119%7+3, 0, time.UTC)
+		}
+		return at.Format("2006-01-02 15:04:05")
+	})), "resent.csv")
+	if err != nil || f.Irregular.Repeated != 1 || !strings.Contains(f.GapNote(), "1 row on the step of the row before") {
+		t.Errorf("a row resent 3 s after the row before: err %v, %d repeated, note %q", err, f.Irregular.Repeated, f.GapNote())
 	}
 	// Business days, and a mistyped year: the data's own spacing, read as
 	// it is; a local clock falling back once among gaps leaves them unfilled.
