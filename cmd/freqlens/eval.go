@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/history"
@@ -182,6 +184,16 @@ func checkFits(m *model.Model, frame *dataset.Frame, path string) error {
 		}
 		return fmt.Errorf("%s has %d value columns but the model was trained on %d%s; use data with the same columns, or an independent model",
 			filepath.Base(path), frame.Channels(), m.Channels(), trained)
+	}
+	// A mixed model reads each column as the channel it was trained on:
+	// swapped or renamed columns would be forecast as each other.
+	if names := m.Meta.ChannelNames; m.Config().Mode == model.Mixed && len(names) == frame.Channels() && !slices.Equal(names, frame.Columns) {
+		if slices.Equal(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(frame.Columns))) {
+			return fmt.Errorf("%s has the model's columns in another order (%s; the model's: %s); a mixed model reads each column as its own channel, so put them in the model's order",
+				filepath.Base(path), strings.Join(frame.Columns, ", "), strings.Join(names, ", "))
+		}
+		return fmt.Errorf("%s has the columns %s where the mixed model was trained on %s; a mixed model reads each column as its own channel, so name them as the model's, or train on this data",
+			filepath.Base(path), strings.Join(frame.Columns, ", "), strings.Join(names, ", "))
 	}
 	return nil
 }

@@ -95,6 +95,29 @@ func TestEndToEnd(t *testing.T) {
 	if math.Abs(ev.MSE-tr["test_mse"].(float64)) > 1e-12 {
 		t.Errorf("eval MSE %v differs from the test MSE train reported, %v", ev.MSE, tr["test_mse"])
 	}
+	// The mixed model reads each column as its channel: the same file with
+	// two columns swapped, or one renamed, is refused, not forecast.
+	raw, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header, rest, _ := strings.Cut(string(raw), "\n")
+	cols := strings.Split(header, ",")
+	for name, want := range map[string]string{"swapped": "in another order", "renamed": "where the mixed model was trained on"} {
+		edited := slices.Clone(cols)
+		if name == "swapped" {
+			edited[1], edited[2] = edited[2], edited[1]
+		} else {
+			edited[3] = "humidity"
+		}
+		path := filepath.Join(dir, name+".csv")
+		if err := os.WriteFile(path, []byte(strings.Join(edited, ",")+"\n"+rest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := runCLI("eval", "--model", modelPath, "--data", path); code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("eval on the %s columns: exit %d, %q; want a refusal saying %q", name, code, errOut, want)
+		}
+	}
 	if math.Abs(ev.RMSE-math.Sqrt(ev.MSE)) > 1e-12 {
 		t.Errorf("rmse %v is not √mse %v", ev.RMSE, math.Sqrt(ev.MSE))
 	}
