@@ -192,6 +192,20 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 	}
 	dateCol := header[0]
 	cols := slices.Clone(header[1:]) // the reader reuses its record slice
+	// A file without a header would name its columns after its first
+	// readings and lose them.
+	firstLayout := 0
+	if _, isDate := parseDate(dateCol, &firstLayout); isDate && !slices.ContainsFunc(cols, func(c string) bool {
+		_, err := strconv.ParseFloat(strings.TrimSpace(c), 64)
+		return err != nil
+	}) {
+		names := make([]string, len(cols))
+		for i := range names {
+			names[i] = fmt.Sprintf("column%d", i+1)
+		}
+		return nil, fail(headerLine, "", "", fmt.Sprintf("the first row (%s) is a reading, not a header; add a header row naming the date column and each value column, such as \"date,%s\"",
+			strings.Join(header, ","), strings.Join(names, ",")), nil)
+	}
 	seen := make(map[string]int, len(cols))
 	for i, c := range cols {
 		if strings.ContainsAny(c, "\r\n") {
