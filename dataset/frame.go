@@ -151,6 +151,10 @@ func (f *Frame) GapNote() string {
 	case ir.Filled:
 		return fmt.Sprintf("%s: %s, filled by linear interpolation between the readings around them; "+
 			"forecasts, cycles and scores count the filled steps (--at still counts the file's rows)", f.Name, what)
+	case ir.AsIs != "" && len(ir.Gaps) > 0:
+		return fmt.Sprintf("%s: %s; %s: each row read as one step (the cycles' clock still reads the dates); "+
+			"if the gaps are outages, windows now join the readings across them: fill them, or write the readings in long format "+
+			"(series,ts,value), where a long gap starts a new run", f.Name, what, ir.AsIs)
 	case ir.AsIs != "":
 		return fmt.Sprintf("%s: %s; %s: each row read as one step (the cycles' clock still reads the dates)", f.Name, what, ir.AsIs)
 	}
@@ -398,7 +402,7 @@ func (f *Frame) regularise() error {
 		return fmt.Errorf("%w (%s, more than %.0f%% of the rows): sort the rows by time; "+
 			"if a local clock fell back, write the dates with their offset", errBackward, count(ir.Backward, "row"), 100*irregularShare)
 	case float64(ir.Missing) > fillShare*float64(f.Rows()):
-		ir.AsIs = fmt.Sprintf("more than %.0f%% of the rows, so the spacing is taken as the data's own (business days?)", 100*fillShare)
+		ir.AsIs = fmt.Sprintf("more than %.0f%% of the rows, so the spacing is taken as the data's own (business days or hours?)", 100*fillShare)
 	case ir.Backward > 0:
 		ir.AsIs = "the gaps are not filled because dates go back"
 	default:

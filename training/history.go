@@ -163,6 +163,10 @@ func (h *History) Split(s Split) (*Data, error) {
 		summary += fmt.Sprintf("\n  %d readings fell on a step that another reading of their series, at another time, had taken (the later is kept): "+
 			"do some series follow another schedule or cadence? (steps of %v, each reading on the %s step: input.cadence, input.align)", r.Collisions, p.Cadence, p.Align)
 	}
+	if steps := r.Readings - r.Duplicates + r.Filled; r.Filled >= 10 && 10*r.Filled > steps {
+		summary += fmt.Sprintf("\n  %d of the %d steps (%.0f%%) had no reading and were filled between their neighbours: "+
+			"is the cadence, %v, shorter than the readings' spacing? (input.cadence)", r.Filled, steps, 100*float64(r.Filled)/float64(steps), p.Cadence)
+	}
 	align := ""
 	if p.Align == dataset.AlignNearest {
 		align = p.Align

@@ -79,6 +79,36 @@ func TestFromWideCSVSaysFilledSteps(t *testing.T) {
 // TestNoReadingsSaysWhy: a long file none of whose readings is read says
 // why; the advice to check the field names comes only when fields were
 // missing or of the wrong type, not for a file of epoch seconds.
+// TestShortCadenceSaysFills: readings every 10 minutes put on 7-minute
+// steps leave about 3 steps in 10 empty, filled between their neighbours;
+// the summary asks whether the cadence is shorter than the readings'
+// spacing. On their own 10 minutes it says nothing of the kind.
+func TestShortCadenceSaysFills(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("series,ts,value\n")
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	for i := range 2000 {
+		fmt.Fprintf(&b, "a,%s,%d\n", start.Add(time.Duration(i)*10*time.Minute).Format(time.RFC3339), i%144)
+	}
+	path := filepath.Join(t.TempDir(), "ten.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cadence time.Duration
+		says    bool
+	}{{7 * time.Minute, true}, {10 * time.Minute, false}} {
+		d, err := FromFile(context.Background(), path, history.FileCSV, readings.DefaultConfig(),
+			dataset.PanelConfig{Fields: []string{"value"}, Cadence: tc.cadence, MaxGap: 4}, Split{Lookback: 24, Horizon: 6})
+		if err != nil {
+			t.Fatalf("cadence %v: %v", tc.cadence, err)
+		}
+		if got := strings.Contains(d.Summary, "is the cadence, "+tc.cadence.String()+", shorter than the readings' spacing?"); got != tc.says {
+			t.Errorf("cadence %v: the summary asks about the cadence: %v, want %v\n%s", tc.cadence, got, tc.says, d.Summary)
+		}
+	}
+}
+
 func TestNoReadingsSaysWhy(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -200,6 +201,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "validation MSE %.4f\n", rep.ValMSE)
 	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, all %d channels)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, rep.Channels)
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
+	if !slices.ContainsFunc(rep.Rhythms, func(r rhythmReport) bool { return r.Share >= model.MinCycleShare }) {
+		fmt.Fprintln(stdout, "  (a cycle is found when the training part, the first 70% of the history, holds it about four times: "+
+			"the day from about 6 days of readings, the week from about 6 weeks)")
+	}
 	printErrorQuantiles(stdout, m.Meta.ErrorQuantiles)
 	fmt.Fprintf(stdout, "model written to %s\n", *out)
 	return interrupted(res, tr, *out, *checkpoint, stderr)

@@ -603,3 +603,25 @@ func TestWideCSVGapsFilledAndSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainSaysHowMuchHistoryACycleNeeds: five days of hourly readings hold
+// the day only 3.5 times in the training part, so no cycle is found, and
+// train says how much history would show it; with a month it finds the day
+// and says nothing of the kind.
+func TestTrainSaysHowMuchHistoryACycleNeeds(t *testing.T) {
+	dir := t.TempDir()
+	const hint = "(a cycle is found when the training part, the first 70% of the history, holds it about four times"
+	for _, tc := range []struct {
+		steps int
+		says  bool
+	}{{120, true}, {720, false}} {
+		data := writeSynthetic(t, dir, fmt.Sprintf("s%d.csv", tc.steps), 1, tc.steps)
+		code, stdout, stderr := runCLI("train", "--data", data, "--lookback", "24", "--horizon", "6", "--epochs", "1", "--batch-size", "16", "--out", filepath.Join(dir, fmt.Sprintf("m%d.safetensors", tc.steps)))
+		if code != 0 {
+			t.Fatalf("%d steps: exit %d\n%s", tc.steps, code, stderr)
+		}
+		if got := strings.Contains(stdout, hint); got != tc.says {
+			t.Errorf("%d hourly steps: train says how much history a cycle needs: %v, want %v\n%s", tc.steps, got, tc.says, stdout)
+		}
+	}
+}
