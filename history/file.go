@@ -168,6 +168,22 @@ func ParseTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// zoneless reports whether line, a CSV row under header, writes its time
+// field as a date without a zone, which a file reads as UTC.
+func zoneless(line []byte, header []string, timeField string) bool {
+	i := slices.Index(header, timeField)
+	rec, err := csv.NewReader(bytes.NewReader(line)).Read()
+	if i < 0 || err != nil || i >= len(rec) {
+		return false
+	}
+	v := strings.TrimSpace(rec[i])
+	if _, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return false
+	}
+	_, ok := ParseTime(v)
+	return ok
+}
+
 // hasColumns reports the first of cfg's series, time and value fields
 // that the file's columns do not name.
 func hasColumns(columns []string, cfg readings.Config) error {
@@ -236,6 +252,9 @@ func readCSV(ctx context.Context, r io.Reader, cfg readings.Config, b *dataset.P
 		if len(line) > 0 {
 			line = bytes.TrimRight(line, "\r\n")
 			if len(line) > 0 {
+				if n == 0 {
+					d.stats.ZonelessUTC = zoneless(line, header, cfg.TimeField)
+				}
 				first := d.stats.Example == ""
 				if err := d.decode(nil, line, time.Time{}); err != nil {
 					return err

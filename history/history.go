@@ -37,6 +37,9 @@ type Stats struct {
 	Example string
 	// Rows is set when Messages counts a file's rows.
 	Rows bool
+	// ZonelessUTC is set when a file's times carry no zone and were read
+	// as UTC.
+	ZonelessUTC bool
 }
 
 // Refusals returns the refused count, all reasons together.
@@ -62,6 +65,9 @@ func (s Stats) String() string {
 			parts = append(parts, fmt.Sprintf("%s %d", r, s.Refused[r]))
 		}
 		out += fmt.Sprintf("; refused %d (%s)", n, strings.Join(parts, ", "))
+	}
+	if s.ZonelessUTC {
+		out += "; times without a zone read as UTC (serve refuses them from a topic: a live producer writes the zone, such as Z or +01:00)"
 	}
 	return out
 }

@@ -284,7 +284,8 @@ func TestLongHint(t *testing.T) {
 }
 
 // TestZonelessTimesInFilesAreUTC: a long CSV's times without a zone are
-// read as UTC, as a wide file's dates are: the same panel as with "Z".
+// read as UTC, as a wide file's dates are: the same panel as with "Z", and
+// the read says so.
 func TestZonelessTimesInFilesAreUTC(t *testing.T) {
 	dir := t.TempDir()
 	var withZ, without strings.Builder
@@ -309,6 +310,11 @@ func TestZonelessTimesInFilesAreUTC(t *testing.T) {
 		stats, err := ReadFile(context.Background(), path, FileCSV, readings.DefaultConfig(), b)
 		if err != nil || stats.Readings != 60 {
 			t.Fatalf("%s: %v, %v; want 60 readings", name, stats, err)
+		}
+		// The zone-less file says it was read as UTC: a live producer of
+		// the same stamps would be refused.
+		if said := strings.Contains(stats.String(), "times without a zone read as UTC"); said != (name == "naive.csv") {
+			t.Errorf("%s: %q says the times were read as UTC: %v", name, stats, said)
 		}
 		p, err := b.Build(24)
 		if err != nil {

@@ -168,7 +168,7 @@ func wideRow(m *model.Model, frame *dataset.Frame, fs *flag.FlagSet, atText stri
 	case err != nil || at < 0:
 		return 0, fmt.Errorf("--at %s is not a row; use a 0-based data row from %d to %d", atText, L-1, rows-1)
 	case at >= rows:
-		return 0, fmt.Errorf("--at %d is past the last data row %d", at, rows-1)
+		return 0, fmt.Errorf("--at %d is past the last data row %d; use a row from %d to %d", at, rows-1, L-1, rows-1)
 	case at < L-1:
 		return 0, fmt.Errorf("--at %d leaves %d rows for a window of %d; use a row from %d on", at, at+1, L, L-1)
 	}
@@ -310,7 +310,7 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		fmt.Fprintln(w, "  * no cycle of the training data: frequencies that carry what has no peak in its spectrum")
 	}
 	if len(r.Without) > 0 {
-		fmt.Fprintf(w, "\nforecast without %s (the full forecast minus exactly their contributions):\n", removedName(r))
+		fmt.Fprintf(w, "\nforecast without %s (the full forecast minus exactly the removed parts):\n", removedName(r))
 	}
 	show := min(H, 6)
 	fmt.Fprintf(w, "\nfirst %d steps (forecast", show)
