@@ -175,9 +175,12 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 		"--at", "600", "--out", filepath.Join(dir, "past")); code == 0 || !strings.Contains(stderr, "--at 600 is past the last data row 599") {
 		t.Errorf("report --at past the end: exit %d, %q; want the last data row named", code, stderr)
 	}
-	// The same drawing; the labels name the channel (value, s-0).
+	// The same drawing; the labels name the series (north) and the column (s-0).
 	if svgShapes(pages[0]) != svgShapes(pages[1]) {
 		t.Error("report's forecast figure from the long file differs from the wide file's at the same time")
+	}
+	if !strings.Contains(pages[0], "Forecast of north") || !strings.Contains(pages[1], "Forecast of s-0") {
+		t.Error("report's forecast figures do not name the series and the column they show")
 	}
 	// The window's end is named by its time; a wide file's by the row the
 	// user gave too. A long file's rows are the series' run, no row of the

@@ -138,7 +138,11 @@ func longWindow(ctx context.Context, m *model.Model, path string, format history
 		// The frame is one series' run, not the file: its name says so
 		// wherever report or predict names the data.
 		name := fmt.Sprintf("%s, series %s from %s to %s", filepath.Base(path), series, first.Format(time.DateTime), last.Format(time.DateTime))
-		f := &dataset.Frame{Name: name, Columns: p.Fields, Values: sg.Values, Cadence: p.Cadence}
+		cols := p.Fields
+		if len(cols) == 1 {
+			cols = []string{series} // one value field: the series is what figures and tables name
+		}
+		f := &dataset.Frame{Name: name, Columns: cols, Values: sg.Values, Cadence: p.Cadence}
 		for i := range rows {
 			f.Times = append(f.Times, time.UnixMilli((sg.Start+int64(i))*c).UTC())
 		}
