@@ -288,6 +288,9 @@ func TestPredictWithout(t *testing.T) {
 	}
 	day := full.Rhythms[slices.IndexFunc(full.Rhythms, func(r predictRhythm) bool { return r.PeriodSteps == 24 })]
 	check("24 steps", predict("--without", "24 steps"), day.Values)
+	// Days and weeks, which Go's durations do not write: 1d, and 1/7 of a week.
+	check("1d", predict("--without", "1d"), day.Values)
+	check("0.142857142857w", predict("--without", "0.142857142857w"), day.Values)
 	idle := -1
 	for id := range 32 {
 		if !slices.Contains(day.Frequencies, id) && !slices.ContainsFunc(full.Contributions, func(c predictContribution) bool { return c.ID == id }) {

@@ -468,9 +468,11 @@ func periodByName(m *model.Model, name string) float64 {
 		want = v
 	} else if m.Meta.Cadence > 0 {
 		s := strings.ReplaceAll(name, " ", "")
-		if strings.HasSuffix(s, "d") {
-			if v, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64); err == nil {
-				s = strconv.FormatFloat(v*24, 'f', -1, 64) + "h"
+		for unit, hours := range map[string]float64{"d": 24, "w": 168} { // days and weeks, which time.ParseDuration lacks
+			if strings.HasSuffix(s, unit) {
+				if v, err := strconv.ParseFloat(strings.TrimSuffix(s, unit), 64); err == nil {
+					s = strconv.FormatFloat(v*hours, 'f', -1, 64) + "h"
+				}
 			}
 		}
 		if d, err := time.ParseDuration(s); err == nil {
