@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,15 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 	lastJSON(t, stdout, &rep)
 	if fmt.Sprint(rep.Forecast) != fmt.Sprint(forecasts[0]) || !strings.Contains(stderr, "--at "+between+" is not a step's time; it is on the step of "+at.UTC().Format(time.RFC3339)) {
 		t.Errorf("predict --at %s (between steps): stderr %q; want the window of %s, and a note naming it", between, stderr, at)
+	}
+	// The same step in epoch milliseconds, as readings may carry it.
+	ms := strconv.FormatInt(at.UnixMilli(), 10)
+	code, stdout, stderr = runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--json", "--data", filepath.Join(dir, "jittered.csv"), "--series", "north", "--at", ms)
+	if code != 0 {
+		t.Fatalf("predict --at %s: exit %d\n%s", ms, code, stderr)
+	}
+	if lastJSON(t, stdout, &rep); fmt.Sprint(rep.Forecast) != fmt.Sprint(forecasts[0]) || strings.Contains(stderr, "not a step's time") {
+		t.Errorf("predict --at %s (epoch milliseconds of the step): another window, or a note %q", ms, stderr)
 	}
 	code, _, stderr = runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "jittered.csv"), "--at", "400")
 	if code == 0 || !strings.Contains(stderr, "--series") {

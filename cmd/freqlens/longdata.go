@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,6 +78,20 @@ func readHistory(ctx context.Context, path string, format history.FileFormat, cf
 		return nil, fmt.Errorf("%w: a window is the model's lookback, %d steps", short, lookback)
 	}
 	return h, err
+}
+
+// parseAt reads --at for long-format data: a time as history.ParseTime
+// reads it, or epoch milliseconds (13 digits), as readings may carry them.
+func parseAt(s string) (time.Time, error) {
+	if len(s) == 13 {
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms > 0 {
+			return time.UnixMilli(ms).UTC(), nil
+		}
+	}
+	if t, ok := history.ParseTime(s); ok {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--at %q is not a time; use RFC 3339 (2026-01-05T08:00:00Z), 2026-01-05 08:00:00 (UTC) or epoch milliseconds (13 digits)", s)
 }
 
 // noteStep tells the user when --at is not the time of the step whose

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
-	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -106,9 +105,9 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if *series == "" || *atFlag == "" {
 			return fmt.Errorf("%s is long-format data: --series names the series and --at the time of the step that ends its window", *data)
 		}
-		t, ok := history.ParseTime(*atFlag)
-		if !ok {
-			return fmt.Errorf("--at %q is not a time; use RFC 3339 (2026-01-05T08:00:00Z) or 2026-01-05 08:00:00 (UTC)", *atFlag)
+		t, err := parseAt(*atFlag)
+		if err != nil {
+			return err
 		}
 		if frame, row, err = longWindow(ctx, m, *data, format, cfg, *series, t); err != nil {
 			return err

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
 )
@@ -52,9 +51,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			var at time.Time
 			if *atFlag != "" {
-				var ok bool
-				if at, ok = history.ParseTime(*atFlag); !ok {
-					return fmt.Errorf("--at %q is not a time; use RFC 3339 (2026-01-05T08:00:00Z) or 2026-01-05 08:00:00 (UTC)", *atFlag)
+				if at, err = parseAt(*atFlag); err != nil {
+					return err
 				}
 			}
 			row := 0
