@@ -238,6 +238,19 @@ func TestRhythmsOfTrafficWeeks(t *testing.T) {
 	}
 }
 
+// discovered returns the rhythms training finds (Model.discover) in the
+// first rows rows of f, for an independent model of L = 96, H = 24.
+func discovered(t *testing.T, f *dataset.Frame, rows int, seed uint64) []Rhythm {
+	t.Helper()
+	m, err := New(Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: Independent}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = f.Cadence
+	_, _, _, rhythms, _ := m.discover(f.Values[:rows*f.Channels()], f.Channels())
+	return rhythms
+}
+
 // TestWeekFoundFromFewWeeks: six or seven weeks of weekly traffic hold the
 // week only 4.2 or 4.9 times in their training rows, below the spectrum's
 // floor of eight cycles. Discovery (no training) must still group a weekly
@@ -253,15 +266,7 @@ func TestWeekFoundFromFewWeeks(t *testing.T) {
 			for _, cadence := range []time.Duration{time.Hour, 15 * time.Minute} {
 				diff := 0.5 + 0.5*float64(seed%5)/4
 				f := weeklyFrame(seed, diff, 3, tc.weeks, cadence)
-				T := f.Rows() * 7 / 10
-				fmin, _ := freqBounds(96)
-				peaks := FindPeaks(f.Values[:T*3], 3, PeakOptions{MinFrequency: fmin, Calendar: calendarFrequencies(cadence)})
-				m, err := New(Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: Independent}, seed)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m.Meta.Cadence = cadence
-				_, rhythms, _ := m.placeRhythms(peaks, RhythmOptions{Rows: T, Cadence: cadence})
+				rhythms := discovered(t, f, f.Rows()*7/10, seed)
 				week := float64(7*24*time.Hour) / float64(cadence)
 				n++
 				if slices.ContainsFunc(rhythms, func(r Rhythm) bool { return r.PeriodSteps == week }) {
@@ -290,15 +295,7 @@ func TestDayFoundFromAWeek(t *testing.T) {
 		var missed []string
 		for seed := uint64(1); seed <= 10; seed++ {
 			f := weeklyFrame(seed, 0, 3, 2, cadence)
-			T := days * int(day) * 7 / 10
-			fmin, _ := freqBounds(96)
-			peaks := FindPeaks(f.Values[:T*3], 3, PeakOptions{MinFrequency: fmin, Calendar: calendarFrequencies(cadence)})
-			m, err := New(Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: Independent}, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.Meta.Cadence = cadence
-			_, rhythms, _ := m.placeRhythms(peaks, RhythmOptions{Rows: T, Cadence: cadence})
+			rhythms := discovered(t, f, days*int(day)*7/10, seed)
 			if slices.ContainsFunc(rhythms, func(r Rhythm) bool { return r.PeriodSteps == day }) {
 				found++
 			} else {

@@ -319,6 +319,17 @@ func spectrumRows(src Source) ([]float64, int) {
 	return nil, 0
 }
 
+// discover finds the peaks of the spectrum of rows (channels values a row),
+// the calendar's periods at m's cadence among them, places m's frequencies
+// on them and groups them into rhythms: the start of Train.
+func (m *Model) discover(rows []float64, channels int) ([]Peak, RhythmOptions, Placement, []Rhythm, []bool) {
+	fmin, _ := freqBounds(m.cfg.Lookback)
+	peaks := FindPeaks(rows, channels, PeakOptions{MinFrequency: fmin, Calendar: calendarFrequencies(m.Meta.Cadence)})
+	ropts := RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
+	pl, rhythms, sidebands := m.placeRhythms(peaks, ropts)
+	return peaks, ropts, pl, rhythms, sidebands
+}
+
 // Train fits m to the train windows with Adam, keeping the parameters of the
 // epoch with the lowest validation MSE. progress, if not nil, is called after
 // every epoch. The same model, data and cfg.Seed always give the same result.
@@ -333,9 +344,7 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	res := &TrainResult{BestValMSE: math.Inf(1), Stopped: "epochs"}
 	if rows, channels := spectrumRows(train); rows != nil && cfg.FrequencyInit == InitSpectrum {
 		fmin, _ := freqBounds(m.cfg.Lookback)
-		peaks := FindPeaks(rows, channels, PeakOptions{MinFrequency: fmin, Calendar: calendarFrequencies(m.Meta.Cadence)})
-		ropts := RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
-		pl, rhythms, sidebands := m.placeRhythms(peaks, ropts)
+		peaks, ropts, pl, rhythms, sidebands := m.discover(rows, channels)
 		if cfg.FillHarmonics > 0 {
 			tol := 0.5 / float64(ropts.Rows)
 			fills := harmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, cfg.FillHarmonics,
