@@ -92,7 +92,7 @@ func BenchmarkAblation(b *testing.B) {
 							b.Fatal(err)
 						}
 						c := 0.0
-						for _, rs := range m.RhythmShares(met.Shares) {
+						for _, rs := range m.RhythmShares(met.Shares, met.RhythmShares) {
 							c += rs.Share
 						}
 						if len(m.Meta.Rhythms) == 0 { // format 3: its placed cycles

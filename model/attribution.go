@@ -41,8 +41,13 @@ type Attribution struct {
 	// the unselected frequencies of rhythms (their clock terms), by id.
 	Contributions []Contribution
 	// ResidualShare is the residual's part (Residual − Level) of the total
-	// absolute attribution; it and the contributions' shares sum to 1.
+	// absolute attribution at the level of cycles (see Contribution.Share).
 	ResidualShare float64
+	// RhythmShares holds, per rhythm (in the order of Model.Meta.Rhythms),
+	// its summed part's share: Σ|Σ of its frequencies' Values| over the
+	// same total. The rhythms', the free frequencies' and the residual's
+	// shares sum to 1.
+	RhythmShares []float64
 }
 
 // Contribution is one frequency's part of a forecast.
@@ -59,8 +64,14 @@ type Contribution struct {
 	// Values is σ·(α·g_f(c_f) + q_f + b_f), Horizon×Channels, in the
 	// forecast's units.
 	Values []float64
-	// Share is this frequency's part of the total absolute attribution:
-	// Σ|Values| over Σ|Values| of all frequencies plus Σ|Residual − Level|.
+	// Share is Σ|Values| over the total absolute attribution at the level
+	// of cycles: Σ|Residual − Level|, plus Σ|Values| of each frequency of
+	// no rhythm, plus, for each rhythm, Σ|the sum of its frequencies'
+	// Values|. A rhythm's lines can partly cancel (a week's sidebands
+	// around the day), so a rhythm counts by what it adds up to, not by
+	// its lines' sizes: its frequencies' shares can sum to more than its
+	// own (Attribution.RhythmShares). Without rhythms this is the plain
+	// total and all the shares sum to 1.
 	Share float64
 }
 
@@ -137,6 +148,7 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		return ct
 	}
 	clk := ws.attrClock[:HC]
+	// Each contribution's Share holds Σ|Values| until the total is known.
 	for k := range K {
 		f := int(ws.sel[i*K+k])
 		if ws.without != nil && ws.without[f] {
@@ -150,7 +162,6 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		} else {
 			ct.Share = scaleAbsSum(vals, head, hs)
 		}
-		total += ct.Share
 	}
 	for _, f := range m.clock.ids {
 		if (ws.without != nil && ws.without[f]) || ws.selected(i, f) || !ws.rhythmTerm(i, f, clk) {
@@ -158,8 +169,8 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		}
 		ct := add(f, false)
 		ct.Share = scaleAbsSum(ct.Values[:HC], clk, sr)
-		total += ct.Share
 	}
+	total = resTotal + ws.cycleTotals(dst.Contributions, dst)
 	for k := range dst.Contributions {
 		if total > 0 {
 			dst.Contributions[k].Share /= total
@@ -168,6 +179,13 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		}
 	}
 	dst.ResidualShare = 0
+	for r := range dst.RhythmShares {
+		if total > 0 {
+			dst.RhythmShares[r] /= total
+		} else {
+			dst.RhythmShares[r] = 0
+		}
+	}
 	if total > 0 {
 		dst.ResidualShare = resTotal / total
 	}
@@ -208,49 +226,103 @@ func (ws *Workspace) Without(ids ...int) {
 	}
 }
 
+// cycleTotals returns the attribution's total at the level of cycles
+// without the residual's part, given cs with each Share holding its
+// contribution's Σ|Values|: the free frequencies' sums plus, per rhythm,
+// Σ|the sum of its frequencies' Values|, which it also writes to
+// dst.RhythmShares (one per rhythm of the model, 0 for one without parts).
+func (ws *Workspace) cycleTotals(cs []Contribution, dst *Attribution) float64 {
+	m := ws.m
+	R := len(m.Meta.Rhythms)
+	dst.RhythmShares = resize(dst.RhythmShares, R)
+	clear(dst.RhythmShares)
+	total := 0.0
+	if R == 0 {
+		for k := range cs {
+			total += cs[k].Share
+		}
+		return total
+	}
+	HC := ws.cfg.Horizon * ws.cfg.Channels
+	ws.attrRhythm = resize(ws.attrRhythm, R*HC)
+	sums := ws.attrRhythm
+	clear(sums)
+	for k := range cs {
+		r := m.clock.rhythmOfID(cs[k].ID)
+		if r < 0 {
+			total += cs[k].Share
+			continue
+		}
+		addTo(sums[r*HC:(r+1)*HC], cs[k].Values)
+	}
+	for r := range R {
+		dst.RhythmShares[r] = absSum(sums[r*HC : (r+1)*HC])
+		total += dst.RhythmShares[r]
+	}
+	return total
+}
+
 // addShares adds window i's attribution shares of the last Forward call to
-// acc (N, by frequency id) and returns the residual's share: the same
-// shares as Attribution gives, without building the contributions.
-func (ws *Workspace) addShares(i int, acc []float64) float64 {
+// acc (N, by frequency id) and racc (one per rhythm of the model) and
+// returns the residual's share: the same shares as Attribution gives,
+// without building the contributions.
+func (ws *Workspace) addShares(i int, acc, racc []float64) float64 {
 	m := ws.m
 	cfg := m.cfg
 	H, C, K := cfg.Horizon, cfg.Channels, cfg.slots()
 	HC := H * C
+	R := len(m.Meta.Rhythms)
 	alpha := sigmoid(m.params.Fusion[0])
 	sd, res := ws.sd[i*C:(i+1)*C], ws.res[i*HC:(i+1)*HC]
 	resid := 0.0
 	for j, v := range res {
 		resid += math.Abs((1 - alpha) * v * sd[j%C])
 	}
-	// Two passes over the parts: the total first, then the shares, so
-	// nothing is allocated for any K.
-	total := resid
-	for k := range K {
-		total += ws.partAbs(i, int(ws.sel[i*K+k]), k, alpha)
-	}
-	for _, f := range m.clock.ids {
-		if !ws.selected(i, f) {
-			total += ws.partAbs(i, f, -1, alpha)
+	// The parts: the selected heads, then the clock terms of the rhythm
+	// frequencies not selected (k = −1).
+	type part struct{ f, k int }
+	each := func(fn func(p part)) {
+		for k := range K {
+			fn(part{int(ws.sel[i*K+k]), k})
 		}
+		for _, f := range m.clock.ids {
+			if !ws.selected(i, f) {
+				fn(part{f, -1})
+			}
+		}
+	}
+	// Two passes over the parts: the total first (a rhythm by its summed
+	// part), then the shares, so nothing is allocated for any K.
+	ws.attrRhythm = resize(ws.attrRhythm, R*HC)
+	sums := ws.attrRhythm
+	clear(sums)
+	total := resid
+	each(func(p part) {
+		if r := m.clock.rhythmOfID(p.f); r >= 0 {
+			ws.partAdd(i, p.f, p.k, alpha, sums[r*HC:(r+1)*HC])
+		} else {
+			total += ws.partAdd(i, p.f, p.k, alpha, nil)
+		}
+	})
+	for r := range R {
+		total += absSum(sums[r*HC : (r+1)*HC])
 	}
 	if total <= 0 {
 		return 0
 	}
-	for k := range K {
-		f := int(ws.sel[i*K+k])
-		acc[f] += ws.partAbs(i, f, k, alpha) / total
-	}
-	for _, f := range m.clock.ids {
-		if !ws.selected(i, f) {
-			acc[f] += ws.partAbs(i, f, -1, alpha) / total
-		}
+	each(func(p part) {
+		acc[p.f] += ws.partAdd(i, p.f, p.k, alpha, nil) / total
+	})
+	for r := range R {
+		racc[r] += absSum(sums[r*HC:(r+1)*HC]) / total
 	}
 	return resid / total
 }
 
-// partAbs is Σ|σ·(α·g_f + q_f + b_f)| of frequency f in window i, with its head
-// the rank-k selection (k < 0: not selected).
-func (ws *Workspace) partAbs(i, f, k int, alpha float64) float64 {
+// partAdd returns Σ|σ·(α·g_f + q_f + b_f)| of frequency f in window i, with
+// its head the rank-k selection (k < 0: not selected), and adds the part to
+// dst (H·C) unless dst is nil.
+func (ws *Workspace) partAdd(i, f, k int, alpha float64, dst []float64) float64 {
 	C, K, HC := ws.cfg.Channels, ws.cfg.slots(), ws.cfg.Horizon*ws.cfg.Channels
 	sd := ws.sd[i*C : (i+1)*C]
 	clk := ws.attrClock[:HC]
@@ -272,7 +344,28 @@ func (ws *Workspace) partAbs(i, f, k int, alpha float64) float64 {
 		if hasClock {
 			v += clk[j]
 		}
-		a += math.Abs(v * sd[j%C])
+		v *= sd[j%C]
+		a += math.Abs(v)
+		if dst != nil {
+			dst[j] += v
+		}
+	}
+	return a
+}
+
+// addTo adds src to dst, element by element.
+func addTo(dst, src []float64) {
+	src = src[:len(dst)]
+	for j, v := range src {
+		dst[j] += v
+	}
+}
+
+// absSum returns Σ|v[j]|.
+func absSum(v []float64) float64 {
+	a := 0.0
+	for _, x := range v {
+		a += math.Abs(x)
 	}
 	return a
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -178,8 +179,9 @@ func TestCompleteness(t *testing.T) {
 						t.Fatalf("Attribution.Forecast[%d] = %v, Forward gave %v", j, a.Forecast[j], y[i*HC+j])
 					}
 				}
-				if share > 1+1e-12 || share < 0 {
-					t.Errorf("frequency shares sum to %v, want within [0, 1]", share)
+				checkCycleShares(t, m, a, i)
+				if len(m.Meta.Rhythms) == 0 && math.Abs(share+a.ResidualShare-1) > 1e-12 {
+					t.Errorf("window %d: with no rhythms the shares sum to %v, want 1", i, share+a.ResidualShare)
 				}
 				selected := 0
 				picked := map[int]bool{}
@@ -233,6 +235,131 @@ func removalGap(m *Model, x []float64, ends []int64, n int, ids func(i int) []in
 		}
 	}
 	return worst
+}
+
+// TestEvaluateSharesAreTheAttributions: the mean shares Evaluate reports
+// (the model file's, which inspect and the reports print) are the mean of
+// the served attributions' shares, rhythm by rhythm and frequency by
+// frequency, on a model whose rhythms' lines partly cancel.
+func TestEvaluateSharesAreTheAttributions(t *testing.T) {
+	m, w := trainedTimedModel(t, 1)
+	met, err := Evaluate(context.Background(), m, w, EvalOptions{BatchSize: 37})
+	if err != nil {
+		t.Fatal(err)
+	}
+	N, R, L, S := m.cfg.Frequencies, len(m.Meta.Rhythms), m.Lookback(), w.Channels()
+	shares, rhythms, residual := make([]float64, N), make([]float64, R), 0.0
+	ws := m.NewWorkspace(S)
+	x, ends := make([]float64, S*L), make([]int64, S)
+	var a *Attribution
+	cancel := 0.0 // Σ over windows of the lines' shares less the rhythms'
+	for j := range w.Len() {
+		in := w.Input(j)
+		end, _ := w.EndTime(j)
+		for c := range S {
+			for t := range L {
+				x[c*L+t] = in[t*S+c]
+			}
+			ends[c] = end
+		}
+		m.Forward(ws, nil, x, ends)
+		for c := range S {
+			a = ws.Attribution(c, a)
+			for _, ct := range a.Contributions {
+				shares[ct.ID] += ct.Share
+				if _, ok := m.RhythmOf(ct.ID); ok {
+					cancel += ct.Share
+				}
+			}
+			for r, v := range a.RhythmShares {
+				rhythms[r] += v
+				cancel -= v
+			}
+			residual += a.ResidualShare
+		}
+	}
+	n := float64(w.Len() * S)
+	for f := range N {
+		if d := math.Abs(met.Shares[f] - shares[f]/n); d > 1e-9 {
+			t.Errorf("frequency %d: Evaluate's share %v, the attributions' mean %v", f, met.Shares[f], shares[f]/n)
+		}
+	}
+	if len(met.RhythmShares) != R {
+		t.Fatalf("Evaluate gives %d rhythm shares for %d rhythms", len(met.RhythmShares), R)
+	}
+	for r := range R {
+		if d := math.Abs(met.RhythmShares[r] - rhythms[r]/n); d > 1e-9 {
+			t.Errorf("rhythm %d: Evaluate's share %v, the attributions' mean %v", r, met.RhythmShares[r], rhythms[r]/n)
+		}
+	}
+	if d := math.Abs(met.ResidualShare - residual/n); d > 1e-9 {
+		t.Errorf("residual: Evaluate's share %v, the attributions' mean %v", met.ResidualShare, residual/n)
+	}
+	if cancel/n < 1e-3 {
+		t.Errorf("the rhythms' lines cancel %.2g of the attribution on average: the case does not tell a rhythm's share from its lines' sum", cancel/n)
+	}
+}
+
+// checkCycleShares checks window i's shares against the definition at the
+// level of cycles, recounted here from the values: each rhythm counts by
+// Σ|its summed part|, each free frequency and the residual by Σ|part|, and
+// these shares sum to 1.
+func checkCycleShares(t *testing.T, m *Model, a *Attribution, i int) {
+	t.Helper()
+	R := len(m.Meta.Rhythms)
+	if len(a.RhythmShares) != R {
+		t.Fatalf("window %d: %d rhythm shares for %d rhythms", i, len(a.RhythmShares), R)
+	}
+	HC := len(a.Forecast)
+	C := len(a.Level)
+	sums := make([][]float64, R)
+	for r := range sums {
+		sums[r] = make([]float64, HC)
+	}
+	res := 0.0
+	for j := range HC {
+		res += math.Abs(a.Residual[j] - a.Level[j%C])
+	}
+	total, free := res, map[int]float64{}
+	for _, c := range a.Contributions {
+		r, ok := m.RhythmOf(c.ID)
+		if !ok {
+			free[c.ID] = absSum(c.Values)
+			total += free[c.ID]
+			continue
+		}
+		for j, v := range c.Values {
+			sums[r][j] += v
+		}
+	}
+	want := make([]float64, R)
+	for r := range R {
+		want[r] = absSum(sums[r])
+		total += want[r]
+	}
+	if total == 0 {
+		return
+	}
+	close := func(what string, got, want float64) {
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("window %d: %s share %v, recounted %v", i, what, got, want)
+		}
+	}
+	sum := a.ResidualShare
+	close("residual", a.ResidualShare, res/total)
+	for r := range R {
+		close(fmt.Sprintf("rhythm %d", r), a.RhythmShares[r], want[r]/total)
+		sum += a.RhythmShares[r]
+	}
+	for _, c := range a.Contributions {
+		close(fmt.Sprintf("frequency %d", c.ID), c.Share, absSum(c.Values)/total)
+		if _, ok := free[c.ID]; ok {
+			sum += c.Share
+		}
+	}
+	if math.Abs(sum-1) > 1e-12 {
+		t.Errorf("window %d: rhythms, free frequencies and residual share %v, want 1", i, sum)
+	}
 }
 
 func TestFaithfulness(t *testing.T) {

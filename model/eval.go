@@ -24,11 +24,15 @@ type Metrics struct {
 	// Selected counts, per frequency id, the windows that selected it.
 	Selected []int
 	// Shares is, per frequency id, its mean share of the attribution
-	// (level excluded) over the windows, counting 0 where it was not
-	// selected; ResidualShare is the residual MLP's. Together they sum to 1.
-	// For an independent model each channel of a window counts as a window.
+	// (level excluded, see Contribution.Share) over the windows, counting 0
+	// where it has no part; ResidualShare is the residual MLP's, and
+	// RhythmShares, per rhythm (in the order of Model.Meta.Rhythms), its
+	// summed part's (Attribution.RhythmShares). The rhythms', the free
+	// frequencies' and the residual's shares sum to 1. For an independent
+	// model each channel of a window counts as a window.
 	Shares        []float64
 	ResidualShare float64
+	RhythmShares  []float64
 }
 
 // EvalOptions sets how an evaluation runs. The zero value means the defaults.
@@ -71,7 +75,8 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 	partial := make([]float64, nb*2*srcC) // per batch: squared then absolute error per source channel
 	N, K := m.cfg.Frequencies, m.cfg.slots()
 	counts := make([]int, workers*N)
-	shareAcc := make([]float64, nb*(N+1)) // per batch: shares by frequency, then the residual's
+	R := len(m.Meta.Rhythms)
+	shareAcc := make([]float64, nb*(N+R+1)) // per batch: shares by frequency, by rhythm, then the residual's
 	for len(*cache) < workers {
 		*cache = append(*cache, m.NewWorkspace(batch))
 	}
@@ -102,9 +107,9 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 				for _, f := range ws.sel[:n*K] {
 					cnt[f]++
 				}
-				sa := shareAcc[k*(N+1) : (k+1)*(N+1)]
+				sa := shareAcc[k*(N+R+1) : (k+1)*(N+R+1)]
 				for j := range n {
-					sa[N] += ws.addShares(j, sa[:N])
+					sa[N+R] += ws.addShares(j, sa[:N], sa[N:N+R])
 				}
 				p := partial[k*2*srcC : (k+1)*2*srcC]
 				for j := range n {
@@ -144,16 +149,23 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 		met.WindowsPerSecond = float64(src.Len()) / secs
 	}
 	met.Shares = make([]float64, N)
+	met.RhythmShares = make([]float64, R)
 	for k := range nb {
-		sa := shareAcc[k*(N+1) : (k+1)*(N+1)]
+		sa := shareAcc[k*(N+R+1) : (k+1)*(N+R+1)]
 		for f := range N {
 			met.Shares[f] += sa[f]
 		}
-		met.ResidualShare += sa[N]
+		for r := range R {
+			met.RhythmShares[r] += sa[N+r]
+		}
+		met.ResidualShare += sa[N+R]
 	}
 	if samples > 0 {
 		for f := range N {
 			met.Shares[f] /= float64(samples)
+		}
+		for r := range R {
+			met.RhythmShares[r] /= float64(samples)
 		}
 		met.ResidualShare /= float64(samples)
 	}

@@ -24,7 +24,9 @@ type Explanation struct {
 	// Contributions are ordered by share, largest first.
 	Contributions []Contribution
 	// ResidualShare is the residual's part (level excluded) of the total
-	// absolute attribution; it and the contributions' shares sum to 1.
+	// absolute attribution at the level of cycles (see Contribution.Share):
+	// it, the rhythms' shares and the shares of the frequencies of no
+	// rhythm sum to 1.
 	ResidualShare float64
 	// Rhythms holds the part of each of the model's rhythms (in the order
 	// of Model.Meta.Rhythms): the exact sum of its frequencies'
@@ -46,7 +48,10 @@ type RhythmPart struct {
 	// Values is Σ of its frequencies' contributions, Horizon×Channels, in
 	// the forecast's units.
 	Values []float64
-	// Share is Σ of its frequencies' shares.
+	// Share is Σ|Values| over the explanation's total at the level of
+	// cycles (see Contribution.Share): what the rhythm adds up to, which is
+	// less than the sum of its frequencies' shares when its lines partly
+	// cancel.
 	Share float64
 }
 
@@ -205,8 +210,15 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 		dst.Forecast = storage(alloc, dst.Forecast, HC)
 		dst.Residual = storage(alloc, dst.Residual, HC)
 		e.gatherWindows(i, k, dst, alloc)
+		e.rhythmParts(dst, alloc)
+		e.setShares(dst)
 	} else {
 		e.oneWindow(i, dst, alloc)
+		e.rhythmParts(dst, alloc)
+		// The attribution's shares, counted in the model's units.
+		for r := range dst.Rhythms {
+			dst.Rhythms[r].Share = e.into.RhythmShares[r]
+		}
 	}
 	// Largest share first (insertion sort: a handful of items, no allocation).
 	cs := dst.Contributions
@@ -215,7 +227,6 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 			cs[b], cs[b-1] = cs[b-1], cs[b]
 		}
 	}
-	e.rhythmParts(dst, alloc)
 	return dst
 }
 
@@ -273,8 +284,8 @@ func (e *Explainer) toInputUnits(dst *Explanation) {
 
 // gatherWindows fills dst from the k single-channel model windows that
 // window i is to an independent model: a frequency's values are zero in
-// the channels whose window did not select it, and the shares are taken
-// over every channel.
+// the channels whose window did not select it. setShares then counts the
+// shares over every channel.
 func (e *Explainer) gatherWindows(i, k int, dst *Explanation, alloc func(n int) []float64) {
 	H, C := e.m.cfg.Horizon, e.C
 	for j := range e.byID {
@@ -303,8 +314,14 @@ func (e *Explainer) gatherWindows(i, k int, dst *Explanation, alloc func(n int) 
 			}
 		}
 	}
-	// Shares over every channel (an independent model's windows are in
-	// their channels' units already: there is no scale to undo).
+}
+
+// setShares sets the shares of dst, an independent model's explanation
+// gathered from its channels' windows, over every channel at the level of
+// cycles (see Contribution.Share), with dst.Rhythms' values summed. The
+// windows are in their channels' units already: there is no scale to undo.
+func (e *Explainer) setShares(dst *Explanation) {
+	H, C := e.m.cfg.Horizon, e.C
 	res := 0.0
 	for h := range H {
 		for c := range C {
@@ -313,24 +330,27 @@ func (e *Explainer) gatherWindows(i, k int, dst *Explanation, alloc func(n int) 
 	}
 	total := res
 	for j := range dst.Contributions {
-		s := 0.0
-		for _, v := range dst.Contributions[j].Values {
-			s += math.Abs(v)
+		ct := &dst.Contributions[j]
+		ct.Share = absSum(ct.Values)
+		if e.m.clock.rhythmOfID(ct.ID) < 0 {
+			total += ct.Share
 		}
-		dst.Contributions[j].Share = s
-		total += s
+	}
+	for r := range dst.Rhythms {
+		dst.Rhythms[r].Share = absSum(dst.Rhythms[r].Values)
+		total += dst.Rhythms[r].Share
+	}
+	scale := 0.0
+	if total > 0 {
+		scale = 1 / total
 	}
 	for j := range dst.Contributions {
-		if total > 0 {
-			dst.Contributions[j].Share /= total
-		} else {
-			dst.Contributions[j].Share = 0
-		}
+		dst.Contributions[j].Share *= scale
 	}
-	dst.ResidualShare = 0
-	if total > 0 {
-		dst.ResidualShare = res / total
+	for r := range dst.Rhythms {
+		dst.Rhythms[r].Share *= scale
 	}
+	dst.ResidualShare = res * scale
 }
 
 // addContribution appends to dst's contributions one for ct's frequency,
@@ -352,7 +372,7 @@ func storage(alloc func(n int) []float64, old []float64, n int) []float64 {
 }
 
 // rhythmParts fills dst.Rhythms from its contributions, their values from
-// storage(alloc, …).
+// storage(alloc, …); it leaves their shares zero.
 func (e *Explainer) rhythmParts(dst *Explanation, alloc func(n int) []float64) {
 	rs := e.m.Meta.Rhythms
 	if cap(dst.Rhythms) < len(rs) {
@@ -371,16 +391,13 @@ func (e *Explainer) rhythmParts(dst *Explanation, alloc func(n int) []float64) {
 		clear(rp.Values)
 		rp.Share = 0
 	}
+
 	for _, c := range dst.Contributions {
 		r := e.m.clock.rhythmOfID(c.ID)
 		if r < 0 || r >= len(dst.Rhythms) {
 			continue
 		}
-		rp := &dst.Rhythms[r]
-		for j, v := range c.Values {
-			rp.Values[j] += v
-		}
-		rp.Share += c.Share
+		addTo(dst.Rhythms[r].Values, c.Values)
 	}
 }
 

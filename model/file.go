@@ -196,6 +196,9 @@ func (m *Model) metadata(weightsSHA string) (map[string]string, error) {
 		md["shares"] = js(m.Meta.Shares)
 		md["residual_share"] = strconv.FormatFloat(m.Meta.ResidualShare, 'g', -1, 64)
 	}
+	if m.Meta.RhythmShares != nil {
+		md["rhythm_shares"] = js(m.Meta.RhythmShares)
+	}
 	return md, jsErr
 }
 
@@ -451,7 +454,7 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 	for _, f := range []struct {
 		key string
 		dst any
-	}{{"selected", &meta.Selected}, {"peaks", &meta.Peaks}, {"shares", &meta.Shares}, {"rhythms", &meta.Rhythms}} {
+	}{{"selected", &meta.Selected}, {"peaks", &meta.Peaks}, {"shares", &meta.Shares}, {"rhythms", &meta.Rhythms}, {"rhythm_shares", &meta.RhythmShares}} {
 		if s := md[f.key]; s != "" {
 			if err := json.Unmarshal([]byte(s), f.dst); err != nil {
 				return cfg, meta, fmt.Errorf("corrupted header: metadata %s: %v", f.key, err)
@@ -523,6 +526,9 @@ func (meta Meta) check(cfg Config) error {
 	}
 	if n := len(meta.Shares); n != 0 && n != cfg.Frequencies {
 		return fmt.Errorf("corrupted header: metadata shares has %d values for %d frequencies", n, cfg.Frequencies)
+	}
+	if n := len(meta.RhythmShares); n != 0 && n != len(meta.Rhythms) {
+		return fmt.Errorf("corrupted header: metadata rhythm_shares has %d values for %d rhythms", n, len(meta.Rhythms))
 	}
 	for _, pk := range meta.Peaks {
 		if pk.ID < 0 || pk.ID >= cfg.Frequencies || !(pk.PeriodSteps > 0) || math.IsInf(pk.PeriodSteps, 0) {

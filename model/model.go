@@ -61,6 +61,11 @@ type Meta struct {
 	// Metrics.Shares); nil when unknown.
 	Shares        []float64 `json:"shares,omitempty"`
 	ResidualShare float64   `json:"residual_share,omitempty"`
+	// RhythmShares is, per rhythm (in the order of Rhythms), its summed
+	// part's mean share on the test split at training time (see
+	// Metrics.RhythmShares); nil when unknown (files written before
+	// 2026-11-28, whose shares count a rhythm's lines one by one).
+	RhythmShares []float64 `json:"rhythm_shares,omitempty"`
 	// Rhythms are the data's rhythms among the placed cycles: each a
 	// fundamental period with the frequencies at its harmonics (see
 	// FindRhythms). In a format 4 model with a known cadence they also set
@@ -123,6 +128,7 @@ func (m *Model) Clone() *Model {
 	c.Meta.Selected = append([]int(nil), m.Meta.Selected...)
 	c.Meta.Peaks = append([]PlacedPeak(nil), m.Meta.Peaks...)
 	c.Meta.Shares = append([]float64(nil), m.Meta.Shares...)
+	c.Meta.RhythmShares = append([]float64(nil), m.Meta.RhythmShares...)
 	c.Meta.Rhythms = cloneRhythms(m.Meta.Rhythms)
 	if m.Meta.Training != nil {
 		c.Meta.Training = make(map[string]float64, len(m.Meta.Training))

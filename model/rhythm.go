@@ -538,15 +538,23 @@ type RhythmShare struct {
 	// Period is PeriodSteps times the cadence, 0 when the cadence is
 	// unknown.
 	Period time.Duration
-	// Share is the sum of its frequencies' shares.
+	// Share is the rhythm's share at the level of cycles: its summed
+	// part's (Metrics.RhythmShares). When that is unknown (a model file
+	// written before it was recorded) it is LinesShare.
 	Share float64
+	// LinesShare is the sum of its frequencies' shares: more than Share
+	// by what its lines cancel of each other.
+	LinesShare float64
 }
 
 // RhythmShares returns the model's rhythms with their shares of the
-// attribution, given each frequency's (Metrics.Shares, or Meta.Shares),
-// largest share first. shares may be nil (every share 0).
-func (m *Model) RhythmShares(shares []float64) []RhythmShare {
+// attribution, given each frequency's and each rhythm's (Metrics.Shares
+// and Metrics.RhythmShares, or the same of Meta), largest share first.
+// shares may be nil (every share 0); rhythmShares may be nil when unknown,
+// and each rhythm's share is then the sum of its frequencies'.
+func (m *Model) RhythmShares(shares, rhythmShares []float64) []RhythmShare {
 	out := make([]RhythmShare, 0, len(m.Meta.Rhythms))
+	net := len(rhythmShares) == len(m.Meta.Rhythms)
 	for i, r := range m.Meta.Rhythms {
 		rs := RhythmShare{Index: i, Rhythm: r}
 		if m.Meta.Cadence > 0 {
@@ -554,8 +562,12 @@ func (m *Model) RhythmShares(shares []float64) []RhythmShare {
 		}
 		for _, id := range r.Frequencies {
 			if id < len(shares) {
-				rs.Share += shares[id]
+				rs.LinesShare += shares[id]
 			}
+		}
+		rs.Share = rs.LinesShare
+		if net {
+			rs.Share = rhythmShares[i]
 		}
 		out = append(out, rs)
 	}

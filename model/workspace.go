@@ -44,6 +44,7 @@ type Workspace struct {
 	attrHead, attrSD     []float64 // H·C: α·σ and σ per output position (Attribution)
 	attrLevel            []float64 // H·C: μ per output position (Attribution)
 	attrClock            []float64 // H·C: a clock term (Attribution)
+	attrRhythm           []float64 // R·H·C: each rhythm's summed part (shares at the level of cycles), sized on first use
 	tauIn, tau           []float64 // n·C: window end times in steps since the epoch (Forward's, the pass's)
 	ab                   []float64 // n·2N·C: clock coefficients (A, B) of each rhythm frequency
 	abKept               []float64 // 2N·C: one window's (A, B) without the removed frequencies

@@ -81,6 +81,8 @@ type drift struct {
 	ref      []float64 // reference period of each unit, in steps
 	cycle    []bool    // the unit is a cycle of the data
 	freqSum  []float64 // attribution shares by frequency since the last evaluation
+	unitSum  []float64 // a rhythm unit's shares (its summed part's) since the last evaluation
+	unitSeen bool      // unitSum holds the forecasts' rhythm shares
 	shareN   int64
 	share    []float64 // smoothed recent share of each unit
 	fshare   []float64 // smoothed recent share of each frequency
@@ -135,13 +137,17 @@ func newDrift(cfg Config, ref *model.Model) *drift {
 		d.ref = append(d.ref, f.PeriodSteps)
 	}
 	U := len(d.members)
+	d.unitSum = make([]float64, U)
 	d.share, d.periods, d.dominant = make([]float64, U), slices.Clone(d.ref), make([]bool, U)
 	d.reported, d.anchor, d.since = slices.Clone(d.ref), make([]float64, U), make([]time.Time, U)
 	d.alpha = ref.Alpha()
 	return d
 }
 
-func (d *drift) observeShares(cs []model.Contribution) {
+// observeShares adds one forecast's shares: its frequencies' and its
+// rhythms' (a rhythm's share is its summed part's, less than its
+// frequencies' when they partly cancel).
+func (d *drift) observeShares(cs []model.Contribution, rs []model.RhythmPart) {
 	if len(cs) == 0 {
 		return
 	}
@@ -149,6 +155,12 @@ func (d *drift) observeShares(cs []model.Contribution) {
 	for _, c := range cs {
 		if c.ID >= 0 && c.ID < len(d.freqSum) {
 			d.freqSum[c.ID] += c.Share
+		}
+	}
+	for _, rp := range rs {
+		if u := slices.Index(d.rhythm, rp.Index); u >= 0 && rp.Index >= 0 {
+			d.unitSum[u] += rp.Share
+			d.unitSeen = true
 		}
 	}
 	d.shareN++
@@ -175,22 +187,30 @@ func (d *drift) evaluate(now time.Time, m *model.Model, version int64) []DriftEv
 	}
 	d.alpha, d.version = m.Alpha(), version
 	if d.shareN > 0 {
-		for i := range d.fshare {
-			recent := d.freqSum[i] / float64(d.shareN)
+		n := float64(d.shareN)
+		smooth := func(old, recent float64) float64 {
 			if d.shared {
-				d.fshare[i] = 0.5*d.fshare[i] + 0.5*recent
-			} else {
-				d.fshare[i] = recent
+				return 0.5*old + 0.5*recent
 			}
-			d.freqSum[i] = 0
+			return recent
 		}
 		for u, ids := range d.members {
-			d.share[u] = 0
-			for _, id := range ids {
-				d.share[u] += d.fshare[id]
+			// A rhythm by its summed part when the forecasts gave it, else
+			// (and a free frequency) by its frequencies' shares.
+			recent := 0.0
+			if d.rhythm[u] >= 0 && d.unitSeen {
+				recent = d.unitSum[u] / n
+			} else {
+				for _, id := range ids {
+					recent += d.freqSum[id] / n
+				}
 			}
+			d.share[u], d.unitSum[u] = smooth(d.share[u], recent), 0
 		}
-		d.shareN, d.shared = 0, true
+		for i := range d.fshare {
+			d.fshare[i], d.freqSum[i] = smooth(d.fshare[i], d.freqSum[i]/n), 0
+		}
+		d.shareN, d.shared, d.unitSeen = 0, true, false
 	}
 	var events []DriftEvent
 	if d.shared {

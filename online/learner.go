@@ -35,6 +35,9 @@ type Observation struct {
 	// Contributions are the forecast's attribution (nil when attributions
 	// are off; drift then follows periods only).
 	Contributions []model.Contribution
+	// Rhythms are the forecast's rhythm parts (Explanation.Rhythms), whose
+	// shares drift reports per rhythm; nil when attributions are off.
+	Rhythms []model.RhythmPart
 	// Lower and Upper receive the forecast's prediction intervals when the
 	// learner has interval levels (Config.Intervals): one H×C slice each per
 	// level, in the order of Learner.Levels, filled when Observe returns
@@ -180,7 +183,7 @@ func (l *Learner) Observe(o *Observation) (intervals bool) {
 		lower, upper = nil, nil // no room to write the intervals in
 	}
 	intervals = l.tr.observe(o.Series, o.End, o.Window, o.Forecast, lower, upper)
-	l.dr.observeShares(o.Contributions)
+	l.dr.observeShares(o.Contributions, o.Rhythms)
 	if l.cfg.Enabled {
 		if _, seen := l.rp.len(); seen-l.lastNew.Load() >= int64(l.cfg.MinNewSamples) {
 			select {

@@ -158,7 +158,7 @@ func (sc *scenario) run(t *testing.T, l *online.Learner, srv *server, roundEvery
 		for s := range S {
 			expl = ex.Explain(s, expl)
 			l.Observe(&online.Observation{Series: sc.frame.Columns[s], End: sc.frame.Times[step],
-				Window: x[s*scL : (s+1)*scL], Forecast: y[s*scH : (s+1)*scH], Contributions: expl.Contributions,
+				Window: x[s*scL : (s+1)*scL], Forecast: y[s*scH : (s+1)*scH], Contributions: expl.Contributions, Rhythms: expl.Rhythms,
 				Lower: lower, Upper: upper})
 		}
 		if (step-start)%roundEvery == roundEvery-1 {

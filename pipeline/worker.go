@@ -343,7 +343,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				w.obs = online.Observation{Series: f.Series, End: f.TS, Window: w.ready.Values[i*L*C : (i+1)*L*C], Forecast: f.Values,
 					Lower: w.lower, Upper: w.upper}
 				if !p.wiring.SkipAttributions {
-					w.obs.Contributions = w.expl.Contributions
+					w.obs.Contributions, w.obs.Rhythms = w.expl.Contributions, w.expl.Rhythms
 				}
 				if p.learner.Observe(&w.obs) && finiteBounds(w.lower, w.upper) {
 					first := len(pt.intervals)

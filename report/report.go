@@ -71,8 +71,10 @@ type Report struct {
 	// period with its harmonics) that carry at least model.MinCycleShare
 	// of the attribution, largest share first.
 	Cycles []Cycle
-	// ResidualShare is the residual MLP's mean share of the attribution.
-	ResidualShare float64
+	// ResidualShare is the residual MLP's mean share of the attribution,
+	// OtherShare the frequencies' of no cycle; with the cycles' (all of
+	// them, those below model.MinCycleShare too) they make 1.
+	ResidualShare, OtherShare float64
 	// SharesFrom says where the shares were counted; "" when unknown (the
 	// model file holds none and no data was given).
 	SharesFrom string
@@ -106,6 +108,15 @@ type Cycle struct {
 	// Name is its period the way people say it ("24.0h"), or in steps when
 	// the cadence is unknown; unique within a report.
 	Name string
+}
+
+// Cancelled says what the cycle's frequencies add up to on their own when
+// they partly cancel each other (by half a point or more), else "".
+func (c Cycle) Cancelled() string {
+	if c.LinesShare-c.Share < 0.005 {
+		return ""
+	}
+	return fmt.Sprintf("its frequencies %.1f%% before they partly cancel", 100*c.LinesShare)
 }
 
 // Forecast is one window's forecast of one channel and its exact parts, in
@@ -212,7 +223,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 	}
 	f := opts.Data
 	if f == nil {
-		r.setCycles(m, shares, residual)
+		r.setCycles(m, shares, m.Meta.RhythmShares, residual)
 		return r, nil
 	}
 	ch, at, err := checkData(m, f, opts)
@@ -228,7 +239,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r.SharesFrom = "the test split of " + f.Name
-	r.setCycles(m, met.Shares, met.ResidualShare)
+	r.setCycles(m, met.Shares, met.RhythmShares, met.ResidualShare)
 	if r.Errors, err = horizonErrors(ctx, m, bm); err != nil {
 		return nil, err
 	}
@@ -272,9 +283,9 @@ func checkData(m *model.Model, f *dataset.Frame, opts Options) (channel, at int,
 	return channel, at, nil
 }
 
-// setCycles fills Frequencies, Cycles and ResidualShare from the shares
-// (per frequency id; nil when unknown).
-func (r *Report) setCycles(m *model.Model, shares []float64, residual float64) {
+// setCycles fills Frequencies, Cycles, ResidualShare and OtherShare from
+// the shares (per frequency id and per rhythm; nil when unknown).
+func (r *Report) setCycles(m *model.Model, shares, rhythmShares []float64, residual float64) {
 	r.ResidualShare = residual
 	placed := map[int]bool{}
 	for _, pk := range m.Meta.Peaks {
@@ -283,7 +294,9 @@ func (r *Report) setCycles(m *model.Model, shares []float64, residual float64) {
 	byID, harmonic := map[int]int{}, map[int]int{}
 	if shares != nil {
 		seen := map[string]bool{}
-		for _, rs := range m.RhythmShares(shares) {
+		r.OtherShare = 1 - residual
+		for _, rs := range m.RhythmShares(shares, rhythmShares) {
+			r.OtherShare -= rs.Share
 			if rs.Share < model.MinCycleShare {
 				continue
 			}
@@ -297,6 +310,7 @@ func (r *Report) setCycles(m *model.Model, shares []float64, residual float64) {
 			}
 			r.Cycles = append(r.Cycles, Cycle{RhythmShare: rs, Name: name})
 		}
+		r.OtherShare = max(0, r.OtherShare) // rounding
 	}
 	for _, f := range m.Frequencies() {
 		fr := Frequency{Frequency: f, Cycle: -1, Placed: placed[f.ID]}

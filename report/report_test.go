@@ -215,7 +215,7 @@ func TestNumbersAreTheModels(t *testing.T) {
 
 			// The cycles are the model's rhythms, named, with the shares of this data.
 			var want []model.RhythmShare
-			for _, rs := range fx.m.RhythmShares(met.Shares) {
+			for _, rs := range fx.m.RhythmShares(met.Shares, met.RhythmShares) {
 				if rs.Share >= model.MinCycleShare {
 					want = append(want, rs)
 				}

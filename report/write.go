@@ -111,12 +111,13 @@ dl { display: grid; grid-template-columns: max-content auto; gap: .2rem 1rem; } 
 <figure><a href="spectrum.svg"><img src="spectrum.png" alt="the learned frequencies by period and share of the attribution, the discovered cycles highlighted"></a>
 <figcaption>Every learned frequency at its period, as high as its mean share of the attribution (level excluded).
 Coloured: the cycles of the data, each a rhythm (a fundamental period found in the training data's spectrum) with the
-frequencies at its harmonics in its colour, named at the lowest with the cycle's share, the sum of its frequencies'; those that
-carry at least 1% of the attribution. Dashed: the reference periods 12h, 24h and 168h. <a href="spectrum.svg">SVG</a></figcaption></figure>
+frequencies at its harmonics in its colour, named at the lowest with the cycle's share (what its frequencies add up to: a cycle's
+lines can partly cancel, so it can be less than the sum of their heights); those that carry at least 1% of the attribution. Dashed: the reference periods 12h, 24h and 168h. <a href="spectrum.svg">SVG</a></figcaption></figure>
 {{if .Cycles}}<table>
 <tr><th>cycle</th><th>period (steps)</th><th>share of the attribution</th><th>frequencies (harmonic: id)</th></tr>
-{{range $i, $c := .Cycles}}<tr><td><span class="swatch" style="background: {{cycleCSS $i}}"></span>{{$c.Name}}</td><td>{{steps $c.PeriodSteps}}</td><td>{{pct $c.Share}}</td><td>{{range $j, $id := $c.Frequencies}}{{if $j}}, {{end}}{{index $c.Harmonics $j}}: {{$id}}{{end}}</td></tr>
-{{end}}<tr><td>residual MLP</td><td></td><td>{{pct .ResidualShare}}</td><td></td></tr>
+{{range $i, $c := .Cycles}}<tr><td><span class="swatch" style="background: {{cycleCSS $i}}"></span>{{$c.Name}}</td><td>{{steps $c.PeriodSteps}}</td><td>{{pct $c.Share}}{{with $c.Cancelled}} ({{.}}){{end}}</td><td>{{range $j, $id := $c.Frequencies}}{{if $j}}, {{end}}{{index $c.Harmonics $j}}: {{$id}}{{end}}</td></tr>
+{{end}}<tr><td>other frequencies</td><td></td><td>{{pct .OtherShare}}</td><td></td></tr>
+<tr><td>residual MLP</td><td></td><td>{{pct .ResidualShare}}</td><td></td></tr>
 </table>{{else}}<p>No cycles{{if .SharesFrom}}: no rhythm of the training data carries 1% of the attribution{{end}}.</p>{{end}}
 {{with .Forecast}}
 <h2>One forecast and what it is made of</h2>

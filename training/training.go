@@ -203,7 +203,7 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 		"best_epoch": float64(tr.BestEpoch), "epochs_run": float64(tr.EpochsRun),
 	}
 	m.Meta.Selected = met.Selected
-	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
+	m.Meta.Shares, m.Meta.ResidualShare, m.Meta.RhythmShares = met.Shares, met.ResidualShare, met.RhythmShares
 	m.Meta.Training = tc.Settings()
 	// Where a served model's prediction intervals start (output.intervals).
 	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(context.WithoutCancel(ctx), m, d.Test, errorQuantileWindows); err != nil {

@@ -57,7 +57,15 @@ var attributionColumns = []arrow.Field{
 	{Name: "period_steps", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	{Name: "period", Type: durationNS, Nullable: true},
 	{Name: "share", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	// rhythm_share is, on a frequency's row, the share of the rhythm it
+	// belongs to (RhythmPart.Share); null for a free frequency and on the
+	// residual's row. Streams written before 2026-11-28 lack it.
+	{Name: "rhythm_share", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 }
+
+// attributionColumnsBefore are the attribution layout's fixed columns
+// before rhythm_share, which decoders still read.
+var attributionColumnsBefore = attributionColumns[:len(attributionColumns)-1]
 
 func isReservedColumn(name string) bool {
 	for _, cols := range [...][]arrow.Field{forecastColumns, attributionColumns} {
@@ -349,7 +357,8 @@ func (e *ArrowEncoder) AppendAttribution(dst []byte, f *Forecast, mode Attributi
 	periodSteps := b.Field(5).(*array.Float64Builder)
 	period := b.Field(6).(*array.DurationBuilder)
 	share := b.Field(7).(*array.Float64Builder)
-	for _, col := range []array.Builder{series, origin, version, alpha, id, periodSteps, period, share} {
+	rhythmShare := b.Field(8).(*array.Float64Builder)
+	for _, col := range []array.Builder{series, origin, version, alpha, id, periodSteps, period, share, rhythmShare} {
 		col.Reserve(rows)
 	}
 	o := arrow.Timestamp(f.TS.UnixNano())
@@ -363,12 +372,18 @@ func (e *ArrowEncoder) AppendAttribution(dst []byte, f *Forecast, mode Attributi
 	periodSteps.AppendNull()
 	period.AppendNull()
 	share.AppendNull()
+	rhythmShare.AppendNull()
 	for k := range f.Frequencies {
 		fr := &f.Frequencies[k]
 		id.Append(int64(fr.ID))
 		periodSteps.Append(fr.PeriodSteps)
 		period.Append(arrow.Duration(fr.Period))
 		share.Append(fr.Share)
+		if rp := f.rhythmOf(fr); rp != nil {
+			rhythmShare.Append(rp.Share)
+		} else {
+			rhythmShare.AppendNull()
+		}
 	}
 	if full {
 		h, c := f.Horizon, len(f.Fields)

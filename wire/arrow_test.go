@@ -176,9 +176,9 @@ func TestArrowAttributionLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		schema, rec := readTable(t, mem, b)
-		n := 8
+		n := 9
 		if tc.mode == wire.AttributionsFull {
-			n = 10
+			n = 11
 		}
 		want := fmt.Sprintf("schema:\n  fields: %d\n", n) +
 			"    - series: type=utf8\n" +
@@ -188,7 +188,8 @@ func TestArrowAttributionLayout(t *testing.T) {
 			"    - frequency_id: type=int64, nullable\n" +
 			"    - period_steps: type=float64, nullable\n" +
 			"    - period: type=duration[ns], nullable\n" +
-			"    - share: type=float64, nullable\n" + tc.fields +
+			"    - share: type=float64, nullable\n" +
+			"    - rhythm_share: type=float64, nullable\n" + tc.fields +
 			"  metadata: [\"freqlens.message\": \"attribution\", \"freqlens.cadence\": \"1h0m0s\", \"freqlens.attributions\": \"" + string(tc.mode) + "\"]"
 		if got := schema.String(); got != want {
 			t.Errorf("%s schema:\n%s\nwant\n%s", tc.mode, got, want)
@@ -202,7 +203,7 @@ func TestArrowAttributionLayout(t *testing.T) {
 		if tc.mode == wire.AttributionsFull {
 			// Σ over rows of each list, element by element, is the forecast.
 			for j := 0; j < 2; j++ {
-				list := rec.Column(8 + j).(*array.List)
+				list := rec.Column(9 + j).(*array.List)
 				vals := list.ListValues().(*array.Float64)
 				for h := 0; h < 2; h++ {
 					var sum float64
@@ -211,12 +212,94 @@ func TestArrowAttributionLayout(t *testing.T) {
 						sum += vals.Value(int(start) + h)
 					}
 					if want := f.Values[h*2+j]; sum != want {
-						t.Errorf("Σ rows of %s at step %d = %v, want %v", rec.ColumnName(8+j), h, sum, want)
+						t.Errorf("Σ rows of %s at step %d = %v, want %v", rec.ColumnName(9+j), h, sum, want)
 					}
 				}
 			}
 		}
 		rec.Release()
+	}
+}
+
+// withRhythm returns f with its first two frequencies made one rhythm
+// whose summed part's share is share (less than their shares' sum: the
+// lines partly cancel).
+func withRhythm(f wire.Forecast, share float64) wire.Forecast {
+	ids := []int{f.Frequencies[0].ID, f.Frequencies[1].ID}
+	sum := make([]float64, len(f.Values))
+	for k := range 2 {
+		f.Frequencies[k].Cycle, f.Frequencies[k].Rhythm = true, 4
+		for j, v := range f.Frequencies[k].Values {
+			sum[j] += v
+		}
+	}
+	f.Rhythms = []wire.RhythmPart{{Index: 4, PeriodSteps: 168, Period: 168 * time.Hour, Share: share, Frequencies: ids, Values: sum}}
+	return f
+}
+
+// TestRhythmSharesRoundTrip: a rhythm's share, its summed part's, reaches
+// the consumer in every layout, not recounted from its frequencies'; and an
+// Arrow stream written before the rhythm_share column still decodes, with
+// the sum of the frequencies' shares as before.
+func TestRhythmSharesRoundTrip(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := wire.NewArrowEncoder(mem)
+	defer enc.Release()
+	for i, f := range randomForecasts(21, 6, []string{"temp", "humidity"}, 6, 4) {
+		f = withRhythm(f, 0.0625+0.01*float64(i))
+		lines := f.Frequencies[0].Share + f.Frequencies[1].Share
+		for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
+			b, err := enc.AppendAttribution(nil, &f, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := wire.DecodeAttributionArrow(b, mem)
+			if err != nil {
+				t.Fatalf("%s: %v", mode, err)
+			}
+			if len(got.Rhythms) != 1 || got.Rhythms[0].Share != f.Rhythms[0].Share {
+				t.Errorf("%s: rhythms %+v, want share %v", mode, got.Rhythms, f.Rhythms[0].Share)
+			}
+			js, err := wire.AppendAttributionJSON(nil, &f, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := wire.DecodeAttributionJSON(js); err != nil || len(got.Rhythms) != 1 || got.Rhythms[0].Share != f.Rhythms[0].Share {
+				t.Errorf("%s JSON: rhythms %+v (%v), want share %v", mode, got.Rhythms, err, f.Rhythms[0].Share)
+			}
+
+			// The same message without rhythm_share, as written before it.
+			schema, rec := readTable(t, mem, b)
+			var fields []arrow.Field
+			var cols []arrow.Array
+			for c, fd := range schema.Fields() {
+				if fd.Name != "rhythm_share" {
+					fields, cols = append(fields, fd), append(cols, rec.Column(c))
+				}
+			}
+			md := schema.Metadata()
+			old := arrow.NewSchema(fields, &md)
+			oldRec := array.NewRecord(old, cols, rec.NumRows())
+			var buf bytes.Buffer
+			w := ipc.NewWriter(&buf, ipc.WithSchema(old), ipc.WithAllocator(mem))
+			if err := w.Write(oldRec); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			oldRec.Release()
+			rec.Release()
+			got, err = wire.DecodeAttributionArrow(buf.Bytes(), mem)
+			if err != nil {
+				t.Fatalf("%s without rhythm_share: %v", mode, err)
+			}
+			if len(got.Rhythms) != 1 || got.Rhythms[0].Share != lines {
+				t.Errorf("%s without rhythm_share: rhythms %+v, want the lines' sum %v", mode, got.Rhythms, lines)
+			}
+			if mode == wire.AttributionsFull && len(got.Residual) != len(f.Residual) {
+				t.Errorf("%s without rhythm_share: %d residual values, want %d", mode, len(got.Residual), len(f.Residual))
+			}
+		}
 	}
 }
 

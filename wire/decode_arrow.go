@@ -284,7 +284,11 @@ func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 }
 
 func attributionFromRecord(rec arrow.Record) (Forecast, error) {
-	cadence, cols, err := schemaMeta(rec.Schema(), "attribution", attributionColumns)
+	fixed := attributionColumns
+	if fs := rec.Schema().Fields(); len(fs) <= len(attributionColumnsBefore) || fs[len(attributionColumnsBefore)].Name != fixed[len(fixed)-1].Name {
+		fixed = attributionColumnsBefore // a stream written before rhythm_share
+	}
+	cadence, cols, err := schemaMeta(rec.Schema(), "attribution", fixed)
 	if err != nil {
 		return Forecast{}, err
 	}
@@ -320,6 +324,13 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 	periodSteps := rec.Column(5).(*array.Float64)
 	period := rec.Column(6).(*array.Duration)
 	share := rec.Column(7).(*array.Float64)
+	var rhythmShare *array.Float64
+	if len(fixed) == len(attributionColumns) {
+		rhythmShare = rec.Column(8).(*array.Float64)
+		if rhythmShare.Len() < rows {
+			return Forecast{}, errors.New("columns shorter than the record")
+		}
+	}
 	if len(alpha) < rows || id.Len() < rows || periodSteps.Len() < rows || period.Len() < rows || share.Len() < rows {
 		return Forecast{}, errors.New("columns shorter than the record")
 	}
@@ -362,7 +373,7 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 			Share:       share.Value(r),
 		}
 	}
-	if err := readRhythms(rec.Schema(), &f); err != nil {
+	if err := readRhythms(rec.Schema(), &f, rhythmShare); err != nil {
 		return Forecast{}, err
 	}
 	if !full {
@@ -374,7 +385,7 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 	}
 	c := len(cols)
 	for j := 0; j < c; j++ {
-		list := rec.Column(len(attributionColumns) + j).(*array.List)
+		list := rec.Column(len(fixed) + j).(*array.List)
 		if list.NullN() != 0 {
 			return Forecast{}, fmt.Errorf("column %s has nulls", cols[j].Name)
 		}
@@ -417,11 +428,16 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 }
 
 // readRhythms fills f.Rhythms from the schema's MetaRhythms (absent for a
-// model without rhythms), with each rhythm's share the sum of its
-// frequencies', and marks those frequencies with their rhythm.
-func readRhythms(s *arrow.Schema, f *Forecast) error {
+// model without rhythms), with each rhythm's share from the rhythm_share
+// column on its frequencies' rows (which must agree), or, for a stream
+// written before that column (share nil), the sum of its frequencies'; and
+// marks those frequencies with their rhythm.
+func readRhythms(s *arrow.Schema, f *Forecast, share *array.Float64) error {
 	v, ok := s.Metadata().GetValue(MetaRhythms)
 	if !ok {
+		if share != nil && share.NullN() != share.Len() {
+			return errors.New("rhythm_share is set but the schema names no rhythms")
+		}
 		return nil
 	}
 	var rm []rhythmMeta
@@ -434,14 +450,35 @@ func readRhythms(s *arrow.Schema, f *Forecast) error {
 			return fmt.Errorf("schema metadata %s: rhythm %d: period: %w", MetaRhythms, r.Index, err)
 		}
 		rp := RhythmPart{Index: r.Index, PeriodSteps: r.PeriodSteps, Period: period, Frequencies: r.Frequencies}
+		seen := false
 		for k := range f.Frequencies {
 			fr := &f.Frequencies[k]
-			if slices.Contains(r.Frequencies, fr.ID) {
-				fr.Cycle, fr.Rhythm = true, r.Index
+			if !slices.Contains(r.Frequencies, fr.ID) {
+				continue
+			}
+			fr.Cycle, fr.Rhythm = true, r.Index
+			switch {
+			case share == nil:
 				rp.Share += fr.Share
+			case share.IsNull(k + 1):
+				return fmt.Errorf("row %d: frequency %d of rhythm %d has no rhythm_share", k+1, fr.ID, r.Index)
+			case seen && share.Value(k+1) != rp.Share:
+				return fmt.Errorf("row %d: rhythm %d's rhythm_share %v, another of its rows says %v", k+1, r.Index, share.Value(k+1), rp.Share)
+			default:
+				rp.Share, seen = share.Value(k+1), true
 			}
 		}
 		f.Rhythms = append(f.Rhythms, rp)
+	}
+	if share != nil {
+		if !share.IsNull(0) {
+			return errors.New("row 0 (the residual) has a rhythm_share")
+		}
+		for k := range f.Frequencies {
+			if !f.Frequencies[k].Cycle && !share.IsNull(k+1) {
+				return fmt.Errorf("row %d: frequency %d of no rhythm has a rhythm_share", k+1, f.Frequencies[k].ID)
+			}
+		}
 	}
 	return nil
 }

@@ -78,8 +78,13 @@
 //
 //	residual[h][f] + Σ_k frequencies[k].values[h][f] = horizon[h].values[f]
 //
-// "share" is the frequency's part of the total absolute attribution; "period"
-// is period_steps × cadence ("0s" when unknown). The summary mode
+// "share" is the frequency's part of the total absolute attribution, counted
+// at the level of cycles: a model with rhythms also writes "rhythms", one
+// per cycle of the data with its frequencies' ids, their summed values and
+// its "share", what they add up to. The rhythms', the free frequencies' and
+// the residual's shares make 1; a rhythm's frequencies' shares can sum to
+// more than its own when its lines partly cancel. "period" is
+// period_steps × cadence ("0s" when unknown). The summary mode
 // (attributions: summary) drops "residual" and every "values", keeping
 // series, ts, model_version, alpha and each frequency's id, period_steps,
 // period and share: a few hundred bytes per forecast.
@@ -128,15 +133,23 @@
 //	period_steps   float64, nullable        null on the residual row
 //	period         duration[ns], nullable   null on the residual row
 //	share          float64, nullable        null on the residual row
+//	rhythm_share   float64, nullable        the share of the row's rhythm (the same on each of its rows);
+//	                                        null on the residual's and a free frequency's row
 //	<field>…       list<float64>            full mode only: the H per-step values of the row's part
-//	metadata       freqlens.message=attribution, freqlens.cadence=1h0m0s, freqlens.attributions=full|summary
+//	metadata       freqlens.message=attribution, freqlens.cadence=1h0m0s, freqlens.attributions=full|summary,
+//	               freqlens.rhythms=[{index, period_steps, period, frequencies}…] (a model with rhythms)
 //
 // for example
 //
-//	series  origin_ts             model_version  alpha  frequency_id  period_steps  period  share  temp         humidity
-//	s-17    2026-01-05T08:00:00Z  3              0.625  null          null          null    null   [3, 2.5]     [75, 78]
-//	s-17    2026-01-05T08:00:00Z  3              0.625  7             24            24h     0.75   [0.5, -0.25] [5, 1.75]
-//	s-17    2026-01-05T08:00:00Z  3              0.625  2             12            12h     0.25   [0, 0.5]     [0.25, -1.75]
+//	series  origin_ts             model_version  alpha  frequency_id  period_steps  period  share  rhythm_share  temp         humidity
+//	s-17    2026-01-05T08:00:00Z  3              0.625  null          null          null    null   null          [3, 2.5]     [75, 78]
+//	s-17    2026-01-05T08:00:00Z  3              0.625  7             24            24h     0.75   null          [0.5, -0.25] [5, 1.75]
+//	s-17    2026-01-05T08:00:00Z  3              0.625  2             12            12h     0.25   null          [0, 0.5]     [0.25, -1.75]
+//
+// Streams written before 2026-11-28 have no rhythm_share column; the
+// decoders read them, with each rhythm's share the sum of its frequencies'
+// (the definition then). Decoders from before that date refuse streams
+// with the column: upgrade consumers before producers.
 //
 // so the element-wise sum of a field's lists over all rows is that field's
 // forecast. The summary mode has the same rows without the list columns.

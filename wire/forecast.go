@@ -74,7 +74,12 @@ type Contribution struct {
 	PeriodSteps float64
 	// Period is PeriodSteps × Cadence (0 when unknown).
 	Period time.Duration
-	// Share is the frequency's part of the total absolute attribution, in [0, 1].
+	// Share is Σ|Values| over the total absolute attribution at the level
+	// of cycles, in [0, 1]: the residual's part, each free frequency's and
+	// each rhythm's summed part (see RhythmPart.Share). The rhythms' and the
+	// free frequencies' shares and the residual's make 1; a rhythm's
+	// frequencies' shares can sum to more than the rhythm's, when its lines
+	// partly cancel.
 	Share float64
 	// Values is the frequency's contribution, H×C row-major. The summary
 	// attribution layouts do not carry it, and their decoders leave it nil.
@@ -95,13 +100,31 @@ type RhythmPart struct {
 	// time (0 when unknown).
 	PeriodSteps float64
 	Period      time.Duration
-	// Share is the sum of its frequencies' shares.
+	// Share is Σ|Values| (its summed part) over the same total as the
+	// frequencies' shares: what the rhythm adds up to, less than the sum of
+	// its frequencies' shares when they partly cancel. A stream written
+	// before 2026-11-28 carries no rhythm share in the Arrow layouts; their
+	// decoders then give the sum of its frequencies' shares.
 	Share float64
 	// Frequencies are the ids of its frequencies.
 	Frequencies []int
 	// Values is Σ of its frequencies' Values, H×C row-major; nil in the
 	// summary layouts.
 	Values []float64
+}
+
+// rhythmOf returns the rhythm part fr belongs to, or nil for a free
+// frequency or a rhythm f does not hold.
+func (f *Forecast) rhythmOf(fr *Contribution) *RhythmPart {
+	if !fr.Cycle {
+		return nil
+	}
+	for k := range f.Rhythms {
+		if f.Rhythms[k].Index == fr.Rhythm {
+			return &f.Rhythms[k]
+		}
+	}
+	return nil
 }
 
 // ErrInvalid is wrapped by every error of Validate and of the encoders about

@@ -11,14 +11,20 @@ import (
 
 // rhythmReport is one rhythm in the JSON of train, eval and inspect: a
 // cycle of the data (a fundamental period) with the model's frequencies at
-// its harmonics, and its share of the attribution, the sum of theirs.
+// its harmonics, and its share of the attribution.
 type rhythmReport struct {
 	PeriodSteps   float64  `json:"period_steps"`
 	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
 	Period        string   `json:"period,omitempty"`
 	// Share is the rhythm's mean share of the attribution (level
-	// excluded): the sum of its frequencies' shares.
+	// excluded) at the level of cycles: what its frequencies add up to,
+	// counted against the cycles', the other frequencies' and the
+	// residual's parts, which together make 1.
 	Share float64 `json:"share"`
+	// LinesShare is the sum of its frequencies' shares: more than Share
+	// by what the lines cancel of each other. A model file written before
+	// the shares were counted by cycle holds only this, and Share equals it.
+	LinesShare float64 `json:"lines_share"`
 	// Frequencies are its frequencies' ids and Harmonics their harmonic
 	// numbers, in the same order.
 	Frequencies []int `json:"frequencies"`
@@ -52,16 +58,16 @@ func periodFields(steps float64, cadence time.Duration) (*float64, string) {
 	return &s, model.FormatPeriod(d)
 }
 
-// rhythmsOf lists m's rhythms under shares (per frequency id), largest
-// share first.
-func rhythmsOf(m *model.Model, shares []float64) []rhythmReport {
+// rhythmsOf lists m's rhythms under shares (per frequency id) and
+// rhythmShares (per rhythm index; nil when unknown), largest share first.
+func rhythmsOf(m *model.Model, shares, rhythmShares []float64) []rhythmReport {
 	peaks := map[int]model.PlacedPeak{}
 	for _, pk := range m.Meta.Peaks {
 		peaks[pk.ID] = pk
 	}
 	out := []rhythmReport{}
-	for _, rs := range m.RhythmShares(shares) {
-		r := rhythmReport{PeriodSteps: rs.PeriodSteps, Share: rs.Share, Frequencies: rs.Frequencies, Harmonics: rs.Harmonics}
+	for _, rs := range m.RhythmShares(shares, rhythmShares) {
+		r := rhythmReport{PeriodSteps: rs.PeriodSteps, Share: rs.Share, LinesShare: rs.LinesShare, Frequencies: rs.Frequencies, Harmonics: rs.Harmonics}
 		r.PeriodSeconds, r.Period = periodFields(rs.PeriodSteps, m.Meta.Cadence)
 		for j, id := range rs.Frequencies {
 			k := rs.Harmonics[j]
@@ -108,7 +114,8 @@ func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, wh
 		for _, ln := range r.Lines {
 			parts = append(parts, fmt.Sprintf("%s %.1f%%", periodLabel(ln.Period, ln.PeriodSteps), 100*ln.Share))
 		}
-		fmt.Fprintf(w, "  %-14s %5.1f%%   %d frequenc%s: %s\n", rhythmName(r), 100*r.Share, len(r.Lines), plural(len(r.Lines), "y", "ies"), strings.Join(parts, ", "))
+		fmt.Fprintf(w, "  %-14s %5.1f%%   %d frequenc%s%s: %s\n", rhythmName(r), 100*r.Share, len(r.Lines), plural(len(r.Lines), "y", "ies"),
+			cancelNote(r.Share, r.LinesShare), strings.Join(parts, ", "))
 	}
 	if shown == 0 {
 		fmt.Fprintln(w, "  none: no rhythm of the training data carries 1% of the forecasts")
@@ -118,6 +125,16 @@ func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, wh
 	}
 	fmt.Fprintf(w, "  cycles together %.1f%%, residual MLP %.1f%%, other frequencies %.1f%%\n",
 		100*total, 100*residualShare, 100*max(0, 1-total-residualShare))
+}
+
+// cancelNote says how much a cycle's lines add up to on their own when they
+// partly cancel (by half a point or more): the cycle's share counts its
+// summed part.
+func cancelNote(share, lines float64) string {
+	if lines-share < 0.005 {
+		return ""
+	}
+	return fmt.Sprintf(" (%.1f%% before they partly cancel)", 100*lines)
 }
 
 func plural(n int, one, many string) string {

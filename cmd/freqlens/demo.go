@@ -174,7 +174,7 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	m, met := res.Model, res.Test
 	fmt.Fprintf(stdout, "  test MSE %.4f (normalised units; the online MSE below compares with it)\n", met.MSE)
 	var found []string
-	for _, r := range rhythmsOf(m, met.Shares) {
+	for _, r := range rhythmsOf(m, met.Shares, met.RhythmShares) {
 		if r.Share >= model.MinCycleShare {
 			found = append(found, fmt.Sprintf("%s %.0f%% (%d harmonics)", rhythmName(r), 100*r.Share, len(r.Lines)))
 		}
@@ -208,15 +208,17 @@ func (w *watcher) observe(f *wire.Forecast) {
 	if f.Series != w.series {
 		return
 	}
+	// The cycles', the other frequencies' and the residual's shares make 1.
 	residual, other := 1.0, 0.0
 	for _, c := range f.Frequencies {
-		residual -= c.Share
 		if !c.Cycle {
 			other += c.Share
 		}
 	}
+	residual -= other
 	var parts []string
 	for _, r := range f.Rhythms {
+		residual -= r.Share
 		if r.Share > 0.005 {
 			parts = append(parts, fmt.Sprintf("%s cycle %.0f%%", periodLabel(model.FormatPeriod(r.Period), r.PeriodSteps), 100*r.Share))
 		}

@@ -72,7 +72,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		PerChannel:    perChannel(split.Columns, met.PerChannelMSE),
 		PerChannelMAE: perChannel(split.Columns, met.PerChannelMAE),
 		Seconds:       met.Seconds, WindowsPerSecond: met.WindowsPerSecond,
-		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
+		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares, met.RhythmShares),
 	}
 	if *perturb > 0 {
 		pr, err := model.Perturbation(ctx, m, split.Test, *perturb, 1)

@@ -70,7 +70,10 @@ type inspectReport struct {
 	// SharesFrom says where the attribution shares of Rhythms,
 	// ResidualShare and Frequencies[].Share were counted; empty when the
 	// model file holds none and no --data was given.
-	SharesFrom    string             `json:"shares_counted_on,omitempty"`
+	SharesFrom string `json:"shares_counted_on,omitempty"`
+	// LinesSummed says the model file predates the cycles' own shares:
+	// each rhythm's share is then its frequencies' sum (lines_share).
+	LinesSummed   bool               `json:"cycle_shares_are_lines_sums,omitempty"`
 	Rhythms       []rhythmReport     `json:"rhythms"`
 	ResidualShare float64            `json:"residual_share"`
 	Frequencies   []inspectFrequency `json:"frequencies"`
@@ -105,7 +108,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var m *model.Model
 	selected, from := []int(nil), "test split at training time"
-	var shares []float64
+	var shares, rhythmShares []float64
 	residualShare := 0.0
 	if *data != "" {
 		var err error
@@ -118,13 +121,13 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		m, selected, from = mm, met.Selected, "test split of "+*data
-		shares, residualShare = met.Shares, met.ResidualShare
+		shares, rhythmShares, residualShare = met.Shares, met.RhythmShares, met.ResidualShare
 	} else {
 		var err error
 		if m, err = model.Load(*modelPath); err != nil {
 			return err
 		}
-		selected, shares, residualShare = m.Meta.Selected, m.Meta.Shares, m.Meta.ResidualShare
+		selected, shares, rhythmShares, residualShare = m.Meta.Selected, m.Meta.Shares, m.Meta.RhythmShares, m.Meta.ResidualShare
 		if selected == nil {
 			from = "unknown (the model file holds no counts; pass --data)"
 		}
@@ -144,11 +147,12 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Model: *modelPath, TrainedOn: m.Meta.DataName, Mode: string(cfg.Mode),
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
 		CadenceSeconds: m.Meta.Cadence.Seconds(), StepAlign: m.Meta.StepAlign, Alpha: m.Alpha(), SelectionFrom: from,
-		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil), ResidualShare: residualShare,
+		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil, nil), ResidualShare: residualShare,
 		SelectedPerWindow: m.SelectedPerWindow(), CyclesAlwaysSelected: m.SelectsRhythms(),
 	}
 	if shares != nil {
-		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares), from
+		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares, rhythmShares), from
+		rep.LinesSummed = len(m.Meta.Rhythms) > 0 && rhythmShares == nil
 	}
 	for _, f := range m.Frequencies() {
 		jf := inspectFrequency{ID: f.ID, Frequency: f.Frequency, PeriodSteps: f.PeriodSteps, Phase: f.Phase}
@@ -217,6 +221,10 @@ func printInspect(w io.Writer, r inspectReport) {
 	fmt.Fprintf(w, "alpha %.3f (the fusion weight of the frequency heads)\n\n", r.Alpha)
 	if r.SharesFrom != "" {
 		printRhythms(w, r.Rhythms, r.ResidualShare, "the "+r.SharesFrom)
+		if r.LinesSummed {
+			fmt.Fprintln(w, "  (this model file predates the cycles' own shares: each cycle's share above is the sum of its frequencies',\n"+
+				"   which overstates a cycle whose lines partly cancel; pass --data to count what each cycle adds up to)")
+		}
 	} else {
 		fmt.Fprintf(w, "cycles of the data: %d rhythm(s); their shares are unknown (the model file holds no attribution shares; pass --data, or retrain with this version)\n", len(r.Rhythms))
 		for _, rh := range r.Rhythms {

@@ -36,14 +36,19 @@ type predictContribution struct {
 // predictRhythm is one rhythm's part of the forecast: the sum of its
 // frequencies' contributions.
 type predictRhythm struct {
-	Index         int         `json:"index"`
-	Name          string      `json:"name"`
-	PeriodSteps   float64     `json:"period_steps"`
-	Period        string      `json:"period,omitempty"`
-	PeriodSeconds *float64    `json:"period_seconds,omitempty"`
-	Share         float64     `json:"share"`
-	Frequencies   []int       `json:"frequencies"`
-	Values        [][]float64 `json:"values"`
+	Index         int      `json:"index"`
+	Name          string   `json:"name"`
+	PeriodSteps   float64  `json:"period_steps"`
+	Period        string   `json:"period,omitempty"`
+	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
+	// Share is what its frequencies add up to, against the other parts:
+	// the rhythms', the other frequencies' and residual_share make 1.
+	// LinesShare is the sum of its frequencies' shares, more than Share by
+	// what they cancel of each other.
+	Share       float64     `json:"share"`
+	LinesShare  float64     `json:"lines_share"`
+	Frequencies []int       `json:"frequencies"`
+	Values      [][]float64 `json:"values"`
 }
 
 // predictReport is what `predict --json` prints. Values are in the data's
@@ -230,6 +235,11 @@ func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predi
 		pr := predictRhythm{Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: rows(rp.Values)}
 		pr.PeriodSeconds, pr.Period = periodFields(rp.PeriodSteps, m.Meta.Cadence)
 		pr.Name = periodLabel(pr.Period, pr.PeriodSteps) + " cycle"
+		for _, ct := range ex.Contributions {
+			if slices.Contains(rp.Frequencies, ct.ID) {
+				pr.LinesShare += ct.Share
+			}
+		}
 		rep.Rhythms = append(rep.Rhythms, pr)
 	}
 	slices.SortStableFunc(rep.Rhythms, func(a, b predictRhythm) int { return cmp.Compare(b.Share, a.Share) })
@@ -277,7 +287,7 @@ func printPredict(w io.Writer, r predictReport, H int) {
 			fmt.Fprintf(w, " (%s)", r.Time)
 		}
 	}
-	fmt.Fprintf(w, ", alpha %.3f\n\nwhat drives it (share of the total absolute attribution):\n", r.Alpha)
+	fmt.Fprintf(w, ", alpha %.3f\n\nwhat drives it (share of the total absolute attribution; the cycles, other frequencies and residual make 100%%):\n", r.Alpha)
 	label := func(c predictContribution) string {
 		return fmt.Sprintf("%s (id %d)", periodLabel(c.Period, c.PeriodSteps), c.ID)
 	}
@@ -290,7 +300,11 @@ func printPredict(w io.Writer, r predictReport, H int) {
 			}
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(w, "      %s\n", strings.Join(parts, ", "))
+			together := ""
+			if rh.LinesShare-rh.Share >= 0.005 {
+				together = fmt.Sprintf("; together %.1f%% before they partly cancel", 100*rh.LinesShare)
+			}
+			fmt.Fprintf(w, "      %s%s\n", strings.Join(parts, ", "), together)
 		}
 	}
 	other := 0.0
@@ -401,7 +415,7 @@ func parseWithout(m *model.Model, spec string) (ids []int, notes []string, err e
 				continue
 			}
 			var names []string
-			for _, rs := range m.RhythmShares(nil) {
+			for _, rs := range m.RhythmShares(nil, nil) {
 				_, name := periodFields(rs.PeriodSteps, m.Meta.Cadence)
 				names = append(names, periodLabel(name, rs.PeriodSteps))
 			}

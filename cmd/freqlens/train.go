@@ -189,7 +189,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Stopped: tr.Stopped, BestEpoch: tr.BestEpoch, ValMSE: tr.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
 		PerChannelMSE: perChannel(td.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
-		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares),
+		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares, met.RhythmShares),
 	}
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
