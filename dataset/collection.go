@@ -125,7 +125,7 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 			if err != nil {
 				return nil, fmt.Errorf("%s: series %q: %w", p.Name, s.Series, err)
 			}
-			part.dst.add(w)
+			part.dst.add(w, s.Series)
 		}
 	}
 	if spec.stitched {
@@ -150,7 +150,8 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 type Collection struct {
 	channels int
 	parts    []*Windows
-	offsets  []int // offsets[j] is the index of part j's first window
+	series   []string // series[j] is the series part j belongs to
+	offsets  []int    // offsets[j] is the index of part j's first window
 	n        int
 	pick     []int // a Sample's windows, indices into all the parts' windows; nil for all
 	// runs, when set, are the rows SpectrumRows reads instead of the
@@ -159,8 +160,9 @@ type Collection struct {
 	runs []spectrumRun
 }
 
-func (c *Collection) add(w *Windows) {
+func (c *Collection) add(w *Windows, series string) {
 	c.parts = append(c.parts, w)
+	c.series = append(c.series, series)
 	c.offsets = append(c.offsets, c.n)
 	c.n += w.Len()
 }
@@ -328,5 +330,28 @@ func (c *Collection) Sample(n int, seed uint64) *Collection {
 	}
 	pick := rand.New(rand.NewPCG(seed, 0x5a3b1e)).Perm(c.n)[:n]
 	slices.Sort(pick)
-	return &Collection{channels: c.channels, parts: c.parts, offsets: c.offsets, n: n, pick: pick, runs: c.runs}
+	return &Collection{channels: c.channels, parts: c.parts, series: c.series, offsets: c.offsets, n: n, pick: pick, runs: c.runs}
+}
+
+// Series returns the series the windows come from, in the order their
+// first windows appear, and the index into that list of each window's
+// series: the groups model.EvalOptions takes to score each series.
+func (c *Collection) Series() (names []string, groups []int) {
+	index := map[string]int{}
+	groups = make([]int, c.n)
+	for i := range c.n {
+		k := i
+		if c.pick != nil {
+			k = c.pick[i]
+		}
+		j := sort.Search(len(c.offsets), func(j int) bool { return c.offsets[j] > k }) - 1
+		g, ok := index[c.series[j]]
+		if !ok {
+			g = len(names)
+			index[c.series[j]] = g
+			names = append(names, c.series[j])
+		}
+		groups[i] = g
+	}
+	return names, groups
 }

@@ -304,3 +304,52 @@ func TestSample(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectionSeries: Series names the series of every window (each
+// series' values are offset by its name's length here, so a window's mean
+// tells its series), in a collection and in a sample of it.
+func TestCollectionSeries(t *testing.T) {
+	b, err := NewPanelBuilder(PanelConfig{Name: "t", Fields: []string{"v"}, Cadence: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"ab", "abcd", "abcdef"} {
+		for k := int64(0); k < 400; k++ {
+			if name == "abcd" && k == 200 {
+				continue // two segments of one series
+			}
+			b.Add(name, k*3_600_000, []float64{0.2*math.Sin(float64(k)) + float64(len(name))})
+		}
+	}
+	const L, H = 24, 12
+	p, err := b.Build(L + H)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bm, err := p.Split(L, H, false) // pooled statistics: the offsets stay apart
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*Collection{bm.Train, bm.Test, bm.Train.Sample(100, 3)} {
+		names, groups := c.Series()
+		if len(groups) != c.Len() {
+			t.Fatalf("%d groups for %d windows", len(groups), c.Len())
+		}
+		seen := map[string]bool{}
+		for i, g := range groups {
+			name := names[g]
+			seen[name] = true
+			mean := 0.0
+			for _, v := range c.Input(i) {
+				mean += v
+			}
+			mean = mean/float64(L)*bm.Scaler.Std[0] + bm.Scaler.Mean[0]
+			if math.Abs(mean-float64(len(name))) > 0.5 {
+				t.Fatalf("window %d is said to be of %q but its mean is %.2f", i, name, mean)
+			}
+		}
+		if len(seen) != 3 || len(names) != 3 {
+			t.Errorf("series %v, want the three", names)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -33,6 +34,12 @@ type Metrics struct {
 	Shares        []float64
 	ResidualShare float64
 	RhythmShares  []float64
+	// GroupMSE and GroupMAE average over each group's windows, steps and
+	// channels, and GroupWindows counts them, when EvalOptions.Groups
+	// names a group per window (the series of long-format data); nil
+	// otherwise.
+	GroupMSE, GroupMAE []float64
+	GroupWindows       []int
 }
 
 // EvalOptions sets how an evaluation runs. The zero value means the defaults.
@@ -45,6 +52,10 @@ type EvalOptions struct {
 	//
 	// Default: 2
 	Workers int
+	// Groups, when not nil, holds the group (0 … G−1) of each window of
+	// the source, such as its series, and the metrics then also score each
+	// group (Metrics.GroupMSE).
+	Groups []int
 }
 
 // Evaluate forecasts every window of src with the deterministic top-K and
@@ -56,14 +67,22 @@ func Evaluate(ctx context.Context, m *Model, src Source, opts EvalOptions) (Metr
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
+	if opts.Groups != nil && len(opts.Groups) != src.Len() {
+		return Metrics{}, fmt.Errorf("model: %d groups for %d windows", len(opts.Groups), src.Len())
+	}
+	for i, g := range opts.Groups {
+		if g < 0 {
+			return Metrics{}, fmt.Errorf("model: window %d has group %d; groups count from 0", i, g)
+		}
+	}
 	var cache []*Workspace
-	return evaluate(ctx, m, src, opts.Workers, opts.BatchSize, &cache)
+	return evaluate(ctx, m, src, opts.Workers, opts.BatchSize, opts.Groups, &cache)
 }
 
 // evaluate runs Evaluate, reusing the workspaces in cache across calls.
 // Partial sums are kept per batch and added in batch order, so the result
 // is the same for any number of workers.
-func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cache *[]*Workspace) (Metrics, error) {
+func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, groups []int, cache *[]*Workspace) (Metrics, error) {
 	bt, err := newBatcher(m, src)
 	if err != nil {
 		return Metrics{}, err
@@ -77,6 +96,10 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 	counts := make([]int, workers*N)
 	R := len(m.Meta.Rhythms)
 	shareAcc := make([]float64, nb*(N+R+1)) // per batch: shares by frequency, by rhythm, then the residual's
+	var perSample []float64                 // with groups: each sample's squared, then absolute error
+	if groups != nil {
+		perSample = make([]float64, 2*samples)
+	}
 	for len(*cache) < workers {
 		*cache = append(*cache, m.NewWorkspace(batch))
 	}
@@ -122,6 +145,10 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 						e := o[i] - t[i]
 						p[c] += e * e
 						p[srcC+c] += math.Abs(e)
+						if perSample != nil {
+							perSample[2*(lo+j)] += e * e
+							perSample[2*(lo+j)+1] += math.Abs(e)
+						}
 					}
 				}
 			}
@@ -186,7 +213,35 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, cac
 	met.MSE /= per * float64(srcC)
 	met.MAE /= per * float64(srcC)
 	met.RMSE = math.Sqrt(met.MSE)
+	if groups != nil {
+		met.scoreGroups(groups, perSample, samples/src.Len(), H*srcC)
+	}
 	return met, nil
+}
+
+// scoreGroups fills the group metrics from each sample's summed squared
+// and absolute errors (perSample), k samples to a source window and n
+// values to a window, adding in window order.
+func (met *Metrics) scoreGroups(groups []int, perSample []float64, k, n int) {
+	G := 0
+	for _, g := range groups {
+		G = max(G, g+1)
+	}
+	met.GroupMSE, met.GroupMAE, met.GroupWindows = make([]float64, G), make([]float64, G), make([]int, G)
+	for s := range len(perSample) / 2 {
+		g := groups[s/k]
+		met.GroupMSE[g] += perSample[2*s]
+		met.GroupMAE[g] += perSample[2*s+1]
+	}
+	for _, g := range groups {
+		met.GroupWindows[g]++
+	}
+	for g := range G {
+		if met.GroupWindows[g] > 0 {
+			met.GroupMSE[g] /= float64(met.GroupWindows[g] * n)
+			met.GroupMAE[g] /= float64(met.GroupWindows[g] * n)
+		}
+	}
 }
 
 func median(v []float64) float64 {

@@ -48,10 +48,12 @@ type RhythmPart struct {
 	// Values is Σ of its frequencies' contributions, Horizon×Channels, in
 	// the forecast's units.
 	Values []float64
-	// Share is Σ|Values| over the explanation's total at the level of
-	// cycles (see Contribution.Share): what the rhythm adds up to, which is
-	// less than the sum of its frequencies' shares when its lines partly
-	// cancel.
+	// Share is what the rhythm adds up to: Σ|its summed part| over the
+	// explanation's total at the level of cycles (see Contribution.Share),
+	// counted where the attribution is (a mixed model trained on z-scored
+	// data counts in its normalised units, each channel alike, not in
+	// Values' units). It is less than the sum of its frequencies' shares
+	// when its lines partly cancel.
 	Share float64
 }
 

@@ -530,6 +530,11 @@ func (meta Meta) check(cfg Config) error {
 	if n := len(meta.RhythmShares); n != 0 && n != len(meta.Rhythms) {
 		return fmt.Errorf("corrupted header: metadata rhythm_shares has %d values for %d rhythms", n, len(meta.Rhythms))
 	}
+	for _, v := range meta.RhythmShares {
+		if !(v >= 0 && v <= 1) {
+			return fmt.Errorf("corrupted header: metadata rhythm_shares holds %v, not a share", v)
+		}
+	}
 	for _, pk := range meta.Peaks {
 		if pk.ID < 0 || pk.ID >= cfg.Frequencies || !(pk.PeriodSteps > 0) || math.IsInf(pk.PeriodSteps, 0) {
 			return fmt.Errorf("corrupted header: metadata peaks names frequency %d with period %v of %d frequencies", pk.ID, pk.PeriodSteps, cfg.Frequencies)

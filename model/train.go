@@ -441,7 +441,7 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 			copy(m.params.Data, t.ema.Data)
 			m.refresh()
 		}
-		valMetrics, err := evaluate(ctx, m, val, cfg.Workers, 256, &t.evalWS)
+		valMetrics, err := evaluate(ctx, m, val, cfg.Workers, 256, nil, &t.evalWS)
 		if t.ema != nil {
 			copy(m.params.Data, t.live.Data)
 			m.refresh()

@@ -82,7 +82,6 @@ type drift struct {
 	cycle    []bool    // the unit is a cycle of the data
 	freqSum  []float64 // attribution shares by frequency since the last evaluation
 	unitSum  []float64 // a rhythm unit's shares (its summed part's) since the last evaluation
-	unitSeen bool      // unitSum holds the forecasts' rhythm shares
 	shareN   int64
 	share    []float64 // smoothed recent share of each unit
 	fshare   []float64 // smoothed recent share of each frequency
@@ -146,21 +145,25 @@ func newDrift(cfg Config, ref *model.Model) *drift {
 
 // observeShares adds one forecast's shares: its frequencies' and its
 // rhythms' (a rhythm's share is its summed part's, less than its
-// frequencies' when they partly cancel).
+// frequencies' when they partly cancel). A forecast without rhythm parts
+// counts each rhythm by its frequencies' shares.
 func (d *drift) observeShares(cs []model.Contribution, rs []model.RhythmPart) {
 	if len(cs) == 0 {
 		return
 	}
 	d.mu.Lock()
 	for _, c := range cs {
-		if c.ID >= 0 && c.ID < len(d.freqSum) {
-			d.freqSum[c.ID] += c.Share
+		if c.ID < 0 || c.ID >= len(d.freqSum) {
+			continue
+		}
+		d.freqSum[c.ID] += c.Share
+		if u := d.unitOf[c.ID]; len(rs) == 0 && u >= 0 && d.rhythm[u] >= 0 {
+			d.unitSum[u] += c.Share
 		}
 	}
 	for _, rp := range rs {
 		if u := slices.Index(d.rhythm, rp.Index); u >= 0 && rp.Index >= 0 {
 			d.unitSum[u] += rp.Share
-			d.unitSeen = true
 		}
 	}
 	d.shareN++
@@ -195,10 +198,10 @@ func (d *drift) evaluate(now time.Time, m *model.Model, version int64) []DriftEv
 			return recent
 		}
 		for u, ids := range d.members {
-			// A rhythm by its summed part when the forecasts gave it, else
-			// (and a free frequency) by its frequencies' shares.
+			// A rhythm by its summed part (observeShares), a free
+			// frequency by its own share.
 			recent := 0.0
-			if d.rhythm[u] >= 0 && d.unitSeen {
+			if d.rhythm[u] >= 0 {
 				recent = d.unitSum[u] / n
 			} else {
 				for _, id := range ids {
@@ -210,7 +213,7 @@ func (d *drift) evaluate(now time.Time, m *model.Model, version int64) []DriftEv
 		for i := range d.fshare {
 			d.fshare[i], d.freqSum[i] = smooth(d.fshare[i], d.freqSum[i]/n), 0
 		}
-		d.shareN, d.shared, d.unitSeen = 0, true, false
+		d.shareN, d.shared = 0, true
 	}
 	var events []DriftEvent
 	if d.shared {

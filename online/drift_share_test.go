@@ -38,6 +38,10 @@ func TestDriftCountsARhythmByItsSummedPart(t *testing.T) {
 			for range 3 {
 				d.observeShares(cs, tc.rhythm)
 			}
+			if tc.rhythm != nil {
+				d.observeShares(cs, nil) // one forecast without rhythm parts: its lines' sum
+				tc.want = (3*tc.want + 0.50) / 4
+			}
 			d.evaluate(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), m, 1)
 			rs := d.rhythms()
 			if len(rs) != 1 {

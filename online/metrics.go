@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		rhythmRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_drift_ratio",
 			Help: "Period / reference period − 1 of each rhythm (signed relative change); a rhythm's frequencies drift as one."}, cycle),
 		rhythmShare: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_share",
-			Help: "Recent part of the absolute attribution carried by each rhythm: the sum of its frequencies' shares."}, cycle),
+			Help: "Recent part of the absolute attribution carried by each rhythm: what its frequencies add up to, against the other frequencies' and the residual's parts."}, cycle),
 		rhythmDominant: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_rhythm_dominant",
 			Help: "1 when the rhythm is among the dominant ones (by recent attribution share), else 0."}, cycle),
 		frequencyRhythm: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_frequency_rhythm",

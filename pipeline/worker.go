@@ -411,8 +411,8 @@ func finiteBounds(lower, upper [][]float64) bool {
 	return true
 }
 
-// finite reports whether every number of f (forecast, residual and
-// contributions) is finite.
+// finite reports whether every number of f (forecast, residual,
+// contributions and rhythm parts) is finite.
 func finite(f *wire.Forecast) bool {
 	ok := func(xs []float64) bool {
 		for _, x := range xs {
@@ -427,6 +427,11 @@ func finite(f *wire.Forecast) bool {
 	}
 	for _, c := range f.Frequencies {
 		if !ok(c.Values) || math.IsNaN(c.Share) || math.IsInf(c.Share, 0) {
+			return false
+		}
+	}
+	for _, r := range f.Rhythms {
+		if !ok(r.Values) || math.IsNaN(r.Share) || math.IsInf(r.Share, 0) {
 			return false
 		}
 	}

@@ -179,7 +179,11 @@ type Part struct {
 	Cycle int
 	// Values holds one value per forecast step.
 	Values []float64
-	// Share is Σ|Values| over all parts' Σ|Values|.
+	// Share is the part's share of this channel's forecast, as shares are
+	// counted everywhere (model.Contribution.Share): a cycle by Σ|Values|,
+	// the other frequencies by each frequency's own Σ|values| (and each
+	// cycle too small to show by its summed part), over the sum of them
+	// and the residual's; the parts' shares make 1.
 	Share float64
 }
 
@@ -388,13 +392,34 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, atName st
 	}
 	other := newPart("other frequencies", PartOther, -1)
 	residual := newPart("residual MLP", PartResidual, -1)
+	// Values: each shown cycle's summed part; everything else of the
+	// frequencies, together, in "other frequencies". Shares as everywhere
+	// (model.Contribution.Share), over this channel: a cycle, shown or not,
+	// counts by its summed part, a frequency of no cycle by its own.
+	weak := map[int][]float64{} // a rhythm below model.MinCycleShare: its summed part
 	for _, ct := range ex.Contributions {
 		dst := other.Values
 		if i, ok := cycleOf[ct.ID]; ok {
 			dst = fc.Parts[i].Values
+		} else if rh, ok := m.RhythmOf(ct.ID); ok {
+			if weak[rh] == nil {
+				weak[rh] = make([]float64, H)
+			}
+			for h := range H {
+				weak[rh][h] += ct.Values[h*C+ch]
+			}
+		} else {
+			for h := range H {
+				other.Share += math.Abs(ct.Values[h*C+ch])
+			}
 		}
 		for h := range H {
 			dst[h] += ct.Values[h*C+ch]
+		}
+	}
+	for _, v := range weak {
+		for _, x := range v {
+			other.Share += math.Abs(x)
 		}
 	}
 	for h := range H {
@@ -403,8 +428,10 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, atName st
 	fc.Parts = append(fc.Parts, other, residual)
 	total := 0.0
 	for i := range fc.Parts {
-		for _, v := range fc.Parts[i].Values {
-			fc.Parts[i].Share += math.Abs(v)
+		if fc.Parts[i].Kind != PartOther {
+			for _, v := range fc.Parts[i].Values {
+				fc.Parts[i].Share += math.Abs(v)
+			}
 		}
 		total += fc.Parts[i].Share
 	}

@@ -143,6 +143,41 @@ func TestIntervalsOnTheSeriesScale(t *testing.T) {
 	}
 }
 
+// checkPartShares: the shares of an independent model's one-channel
+// forecast are the ones predict and serve give for that channel's window
+// alone (the model's own units are the channel's): each shown cycle its
+// rhythm's, the residual its, the other frequencies the rest.
+func checkPartShares(t *testing.T, m *model.Model, fc *report.Forecast, cycles []report.Cycle) {
+	t.Helper()
+	e, err := m.NewExplainer(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []int64
+	if m.ReadsTime() {
+		ends = []int64{fc.Time.UnixNano()}
+	}
+	e.Forecast(fc.History, ends)
+	ex := e.Explain(0, nil)
+	for _, p := range fc.Parts {
+		var want float64
+		switch p.Kind {
+		case report.PartCycle:
+			want = ex.Rhythms[cycles[p.Cycle].Index].Share
+		case report.PartResidual:
+			want = ex.ResidualShare
+		default:
+			want = 1 - ex.ResidualShare
+			for _, c := range cycles {
+				want -= ex.Rhythms[c.Index].Share
+			}
+		}
+		if math.Abs(p.Share-want) > 1e-9 {
+			t.Errorf("part %s: share %v, the explanation of the window alone says %v", p.Name, p.Share, want)
+		}
+	}
+}
+
 func TestNumbersAreTheModels(t *testing.T) {
 	for _, mode := range []model.Mode{model.Mixed, model.Independent} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -169,6 +204,9 @@ func TestNumbersAreTheModels(t *testing.T) {
 			}
 			if math.Abs(shares-1) > 1e-9 {
 				t.Errorf("part shares sum to %v, want 1", shares)
+			}
+			if mode == model.Independent {
+				checkPartShares(t, fx.m, fc, r.Cycles)
 			}
 
 			// The intervals are the model's error quantiles around the

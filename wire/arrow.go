@@ -58,8 +58,9 @@ var attributionColumns = []arrow.Field{
 	{Name: "period", Type: durationNS, Nullable: true},
 	{Name: "share", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	// rhythm_share is, on a frequency's row, the share of the rhythm it
-	// belongs to (RhythmPart.Share); null for a free frequency and on the
-	// residual's row. Streams written before 2026-11-28 lack it.
+	// belongs to (RhythmPart.Share; the first that lists it); null for a
+	// free frequency and on the residual's row. Streams written before
+	// 2026-11-28 lack it.
 	{Name: "rhythm_share", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 }
 
@@ -379,8 +380,8 @@ func (e *ArrowEncoder) AppendAttribution(dst []byte, f *Forecast, mode Attributi
 		periodSteps.Append(fr.PeriodSteps)
 		period.Append(arrow.Duration(fr.Period))
 		share.Append(fr.Share)
-		if rp := f.rhythmOf(fr); rp != nil {
-			rhythmShare.Append(rp.Share)
+		if r := f.rhythmOf(fr); r >= 0 {
+			rhythmShare.Append(f.Rhythms[r].Share)
 		} else {
 			rhythmShare.AppendNull()
 		}

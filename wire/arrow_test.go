@@ -270,26 +270,8 @@ func TestRhythmSharesRoundTrip(t *testing.T) {
 			}
 
 			// The same message without rhythm_share, as written before it.
-			schema, rec := readTable(t, mem, b)
-			var fields []arrow.Field
-			var cols []arrow.Array
-			for c, fd := range schema.Fields() {
-				if fd.Name != "rhythm_share" {
-					fields, cols = append(fields, fd), append(cols, rec.Column(c))
-				}
-			}
-			md := schema.Metadata()
-			old := arrow.NewSchema(fields, &md)
-			oldRec := array.NewRecord(old, cols, rec.NumRows())
-			var buf bytes.Buffer
-			w := ipc.NewWriter(&buf, ipc.WithSchema(old), ipc.WithAllocator(mem))
-			if err := w.Write(oldRec); err != nil {
-				t.Fatal(err)
-			}
-			w.Close()
-			oldRec.Release()
-			rec.Release()
-			got, err = wire.DecodeAttributionArrow(buf.Bytes(), mem)
+			oldLayout := rewriteColumns(t, mem, b, func(fd arrow.Field) (arrow.Field, bool) { return fd, fd.Name != "rhythm_share" })
+			got, err = wire.DecodeAttributionArrow(oldLayout, mem)
 			if err != nil {
 				t.Fatalf("%s without rhythm_share: %v", mode, err)
 			}
@@ -300,6 +282,85 @@ func TestRhythmSharesRoundTrip(t *testing.T) {
 				t.Errorf("%s without rhythm_share: %d residual values, want %d", mode, len(got.Residual), len(f.Residual))
 			}
 		}
+	}
+}
+
+// rewriteColumns returns the attribution message b with its columns passed
+// through keep (renamed, or dropped when it says false), as another
+// writer, or an older FreqLens, could have written it.
+func rewriteColumns(t *testing.T, mem memory.Allocator, b []byte, keep func(arrow.Field) (arrow.Field, bool)) []byte {
+	t.Helper()
+	schema, rec := readTable(t, mem, b)
+	defer rec.Release()
+	var fields []arrow.Field
+	var cols []arrow.Array
+	for c, fd := range schema.Fields() {
+		if fd, ok := keep(fd); ok {
+			fields, cols = append(fields, fd), append(cols, rec.Column(c))
+		}
+	}
+	md := schema.Metadata()
+	s := arrow.NewSchema(fields, &md)
+	r := array.NewRecord(s, cols, rec.NumRows())
+	defer r.Release()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(s), ipc.WithAllocator(mem))
+	if err := w.Write(r); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	return buf.Bytes()
+}
+
+// TestRhythmShareEdgeCases: the Arrow layouts read back what they write
+// when a rhythm's share is NaN, when a frequency's Cycle flag disagrees
+// with the rhythms' lists (the lists decide, in the encoder as in the
+// decoder), and a stream written before rhythm_share whose first value
+// field was named rhythm_share (a list column) is read as that layout and
+// refused for the field's name, which the encoders refuse now too.
+func TestRhythmShareEdgeCases(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	enc := wire.NewArrowEncoder(mem)
+	defer enc.Release()
+	base := func() wire.Forecast {
+		return withRhythm(randomForecasts(31, 1, []string{"temp", "humidity"}, 4, 4)[0], 0.125)
+	}
+	nan, unflagged, stray := base(), base(), base()
+	nan.Rhythms[0].Share = math.NaN()
+	unflagged.Frequencies[1].Cycle = false                            // listed by the rhythm
+	stray.Frequencies[2].Cycle, stray.Frequencies[2].Rhythm = true, 4 // not listed
+	for name, f := range map[string]wire.Forecast{"NaN share": nan, "member not flagged": unflagged, "flagged, not a member": stray} {
+		for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
+			b, err := enc.AppendAttribution(nil, &f, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := wire.DecodeAttributionArrow(b, mem)
+			if err != nil {
+				t.Errorf("%s, %s: %v", name, mode, err)
+				continue
+			}
+			if math.Float64bits(got.Rhythms[0].Share) != math.Float64bits(f.Rhythms[0].Share) {
+				t.Errorf("%s, %s: rhythm share %v, want %v", name, mode, got.Rhythms[0].Share, f.Rhythms[0].Share)
+			}
+		}
+	}
+	f := base()
+	b, err := enc.AppendAttribution(nil, &f, wire.AttributionsFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := rewriteColumns(t, mem, b, func(fd arrow.Field) (arrow.Field, bool) {
+		if fd.Name == "temp" {
+			fd.Name = "rhythm_share"
+		}
+		return fd, fd.Name != "rhythm_share" || fd.Type.ID() == arrow.LIST
+	})
+	// Read as the older layout it is, then refused by name, as the
+	// encoders refuse the field now (it could not be written back).
+	if _, err := wire.DecodeAttributionArrow(old, mem); err == nil || !strings.Contains(err.Error(), `field "rhythm_share" has the name of a fixed column`) {
+		t.Errorf("a stream from before rhythm_share with a field named so: %v, want the field named as the reason", err)
 	}
 }
 

@@ -285,8 +285,11 @@ func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 
 func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 	fixed := attributionColumns
-	if fs := rec.Schema().Fields(); len(fs) <= len(attributionColumnsBefore) || fs[len(attributionColumnsBefore)].Name != fixed[len(fixed)-1].Name {
-		fixed = attributionColumnsBefore // a stream written before rhythm_share
+	if fs, last := rec.Schema().Fields(), fixed[len(fixed)-1]; len(fs) <= len(attributionColumnsBefore) ||
+		fs[len(attributionColumnsBefore)].Name != last.Name || !arrow.TypeEqual(fs[len(attributionColumnsBefore)].Type, last.Type) {
+		// A stream written before rhythm_share; its first value field may
+		// even have been named so (a list column).
+		fixed = attributionColumnsBefore
 	}
 	cadence, cols, err := schemaMeta(rec.Schema(), "attribution", fixed)
 	if err != nil {
@@ -450,35 +453,41 @@ func readRhythms(s *arrow.Schema, f *Forecast, share *array.Float64) error {
 			return fmt.Errorf("schema metadata %s: rhythm %d: period: %w", MetaRhythms, r.Index, err)
 		}
 		rp := RhythmPart{Index: r.Index, PeriodSteps: r.PeriodSteps, Period: period, Frequencies: r.Frequencies}
-		seen := false
 		for k := range f.Frequencies {
 			fr := &f.Frequencies[k]
-			if !slices.Contains(r.Frequencies, fr.ID) {
-				continue
-			}
-			fr.Cycle, fr.Rhythm = true, r.Index
-			switch {
-			case share == nil:
-				rp.Share += fr.Share
-			case share.IsNull(k + 1):
-				return fmt.Errorf("row %d: frequency %d of rhythm %d has no rhythm_share", k+1, fr.ID, r.Index)
-			case seen && share.Value(k+1) != rp.Share:
-				return fmt.Errorf("row %d: rhythm %d's rhythm_share %v, another of its rows says %v", k+1, r.Index, share.Value(k+1), rp.Share)
-			default:
-				rp.Share, seen = share.Value(k+1), true
+			if slices.Contains(r.Frequencies, fr.ID) {
+				fr.Cycle, fr.Rhythm = true, r.Index
+				rp.Share += fr.Share // a stream without rhythm_share: its lines' sum
 			}
 		}
 		f.Rhythms = append(f.Rhythms, rp)
 	}
-	if share != nil {
-		if !share.IsNull(0) {
-			return errors.New("row 0 (the residual) has a rhythm_share")
+	if share == nil {
+		return nil
+	}
+	// Each frequency's row carries the share of the first rhythm that
+	// lists it (Forecast.rhythmOf); a rhythm with no such row keeps its
+	// lines' sum.
+	if !share.IsNull(0) {
+		return errors.New("row 0 (the residual) has a rhythm_share")
+	}
+	seen := make([]bool, len(f.Rhythms))
+	for k := range f.Frequencies {
+		fr, row := &f.Frequencies[k], k+1
+		r := f.rhythmOf(fr)
+		switch {
+		case r < 0 && !share.IsNull(row):
+			return fmt.Errorf("row %d: frequency %d of no rhythm has a rhythm_share", row, fr.ID)
+		case r < 0:
+			continue
+		case share.IsNull(row):
+			return fmt.Errorf("row %d: frequency %d of rhythm %d has no rhythm_share", row, fr.ID, f.Rhythms[r].Index)
 		}
-		for k := range f.Frequencies {
-			if !f.Frequencies[k].Cycle && !share.IsNull(k+1) {
-				return fmt.Errorf("row %d: frequency %d of no rhythm has a rhythm_share", k+1, f.Frequencies[k].ID)
-			}
+		rp, v := &f.Rhythms[r], share.Value(row)
+		if seen[r] && math.Float64bits(v) != math.Float64bits(rp.Share) {
+			return fmt.Errorf("row %d: rhythm %d's rhythm_share %v, another of its rows says %v", row, rp.Index, v, rp.Share)
 		}
+		rp.Share, seen[r] = v, true
 	}
 	return nil
 }

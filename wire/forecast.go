@@ -113,18 +113,12 @@ type RhythmPart struct {
 	Values []float64
 }
 
-// rhythmOf returns the rhythm part fr belongs to, or nil for a free
-// frequency or a rhythm f does not hold.
-func (f *Forecast) rhythmOf(fr *Contribution) *RhythmPart {
-	if !fr.Cycle {
-		return nil
-	}
-	for k := range f.Rhythms {
-		if f.Rhythms[k].Index == fr.Rhythm {
-			return &f.Rhythms[k]
-		}
-	}
-	return nil
+// rhythmOf returns the index in f.Rhythms of the rhythm whose share the
+// Arrow layouts write on fr's row: the first that lists fr's id, or −1.
+// The decoders read it back by the same rule, from the rhythms the schema
+// lists.
+func (f *Forecast) rhythmOf(fr *Contribution) int {
+	return slices.IndexFunc(f.Rhythms, func(r RhythmPart) bool { return slices.Contains(r.Frequencies, fr.ID) })
 }
 
 // ErrInvalid is wrapped by every error of Validate and of the encoders about

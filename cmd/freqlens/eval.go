@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -18,19 +19,22 @@ import (
 
 // evalReport is what `eval --json` prints.
 type evalReport struct {
-	Model            string             `json:"model"`
-	Data             string             `json:"data"`
-	Protocol         string             `json:"protocol"`
-	SameData         bool               `json:"same_data_as_training"`
-	MSE              float64            `json:"mse"`
-	MAE              float64            `json:"mae"`
-	RMSE             float64            `json:"rmse"`
-	Windows          int                `json:"windows"`
-	Channels         int                `json:"channels"`
-	PerChannel       map[string]float64 `json:"per_channel"`
-	PerChannelMAE    map[string]float64 `json:"per_channel_mae"`
-	Seconds          float64            `json:"seconds"`
-	WindowsPerSecond float64            `json:"windows_per_second"`
+	Model         string             `json:"model"`
+	Data          string             `json:"data"`
+	Protocol      string             `json:"protocol"`
+	SameData      bool               `json:"same_data_as_training"`
+	MSE           float64            `json:"mse"`
+	MAE           float64            `json:"mae"`
+	RMSE          float64            `json:"rmse"`
+	Windows       int                `json:"windows"`
+	Channels      int                `json:"channels"`
+	PerChannel    map[string]float64 `json:"per_channel"`
+	PerChannelMAE map[string]float64 `json:"per_channel_mae"`
+	// PerSeries scores each series of long-format data with more than
+	// one, worst MSE first (normalised units, as mse).
+	PerSeries        []seriesError `json:"per_series,omitempty"`
+	Seconds          float64       `json:"seconds"`
+	WindowsPerSecond float64       `json:"windows_per_second"`
 	// ResidualShare is the residual MLP's mean share of the attribution
 	// (level excluded) over the test windows; Rhythms the data's rhythms
 	// with theirs.
@@ -61,7 +65,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	met, err := model.Evaluate(ctx, m, split.Test, model.EvalOptions{})
+	met, err := model.Evaluate(ctx, m, split.Test, model.EvalOptions{Groups: split.Groups})
 	if err != nil {
 		return err
 	}
@@ -73,6 +77,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		PerChannelMAE: perChannel(split.Columns, met.PerChannelMAE),
 		Seconds:       met.Seconds, WindowsPerSecond: met.WindowsPerSecond,
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares, met.RhythmShares),
+		PerSeries: perSeries(split.Series, met),
 	}
 	if *perturb > 0 {
 		pr, err := model.Perturbation(ctx, m, split.Test, *perturb, 1)
@@ -90,6 +95,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for i, name := range split.Columns {
 		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", name, met.PerChannelMSE[i], met.PerChannelMAE[i])
 	}
+	printPerSeries(stdout, rep.PerSeries)
 	fmt.Fprintln(stdout)
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	if pr := rep.Perturbation; pr != nil {
@@ -102,6 +108,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
+// seriesError is one series' score in `eval --json`'s per_series.
+type seriesError struct {
+	Series  string  `json:"series"`
+	MSE     float64 `json:"mse"`
+	MAE     float64 `json:"mae"`
+	Windows int     `json:"windows"`
+}
+
 // testSplit is the test windows a model is scored on, from a wide CSV
 // under the standard protocol or from long-format history split by time.
 type testSplit struct {
@@ -109,6 +123,48 @@ type testSplit struct {
 	Columns  []string // the channels (a wide file's columns, long data's value fields)
 	Protocol string
 	SHA256   string // the file's
+	// Series and Groups name the series of long-format data with more
+	// than one (Groups[i] indexes Series for test window i); nil else.
+	Series []string
+	Groups []int
+}
+
+// perSeries lists the series' scores, worst MSE first.
+func perSeries(names []string, met model.Metrics) []seriesError {
+	out := make([]seriesError, 0, len(names))
+	for g, name := range names {
+		if g < len(met.GroupMSE) && met.GroupWindows[g] > 0 {
+			out = append(out, seriesError{Series: name, MSE: met.GroupMSE[g], MAE: met.GroupMAE[g], Windows: met.GroupWindows[g]})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b seriesError) int { return cmp.Compare(b.MSE, a.MSE) })
+	return out
+}
+
+// printPerSeries writes the series' scores, worst first: all of them when
+// there are few, else the worst and the best.
+func printPerSeries(w io.Writer, ss []seriesError) {
+	if len(ss) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "by series, worst test MSE first (%d series):\n", len(ss))
+	line := func(s seriesError) {
+		fmt.Fprintf(w, "  %-24s MSE %.4f  MAE %.4f  (%d windows)\n", s.Series, s.MSE, s.MAE, s.Windows)
+	}
+	const worst, best = 8, 3
+	if len(ss) <= worst+best+1 {
+		for _, s := range ss {
+			line(s)
+		}
+		return
+	}
+	for _, s := range ss[:worst] {
+		line(s)
+	}
+	fmt.Fprintf(w, "  … %d more (--json lists every series)\n", len(ss)-worst-best)
+	for _, s := range ss[len(ss)-best:] {
+		line(s)
+	}
 }
 
 // loadModelAndData loads a model and the file at dataPath, checks they fit

@@ -67,7 +67,13 @@ func longTestSplit(ctx context.Context, m *model.Model, path string, format hist
 		return nil, testSplit{}, fmt.Errorf("%s has %d value fields %q but the mixed model has %d channels; name the model's fields in --config (input.value_fields)",
 			filepath.Base(path), len(d.Columns), d.Columns, m.Channels())
 	}
-	return m, testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol, SHA256: d.SHA256}, nil
+	split := testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol, SHA256: d.SHA256}
+	if c, ok := d.Test.(*dataset.Collection); ok {
+		if names, groups := c.Series(); len(names) > 1 {
+			split.Series, split.Groups = names, groups
+		}
+	}
+	return m, split, nil
 }
 
 // readHistory reads long-format history onto steps for a model of the
