@@ -116,7 +116,7 @@ func (c Cycle) Cancelled() string {
 	if c.LinesShare-c.Share < 0.005 {
 		return ""
 	}
-	return fmt.Sprintf("its frequencies %.1f%% before they partly cancel", 100*c.LinesShare)
+	return fmt.Sprintf("its frequencies on their own %.1f%%; they partly cancel", 100*c.LinesShare)
 }
 
 // Forecast is one window's forecast of one channel and its exact parts, in

@@ -86,6 +86,16 @@ func rhythmsOf(m *model.Model, shares, rhythmShares []float64) []rhythmReport {
 	return out
 }
 
+// otherShare is the frequencies of no rhythm's share: what the rhythms'
+// and the residual's leave of 1.
+func otherShare(m *model.Model, shares, rhythmShares []float64, residual float64) float64 {
+	other := 1 - residual
+	for _, rs := range m.RhythmShares(shares, rhythmShares) {
+		other -= rs.Share
+	}
+	return max(0, other)
+}
+
 // periodLabel names a period in physical units when known, in steps otherwise.
 func periodLabel(period string, steps float64) string {
 	if period != "" {
@@ -110,12 +120,23 @@ func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, wh
 			continue
 		}
 		shown++
+		// The lines by their size within the cycle: their own shares sum
+		// to more than the cycle's when they partly cancel, so they are not
+		// shares of the forecast.
 		var parts []string
 		for _, ln := range r.Lines {
-			parts = append(parts, fmt.Sprintf("%s %.1f%%", periodLabel(ln.Period, ln.PeriodSteps), 100*ln.Share))
+			size := 0.0
+			if r.LinesShare > 0 {
+				size = ln.Share / r.LinesShare
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", periodLabel(ln.Period, ln.PeriodSteps), 100*size))
 		}
-		fmt.Fprintf(w, "  %-14s %5.1f%%   %d frequenc%s%s: %s\n", rhythmName(r), 100*r.Share, len(r.Lines), plural(len(r.Lines), "y", "ies"),
-			cancelNote(r.Share, r.LinesShare), strings.Join(parts, ", "))
+		by := "by size within it"
+		if len(r.Lines) == 1 {
+			by = ""
+		}
+		fmt.Fprintf(w, "  %-14s %5.1f%%   %d frequenc%s %s: %s%s\n", rhythmName(r), 100*r.Share, len(r.Lines), plural(len(r.Lines), "y", "ies"),
+			by, strings.Join(parts, ", "), cancelNote(r.Share, r.LinesShare))
 	}
 	if shown == 0 {
 		fmt.Fprintln(w, "  none: no rhythm of the training data carries 1% of the forecasts")
@@ -127,14 +148,14 @@ func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, wh
 		100*total, 100*residualShare, 100*max(0, 1-total-residualShare))
 }
 
-// cancelNote says how much a cycle's lines add up to on their own when they
+// cancelNote says how much a cycle's lines come to on their own when they
 // partly cancel (by half a point or more): the cycle's share counts its
 // summed part.
 func cancelNote(share, lines float64) string {
 	if lines-share < 0.005 {
 		return ""
 	}
-	return fmt.Sprintf(" (%.1f%% before they partly cancel)", 100*lines)
+	return fmt.Sprintf(" (on their own %.1f%%; they partly cancel)", 100*lines)
 }
 
 func plural(n int, one, many string) string {

@@ -39,6 +39,7 @@ type evalReport struct {
 	// (level excluded) over the test windows; Rhythms the data's rhythms
 	// with theirs.
 	ResidualShare float64        `json:"residual_share"`
+	OtherShare    float64        `json:"other_share"` // the frequencies of no cycle; with the cycles' and residual_share, 1
 	Rhythms       []rhythmReport `json:"rhythms"`
 	// Perturbation is the perturbation test (--perturbation K): the
 	// forecast without each window's k largest parts, k = 1 … K.
@@ -77,7 +78,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		PerChannelMAE: perChannel(split.Columns, met.PerChannelMAE),
 		Seconds:       met.Seconds, WindowsPerSecond: met.WindowsPerSecond,
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares, met.RhythmShares),
-		PerSeries: perSeries(split.Series, met),
+		OtherShare: otherShare(m, met.Shares, met.RhythmShares, met.ResidualShare),
+		PerSeries:  perSeries(split.Series, met),
 	}
 	if *perturb > 0 {
 		pr, err := model.Perturbation(ctx, m, split.Test, *perturb, 1)
@@ -95,7 +97,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for i, name := range split.Columns {
 		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", name, met.PerChannelMSE[i], met.PerChannelMAE[i])
 	}
-	printPerSeries(stdout, rep.PerSeries)
+	printPerSeries(stdout, rep.PerSeries, m.Config().Mode == model.Independent)
 	fmt.Fprintln(stdout)
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	if pr := rep.Perturbation; pr != nil {
@@ -142,12 +144,18 @@ func perSeries(names []string, met model.Metrics) []seriesError {
 }
 
 // printPerSeries writes the series' scores, worst first: all of them when
-// there are few, else the worst and the best.
-func printPerSeries(w io.Writer, ss []seriesError) {
+// there are few, else the worst and the best. Their units are the MSE's
+// above: each series z-scored with its own training rows' statistics for
+// an independent model, with the pooled ones for a mixed model.
+func printPerSeries(w io.Writer, ss []seriesError, independent bool) {
 	if len(ss) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "by series, worst test MSE first (%d series):\n", len(ss))
+	units := "all series z-scored with their pooled training statistics"
+	if independent {
+		units = "each series z-scored with its own training rows' statistics"
+	}
+	fmt.Fprintf(w, "by series, worst test MSE first (%d series; %s):\n", len(ss), units)
 	line := func(s seriesError) {
 		fmt.Fprintf(w, "  %-24s MSE %.4f  MAE %.4f  (%d windows)\n", s.Series, s.MSE, s.MAE, s.Windows)
 	}

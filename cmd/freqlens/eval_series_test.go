@@ -66,7 +66,13 @@ func TestEvalScoresEachSeries(t *testing.T) {
 		t.Errorf("series' windows %d and weighted MSE %v, overall %d and %v", windows, weighted/float64(windows), rep.Windows, rep.MSE)
 	}
 	code, stdout, stderr = runCLI("eval", "--model", out, "--data", data)
-	if code != 0 || !strings.Contains(stdout, "by series, worst test MSE first (3 series):\n  stormy") {
+	if code != 0 || !strings.Contains(stdout, "by series, worst test MSE first (3 series; each series z-scored with its own training rows' statistics):\n  stormy") {
 		t.Errorf("eval's text does not list the series worst first: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// The independent model forecasts any number of columns of a wide
+	// file, each on its own, as eval and report run it.
+	wide := writeSynthetic(t, dir, "wide.csv", 3, 400)
+	if code, stdout, stderr := runCLI("predict", "--model", out, "--data", wide, "--at", "300"); code != 0 || !strings.Contains(stdout, "all 3 channels'") {
+		t.Errorf("predict with the independent model on 3 columns: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -76,6 +76,7 @@ type inspectReport struct {
 	LinesSummed   bool               `json:"cycle_shares_are_lines_sums,omitempty"`
 	Rhythms       []rhythmReport     `json:"rhythms"`
 	ResidualShare float64            `json:"residual_share"`
+	OtherShare    float64            `json:"other_share"` // the frequencies of no cycle; with the cycles' and residual_share, 1
 	Frequencies   []inspectFrequency `json:"frequencies"`
 	MostSelected  []inspectFrequency `json:"most_selected"`
 	// SelectedPerWindow is how many frequencies each window selects: K,
@@ -153,6 +154,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if shares != nil {
 		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares, rhythmShares), from
 		rep.LinesSummed = len(m.Meta.Rhythms) > 0 && rhythmShares == nil
+		rep.OtherShare = otherShare(m, shares, rhythmShares, residualShare)
 	}
 	for _, f := range m.Frequencies() {
 		jf := inspectFrequency{ID: f.ID, Frequency: f.Frequency, PeriodSteps: f.PeriodSteps, Phase: f.Phase}

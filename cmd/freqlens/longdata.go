@@ -64,8 +64,10 @@ func longTestSplit(ctx context.Context, m *model.Model, path string, format hist
 			filepath.Base(path), d.Cadence, mc)
 	}
 	if m.Config().Mode == model.Mixed && len(d.Columns) != m.Channels() {
-		return nil, testSplit{}, fmt.Errorf("%s has %d value fields %q but the mixed model has %d channels; name the model's fields in --config (input.value_fields)",
-			filepath.Base(path), len(d.Columns), d.Columns, m.Channels())
+		return nil, testSplit{}, fmt.Errorf("%s has %d value field(s) %q but the mixed model forecasts %d channels together (%s); "+
+			"score it on data with those columns (a wide file like the one it was trained on, or long data whose --config input.value_fields names them), "+
+			"or train an independent model on %[1]s",
+			filepath.Base(path), len(d.Columns), d.Columns, m.Channels(), strings.Join(m.Meta.ChannelNames, ", "))
 	}
 	split := testSplit{Test: d.Test, Columns: d.Columns, Protocol: d.Protocol, SHA256: d.SHA256}
 	if c, ok := d.Test.(*dataset.Collection); ok {

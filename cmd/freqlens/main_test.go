@@ -223,7 +223,27 @@ func TestPredictWithout(t *testing.T) {
 				if without.Full[h][c] != full.Forecast[h][c] {
 					t.Fatalf("without %s: full_forecast %v differs from the plain forecast %v", what, without.Full[h][c], full.Forecast[h][c])
 				}
+				// The JSON holds together: forecast is the residual plus
+				// the contributions not marked removed.
+				kept := without.Residual[h][c]
+				for _, ct := range without.Contributions {
+					if !ct.Removed {
+						kept += ct.Values[h][c]
+					}
+				}
+				if math.Abs(kept-without.Forecast[h][c]) > 1e-9*scale {
+					t.Fatalf("without %s, step %d channel %d: residual + the contributions not removed = %.17g, forecast %.17g", what, h, c, kept, without.Forecast[h][c])
+				}
 			}
+		}
+		removed := 0
+		for _, ct := range without.Contributions {
+			if ct.Removed {
+				removed++
+			}
+		}
+		if removed != len(without.Without) {
+			t.Errorf("without %s: %d contributions marked removed, %d ids removed", what, removed, len(without.Without))
 		}
 	}
 	var all []string

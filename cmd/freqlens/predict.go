@@ -31,6 +31,9 @@ type predictContribution struct {
 	Rhythm *int        `json:"rhythm,omitempty"`
 	Cycle  bool        `json:"cycle"`
 	Values [][]float64 `json:"values"`
+	// Removed marks a frequency --without removed: its values are still
+	// its part of the full forecast, not of forecast.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // predictRhythm is one rhythm's part of the forecast: the sum of its
@@ -53,7 +56,9 @@ type predictRhythm struct {
 
 // predictReport is what `predict --json` prints. Values are in the data's
 // units; forecast = residual + Σ contributions.values, element by element,
-// where residual is the residual MLP's part plus the window's level.
+// where residual is the residual MLP's part plus the window's level. With
+// --without, forecast leaves out the contributions marked removed, and
+// full_forecast is the sum of them all.
 type predictReport struct {
 	Model string `json:"model"`
 	Data  string `json:"data"`
@@ -134,7 +139,9 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		row = frame.FrameRow(at)
 	}
-	if n := len(m.Meta.Mean); n != 0 && n != frame.Channels() {
+	// A mixed model normalises with its training columns' statistics; an
+	// independent one normalises every window itself and takes any width.
+	if n := len(m.Meta.Mean); m.Config().Mode == model.Mixed && n != 0 && n != frame.Channels() {
 		return fmt.Errorf("the model was trained on %d columns and normalises with their statistics, but %s has %d", n, *data, frame.Channels())
 	}
 	removed, notes, err := parseWithout(m, *without)
@@ -228,6 +235,7 @@ func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predi
 			s := ct.Period.Seconds()
 			pc.Period, pc.PeriodSeconds = model.FormatPeriod(ct.Period), &s
 		}
+		pc.Removed = slices.Contains(removed, ct.ID)
 		rep.Contributions = append(rep.Contributions, pc)
 	}
 	rep.Rhythms = []predictRhythm{}
@@ -287,24 +295,30 @@ func printPredict(w io.Writer, r predictReport, H int) {
 			fmt.Fprintf(w, " (%s)", r.Time)
 		}
 	}
-	fmt.Fprintf(w, ", alpha %.3f\n\nwhat drives it (share of the total absolute attribution; the cycles, other frequencies and residual make 100%%):\n", r.Alpha)
+	scope := "its"
+	if n := len(r.Channels); n > 1 {
+		scope = fmt.Sprintf("all %d channels'", n)
+	}
+	fmt.Fprintf(w, ", alpha %.3f\n\nwhat drives it (share of %s total absolute attribution; the cycles, other frequencies and residual make 100%%):\n", r.Alpha, scope)
 	label := func(c predictContribution) string {
 		return fmt.Sprintf("%s (id %d)", periodLabel(c.Period, c.PeriodSteps), c.ID)
 	}
 	for _, rh := range r.Rhythms {
 		fmt.Fprintf(w, "  %-24s %5.1f%%\n", rh.Name, 100*rh.Share)
+		// A cycle's lines by their size within it: their own shares,
+		// summed, are more than the cycle's when they partly cancel, so
+		// they are not shares of the forecast.
 		var parts []string
 		for _, c := range r.Contributions {
-			if c.Rhythm != nil && *c.Rhythm == rh.Index {
-				parts = append(parts, fmt.Sprintf("%s %.1f%%", label(c), 100*c.Share))
+			if c.Rhythm != nil && *c.Rhythm == rh.Index && rh.LinesShare > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", label(c), 100*c.Share/rh.LinesShare))
 			}
 		}
-		if len(parts) > 0 {
-			together := ""
+		if len(parts) > 1 {
+			fmt.Fprintf(w, "      its frequencies by size: %s\n", strings.Join(parts, ", "))
 			if rh.LinesShare-rh.Share >= 0.005 {
-				together = fmt.Sprintf("; together %.1f%% before they partly cancel", 100*rh.LinesShare)
+				fmt.Fprintf(w, "      (on their own they come to %.1f%%; they partly cancel, down to the cycle's %.1f%%)\n", 100*rh.LinesShare, 100*rh.Share)
 			}
-			fmt.Fprintf(w, "      %s%s\n", strings.Join(parts, ", "), together)
 		}
 	}
 	other := 0.0
@@ -322,6 +336,7 @@ func printPredict(w io.Writer, r predictReport, H int) {
 	if len(parts) > 0 {
 		fmt.Fprintln(w, "  * no cycle of the training data: frequencies that carry what has no peak in its spectrum")
 	}
+	fmt.Fprintln(w, "  "+partsSize(r))
 	if len(r.Without) > 0 {
 		fmt.Fprintf(w, "\nforecast without %s (the full forecast minus exactly the removed parts):\n", removedName(r))
 	}
@@ -353,6 +368,34 @@ func printPredict(w io.Writer, r predictReport, H int) {
 	}
 }
 
+// partsSize says how far the parts move the forecast from the window's
+// level, on average over steps and channels: what the shares split. A flat
+// window (a stuck sensor) still has shares that make 100%, of almost
+// nothing.
+func partsSize(r predictReport) string {
+	moved, level, n := 0.0, 0.0, 0
+	full := r.Forecast
+	if r.Full != nil {
+		full = r.Full
+	}
+	for h := range full {
+		for c, v := range full[h] {
+			moved += math.Abs(v - r.Level[c])
+			n++
+		}
+	}
+	for _, l := range r.Level {
+		level += math.Abs(l)
+	}
+	moved /= float64(max(n, 1))
+	level /= float64(max(len(r.Level), 1))
+	s := fmt.Sprintf("the parts move the forecast %s from the window's level on average (the level: %s)", reading(moved), reading(level))
+	if level > 0 && moved < 1e-3*level {
+		s += "; the window is nearly flat, so the shares split almost nothing"
+	}
+	return s
+}
+
 // removedName names what --without removed: the cycles all of whose
 // frequencies went, then the other frequencies by id.
 func removedName(r predictReport) string {
@@ -375,10 +418,24 @@ func removedName(r predictReport) string {
 			ids = append(ids, id)
 		}
 	}
+	// A line of a cycle is named with its cycle.
+	lineOf := func(id int) string {
+		for _, c := range r.Contributions {
+			if c.ID != id || c.Rhythm == nil {
+				continue
+			}
+			for _, rh := range r.Rhythms {
+				if rh.Index == *c.Rhythm {
+					return fmt.Sprintf(", the %s line of the %s,", periodLabel(c.Period, c.PeriodSteps), rh.Name)
+				}
+			}
+		}
+		return ""
+	}
 	switch len(ids) {
 	case 0:
 	case 1:
-		names = append(names, fmt.Sprintf("frequency %d", ids[0]))
+		names = append(names, fmt.Sprintf("frequency %d%s", ids[0], lineOf(ids[0])))
 	default:
 		names = append(names, fmt.Sprintf("frequencies %v", ids))
 	}

@@ -50,6 +50,7 @@ type trainReport struct {
 	PerChannelMSE      map[string]float64 `json:"per_channel_mse"`
 	Alpha              float64            `json:"alpha"`
 	ResidualShare      float64            `json:"residual_share"`
+	OtherShare         float64            `json:"other_share"` // the frequencies of no cycle; with the cycles' and residual_share, 1
 	Rhythms            []rhythmReport     `json:"rhythms"`
 }
 
@@ -190,6 +191,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
 		PerChannelMSE: perChannel(td.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares, met.RhythmShares),
+		OtherShare: otherShare(m, met.Shares, met.RhythmShares, met.ResidualShare),
 	}
 	if *asJSON {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {

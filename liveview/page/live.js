@@ -241,11 +241,12 @@ function drawParts(f, c) {
     parts.push({ label: periodName(r.period_seconds, r.period_steps) + " cycle", colour: colourOf("r" + r.index), v, share: r.share });
     const members = f.parts.filter((p) => p.rhythm === r.index).sort((a, b) => b.share - a.share);
     // A cycle's share is what its lines add up to; their own shares, on the
-    // same footing, sum to more when they partly cancel.
+    // same footing, sum to more when they partly cancel, so the lines are
+    // listed by their size within the cycle.
     const lines = members.reduce((s, p) => s + p.share, 0);
-    if (members.length > 1) detail.push(periodName(r.period_seconds, r.period_steps) + " cycle: " +
-      members.map((p) => periodName(p.period_seconds, p.period_steps) + " " + Math.round(p.share * 100) + "%").join(", ") +
-      (lines - r.share >= 0.005 ? "; together " + Math.round(lines * 100) + "% before they partly cancel" : ""));
+    if (members.length > 1 && lines > 0) detail.push(periodName(r.period_seconds, r.period_steps) + " cycle, its frequencies by size: " +
+      members.map((p) => periodName(p.period_seconds, p.period_steps) + " " + Math.round(p.share / lines * 100) + "%").join(", ") +
+      (lines - r.share >= 0.005 ? " (on their own " + Math.round(lines * 100) + "%; they partly cancel)" : ""));
   }
   const free = f.parts.filter((p) => p.rhythm === undefined);
   if (free.length) {
