@@ -43,6 +43,9 @@ type Segment struct {
 	Values []float64
 }
 
+// restartNames bounds PanelReport.RestartSeries.
+const restartNames = 3
+
 // ShortHistoryError is Build's error when no series has a run of steps as
 // long as asked; callers add what that length is for.
 type ShortHistoryError struct{ msg string }
@@ -81,6 +84,9 @@ type PanelReport struct {
 	LateInStep int
 	Filled     int // steps filled in gaps of at most MaxGap steps
 	Restarts   int // gaps longer than MaxGap, where a new segment starts
+	// RestartSeries names the first few series with such a gap (at most
+	// restartNames), so a summary can say which.
+	RestartSeries []string
 	// ShortSegments and ShortRows count the segments too short for one
 	// window (and their steps), left out; ShortSeries the series left
 	// without any segment.
@@ -250,6 +256,9 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 				seg.Start = k
 			} else if gap := k - ks[j-1] - 1; gap > int64(cfg.MaxGap) {
 				rep.Restarts++
+				if n := len(rep.RestartSeries); n < restartNames && (n == 0 || rep.RestartSeries[n-1] != s.name) {
+					rep.RestartSeries = append(rep.RestartSeries, s.name)
+				}
 				flush()
 				seg.Start = k
 			} else if gap > 0 {

@@ -169,6 +169,9 @@ func TestPanelSteps(t *testing.T) {
 		if r.Filled != wantFilled || r.Restarts != wantRestarts || r.Duplicates != wantDup || r.Readings != len(readings) {
 			t.Fatalf("seed %d: report %+v; want filled %d, restarts %d, duplicates %d, readings %d", seed, r, wantFilled, wantRestarts, wantDup, len(readings))
 		}
+		if wantSeries := map[bool][]string{false: nil, true: {"s"}}[wantRestarts > 0]; !slices.Equal(r.RestartSeries, wantSeries) {
+			t.Fatalf("seed %d: restarts named in %q, want %q", seed, r.RestartSeries, wantSeries)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
@@ -155,6 +156,13 @@ func (h *History) Split(s Split) (*Data, error) {
 	r := p.Report
 	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v; %d duplicate readings replaced, %d steps filled, %d gaps restart a series",
 		p.Name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, r.Restarts)
+	if len(r.RestartSeries) > 0 {
+		more := ""
+		if r.Restarts > len(r.RestartSeries) {
+			more = ", …"
+		}
+		summary += fmt.Sprintf(" (%s%s; longer than window.max_gap)", strings.Join(r.RestartSeries, ", "), more)
+	}
 	if r.LateInStep > 0 {
 		summary += fmt.Sprintf("\n  %d readings are stamped in the last 2%% of their step (such as 12:59:58 for an hourly 12:00 step): "+
 			"if each is the next step's reading, set input.align: nearest in --config (and in serve's)", r.LateInStep)

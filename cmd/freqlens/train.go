@@ -76,7 +76,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
 	maxWindows := fs.Int("max-windows", 100_000, "long-format data: train on at most this many windows, drawn at random (seeded) from every series, and validate on a fifth as many; 0 uses all")
 	checkpoint := fs.String("checkpoint", "", "where to keep the run's state after every epoch, so that the same command run again after a crash, kill or Ctrl-C goes on from the last finished epoch (deleted once the model is written); default OUT.checkpoint, none to keep no state")
-	asJSON := fs.Bool("json", false, "print a JSON summary as the last line of stdout")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object, the only output on stdout (progress goes to stderr)")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
