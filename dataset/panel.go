@@ -84,9 +84,11 @@ type PanelReport struct {
 	LateInStep int
 	Filled     int // steps filled in gaps of at most MaxGap steps
 	Restarts   int // gaps longer than MaxGap, where a new segment starts
-	// RestartSeries names the first few series with such a gap (at most
-	// restartNames), so a summary can say which.
-	RestartSeries []string
+	// RestartSeriesN counts the series with such a gap and RestartSeries
+	// names the first few (at most restartNames), so a summary can say
+	// which.
+	RestartSeriesN int
+	RestartSeries  []string
 	// ShortSegments and ShortRows count the segments too short for one
 	// window (and their steps), left out; ShortSeries the series left
 	// without any segment.
@@ -240,6 +242,7 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 			vals = append(vals, v...)
 		}
 		kept := len(p.Segments)
+		restarted := false
 		seg := Segment{Series: s.name}
 		flush := func() {
 			if rows := seg.Rows(C); rows >= minRows {
@@ -256,8 +259,12 @@ func (b *PanelBuilder) Build(minRows int) (*Panel, error) {
 				seg.Start = k
 			} else if gap := k - ks[j-1] - 1; gap > int64(cfg.MaxGap) {
 				rep.Restarts++
-				if n := len(rep.RestartSeries); n < restartNames && (n == 0 || rep.RestartSeries[n-1] != s.name) {
-					rep.RestartSeries = append(rep.RestartSeries, s.name)
+				if !restarted {
+					restarted = true
+					rep.RestartSeriesN++
+					if len(rep.RestartSeries) < restartNames {
+						rep.RestartSeries = append(rep.RestartSeries, s.name)
+					}
 				}
 				flush()
 				seg.Start = k

@@ -169,8 +169,8 @@ func TestPanelSteps(t *testing.T) {
 		if r.Filled != wantFilled || r.Restarts != wantRestarts || r.Duplicates != wantDup || r.Readings != len(readings) {
 			t.Fatalf("seed %d: report %+v; want filled %d, restarts %d, duplicates %d, readings %d", seed, r, wantFilled, wantRestarts, wantDup, len(readings))
 		}
-		if wantSeries := map[bool][]string{false: nil, true: {"s"}}[wantRestarts > 0]; !slices.Equal(r.RestartSeries, wantSeries) {
-			t.Fatalf("seed %d: restarts named in %q, want %q", seed, r.RestartSeries, wantSeries)
+		if wantSeries := map[bool][]string{false: nil, true: {"s"}}[wantRestarts > 0]; !slices.Equal(r.RestartSeries, wantSeries) || r.RestartSeriesN != len(wantSeries) {
+			t.Fatalf("seed %d: restarts named in %q (%d series), want %q", seed, r.RestartSeries, r.RestartSeriesN, wantSeries)
 		}
 	}
 }
@@ -353,6 +353,38 @@ func TestCollectionSeries(t *testing.T) {
 		}
 		if len(seen) != 3 || len(names) != 3 {
 			t.Errorf("series %v, want the three", names)
+		}
+	}
+}
+
+// TestPanelNamesRestartedSeries: the report counts the series with a gap
+// longer than MaxGap once each, however many gaps they have, and names the
+// first few.
+func TestPanelNamesRestartedSeries(t *testing.T) {
+	b, err := NewPanelBuilder(PanelConfig{Name: "t", Fields: []string{"v"}, Cadence: time.Hour, MaxGap: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gapped := map[string]bool{"a": true, "b": true, "c": true, "d": true}
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		for k := int64(0); k < 300; k++ {
+			if gapped[name] && (k%100 >= 50 && k%100 < 60) && k < 200 {
+				continue // two gaps of 10 steps
+			}
+			b.Add(name, k*3_600_000, []float64{float64(k % 24)})
+		}
+	}
+	p, err := b.Build(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Report
+	if r.Restarts != 8 || r.RestartSeriesN != 4 || len(r.RestartSeries) != restartNames {
+		t.Fatalf("%d restarts in %d series, named %q; want 8 in 4, %d named", r.Restarts, r.RestartSeriesN, r.RestartSeries, restartNames)
+	}
+	for _, name := range r.RestartSeries {
+		if !gapped[name] {
+			t.Errorf("series %q is named for a restart it does not have", name)
 		}
 	}
 }

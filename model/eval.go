@@ -71,8 +71,8 @@ func Evaluate(ctx context.Context, m *Model, src Source, opts EvalOptions) (Metr
 		return Metrics{}, fmt.Errorf("model: %d groups for %d windows", len(opts.Groups), src.Len())
 	}
 	for i, g := range opts.Groups {
-		if g < 0 {
-			return Metrics{}, fmt.Errorf("model: window %d has group %d; groups count from 0", i, g)
+		if g < 0 || g >= len(opts.Groups) {
+			return Metrics{}, fmt.Errorf("model: window %d has group %d; groups count from 0 and there are at most as many as windows (%d)", i, g, len(opts.Groups))
 		}
 	}
 	var cache []*Workspace
@@ -213,7 +213,7 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 	met.MSE /= per * float64(srcC)
 	met.MAE /= per * float64(srcC)
 	met.RMSE = math.Sqrt(met.MSE)
-	if groups != nil {
+	if groups != nil && samples > 0 {
 		met.scoreGroups(groups, perSample, samples/src.Len(), H*srcC)
 	}
 	return met, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -81,6 +82,14 @@ func TestEvaluateScoresEachGroup(t *testing.T) {
 			}
 			if _, err := Evaluate(context.Background(), m, src, EvalOptions{Groups: groups[1:]}); err == nil {
 				t.Error("Evaluate with one group too few = nil error")
+			}
+			bad := slices.Clone(groups)
+			bad[0] = len(groups) // more groups than windows
+			if _, err := Evaluate(context.Background(), m, src, EvalOptions{Groups: bad}); err == nil {
+				t.Error("Evaluate with a group beyond the windows = nil error")
+			}
+			if _, err := Evaluate(context.Background(), m, pickSource{src, nil}, EvalOptions{Groups: []int{}}); err != nil {
+				t.Errorf("Evaluate of no windows in no groups: %v", err)
 			}
 		})
 	}

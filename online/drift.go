@@ -52,8 +52,8 @@ type DriftEvent struct {
 
 // drift follows the periods the model relies on against their reference,
 // and which of them carry the attribution of recent forecasts. Its units
-// are the rhythms, each followed as one (its fundamental period, the sum of
-// its frequencies' shares), and the free frequencies.
+// are the rhythms, each followed as one (its fundamental period and its
+// share: what its frequencies add up to), and the free frequencies.
 //
 // The rules, so that an event means something changed and stayed changed:
 //

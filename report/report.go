@@ -396,12 +396,12 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, atName st
 	// frequencies, together, in "other frequencies". Shares as everywhere
 	// (model.Contribution.Share), over this channel: a cycle, shown or not,
 	// counts by its summed part, a frequency of no cycle by its own.
-	weak := map[int][]float64{} // a rhythm below model.MinCycleShare: its summed part
+	weak := make([][]float64, len(m.Meta.Rhythms)) // a rhythm below model.MinCycleShare: its summed part
 	for _, ct := range ex.Contributions {
 		dst := other.Values
 		if i, ok := cycleOf[ct.ID]; ok {
 			dst = fc.Parts[i].Values
-		} else if rh, ok := m.RhythmOf(ct.ID); ok {
+		} else if rh, ok := m.RhythmOf(ct.ID); ok && rh < len(weak) {
 			if weak[rh] == nil {
 				weak[rh] = make([]float64, H)
 			}

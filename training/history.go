@@ -154,12 +154,16 @@ func (h *History) Split(s Split) (*Data, error) {
 		return nil, err
 	}
 	r := p.Report
-	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v; %d duplicate readings replaced, %d steps filled, %d gaps restart a series",
-		p.Name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, r.Restarts)
+	restarts := fmt.Sprintf("%d gaps restart a series", r.Restarts)
+	if r.Restarts == 1 {
+		restarts = "1 gap restarts a series"
+	}
+	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v; %d duplicate readings replaced, %d steps filled, %s",
+		p.Name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, restarts)
 	if len(r.RestartSeries) > 0 {
 		more := ""
-		if r.Restarts > len(r.RestartSeries) {
-			more = ", …"
+		if n := r.RestartSeriesN - len(r.RestartSeries); n > 0 {
+			more = fmt.Sprintf(" and %d more", n)
 		}
 		summary += fmt.Sprintf(" (%s%s; longer than window.max_gap)", strings.Join(r.RestartSeries, ", "), more)
 	}

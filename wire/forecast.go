@@ -100,9 +100,11 @@ type RhythmPart struct {
 	// time (0 when unknown).
 	PeriodSteps float64
 	Period      time.Duration
-	// Share is Σ|Values| (its summed part) over the same total as the
-	// frequencies' shares: what the rhythm adds up to, less than the sum of
-	// its frequencies' shares when they partly cancel. A stream written
+	// Share is what the rhythm adds up to: Σ|its summed part| over the same
+	// total as the frequencies' shares (counted where the model attributes:
+	// a mixed model trained on z-scored data counts in its normalised
+	// units), less than the sum of its frequencies' shares when they partly
+	// cancel. A stream written
 	// before 2026-11-28 carries no rhythm share in the Arrow layouts; their
 	// decoders then give the sum of its frequencies' shares.
 	Share float64
@@ -400,7 +402,8 @@ func (m AttributionMode) check(key string) error {
 // ValidateFields reports whether names can be the fields of forecasts written
 // in format: at least one, distinct and non-empty, and for FormatArrow none
 // of the fixed column names of the Arrow layouts (series, ts, origin_ts,
-// model_version, step, alpha, frequency_id, period_steps, period, share).
+// model_version, step, alpha, frequency_id, period_steps, period, share,
+// rhythm_share).
 // Callers check their configuration with it once, at start-up.
 func ValidateFields(names []string, format Format) error {
 	f := Forecast{Series: "x", Horizon: 1, Fields: names}

@@ -131,11 +131,11 @@ func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, wh
 			}
 			parts = append(parts, fmt.Sprintf("%s %.0f%%", periodLabel(ln.Period, ln.PeriodSteps), 100*size))
 		}
-		by := "by size within it"
+		by := " by size within it"
 		if len(r.Lines) == 1 {
 			by = ""
 		}
-		fmt.Fprintf(w, "  %-14s %5.1f%%   %d frequenc%s %s: %s%s\n", rhythmName(r), 100*r.Share, len(r.Lines), plural(len(r.Lines), "y", "ies"),
+		fmt.Fprintf(w, "  %-14s %5.1f%%   %d frequenc%s%s: %s%s\n", rhythmName(r), 100*r.Share, len(r.Lines), plural(len(r.Lines), "y", "ies"),
 			by, strings.Join(parts, ", "), cancelNote(r.Share, r.LinesShare))
 	}
 	if shown == 0 {

@@ -64,16 +64,20 @@ type predictReport struct {
 	Data  string `json:"data"`
 	// At is the data row of a wide file that ends the window; absent for
 	// long-format data, whose window is named by Series and Time.
-	At            *int                  `json:"at,omitempty"`
-	Series        string                `json:"series,omitempty"`
-	Time          string                `json:"time"`
-	Channels      []string              `json:"channels"`
-	Times         []string              `json:"times,omitempty"`
-	Alpha         float64               `json:"alpha"`
-	Forecast      [][]float64           `json:"forecast"`
-	Residual      [][]float64           `json:"residual"`
-	ResidualShare float64               `json:"residual_share"`
-	Level         []float64             `json:"level"`
+	At            *int        `json:"at,omitempty"`
+	Series        string      `json:"series,omitempty"`
+	Time          string      `json:"time"`
+	Channels      []string    `json:"channels"`
+	Times         []string    `json:"times,omitempty"`
+	Alpha         float64     `json:"alpha"`
+	Forecast      [][]float64 `json:"forecast"`
+	Residual      [][]float64 `json:"residual"`
+	ResidualShare float64     `json:"residual_share"`
+	Level         []float64   `json:"level"`
+	// WindowStd is each channel's standard deviation over the window: how
+	// much its readings move, the yardstick for how far the parts move the
+	// forecast.
+	WindowStd     []float64             `json:"window_std"`
 	Contributions []predictContribution `json:"contributions"`
 	// Rhythms are the parts of the model's rhythms: each the sum of its
 	// frequencies' contributions.
@@ -220,6 +224,19 @@ func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predi
 	rep := predictReport{
 		At: &at, Channels: frame.Columns, Alpha: ex.Alpha, Level: ex.Level,
 		Forecast: rows(ex.Forecast), Residual: rows(ex.Residual), ResidualShare: ex.ResidualShare,
+		WindowStd: make([]float64, C),
+	}
+	for c := range C {
+		mean, sq := 0.0, 0.0
+		for t := range L {
+			mean += x[t*C+c]
+		}
+		mean /= float64(L)
+		for t := range L {
+			d := x[t*C+c] - mean
+			sq += d * d
+		}
+		rep.WindowStd[c] = math.Sqrt(sq / float64(L))
 	}
 	placed := map[int]bool{}
 	for _, pk := range m.Meta.Peaks {
@@ -369,11 +386,12 @@ func printPredict(w io.Writer, r predictReport, H int) {
 }
 
 // partsSize says how far the parts move the forecast from the window's
-// level, on average over steps and channels: what the shares split. A flat
-// window (a stuck sensor) still has shares that make 100%, of almost
-// nothing.
+// level, on average over steps and channels, against how much the
+// window's readings move: what the shares split. A flat window (a stuck
+// sensor) still has shares that make 100%, of almost nothing, and this
+// line shows it.
 func partsSize(r predictReport) string {
-	moved, level, n := 0.0, 0.0, 0
+	moved, n := 0.0, 0
 	full := r.Forecast
 	if r.Full != nil {
 		full = r.Full
@@ -384,16 +402,14 @@ func partsSize(r predictReport) string {
 			n++
 		}
 	}
-	for _, l := range r.Level {
-		level += math.Abs(l)
+	spread := 0.0
+	for _, s := range r.WindowStd {
+		spread += s
 	}
 	moved /= float64(max(n, 1))
-	level /= float64(max(len(r.Level), 1))
-	s := fmt.Sprintf("the parts move the forecast %s from the window's level on average (the level: %s)", reading(moved), reading(level))
-	if level > 0 && moved < 1e-3*level {
-		s += "; the window is nearly flat, so the shares split almost nothing"
-	}
-	return s
+	spread /= float64(max(len(r.WindowStd), 1))
+	return fmt.Sprintf("what the shares split: the parts move the forecast %s from the window's level on average; the window's readings move %s (std)",
+		reading(moved), reading(spread))
 }
 
 // removedName names what --without removed: the cycles all of whose
@@ -426,7 +442,7 @@ func removedName(r predictReport) string {
 			}
 			for _, rh := range r.Rhythms {
 				if rh.Index == *c.Rhythm {
-					return fmt.Sprintf(", the %s line of the %s,", periodLabel(c.Period, c.PeriodSteps), rh.Name)
+					return fmt.Sprintf(", the %s line of the %s", periodLabel(c.Period, c.PeriodSteps), rh.Name)
 				}
 			}
 		}
