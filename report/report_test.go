@@ -68,7 +68,7 @@ func train(f *dataset.Frame, mode model.Mode) (*model.Model, error) {
 		return nil, err
 	}
 	m.Meta.Metrics = map[string]float64{"test_mse": met.MSE}
-	m.Meta.Shares, m.Meta.ResidualShare = met.Shares, met.ResidualShare
+	m.Meta.Shares, m.Meta.ResidualShare, m.Meta.RhythmShares = met.Shares, met.ResidualShare, met.RhythmShares
 	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(ctx, m, bm.Test, 4096); err != nil {
 		return nil, err
 	}
