@@ -72,7 +72,7 @@ func TestEvalScoresEachSeries(t *testing.T) {
 	// The independent model forecasts any number of columns of a wide
 	// file, each on its own, as eval and report run it.
 	wide := writeSynthetic(t, dir, "wide.csv", 3, 400)
-	if code, stdout, stderr := runCLI("predict", "--model", out, "--data", wide, "--at", "300"); code != 0 || !strings.Contains(stdout, "all 3 channels'") {
+	if code, stdout, stderr := runCLI("predict", "--model", out, "--data", wide, "--at", "300"); code != 0 || !strings.Contains(stdout, "all 3 channels'") || !strings.Contains(stdout, "\n  channel +1 ") {
 		t.Errorf("predict with the independent model on 3 columns: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -358,30 +358,68 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		fmt.Fprintf(w, "\nforecast without %s (the full forecast minus exactly the removed parts):\n", removedName(r))
 	}
 	show := min(H, 6)
-	fmt.Fprintf(w, "\nfirst %d steps (forecast", show)
+	what := "forecast"
 	if r.Full != nil {
-		fmt.Fprint(w, " without them / full")
+		what += " without them / full"
 	}
 	if r.Actual != nil {
-		fmt.Fprint(w, " / actual")
+		what += " / actual"
 	}
-	fmt.Fprintln(w, "):")
+	cell := func(h, c int) string {
+		v := reading(r.Forecast[h][c])
+		if r.Full != nil {
+			v += "/" + reading(r.Full[h][c])
+		}
+		if r.Actual != nil {
+			v += "/" + reading(r.Actual[h][c])
+		}
+		return v
+	}
+	if len(r.Channels) <= 2 {
+		fmt.Fprintf(w, "\nfirst %d steps (%s):\n", show, what)
+		for h := range show {
+			label := fmt.Sprintf("+%d", h+1)
+			if len(r.Times) > h {
+				label = r.Times[h]
+			}
+			fmt.Fprintf(w, "  %-20s", label)
+			for c := range r.Channels {
+				fmt.Fprintf(w, " %s %s", r.Channels[c], cell(h, c))
+			}
+			fmt.Fprintln(w)
+		}
+		return
+	}
+	// Many channels: a channel a row, the steps across.
+	from := ""
+	if len(r.Times) > 0 {
+		from = " from " + r.Times[0]
+	}
+	fmt.Fprintf(w, "\nfirst %d steps%s (%s):\n", show, from, what)
+	rows := [][]string{{"channel"}}
 	for h := range show {
-		label := fmt.Sprintf("+%d", h+1)
-		if len(r.Times) > h {
-			label = r.Times[h]
+		rows[0] = append(rows[0], fmt.Sprintf("+%d", h+1))
+	}
+	for c, name := range r.Channels {
+		row := []string{name}
+		for h := range show {
+			row = append(row, cell(h, c))
 		}
-		fmt.Fprintf(w, "  %-20s", label)
-		for c := range r.Channels {
-			fmt.Fprintf(w, " %s %s", r.Channels[c], reading(r.Forecast[h][c]))
-			if r.Full != nil {
-				fmt.Fprintf(w, "/%s", reading(r.Full[h][c]))
-			}
-			if r.Actual != nil {
-				fmt.Fprintf(w, "/%s", reading(r.Actual[h][c]))
-			}
+		rows = append(rows, row)
+	}
+	width := make([]int, show+1)
+	for _, row := range rows {
+		for j, v := range row {
+			width[j] = max(width[j], len(v))
 		}
-		fmt.Fprintln(w)
+	}
+	for _, row := range rows {
+		var line strings.Builder
+		line.WriteString(" ")
+		for j, v := range row {
+			fmt.Fprintf(&line, " %-*s", width[j], v)
+		}
+		fmt.Fprintln(w, strings.TrimRight(line.String(), " "))
 	}
 }
 
