@@ -243,6 +243,9 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 		return nil, err
 	}
 	r.SharesFrom = "the test split of " + f.Name
+	if bm.Protocol == dataset.ProtocolRatio {
+		r.SharesFrom = "the test split (the last 20% of the rows) of " + f.Name
+	}
 	r.setCycles(m, met.Shares, met.RhythmShares, met.ResidualShare)
 	if r.Errors, err = horizonErrors(ctx, m, bm); err != nil {
 		return nil, err
