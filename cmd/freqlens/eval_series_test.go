@@ -23,7 +23,7 @@ func TestEvalScoresEachSeries(t *testing.T) {
 	}
 	layout := historytest.Layout{Series: "series", Time: "ts", Values: []string{"value"}}
 	rng := rand.New(rand.NewPCG(4, 5))
-	noise := map[string]float64{"calm": 0, "breezy": 0.5, "stormy": 2}
+	noise := map[string]float64{"calm": 0, "breezy": 1, "stormy": 3}
 	var rows []historytest.Row
 	for _, name := range []string{"calm", "breezy", "stormy"} {
 		for r := range frame.Rows() {
