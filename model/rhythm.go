@@ -575,6 +575,17 @@ func (m *Model) RhythmShares(shares, rhythmShares []float64) []RhythmShare {
 	return out
 }
 
+// OtherShare is the share of the frequencies of no rhythm: what the
+// rhythms' shares (all of them, as RhythmShares gives them) and the
+// residual's leave of 1, never below 0 (rounding).
+func OtherShare(rhythms []RhythmShare, residual float64) float64 {
+	other := 1 - residual
+	for _, rs := range rhythms {
+		other -= rs.Share
+	}
+	return max(0, other)
+}
+
 // RhythmOf returns the index (in Meta.Rhythms) of the rhythm frequency id
 // belongs to, and false when it belongs to none: a free frequency.
 func (m *Model) RhythmOf(id int) (int, bool) {

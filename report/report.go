@@ -301,9 +301,9 @@ func (r *Report) setCycles(m *model.Model, shares, rhythmShares []float64, resid
 	byID, harmonic := map[int]int{}, map[int]int{}
 	if shares != nil {
 		seen := map[string]bool{}
-		r.OtherShare = 1 - residual
-		for _, rs := range m.RhythmShares(shares, rhythmShares) {
-			r.OtherShare -= rs.Share
+		all := m.RhythmShares(shares, rhythmShares)
+		r.OtherShare = model.OtherShare(all, residual)
+		for _, rs := range all {
 			if rs.Share < model.MinCycleShare {
 				continue
 			}
@@ -317,7 +317,6 @@ func (r *Report) setCycles(m *model.Model, shares, rhythmShares []float64, resid
 			}
 			r.Cycles = append(r.Cycles, Cycle{RhythmShare: rs, Name: name})
 		}
-		r.OtherShare = max(0, r.OtherShare) // rounding
 	}
 	for _, f := range m.Frequencies() {
 		fr := Frequency{Frequency: f, Cycle: -1, Placed: placed[f.ID]}

@@ -221,6 +221,18 @@ func TestArrowAttributionLayout(t *testing.T) {
 	}
 }
 
+// encodeDecodeAttribution writes f's attribution message in mode (failing
+// the test if it cannot) and decodes it back.
+func encodeDecodeAttribution(t *testing.T, enc *wire.ArrowEncoder, mem memory.Allocator, f *wire.Forecast, mode wire.AttributionMode) ([]byte, wire.Forecast, error) {
+	t.Helper()
+	b, err := enc.AppendAttribution(nil, f, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := wire.DecodeAttributionArrow(b, mem)
+	return b, got, err
+}
+
 // withRhythm returns f with its first two frequencies made one rhythm
 // whose summed part's share is share (less than their shares' sum: the
 // lines partly cancel).
@@ -250,11 +262,7 @@ func TestRhythmSharesRoundTrip(t *testing.T) {
 		f = withRhythm(f, 0.0625+0.01*float64(i))
 		lines := f.Frequencies[0].Share + f.Frequencies[1].Share
 		for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
-			b, err := enc.AppendAttribution(nil, &f, mode)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := wire.DecodeAttributionArrow(b, mem)
+			b, got, err := encodeDecodeAttribution(t, enc, mem, &f, mode)
 			if err != nil {
 				t.Fatalf("%s: %v", mode, err)
 			}
@@ -332,11 +340,7 @@ func TestRhythmShareEdgeCases(t *testing.T) {
 	stray.Frequencies[2].Cycle, stray.Frequencies[2].Rhythm = true, 4 // not listed
 	for name, f := range map[string]wire.Forecast{"NaN share": nan, "member not flagged": unflagged, "flagged, not a member": stray} {
 		for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
-			b, err := enc.AppendAttribution(nil, &f, mode)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := wire.DecodeAttributionArrow(b, mem)
+			_, got, err := encodeDecodeAttribution(t, enc, mem, &f, mode)
 			if err != nil {
 				t.Errorf("%s, %s: %v", name, mode, err)
 				continue

@@ -86,14 +86,9 @@ func rhythmsOf(m *model.Model, shares, rhythmShares []float64) []rhythmReport {
 	return out
 }
 
-// otherShare is the frequencies of no rhythm's share: what the rhythms'
-// and the residual's leave of 1.
+// otherShare is the frequencies of no rhythm's share (model.OtherShare).
 func otherShare(m *model.Model, shares, rhythmShares []float64, residual float64) float64 {
-	other := 1 - residual
-	for _, rs := range m.RhythmShares(shares, rhythmShares) {
-		other -= rs.Share
-	}
-	return max(0, other)
+	return model.OtherShare(m.RhythmShares(shares, rhythmShares), residual)
 }
 
 // periodLabel names a period in physical units when known, in steps otherwise.
@@ -148,11 +143,15 @@ func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, wh
 		100*total, 100*residualShare, 100*max(0, 1-total-residualShare))
 }
 
+// cancels reports whether a cycle's lines, on their own, come to half a
+// point or more above the cycle's share: worth saying that they cancel.
+func cancels(share, lines float64) bool { return lines-share >= 0.005 }
+
 // cancelNote says how much a cycle's lines come to on their own when they
 // partly cancel (by half a point or more): the cycle's share counts its
 // summed part.
 func cancelNote(share, lines float64) string {
-	if lines-share < 0.005 {
+	if !cancels(share, lines) {
 		return ""
 	}
 	return fmt.Sprintf(" (on their own %.1f%%; they partly cancel)", 100*lines)

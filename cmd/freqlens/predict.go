@@ -333,7 +333,7 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		}
 		if len(parts) > 1 {
 			fmt.Fprintf(w, "      its frequencies by size: %s\n", strings.Join(parts, ", "))
-			if rh.LinesShare-rh.Share >= 0.005 {
+			if cancels(rh.Share, rh.LinesShare) {
 				fmt.Fprintf(w, "      (on their own they come to %.1f%%; they partly cancel, down to the cycle's %.1f%%)\n", 100*rh.LinesShare, 100*rh.Share)
 			}
 		}
