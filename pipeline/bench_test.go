@@ -122,6 +122,7 @@ func (bw *benchWorld) service(b *testing.B, mode wire.AttributionMode, observe f
 	opts = append(opts, extra...)
 	w := wiring()
 	w.SkipAttributions = mode == wire.AttributionsOff
+	w.SharesOnly = mode == wire.AttributionsSummary
 	p, err := pipeline.New(w, pipeline.DefaultConfig(), src, window.DefaultConfig(), bw.m, snk, opts...)
 	if err != nil {
 		b.Fatal(err)

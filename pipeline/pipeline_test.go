@@ -785,3 +785,101 @@ func TestForecastsReadTheTime(t *testing.T) {
 		t.Errorf("forecast origins at steps %v, want %v (each window at its last reading's time, the gap's steps filled but not forecast)", origins, want)
 	}
 }
+
+// TestSharesOnly: with Wiring.SharesOnly (attributions: summary) the sink
+// gets the same forecasts and shares as without it, bit for bit, but no
+// per-step parts, while the observer still sees the parts during its call,
+// adding up to the forecast. Mixed and independent models, several series
+// and fields, so that the explainer's storage is reused across windows of
+// different series.
+func TestSharesOnly(t *testing.T) {
+	fields := []string{"a", "b"}
+	series := []string{"s0", "s1", "s2", "s3"}
+	for _, tc := range []struct {
+		name string
+		m    *model.Model
+	}{{"mixed", testModel(t, model.Mixed, 2)}, {"independent", testModel(t, model.Independent, 1)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(sharesOnly bool) (observed, written map[string]wire.Forecast) {
+				kc := startBroker(t)
+				w := wiring(fields...)
+				w.SharesOnly = sharesOnly
+				var mu sync.Mutex
+				observed = map[string]wire.Forecast{}
+				reg := prometheus.NewRegistry()
+				mem := sink.NewMemory()
+				if sharesOnly {
+					mem = sink.NewMemoryOf(wire.AttributionsSummary)
+				}
+				p, err := pipeline.New(w, pipeline.DefaultConfig(), newConsumer(t, kc, reg, fields...), window.DefaultConfig(), tc.m, mem,
+					pipeline.WithRegisterer(reg), pipeline.WithForecastObserver(func(f *wire.Forecast, _, _ []float64) {
+						mu.Lock()
+						defer mu.Unlock()
+						observed[f.Series+f.TS.String()] = wire.Clone(*f)
+					}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- p.Run(ctx) }()
+				produce(t, kc, series, fields, 0, lookback+5)
+				want := 6 * len(series)
+				if !eventually(20*time.Second, func() bool { return mem.Len() >= want }) {
+					cancel()
+					t.Fatalf("shares only %v: the sink got %d forecasts, want %d (Run: %v)", sharesOnly, mem.Len(), want, <-done)
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				written = map[string]wire.Forecast{}
+				for _, f := range mem.Forecasts() {
+					written[f.Series+f.TS.String()] = f
+				}
+				if len(written) != want || len(observed) != want {
+					t.Fatalf("%d forecasts written and %d observed, want %d", len(written), len(observed), want)
+				}
+				return observed, written
+			}
+			fullSeen, full := run(false)
+			seen, got := run(true)
+			for key, f := range full {
+				g := got[key]
+				if !slices.Equal(g.Values, f.Values) || g.Alpha != f.Alpha {
+					t.Fatalf("%s: shares-only forecast %v (alpha %v), full %v (alpha %v)", key, g.Values, g.Alpha, f.Values, f.Alpha)
+				}
+				if g.Residual != nil {
+					t.Errorf("%s: shares-only forecast keeps its residual", key)
+				}
+				if len(g.Frequencies) != len(f.Frequencies) || len(g.Rhythms) != len(f.Rhythms) || len(f.Rhythms) == 0 {
+					t.Fatalf("%s: %d frequencies and %d rhythms, full %d and %d", key, len(g.Frequencies), len(g.Rhythms), len(f.Frequencies), len(f.Rhythms))
+				}
+				for k, c := range g.Frequencies {
+					if c.Values != nil || c.ID != f.Frequencies[k].ID || c.Share != f.Frequencies[k].Share {
+						t.Errorf("%s: frequency %d = id %d share %v with %d values, full id %d share %v", key, k, c.ID, c.Share, len(c.Values), f.Frequencies[k].ID, f.Frequencies[k].Share)
+					}
+				}
+				for r, rp := range g.Rhythms {
+					if rp.Values != nil || rp.Share != f.Rhythms[r].Share {
+						t.Errorf("%s: rhythm %d share %v with %d values, full share %v", key, r, rp.Share, len(rp.Values), f.Rhythms[r].Share)
+					}
+				}
+				// What the observer saw is the full forecast, parts and all.
+				if d := wiretest.Diff(seen[key], fullSeen[key]); d != "" {
+					t.Errorf("%s: observed shares-only forecast differs from the full one: %s", key, d)
+				}
+				o := seen[key]
+				for j, v := range o.Values {
+					sum := o.Residual[j]
+					for _, c := range o.Frequencies {
+						sum += c.Values[j]
+					}
+					if math.Abs(sum-v) > 1e-9*max(1, math.Abs(v)) {
+						t.Fatalf("%s: observed parts add up to %v at %d, the forecast is %v", key, sum, j, v)
+					}
+				}
+			}
+		})
+	}
+}

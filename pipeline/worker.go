@@ -257,7 +257,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	}
 	rhythms := len(m.Meta.Rhythms)
 	perWindow := HC
-	if !p.wiring.SkipAttributions {
+	if !p.wiring.SkipAttributions && !p.wiring.SharesOnly {
 		perWindow = HC * (2 + maxContribs + rhythms)
 	}
 	var levels []float64
@@ -303,12 +303,20 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 			if p.wiring.SkipAttributions {
 				f.Values = pt.take(HC)
 				copy(f.Values, y[(i-lo)*HC:(i-lo+1)*HC])
+			} else if p.wiring.SharesOnly {
+				// The explainer's own storage, warm in the cache; only the
+				// forecast is kept (the parts are dropped below).
+				w.expl = w.ex.ExplainInto(i-lo, w.expl, nil)
+				f.Values = pt.take(HC)
+				copy(f.Values, w.expl.Forecast)
 			} else {
 				// The explanation's numbers are taken from the batch's
 				// arena, where the forecast keeps them: no copy.
 				w.expl = w.ex.ExplainInto(i-lo, w.expl, pt.take)
+				f.Values = w.expl.Forecast
+			}
+			if !p.wiring.SkipAttributions {
 				e := w.expl
-				f.Values = e.Forecast
 				f.Alpha = e.Alpha
 				f.Residual = e.Residual
 				first := len(pt.contribs)
@@ -361,11 +369,14 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 				w.issued = f // a field, so that f does not escape
 				p.observeIssued(&w.issued, w.ready.Values[i*L*C:(i+1)*L*C], level)
 			}
+			if p.wiring.SharesOnly && !p.wiring.SkipAttributions {
+				sharesOnly(&f)
+			}
 			pt.fs = append(pt.fs, f)
 			pt.ingest = append(pt.ingest, w.ready.Ingest[i])
 		}
 	}
-	w.forgetBatch()
+	w.forgetBatch(p)
 }
 
 // trimIdle drops the ready windows' buffers a backlog's batches grew
@@ -380,12 +391,13 @@ func (w *worker) trimIdle(t *trim) {
 // last forecast handed to the learner and to the observer, the interval
 // bounds' slices), which would otherwise keep a backlog's arena, tens of MB,
 // alive after the pipeline's idle trim dropped it.
-func (w *worker) forgetBatch() {
+func (w *worker) forgetBatch(p *Pipeline) {
 	w.obs, w.issued = online.Observation{}, wire.Forecast{}
 	clear(w.lower)
 	clear(w.upper)
-	// The last explanation's numbers are in the batch's arena too.
-	if e := w.expl; e != nil {
+	// The last explanation's numbers are in the batch's arena too, unless
+	// they are the explainer's own (SharesOnly).
+	if e := w.expl; e != nil && !p.wiring.SharesOnly {
 		e.Forecast, e.Residual = nil, nil
 		cs := e.Contributions[:cap(e.Contributions)]
 		for i := range cs {
@@ -395,6 +407,18 @@ func (w *worker) forgetBatch() {
 		for i := range rs {
 			rs[i].Values = nil
 		}
+	}
+}
+
+// sharesOnly drops f's per-step parts, which point into the explainer's
+// storage that the next window overwrites (Wiring.SharesOnly).
+func sharesOnly(f *wire.Forecast) {
+	f.Residual = nil
+	for k := range f.Frequencies {
+		f.Frequencies[k].Values = nil
+	}
+	for k := range f.Rhythms {
+		f.Rhythms[k].Values = nil
 	}
 }
 

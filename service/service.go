@@ -338,6 +338,7 @@ func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.
 	w := pipeline.Wiring{
 		Fields: s.cfg.Readings.ValueFields, Cadence: s.cfg.Cadence, Align: s.cfg.wiringAlign(),
 		SkipAttributions: s.cfg.Sink.AttributionTopic == "" || s.cfg.Sink.Attributions == wire.AttributionsOff,
+		SharesOnly:       s.cfg.Sink.Attributions == wire.AttributionsSummary,
 		ModelVersion:     max(version, 1),
 	}
 	opts := []pipeline.Option{pipeline.WithRegisterer(s.reg), pipeline.WithLogger(s.log), pipeline.WithOnline(s.learner)}

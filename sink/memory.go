@@ -11,6 +11,7 @@ import (
 // Memory is the memory sink: it keeps a copy of every forecast written, for
 // tests. It is safe for concurrent use.
 type Memory struct {
+	mode   wire.AttributionMode
 	mu     sync.Mutex
 	fs     []wire.Forecast
 	fail   error
@@ -19,17 +20,23 @@ type Memory struct {
 
 var _ Sink = (*Memory)(nil)
 
-// NewMemory returns an empty memory sink.
-func NewMemory() *Memory { return &Memory{} }
+// NewMemory returns an empty memory sink of full attributions: a forecast
+// written must carry its attribution's per-step values.
+func NewMemory() *Memory { return &Memory{mode: wire.AttributionsFull} }
+
+// NewMemoryOf returns an empty memory sink that checks forecasts as a sink
+// writing attributions in mode does (wire.Forecast.ValidateFor): a summary
+// sink takes the forecasts of a pipeline wired SharesOnly.
+func NewMemoryOf(mode wire.AttributionMode) *Memory { return &Memory{mode: mode} }
 
 // Write stores a deep copy of every forecast, or none of them when a forecast
-// fails Validate, ctx is done, or FailWith set an error.
+// fails ValidateFor(the sink's mode), ctx is done, or FailWith set an error.
 func (m *Memory) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sink: write %d forecasts: %w", len(fs), err)
 	}
 	for i := range fs {
-		if err := fs[i].Validate(); err != nil {
+		if err := fs[i].ValidateFor(m.mode); err != nil {
 			return fmt.Errorf("sink: write %d forecasts: forecast %d: %w", len(fs), i, err)
 		}
 	}

@@ -64,7 +64,8 @@ func NewWriter(w io.Writer, cfg WriterConfig, opts ...Option) (*Writer, error) {
 }
 
 // Write writes the lines of every forecast, or none of them when a forecast
-// fails Validate or ctx is done before the writer is free.
+// fails ValidateFor(the writer's mode) or ctx is done before the writer is
+// free.
 func (w *Writer) Write(ctx context.Context, fs []wire.Forecast) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sink: write %d forecasts: %w", len(fs), err)
@@ -86,7 +87,7 @@ func (w *Writer) Write(ctx context.Context, fs []wire.Forecast) error {
 	buf := w.buf[:0]
 	var err error
 	for i := range fs {
-		if err = fs[i].Validate(); err != nil {
+		if err = fs[i].ValidateFor(w.mode); err != nil {
 			break
 		}
 		if buf, err = wire.AppendForecastJSON(buf, &fs[i]); err != nil {

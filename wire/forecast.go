@@ -142,11 +142,18 @@ var (
 // series, a positive horizon and cadence, distinct non-empty field names,
 // Values and Residual of Horizon×len(Fields) each, every Contribution's
 // Values of that length too, and every step time within the years
-// 1678–2262. Every Sink calls it before delivering anything.
-func (f *Forecast) Validate() error {
+// 1678–2262. Every Sink calls it, or ValidateFor, before delivering
+// anything.
+func (f *Forecast) Validate() error { return f.ValidateFor(AttributionsFull) }
+
+// ValidateFor is Validate for a sink that writes attributions in mode: the
+// per-step parts (Residual and every Values of the attribution) are checked
+// only when mode writes them (full). A summary forecast carries its parts'
+// shares without their values.
+func (f *Forecast) ValidateFor(mode AttributionMode) error {
 	err := f.checkForecast()
 	if err == nil {
-		err = f.checkAttribution(AttributionsFull)
+		err = f.checkAttribution(mode)
 	}
 	if err != nil {
 		return fmt.Errorf("wire: %w: %w", ErrInvalid, err)
