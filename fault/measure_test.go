@@ -166,7 +166,8 @@ func TestCardinalityBurst(t *testing.T) {
 // without batches). It compares with the same readings arriving paced, one
 // step of every series at a time, and with a broker cut: the first half
 // paced, then the brokers cut off for 30 s, then the second half at once
-// and the catch-up.
+// and the catch-up. The backlog is measured again with summary attributions
+// (output.attributions: summary), whose forecasts keep no per-step parts.
 //
 //	FREQLENS_FAULT_BACKLOG=30000 go test -count=1 -run TestBacklogMemory -v -timeout 30m ./fault/
 func TestBacklogMemory(t *testing.T) {
@@ -177,8 +178,12 @@ func TestBacklogMemory(t *testing.T) {
 	extra := "output: {intervals: [0.8, 0.95], write_timeout: 3s, max_attempts: 3}\nonline: {enabled: true}\n"
 	run := func(name string) {
 		c := newCluster(t)
-		cfg := strings.Replace(serveConfig(c.proxy.Addr(), modelPath, extra), "output: {write_timeout: 3s, max_attempts: 3}\n", "", 1)
-		if name == "backlog" {
+		x := extra
+		if name == "backlog, summary attributions" {
+			x = strings.Replace(extra, "output: {", "output: {attributions: summary, ", 1)
+		}
+		cfg := strings.Replace(serveConfig(c.proxy.Addr(), modelPath, x), "output: {write_timeout: 3s, max_attempts: 3}\n", "", 1)
+		if strings.HasPrefix(name, "backlog") {
 			produceSteps(t, c.kc, series, 0, steps)
 		}
 		r := start(t, name, cfg)
@@ -230,6 +235,7 @@ func TestBacklogMemory(t *testing.T) {
 		r.term()
 	}
 	run("backlog")
+	run("backlog, summary attributions")
 	run("paced")
 	run("cut")
 }

@@ -707,3 +707,94 @@ func TestNoIntervalsWithoutErrorQuantiles(t *testing.T) {
 		}
 	}
 }
+
+// TestAWeakCycleCountsByItsSummedPart: a rhythm too small to be shown as a
+// cycle (below model.MinCycleShare of the attribution over the data) goes
+// into "other frequencies" by its summed part, as the explanation counts
+// it, not by its lines each on its own. The fixture's independent model
+// gets a second rhythm of two free frequencies (a 40-hour period and its
+// second harmonic) whose heads are scaled down until the rhythm is below
+// the threshold; its lines still move the forecast.
+func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
+	fx := fixtureOf(t, model.Independent)
+	m := fx.m.Clone()
+	cfg := m.Config()
+	var free []int
+	for id := range cfg.Frequencies {
+		if _, ok := m.RhythmOf(id); !ok {
+			free = append(free, id)
+		}
+	}
+	if len(free) < 2 {
+		t.Fatalf("the fixture has %d free frequencies, want 2", len(free))
+	}
+	a, b := free[0], free[1]
+	rs := append(slices.Clone(m.Meta.Rhythms), model.Rhythm{PeriodSteps: 40, Frequencies: []int{a, b}, Harmonics: []int{1, 2}})
+	m.SetRhythms(rs)
+	weak := len(rs) - 1
+	bm, err := dataset.Standard(fx.frame, cfg.Lookback, cfg.Horizon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Params()
+	HC := cfg.Horizon * cfg.Channels
+	E := len(p.HeadW2) / (cfg.Frequencies * HC)
+	scale := func(xs []float64, s float64) {
+		for i := range xs {
+			xs[i] *= s
+		}
+	}
+	var share float64
+	for range 20 {
+		met, err := model.Evaluate(context.Background(), m, bm.Test, model.EvalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if share = met.RhythmShares[weak]; share < model.MinCycleShare/2 {
+			break
+		}
+		for _, id := range []int{a, b} {
+			scale(p.HeadW2[id*E*HC:(id+1)*E*HC], 0.5)
+			scale(p.Clock[id*2*cfg.Channels:(id+1)*2*cfg.Channels], 0.5)
+			if len(p.Band) > 0 {
+				scale(p.Band[id*2*cfg.Horizon:(id+1)*2*cfg.Horizon], 0.5)
+			}
+		}
+	}
+	if !(share > 1e-5 && share < model.MinCycleShare/2) {
+		t.Fatalf("the added rhythm's share is %v; want it below %v but not nothing", share, model.MinCycleShare/2)
+	}
+	r, err := report.Build(context.Background(), m, report.Options{Data: fx.frame})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(r.Cycles, func(c report.Cycle) bool { return c.Index == weak }) {
+		t.Fatalf("the rhythm of %v is shown as a cycle with a share of %v", share, r.Cycles)
+	}
+	if len(r.Cycles) == 0 {
+		t.Fatal("no cycle is shown; the fixture's day should be")
+	}
+	// Its lines move this forecast, and not always the same way.
+	e, err := m.NewExplainer(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := r.Forecast
+	e.Forecast(fc.History, []int64{fc.Time.UnixNano()})
+	ex := e.Explain(0, nil)
+	var own, summed float64
+	for h := range cfg.Horizon {
+		sum := 0.0
+		for _, ct := range ex.Contributions {
+			if ct.ID == a || ct.ID == b {
+				sum += ct.Values[h]
+				own += math.Abs(ct.Values[h])
+			}
+		}
+		summed += math.Abs(sum)
+	}
+	if !(summed > 0 && own > summed*(1+1e-6)) {
+		t.Fatalf("the weak rhythm's lines come to %v on their own and %v summed; the test needs lines that partly cancel", own, summed)
+	}
+	checkPartShares(t, m, fc, r.Cycles)
+}
