@@ -94,8 +94,18 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "%s on %s (%s protocol, test split): MSE %.4f  MAE %.4f  RMSE %.4f\n",
 		filepath.Base(*modelPath), filepath.Base(*data), rep.Protocol, rep.MSE, rep.MAE, rep.RMSE)
 	fmt.Fprintf(stdout, "%d windows × %d channels, %.0f windows/s\n", rep.Windows, rep.Channels, rep.WindowsPerSecond)
-	for i, name := range split.Columns {
-		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", name, met.PerChannelMSE[i], met.PerChannelMAE[i])
+	// The channels worst first, as the series below, so that the one the
+	// model serves worst heads the list (file order on ties).
+	order := make([]int, len(split.Columns))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(met.PerChannelMSE[b], met.PerChannelMSE[a]) })
+	if len(order) > 1 {
+		fmt.Fprintln(stdout, "by channel, worst test MSE first:")
+	}
+	for _, i := range order {
+		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", split.Columns[i], met.PerChannelMSE[i], met.PerChannelMAE[i])
 	}
 	printPerSeries(stdout, rep.PerSeries, m.Config().Mode == model.Independent)
 	fmt.Fprintln(stdout)

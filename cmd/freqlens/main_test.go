@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,6 +95,25 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if math.Abs(ev.MSE-tr["test_mse"].(float64)) > 1e-12 {
 		t.Errorf("eval MSE %v differs from the test MSE train reported, %v", ev.MSE, tr["test_mse"])
+	}
+	// The text lists the channels worst first.
+	code, out, errOut = runCLI("eval", "--model", modelPath, "--data", data)
+	if code != 0 {
+		t.Fatalf("eval exited %d: %s", code, errOut)
+	}
+	var listed []float64
+	for _, line := range strings.Split(out, "\n") {
+		var name string
+		var mse, mae float64
+		if n, _ := fmt.Sscanf(line, "  %s MSE %f  MAE %f", &name, &mse, &mae); n == 3 {
+			if want, ok := ev.PerChannel[name]; !ok || math.Abs(want-mse) > 1e-4 {
+				t.Errorf("eval lists channel %s with MSE %v; its JSON says %v", name, mse, want)
+			}
+			listed = append(listed, mse)
+		}
+	}
+	if len(listed) != 3 || !slices.IsSortedFunc(listed, func(a, b float64) int { return cmp.Compare(b, a) }) {
+		t.Errorf("eval lists the channels' MSE as %v, want three, worst first:\n%s", listed, out)
 	}
 	// The mixed model reads each column as its channel: the same file with
 	// two columns swapped, or one renamed, is refused, not forecast.
