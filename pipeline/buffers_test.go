@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
+	runtimemetrics "runtime/metrics"
 	"testing"
 	"time"
 	"weak"
@@ -126,4 +128,38 @@ func TestIdleTrimFreesTheArena(t *testing.T) {
 		t.Error("the worker's ready windows are still reachable after the idle trim")
 	}
 	runtime.KeepAlive(p) // the pipeline and its workers live on, as in a service
+}
+
+// TestIdleTrimReturnsUncollectedGarbage: a backlog's garbage that no
+// collection has reached yet (less than the heap's goal, as a backlog of
+// smaller forecasts leaves) is returned to the operating system by the
+// idle trim too, not only pages a collection already freed.
+func TestIdleTrimReturnsUncollectedGarbage(t *testing.T) {
+	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 8, Frequencies: 4, TopK: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Wiring{Fields: []string{"value"}, Cadence: time.Hour, ModelVersion: 1}, DefaultConfig(), nil, window.DefaultConfig(), m, sink.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection but the trim's
+	const size = 96 << 20
+	garbage := make([]byte, size)
+	for i := range garbage {
+		garbage[i] = byte(i)
+	}
+	runtime.KeepAlive(garbage)
+	garbage = nil
+	released := func() uint64 {
+		s := []runtimemetrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
+		runtimemetrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := released()
+	p.trimIdle()
+	if after := released(); after < before+size/2 {
+		t.Errorf("the idle trim released %d MB of %d MB of uncollected garbage to the operating system, want at least half", (max(after, before)-before)>>20, size>>20)
+	}
 }

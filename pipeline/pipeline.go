@@ -205,9 +205,10 @@ type Pipeline struct {
 
 	current atomic.Pointer[versioned]
 	free    chan *outBatch
-	// heapFree reads the heap's free bytes when idle (see trimIdle).
-	heapFree [1]runtimemetrics.Sample
-	stats    counters
+	// heap reads the heap's free, occupied and live bytes when idle (see
+	// trimIdle).
+	heap  [3]runtimemetrics.Sample
+	stats counters
 }
 
 // versioned is a model with its version number.
@@ -718,15 +719,35 @@ drain:
 		w.trimIdle(&t)
 	}
 	dropped += t.dropped
-	// The garbage of a backlog's batches, already collected, sits in the
-	// heap's free pages until the runtime's scavenger returns it over
-	// minutes; an idle replica returns it at once.
-	p.heapFree[0].Name = "/memory/classes/heap/free:bytes"
-	runtimemetrics.Read(p.heapFree[:])
-	if free := p.heapFree[0].Value; free.Kind() == runtimemetrics.KindUint64 && free.Uint64()+uint64(dropped) >= freeBytesAfter {
+	// The garbage of a backlog's batches sits in the heap until the next
+	// collection, which an idle replica may not reach for a long time (a
+	// backlog smaller than the heap's goal), and then in the heap's free
+	// pages until the runtime's scavenger returns it over minutes; an idle
+	// replica collects and returns it at once.
+	if reclaimable := p.reclaimable() + uint64(dropped); reclaimable >= freeBytesAfter {
 		debug.FreeOSMemory()
-		p.log.Info("idle after large batches; their memory returned", "bytes", free.Uint64()+uint64(dropped))
+		p.log.Info("idle after large batches; their memory returned", "bytes", reclaimable)
 	}
+}
+
+// reclaimable returns what a collection would hand back to the operating
+// system: the heap's free pages and its dead objects not yet swept (what
+// objects occupy beyond the live bytes the last collection marked, an
+// overestimate by what was allocated and kept since).
+func (p *Pipeline) reclaimable() uint64 {
+	p.heap[0].Name = "/memory/classes/heap/free:bytes"
+	p.heap[1].Name = "/memory/classes/heap/objects:bytes"
+	p.heap[2].Name = "/gc/heap/live:bytes"
+	runtimemetrics.Read(p.heap[:])
+	var v [3]uint64
+	for i, s := range p.heap {
+		if s.Value.Kind() != runtimemetrics.KindUint64 {
+			return 0
+		}
+		v[i] = s.Value.Uint64()
+	}
+	free, objects, live := v[0], v[1], v[2]
+	return free + objects - min(objects, live)
 }
 
 // batchesInFlight is how many batches of forecasts the pipeline holds: one
