@@ -1,11 +1,14 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	runtimemetrics "runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 	"weak"
@@ -119,7 +122,7 @@ func TestIdleTrimFreesTheArena(t *testing.T) {
 	if dropped := ob.trimIdle(); dropped < keepBytes {
 		t.Fatalf("the idle trim dropped %d bytes; the arena should exceed %d", dropped, keepBytes)
 	}
-	p.trimIdle()
+	p.trimIdle(true)
 	runtime.GC()
 	if arena.Value() != nil {
 		t.Error("the batch's arena is still reachable after the idle trim dropped it: a worker keeps a forecast of the last batch")
@@ -139,10 +142,13 @@ func TestIdleTrimReturnsUncollectedGarbage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(Wiring{Fields: []string{"value"}, Cadence: time.Hour, ModelVersion: 1}, DefaultConfig(), nil, window.DefaultConfig(), m, sink.NewMemory())
+	var log bytes.Buffer
+	p, err := New(Wiring{Fields: []string{"value"}, Cadence: time.Hour, ModelVersion: 1}, DefaultConfig(), nil, window.DefaultConfig(), m, sink.NewMemory(),
+		WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
+	returned := func() int { return strings.Count(log.String(), "their memory returned") }
 	runtime.GC()
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection but the trim's
 	const size = 96 << 20
@@ -158,8 +164,22 @@ func TestIdleTrimReturnsUncollectedGarbage(t *testing.T) {
 		return s[0].Value.Uint64()
 	}
 	before := released()
-	p.trimIdle()
-	if after := released(); after < before+size/2 {
-		t.Errorf("the idle trim released %d MB of %d MB of uncollected garbage to the operating system, want at least half", (max(after, before)-before)>>20, size>>20)
+	p.trimIdle(true)
+	if after := released(); after < before+size/2 || returned() != 1 {
+		t.Errorf("the idle trim released %d MB of %d MB of uncollected garbage to the operating system (%d times), want at least half, once",
+			(max(after, before)-before)>>20, size>>20, returned())
+	}
+	// Nothing left to return: the next idle period does not collect.
+	p.trimIdle(true)
+	if returned() != 1 {
+		t.Errorf("a second idle trim with no new garbage returned memory again (%d times in all)", returned())
+	}
+	// Nor does one that may not return memory, whatever there is.
+	garbage = make([]byte, size)
+	clear(garbage)
+	garbage = nil
+	p.trimIdle(false)
+	if returned() != 1 {
+		t.Errorf("an idle trim told not to return memory did (%d times in all)", returned())
 	}
 }

@@ -410,13 +410,17 @@ func (p *Pipeline) processLoop(ctx context.Context, in <-chan *stream.Batch, out
 	tick := time.NewTicker(p.expire)
 	defer tick.Stop()
 	busy := false // a batch came since the last tick
+	idle := 0     // ticks since the last one a batch came before
 	for {
 		var b *stream.Batch
 		select {
 		case <-tick.C:
 			p.expireIdle(p.now())
-			if !busy {
-				p.trimIdle()
+			if busy {
+				idle = 0
+			} else {
+				idle++
+				p.trimIdle(idle <= idleReturns)
 			}
 			busy = false
 			continue
@@ -691,12 +695,20 @@ func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
 // over minutes.
 const freeAfter = 10_000
 
+// idleReturns is how many idle expiry periods after the last batch may hand
+// memory back to the operating system: the first finds what the batches
+// left, the next what was still live at the last collection during them
+// (which the runtime's forced collection, every 2 minutes, frees). After
+// them, what an idle replica allocates is its own upkeep, not a backlog's,
+// and is left to the runtime.
+const idleReturns = 3
+
 // trimIdle drops the large buffers of the batches waiting for reuse, and
 // of the workers' ready windows, when no batch came for a whole expiry
-// period, and hands their memory back to the operating system when they
-// were big (a backlog's batches), so that a catch-up does not leave its
-// peak behind.
-func (p *Pipeline) trimIdle() {
+// period, and, when returnMemory is set, hands their memory back to the
+// operating system when they were big (a backlog's batches), so that a
+// catch-up does not leave its peak behind.
+func (p *Pipeline) trimIdle(returnMemory bool) {
 	var waiting [batchesInFlight]*outBatch
 	n := 0
 	var dropped uintptr
@@ -724,6 +736,9 @@ drain:
 	// backlog smaller than the heap's goal), and then in the heap's free
 	// pages until the runtime's scavenger returns it over minutes; an idle
 	// replica collects and returns it at once.
+	if !returnMemory {
+		return
+	}
 	if reclaimable := p.reclaimable() + uint64(dropped); reclaimable >= freeBytesAfter {
 		debug.FreeOSMemory()
 		p.log.Info("idle after large batches; their memory returned", "bytes", reclaimable)

@@ -52,6 +52,30 @@ func TestWriterModes(t *testing.T) {
 			}
 		})
 	}
+	// A forecast of a pipeline wired SharesOnly carries shares, not per-step
+	// parts: a summary writer writes it, a full one refuses it.
+	shares := wire.Clone(f)
+	shares.Residual = nil
+	for k := range shares.Frequencies {
+		shares.Frequencies[k].Values = nil
+	}
+	for k := range shares.Rhythms {
+		shares.Rhythms[k].Values = nil
+	}
+	for mode, ok := range map[wire.AttributionMode]bool{wire.AttributionsSummary: true, wire.AttributionsOff: true, wire.AttributionsFull: false} {
+		var buf bytes.Buffer
+		w, err := sink.NewWriter(&buf, sink.WriterConfig{Attributions: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Write(context.Background(), []wire.Forecast{shares})
+		if ok && err != nil {
+			t.Errorf("%s writer refused a forecast with shares only: %v", mode, err)
+		}
+		if !ok && (err == nil || !errors.Is(err, wire.ErrInvalid) || buf.Len() != 0) {
+			t.Errorf("%s writer: a forecast with shares only gave %v and wrote %d bytes, want it refused as invalid and nothing written", mode, err, buf.Len())
+		}
+	}
 	if _, err := sink.NewWriter(&bytes.Buffer{}, sink.WriterConfig{Attributions: "most"}); err == nil || !strings.Contains(err.Error(), `"most"`) {
 		t.Errorf("NewWriter with a bad mode = %v, want an error naming it", err)
 	}

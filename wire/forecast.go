@@ -148,8 +148,8 @@ func (f *Forecast) Validate() error { return f.ValidateFor(AttributionsFull) }
 
 // ValidateFor is Validate for a sink that writes attributions in mode: the
 // per-step parts (Residual and every Values of the attribution) are checked
-// only when mode writes them (full). A summary forecast carries its parts'
-// shares without their values.
+// unless mode is summary or off (any other mode is checked as full). A
+// summary forecast carries its parts' shares without their values.
 func (f *Forecast) ValidateFor(mode AttributionMode) error {
 	err := f.checkForecast()
 	if err == nil {
@@ -221,7 +221,7 @@ func (f *Forecast) checkValues() error {
 // checkAttribution checks the per-step parts of the attribution that mode
 // writes (none in summary mode); it needs checkShape to have passed.
 func (f *Forecast) checkAttribution(mode AttributionMode) error {
-	if mode != AttributionsFull {
+	if mode == AttributionsSummary || mode == AttributionsOff {
 		return nil
 	}
 	want := f.Horizon * len(f.Fields)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -100,7 +101,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(met.PerChannelMSE[b], met.PerChannelMSE[a]) })
+	slices.SortStableFunc(order, func(a, b int) int { return worstFirst(met.PerChannelMSE[a], met.PerChannelMSE[b]) })
 	if len(order) > 1 {
 		fmt.Fprintln(stdout, "by channel, worst test MSE first:")
 	}
@@ -149,8 +150,22 @@ func perSeries(names []string, met model.Metrics) []seriesError {
 			out = append(out, seriesError{Series: name, MSE: met.GroupMSE[g], MAE: met.GroupMAE[g], Windows: met.GroupWindows[g]})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b seriesError) int { return cmp.Compare(b.MSE, a.MSE) })
+	slices.SortStableFunc(out, func(a, b seriesError) int { return worstFirst(a.MSE, b.MSE) })
 	return out
+}
+
+// worstFirst orders errors largest first, with NaN (a window the model
+// could not score) before all of them.
+func worstFirst(a, b float64) int {
+	switch an, bn := math.IsNaN(a), math.IsNaN(b); {
+	case an && bn:
+		return 0
+	case an:
+		return -1
+	case bn:
+		return 1
+	}
+	return cmp.Compare(b, a)
 }
 
 // printPerSeries writes the series' scores, worst first: all of them when
