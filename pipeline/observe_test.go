@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"context"
 	"math"
 	"slices"
 	"sync"
@@ -50,13 +49,10 @@ func TestForecastObserver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	stop := runUntilStopped(p)
 	produce(t, kc, []string{"s"}, fields, 0, lookback+2)
 	waitFor(t, func() bool { return mem.Len() >= 3 })
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -124,15 +120,12 @@ func TestForecastsReadTheTime(t *testing.T) {
 	var mu sync.Mutex
 	var seen []issued
 	p := observedPipeline(t, kc, m, wiring(), &mu, &seen)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	stop := runUntilStopped(p)
 	// Steps 0 … L+2, a gap of two steps, then four more.
 	produce(t, kc, []string{"s"}, []string{"value"}, 0, lookback+3)
 	produce(t, kc, []string{"s"}, []string{"value"}, lookback+5, lookback+9)
 	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) >= 8 })
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -197,17 +190,13 @@ func TestSharesOnly(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- p.Run(ctx) }()
+				stop := runUntilStopped(p)
 				produce(t, kc, series, fields, 0, lookback+5)
 				want := 6 * len(series)
 				if !eventually(20*time.Second, func() bool { return mem.Len() >= want }) {
-					cancel()
-					t.Fatalf("shares only %v: the sink got %d forecasts, want %d (Run: %v)", sharesOnly, mem.Len(), want, <-done)
+					t.Fatalf("shares only %v: the sink got %d forecasts, want %d (Run: %v)", sharesOnly, mem.Len(), want, stop())
 				}
-				cancel()
-				if err := <-done; err != nil {
+				if err := stop(); err != nil {
 					t.Fatal(err)
 				}
 				written = map[string]wire.Forecast{}

@@ -151,6 +151,18 @@ func produce(t *testing.T, kc *kafkaconn.Client, series []string, fields []strin
 	kafkatest.Produce(t, kc, "readings", msgs...)
 }
 
+// runUntilStopped runs p until the returned stop is called, which cancels it and
+// returns Run's error (nil for a clean shutdown).
+func runUntilStopped(p *pipeline.Pipeline) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
 // readTopic waits until topic holds at least n messages and returns them all.
 func readTopic(t *testing.T, kc *kafkaconn.Client, topic string, n int, timeout time.Duration) []kafka.Message {
 	t.Helper()
@@ -283,13 +295,10 @@ func TestForecastsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	stop := runUntilStopped(p)
 	produce(t, kc, []string{"s-1", "s-2"}, []string{"value"}, 0, lookback+2)
 	msgs := readTopic(t, kc, "forecasts", 6, 60*time.Second)
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range msgs {
@@ -479,9 +488,7 @@ func TestObserverAndModelSwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	stop := runUntilStopped(p)
 	produce(t, kc, []string{"s"}, []string{"value"}, 0, lookback)
 	waitFor(t, func() bool { return mem.Len() >= 1 })
 	if err := p.SetModel(m.Clone(), 2); err != nil {
@@ -489,8 +496,7 @@ func TestObserverAndModelSwap(t *testing.T) {
 	}
 	produce(t, kc, []string{"s"}, []string{"value"}, lookback, lookback+1)
 	waitFor(t, func() bool { return mem.Len() >= 2 })
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
