@@ -103,7 +103,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return worstFirst(met.PerChannelMSE[a], met.PerChannelMSE[b]) })
 	if len(order) > 1 {
-		fmt.Fprintln(stdout, "by channel, worst test MSE first:")
+		units := "each channel z-scored with its training rows' statistics"
+		if split.Series != nil {
+			units = "every series' readings together, in the units given below"
+		}
+		fmt.Fprintf(stdout, "by channel, worst test MSE first (%s):\n", units)
 	}
 	for _, i := range order {
 		fmt.Fprintf(stdout, "  %-24s MSE %.4f  MAE %.4f\n", split.Columns[i], met.PerChannelMSE[i], met.PerChannelMAE[i])
