@@ -183,3 +183,17 @@ func TestIdleTrimReturnsUncollectedGarbage(t *testing.T) {
 		t.Errorf("an idle trim told not to return memory did (%d times in all)", returned())
 	}
 }
+
+// TestIdleReturnsSpanTheForcedCollection: the idle periods that may return
+// memory cover at least three periods and 2.5 minutes, by which the
+// runtime's forced collection has freed what the last batches still held.
+func TestIdleReturnsSpanTheForcedCollection(t *testing.T) {
+	for _, tc := range []struct {
+		expire time.Duration
+		want   int
+	}{{time.Minute, 3}, {10 * time.Minute, 3}, {10 * time.Second, 15}, {40 * time.Second, 4}, {0, 3}} {
+		if got := idleReturns(tc.expire); got != tc.want {
+			t.Errorf("idleReturns(%v) = %d, want %d", tc.expire, got, tc.want)
+		}
+	}
+}

@@ -16,13 +16,20 @@ import (
 // over minutes.
 const freeAfter = 10_000
 
-// idleReturns is how many idle expiry periods after the last batch may hand
-// memory back to the operating system: the first finds what the batches
-// left, the next what was still live at the last collection during them
-// (which the runtime's forced collection, every 2 minutes, frees). After
-// them, what an idle replica allocates is its own upkeep, not a backlog's,
-// and is left to the runtime.
-const idleReturns = 3
+// idleReturns returns how many idle expiry periods after the last batch may
+// hand memory back to the operating system: the first finds what the
+// batches left, the next ones what was still live at the last collection
+// during them, which the runtime's forced collection (at least every 2
+// minutes) frees; so at least three periods, and enough of them to span
+// 2.5 minutes. After them, what an idle replica allocates is its own
+// upkeep, not a backlog's, and is left to the runtime.
+func idleReturns(expire time.Duration) int {
+	const span = 150 * time.Second
+	if expire <= 0 {
+		return 3
+	}
+	return max(3, int((span+expire-1)/expire))
+}
 
 // trimIdle drops the large buffers of the batches waiting for reuse, and
 // of the workers' ready windows, when no batch came for a whole expiry

@@ -419,7 +419,7 @@ func (p *Pipeline) processLoop(ctx context.Context, in <-chan *stream.Batch, out
 				idle = 0
 			} else {
 				idle++
-				p.trimIdle(idle <= idleReturns)
+				p.trimIdle(idle <= idleReturns(p.expire))
 			}
 			busy = false
 			continue
