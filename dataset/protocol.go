@@ -86,6 +86,49 @@ type Split struct {
 	Test Range
 }
 
+// Fits reports whether a file of the given number of rows holds a training,
+// a validation and a test window of lookback + horizon rows under the
+// protocol: whether Standard can cut it.
+func (p Protocol) Fits(rows, lookback, horizon int) bool {
+	if lookback < 1 || horizon < 1 {
+		return false
+	}
+	s, err := p.Split(rows, lookback)
+	return err == nil && min(s.Train.Len(), s.Val.Len(), s.Test.Len())-lookback >= horizon
+}
+
+// MinRows returns the length from which on every file Fits: the fewest rows
+// to ask of a user. Under the ratio protocol a slightly shorter file may
+// fit too, since the parts' rounding moves a row between them. It returns
+// 0 when no file fits (an unknown protocol, a lookback or horizon below 1,
+// or windows longer than an ETT file's parts).
+func (p Protocol) MinRows(lookback, horizon int) int {
+	switch p {
+	case ProtocolETTHour, ProtocolETTMinute:
+		scale := 1
+		if p == ProtocolETTMinute {
+			scale = 4
+		}
+		if !p.Fits(ettTestEnd*scale, lookback, horizon) {
+			return 0
+		}
+		return ettTestEnd * scale
+	case ProtocolRatio:
+		if lookback < 1 || horizon < 1 {
+			return 0
+		}
+		// The parts are 70%, 10% and 20% of the rows rounded down, each at
+		// most a row short of its share: from sure on, every file fits.
+		sure := max(10*(horizon+1), (10*(lookback+horizon+1)+6)/7, 5*(horizon+1))
+		n := sure
+		for n > 1 && p.Fits(n-1, lookback, horizon) {
+			n--
+		}
+		return n
+	}
+	return 0
+}
+
 // Split returns the row ranges of a file of the given number of rows under
 // the protocol, for a lookback of the given number of rows. It returns an
 // error if the protocol is unknown, if lookback is negative, if the file is

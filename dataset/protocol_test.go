@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"math/rand/v2"
 	"testing"
 )
 
@@ -110,5 +111,48 @@ func TestRange(t *testing.T) {
 	}
 	if got, want := r.String(), "[8544, 11520)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+// TestMinRows: under the ratio protocol Standard cuts every file of
+// MinRows rows or more (checked up to 40 rows beyond) and refuses one row
+// fewer, and Fits says what Standard does, for random lookbacks, horizons
+// and lengths; the ETT protocols need their whole 20 months.
+func TestMinRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	fits := func(rows, lookback, horizon int) bool {
+		values := make([]float64, rows)
+		for i := range values {
+			values[i] = float64(i % 7)
+		}
+		_, err := Standard(frameOf(1, values), lookback, horizon)
+		return err == nil
+	}
+	for range 100 {
+		lookback, horizon := 1+rng.IntN(200), 1+rng.IntN(150)
+		n := ProtocolRatio.MinRows(lookback, horizon)
+		if fits(n-1, lookback, horizon) {
+			t.Fatalf("lookback %d horizon %d: Standard takes %d rows, one fewer than MinRows", lookback, horizon, n-1)
+		}
+		for rows := n; rows <= n+40; rows++ {
+			if !fits(rows, lookback, horizon) {
+				t.Fatalf("lookback %d horizon %d: Standard refuses %d rows, though MinRows is %d", lookback, horizon, rows, n)
+			}
+		}
+		for range 5 {
+			rows := 1 + rng.IntN(n+10)
+			if got, want := ProtocolRatio.Fits(rows, lookback, horizon), fits(rows, lookback, horizon); got != want {
+				t.Fatalf("lookback %d horizon %d rows %d: Fits = %v, Standard %v", lookback, horizon, rows, got, want)
+			}
+		}
+	}
+	if got := ProtocolETTHour.MinRows(96, 96); got != 14400 {
+		t.Errorf("ETT hourly MinRows = %d, want 14400", got)
+	}
+	if got := ProtocolETTMinute.MinRows(96, 720); got != 57600 {
+		t.Errorf("ETT 15-minute MinRows = %d, want 57600", got)
+	}
+	if got := ProtocolRatio.MinRows(0, 96); got != 0 {
+		t.Errorf("MinRows with no lookback = %d, want 0", got)
 	}
 }

@@ -201,8 +201,10 @@ func Standard(f *Frame, lookback, horizon int) (*Benchmark, error) {
 			switch short := min(nVal, nTest); {
 			case short < 1 || nTrain < 2:
 				fix = "use a longer file"
-			case horizon > short:
+			case horizon > short && lookback+short > nTrain:
 				fix = fmt.Sprintf("use a --horizon of at most %d (then a --lookback of at most %d) or a longer file", short, nTrain-short)
+			case horizon > short:
+				fix = fmt.Sprintf("use a --horizon of at most %d or a longer file", short)
 			case maxH < 1:
 				fix = fmt.Sprintf("use a --lookback of at most %d for this horizon, or a longer file", nTrain-horizon)
 			default:

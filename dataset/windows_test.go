@@ -253,9 +253,11 @@ func TestStandardErrors(t *testing.T) {
 	}{
 		{name: "val split too short for the horizon", f: short, lookback: 96, horizon: 120,
 			want: []string{"synthetic: its 1000 rows split into 700 for training, 100 for validation and 200 for testing (ratio protocol); " +
-				"training needs lookback 96 + horizon 120 = 216 rows, validation and testing a horizon each; use a --horizon of at most 100 (then a --lookback of at most 600) or a longer file"}},
+				"training needs lookback 96 + horizon 120 = 216 rows, validation and testing a horizon each; use a --horizon of at most 100 or a longer file"}},
 		{name: "a horizon the training split fits but not validation", f: short, lookback: 96, horizon: 500,
-			want: []string{"use a --horizon of at most 100 (then"}},
+			want: []string{"use a --horizon of at most 100 or a longer file"}},
+		{name: "a horizon too long for validation, a lookback too long for that horizon", f: short, lookback: 650, horizon: 120,
+			want: []string{"use a --horizon of at most 100 (then a --lookback of at most 600) or a longer file"}},
 		{name: "a lookback that leaves training no window", f: short, lookback: 700, horizon: 1,
 			want: []string{"use a --lookback of at most 699 for this horizon, or a longer file"}},
 		{name: "a lookback and a horizon that fit alone but not together", f: short, lookback: 650, horizon: 60,

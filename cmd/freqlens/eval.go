@@ -228,6 +228,9 @@ func loadModelAndData(ctx context.Context, modelPath, dataPath, configPath strin
 	if err := checkFits(m, frame, dataPath); err != nil {
 		return nil, testSplit{}, err
 	}
+	if err := checkLongEnough(m, modelPath, frame, dataPath); err != nil {
+		return nil, testSplit{}, err
+	}
 	bm, err := dataset.Standard(frame, m.Lookback(), m.Horizon())
 	if err != nil {
 		return nil, testSplit{}, err
@@ -258,6 +261,25 @@ func withLongHint(err error, path string, rc readings.Config) error {
 		return fmt.Errorf("%w\n  %s", err, hint)
 	}
 	return err
+}
+
+// checkLongEnough returns an error when frame is too short to cut the
+// standard protocol's splits at the model's lookback and horizon. Those were
+// fixed when the model was trained, so the way out is a longer file, or
+// predict, which explains one window without scoring a test split.
+func checkLongEnough(m *model.Model, modelPath string, frame *dataset.Frame, path string) error {
+	p := dataset.ProtocolFor(frame.Name)
+	need := p.MinRows(m.Lookback(), m.Horizon())
+	if rows := frame.Rows(); need > 0 && !p.Fits(rows, m.Lookback(), m.Horizon()) {
+		parts := "70% training, 10% validation and 20% test, each holding a window"
+		if p != dataset.ProtocolRatio {
+			parts = "its 20 months of 30 days"
+		}
+		return fmt.Errorf("%s has %d rows, too few to score this model: its lookback (%d) and horizon (%d) were fixed when it was trained, "+
+			"and the %s protocol (%s) needs at least %d rows for them; use a longer file, or 'freqlens predict --model %s --data %s --at ROW' to explain one window",
+			filepath.Base(path), rows, m.Lookback(), m.Horizon(), p, parts, need, modelPath, path)
+	}
+	return nil
 }
 
 // checkFits reports data the model cannot be run on: a mixed model given

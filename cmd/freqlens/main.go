@@ -113,13 +113,23 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// require reports the first flag in names that was left empty.
+// require reports the first flag in names that was left out, or given
+// empty or 0.
 func require(fs *flag.FlagSet, names ...string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for _, n := range names {
 		f := fs.Lookup(n)
-		if f != nil && (f.Value.String() == "" || f.Value.String() == "0") {
-			return fmt.Errorf("--%s is required (%s)", n, f.Usage)
+		if f == nil || (f.Value.String() != "" && f.Value.String() != "0") {
+			continue
 		}
+		switch {
+		case given[n] && f.Value.String() == "0":
+			return fmt.Errorf("--%s 0: use a positive number (%s)", n, f.Usage)
+		case given[n]:
+			return fmt.Errorf("--%s is empty: give it a value (%s)", n, f.Usage)
+		}
+		return fmt.Errorf("--%s is required (%s)", n, f.Usage)
 	}
 	return nil
 }

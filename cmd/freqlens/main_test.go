@@ -223,6 +223,17 @@ func TestPredictWithout(t *testing.T) {
 		return pr
 	}
 	full := predict()
+	// Near the file's end the actuals are the rows it holds after the
+	// window: 4 of the 12 steps after row 895 of 900, none after the last.
+	if n := len(full.Actual); n != 12 {
+		t.Errorf("predict --at 600 gave %d actual steps, want 12", n)
+	}
+	if near := predict("--at", "895"); len(near.Actual) != 4 {
+		t.Errorf("predict --at 895 of 900 rows gave %d actual steps, want 4", len(near.Actual))
+	}
+	if last := predict("--at", "899"); last.Actual != nil {
+		t.Errorf("predict --at the last row gave actuals %v, want none", last.Actual)
+	}
 	check := func(what string, without predictReport, parts ...[][]float64) {
 		t.Helper()
 		scale := 0.0
@@ -371,6 +382,7 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 	dir := t.TempDir()
 	data := writeSynthetic(t, dir, "three.csv", 3, 400)
 	narrow := writeSynthetic(t, dir, "two.csv", 2, 400)
+	short := writeSynthetic(t, dir, "short.csv", 3, 50)
 	quarter := writeSyntheticAt(t, dir, "quarter.csv", 3, 400, 15*time.Minute)
 	modelPath := filepath.Join(dir, "m.safetensors")
 	if code, _, e := runCLI("train", "--data", data, "--horizon", "6", "--lookback", "24", "--epochs", "1", "--out", modelPath); code != 0 {
@@ -398,6 +410,10 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		{"malformed row", []string{"train", "--data", bad, "--horizon", "4", "--out", modelPath}, "line 3"},
 		{"truncated model", []string{"inspect", "--model", truncated}, "truncated"},
 		{"missing flag", []string{"train", "--data", data, "--out", modelPath}, "--horizon is required"},
+		{"a flag given 0", []string{"train", "--data", data, "--horizon", "0", "--out", modelPath}, `--horizon 0: use a positive number (steps to forecast`},
+		{"eval on a file too short to score", []string{"eval", "--model", modelPath, "--data", short}, "short.csv has 50 rows, too few to score this model: its lookback (24) and horizon (6) were fixed when it was trained"},
+		{"inspect on a file too short to score", []string{"inspect", "--model", modelPath, "--data", short}, "needs at least 51 rows for them; use a longer file, or 'freqlens predict --model "},
+		{"report on a file too short to score", []string{"report", "--model", modelPath, "--data", short, "--out", dir}, "too few to score this model"},
 		{"bad mode", []string{"train", "--data", data, "--horizon", "4", "--mode", "both", "--out", modelPath}, "mode"},
 		{"bad channel shuffle", []string{"train", "--data", data, "--horizon", "4", "--channel-shuffle", "1.5", "--out", modelPath}, "probability"},
 		{"bad frequency init", []string{"train", "--data", data, "--horizon", "4", "--frequency-init", "peaks", "--out", modelPath}, "use spectrum or grid"},

@@ -82,7 +82,10 @@ type predictReport struct {
 	// Rhythms are the parts of the model's rhythms: each the sum of its
 	// frequencies' contributions.
 	Rhythms []predictRhythm `json:"rhythms"`
-	Actual  [][]float64     `json:"actual"`
+	// Actual holds the readings the file has after the window, a row per
+	// step: H of them, fewer near the file's end, and null when the window
+	// ends on its last row.
+	Actual [][]float64 `json:"actual"`
 	// Without lists the frequencies removed with --without; Forecast is
 	// then the forecast without them and Full the model's forecast with
 	// them, so Full − Forecast is their summed contributions.
@@ -285,9 +288,11 @@ func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predi
 			}
 		}
 	}
-	if at+H < frame.Rows() {
-		rep.Actual = grid(H, C)
-		for h := range H {
+	// The realised values of the steps the file holds after the window:
+	// all H of them, or fewer near the file's end.
+	if n := min(H, frame.Rows()-1-at); n > 0 {
+		rep.Actual = grid(n, C)
+		for h := range n {
 			copy(rep.Actual[h], frame.Row(at+1+h))
 		}
 	}
@@ -370,8 +375,10 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		if r.Full != nil {
 			v += "/" + reading(r.Full[h][c])
 		}
-		if r.Actual != nil {
+		if h < len(r.Actual) {
 			v += "/" + reading(r.Actual[h][c])
+		} else if r.Actual != nil {
+			v += "/-"
 		}
 		return v
 	}

@@ -81,6 +81,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if err := checkFits(m, opts.Data, *data); err != nil {
 				return err
 			}
+			if err := checkLongEnough(m, *modelPath, opts.Data, *data); err != nil {
+				return err
+			}
 			if rows := opts.Data.FileRows(); at >= rows {
 				return fmt.Errorf("--at %d is past the last data row %d", at, rows-1)
 			}
