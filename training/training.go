@@ -202,6 +202,11 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 		"test_mse": met.MSE, "test_mae": met.MAE, "val_mse": tr.BestValMSE,
 		"best_epoch": float64(tr.BestEpoch), "epochs_run": float64(tr.EpochsRun),
 	}
+	if res.Interrupted {
+		// The file holds the best epoch of a run cut short: inspect says
+		// so, since its figures are not those of the whole schedule.
+		m.Meta.Metrics["interrupted"] = 1
+	}
 	m.Meta.Selected = met.Selected
 	m.Meta.Shares, m.Meta.ResidualShare, m.Meta.RhythmShares = met.Shares, met.ResidualShare, met.RhythmShares
 	m.Meta.Training = tc.Settings()

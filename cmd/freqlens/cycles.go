@@ -13,6 +13,8 @@ import (
 // cycle of the data (a fundamental period) with the model's frequencies at
 // its harmonics, and its share of the attribution.
 type rhythmReport struct {
+	// Name is what every tool calls it: "24.0h cycle".
+	Name          string   `json:"name"`
 	PeriodSteps   float64  `json:"period_steps"`
 	PeriodSeconds *float64 `json:"period_seconds,omitempty"`
 	Period        string   `json:"period,omitempty"`
@@ -69,6 +71,7 @@ func rhythmsOf(m *model.Model, shares, rhythmShares []float64) []rhythmReport {
 	for _, rs := range m.RhythmShares(shares, rhythmShares) {
 		r := rhythmReport{PeriodSteps: rs.PeriodSteps, Share: rs.Share, LinesShare: rs.LinesShare, Frequencies: rs.Frequencies, Harmonics: rs.Harmonics}
 		r.PeriodSeconds, r.Period = periodFields(rs.PeriodSteps, m.Meta.Cadence)
+		r.Name = periodLabel(r.Period, r.PeriodSteps) + " cycle"
 		for j, id := range rs.Frequencies {
 			k := rs.Harmonics[j]
 			ln := lineReport{ID: id, Harmonic: k, PeriodSteps: rs.PeriodSteps / float64(k)}

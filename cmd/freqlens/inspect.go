@@ -90,6 +90,9 @@ type inspectReport struct {
 	Params               int                    `json:"params"`
 	Components           []model.ComponentCount `json:"components"`
 	Metrics              map[string]float64     `json:"metrics,omitempty"`
+	// Interrupted says the training run was cut short (Ctrl-C, SIGTERM):
+	// the file holds the best epoch so far, not that of the whole schedule.
+	Interrupted bool `json:"interrupted"`
 	// ErrorQuantiles are the test split's error quantiles recorded at
 	// training, where served prediction intervals start.
 	ErrorQuantiles *model.ErrorQuantiles `json:"error_quantiles,omitempty"`
@@ -150,6 +153,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		CadenceSeconds: m.Meta.Cadence.Seconds(), StepAlign: m.Meta.StepAlign, Alpha: m.Alpha(), SelectionFrom: from,
 		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil, nil), ResidualShare: residualShare,
 		SelectedPerWindow: m.SelectedPerWindow(), CyclesAlwaysSelected: m.SelectsRhythms(),
+		Interrupted:       m.Meta.Metrics["interrupted"] == 1,
 	}
 	if shares != nil {
 		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares, rhythmShares), from
@@ -218,6 +222,13 @@ func printInspect(w io.Writer, r inspectReport) {
 	}
 	if v, ok := r.Metrics["test_mse"]; ok {
 		fmt.Fprintf(w, "test MSE %.4f  MAE %.4f\n", v, r.Metrics["test_mae"])
+	}
+	if run, ok := r.Metrics["epochs_run"]; ok {
+		fmt.Fprintf(w, "trained %.0f epochs, best %.0f", run, r.Metrics["best_epoch"])
+		if r.Interrupted {
+			fmt.Fprint(w, " (interrupted: the best epoch of a run cut short; the same train command resumes it from its checkpoint)")
+		}
+		fmt.Fprintln(w)
 	}
 	printErrorQuantiles(w, r.ErrorQuantiles)
 	fmt.Fprintf(w, "alpha %.3f (the fusion weight of the frequency heads)\n\n", r.Alpha)

@@ -152,6 +152,9 @@ func TestEndToEnd(t *testing.T) {
 	for _, r := range in.Rhythms {
 		rhythmLines += len(r.Frequencies)
 	}
+	if len(in.Rhythms) == 0 || in.Rhythms[0].Name != "24.0h cycle" {
+		t.Errorf("inspect JSON rhythms = %+v, want the 24.0h cycle named first", in.Rhythms)
+	}
 	selects := max(8, rhythmLines)
 	if len(in.Frequencies) != 32 || len(in.MostSelected) != selects || in.SelectedPerWindow != selects ||
 		in.CyclesAlwaysSelected != (rhythmLines > 0) || len(in.KnownPeriods) != 3 || in.Params == 0 {

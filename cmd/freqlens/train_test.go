@@ -500,6 +500,18 @@ func TestTrainResumesAfterInterrupt(t *testing.T) {
 	if _, err := os.Stat(out + ".checkpoint"); err != nil {
 		t.Fatalf("the interrupted run kept no checkpoint: %v", err)
 	}
+	// inspect tells the interrupted run's model from a finished one's.
+	inspected := func() (string, inspectReport) {
+		t.Helper()
+		_, text, _ := runCLI("inspect", "--model", out)
+		_, js, _ := runCLI("inspect", "--model", out, "--json")
+		var in inspectReport
+		lastJSON(t, js, &in)
+		return text, in
+	}
+	if text, in := inspected(); !in.Interrupted || !strings.Contains(text, "trained 2 epochs, best 2 (interrupted") {
+		t.Errorf("inspect of the interrupted run's model: interrupted %v, text:\n%s", in.Interrupted, text)
+	}
 	code, stdout, stderr := runCLI(args(out)...)
 	if code != 0 {
 		t.Fatalf("resumed run: exit %d\n%s\n%s", code, stdout, stderr)
@@ -511,6 +523,9 @@ func TestTrainResumesAfterInterrupt(t *testing.T) {
 	}
 	if !bytes.Equal(tensorBytes(t, out), tensorBytes(t, whole)) {
 		t.Error("the resumed run's model differs from the one of the run that never stopped")
+	}
+	if text, in := inspected(); in.Interrupted || !strings.Contains(text, "trained 4 epochs") || strings.Contains(text, "interrupted") {
+		t.Errorf("inspect of the finished run's model: interrupted %v, text:\n%s", in.Interrupted, text)
 	}
 	if _, err := os.Stat(out + ".checkpoint"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the finished run left its checkpoint: %v", err)
