@@ -231,16 +231,9 @@ func New(w Wiring, cfg Config, src Source, win window.Config, m *model.Model, sn
 	if w.ModelVersion < 1 {
 		return nil, fmt.Errorf("pipeline: model version %d; versions count from 1", w.ModelVersion)
 	}
-	if _, err := m.NewExplainer(len(w.Fields)); err != nil {
-		return nil, fmt.Errorf("pipeline: %w", err)
-	}
-	renamed, err := checkChannels(m, w.Fields)
+	renamed, err := checkModel(w, m)
 	if err != nil {
 		return nil, err
-	}
-	if mc := m.Meta.Cadence; mc > 0 && mc != w.Cadence {
-		return nil, fmt.Errorf("input.cadence is %[2]s but the model was trained on %[1]s steps; "+
-			"its learned periods would be read in the wrong units; set input.cadence: %[1]s or train on data of this cadence", mc, w.Cadence)
 	}
 	p := &Pipeline{wiring: w, cfg: cfg, src: src, snk: snk, log: slog.Default(), now: time.Now, seed: maphash.MakeSeed()}
 	for _, o := range opts {
@@ -699,6 +692,30 @@ const batchesInFlight = 3
 // allowed lateness and one step of rounding.
 func RebuildSpan(lookback int, win window.Config, cadence time.Duration) time.Duration {
 	return time.Duration(lookback+win.MaxGap+1)*cadence + win.AllowedLateness
+}
+
+// CheckModel returns the error New would give for serving m with w's value
+// fields and cadence: a mixed model of another channel count, or of the
+// same fields in another order, or a model of another cadence. A service
+// calls it before it reaches the brokers, so that a model that cannot serve
+// the configured readings is said at once.
+func CheckModel(w Wiring, m *model.Model) error {
+	_, err := checkModel(w, m)
+	return err
+}
+
+func checkModel(w Wiring, m *model.Model) (renamed bool, err error) {
+	if _, err := m.NewExplainer(len(w.Fields)); err != nil {
+		return false, fmt.Errorf("pipeline: %w", err)
+	}
+	if renamed, err = checkChannels(m, w.Fields); err != nil {
+		return false, err
+	}
+	if mc := m.Meta.Cadence; mc > 0 && mc != w.Cadence {
+		return false, fmt.Errorf("input.cadence is %[2]s but the model was trained on %[1]s steps; "+
+			"its learned periods would be read in the wrong units; set input.cadence: %[1]s or train on data of this cadence", mc, w.Cadence)
+	}
+	return renamed, nil
 }
 
 // checkChannels refuses a mixed model whose channels, as its file names

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/service"
 )
 
@@ -43,6 +44,44 @@ func TestBootstrapSettings(t *testing.T) {
 		c.Bootstrap = tc.b
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("%s: %v; want an error naming %s", tc.name, err, tc.key)
+		}
+	}
+}
+
+// TestModelThatCannotServeIsSaidAtOnce: a model file that cannot serve the
+// configured readings (a mixed model of another channel count, a model of
+// another cadence) is refused before a broker that does not answer is
+// waited for.
+func TestModelThatCannotServeIsSaidAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		mc      model.Config
+		cadence time.Duration
+		want    string
+	}{
+		{"a mixed model of three channels", model.Config{Lookback: 24, Horizon: 6, Channels: 3, Mode: model.Mixed, Hidden: 16, Frequencies: 8, TopK: 3}, time.Hour,
+			"the readings have 1 value fields but this mixed model forecasts 3 channels"},
+		{"a model of 15-minute steps", model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 16, Frequencies: 8, TopK: 3}, 15 * time.Minute,
+			"input.cadence is 1h0m0s but the model was trained on 15m0s steps"},
+	} {
+		m, err := model.New(tc.mc, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Meta.Cadence = tc.cadence
+		cfg := testConfig()
+		cfg.ModelPath = filepath.Join(dir, tc.name+".safetensors")
+		if err := m.Save(cfg.ModelPath); err != nil {
+			t.Fatal(err)
+		}
+		cfg.EmbeddedBroker, cfg.Kafka.Brokers, cfg.Kafka.ConnectTimeout = "", []string{"127.0.0.1:1"}, time.Minute
+		start := time.Now()
+		if _, err := service.New(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "model.path") {
+			t.Errorf("%s: New = %v; want an error naming model.path and %q", tc.name, err, tc.want)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("%s: New took %v to refuse the model; it waited for the broker", tc.name, took)
 		}
 	}
 }

@@ -130,6 +130,10 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 		if s.base, err = s.loadModel(ctx); err != nil {
 			return nil, err
 		}
+		// So is a model that cannot serve the configured readings.
+		if err := pipeline.CheckModel(pipeline.Wiring{Fields: cfg.Readings.ValueFields, Cadence: cfg.Cadence}, s.base); err != nil {
+			return nil, fmt.Errorf("model.path %s: %w", cfg.ModelPath, err)
+		}
 	}
 	if cfg.EmbeddedBroker != "" {
 		if err := s.startBroker(); err != nil {
