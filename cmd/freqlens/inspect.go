@@ -153,7 +153,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		CadenceSeconds: m.Meta.Cadence.Seconds(), StepAlign: m.Meta.StepAlign, Alpha: m.Alpha(), SelectionFrom: from,
 		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil, nil), ResidualShare: residualShare,
 		SelectedPerWindow: m.SelectedPerWindow(), CyclesAlwaysSelected: m.SelectsRhythms(),
-		Interrupted:       m.Meta.Metrics["interrupted"] == 1,
+		Interrupted: m.Meta.Metrics["interrupted"] == 1,
 	}
 	if shares != nil {
 		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares, rhythmShares), from
