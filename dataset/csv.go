@@ -22,7 +22,7 @@ import (
 // Frame. Its message names the file, the 1-based line, the column and the
 // offending value when they apply, and says how to fix the file:
 //
-//	ETTh1.csv line 17: column "OT": "abc" is not a number
+//	ETTh1.csv line 17: column "OT": "abc" is not a number; write the reading, or drop the row
 type CSVError struct {
 	// File is the name passed to ReadCSV, or the base name of the path
 	// passed to LoadCSV.
@@ -276,8 +276,7 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 		}
 		t, ok := parseDate(ds, &layout)
 		if !ok {
-			return nil, fail(line, dateCol, rec[0],
-				fmt.Sprintf("%q is not a date; want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits)", rec[0]), nil)
+			return nil, fail(line, dateCol, rec[0], notADate(ds), nil)
 		}
 		if n := len(times); seriesAt < 0 && n > 0 {
 			switch {
@@ -298,7 +297,7 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 			case err != nil && errors.Is(err, strconv.ErrRange):
 				return nil, fail(line, cols[c], cell, fmt.Sprintf("%q is outside the float64 range", cell), err)
 			case err != nil:
-				return nil, fail(line, cols[c], cell, fmt.Sprintf("%q is not a number", cell), err)
+				return nil, fail(line, cols[c], cell, fmt.Sprintf("%q is not a number; write the reading, or drop the row", cell), err)
 			case math.IsNaN(v) || math.IsInf(v, 0):
 				return nil, fail(line, cols[c], cell,
 					fmt.Sprintf("%q is not a finite number; fill the missing value or drop the row", cell), nil)
@@ -411,4 +410,16 @@ func (f *Frame) WriteCSV(w io.Writer) error {
 		return fmt.Errorf("write csv %s: %w", f.Name, err)
 	}
 	return nil
+}
+
+// notADate says why a date cell was refused: a whole number of 9 or 10
+// digits is a date from 1973 to 2286 in epoch seconds, which the reader
+// does not take for milliseconds (it would put the rows a thousand times
+// too close together), so that case says what to write instead.
+func notADate(cell string) string {
+	if sec, err := strconv.ParseInt(cell, 10, 64); err == nil && sec >= 1e8 && sec < 1e10 {
+		return fmt.Sprintf("%q is epoch seconds (%s), not the epoch milliseconds a date column may hold; write %d or a date such as %s instead",
+			cell, time.Unix(sec, 0).UTC().Format(time.RFC3339), sec*1000, time.Unix(sec, 0).UTC().Format("2006-01-02 15:04:05"))
+	}
+	return fmt.Sprintf("%q is not a date; want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits)", cell)
 }

@@ -190,6 +190,15 @@ func TestReadCSVErrors(t *testing.T) {
 				"want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits)",
 		},
 		{
+			name:       "epoch seconds",
+			in:         "date,a,b\n1767225600,1,2\n",
+			wantLine:   2,
+			wantColumn: "date",
+			wantValue:  "1767225600",
+			wantMsg: `t.csv line 2: column "date": "1767225600" is epoch seconds (2026-01-01T00:00:00Z), not the epoch milliseconds a date column may hold; ` +
+				"write 1767225600000 or a date such as 2026-01-01 00:00:00 instead",
+		},
+		{
 			name:       "missing date",
 			in:         head + ",1,2\n",
 			wantLine:   3,
@@ -202,7 +211,7 @@ func TestReadCSVErrors(t *testing.T) {
 			wantLine:   4,
 			wantColumn: "b",
 			wantValue:  "abc",
-			wantMsg:    `t.csv line 4: column "b": "abc" is not a number`,
+			wantMsg:    `t.csv line 4: column "b": "abc" is not a number; write the reading, or drop the row`,
 		},
 		{
 			name:       "NaN text",
@@ -307,7 +316,7 @@ func TestLoadCSVErrorNamesBaseName(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LoadCSV(path)
-	want := `bad.csv line 3: column "OT": "x" is not a number`
+	want := `bad.csv line 3: column "OT": "x" is not a number; write the reading, or drop the row`
 	if err == nil || err.Error() != want {
 		t.Fatalf("LoadCSV error = %v, want %q", err, want)
 	}

@@ -27,7 +27,7 @@ func ExampleReadCSV() {
 	// Output:
 	// 3 rows of [HUFL OT] every 1h0m0s
 	// row 1: [5.693 27.787]
-	// ETTh1.csv line 3: column "OT": "abc" is not a number
+	// ETTh1.csv line 3: column "OT": "abc" is not a number; write the reading, or drop the row
 }
 
 func ExampleStandard() {
