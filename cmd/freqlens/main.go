@@ -4,7 +4,7 @@
 //	freqlens train   (--data FILE | --from-topic --config FILE) --horizon H --out MODEL [--json]
 //	freqlens eval    --model MODEL --data FILE [--config FILE] [--json]
 //	freqlens inspect --model MODEL [--data FILE [--config FILE]] [--json]
-//	freqlens predict --model MODEL --data CSV --at ROW [--json]
+//	freqlens predict --model MODEL --data CSV --at ROW [--without 24h] [--json]
 //	freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR
 //	freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]
 //	freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]
@@ -35,7 +35,7 @@ usage:
   freqlens train   (--data FILE [--config FILE] | --from-topic --config FILE [--since 14d]) --horizon H --out MODEL [--lookback 96] [--epochs 50] [--seed 42] [--mode mixed|independent] [--max-windows 100000] [--json]   (wide CSV; long CSV, Arrow or Parquet; the topic)
   freqlens eval    --model MODEL --data FILE [--config FILE] [--json]   (wide CSV, or long-format as train reads it)
   freqlens inspect --model MODEL [--data FILE [--config FILE]] [--json]
-  freqlens predict --model MODEL --data CSV --at ROW [--json]   (long-format data: --series ID --at TIME)
+  freqlens predict --model MODEL --data CSV --at ROW [--without 24h] [--json]   one forecast explained, and without a cycle (long-format data: --series ID --at TIME)
   freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR   figures and an HTML page (long-format data: --series ID [--at TIME])
   freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]   the streaming service
   freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE) [--speed max|60x]   a CSV as readings

@@ -64,13 +64,17 @@ type predictReport struct {
 	Data  string `json:"data"`
 	// At is the data row of a wide file that ends the window; absent for
 	// long-format data, whose window is named by Series and Time.
-	At            *int        `json:"at,omitempty"`
-	Series        string      `json:"series,omitempty"`
-	Time          string      `json:"time"`
-	Channels      []string    `json:"channels"`
-	Times         []string    `json:"times,omitempty"`
-	Alpha         float64     `json:"alpha"`
-	Forecast      [][]float64 `json:"forecast"`
+	At       *int        `json:"at,omitempty"`
+	Series   string      `json:"series,omitempty"`
+	Time     string      `json:"time"`
+	Channels []string    `json:"channels"`
+	Times    []string    `json:"times,omitempty"`
+	Alpha    float64     `json:"alpha"`
+	Forecast [][]float64 `json:"forecast"`
+	// Residual is the residual MLP's part with the window's level: the
+	// forecast is Residual plus every contribution, as on the attribution
+	// topic. Level, each channel's window mean, is given apart because the
+	// shares leave it out (ResidualShare counts the residual MLP alone).
 	Residual      [][]float64 `json:"residual"`
 	ResidualShare float64     `json:"residual_share"`
 	Level         []float64   `json:"level"`
