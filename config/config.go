@@ -31,6 +31,30 @@ type Error struct {
 	Msg string
 }
 
+// Errors are every problem with the file's keys, in the file's order, so
+// that a file with two misspelt keys is fixed in one go.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+		if i > 0 {
+			msgs[i] = strings.TrimPrefix(msgs[i], "config: ")
+		}
+	}
+	return strings.Join(msgs, "; and ")
+}
+
+// Unwrap gives errors.As each problem.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
 func (e *Error) Error() string {
 	if e.Where == "" {
 		return fmt.Sprintf("config: %s: %s", e.Key, e.Msg)
@@ -60,8 +84,14 @@ func Parse(b []byte, env func(string) (string, bool)) (service.Config, error) {
 		return cfg, syntaxError(err)
 	}
 	if len(doc.Content) > 0 {
-		if err := apply(ks, "", doc.Content[0]); err != nil {
-			return cfg, err
+		var errs Errors
+		apply(ks, "", doc.Content[0], &errs)
+		switch len(errs) {
+		case 0:
+		case 1:
+			return cfg, errs[0]
+		default:
+			return cfg, errs
 		}
 	}
 	if env != nil {
@@ -102,13 +132,16 @@ func sortedKeys(ks map[string]any) []string {
 	return names
 }
 
-// apply sets the keys of the mapping node n, whose path is prefix.
-func apply(ks map[string]any, prefix string, n *yaml.Node) error {
+// apply sets the keys of the mapping node n, whose path is prefix, and adds
+// to errs what is wrong with them.
+func apply(ks map[string]any, prefix string, n *yaml.Node, errs *Errors) {
 	if n.Kind != yaml.MappingNode {
 		if prefix == "" {
-			return &Error{Key: "(top level)", Where: fmt.Sprintf("line %d", n.Line), Msg: "want a mapping of sections (kafka:, topics:, input:, …)"}
+			*errs = append(*errs, &Error{Key: "(top level)", Where: fmt.Sprintf("line %d", n.Line), Msg: "want a mapping of sections (kafka:, topics:, input:, …)"})
+			return
 		}
-		return &Error{Key: prefix, Where: fmt.Sprintf("line %d", n.Line), Msg: "is a section; write its keys under it: " + strings.Join(under(ks, prefix), ", ")}
+		*errs = append(*errs, &Error{Key: prefix, Where: fmt.Sprintf("line %d", n.Line), Msg: "is a section; write its keys under it: " + strings.Join(under(ks, prefix), ", ")})
+		return
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -119,7 +152,8 @@ func apply(ks map[string]any, prefix string, n *yaml.Node) error {
 		}
 		where := fmt.Sprintf("line %d", n.Content[i].Line)
 		if seen[name] {
-			return &Error{Key: key, Where: where, Msg: "is given twice; keep one"}
+			*errs = append(*errs, &Error{Key: key, Where: where, Msg: "is given twice; keep one"})
+			continue
 		}
 		seen[name] = true
 		if p, ok := ks[key]; ok {
@@ -127,7 +161,7 @@ func apply(ks map[string]any, prefix string, n *yaml.Node) error {
 				continue // "key:" with no value keeps the default
 			}
 			if err := setNode(p, val); err != nil {
-				return &Error{Key: key, Where: where, Msg: err.Error()}
+				*errs = append(*errs, &Error{Key: key, Where: where, Msg: err.Error()})
 			}
 			continue
 		}
@@ -141,13 +175,11 @@ func apply(ks map[string]any, prefix string, n *yaml.Node) error {
 			if best := nearestName(name, prefix, ks); best != "" {
 				msg += "; did you mean " + best + "?"
 			}
-			return &Error{Key: key, Where: where, Msg: msg}
+			*errs = append(*errs, &Error{Key: key, Where: where, Msg: msg})
+			continue
 		}
-		if err := apply(ks, key, val); err != nil {
-			return err
-		}
+		apply(ks, key, val, errs)
 	}
-	return nil
 }
 
 // under returns the keys of section prefix ("" for all), relative to it.

@@ -430,3 +430,31 @@ func TestMisspelledKeysGetASuggestion(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryKeyProblemIsSaid: a file with several wrong keys names each of
+// them, in the file's order, so that one edit fixes them all; errors.As
+// still finds each.
+func TestEveryKeyProblemIsSaid(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	yaml := minimal + "window: {max_gaps: 3}\noutput: {attribution: full, batch_size: many}\nwindows: {x: 1}\n"
+	_, err := Parse([]byte(yaml), noEnv)
+	if err == nil {
+		t.Fatal("Parse took three wrong keys")
+	}
+	msg := err.Error()
+	at := -1
+	for _, want := range []string{"window.max_gaps", "did you mean max_gap?", "output.attribution", "did you mean attributions?", "output.batch_size", "windows", "did you mean window?"} {
+		i := strings.Index(msg, want)
+		if i < 0 || i < at {
+			t.Errorf("error %q does not name %q after what came before it", msg, want)
+		}
+		at = max(at, i)
+	}
+	if strings.Count(msg, "config: ") != 1 {
+		t.Errorf("error %q repeats its prefix", msg)
+	}
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "window.max_gaps" {
+		t.Errorf("errors.As found %v, want the first problem", ce)
+	}
+}
