@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,7 +74,7 @@ func rhythmsOf(m *model.Model, shares, rhythmShares []float64) []rhythmReport {
 	for _, rs := range m.RhythmShares(shares, rhythmShares) {
 		r := rhythmReport{PeriodSteps: rs.PeriodSteps, Share: rs.Share, LinesShare: rs.LinesShare, Frequencies: rs.Frequencies, Harmonics: rs.Harmonics}
 		r.PeriodSeconds, r.Period = periodFields(rs.PeriodSteps, m.Meta.Cadence)
-		r.Name = periodLabel(r.Period, r.PeriodSteps) + " cycle"
+		r.Name = rhythmName(r)
 		for j, id := range rs.Frequencies {
 			k := rs.Harmonics[j]
 			ln := lineReport{ID: id, Harmonic: k, PeriodSteps: rs.PeriodSteps / float64(k)}
@@ -165,4 +168,29 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// percents rounds shares that make about 1 to whole percents that make
+// the rounded total (largest remainder first), so that a line of shares
+// reads 100% rather than 99% or 101%.
+func percents(shares []float64) []int {
+	out := make([]int, len(shares))
+	total, sum := 0.0, 0
+	for i, v := range shares {
+		v = max(100*v, 0)
+		total += v
+		out[i] = int(v)
+		sum += out[i]
+	}
+	order := make([]int, len(shares))
+	for i := range order {
+		order[i] = i
+	}
+	frac := func(i int) float64 { v := max(100*shares[i], 0); return v - math.Floor(v) }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(frac(b), frac(a)) })
+	for k := 0; sum < int(math.Round(total)) && k < len(order); k++ {
+		out[order[k]]++
+		sum++
+	}
+	return out
 }

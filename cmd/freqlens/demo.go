@@ -173,14 +173,22 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	}
 	m, met := res.Model, res.Test
 	fmt.Fprintf(stdout, "  test MSE %.4f (normalised units; the online MSE below compares with it)\n", met.MSE)
+	rhythms := rhythmsOf(m, met.Shares, met.RhythmShares)
+	var shares []float64
+	for _, r := range rhythms {
+		shares = append(shares, r.Share)
+	}
+	other := otherShare(m, met.Shares, met.RhythmShares, met.ResidualShare)
+	pct := percents(append(shares, other, met.ResidualShare))
 	var found []string
-	for _, r := range rhythmsOf(m, met.Shares, met.RhythmShares) {
+	for i, r := range rhythms {
 		if r.Share >= model.MinCycleShare {
-			found = append(found, fmt.Sprintf("%s %.0f%% (%d harmonics)", rhythmName(r), 100*r.Share, len(r.Lines)))
+			found = append(found, fmt.Sprintf("%s %d%% (%d harmonics)", r.Name, pct[i], len(r.Lines)))
 		}
 	}
 	if len(found) > 0 {
-		fmt.Fprintf(stdout, "  cycles of the traffic: %s; residual MLP %.0f%%\n", strings.Join(found, ", "), 100*met.ResidualShare)
+		n := len(rhythms)
+		fmt.Fprintf(stdout, "  cycles of the traffic: %s; other frequencies %d%%, residual MLP %d%%\n", strings.Join(found, ", "), pct[n], pct[n+1])
 	}
 	return m, nil
 }
@@ -216,15 +224,20 @@ func (w *watcher) observe(f *wire.Forecast) {
 		}
 	}
 	residual -= other
-	var parts []string
+	shares := make([]float64, 0, len(f.Rhythms)+2)
 	for _, r := range f.Rhythms {
 		residual -= r.Share
-		if r.Share > 0.005 {
-			parts = append(parts, fmt.Sprintf("%s cycle %.0f%%", periodLabel(model.FormatPeriod(r.Period), r.PeriodSteps), 100*r.Share))
+		shares = append(shares, r.Share)
+	}
+	pct := percents(append(shares, other, max(residual, 0)))
+	var parts []string
+	for i, r := range f.Rhythms {
+		if pct[i] > 0 {
+			parts = append(parts, fmt.Sprintf("%s cycle %d%%", periodLabel(model.FormatPeriod(r.Period), r.PeriodSteps), pct[i]))
 		}
 	}
-	parts = append(parts, fmt.Sprintf("other frequencies %.0f%%", 100*other),
-		fmt.Sprintf("residual %.0f%%", 100*max(residual, 0)))
+	n := len(f.Rhythms)
+	parts = append(parts, fmt.Sprintf("other frequencies %d%%", pct[n]), fmt.Sprintf("residual %d%%", pct[n+1]))
 	peak, at := math.Inf(-1), 0
 	for h, v := range f.Values {
 		if v > peak {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -22,5 +24,34 @@ func TestReadingKeepsDigitsAtEveryScale(t *testing.T) {
 	}
 	if got := dateTime(time.Date(2024, 5, 5, 1, 0, 0, 0, time.UTC)); got != "2024-05-05 01:00:00" {
 		t.Errorf("a UTC time: %q", got)
+	}
+}
+
+// TestPercentsMakeAHundred: shares that make 1, drawn at random, are
+// written as whole percents that make 100, each within a point of its
+// share; the demo's 51% + 48% + 2% = 101% could not happen.
+func TestPercentsMakeAHundred(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for range 2000 {
+		shares := make([]float64, 2+rng.IntN(6))
+		total := 0.0
+		for i := range shares {
+			shares[i] = rng.Float64() * rng.Float64()
+			total += shares[i]
+		}
+		for i := range shares {
+			shares[i] /= total
+		}
+		pct := percents(shares)
+		sum := 0
+		for i, p := range pct {
+			sum += p
+			if math.Abs(float64(p)-100*shares[i]) >= 1 {
+				t.Fatalf("shares %v: %d%% for %.4f", shares, p, shares[i])
+			}
+		}
+		if sum != 100 {
+			t.Fatalf("shares %v: percents %v make %d", shares, pct, sum)
+		}
 	}
 }
