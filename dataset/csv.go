@@ -412,14 +412,20 @@ func (f *Frame) WriteCSV(w io.Writer) error {
 	return nil
 }
 
-// notADate says why a date cell was refused: a whole number of 9 or 10
-// digits is a date from 1973 to 2286 in epoch seconds, which the reader
-// does not take for milliseconds (it would put the rows a thousand times
-// too close together), so that case says what to write instead.
+// notADate says why a date cell was refused. A whole number of 9 or 10
+// digits may be epoch seconds (1973 to 2286), which the reader does not
+// take for milliseconds (it would put the rows a thousand times too close
+// together): that case also says what to write if it is, milliseconds of
+// 13 digits or a date.
 func notADate(cell string) string {
+	msg := fmt.Sprintf("%q is not a date; want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits)", cell)
 	if sec, err := strconv.ParseInt(cell, 10, 64); err == nil && sec >= 1e8 && sec < 1e10 {
-		return fmt.Sprintf("%q is epoch seconds (%s), not the epoch milliseconds a date column may hold; write %d or a date such as %s instead",
-			cell, time.Unix(sec, 0).UTC().Format(time.RFC3339), sec*1000, time.Unix(sec, 0).UTC().Format("2006-01-02 15:04:05"))
+		t := time.Unix(sec, 0).UTC()
+		write := "a date such as " + t.Format("2006-01-02 15:04:05")
+		if sec*1000 >= 1e12 { // 13 digits
+			write = fmt.Sprintf("%d or %s", sec*1000, write)
+		}
+		msg += fmt.Sprintf("; if it is epoch seconds (%s), write %s instead", t.Format(time.RFC3339), write)
 	}
-	return fmt.Sprintf("%q is not a date; want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits)", cell)
+	return msg
 }

@@ -195,8 +195,19 @@ func TestReadCSVErrors(t *testing.T) {
 			wantLine:   2,
 			wantColumn: "date",
 			wantValue:  "1767225600",
-			wantMsg: `t.csv line 2: column "date": "1767225600" is epoch seconds (2026-01-01T00:00:00Z), not the epoch milliseconds a date column may hold; ` +
-				"write 1767225600000 or a date such as 2026-01-01 00:00:00 instead",
+			wantMsg: `t.csv line 2: column "date": "1767225600" is not a date; ` +
+				"want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits); " +
+				"if it is epoch seconds (2026-01-01T00:00:00Z), write 1767225600000 or a date such as 2026-01-01 00:00:00 instead",
+		},
+		{
+			name:       "epoch seconds of 9 digits, whose milliseconds are 12",
+			in:         "date,a,b\n946684800,1,2\n",
+			wantLine:   2,
+			wantColumn: "date",
+			wantValue:  "946684800",
+			wantMsg: `t.csv line 2: column "date": "946684800" is not a date; ` +
+				"want 2006-01-02 15:04:05, 2006-01-02 15:04, RFC 3339 (2006-01-02T15:04:05Z07:00), 2006-01-02 or epoch milliseconds (13 digits); " +
+				"if it is epoch seconds (2000-01-01T00:00:00Z), write a date such as 2000-01-01 00:00:00 instead",
 		},
 		{
 			name:       "missing date",

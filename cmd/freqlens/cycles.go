@@ -172,21 +172,27 @@ func plural(n int, one, many string) string {
 
 // percents rounds shares that make about 1 to whole percents that make
 // the rounded total (largest remainder first), so that a line of shares
-// reads 100% rather than 99% or 101%.
+// reads 100% rather than 99% or 101%. A negative or non-finite share
+// counts as 0.
 func percents(shares []float64) []int {
+	pct := func(i int) float64 {
+		if v := 100 * shares[i]; v > 0 && !math.IsInf(v, 1) {
+			return v
+		}
+		return 0
+	}
 	out := make([]int, len(shares))
 	total, sum := 0.0, 0
-	for i, v := range shares {
-		v = max(100*v, 0)
-		total += v
-		out[i] = int(v)
+	for i := range shares {
+		total += pct(i)
+		out[i] = int(pct(i))
 		sum += out[i]
 	}
 	order := make([]int, len(shares))
 	for i := range order {
 		order[i] = i
 	}
-	frac := func(i int) float64 { v := max(100*shares[i], 0); return v - math.Floor(v) }
+	frac := func(i int) float64 { return pct(i) - math.Floor(pct(i)) }
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(frac(b), frac(a)) })
 	for k := 0; sum < int(math.Round(total)) && k < len(order); k++ {
 		out[order[k]]++

@@ -173,21 +173,24 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	}
 	m, met := res.Model, res.Test
 	fmt.Fprintf(stdout, "  test MSE %.4f (normalised units; the online MSE below compares with it)\n", met.MSE)
-	rhythms := rhythmsOf(m, met.Shares, met.RhythmShares)
-	var shares []float64
-	for _, r := range rhythms {
-		shares = append(shares, r.Share)
-	}
+	// A cycle too small to show (below model.MinCycleShare) is counted
+	// with the other frequencies, so that the line makes 100%.
 	other := otherShare(m, met.Shares, met.RhythmShares, met.ResidualShare)
-	pct := percents(append(shares, other, met.ResidualShare))
-	var found []string
-	for i, r := range rhythms {
-		if r.Share >= model.MinCycleShare {
-			found = append(found, fmt.Sprintf("%s %d%% (%d harmonics)", r.Name, pct[i], len(r.Lines)))
+	var shown []rhythmReport
+	var shares []float64
+	for _, r := range rhythmsOf(m, met.Shares, met.RhythmShares) {
+		if r.Share < model.MinCycleShare {
+			other += r.Share
+			continue
 		}
+		shown, shares = append(shown, r), append(shares, r.Share)
 	}
-	if len(found) > 0 {
-		n := len(rhythms)
+	if n := len(shown); n > 0 {
+		pct := percents(append(shares, other, met.ResidualShare))
+		found := make([]string, n)
+		for i, r := range shown {
+			found[i] = fmt.Sprintf("%s %d%% (%d harmonics)", r.Name, pct[i], len(r.Lines))
+		}
 		fmt.Fprintf(stdout, "  cycles of the traffic: %s; other frequencies %d%%, residual MLP %d%%\n", strings.Join(found, ", "), pct[n], pct[n+1])
 	}
 	return m, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -53,5 +54,14 @@ func TestPercentsMakeAHundred(t *testing.T) {
 		if sum != 100 {
 			t.Fatalf("shares %v: percents %v make %d", shares, pct, sum)
 		}
+	}
+}
+
+// TestPercentsOfOddShares: a negative or non-finite share is written as 0%,
+// and the others still make their rounded total.
+func TestPercentsOfOddShares(t *testing.T) {
+	got := percents([]float64{0.555, math.NaN(), 0.445, -0.1, math.Inf(1)})
+	if want := []int{56, 0, 44, 0, 0}; !slices.Equal(got, want) && !slices.Equal(got, []int{55, 0, 45, 0, 0}) {
+		t.Errorf("percents = %v, want %v", got, want)
 	}
 }

@@ -226,7 +226,7 @@ func printInspect(w io.Writer, r inspectReport) {
 	if run, ok := r.Metrics["epochs_run"]; ok {
 		fmt.Fprintf(w, "trained %.0f epochs, best %.0f", run, r.Metrics["best_epoch"])
 		if r.Interrupted {
-			fmt.Fprint(w, " (interrupted: the best epoch of a run cut short; the same train command resumes it from its checkpoint)")
+			fmt.Fprint(w, " (interrupted: the best epoch of a run cut short; the same train command goes on from its checkpoint, if that was kept)")
 		}
 		fmt.Fprintln(w)
 	}

@@ -123,11 +123,14 @@ func require(fs *flag.FlagSet, names ...string) error {
 		if f == nil || (f.Value.String() != "" && f.Value.String() != "0") {
 			continue
 		}
-		switch {
-		case given[n] && f.Value.String() == "0":
-			return fmt.Errorf("--%s 0: use a positive number (%s)", n, f.Usage)
-		case given[n]:
-			return fmt.Errorf("--%s is empty: give it a value (%s)", n, f.Usage)
+		if given[n] {
+			if g, ok := f.Value.(flag.Getter); ok {
+				switch g.Get().(type) {
+				case int, int64, uint, uint64, float64:
+					return fmt.Errorf("--%s 0: use a positive number (%s)", n, f.Usage)
+				}
+			}
+			return fmt.Errorf("--%s %q: give it a value (%s)", n, f.Value.String(), f.Usage)
 		}
 		return fmt.Errorf("--%s is required (%s)", n, f.Usage)
 	}
