@@ -1,7 +1,9 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,6 +84,34 @@ func TestModelThatCannotServeIsSaidAtOnce(t *testing.T) {
 		}
 		if took := time.Since(start); took > 10*time.Second {
 			t.Errorf("%s: New took %v to refuse the model; it waited for the broker", tc.name, took)
+		}
+	}
+}
+
+// TestFineTuningWithoutAPlaceToKeepVersionsIsWarned: fine-tuning with
+// neither online.checkpoint_dir nor topics.models loses its versions at a
+// restart, and the start says so; with either, nothing is said.
+func TestFineTuningWithoutAPlaceToKeepVersionsIsWarned(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*service.Config)
+		warn bool
+	}{
+		{"neither", func(*service.Config) {}, true},
+		{"a checkpoint directory", func(c *service.Config) { c.Online.CheckpointDir = t.TempDir() }, false},
+		{"a models topic", func(c *service.Config) { c.ModelsTopic = "freqlens.models" }, false},
+	} {
+		cfg := testConfig()
+		cfg.Online.Enabled = true
+		tc.set(&cfg)
+		var logs bytes.Buffer
+		svc, err := service.New(context.Background(), cfg, service.WithModel(testModel(t)), service.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		svc.Close()
+		if got := strings.Contains(logs.String(), "fine-tuned versions are kept in memory only"); got != tc.warn {
+			t.Errorf("%s: warned %v, want %v; log:\n%s", tc.name, got, tc.warn, logs.String())
 		}
 	}
 }
