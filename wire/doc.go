@@ -55,8 +55,11 @@
 // the level's rate. Bounds are written at float32 precision (the shortest
 // decimal that parses back to the float32; null beyond ±3.4e38), and the
 // decoders read them so.
-// Intervals are absent until the service has calibrated them from realised
-// values (see package online).
+// A forecast has intervals from its series' first forecast when the model
+// file records the quantiles of its test-split errors; they are then
+// calibrated on the series' realised values (see package online). With an
+// older model file they are absent until enough of the series' forecasts
+// have been scored.
 //
 // Attribution topic (AppendAttributionJSON), full, one field:
 //
