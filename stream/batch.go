@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -213,6 +215,10 @@ type batcher struct {
 	poison   []kafka.Message
 	dead     []kafka.Message
 	lastWarn time.Time // of the last poison logged at warning level
+	// quiet counts, by reason, the poison logged at debug level since the
+	// last warning, which the next warning reports: one line every
+	// poisonWarnEvery still says how much of the input is refused.
+	quiet map[string]int
 }
 
 func (c *Consumer) newBatcher() *batcher {
@@ -284,16 +290,39 @@ func (b *batcher) poisoned(m kafka.Message, err error) {
 	} else {
 		c.m.decodeErrors[readings.ReasonUnparsable].Inc()
 	}
-	level := slog.LevelDebug
 	if now := time.Now(); now.Sub(b.lastWarn) >= poisonWarnEvery {
-		level, b.lastWarn = slog.LevelWarn, now // the first of a burst, then one per poisonWarnEvery
+		// The first of a burst, then one per poisonWarnEvery.
+		b.lastWarn = now
+		attrs := []any{"partition", m.Partition, "offset", m.Offset, "reason", de.Reason, "err", de.Err, "dead_letter", c.dlq != nil}
+		if len(b.quiet) > 0 {
+			attrs = append(attrs, "also_refused_since_last_warning", quietCounts(b.quiet))
+			clear(b.quiet)
+		}
+		c.log.Warn("poison message", attrs...)
+	} else {
+		if b.quiet == nil {
+			b.quiet = map[string]int{}
+		}
+		b.quiet[de.Reason]++
+		c.log.Debug("poison message", "partition", m.Partition, "offset", m.Offset,
+			"reason", de.Reason, "err", de.Err, "dead_letter", c.dlq != nil)
 	}
-	c.log.Log(context.Background(), level, "poison message", "partition", m.Partition, "offset", m.Offset,
-		"reason", de.Reason, "err", de.Err, "dead_letter", c.dlq != nil)
 	if c.dlq != nil {
 		b.dead = append(b.dead, deadLetter(m, de))
 	}
 	b.poison = append(b.poison, kafka.Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset})
+}
+
+// quietCounts writes poison counts by reason, the largest first:
+// "missing_field 599, bad_timestamp 3".
+func quietCounts(n map[string]int) string {
+	reasons := slices.Collect(maps.Keys(n))
+	slices.SortFunc(reasons, func(a, b string) int { return cmp.Or(cmp.Compare(n[b], n[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%s %d", r, n[r])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // discard drops what the batch holds, releasing its bytes.
