@@ -200,7 +200,7 @@ func setNode(p any, n *yaml.Node) error {
 	switch p := p.(type) {
 	case *[]string:
 		if n.Kind != yaml.SequenceNode {
-			return fmt.Errorf("%q is not a list; write it like [a, b]", n.Value)
+			return fmt.Errorf("%q is not a list; write it as one, like [%s]", n.Value, n.Value)
 		}
 		var v []string
 		if err := n.Decode(&v); err != nil {
@@ -210,7 +210,7 @@ func setNode(p any, n *yaml.Node) error {
 		return nil
 	case *[]float64:
 		if n.Kind != yaml.SequenceNode {
-			return fmt.Errorf("%q is not a list; write it like [1, 2.5]", n.Value)
+			return fmt.Errorf("%q is not a list; write it as one, like [%s]", n.Value, n.Value)
 		}
 		var v []float64
 		if err := n.Decode(&v); err != nil {

@@ -458,3 +458,18 @@ func TestEveryKeyProblemIsSaid(t *testing.T) {
 		t.Errorf("errors.As found %v, want the first problem", ce)
 	}
 }
+
+// TestAListGivenAsOneValue: a list key given one value says how to write
+// that value as a list, not some other list.
+func TestAListGivenAsOneValue(t *testing.T) {
+	noEnv := func(string) (string, bool) { return "", false }
+	for yaml, want := range map[string]string{
+		minimal + "output: {intervals: 0.9}":                                                     `output.intervals (line 5): "0.9" is not a list; write it as one, like [0.9]`,
+		"kafka:\n  brokers: broker-1:9092\ninput: {cadence: 1h}\nmodel: {path: m.safetensors}\n": `kafka.brokers (line 2): "broker-1:9092" is not a list; write it as one, like [broker-1:9092]`,
+	} {
+		_, err := Parse([]byte(yaml), noEnv)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", yaml, err, want)
+		}
+	}
+}

@@ -29,6 +29,7 @@ type JSONDecoder struct {
 	f      fields
 	vals   []float64
 	seen   []bool
+	null   []bool // a value field given as null, told apart from one left out
 	keyBuf []byte
 	strBuf []byte
 	tsBuf  []byte
@@ -41,7 +42,8 @@ func NewJSONDecoder(cfg Config, now func() time.Time) (*JSONDecoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &JSONDecoder{f: f, vals: make([]float64, len(f.values)), seen: make([]bool, len(f.values))}, nil
+	n := len(f.values)
+	return &JSONDecoder{f: f, vals: make([]float64, n), seen: make([]bool, n), null: make([]bool, n)}, nil
 }
 
 // maxJSONDepth bounds the nesting of skipped values.
@@ -70,6 +72,7 @@ func (d *JSONDecoder) Decode(rb *array.RecordBuilder, key, value []byte, ingest 
 // parse scans one object, filling d.vals. series may alias b or d.strBuf.
 func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64, perr *DecodeError) {
 	clear(d.seen)
+	clear(d.null)
 	haveTS := false
 	p := skipWS(b, 0)
 	if p >= len(b) || b[p] != '{' {
@@ -172,7 +175,7 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 					if p, ok = literal(b, p, "null"); !ok {
 						return nil, false, 0, d.syntax(b, p, "bad literal")
 					}
-					d.seen[j] = false
+					d.seen[j], d.null[j] = false, true
 				default:
 					return nil, false, 0, d.wrongType(b, p, field, "a number")
 				}
@@ -198,7 +201,11 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 		return nil, false, 0, poison(ReasonMissingField, "no %q field", d.f.time)
 	}
 	for j, ok := range d.seen {
-		if !ok {
+		switch {
+		case ok:
+		case d.null[j]:
+			return nil, false, 0, poison(ReasonMissingField, "%s is null; a reading needs every value field (leave out a reading that has none)", d.f.values[j])
+		default:
 			return nil, false, 0, poison(ReasonMissingField, "no %q field", d.f.values[j])
 		}
 	}
@@ -248,7 +255,21 @@ func (d *JSONDecoder) wrongType(b []byte, p int, field, want string) *DecodeErro
 			end = p + i
 		}
 	}
-	return poison(ReasonWrongType, "%s = %s is not %s", field, quote(b[p:end]), want)
+	tok := quote(b[p:end])
+	if ok && end-p <= 40 && printable(b[p:end]) {
+		tok = string(b[p:end]) // JSON as sent: true, [1,2], {"v":1}
+	}
+	return poison(ReasonWrongType, "%s = %s is not %s", field, tok, want)
+}
+
+// printable reports whether b is printable ASCII.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 func skipWS(b []byte, p int) int {

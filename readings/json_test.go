@@ -148,6 +148,19 @@ func TestDecodeErrorMessage(t *testing.T) {
 	if de.Unwrap() == nil {
 		t.Error("Unwrap() = nil")
 	}
+	// JSON that is not a number is quoted as sent; a null value is told
+	// apart from one left out.
+	for in, want := range map[string]string{
+		`{"series":"a","ts":1767600000000,"value":true}`:    `wrong_type: value = true is not a number`,
+		`{"series":"a","ts":1767600000000,"value":{"v":1}}`: `wrong_type: value = {"v":1} is not a number`,
+		`{"series":"a","ts":1767600000000,"value":null}`:    `missing_field: value is null; a reading needs every value field`,
+		`{"series":"a","ts":1767600000000}`:                 `missing_field: no "value" field`,
+	} {
+		_, err := decodeOne(t, memory.DefaultAllocator, dec, nil, nil, []byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want it to contain %q", in, err, want)
+		}
+	}
 }
 
 func TestAppendJSON(t *testing.T) {
