@@ -318,7 +318,7 @@ func (s *Service) newLearner(ctx context.Context) error {
 	}
 	s.learner = l
 	if s.cfg.Online.Enabled && s.cfg.Learner != LearnerNever && s.cfg.Online.CheckpointDir == "" && s.cfg.ModelsTopic == "" {
-		s.log.Warn("fine-tuned versions are kept in memory only: a restart serves model.path again as version 1 and numbers the next versions from there, "+
+		s.log.Warn("fine-tuned versions are kept in memory only: a restart serves model.path again as version 1 and numbers the next versions from there, " +
 			"so a forecast-id (series, step, model version) can name two models; set online.checkpoint_dir or topics.models to keep them")
 	}
 	return nil
