@@ -64,7 +64,7 @@
 // Attribution topic (AppendAttributionJSON), full, one field:
 //
 //	{"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,
-//	 "residual":[400,390],
+//	 "residual_share":0,"residual":[400,390],
 //	 "frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":0.75,"values":[8.5,6.25]},
 //	                {"id":2,"period_steps":12,"period":"12h0m0s","share":0.25,"values":[4,2]}]}
 //
@@ -85,12 +85,14 @@
 // at the level of cycles: a model with rhythms also writes "rhythms", one
 // per cycle of the data with its frequencies' ids, their summed values and
 // its "share", what they add up to. The rhythms', the free frequencies' and
-// the residual's shares make 1; a rhythm's frequencies' shares can sum to
+// the residual's ("residual_share", written since 2026-11-28; the Arrow
+// layouts leave the residual row's share null, and it is 1 less the
+// others) make 1; a rhythm's frequencies' shares can sum to
 // more than its own when its lines partly cancel. "period" is
 // period_steps × cadence ("0s" when unknown). The summary mode
 // (attributions: summary) drops "residual" and every "values", keeping
-// series, ts, model_version, alpha and each frequency's id, period_steps,
-// period and share: a few hundred bytes per forecast.
+// series, ts, model_version, alpha, residual_share and each frequency's id,
+// period_steps, period and share: a few hundred bytes per forecast.
 //
 // Times are RFC 3339 in UTC with as many fractional digits as needed,
 // durations are Go duration strings, numbers are the shortest decimal that

@@ -48,8 +48,8 @@ func ExampleAppendAttributionJSON() {
 		fmt.Println(string(buf))
 	}
 	// Output:
-	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,"residual":[{"temp":3,"humidity":75}],"frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":1,"values":[{"temp":0.5,"humidity":5.25}]}]}
-	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,"frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":1}]}
+	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,"residual_share":0,"residual":[{"temp":3,"humidity":75}],"frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":1,"values":[{"temp":0.5,"humidity":5.25}]}]}
+	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,"residual_share":0,"frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":1}]}
 }
 
 func ExampleForecastID() {

@@ -119,6 +119,22 @@ type RhythmPart struct {
 // Arrow layouts write on fr's row: the first that lists fr's id, or −1.
 // The decoders read it back by the same rule, from the rhythms the schema
 // lists.
+// ResidualShare is the residual MLP's share of the attribution: what the
+// rhythms' and the other frequencies' shares leave of 1, since the three
+// make 1 together (never below 0).
+func (f *Forecast) ResidualShare() float64 {
+	s := 1.0
+	for k := range f.Rhythms {
+		s -= f.Rhythms[k].Share
+	}
+	for k := range f.Frequencies {
+		if fr := &f.Frequencies[k]; f.rhythmOf(fr) < 0 {
+			s -= fr.Share
+		}
+	}
+	return max(s, 0)
+}
+
 func (f *Forecast) rhythmOf(fr *Contribution) int {
 	return slices.IndexFunc(f.Rhythms, func(r RhythmPart) bool { return slices.Contains(r.Frequencies, fr.ID) })
 }

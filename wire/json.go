@@ -98,7 +98,7 @@ func appendLevel(dst []byte, level float64) []byte {
 // dst and returns the extended buffer. In full mode, with one field:
 //
 //	{"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.62,
-//	 "residual":[401.5,…],
+//	 "residual_share":0.12,"residual":[401.5,…],
 //	 "frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":0.71,"values":[9.5,…]},…]}
 //
 // where residual[h] + Σ_k frequencies[k].values[h] = horizon[h].value of the
@@ -108,7 +108,9 @@ func appendLevel(dst []byte, level float64) []byte {
 //	"residual":[{"temp":3.1,"humidity":75},…], "values":[{"temp":0.4,"humidity":5.1},…]
 //
 // so residual[h][f] + Σ_k frequencies[k].values[h][f] = horizon[h].values[f].
-// In summary mode "residual" and every "values" are left out. Frequencies
+// "residual_share" is Forecast.ResidualShare: with the rhythms' shares and
+// those of the frequencies of no rhythm it makes 1. In summary mode
+// "residual" and every "values" are left out. Frequencies
 // keep the order of f.Frequencies. Numbers, times and durations are written
 // as by AppendForecastJSON; the cadence is not part of this message.
 //
@@ -132,6 +134,8 @@ func AppendAttributionJSON(dst []byte, f *Forecast, mode AttributionMode) ([]byt
 	dst = strconv.AppendInt(dst, f.ModelVersion, 10)
 	dst = append(dst, `,"alpha":`...)
 	dst = appendFloat(dst, f.Alpha)
+	dst = append(dst, `,"residual_share":`...)
+	dst = appendFloat(dst, f.ResidualShare())
 	if full {
 		dst = append(dst, `,"residual":`...)
 		dst = appendSteps(dst, f.Fields, f.Residual, 64)

@@ -478,3 +478,34 @@ func TestIntervalBoundsAtFloat32Precision(t *testing.T) {
 		}
 	}
 }
+
+// TestResidualShareMakesTheRest: the attribution JSON's residual_share is
+// what the rhythms' and the free frequencies' shares leave of 1, in both
+// modes; a rhythm counts by its own share, not its lines'.
+func TestResidualShareMakesTheRest(t *testing.T) {
+	f := exampleMulti()
+	f.Frequencies[0].Share, f.Frequencies[1].Share = 0.5, 0.3 // lines that partly cancel …
+	f = withRhythm(f, 0.6)                                    // … into a rhythm of 0.6
+	f.Frequencies = append(f.Frequencies, f.Frequencies[1])
+	fr := &f.Frequencies[2]
+	fr.ID, fr.Cycle, fr.Rhythm, fr.Share = 9, false, 0, 0.15 // a free frequency
+	if got := f.ResidualShare(); math.Abs(got-0.25) > 1e-12 {
+		t.Fatalf("ResidualShare = %v, want 1 − 0.6 − 0.15 = 0.25", got)
+	}
+	for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
+		b, err := wire.AppendAttributionJSON(nil, &f, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			ResidualShare *float64 `json:"residual_share"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || doc.ResidualShare == nil || math.Abs(*doc.ResidualShare-0.25) > 1e-12 {
+			t.Errorf("%s: residual_share %v (%v) in %s, want 0.25", mode, doc.ResidualShare, err, b)
+		}
+	}
+	f.Frequencies[2].Share = 0.9 // shares beyond 1 leave the residual nothing, not less
+	if got := f.ResidualShare(); got != 0 {
+		t.Errorf("ResidualShare of over-full shares = %v, want 0", got)
+	}
+}
