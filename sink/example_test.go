@@ -28,7 +28,7 @@ func ExampleNewWriter() {
 	}
 	// Output:
 	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"cadence":"1h0m0s","horizon":[{"ts":"2026-01-05T09:00:00Z","value":412.5}]}
-	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,"frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":1}]}
+	// {"series":"s-17","ts":"2026-01-05T08:00:00Z","model_version":3,"alpha":0.625,"residual_share":0,"frequencies":[{"id":7,"period_steps":24,"period":"24h0m0s","share":1}]}
 }
 
 func ExampleNew() {
