@@ -476,20 +476,21 @@ func (p *Pipeline) write(ctx context.Context, ob *outBatch) error {
 		p.met.deadLettered.Add(float64(n))
 	}
 	for _, r := range []struct {
-		rows   []int
-		reason string
-		cause  error
+		rows    []int
+		reason  string
+		cause   error
+		causeOf func(i int) error
 	}{
-		{ob.outRange, readings.ReasonOutOfRange, errOutOfRange},
-		{ob.tooLate, ReasonTooLate, errTooLate},
-		{ob.nonFinite, ReasonNonFiniteOutput, errNonFinite},
+		{ob.outRange, readings.ReasonOutOfRange, errOutOfRange, nil},
+		{ob.tooLate, ReasonTooLate, errTooLate, func(i int) error { return p.tooLate(ob.tooLateBy[i]) }},
+		{ob.nonFinite, ReasonNonFiniteOutput, errNonFinite, nil},
 	} {
 		if len(r.rows) == 0 {
 			continue
 		}
 		var n int
 		err := p.retry(ctx, "dead-letter refused readings", func() (err error) {
-			n, err = ob.in.DeadLetterRows(ctx, r.rows, r.reason, r.cause)
+			n, err = ob.in.DeadLetterRowsEach(ctx, r.rows, r.reason, r.cause, r.causeOf)
 			return err
 		})
 		if err != nil {
@@ -539,8 +540,18 @@ const (
 var (
 	errOutOfRange = errors.New("the value lies far outside the range of its series' window (window.max_jump)")
 	errNonFinite  = errors.New("the forecast of the window this reading completed has a non-finite value; it was not written")
-	errTooLate    = errors.New("the reading is older than its series' newest step by more than window.allowed_lateness, or than the series' window; it changed nothing")
+	// errTooLate sums up the too-late readings of a batch in the log;
+	// each dead letter says how late its reading was (Pipeline.tooLate).
+	errTooLate = errors.New("the reading is older than its series' newest step by more than window.allowed_lateness, or than the series' window; it changed nothing")
 )
+
+// tooLate says how late a reading was that lay steps behind its series'
+// newest step.
+func (p *Pipeline) tooLate(steps int64) error {
+	c := p.wiring.Cadence
+	return fmt.Errorf("the reading's step is %d steps (%v) behind its series' newest step, more than window.allowed_lateness (%v) allows "+
+		"or than the series' window holds; it changed nothing", steps, time.Duration(steps)*c, p.win.AllowedLateness)
+}
 
 // retry calls f until it succeeds or ctx ends, backing off from 100ms to 5s.
 // Delivery is at-least-once: giving up would drop readings. While f fails

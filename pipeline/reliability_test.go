@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,7 +172,7 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 			stream.DefaultConfig(), sink.DefaultConfig())
 		produce(t, kc, []string{"a"}, []string{"value"}, 0, lookback+2)
 		t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-		late := readings.Reading{Series: "a", Time: t0.Add(5 * time.Hour), Values: []float64{42}}         // 92 steps late
+		late := readings.Reading{Series: "a", Time: t0.Add(5 * time.Hour), Values: []float64{42}}         // 20 steps late
 		within := readings.Reading{Series: "a", Time: t0.Add(lookback * time.Hour), Values: []float64{7}} // one step late: updates it
 		for _, rd := range []readings.Reading{late, within} {
 			kafkatest.Produce(t, kc, "readings", kafka.Message{Key: []byte("a"), Value: readings.AppendJSON(nil, rd, readings.DefaultConfig())})
@@ -180,6 +181,10 @@ func TestRefusedReadingsAreDeadLettered(t *testing.T) {
 		dlq := readTopic(t, kc, "readings.dlq", 1, 30*time.Second)
 		if got := header(dlq[0], stream.HeaderReason); got != pipeline.ReasonTooLate || !bytes.Contains(dlq[0].Value, []byte("42")) {
 			t.Errorf("dead letter %s with reason %q, want the late reading as %q", dlq[0].Value, got, pipeline.ReasonTooLate)
+		}
+		// Its error says how late it was, against what is allowed.
+		if got, want := header(dlq[0], stream.HeaderError), "the reading's step is 20 steps (20h0m0s) behind its series' newest step, more than window.allowed_lateness (1h0m0s) allows"; !strings.Contains(got, want) {
+			t.Errorf("dead letter's error %q does not say %q", got, want)
 		}
 		waitFor(t, func() bool { return kafkatest.Uncommitted(t, kc, "freqlens", "readings") == 0 })
 		if n := len(kafkatest.ReadAll(t, kc, "readings.dlq")); n != 1 {

@@ -106,9 +106,10 @@ type part struct {
 	contribs  []wire.Contribution
 	rhythms   []wire.RhythmPart
 	intervals []wire.Interval
-	outRange  []int // rows the windows refused as out of range
-	tooLate   []int // rows too late for their step
-	nonFinite []int // rows whose window's forecast had a non-finite value
+	outRange  []int   // rows the windows refused as out of range
+	tooLate   []int   // rows too late for their step
+	tooLateBy []int64 // how many steps behind their series' newest, by row of tooLate
+	nonFinite []int   // rows whose window's forecast had a non-finite value
 }
 
 // outBatch is the forecasts of one input batch, on its way to the sink.
@@ -118,9 +119,10 @@ type outBatch struct {
 	parts     []part
 	all       []wire.Forecast
 	ingest    []time.Time
-	outRange  []int // rows dead-lettered as out of range before the commit
-	tooLate   []int // rows dead-lettered as too late before the commit
-	nonFinite []int // rows dead-lettered for a non-finite forecast before the commit
+	outRange  []int   // rows dead-lettered as out of range before the commit
+	tooLate   []int   // rows dead-lettered as too late before the commit
+	tooLateBy []int64 // how many steps behind their series' newest, by row of tooLate
+	nonFinite []int   // rows dead-lettered for a non-finite forecast before the commit
 }
 
 func newOutBatch(workers int) *outBatch { return &outBatch{parts: make([]part, workers)} }
@@ -145,12 +147,12 @@ func (ob *outBatch) trimIdle() uintptr {
 
 func (ob *outBatch) shrink(t *trim) {
 	ob.all, ob.ingest = shrink(ob.all, t), shrink(ob.ingest, t)
-	ob.outRange, ob.tooLate, ob.nonFinite = shrink(ob.outRange, t), shrink(ob.tooLate, t), shrink(ob.nonFinite, t)
+	ob.outRange, ob.tooLate, ob.tooLateBy, ob.nonFinite = shrink(ob.outRange, t), shrink(ob.tooLate, t), shrink(ob.tooLateBy, t), shrink(ob.nonFinite, t)
 	for i := range ob.parts {
 		pt := &ob.parts[i]
 		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = shrink(pt.fs, t), shrink(pt.ingest, t), trimmed(pt.arena, t), shrink(pt.contribs, t), nil
 		pt.intervals, pt.rhythms = shrink(pt.intervals, t), shrink(pt.rhythms, t)
-		pt.outRange, pt.tooLate, pt.nonFinite = shrink(pt.outRange, t), shrink(pt.tooLate, t), shrink(pt.nonFinite, t)
+		pt.outRange, pt.tooLate, pt.tooLateBy, pt.nonFinite = shrink(pt.outRange, t), shrink(pt.tooLate, t), shrink(pt.tooLateBy, t), shrink(pt.nonFinite, t)
 	}
 }
 
@@ -199,7 +201,7 @@ func (ob *outBatch) gather() {
 		ob.all = append(ob.all, pt.fs...)
 		ob.ingest = append(ob.ingest, pt.ingest...)
 		ob.outRange = append(ob.outRange, pt.outRange...)
-		ob.tooLate = append(ob.tooLate, pt.tooLate...)
+		ob.tooLate, ob.tooLateBy = append(ob.tooLate, pt.tooLate...), append(ob.tooLateBy, pt.tooLateBy...)
 		ob.nonFinite = append(ob.nonFinite, pt.nonFinite...)
 	}
 }
@@ -235,7 +237,7 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	}
 	w.refresh()
 	pt.outRange = append(pt.outRange, w.ready.OutOfRange...)
-	pt.tooLate = append(pt.tooLate, w.ready.TooLate...)
+	pt.tooLate, pt.tooLateBy = append(pt.tooLate, w.ready.TooLate...), append(pt.tooLateBy, w.ready.TooLateBy...)
 	n := w.ready.Len()
 	if n == 0 {
 		return

@@ -132,10 +132,27 @@ func (b *Batch) DeadLetter(ctx context.Context, reason string, cause error) (int
 // before it commits the batch. Like DeadLetter it reads the messages back by
 // offset; an Arrow message is dead-lettered whole for any of its rows.
 func (b *Batch) DeadLetterRows(ctx context.Context, rows []int, reason string, cause error) (int, error) {
+	return b.DeadLetterRowsEach(ctx, rows, reason, cause, nil)
+}
+
+// DeadLetterRowsEach is DeadLetterRows with a cause of its own for each
+// row: causeOf(i) is rows[i]'s (nil for cause), written in its message's
+// freqlens-dlq-error header, so that a reading says what was wrong with it
+// (how late it was); cause sums them up in the log. A message that holds
+// several of the rows gets the first one's.
+func (b *Batch) DeadLetterRowsEach(ctx context.Context, rows []int, reason string, cause error, causeOf func(i int) error) (int, error) {
+	type at struct {
+		p   int
+		off int64
+	}
 	byPart := map[int][]int64{}
-	for _, r := range rows {
-		p := b.Partition(r)
-		byPart[p] = append(byPart[p], b.Offset(r))
+	first := map[at]int{} // a message's first row, by index in rows
+	for i, r := range rows {
+		p, off := b.Partition(r), b.Offset(r)
+		byPart[p] = append(byPart[p], off)
+		if _, ok := first[at{p, off}]; !ok {
+			first[at{p, off}] = i
+		}
 	}
 	c := b.c
 	var dead []kafka.Message
@@ -145,7 +162,13 @@ func (b *Batch) DeadLetterRows(ctx context.Context, rows []int, reason string, c
 		offs = slices.Compact(offs)
 		err := c.kc.ReadPartition(ctx, c.cfg.Topic, p, offs[0], offs[len(offs)-1]+1, c.cfg.MaxBytes, func(m kafka.Message) error {
 			if _, ok := slices.BinarySearch(offs, m.Offset); ok {
-				dead = append(dead, deadLetter(m, &readings.DecodeError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Reason: reason, Err: cause}))
+				err := cause
+				if causeOf != nil {
+					if e := causeOf(first[at{p, m.Offset}]); e != nil {
+						err = e
+					}
+				}
+				dead = append(dead, deadLetter(m, &readings.DecodeError{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Reason: reason, Err: err}))
 			}
 			return nil
 		})

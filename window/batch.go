@@ -32,6 +32,9 @@ type Batch struct {
 	// Config.AllowedLateness), in the order Append met them, when
 	// Config.Late is LateDeadLetter; they are not windows.
 	TooLate []int
+	// TooLateBy is, for each row of TooLate, how many steps its reading's
+	// step lies behind its series' newest step, for the dead letter to say.
+	TooLateBy []int64
 }
 
 // Len returns the number of windows in b.
@@ -46,6 +49,7 @@ func (b *Batch) Reset() {
 	b.Rows = b.Rows[:0]
 	b.OutOfRange = b.OutOfRange[:0]
 	b.TooLate = b.TooLate[:0]
+	b.TooLateBy = b.TooLateBy[:0]
 }
 
 // Window returns the L·C values of window i, a view into b.Values that is

@@ -245,6 +245,12 @@ func TestTooLate(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("TooLate = %v, want %v", got, tc.want)
 			}
+			// How late each was: a's step 0 three steps behind its step 3,
+			// b's step 4 one behind its 5 (within the hour, but before b's
+			// window).
+			if tc.want != nil && !slices.Equal(out.TooLateBy, []int64{3, 1}) {
+				t.Errorf("TooLateBy = %v, want [3 1]", out.TooLateBy)
+			}
 			if st := s.Stats(); st.LateDropped != 2 || st.LateUpdated != 1 {
 				t.Errorf("LateDropped %d, LateUpdated %d; want 2 and 1", st.LateDropped, st.LateUpdated)
 			}

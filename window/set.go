@@ -399,7 +399,7 @@ func (s *Set) reading(i int, now int64, out *Batch) {
 		if d > s.lateSteps || d >= int64(sr.n) {
 			s.stats.LateDropped++
 			if out != nil && s.deadLate {
-				out.TooLate = append(out.TooLate, i)
+				out.TooLate, out.TooLateBy = append(out.TooLate, i), append(out.TooLateBy, d)
 			}
 			return
 		}
