@@ -65,6 +65,7 @@ func keys(c *service.Config) map[string]any {
 		"model.bootstrap.lookback":    &c.Bootstrap.Lookback,
 		"model.bootstrap.epochs":      &c.Bootstrap.Epochs,
 		"model.bootstrap.check_every": &c.Bootstrap.CheckEvery,
+		"model.bootstrap.time_zone":   &c.Bootstrap.TimeZone,
 
 		"output.format":        &sk.Format,
 		"output.attributions":  &sk.Attributions,

@@ -102,7 +102,8 @@ func (t *trainer) fingerprint(train, val Source) string {
 		Cadence time.Duration
 		Rhythms any
 		Data    string
-	}{t.m.Meta.Cadence, t.m.Meta.Rhythms, t.m.Meta.DataSHA256})
+		Zone    string `json:",omitempty"` // so that a run in UTC keeps the fingerprint it had before zones
+	}{t.m.Meta.Cadence, t.m.Meta.Rhythms, t.m.Meta.DataSHA256, t.m.Meta.TimeZone})
 	if err != nil {
 		meta = fmt.Appendf(nil, "%v", err)
 	}

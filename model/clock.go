@@ -1,7 +1,10 @@
 package model
 
 import (
+	"fmt"
 	"math"
+	"time"
+	_ "time/tzdata" // the zone database, so a model's time zone loads on a machine without one
 
 	"github.com/freqlens/freqlens/internal/gemm"
 )
@@ -57,6 +60,9 @@ type clock struct {
 	tab []float64
 	// cadence is Meta.Cadence in nanoseconds.
 	cadence int64
+	// zone is Meta.TimeZone's location, nil for UTC: times are read as
+	// its wall clock.
+	zone *time.Location
 }
 
 // setClock derives the clock from m.Meta.Rhythms and m.Meta.Cadence. Call
@@ -85,6 +91,10 @@ func (m *Model) setClock() {
 	}
 	ck.cadence = int64(m.Meta.Cadence)
 	ck.active = !cfg.noClock && len(ck.ids) > 0 && ck.cadence > 0
+	if m.Meta.TimeZone != "" {
+		// Load and SetTimeZone have checked the name.
+		ck.zone, _ = time.LoadLocation(m.Meta.TimeZone)
+	}
 	M := len(ck.ids)
 	ck.tab = make([]float64, (L+H)*2*M)
 	for row := range L + H {
@@ -136,10 +146,44 @@ func (ck *clock) rhythmOfID(id int) int {
 }
 
 // steps returns the time t (Unix nanoseconds) in steps of the cadence since
-// the Unix epoch, exactly to float64 rounding.
+// the Unix epoch, exactly to float64 rounding; with a time zone, the wall
+// clock time there at t (t plus the zone's offset from UTC at t), so that
+// the same local hour is the same phase in winter and in summer.
 func (ck *clock) steps(t int64) float64 {
+	if ck.zone != nil {
+		_, off := time.Unix(0, t).In(ck.zone).Zone()
+		t += int64(off) * int64(time.Second)
+	}
 	q, r := t/ck.cadence, t%ck.cadence
 	return float64(q) + float64(r)/float64(ck.cadence)
+}
+
+// SetTimeZone makes the clock read times as the wall clock of the IANA
+// time zone name ("Europe/Berlin"; "" or "UTC" for UTC): see
+// Meta.TimeZone. Set it before training, which anchors the rhythms'
+// phases in the same clock.
+func (m *Model) SetTimeZone(name string) error {
+	if name == "UTC" {
+		name = ""
+	}
+	if name != "" {
+		if _, err := time.LoadLocation(name); err != nil {
+			return fmt.Errorf("model: time zone %q: %w; use an IANA name such as Europe/Berlin or America/New_York", name, err)
+		}
+	}
+	m.Meta.TimeZone = name
+	m.setClock()
+	return nil
+}
+
+// ClockStep returns t in the clock's steps since the epoch: the time the
+// rhythms' phases are read at (Meta.TimeZone's wall clock, or UTC), or 0
+// when the model has no cadence.
+func (m *Model) ClockStep(t time.Time) float64 {
+	if m.clock.cadence <= 0 {
+		return 0
+	}
+	return m.clock.steps(t.UnixNano())
 }
 
 // phase returns rhythm r's phase in cycles, in [0, 1), at τ steps since the

@@ -171,6 +171,9 @@ func (m *Model) metadata(weightsSHA string) (map[string]string, error) {
 	if m.Meta.StepAlign != "" {
 		md["step_align"] = m.Meta.StepAlign
 	}
+	if m.Meta.TimeZone != "" {
+		md["time_zone"] = m.Meta.TimeZone
+	}
 	if m.Meta.Metrics != nil {
 		md["metrics"] = js(m.Meta.Metrics)
 	}
@@ -495,6 +498,12 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 		meta.StepAlign = s
 	default:
 		return cfg, meta, fmt.Errorf("corrupted header: metadata step_align %q; the only alignment a model records is %q", s, StepAlignNearest)
+	}
+	if s := md["time_zone"]; s != "" {
+		if _, err := time.LoadLocation(s); err != nil {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata time_zone %q is no time zone: %w", s, err)
+		}
+		meta.TimeZone = s
 	}
 	if s := md["seed"]; s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)

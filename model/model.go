@@ -34,6 +34,12 @@ type Meta struct {
 	// step times), so that serve puts a live feed of the same clock on
 	// steps the same way; empty for the step a reading falls in.
 	StepAlign string `json:"step_align,omitempty"`
+	// TimeZone is the IANA time zone ("Europe/Berlin") whose wall clock
+	// times the rhythms: the clock reads each window's time as the local
+	// time there, so a daily rhythm kept by people (traffic, buildings)
+	// stays on its hour across daylight-saving changes. Empty: UTC. Set it
+	// with SetTimeZone.
+	TimeZone string `json:"time_zone,omitempty"`
 	// Mean and Std are the per-channel statistics the data was z-scored
 	// with before training (empty when it was not).
 	Mean []float64 `json:"mean,omitempty"`

@@ -496,7 +496,7 @@ func (l *Learner) trackCycles(cand *model.Model) []model.CycleMove {
 	}
 	peaks := model.FindPeaks(rows, width, model.PeakOptions{})
 	if len(cand.Meta.Rhythms) > 0 {
-		return cand.TrackRhythms(peaks, l.tr.newestStep())
+		return cand.TrackRhythms(peaks, cand.ClockStep(l.tr.newestTime()))
 	}
 	return cand.TrackCycles(peaks)
 }

@@ -452,16 +452,11 @@ func (t *tracker) recentRows(steps, maxSeries int) (rows []float64, channels int
 	return rows, width
 }
 
-// newestStep is the newest observed data time in steps of the cadence since
-// the Unix epoch.
-func (t *tracker) newestStep() float64 {
+// newestTime returns the newest data time the tracker has seen.
+func (t *tracker) newestTime() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ns, cad := t.newest.UnixNano(), int64(t.cadence)
-	if cad <= 0 {
-		return 0
-	}
-	return float64(ns/cad) + float64(ns%cad)/float64(cad)
+	return t.newest
 }
 
 // expire forgets series not seen within the last L+H steps of data time.

@@ -47,6 +47,11 @@ type BootstrapConfig struct {
 	//
 	// Default: 1m
 	CheckEvery time.Duration
+	// TimeZone is the IANA zone whose wall clock times the bootstrapped
+	// model's rhythms (model.bootstrap.time_zone; model.Meta.TimeZone).
+	//
+	// Default: "" (UTC)
+	TimeZone string
 }
 
 // DefaultBootstrapConfig returns the defaults of model.bootstrap.*, off.
@@ -69,6 +74,9 @@ func (b BootstrapConfig) validate() error {
 		return fmt.Errorf("model.bootstrap.epochs = %d; use at least 1 (default 50)", b.Epochs)
 	case b.CheckEvery <= 0:
 		return fmt.Errorf("model.bootstrap.check_every = %v; use a positive duration such as 1m", b.CheckEvery)
+	}
+	if _, err := time.LoadLocation(b.TimeZone); err != nil {
+		return fmt.Errorf("model.bootstrap.time_zone = %q is no time zone; use an IANA name such as Europe/Berlin, or leave it empty for UTC", b.TimeZone)
 	}
 	return nil
 }
@@ -241,7 +249,7 @@ func (s *Service) trainFirst(ctx context.Context, st *bootstrapStatus, elect *el
 	}
 	s.log.Info("bootstrap: training the first model", "summary", d.Summary)
 	res, err := training.Fit(ctx, d, bc.Lookback, bc.Horizon, training.Options{
-		Epochs: bc.Epochs, Seed: 1,
+		Epochs: bc.Epochs, Seed: 1, TimeZone: bc.TimeZone,
 		Epoch: func(e model.EpochStats) {
 			st.progress.Set(float64(e.Epoch) / float64(e.Epochs))
 			st.set(fmt.Sprintf("bootstrapping: training the first model on %v of topic %s: epoch %d of at most %d", d.Span, topic, e.Epoch, e.Epochs))

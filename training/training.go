@@ -126,6 +126,9 @@ type Options struct {
 	// FillHarmonics is model.TrainConfig's: put a frequency on every
 	// missing harmonic up to this one of each cycle; 0 leaves them out.
 	FillHarmonics int
+	// TimeZone is model.Meta.TimeZone: the IANA zone whose wall clock
+	// times the rhythms (empty: UTC).
+	TimeZone string
 	// Checkpoint is model.TrainConfig's: a file that keeps the run's state
 	// after every epoch and resumes it when it exists; empty for none.
 	Checkpoint string
@@ -169,6 +172,9 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 	m.Meta = model.Meta{
 		ChannelNames: d.Columns, Cadence: d.Cadence, StepAlign: d.StepAlign, Mean: d.Scaler.Mean, Std: d.Scaler.Std,
 		DataSHA256: d.SHA256, DataName: d.Name, Seed: o.Seed,
+	}
+	if err := m.SetTimeZone(o.TimeZone); err != nil {
+		return nil, err
 	}
 	_, params := m.ParamCounts()
 	if o.Start != nil {

@@ -90,6 +90,8 @@ type inspectReport struct {
 	Params               int                    `json:"params"`
 	Components           []model.ComponentCount `json:"components"`
 	Metrics              map[string]float64     `json:"metrics,omitempty"`
+	// TimeZone is the zone whose wall clock times the rhythms ("" for UTC).
+	TimeZone string `json:"time_zone,omitempty"`
 	// Interrupted says the training run was cut short (Ctrl-C, SIGTERM):
 	// the file holds the best epoch so far, not that of the whole schedule.
 	Interrupted bool `json:"interrupted"`
@@ -153,7 +155,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		CadenceSeconds: m.Meta.Cadence.Seconds(), StepAlign: m.Meta.StepAlign, Alpha: m.Alpha(), SelectionFrom: from,
 		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil, nil), ResidualShare: residualShare,
 		SelectedPerWindow: m.SelectedPerWindow(), CyclesAlwaysSelected: m.SelectsRhythms(),
-		Interrupted: m.Meta.Metrics["interrupted"] == 1,
+		Interrupted: m.Meta.Metrics["interrupted"] == 1, TimeZone: m.Meta.TimeZone,
 	}
 	if shares != nil {
 		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares, rhythmShares), from
@@ -217,6 +219,9 @@ func printInspect(w io.Writer, r inspectReport) {
 		fmt.Fprintf(w, ", trained on %s", r.TrainedOn)
 	}
 	fmt.Fprintln(w)
+	if r.TimeZone != "" {
+		fmt.Fprintf(w, "clock: the cycles keep %s's wall clock (daylight saving included)\n", r.TimeZone)
+	}
 	if r.StepAlign == dataset.AlignNearest {
 		fmt.Fprintln(w, "steps: readings go to the nearest step (the training data's stamps straddle the step times); serve does the same unless input.align says otherwise")
 	}

@@ -33,6 +33,7 @@ type trainReport struct {
 	LearningRate       float64            `json:"learning_rate"`
 	Patience           int                `json:"patience"`
 	FillHarmonics      int                `json:"fill_harmonics"`
+	TimeZone           string             `json:"time_zone,omitempty"`
 	Params             int                `json:"params"`
 	TrainWindows       int                `json:"train_windows"`
 	ValWindows         int                `json:"val_windows"`
@@ -72,6 +73,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dropout := fs.Float64("dropout", model.DefaultDropout, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
 	rate := fs.Float64("learning-rate", model.DefaultLearningRate, fmt.Sprintf("Adam's base step size, annealed along a cosine to %g", model.DefaultMinLearningRate))
 	patience := fs.Int("patience", model.DefaultPatience, "epochs without a better validation MSE that end training")
+	zone := fs.String("time-zone", "", "IANA time zone (Europe/Berlin) whose wall clock the data's daily and weekly rhythms keep, so they stay on their hour across daylight-saving changes; default UTC")
 	fill := fs.Int("fill-harmonics", 0, "put a frequency on every harmonic up to this one that a cycle found in the data lacks, so that its clock follows the cycle's shape more closely (more heads: slower training and forecasts); 0 leaves them out")
 	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
 	maxWindows := fs.Int("max-windows", 100_000, "long-format data: train on at most this many windows, drawn at random (seeded) from every series, and validate on a fifth as many; 0 uses all")
@@ -109,6 +111,11 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *horizon < 1 || *lookback < 4 || *epochs < 1 || *batch < 1 {
 		return fmt.Errorf("--horizon, --lookback, --epochs and --batch-size must be positive (lookback at least 4); got %d, %d, %d, %d", *horizon, *lookback, *epochs, *batch)
+	}
+	if *zone != "" {
+		if _, err := time.LoadLocation(*zone); err != nil {
+			return fmt.Errorf("--time-zone %q is no time zone; use an IANA name such as Europe/Berlin or America/New_York", *zone)
+		}
 	}
 	switch {
 	case *topK < 1 || *topK > model.DefaultFrequencies:
@@ -148,7 +155,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts := training.Options{
 		Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit),
 		TopK: *topK, LearningRate: *rate, Patience: *patience, FillHarmonics: *fill,
-		Checkpoint: *checkpoint, Start: bar.start, Epoch: bar.epoch,
+		Checkpoint: *checkpoint, Start: bar.start, Epoch: bar.epoch, TimeZone: *zone,
 	}
 	opts.Dropout = *dropout
 	if *dropout == 0 {
@@ -184,8 +191,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Lookback: *lookback, Horizon: *horizon, Channels: len(td.Columns), Seed: *seed, Params: res.Params,
 		ChannelShuffle: m.Meta.Training["channel_shuffle"], TopK: m.Config().TopK,
 		Dropout: m.Meta.Training["dropout"], LearningRate: m.Meta.Training["learning_rate"], Patience: int(m.Meta.Training["patience"]),
-		FillHarmonics: int(m.Meta.Training["fill_harmonics"]),
-		TrainWindows:  td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
+		FillHarmonics: int(m.Meta.Training["fill_harmonics"]), TimeZone: m.Meta.TimeZone,
+		TrainWindows: td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
 		EpochsRun: tr.EpochsRun, ResumedFrom: tr.ResumedFrom, EpochSecondsMedian: tr.MedianEpochSeconds(), TrainSeconds: res.Seconds,
 		Stopped: tr.Stopped, BestEpoch: tr.BestEpoch, ValMSE: tr.BestValMSE,
 		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,

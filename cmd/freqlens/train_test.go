@@ -640,3 +640,27 @@ func TestTrainSaysHowMuchHistoryACycleNeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainTimeZone: --time-zone is kept in the model, and inspect says
+// whose wall clock its cycles keep; a name that is no zone is refused
+// before any training.
+func TestTrainTimeZone(t *testing.T) {
+	dir := t.TempDir()
+	data := writeSynthetic(t, dir, "sensors.csv", 2, 400)
+	out := filepath.Join(dir, "m.safetensors")
+	if code, _, stderr := runCLI("train", "--data", data, "--lookback", "24", "--horizon", "6", "--epochs", "1", "--time-zone", "Europe/Berlin", "--out", out); code != 0 {
+		t.Fatalf("train exited %d: %s", code, stderr)
+	}
+	if _, text, _ := runCLI("inspect", "--model", out); !strings.Contains(text, "clock: the cycles keep Europe/Berlin's wall clock") {
+		t.Errorf("inspect does not say the model's clock:\n%s", text)
+	}
+	_, js, _ := runCLI("inspect", "--model", out, "--json")
+	var in inspectReport
+	lastJSON(t, js, &in)
+	if in.TimeZone != "Europe/Berlin" {
+		t.Errorf("inspect --json time_zone = %q, want Europe/Berlin", in.TimeZone)
+	}
+	if code, _, stderr := runCLI("train", "--data", data, "--horizon", "6", "--time-zone", "Berlin", "--out", out); code != 2 || !strings.Contains(stderr, `--time-zone "Berlin" is no time zone; use an IANA name such as Europe/Berlin`) || strings.Contains(stderr, "epoch") {
+		t.Errorf("--time-zone Berlin: exit %d, %s", code, stderr)
+	}
+}
