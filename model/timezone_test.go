@@ -55,6 +55,9 @@ func TestTimeZoneKeepsTheLocalHour(t *testing.T) {
 	if got, want := m.ClockStep(summer)-m.ClockStep(winter), float64(summer.Sub(winter)/time.Hour)+1; got != want {
 		t.Errorf("clock steps from winter to summer = %v, want %v (the hour daylight saving takes back)", got, want)
 	}
+	if n := testing.AllocsPerRun(100, func() { m.ClockStep(summer) }); n != 0 {
+		t.Errorf("reading a time on the zone's clock allocates %v times; the forward pass must not", n)
+	}
 	path := filepath.Join(t.TempDir(), "m.safetensors")
 	if err := m.Save(path); err != nil {
 		t.Fatal(err)
