@@ -45,6 +45,10 @@ type Options struct {
 	//
 	// Default: the name of the data it was trained on
 	Name string
+	// Excerpt says Data is part of what the model was trained from, such
+	// as one series' run of a long-format file: its "test split" (the last
+	// 20% of its rows) is then no held-out data, and the report says so.
+	Excerpt bool
 }
 
 // Report is what the figures show, computed from a model and, when given,
@@ -193,6 +197,9 @@ type Part struct {
 type HorizonErrors struct {
 	// Data is the frame's name and Protocol its split protocol.
 	Data, Protocol string
+	// Note warns what the split is not: set for an excerpt
+	// (Options.Excerpt), whose rows the model may have trained on.
+	Note string
 	// Windows and Channels are what each step averages over.
 	Windows, Channels int
 	// MSE and MAE hold one value per horizon step.
@@ -249,6 +256,11 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 	r.setCycles(m, met.Shares, met.RhythmShares, met.ResidualShare)
 	if r.Errors, err = horizonErrors(ctx, m, bm); err != nil {
 		return nil, err
+	}
+	if opts.Excerpt {
+		r.SharesFrom = "the last 20% of the rows of " + f.Name + ", which the model may have trained on"
+		r.Errors.Note = "These are the last 20% of one series' run, not a held-out test split: the model may have trained on them, " +
+			"so they can look better than its test error ('freqlens eval' scores the test split by time, series by series)."
 	}
 	if at == 0 {
 		at = bm.Test.EndRow(bm.Test.Len() - 1)

@@ -133,7 +133,7 @@ its exact parts, stacked from zero (positive parts up, negative down); at every 
 <h2>Error by horizon step</h2>
 <figure><a href="horizon.svg"><img src="horizon.png" alt="the test split's MSE and MAE by horizon step, and the MSE of repeating the last value"></a>
 <figcaption>Every window of the test split of {{.Data}} ({{.Protocol}} protocol, {{.Windows}} windows × {{.Channels}} channels), z-scored with the training rows'
-statistics: MSE {{printf "%.4f" .MeanMSE}}, MAE {{printf "%.4f" .MeanMAE}} over all steps. <a href="horizon.svg">SVG</a></figcaption></figure>
+statistics: MSE {{printf "%.4f" .MeanMSE}}, MAE {{printf "%.4f" .MeanMAE}} over all steps.{{with .Note}} <strong>{{.}}</strong>{{end}} <a href="horizon.svg">SVG</a></figcaption></figure>
 {{end}}
 {{if not .Forecast}}<p>Pass <code>--data CSV</code> (a file with the model's columns) to add a forecast with its parts and the test split's error by horizon step.</p>{{end}}
 </body>

@@ -204,6 +204,12 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report on %s does not say %q", data, want)
 		}
+		// A long file's series run is no held-out split, and its page says
+		// so; a wide file's test split is.
+		excerpt := strings.Contains(string(page), "not a held-out test split")
+		if excerpt != (data == "jittered.csv") {
+			t.Errorf("report on %s: says its errors are no held-out split: %v", data, excerpt)
+		}
 	}
 }
 

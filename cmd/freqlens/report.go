@@ -59,6 +59,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if opts.Data, row, err = longWindow(ctx, m, *data, format, cfg, *series, at); err != nil {
 				return err
 			}
+			opts.Excerpt = true // one series' run: its last 20% is no held-out split
 			noteStep(stderr, at, opts.Data, row)
 			if *atFlag != "" {
 				opts.At = row
