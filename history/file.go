@@ -353,8 +353,9 @@ func readRecords(ctx context.Context, cfg readings.Config, b *dataset.PanelBuild
 	}
 	defer d.close()
 	var buf bytes.Buffer
-	var decode func(rec arrow.Record) error
-	decode = func(rec arrow.Record) error {
+	var decode func(rec arrow.Record, base int64) error
+	// decode decodes rec, whose first row is row base of the file.
+	decode = func(rec arrow.Record, base int64) error {
 		buf.Reset()
 		w := ipc.NewWriter(&buf, ipc.WithSchema(rec.Schema()))
 		if err := w.Write(rec); err != nil {
@@ -367,12 +368,12 @@ func readRecords(ctx context.Context, cfg readings.Config, b *dataset.PanelBuild
 		if err := d.dec.Decode(d.rb, nil, buf.Bytes(), time.Time{}); err != nil {
 			if n == 1 {
 				stats.Messages++
-				d.refuse(err)
+				d.refuse(fileRow(err, base))
 				return nil
 			}
 			for _, half := range [][2]int64{{0, n / 2}, {n / 2, n}} {
 				part := rec.NewSlice(half[0], half[1])
-				err := decode(part)
+				err := decode(part, base+half[0])
 				part.Release()
 				if err != nil {
 					return err
@@ -387,6 +388,7 @@ func readRecords(ctx context.Context, cfg readings.Config, b *dataset.PanelBuild
 		return nil
 	}
 	checked := false // the columns of the first record
+	var rows int64   // the file's rows before rec
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -410,13 +412,27 @@ func readRecords(ctx context.Context, cfg readings.Config, b *dataset.PanelBuild
 		}
 		for lo := int64(0); lo < rec.NumRows(); lo += chunkRows {
 			part := rec.NewSlice(lo, min(lo+chunkRows, rec.NumRows()))
-			err := decode(part)
+			err := decode(part, rows+lo)
 			part.Release()
 			if err != nil {
 				return err
 			}
 		}
+		rows += rec.NumRows()
 	}
+}
+
+// fileRow puts the file's row in the error of a refused one-row slice,
+// which the decoder calls row 0 of its message.
+func fileRow(err error, row int64) error {
+	var de *readings.DecodeError
+	if !errors.As(err, &de) {
+		return fmt.Errorf("row %d: %w", row, err)
+	}
+	c := *de
+	msg := strings.TrimPrefix(de.Err.Error(), "row 0: ")
+	c.Err = fmt.Errorf("row %d of the file (from 0): %s", row, msg)
+	return &c
 }
 
 // describe names a format for messages.

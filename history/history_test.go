@@ -139,11 +139,13 @@ func TestFilesGiveTheSamePanel(t *testing.T) {
 			if want := fmt.Sprintf("%d rows, %d readings", len(rows), len(rows)-1); !strings.HasPrefix(stats.String(), want) {
 				t.Errorf("seed %d %s: the read is said as %q, want %q: a file has rows", seed, tc.name, stats, want)
 			}
+			nan := slices.IndexFunc(rows, func(r historytest.Row) bool { return math.IsNaN(r.Values[0]) })
 			if tc.format == FileCSV {
-				nan := slices.IndexFunc(rows, func(r historytest.Row) bool { return math.IsNaN(r.Values[0]) })
 				if want := fmt.Sprintf("line %d: ", nan+2); !strings.HasPrefix(stats.Example, want) {
 					t.Errorf("seed %d %s: the refused reading is %q, want it to start with %q (its line)", seed, tc.name, stats.Example, want)
 				}
+			} else if want := fmt.Sprintf("row %d of the file (from 0): ", nan); !strings.Contains(stats.Example, want) || strings.Contains(stats.Example, "row 0:") {
+				t.Errorf("seed %d %s: the refused reading is %q, want it named as %q (its row)", seed, tc.name, stats.Example, want)
 			}
 			got, err := b.Build(24)
 			if err != nil {
