@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -51,6 +52,9 @@ type inspectMatch struct {
 	// near a known period is no cycle of the data.
 	Match bool   `json:"match"`
 	Cycle string `json:"cycle,omitempty"`
+	// CyclePeriod says the match is a cycle's own period, though no line of
+	// it lies there: a week seen only through its sidebands around the day.
+	CyclePeriod bool `json:"cycle_period,omitempty"`
 }
 
 type inspectReport struct {
@@ -202,6 +206,13 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				km.Match, km.Cycle = true, periodLabel(name, rh.PeriodSteps)+" cycle"
 			}
 		}
+		for _, rh := range m.Meta.Rhythms {
+			period := time.Duration(rh.PeriodSteps * float64(m.Meta.Cadence))
+			if !km.Match && math.Abs(period.Seconds()/pm.Known.Seconds()-1) < matchTolerance {
+				_, name := periodFields(rh.PeriodSteps, m.Meta.Cadence)
+				km.Match, km.Cycle, km.CyclePeriod = true, periodLabel(name, rh.PeriodSteps)+" cycle", true
+			}
+		}
 		rep.KnownPeriods = append(rep.KnownPeriods, km)
 	}
 	rep.Components, rep.Params = m.ParamCounts()
@@ -278,13 +289,15 @@ func printInspect(w io.Writer, r inspectReport) {
 			fmt.Fprintf(w, "  id %2d  %-10s in %5.1f%% of windows\n", f.ID, label, 100*f.SelectedShare)
 		}
 	}
-	fmt.Fprintln(w, "\nknown periods (match: a line of a cycle of the data within 15%):")
+	fmt.Fprintln(w, "\nknown periods (match: a cycle of the data, or a line of one, within 15%):")
 	if len(r.KnownPeriods) == 0 {
 		fmt.Fprintln(w, "  the model does not know its data's cadence, so periods have no physical unit")
 	}
 	for _, k := range r.KnownPeriods {
 		verdict := "no match"
 		switch {
+		case k.CyclePeriod:
+			verdict = "match, the period of the " + k.Cycle + " (no line of it lies there: its lines are harmonics)"
 		case k.Match:
 			verdict = "match, a line of the " + k.Cycle
 		case k.RelError < matchTolerance:

@@ -664,3 +664,41 @@ func TestTrainTimeZone(t *testing.T) {
 		t.Errorf("--time-zone Berlin: exit %d, %s", code, stderr)
 	}
 }
+
+// TestInspectMatchesACyclePeriodWithoutItsLine: a week seen only through
+// its sidebands (lines at 168/5 and 168/9 hours, none at 168) still
+// matches the known 7.0d period, as that cycle's period; inspect no longer
+// says "no match" beside a 7.0d cycle it lists.
+func TestInspectMatchesACyclePeriodWithoutItsLine(t *testing.T) {
+	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	m.SetRhythms([]model.Rhythm{
+		{PeriodSteps: 24, Frequencies: []int{0, 1}, Harmonics: []int{1, 2}},
+		{PeriodSteps: 168, Frequencies: []int{2, 3}, Harmonics: []int{5, 9}},
+	})
+	path := filepath.Join(t.TempDir(), "week.safetensors")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	_, js, errOut := runCLI("inspect", "--model", path, "--json")
+	var in inspectReport
+	lastJSON(t, js, &in)
+	found := false
+	for _, k := range in.KnownPeriods {
+		if k.Known == "7.0d" {
+			found = true
+			if !k.Match || !k.CyclePeriod || k.Cycle != "7.0d cycle" {
+				t.Errorf("known 7.0d: %+v; want a match with the 7.0d cycle's period (%s)", k, errOut)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("inspect lists no known 7.0d period: %+v", in.KnownPeriods)
+	}
+	if _, text, _ := runCLI("inspect", "--model", path); !strings.Contains(text, "match, the period of the 7.0d cycle") {
+		t.Errorf("inspect text does not say the week matches by its period:\n%s", text)
+	}
+}
