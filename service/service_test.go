@@ -123,12 +123,7 @@ func TestNewFailsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	broker, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the broker
-	if err != nil {
-		t.Fatal(err)
-	}
-	brokerAddr := broker.Addr().String()
-	broker.Close()
+	brokerAddr := kafkatest.FreeAddr(t) // a free port for the broker
 	cfg := testConfig()
 	cfg.EmbeddedBroker = brokerAddr
 	cfg.MetricsListen = busy.Addr().String()

@@ -1,6 +1,8 @@
 package kafkatest
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -162,9 +164,28 @@ func (p *Proxy) Restore() {
 }
 
 // FreeAddr returns a loopback address whose port was free a moment ago, for
-// a listener (a broker, a metrics endpoint) that a test starts next.
+// a listener (a broker, a metrics endpoint) that a test starts next. The
+// port lies below the kernel's ephemeral range (32768 and up on Linux), so
+// no connection of another test, in this process or another, is given it
+// in the meantime, and no two calls of one process return the same port.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		if freePorts.given[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		freePorts.given[port] = true
+		return ln.Addr().String()
+	}
+	// A crowded range: an ephemeral port, as before.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
@@ -172,3 +193,9 @@ func FreeAddr(tb testing.TB) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// freePorts are the ports FreeAddr has handed out in this test process.
+var freePorts = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
