@@ -91,8 +91,10 @@ func FromTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts his
 type History struct {
 	Panel *dataset.Panel
 	Stats history.Stats
-	// Span is the time from the earliest to the latest step.
-	Span time.Duration
+	// Span is the time from the earliest to the latest step; From and To
+	// are those steps' times (UTC).
+	Span     time.Duration
+	From, To time.Time
 	// SHA256 is the source file's digest, "" for the topic.
 	SHA256 string
 }
@@ -139,7 +141,8 @@ func build(b *dataset.PanelBuilder, stats history.Stats, name string, minRows in
 	for _, seg := range p.Segments {
 		first, last = min(first, seg.Start), max(last, seg.Start+int64(seg.Rows(len(p.Fields)))-1)
 	}
-	return &History{Panel: p, Stats: stats, Span: time.Duration(last-first+1) * p.Cadence}, nil
+	at := func(step int64) time.Time { return time.UnixMilli(step * p.Cadence.Milliseconds()).UTC() }
+	return &History{Panel: p, Stats: stats, Span: time.Duration(last-first+1) * p.Cadence, From: at(first), To: at(last)}, nil
 }
 
 // Split splits the history by time into the windows of s.
@@ -158,8 +161,9 @@ func (h *History) Split(s Split) (*Data, error) {
 	if r.Restarts == 1 {
 		restarts = "1 gap restarts a series"
 	}
-	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v; %d duplicate readings replaced, %d steps filled, %s",
-		p.Name, stats, r.Series, len(p.Segments), p.Cadence, r.Duplicates, r.Filled, restarts)
+	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v from %s to %s UTC (%s); %d duplicate readings replaced, %d steps filled, %s",
+		p.Name, stats, r.Series, len(p.Segments), p.Cadence, h.From.Format(time.DateTime), h.To.Format(time.DateTime), model.FormatPeriod(h.Span),
+		r.Duplicates, r.Filled, restarts)
 	if len(r.RestartSeries) > 0 {
 		more := ""
 		if n := r.RestartSeriesN - len(r.RestartSeries); n > 0 {

@@ -106,6 +106,10 @@ func TestShortCadenceSaysFills(t *testing.T) {
 		if got := strings.Contains(d.Summary, "is the cadence, "+tc.cadence.String()+", shorter than the readings' spacing?"); got != tc.says {
 			t.Errorf("cadence %v: the summary asks about the cadence: %v, want %v\n%s", tc.cadence, got, tc.says, d.Summary)
 		}
+		// It says what time the history covers.
+		if tc.cadence == 10*time.Minute && !strings.Contains(d.Summary, "from 2026-03-02 00:00:00 to 2026-03-15 21:10:00 UTC (") {
+			t.Errorf("the summary does not say the history's time span:\n%s", d.Summary)
+		}
 	}
 }
 
