@@ -414,6 +414,7 @@ func TestMerge(t *testing.T) {
 func TestJSONZeroAllocs(t *testing.T) {
 	f := randomForecasts(5, 1, []string{"value"}, 96, 8)[0]
 	m := randomForecasts(6, 1, []string{"temp", "humidity"}, 96, 8)[0]
+	r := withRhythm(randomForecasts(7, 1, []string{"value"}, 96, 8)[0], 0.4) // its residual_share looks up each frequency's rhythm
 	buf := make([]byte, 0, 64<<10)
 	for _, tc := range []struct {
 		name string
@@ -424,6 +425,7 @@ func TestJSONZeroAllocs(t *testing.T) {
 		{"attribution full", func() { buf, _ = wire.AppendAttributionJSON(buf[:0], &f, wire.AttributionsFull) }},
 		{"attribution multi", func() { buf, _ = wire.AppendAttributionJSON(buf[:0], &m, wire.AttributionsFull) }},
 		{"attribution summary", func() { buf, _ = wire.AppendAttributionJSON(buf[:0], &f, wire.AttributionsSummary) }},
+		{"attribution with a rhythm", func() { buf, _ = wire.AppendAttributionJSON(buf[:0], &r, wire.AttributionsSummary) }},
 		{"forecast-id", func() { buf = wire.AppendForecastID(buf[:0], f.Series, f.TS, f.ModelVersion) }},
 		{"validate", func() { _ = f.Validate() }},
 	} {
