@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -89,69 +88,6 @@ func Detect(path string, cfg readings.Config) (FileFormat, error) {
 			path, cfg.SeriesField, cfg.TimeField, header)
 	}
 	return "", nil
-}
-
-// LongHint says, for a CSV that failed to read as a wide file, how to
-// read it as long-format data when it looks like that (TextColumn: a
-// series column under another name than cfg's); "" otherwise.
-func LongHint(path string, cfg readings.Config) string {
-	name, value := TextColumn(path)
-	if name == "" {
-		return ""
-	}
-	return fmt.Sprintf("column %q holds text (%q) in the first row: if this is long-format data (a reading a row) whose series column is %[1]q, "+
-		"set input.series_field: %[1]s (and input.time_field, input.value_fields) in a --config file, or name the columns %[3]s, %[4]s and %[5]s",
-		name, value, cfg.SeriesField, cfg.TimeField, strings.Join(cfg.ValueFields, ", "))
-}
-
-// TextColumn returns the first column of a CSV whose value in the first
-// row is text (a series id: neither a number, a date nor a missing-value
-// mark such as NA) while another column holds a date, and that value; ""
-// when there is none or the file cannot be read. A wide file (its first
-// column a date, numbers after it) has none, whatever its dates' layout.
-func TextColumn(path string) (name, value string) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", ""
-	}
-	defer f.Close()
-	cr := csv.NewReader(bufio.NewReader(f))
-	header, err := cr.Read()
-	if err != nil {
-		return "", ""
-	}
-	row, err := cr.Read()
-	if err != nil || len(row) != len(header) {
-		return "", ""
-	}
-	text, date := -1, false
-	for i, v := range row {
-		switch v = strings.TrimSpace(v); {
-		case isTime(v):
-			date = true
-		case text < 0 && v != "" && !isNumber(v) && !missingMark(v):
-			text = i
-		}
-	}
-	if text < 0 || !date {
-		return "", ""
-	}
-	return header[text], strings.TrimSpace(row[text])
-}
-
-// missingMark reports whether s is a common mark of a missing value.
-func missingMark(s string) bool {
-	switch strings.ToLower(s) {
-	case "na", "n/a", "nan", "null", "none", "-", "?", "missing":
-		return true
-	}
-	return false
-}
-
-// isNumber reports whether s parses as a float.
-func isNumber(s string) bool {
-	_, err := strconv.ParseFloat(s, 64)
-	return err == nil
 }
 
 // isTime reports whether s is a time ParseTime reads.

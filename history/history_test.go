@@ -2,17 +2,20 @@ package history
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/history/historytest"
@@ -258,17 +261,21 @@ func TestMissingColumn(t *testing.T) {
 	}
 }
 
-// TestLongHint: a CSV with a text column in its first row (a series
-// column under another name) is said to look like long-format data, and
-// how to read it so; a wide file (a date, then numbers, NaN included) is
-// not.
+// TestLongHint: a CSV with a text column (a series column under another
+// name) beside a column of dates is said to look like long-format data,
+// with the --config settings that read it, in the file's own names; a wide
+// file (a date, then numbers, NaN included) is not.
 func TestLongHint(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{"series first", "sensor,ts,value\ns-00,2026-01-05T00:00:00Z,1\n", `column "sensor" holds text ("s-00") in the first row: if this is long-format data (a reading a row) whose series column is "sensor", set input.series_field: sensor (and input.time_field, input.value_fields) in a --config file, or name the columns series, ts and value`},
-		{"series second", "time,sensor,value\n2026-01-05 00:00:00,s-00,1\n", `column "sensor" holds text ("s-00")`},
+		{"series first", "sensor,ts,value\ns-00,2026-01-05T00:00:00Z,1\n", `it looks like long-format data (a reading a row): column "sensor" holds series ids ("s-00") and "ts" the times; read it with a --config file holding ` + "`input: {series_field: sensor, time_field: ts, value_fields: [value]}`" + `, or name the columns series, ts and value`},
+		{"series second", "time,sensor,flow,speed\n2026-01-05 00:00:00,s-00,1,NA\n", `input: {series_field: sensor, time_field: time, value_fields: [flow, speed]}`},
+		// A note column of free text before the ids: the ids repeat.
+		{"note first", "flow,note,at,station\n1,first,2026-01-05 00:00,north\n2,second,2026-01-05 00:00,south\n3,third,2026-01-05 01:00,north\n",
+			`column "station" holds series ids ("north") and "at" the times`},
+		{"names to quote", "speed km/h,2m temp,when,id\n1,2,2026-01-05,a\n", `input: {series_field: id, time_field: when, value_fields: ["speed km/h", "2m temp"]}`},
 		{"wide", "date,HUFL,OT\n2016-07-01 00:00:00,5.8,NaN\n", ""},
 		{"wide, epoch milliseconds", "date,OT\n1767600000000,5.8\n", ""},
 		{"wide with NA", "date,HUFL,OT\n2016-07-01 00:00:00,5.8,NA\n", ""},
@@ -281,6 +288,46 @@ func TestLongHint(t *testing.T) {
 		got := LongHint(path, readings.DefaultConfig())
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: LongHint = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestLongHintReads: the settings a hint gives read the file it was given
+// for, whatever its column names (seeded random names, some YAML would
+// misread unquoted).
+func TestLongHintReads(t *testing.T) {
+	names := []string{"sensor", "id", "2m temp", "true", "speed (km/h)", "a:b", "null", "#tag", "flow", "x.y", "-z", "ünit"}
+	for seed := range uint64(30) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		perm := r.Perm(len(names))
+		series, ts, v1, v2 := names[perm[0]], names[perm[1]], names[perm[2]], names[perm[3]]
+		var sb strings.Builder
+		w := csv.NewWriter(&sb)
+		_ = w.Write([]string{v1, ts, series, v2})
+		for k := range 40 {
+			_ = w.Write([]string{strconv.Itoa(k), fmt.Sprintf("2026-01-05 %02d:00:00", k/2), fmt.Sprintf("s-%d", k%2), "1.5"})
+		}
+		w.Flush()
+		path := filepath.Join(t.TempDir(), "long.csv")
+		if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		hint := LongHint(path, readings.DefaultConfig())
+		line := hint[strings.Index(hint, "`input: {")+1:]
+		line = line[:strings.IndexByte(line, '`')]
+		var doc struct {
+			Input struct {
+				SeriesField string   `yaml:"series_field"`
+				TimeField   string   `yaml:"time_field"`
+				ValueFields []string `yaml:"value_fields"`
+			} `yaml:"input"`
+		}
+		if err := yaml.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("seed %d: the hint's settings %q are not YAML: %v", seed, line, err)
+		}
+		in := doc.Input
+		if in.SeriesField != series || in.TimeField != ts || !slices.Equal(in.ValueFields, []string{v1, v2}) {
+			t.Errorf("seed %d: the hint %q reads as %+v; want series %q, time %q, values %q, %q", seed, line, in, series, ts, v1, v2)
 		}
 	}
 }

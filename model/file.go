@@ -186,6 +186,9 @@ func (m *Model) metadata(weightsSHA string) (map[string]string, error) {
 	if m.Meta.Training != nil {
 		md["training"] = js(m.Meta.Training)
 	}
+	if len(m.Meta.Input) > 0 {
+		md["input"] = js(m.Meta.Input)
+	}
 	if m.Meta.Version > 0 {
 		md["version"] = strconv.FormatInt(m.Meta.Version, 10)
 	}
@@ -474,6 +477,11 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 	if s := md["training"]; s != "" {
 		if err := json.Unmarshal([]byte(s), &meta.Training); err != nil {
 			return cfg, meta, fmt.Errorf("corrupted header: metadata training: %v", err)
+		}
+	}
+	if s := md["input"]; s != "" {
+		if err := json.Unmarshal([]byte(s), &meta.Input); err != nil {
+			return cfg, meta, fmt.Errorf("corrupted header: metadata input: %v", err)
 		}
 	}
 	if s := md["metrics"]; s != "" {

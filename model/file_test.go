@@ -38,6 +38,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		DataName:      "ETTh1.csv",
 		Metrics:       map[string]float64{"test_mse": 0.39, "test_mae": 0.41},
 		Training:      TrainConfig{Seed: 42}.Settings(),
+		Input:         map[string]string{"input.series_field": "sensor", "input.value_fields": "flow,speed"},
 		Selected:      []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
 		Seed:          42,
 		Peaks:         []PlacedPeak{{ID: 4, PeriodSteps: 23.985, VarianceShare: 0.25, Prominence: 806}},

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -40,6 +41,13 @@ type Meta struct {
 	// stays on its hour across daylight-saving changes. Empty: UTC. Set it
 	// with SetTimeZone.
 	TimeZone string `json:"time_zone,omitempty"`
+	// Input holds the settings the training data was read with, as the
+	// command that trained it recorded them (for freqlens, the serve
+	// configuration's input.* and window.* keys of long-format data, each
+	// with its value as text), so that commands reading such data again
+	// need not be told them. The model does not interpret them; nil when
+	// nothing was recorded.
+	Input map[string]string `json:"input,omitempty"`
 	// Mean and Std are the per-channel statistics the data was z-scored
 	// with before training (empty when it was not).
 	Mean []float64 `json:"mean,omitempty"`
@@ -142,6 +150,7 @@ func (m *Model) Clone() *Model {
 			c.Meta.Training[k] = v
 		}
 	}
+	c.Meta.Input = maps.Clone(m.Meta.Input)
 	if m.Meta.Metrics != nil {
 		c.Meta.Metrics = make(map[string]float64, len(m.Meta.Metrics))
 		for k, v := range m.Meta.Metrics {

@@ -51,7 +51,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
 	data := fs.String("data", "", "data to score on its test split: a wide CSV (standard protocol), or long-format CSV, Arrow or Parquet as train reads it (split by time)")
-	configPath := fs.String("config", "", "long-format data: the serve configuration whose input.* and window.* settings put its readings on steps, as for train")
+	configPath := fs.String("config", "", "long-format data: the serve configuration whose input.* and window.* settings put its readings on steps (default: those the model was trained with)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	perturb := fs.Int("perturbation", 0, "also remove each test window's k largest parts, k = 1 … K, and compare the forecast's change with the parts (0: off)")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -214,7 +214,7 @@ func loadModelAndData(ctx context.Context, modelPath, dataPath, configPath strin
 	if err != nil {
 		return nil, testSplit{}, err
 	}
-	cfg, format, err := detectData(dataPath, configPath)
+	cfg, format, err := detectData(dataPath, configPath, m, stderr)
 	if err != nil {
 		return nil, testSplit{}, err
 	}

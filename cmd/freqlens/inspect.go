@@ -96,6 +96,10 @@ type inspectReport struct {
 	Metrics              map[string]float64     `json:"metrics,omitempty"`
 	// TimeZone is the zone whose wall clock times the rhythms ("" for UTC).
 	TimeZone string `json:"time_zone,omitempty"`
+	// Input holds the input.* and window.* settings the long-format
+	// training data was read with; eval, predict, report and inspect --data
+	// read such data with them when not given --config.
+	Input map[string]string `json:"input,omitempty"`
 	// Interrupted says the training run was cut short (Ctrl-C, SIGTERM):
 	// the file holds the best epoch so far, not that of the whole schedule.
 	Interrupted bool `json:"interrupted"`
@@ -108,7 +112,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	modelPath := fs.String("model", "", "model file written by 'freqlens train'")
 	data := fs.String("data", "", "optional data whose test split recounts the selections and the attribution shares: a wide CSV, or long-format CSV, Arrow or Parquet as train reads it")
-	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps, as for train")
+	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps (default: those the model was trained with)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -159,7 +163,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		CadenceSeconds: m.Meta.Cadence.Seconds(), StepAlign: m.Meta.StepAlign, Alpha: m.Alpha(), SelectionFrom: from,
 		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil, nil), ResidualShare: residualShare,
 		SelectedPerWindow: m.SelectedPerWindow(), CyclesAlwaysSelected: m.SelectsRhythms(),
-		Interrupted: m.Meta.Metrics["interrupted"] == 1, TimeZone: m.Meta.TimeZone,
+		Interrupted: m.Meta.Metrics["interrupted"] == 1, TimeZone: m.Meta.TimeZone, Input: m.Meta.Input,
 	}
 	if shares != nil {
 		rep.Rhythms, rep.SharesFrom = rhythmsOf(m, shares, rhythmShares), from
@@ -232,6 +236,9 @@ func printInspect(w io.Writer, r inspectReport) {
 	fmt.Fprintln(w)
 	if r.TimeZone != "" {
 		fmt.Fprintf(w, "clock: the cycles keep %s's wall clock (daylight saving included)\n", r.TimeZone)
+	}
+	if changed := nonDefault(r.Input); changed != "" {
+		fmt.Fprintf(w, "input: long-format data is read with %s, as in training (--config reads it otherwise)\n", changed)
 	}
 	if r.StepAlign == dataset.AlignNearest {
 		fmt.Fprintln(w, "steps: readings go to the nearest step (the training data's stamps straddle the step times); serve does the same unless input.align says otherwise")

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/freqlens/freqlens/config"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
@@ -17,19 +20,72 @@ import (
 	"github.com/freqlens/freqlens/training"
 )
 
-// detectData loads the serve configuration at configPath (the defaults
-// without one) and says whether the file at path is long-format data, in
-// which format (history.Detect), or a wide CSV ("").
-func detectData(path, configPath string) (service.Config, history.FileFormat, error) {
-	cfg := service.DefaultConfig()
-	if configPath != "" {
+// inputKeys are the serve configuration's settings that read long-format
+// history and put its readings on steps. train records them in the model
+// (model.Meta.Input), and eval, predict, inspect and report read such data
+// with them when not given --config.
+func inputKeys() []string {
+	return []string{
+		"input.series_field", "input.time_field", "input.value_fields", "input.value_range",
+		"input.cadence", "input.align", "window.max_gap", "window.fill",
+	}
+}
+
+// detectData says whether the file at path is long-format data, in which
+// format (history.Detect), or a wide CSV (""), and returns the serve
+// configuration to read it with: the one at configPath, or else the
+// defaults with the settings m was trained with (saying on stderr which
+// differ from the defaults, as they read the file).
+func detectData(path, configPath string, m *model.Model, stderr io.Writer) (service.Config, history.FileFormat, error) {
+	cfg, fromModel := service.DefaultConfig(), false
+	switch {
+	case configPath != "":
 		var err error
 		if cfg, err = loadConfig(configPath); err != nil {
 			return cfg, "", err
 		}
+	case len(m.Meta.Input) > 0:
+		var err error
+		if cfg, err = config.FromValues(m.Meta.Input); err != nil {
+			return cfg, "", fmt.Errorf("the model records the settings its training data was read with, and this build cannot use them (%w); "+
+				"give --config with the input.* and window.* settings to read %s with", err, filepath.Base(path))
+		}
+		fromModel = true
 	}
 	format, err := history.Detect(path, cfg.Readings)
+	if err == nil && fromModel && format != "" {
+		if changed := nonDefault(m.Meta.Input); changed != "" {
+			fmt.Fprintf(stderr, "freqlens: reading %s with the settings the model was trained with: %s (--config reads it otherwise)\n", filepath.Base(path), changed)
+		}
+	}
 	return cfg, format, err
+}
+
+// nonDefault lists the settings of values that differ from the defaults,
+// as "key: value" in key order.
+func nonDefault(values map[string]string) string {
+	defaults, err := config.Values(service.DefaultConfig(), slices.Collect(maps.Keys(values))...)
+	if err != nil { // a key this build lacks: FromValues refused it already
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if values[k] != defaults[k] {
+			parts = append(parts, k+": "+values[k])
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// recordInput returns cfg's inputKeys as a model records them, or nil when
+// a value cannot be written (a value field whose name holds a comma); the
+// commands then need --config again, as before the model kept them.
+func recordInput(cfg service.Config) map[string]string {
+	values, err := config.Values(cfg, inputKeys()...)
+	if err != nil {
+		return nil
+	}
+	return values
 }
 
 // modelPanel is how long-format history is put on a model's steps to score

@@ -103,7 +103,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	data := fs.String("data", "", "data holding the window: a wide CSV, or long-format CSV, Arrow or Parquet as train reads it (with --series)")
 	atFlag := fs.String("at", "", "where the input window ends: the 0-based data row of a wide CSV (header not counted), or the time of a step of long-format data (RFC 3339, or 2006-01-02 15:04:05 in UTC)")
 	series := fs.String("series", "", "long-format --data: the series whose window to forecast")
-	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps, as for train")
+	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps (default: those the model was trained with)")
 	asJSON := fs.Bool("json", false, "print the forecast and its attribution as one JSON object")
 	without := fs.String("without", "", "forecast without these frequencies: ids or cycle names (e.g. 3,17 or 24h or \"7.0d\"), comma-separated")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -116,7 +116,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	cfg, format, err := detectData(*data, *configPath)
+	cfg, format, err := detectData(*data, *configPath, m, stderr)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	data := fs.String("data", "", "optional data: a wide CSV with the model's columns, or long-format CSV, Arrow or Parquet with --series; adds a forecast with its parts and the test split's error by horizon step")
 	atFlag := fs.String("at", "", "where the explained window ends: the 0-based data row of a wide CSV (header not counted; default: the last test window), or the time of a step of long-format data")
 	series := fs.String("series", "", "long-format --data: the series to report on (its run of steps that holds --at, else its longest)")
-	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps, as for train")
+	configPath := fs.String("config", "", "long-format --data: the serve configuration whose input.* and window.* settings put its readings on steps (default: those the model was trained with)")
 	channel := fs.String("channel", "", "column the forecast figure shows (default: the last)")
 	out := fs.String("out", "", "directory for the figures (PNG and SVG) and index.html")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -41,7 +41,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	opts := report.Options{Channel: *channel, Name: filepath.Base(*modelPath)}
 	if *data != "" {
-		cfg, format, err := detectData(*data, *configPath)
+		cfg, format, err := detectData(*data, *configPath, m, stderr)
 		if err != nil {
 			return err
 		}

@@ -144,7 +144,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 
 	split := training.Split{Lookback: *lookback, Horizon: *horizon, Mode: model.Mode(*mode), MaxWindows: *maxWindows, Seed: *seed}
-	td, err := loadTrainingData(ctx, trainingSource{data: *data, configPath: *cfgPath, fromTopic: *fromTopic, since: sinceDur}, split, stderr)
+	td, input, err := loadTrainingData(ctx, trainingSource{data: *data, configPath: *cfgPath, fromTopic: *fromTopic, since: sinceDur}, split, stderr)
 	if err != nil {
 		return err
 	}
@@ -176,6 +176,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "freqlens train: note: %s\n", res.Train.ResumedOn)
 	}
 	m, met, tr := res.Model, res.Test, res.Train
+	m.Meta.Input = input
 	if err := m.Save(*out); err != nil {
 		return err
 	}

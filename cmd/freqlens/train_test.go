@@ -90,6 +90,38 @@ func TestTrainFromEveryFormat(t *testing.T) {
 			}
 		}
 	}
+	checkReadsAsTrained(t, filepath.Join(dir, "independent-long.parquet.safetensors"), filepath.Join(dir, "independent-wide CSV.safetensors"),
+		files["long.csv"], frame.Times[600].UTC().Format(time.RFC3339))
+}
+
+// checkReadsAsTrained: the model trained on long-format data with --config
+// (fields named plant and at) keeps those settings, so eval, predict,
+// inspect --data and report read a file of the same layout without
+// --config, and say so; the one trained on a wide file keeps none.
+func checkReadsAsTrained(t *testing.T, longModel, wideModel, long, at string) {
+	t.Helper()
+	const note = "with the settings the model was trained with: input.series_field: plant, input.time_field: at"
+	for _, args := range [][]string{
+		{"eval", "--model", longModel, "--data", long},
+		{"inspect", "--model", longModel, "--data", long},
+		{"predict", "--model", longModel, "--data", long, "--series", "north", "--at", at},
+		{"report", "--model", longModel, "--data", long, "--series", "north", "--out", t.TempDir()},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != 0 || !strings.Contains(stderr, note) {
+			t.Errorf("%s without --config: exit %d, stderr lacks %q\n%s\n%s", args[0], code, note, stdout, stderr)
+		}
+	}
+	code, stdout, stderr := runCLI("inspect", "--model", longModel, "--json")
+	var rep struct {
+		Input map[string]string `json:"input"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); code != 0 || err != nil || rep.Input["input.series_field"] != "plant" || rep.Input["input.value_fields"] == "" {
+		t.Errorf("inspect --json: exit %d, input %v (%v)\n%s", code, rep.Input, err, stderr)
+	}
+	if code, stdout, _ = runCLI("inspect", "--model", wideModel, "--json"); code != 0 || strings.Contains(stdout, `"input"`) {
+		t.Errorf("a model trained on a wide CSV records input settings: %s", stdout)
+	}
 }
 
 // TestTrainFromTopicThenServe is the path from a topic to forecasts: two

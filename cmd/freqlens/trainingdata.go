@@ -23,33 +23,37 @@ type trainingSource struct {
 // loadTrainingData reads src. A CSV whose header names the series and time
 // fields (input.series_field, input.time_field: "series" and "ts" unless
 // --config says otherwise), an Arrow IPC or a Parquet file is long-format
-// history; another CSV is a wide benchmark file.
-func loadTrainingData(ctx context.Context, src trainingSource, split training.Split, stderr io.Writer) (*training.Data, error) {
+// history; another CSV is a wide benchmark file. Of long-format history it
+// also returns the settings it was read with, for the model to record
+// (recordInput); nil for a wide file.
+func loadTrainingData(ctx context.Context, src trainingSource, split training.Split, stderr io.Writer) (*training.Data, map[string]string, error) {
 	cfg := service.DefaultConfig()
 	if src.configPath != "" {
 		var err error
 		if cfg, err = loadConfig(src.configPath); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if src.fromTopic {
 		if src.configPath == "" {
-			return nil, fmt.Errorf("--from-topic needs --config: the serve configuration names the brokers, the topic and the input fields")
+			return nil, nil, fmt.Errorf("--from-topic needs --config: the serve configuration names the brokers, the topic and the input fields")
 		}
-		return topicData(ctx, cfg, src.since, split, stderr)
+		d, err := topicData(ctx, cfg, src.since, split, stderr)
+		return d, recordInput(cfg), err
 	}
 	format, err := history.Detect(src.data, cfg.Readings)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if format == "" {
 		d, err := training.FromWideCSV(src.data, split)
 		if err != nil {
-			return nil, withLongHint(err, src.data, cfg.Readings)
+			return nil, nil, withLongHint(err, src.data, cfg.Readings)
 		}
-		return d, nil
+		return d, nil, nil
 	}
-	return training.FromFile(ctx, src.data, format, cfg.Readings, cfg.HistoryPanel(""), split)
+	d, err := training.FromFile(ctx, src.data, format, cfg.Readings, cfg.HistoryPanel(""), split)
+	return d, recordInput(cfg), err
 }
 
 // topicData reads the retained history of the configured input topic,
