@@ -170,6 +170,19 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		ct := add(f, false)
 		ct.Share = scaleAbsSum(ct.Values[:HC], clk, sr)
 	}
+	if ws.partsFromWall(i, dst) {
+		resTotal = 0
+		for j := range rd {
+			resTotal += math.Abs(rd[j] - lv[j])
+		}
+		for k := range dst.Contributions {
+			ct := &dst.Contributions[k]
+			ct.Share = 0
+			for _, v := range ct.Values[:HC] {
+				ct.Share += math.Abs(v)
+			}
+		}
+	}
 	total = resTotal + ws.cycleTotals(dst.Contributions, dst)
 	for k := range dst.Contributions {
 		if total > 0 {

@@ -76,6 +76,25 @@ func axiomCases(t *testing.T) []axiomCase {
 			out = append(out, axiomCase{tc.name, m, x, windowEnds(m, 9, seed), 9})
 		}
 	}
+	for seed := range uint64(2) {
+		// A time zone, and windows whose steps straddle a change of its
+		// offset: read and forecast on wall-clock steps, the parts put back
+		// on real ones.
+		for _, tc := range []int{0, 2} {
+			m := caseModel(t, fullConfigs[tc].cfg, true, true, seed)
+			if err := m.SetTimeZone("Europe/Berlin"); err != nil {
+				t.Fatal(err)
+			}
+			x, _ := randomBatch(m.cfg, 6, seed+200)
+			rng := rand.New(rand.NewPCG(seed, 9))
+			ends := make([]int64, 6)
+			for i := range ends {
+				change := []time.Time{time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC), time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC)}[i%2]
+				ends[i] = change.Add(time.Duration(rng.IntN(m.cfg.Lookback+m.cfg.Horizon)-m.cfg.Horizon) * time.Hour).UnixNano()
+			}
+			out = append(out, axiomCase{fullConfigs[tc].name + ", time zone, straddling a change of offset", m, x, ends, 6})
+		}
+	}
 	for _, seed := range []uint64{1, 2} {
 		m, w := trainedTimedModel(t, seed)
 		n := 12

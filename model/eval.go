@@ -109,6 +109,7 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 	for w := range workers {
 		ws := (*cache)[w]
 		cnt := counts[w*N : (w+1)*N]
+		bt := bt.forWorker()
 		wg.Go(func() {
 			x := make([]float64, batch*L*C)
 			y := make([]float64, batch*H*C)
@@ -127,6 +128,7 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 				}
 				bt.fill(x, y, tau, idx[:n])
 				m.forward(ws, out[:n*H*C], x[:n*L*C], tau[:n*C], n, nil)
+				bt.forecastsToReal(ws, out[:n*H*C], n)
 				for _, f := range ws.sel[:n*K] {
 					cnt[f]++
 				}

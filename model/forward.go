@@ -61,7 +61,13 @@ func (m *Model) Forward(ws *Workspace, dst, x []float64, ends []int64) []float64
 			}
 		}
 	}
+	if tau != nil {
+		x = m.windowsToWall(ws, x, ends, n)
+	}
 	m.forward(ws, dst, x, tau, n, nil)
+	if tau != nil {
+		m.forecastsFromWall(ws, dst, n)
+	}
 	return dst
 }
 
@@ -96,7 +102,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		ws.refit(m.cfg)
 	}
 	ws.grow(n)
-	ws.n, ws.m = n, m
+	ws.n, ws.m, ws.walled = n, m, false
 	cfg, p, bs := m.cfg, m.params, m.basis
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
 	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.slots(), cfg.ScorerHidden

@@ -78,6 +78,7 @@ func Perturbation(ctx context.Context, m *Model, src Source, maxK int, seed uint
 		}
 		b.fill(x, y, tau, []int{i})
 		m.forward(full, fc, x, tau, 1, nil)
+		b.forecastsToReal(full, fc, 1)
 		att = full.Attribution(0, att)
 		scale := max(maxAbsOf(fc), 1e-12)
 		res.MSE += sqErr(fc, y)
@@ -97,6 +98,7 @@ func Perturbation(ctx context.Context, m *Model, src Source, maxK int, seed uint
 			}
 			part.Without(ids...)
 			m.forward(part, out, x, tau, 1, nil)
+			b.forecastsToReal(part, out, 1)
 			change, parts, gap := 0.0, 0.0, 0.0
 			for v := range HC {
 				sum := 0.0
@@ -119,6 +121,7 @@ func Perturbation(ctx context.Context, m *Model, src Source, maxK int, seed uint
 			}
 			part.Without(ids...)
 			m.forward(part, out, x, tau, 1, nil)
+			b.forecastsToReal(part, out, 1)
 			st.RandomMSE += sqErr(out, y)
 		}
 	}

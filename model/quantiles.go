@@ -125,6 +125,7 @@ func MeasureErrorQuantiles(ctx context.Context, m *Model, src Source, maxWindows
 		k := len(idx)
 		bt.fill(x, y, tau, idx)
 		m.forward(ws, out[:k*H*C], x[:k*L*C], tau[:k*C], k, nil)
+		bt.forecastsToReal(ws, out[:k*H*C], k)
 		for j := range k {
 			for i := range H * C {
 				h, c := i/C, i%C

@@ -58,6 +58,17 @@ type batcher struct {
 	// otherwise); ck converts them to steps.
 	timed TimedSource
 	ck    *clock
+	// wall puts a window that straddles a change of the time zone's
+	// offset on wall-clock steps, as Forward does (see wallclock.go); nil
+	// without a time zone. localTargets puts its target there too
+	// (training fits the forecasts there); otherwise the targets stay on
+	// real steps and forecastsToReal puts the forecasts back. on and
+	// shifts note, per sample of the last fill, whether it was moved and
+	// its shifts (L+H); shift is one window's.
+	wall         *wallScratch
+	localTargets bool
+	on           []bool
+	shifts       []float64
 }
 
 func newBatcher(m *Model, src Source) (*batcher, error) {
@@ -73,6 +84,9 @@ func newBatcher(m *Model, src Source) (*batcher, error) {
 				"but the windows carry no timestamps; build them from data with a time column")
 		}
 		b.timed = ts
+		if m.clock.zone != nil {
+			b.wall = newWallScratch(cfg.Lookback, cfg.Horizon)
+		}
 	}
 	switch {
 	case cfg.Mode == Independent:
@@ -122,7 +136,13 @@ func (b *batcher) endSteps(w int) float64 {
 func (b *batcher) fillShuffled(x, y, tau []float64, idx []int, p float64, rng *rand.Rand) {
 	L, H, C := b.L, b.H, b.C
 	timed := b.timed != nil && tau != nil
+	if b.wall != nil && len(b.on) < len(idx) {
+		b.on, b.shifts = make([]bool, len(idx)), make([]float64, len(idx)*(L+H))
+	}
 	for j, s := range idx {
+		if b.wall != nil {
+			b.on[j] = false
+		}
 		if !b.independent && p > 0 && rng.Float64() < p {
 			xs, ys := x[j*L*C:(j+1)*L*C], y[j*H*C:(j+1)*H*C]
 			for c := range C {
@@ -137,18 +157,30 @@ func (b *batcher) fillShuffled(x, y, tau []float64, idx []int, p float64, rng *r
 				if timed {
 					tau[j*C+c] = b.endSteps(w)
 				}
+				if b.wall != nil && b.toWall(j, w) {
+					b.sampleToWall(xs, ys, C, c, j)
+					b.on[j] = false // its channels are other windows'
+				}
 			}
 			continue
 		}
 		if !b.independent {
-			copy(x[j*L*C:(j+1)*L*C], b.src.Input(s))
+			xs := x[j*L*C : (j+1)*L*C]
+			copy(xs, b.src.Input(s))
+			var ys []float64
 			if y != nil {
-				copy(y[j*H*C:(j+1)*H*C], b.src.Target(s))
+				ys = y[j*H*C : (j+1)*H*C]
+				copy(ys, b.src.Target(s))
 			}
 			if timed {
 				e := b.endSteps(s)
 				for c := range C {
 					tau[j*C+c] = e
+				}
+			}
+			if b.wall != nil && b.toWall(j, s) {
+				for c := range C {
+					b.sampleToWall(xs, ys, C, c, j)
 				}
 			}
 			continue
@@ -162,12 +194,73 @@ func (b *batcher) fillShuffled(x, y, tau []float64, idx []int, p float64, rng *r
 		for t := range xs {
 			xs[t] = in[t*sc+c]
 		}
+		var ys []float64
 		if y != nil {
 			tg := b.src.Target(w)
-			ys := y[j*H : (j+1)*H]
+			ys = y[j*H : (j+1)*H]
 			for t := range ys {
 				ys[t] = tg[t*sc+c]
 			}
+		}
+		if b.wall != nil && b.toWall(j, w) {
+			b.sampleToWall(xs, ys, 1, 0, j)
+		}
+	}
+}
+
+// forWorker returns a batcher over the same windows with its own scratch,
+// for a goroutine that fills beside others.
+func (b *batcher) forWorker() *batcher {
+	c := *b
+	if b.wall != nil {
+		c.wall, c.on, c.shifts = newWallScratch(b.L, b.H), nil, nil
+	}
+	return &c
+}
+
+// toWall reports whether source window w, filling sample j, straddles a
+// change of the zone's offset, noting its shifts as sample j's.
+func (b *batcher) toWall(j, w int) bool {
+	end, _ := b.timed.EndTime(w)
+	if !b.ck.crosses(end, b.L, b.H) {
+		return false
+	}
+	b.on[j] = b.ck.wallShift(end, b.L, b.H, b.shifts[j*(b.L+b.H):(j+1)*(b.L+b.H)])
+	return b.on[j]
+}
+
+// sampleToWall puts channel c of sample j's window xs (L×C) on wall-clock
+// steps, and its target ys (H×C; nil for none) too when the batcher fits
+// targets there.
+func (b *batcher) sampleToWall(xs, ys []float64, C, c, j int) {
+	shift := b.shifts[j*(b.L+b.H) : (j+1)*(b.L+b.H)]
+	b.wall.windowToWall(xs, b.L, C, c, shift)
+	if ys != nil && b.localTargets {
+		b.wall.targetToWall(ys, xs[(b.L-1)*C+c], b.L, b.H, C, c, shift)
+	}
+}
+
+// forecastsToReal puts the forecasts out (n samples of H×C) of the last
+// fill's samples that it put on wall-clock steps back on real steps, as
+// Forward does, and tells ws so that its attributions follow.
+func (b *batcher) forecastsToReal(ws *Workspace, out []float64, n int) {
+	if b.wall == nil {
+		return
+	}
+	L, H, C := b.L, b.H, b.C
+	for j := range n {
+		if !b.on[j] {
+			continue
+		}
+		ws.wallBuffers(n)
+		if !ws.walled {
+			clear(ws.wallOn[:n])
+			ws.walled = true
+		}
+		ws.wallOn[j] = true
+		copy(ws.wallShift[j*(L+H):(j+1)*(L+H)], b.shifts[j*(L+H):(j+1)*(L+H)])
+		for c := range C {
+			b.wall.fromWall(out[j*H*C:(j+1)*H*C], L, H, C, c, b.shifts[j*(L+H):(j+1)*(L+H)])
 		}
 	}
 }

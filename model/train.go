@@ -568,6 +568,9 @@ type trainer struct {
 func newTrainer(m *Model, cfg TrainConfig, data *batcher) *trainer {
 	c := m.cfg
 	B, L, H, C, N := cfg.BatchSize, c.Lookback, c.Horizon, c.Channels, c.Frequencies
+	if data != nil {
+		data.localTargets = true // fit the forecasts on the steps the model makes them on
+	}
 	t := &trainer{
 		m: m, cfg: cfg, data: data,
 		pcg:   rand.NewPCG(cfg.Seed, 0xda3e39cb94b95bdb),

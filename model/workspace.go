@@ -55,6 +55,16 @@ type Workspace struct {
 	zneg                 []float64 // 2N·C: one window's −zfix
 	band                 []float64 // n·H·C: the band heads' sum (Config.noBand off)
 	pband                []float64 // 2N·H: the rhythm frequencies' band weights, gathered
+	// wall is the wall-clock view of the last pass (see wallclock.go),
+	// sized on first use: walled says its windows were read on wall-clock
+	// steps and its forecasts put back on real ones; then wallOn says which
+	// did (their offset changed) and wallShift holds each one's shifts
+	// (L+H), which Attribution applies to the parts. wallX holds Forward's
+	// windows on wall-clock steps.
+	walled           bool
+	wallOn           []bool
+	wallShift, wallX []float64
+	wallTmp          *wallScratch
 	// without, when set, removes frequencies from every pass: their heads
 	// are dropped from the selection (not replaced) and their clock terms
 	// are zero (see Workspace.Without).
@@ -292,4 +302,17 @@ func (ws *Workspace) headRange(part int) (lo, hi int) {
 		return 0, ws.headSplit
 	}
 	return ws.headSplit, N
+}
+
+// wallBuffers sizes the wall-clock buffers for n windows.
+func (ws *Workspace) wallBuffers(n int) {
+	L, H, C := ws.cfg.Lookback, ws.cfg.Horizon, ws.cfg.Channels
+	if len(ws.wallOn) < n {
+		ws.wallOn = make([]bool, n)
+		ws.wallShift = make([]float64, n*(L+H))
+		ws.wallX = make([]float64, n*L*C)
+	}
+	if ws.wallTmp == nil {
+		ws.wallTmp = newWallScratch(L, H)
+	}
 }
