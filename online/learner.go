@@ -217,9 +217,9 @@ func (l *Learner) fits(lower, upper [][]float64, n int) bool {
 // increasing order (nil without intervals).
 func (l *Learner) Levels() []float64 { return l.cfg.Intervals }
 
-// Run fine-tunes (when enabled) every Interval or after MinNewSamples new
-// pairs, and evaluates drift and refreshes the metrics every second, until
-// ctx ends.
+// Run fine-tunes (when enabled) every Interval that brought new pairs, or
+// after MinNewSamples new pairs, and evaluates drift and refreshes the
+// metrics every second, until ctx ends.
 func (l *Learner) Run(ctx context.Context, srv Server) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -236,15 +236,25 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 		case <-tick.C:
 			l.Refresh(srv)
 		case <-rounds:
-			if l.mayLearn() {
+			if l.mayLearn() && l.newPairs() > 0 {
 				l.Round(ctx, srv)
 			}
 		case <-l.kick:
-			if l.mayLearn() {
+			// A kick sent while the last round was starting may be stale:
+			// that round took its pairs.
+			if l.mayLearn() && l.newPairs() >= int64(l.cfg.MinNewSamples) {
 				l.Round(ctx, srv)
 			}
 		}
 	}
+}
+
+// newPairs is how many realised pairs arrived since the last round began.
+// A round without any would judge a candidate on the holdout the last
+// one was judged on, and promote on its noise: Run skips it.
+func (l *Learner) newPairs() int64 {
+	_, seen := l.rp.len()
+	return seen - l.lastNew.Load()
 }
 
 // Refresh evaluates drift against the serving model, emits due events,
