@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,6 +43,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	applyMemoryLimit(log)
 	svc, err := service.New(ctx, cfg, service.WithLogger(log))
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Stopped (SIGTERM, Ctrl-C) while starting, as a running service
+		// stops: cleanly, not as a failure.
+		log.Info("stopped before serving", "while", oneLine(err))
+		return nil
+	}
 	if err != nil {
 		return err
 	}

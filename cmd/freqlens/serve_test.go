@@ -436,3 +436,31 @@ func TestDemoRefusesABusyMetricsAddress(t *testing.T) {
 			code, time.Since(start), out, errOut)
 	}
 }
+
+// TestServeStoppedWhileWaitingForBrokers: SIGTERM (here the context) while
+// serve waits for brokers that do not answer stops it as a running
+// service stops, exit 0, and says so; it used to exit 2 blaming
+// kafka.connect_timeout (found by an operator).
+func TestServeStoppedWhileWaitingForBrokers(t *testing.T) {
+	dir := t.TempDir()
+	_, modelPath := saveTestModel(t, dir)
+	cfg := filepath.Join(dir, "serve.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\nkafka: {brokers: [%q], connect_timeout: 5m}\ninput: {cadence: 1h}\n",
+		modelPath, kafkatest.FreeAddr(t))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &stderr) }()
+	time.Sleep(time.Second)
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(stderr.String(), "stopped before serving") || strings.Contains(stderr.String(), "gave up after") {
+			t.Errorf("stopped while waiting for brokers: exit %d, stderr:\n%s\nwant exit 0, saying it stopped before serving", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop within 30 s of being told to; stderr:\n%s", stderr.String())
+	}
+}

@@ -209,11 +209,12 @@ func (c *Client) ping(ctx context.Context, b string) error {
 }
 
 // Connect pings the brokers until one answers, or until
-// Config.ConnectTimeout has passed or ctx ends: then it returns the last
-// error, explained (see Ping) and naming kafka.connect_timeout. A failed
+// Config.ConnectTimeout has passed or parent ends: then it returns the last
+// error, explained (see Ping), naming kafka.connect_timeout, or wrapping
+// parent's error when parent ended it (a shutdown while waiting). A failed
 // SASL authentication is returned at once: retrying cannot fix it.
-func (c *Client) Connect(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+func (c *Client) Connect(parent context.Context) error {
+	ctx, cancel := context.WithTimeout(parent, c.cfg.ConnectTimeout)
 	defer cancel()
 	var last error
 	began, said := time.Now(), false
@@ -241,6 +242,9 @@ func (c *Client) Connect(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			if err := parent.Err(); err != nil {
+				return fmt.Errorf("stopped while waiting for the Kafka brokers (%w): %w", err, last)
+			}
 			return fmt.Errorf("%w (gave up after kafka.connect_timeout = %v)", last, c.cfg.ConnectTimeout)
 		case <-time.After(wait):
 		}
