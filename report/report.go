@@ -37,6 +37,10 @@ type Options struct {
 	// Default: the time of the window's end, or "row At" when the data
 	// has no times
 	AtName string
+	// Zone, when set, writes the data's times in RFC 3339 in that zone
+	// (long-format data, whose times are instants, in the model's time
+	// zone or UTC); nil writes them as a wide file's dates, without one.
+	Zone *time.Location
 	// Channel names the column the forecast figure shows.
 	//
 	// Default: the last column (the target "OT" of the ETT files)
@@ -265,7 +269,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 	if at == 0 {
 		at = bm.Test.EndRow(bm.Test.Len() - 1)
 	}
-	if r.Forecast, err = r.explain(m, f, at, ch, opts.AtName); err != nil {
+	if r.Forecast, err = r.explain(m, f, at, ch, opts); err != nil {
 		return nil, err
 	}
 	r.Forecast.Intervals = intervals(m, r.Forecast.Values, ch, intervalScale(m, bm, ch))
@@ -352,9 +356,9 @@ func periodName(f model.Frequency) string {
 }
 
 // explain forecasts the window of f that ends at row at and splits channel
-// ch's forecast into the report's parts; atName names the window's end in
-// captions (Options.AtName).
-func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, atName string) (*Forecast, error) {
+// ch's forecast into the report's parts; opts.AtName and opts.Zone name the
+// window's end in captions.
+func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, opts Options) (*Forecast, error) {
 	L, H, C := r.Lookback, r.Horizon, f.Channels()
 	e, err := m.NewExplainer(C)
 	if err != nil {
@@ -376,14 +380,18 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, atName st
 	if at < len(f.Times) {
 		fc.Time = f.Times[at]
 	}
-	fc.When = atName
+	stamp := fc.Time.Format(time.DateTime)
+	if opts.Zone != nil {
+		stamp = fc.Time.In(opts.Zone).Format(time.RFC3339)
+	}
+	fc.When = opts.AtName
 	switch {
 	case fc.When == "" && !fc.Time.IsZero():
-		fc.When = fc.Time.Format(time.DateTime)
+		fc.When = stamp
 	case fc.When == "":
 		fc.When = fmt.Sprintf("row %d", at)
 	case !fc.Time.IsZero():
-		fc.When += " (" + fc.Time.Format(time.DateTime) + ")"
+		fc.When += " (" + stamp + ")"
 	}
 	for t := range L {
 		fc.History[t] = x[t*C+ch]

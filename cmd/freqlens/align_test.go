@@ -125,8 +125,11 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 			Forecast [][]float64 `json:"forecast"`
 		}
 		lastJSON(t, stdout, &rep)
-		if wantSeries := map[bool]string{true: "", false: "north"}[name == "wide"]; rep.Series != wantSeries || rep.Time != dateTime(at) {
-			t.Errorf("predict on %s: series %q at %s, want %q at %s", name, rep.Series, rep.Time, wantSeries, dateTime(at))
+		// A wide file's time as the file writes it; long data's, an
+		// instant, in RFC 3339 (UTC: the model keeps no time zone).
+		wantTime := map[bool]string{true: dateTime(at), false: at.UTC().Format(time.RFC3339)}[name == "wide"]
+		if wantSeries := map[bool]string{true: "", false: "north"}[name == "wide"]; rep.Series != wantSeries || rep.Time != wantTime {
+			t.Errorf("predict on %s: series %q at %s, want %q at %s", name, rep.Series, rep.Time, wantSeries, wantTime)
 		}
 		forecasts = append(forecasts, rep.Forecast)
 	}
@@ -192,11 +195,11 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 	if !strings.Contains(pages[0], "Forecast of north") || !strings.Contains(pages[1], "Forecast of s-0") {
 		t.Error("report's forecast figures do not name the series and the column they show")
 	}
-	// The window's end is named by its time; a wide file's by the row the
-	// user gave too. A long file's rows are the series' run, no row of the
-	// file, so none is named.
+	// The window's end is named by its time (a long file's, an instant, in
+	// RFC 3339); a wide file's by the row the user gave too. A long file's
+	// rows are the series' run, no row of the file, so none is named.
 	when := at.UTC().Format(time.DateTime)
-	for data, want := range map[string]string{"jittered.csv": "ending at " + when + ",", "sensors.csv": "ending at row 400 (" + when + "),"} {
+	for data, want := range map[string]string{"jittered.csv": "ending at " + at.UTC().Format(time.RFC3339) + ",", "sensors.csv": "ending at row 400 (" + when + "),"} {
 		page, err := os.ReadFile(filepath.Join(dir, "report-"+data, "index.html"))
 		if err != nil {
 			t.Fatal(err)
@@ -227,5 +230,52 @@ func svgShapes(svg string) string {
 			return b.String()
 		}
 		svg = svg[i+j+len("</text>"):]
+	}
+}
+
+// TestLongTimesCarryTheirZone: long-format readings are instants, so
+// predict writes their times in RFC 3339, in the model's time zone when it
+// keeps one (a new user in Berlin saw UTC times without a zone, two hours
+// off their file's), and an --at without a zone is said to be read as UTC.
+func TestLongTimesCarryTheirZone(t *testing.T) {
+	dir := t.TempDir()
+	frame, err := dataset.LoadCSV(writeSynthetic(t, dir, "sensors.csv", 1, 400))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layout := historytest.Layout{Series: "series", Time: "ts", Values: []string{"value"}}
+	rows := make([]historytest.Row, frame.Rows())
+	for r := range rows {
+		rows[r] = historytest.Row{Series: "north", Ms: frame.Times[r].UnixMilli(), Values: frame.Row(r)}
+	}
+	data, out := filepath.Join(dir, "long.csv"), filepath.Join(dir, "berlin.safetensors")
+	historytest.WriteCSV(t, data, layout, rows)
+	if code, _, stderr := runCLI("train", "--data", data, "--lookback", "48", "--horizon", "6", "--epochs", "1", "--time-zone", "Europe/Berlin", "--out", out); code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := frame.Times[300].UTC()
+	for _, tc := range []struct {
+		at   string
+		note bool
+	}{{at.In(berlin).Format(time.RFC3339), false}, {at.Format(time.DateTime), true}, {strconv.FormatInt(at.UnixMilli(), 10), false}} {
+		code, stdout, stderr := runCLI("predict", "--model", out, "--data", data, "--series", "north", "--at", tc.at, "--json")
+		var rep struct {
+			Time  string   `json:"time"`
+			Times []string `json:"times"`
+		}
+		if code != 0 {
+			t.Fatalf("predict --at %s: exit %d\n%s", tc.at, code, stderr)
+		}
+		lastJSON(t, stdout, &rep)
+		if want := at.In(berlin).Format(time.RFC3339); rep.Time != want || len(rep.Times) != 6 || rep.Times[0] != at.Add(time.Hour).In(berlin).Format(time.RFC3339) {
+			t.Errorf("predict --at %s: time %q, times %q; want %s and the steps after it on Berlin's clock", tc.at, rep.Time, rep.Times, want)
+		}
+		if said := strings.Contains(stderr, "has no zone and is read as UTC, "+at.In(berlin).Format(time.RFC3339)); said != tc.note {
+			t.Errorf("predict --at %s: note that a zoneless time is read as UTC: %v, want %v\n%s", tc.at, said, tc.note, stderr)
+		}
 	}
 }

@@ -158,6 +158,33 @@ func parseAt(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--at %q is not a time; use RFC 3339 (2026-01-05T08:00:00Z), 2026-01-05 08:00:00 (UTC) or epoch milliseconds (13 digits)", s)
 }
 
+// instant writes a time of long-format data in RFC 3339: in the model's
+// time zone when it has one, else in UTC. Long-format readings keep
+// instants, not the offsets their file wrote, so a time without its zone
+// would read as the wrong hour to someone east or west of Greenwich.
+func instant(m *model.Model, t time.Time) string {
+	if m.Meta.TimeZone != "" {
+		if zone, err := time.LoadLocation(m.Meta.TimeZone); err == nil {
+			return t.In(zone).Format(time.RFC3339)
+		}
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// noteZoneless tells the user, when the model keeps a time zone's clock,
+// that an --at written without a zone was read as UTC, and what that is on
+// the model's clock.
+func noteZoneless(w io.Writer, m *model.Model, atText string, at time.Time) {
+	if m.Meta.TimeZone == "" || len(atText) == 13 { // epoch milliseconds are an instant
+		return
+	}
+	if _, err := time.Parse(time.RFC3339Nano, atText); err == nil {
+		return
+	}
+	fmt.Fprintf(w, "note: --at %s has no zone and is read as UTC, %s on the model's clock (%s); write an offset (2026-01-05T08:00:00+01:00) to give a local time\n",
+		atText, instant(m, at), m.Meta.TimeZone)
+}
+
 // noteStep tells the user when --at is not the time of the step whose
 // window is explained: a time between two steps is on the step it falls in
 // (floor, or the nearest for a model trained on nearest steps).

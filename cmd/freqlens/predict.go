@@ -130,6 +130,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
+		noteZoneless(stderr, m, *atFlag, t)
 		if frame, row, err = longWindow(ctx, m, *data, format, cfg, *series, t); err != nil {
 			return err
 		}
@@ -165,6 +166,10 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if rep.At = &at; format != "" {
 		rep.At, rep.Series = nil, *series
+		rep.Time = instant(m, frame.Times[row])
+		for h := range rep.Times {
+			rep.Times[h] = instant(m, frame.Times[row].Add(time.Duration(h+1)*frame.Cadence))
+		}
 	}
 	for _, n := range append(notes, idleRemovals(m, rep, removed)...) {
 		fmt.Fprintln(stderr, "freqlens predict: note:", n)

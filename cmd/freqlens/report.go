@@ -63,6 +63,11 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			noteStep(stderr, at, opts.Data, row)
 			if *atFlag != "" {
 				opts.At = row
+				noteZoneless(stderr, m, *atFlag, at)
+			}
+			opts.Zone = time.UTC // instants: written with their zone
+			if zone, err := time.LoadLocation(m.Meta.TimeZone); err == nil && m.Meta.TimeZone != "" {
+				opts.Zone = zone
 			}
 		} else {
 			if *series != "" {
