@@ -416,16 +416,29 @@ func (b *PanelBuilder) checkCadence(cadence time.Duration, off int64) error {
 			diffs = append(diffs, floorDiv(s.ms[j]+off, step)-floorDiv(s.ms[j-1]+off, step))
 		}
 		slices.Sort(diffs)
-		switch med := diffs[(len(diffs)-1)/2]; {
-		case med == 0:
-			return fmt.Errorf("%s: series %q has several readings in most steps of %v: its readings are denser than the cadence; "+
-				"set input.cadence to their spacing (about %v), or resample the data", b.cfg.Name, s.name, cadence, typicalSpacing(s.ms))
-		case med > 1:
-			return fmt.Errorf("%s: series %q has a reading every %d steps of %v: it was sent at another cadence; "+
-				"set input.cadence to its spacing (about %v) if every series shares it, or resample the data", b.cfg.Name, s.name, med, cadence, typicalSpacing(s.ms))
+		if med := diffs[(len(diffs)-1)/2]; med != 1 {
+			return &CadenceError{Name: b.cfg.Name, Series: s.name, Cadence: cadence, Every: med, Spacing: typicalSpacing(s.ms)}
 		}
 	}
 	return nil
+}
+
+// CadenceError says that a series' readings are not one a step: denser
+// (Every 0: several in most steps) or sparser (a reading every Every steps)
+// than the cadence, about Spacing apart.
+type CadenceError struct {
+	Name, Series     string
+	Cadence, Spacing time.Duration
+	Every            int64
+}
+
+func (e *CadenceError) Error() string {
+	if e.Every == 0 {
+		return fmt.Sprintf("%s: series %q has several readings in most steps of %v: its readings are denser than the cadence; "+
+			"set input.cadence to their spacing (about %v), or resample the data", e.Name, e.Series, e.Cadence, e.Spacing)
+	}
+	return fmt.Sprintf("%s: series %q has a reading every %d steps of %v: it was sent at another cadence; "+
+		"set input.cadence to its spacing (about %v) if every series shares it, or resample the data", e.Name, e.Series, e.Every, e.Cadence, e.Spacing)
 }
 
 // typicalSpacing is the median positive difference between consecutive

@@ -292,7 +292,7 @@ func checkData(m *model.Model, f *dataset.Frame, opts Options) (channel, at int,
 	channel = f.Channels() - 1
 	if opts.Channel != "" {
 		if channel = slices.Index(f.Columns, opts.Channel); channel < 0 {
-			return 0, 0, fmt.Errorf("report: %s has no column %q; use one of %v", f.Name, opts.Channel, f.Columns)
+			return 0, 0, fmt.Errorf("report: %s has no column %q; use one of %q", f.Name, opts.Channel, f.Columns)
 		}
 	}
 	switch at = opts.At; {

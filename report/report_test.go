@@ -658,7 +658,7 @@ func TestBadInputIsRefusedWithAFix(t *testing.T) {
 		{name: "row before a full window", data: fx.frame, opts: report.Options{At: 10}, want: "use a row from 47 to 1199"},
 		{name: "negative row", data: fx.frame, opts: report.Options{At: -1}, want: "use a row from 47 to 1199"},
 		{name: "row past the data", data: fx.frame, opts: report.Options{At: 1200}, want: "past the last data row 1199"},
-		{name: "unknown channel", data: fx.frame, opts: report.Options{Channel: "OT"}, want: `no column "OT"; use one of [s-0 s-1]`},
+		{name: "unknown channel", data: fx.frame, opts: report.Options{Channel: "OT"}, want: `no column "OT"; use one of ["s-0" "s-1"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Data = tc.data

@@ -278,4 +278,24 @@ func TestLongTimesCarryTheirZone(t *testing.T) {
 			t.Errorf("predict --at %s: note that a zoneless time is read as UTC: %v, want %v\n%s", tc.at, said, tc.note, stderr)
 		}
 	}
+
+	// Readings two hours apart are data of another cadence: the hourly
+	// model sends the user to train one on them, with input.cadence given
+	// or not (it used to send them from one setting to the other).
+	sparse := filepath.Join(dir, "sparse.csv")
+	var every2 []historytest.Row
+	for r := 0; r < len(rows); r += 2 {
+		every2 = append(every2, rows[r])
+	}
+	historytest.WriteCSV(t, sparse, layout, every2)
+	twoHours := filepath.Join(dir, "two-hours.yaml")
+	if err := os.WriteFile(twoHours, []byte("input: {cadence: 2h}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{}, {"--config", twoHours}} {
+		code, _, stderr := runCLI(append([]string{"predict", "--model", out, "--data", sparse, "--series", "north", "--at", at.Format(time.RFC3339)}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "trained on 1h0m0s steps and forecasts at its own step only") || !strings.Contains(stderr, "train a model on this data") {
+			t.Errorf("predict %v on readings 2 h apart with an hourly model: exit %d, %s; want it to say to train a model on them", args, code, stderr)
+		}
+	}
 }

@@ -88,6 +88,28 @@ func recordInput(cfg service.Config) map[string]string {
 	return values
 }
 
+// otherCadence is the error for long-format data put on steps of another
+// length than the model's (input.cadence of --config): the model forecasts
+// at its own step only.
+func otherCadence(path string, cadence, modelCadence time.Duration) error {
+	return fmt.Errorf("%s is put on steps of %s (input.cadence) but the model was trained on %s steps and forecasts at its own step only; "+
+		"leave input.cadence out of --config (the model's step is used) if the data has a reading every %[3]s, or train a model on this data",
+		filepath.Base(path), cadence, modelCadence)
+}
+
+// onModelSteps explains a cadence error of data read on the model's steps
+// (no input.cadence given): readings further apart, or closer, than the
+// model's step are data of another cadence, for which a model of their own
+// is the way; setting input.cadence would only meet otherCadence.
+func onModelSteps(err error, m *model.Model, cfg service.Config, path string) error {
+	var ce *dataset.CadenceError
+	if m.Meta.Cadence <= 0 || cfg.Cadence != 0 || !errors.As(err, &ce) {
+		return err
+	}
+	return fmt.Errorf("%s has readings about %s apart (series %q), but the model was trained on %s steps and forecasts at its own step only; "+
+		"train a model on this data (freqlens train --data %s), or use data with a reading every %[4]s", filepath.Base(path), ce.Spacing, ce.Series, m.Meta.Cadence, path)
+}
+
 // modelPanel is how long-format history is put on a model's steps to score
 // or explain it: cfg's settings, with the model's cadence and alignment
 // where cfg leaves them to the data.
@@ -110,14 +132,13 @@ func modelPanel(m *model.Model, cfg service.Config) dataset.PanelConfig {
 func longTestSplit(ctx context.Context, m *model.Model, path string, format history.FileFormat, cfg service.Config, stderr io.Writer) (*model.Model, testSplit, error) {
 	d, err := training.FromFile(ctx, path, format, cfg.Readings, modelPanel(m, cfg), training.Split{Lookback: m.Lookback(), Horizon: m.Horizon(), Mode: m.Config().Mode})
 	if err != nil {
-		return nil, testSplit{}, err
+		return nil, testSplit{}, onModelSteps(err, m, cfg, path)
 	}
 	if d.Summary != "" {
 		fmt.Fprintln(stderr, d.Summary)
 	}
 	if mc := m.Meta.Cadence; mc > 0 && mc != d.Cadence {
-		return nil, testSplit{}, fmt.Errorf("%s steps every %s but the model was trained on %s steps; set input.cadence: %[3]s in --config, or use data at the model's step",
-			filepath.Base(path), d.Cadence, mc)
+		return nil, testSplit{}, otherCadence(path, d.Cadence, mc)
 	}
 	if m.Config().Mode == model.Mixed && len(d.Columns) != m.Channels() {
 		return nil, testSplit{}, fmt.Errorf("%s has %d value field(s) %q but the mixed model forecasts %d channels together (%s); "+
@@ -204,11 +225,11 @@ func longWindow(ctx context.Context, m *model.Model, path string, format history
 	pc := modelPanel(m, cfg)
 	h, err := readHistory(ctx, path, format, cfg, pc, m.Lookback())
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, onModelSteps(err, m, cfg, path)
 	}
 	p := h.Panel
 	if mc := m.Meta.Cadence; mc > 0 && mc != p.Cadence {
-		return nil, 0, fmt.Errorf("%s steps every %s but the model was trained on %s steps; set input.cadence: %[3]s in --config", filepath.Base(path), p.Cadence, mc)
+		return nil, 0, otherCadence(path, p.Cadence, mc)
 	}
 	c, k := p.Cadence.Milliseconds(), p.Step(at)
 	C := len(p.Fields)

@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -89,7 +90,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "freqlens %s: interrupted\n", args[0])
 		return 130
 	}
-	fmt.Fprintf(stderr, "freqlens %s: %v\n", args[0], oneLine(err))
+	// A package named like the command (report) prefixes its errors with
+	// its name; the command's own prefix says it already.
+	fmt.Fprintf(stderr, "freqlens %s: %v\n", args[0], strings.TrimPrefix(oneLine(err), args[0]+": "))
 	return 2
 }
 

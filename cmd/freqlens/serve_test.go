@@ -452,7 +452,9 @@ func TestServeStoppedWhileWaitingForBrokers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &stderr) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &stderr)
+	}()
 	time.Sleep(time.Second)
 	cancel()
 	select {
