@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -63,5 +64,27 @@ func TestPercentsOfOddShares(t *testing.T) {
 	got := percents([]float64{0.555, math.NaN(), 0.445, -0.1, math.Inf(1)})
 	if want := []int{56, 0, 44, 0, 0}; !slices.Equal(got, want) && !slices.Equal(got, []int{55, 0, 45, 0, 0}) {
 		t.Errorf("percents = %v, want %v", got, want)
+	}
+}
+
+// TestPartsSizeInEachChannelsStd: with channels of different units the
+// size of the parts is said in each channel's window std, not averaged
+// across units (mbar beside seconds), and a flat channel is named.
+func TestPartsSizeInEachChannelsStd(t *testing.T) {
+	r := predictReport{
+		Channels: []string{"p (mbar)", "raining (s)", "T (degC)"},
+		Level:    []float64{1000, 30, 5},
+		// The parts move p by 2 (its std 4), raining by 60 (its std 120),
+		// T by nothing (its window flat).
+		Forecast:  [][]float64{{1002, 90, 5}, {998, -30, 5}},
+		WindowStd: []float64{4, 120, 0},
+	}
+	got := partsSize(r)
+	if !strings.Contains(got, "0.50 of a channel's window std") || !strings.Contains(got, `["T (degC)"]`) {
+		t.Errorf("partsSize = %q; want 0.50 of a channel's window std, and T (degC) named as flat", got)
+	}
+	one := predictReport{Channels: []string{"OT"}, Level: []float64{10}, Forecast: [][]float64{{12}, {8}}, WindowStd: []float64{3}}
+	if got := partsSize(one); !strings.Contains(got, "move the forecast 2.000 from") || !strings.Contains(got, "move 3.000 (std)") {
+		t.Errorf("partsSize of one channel = %q; want it in the channel's units", got)
 	}
 }

@@ -440,30 +440,43 @@ func printPredict(w io.Writer, r predictReport, H int) {
 }
 
 // partsSize says how far the parts move the forecast from the window's
-// level, on average over steps and channels, against how much the
-// window's readings move: what the shares split. A flat window (a stuck
-// sensor) still has shares that make 100%, of almost nothing, and this
-// line shows it.
+// level, on average over steps, against how much the window's readings
+// move: what the shares split. A flat window (a stuck sensor) still has
+// shares that make 100%, of almost nothing, and this line shows it. One
+// channel is said in its units; several, whose units differ (mbar and W/m²
+// side by side), in each channel's window std, with the flat ones named.
 func partsSize(r predictReport) string {
-	moved, n := 0.0, 0
 	full := r.Forecast
 	if r.Full != nil {
 		full = r.Full
 	}
+	C := len(r.Level)
+	moved := make([]float64, C)
 	for h := range full {
 		for c, v := range full[h] {
-			moved += math.Abs(v - r.Level[c])
-			n++
+			moved[c] += math.Abs(v-r.Level[c]) / float64(len(full))
 		}
 	}
-	spread := 0.0
-	for _, s := range r.WindowStd {
-		spread += s
+	if C == 1 {
+		return fmt.Sprintf("what the shares split: the parts move the forecast %s from the window's level on average; the window's readings move %s (std)",
+			reading(moved[0]), reading(r.WindowStd[0]))
 	}
-	moved /= float64(max(n, 1))
-	spread /= float64(max(len(r.WindowStd), 1))
-	return fmt.Sprintf("what the shares split: the parts move the forecast %s from the window's level on average; the window's readings move %s (std)",
-		reading(moved), reading(spread))
+	ratio, n := 0.0, 0
+	var flat []string
+	for c := range C {
+		if s := r.WindowStd[c]; s > 1e-9*max(math.Abs(r.Level[c]), 1e-300) {
+			ratio += moved[c] / s
+			n++
+		} else {
+			flat = append(flat, r.Channels[c])
+		}
+	}
+	line := fmt.Sprintf("what the shares split: the parts move the forecast %.2f of a channel's window std from its level on average (over the %d channels whose window moves)",
+		ratio/float64(max(n, 1)), n)
+	if len(flat) > 0 {
+		line += fmt.Sprintf("; flat windows, whose shares split almost nothing (a stuck sensor?): %q", flat)
+	}
+	return line
 }
 
 // removedName names what --without removed: the cycles all of whose
