@@ -29,6 +29,9 @@ type watch struct {
 	log     *slog.Logger
 	after   time.Duration
 	learner func() bool
+	// modelsTopic is topics.models, where a learner publishes its
+	// versions ("" for none), for the log.
+	modelsTopic string
 
 	mu        sync.Mutex
 	reachable bool
@@ -158,7 +161,11 @@ func (w *watch) lead() {
 	}
 	if is {
 		w.learnerG.Set(1)
-		w.log.Info("this replica is now the learner: it fine-tunes and publishes model versions")
+		if w.modelsTopic != "" {
+			w.log.Info("this replica is now the learner: it fine-tunes the model and publishes its versions", "topic", w.modelsTopic)
+		} else {
+			w.log.Info("this replica is now the learner: it fine-tunes the model it serves (no topics.models: other replicas do not receive its versions)")
+		}
 	} else {
 		w.learnerG.Set(0)
 		w.log.Info("this replica is no longer the learner: it follows the models topic")

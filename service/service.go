@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,25 +43,28 @@ const embeddedRetainBytes = 32 << 20
 // the pipeline, the sink, the online learner with its drift events and
 // models topic, and the metrics listener, built from one Config.
 type Service struct {
-	cfg      Config
-	log      *slog.Logger
-	reg      *prometheus.Registry
-	broker   *embedded.Broker // nil without an embedded broker
-	kc       *kafkaconn.Client
-	learner  *online.Learner
-	p        *pipeline.Pipeline
-	src      *stream.Consumer
-	snk      *sink.Producer
-	models   *broadcast.Models // nil without topics.models
-	events   *broadcast.Events // nil without topics.drift
-	outbox   *outbox
-	metrics  *metricsServer
-	wait     *waiting       // the metrics listener while New waits; nil once serving
-	live     *liveview.View // nil without a metrics listener
-	watch    *watch
-	base     *model.Model
-	closeErr error
-	once     sync.Once
+	cfg     Config
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	broker  *embedded.Broker // nil without an embedded broker
+	kc      *kafkaconn.Client
+	learner *online.Learner
+	p       *pipeline.Pipeline
+	src     *stream.Consumer
+	snk     *sink.Producer
+	models  *broadcast.Models // nil without topics.models
+	// servedFrom names where the version served at the start came from
+	// when not model.path: a checkpoint directory or the models topic.
+	servedFrom string
+	events     *broadcast.Events // nil without topics.drift
+	outbox     *outbox
+	metrics    *metricsServer
+	wait       *waiting       // the metrics listener while New waits; nil once serving
+	live       *liveview.View // nil without a metrics listener
+	watch      *watch
+	base       *model.Model
+	closeErr   error
+	once       sync.Once
 }
 
 // Option sets a collaborator of a Service.
@@ -173,6 +177,8 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 	if s.watch, err = newWatch(s.kc, s.log, s.reg, s.isLearner); err != nil {
 		return nil, err
 	}
+	s.watch.modelsTopic = s.cfg.ModelsTopic
+
 	mux := http.NewServeMux()
 	mux.Handle("/online", onlineReport(s.learner, s.p))
 	s.healthHandlers(mux)
@@ -229,6 +235,7 @@ func (s *Service) resume(ctx context.Context) (*model.Model, int64, error) {
 			return nil, 0, err
 		case cp != nil && cp.Config() == s.base.Config():
 			serve, version = cp, cp.Meta.Version
+			s.servedFrom = "checkpoint in " + dir
 			s.log.Info("resuming from the newest checkpoint", "dir", dir, "version", version)
 		case cp != nil:
 			s.log.Warn("the newest checkpoint has another shape than model.path; serving model.path", "dir", dir)
@@ -255,6 +262,7 @@ func (s *Service) resume(ctx context.Context) (*model.Model, int64, error) {
 		s.log.Warn("the newest version on the models topic has another shape than model.path; ignoring it", "topic", topic, "version", newest.Meta.Version)
 	case newest != nil && newest.Meta.Version > version:
 		serve, version = newest, newest.Meta.Version
+		s.servedFrom = "models topic " + topic
 		s.log.Info("resuming from the models topic", "topic", topic, "version", version)
 	}
 	return serve, version, nil
@@ -378,7 +386,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.metrics.start()
 	m, version := s.p.Model()
 	s.log.Info("serving", "input", s.cfg.Stream.Topic, "forecasts", s.cfg.Sink.ForecastTopic, "attributions", s.cfg.Sink.AttributionTopic,
-		"model", s.cfg.ModelPath, "version", version, "mode", m.Config().Mode, "lookback", m.Lookback(), "horizon", m.Horizon(),
+		"model", cmp.Or(s.servedFrom, s.cfg.ModelPath), "version", version, "mode", m.Config().Mode, "lookback", m.Lookback(), "horizon", m.Horizon(),
 		"cadence", s.cfg.Cadence, "align", s.p.Align())
 	bg, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
