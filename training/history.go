@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,6 +172,14 @@ func (h *History) Split(s Split) (*Data, error) {
 		}
 		summary += fmt.Sprintf(" (%s%s; longer than window.max_gap)", strings.Join(r.RestartSeries, ", "), more)
 	}
+	// The first line's clauses, then each note on a line of its own.
+	if r.ShortSeries > 0 || r.ShortSegments > 0 {
+		summary += fmt.Sprintf("; left out as shorter than lookback + horizon: %d segments (%d steps), %d series with nothing longer",
+			r.ShortSegments, r.ShortRows, r.ShortSeries)
+	}
+	if n := bm.Train.Len(); s.MaxWindows > 0 && n > s.MaxWindows {
+		summary += fmt.Sprintf("; training on %d of %d windows drawn at random (--max-windows)", s.MaxWindows, n)
+	}
 	if r.LateInStep > 0 {
 		summary += fmt.Sprintf("\n  %d readings are stamped in the last 2%% of their step (such as 12:59:58 for an hourly 12:00 step): "+
 			"if each is the next step's reading, set input.align: nearest in --config (and in serve's)", r.LateInStep)
@@ -191,12 +200,10 @@ func (h *History) Split(s Split) (*Data, error) {
 				"where the step it falls in would have put %d on a step already taken (input.align: nearest)", r.FloorDuplicates)
 		}
 	}
-	if r.ShortSeries > 0 || r.ShortSegments > 0 {
-		summary += fmt.Sprintf("; left out as shorter than lookback + horizon: %d segments (%d steps), %d series with nothing longer",
-			r.ShortSegments, r.ShortRows, r.ShortSeries)
-	}
-	if n := bm.Train.Len(); s.MaxWindows > 0 && n > s.MaxWindows {
-		summary += fmt.Sprintf("; training on %d of %d windows drawn at random (--max-windows)", s.MaxWindows, n)
+	if flat, n := flatSeries(p); n > 0 {
+		summary += fmt.Sprintf("\n  %d series never change in a value field (a stuck sensor or a placeholder?): %s; "+
+			"their forecasts are trivially right and their shares split nothing, so they flatter the test error: drop them if they are not real",
+			n, flat)
 	}
 	if stats.Example != "" {
 		summary += "\n  first refused: " + stats.Example
@@ -209,4 +216,44 @@ func (h *History) Split(s Split) (*Data, error) {
 		Train: bm.Train.Sample(s.MaxWindows, s.Seed), Val: bm.Val.Sample(s.MaxWindows/5, s.Seed+1), Test: bm.Test,
 		Summary: summary,
 	}, nil
+}
+
+// flatSeries names (up to three) the series of p that hold one value in a
+// field over all their steps, and counts them.
+func flatSeries(p *dataset.Panel) (names string, n int) {
+	F := len(p.Fields)
+	type span struct{ lo, hi []float64 }
+	by := map[string]*span{}
+	var order []string
+	for _, seg := range p.Segments {
+		sp := by[seg.Series]
+		if sp == nil {
+			sp = &span{lo: make([]float64, F), hi: make([]float64, F)}
+			for f := range F {
+				sp.lo[f], sp.hi[f] = math.Inf(1), math.Inf(-1)
+			}
+			by[seg.Series] = sp
+			order = append(order, seg.Series)
+		}
+		for i, v := range seg.Values {
+			sp.lo[i%F], sp.hi[i%F] = min(sp.lo[i%F], v), max(sp.hi[i%F], v)
+		}
+	}
+	var flat []string
+	for _, name := range order {
+		sp := by[name]
+		for f := range F {
+			if sp.lo[f] == sp.hi[f] {
+				if len(flat) < 3 {
+					flat = append(flat, fmt.Sprintf("%q", name))
+				}
+				n++
+				break
+			}
+		}
+	}
+	if more := n - len(flat); more > 0 {
+		return strings.Join(flat, ", ") + fmt.Sprintf(" and %d more", more), n
+	}
+	return strings.Join(flat, ", "), n
 }

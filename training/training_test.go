@@ -142,3 +142,29 @@ func TestNoReadingsSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestFlatSeriesAreSaid: a series whose readings never change (a stuck
+// sensor) is named in the summary, which says it flatters the test error;
+// series that move are not (found by a new user, whose eval listed the
+// stuck sensor as the best series).
+func TestFlatSeriesAreSaid(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("series,ts,value\n")
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		at := start.Add(time.Duration(i) * time.Hour).Format(time.RFC3339)
+		fmt.Fprintf(&b, "moving,%s,%d\nstuck,%s,42\nalso-moving,%s,%g\n", at, i%24, at, at, 1+0.001*float64(i%3))
+	}
+	path := filepath.Join(t.TempDir(), "stuck.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := FromFile(context.Background(), path, history.FileCSV, readings.DefaultConfig(),
+		dataset.PanelConfig{Fields: []string{"value"}, Cadence: time.Hour}, Split{Lookback: 24, Horizon: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.Summary, `1 series never change in a value field (a stuck sensor or a placeholder?): "stuck";`) {
+		t.Errorf("the summary does not name the stuck series alone:\n%s", d.Summary)
+	}
+}
