@@ -62,6 +62,12 @@ type ReplayConfig struct {
 	//
 	// Default: nil (series, ts, and the value names above)
 	Fields *readings.Config
+	// Progress, when set, is called after every write the broker
+	// acknowledged with the rows written so far, the rows to write, and
+	// the time of the newest row written (a paced replay can run for hours).
+	//
+	// Default: nil
+	Progress func(rows, total int, upTo time.Time)
 }
 
 // DefaultReplayConfig returns the defaults of a ReplayConfig: the config
@@ -196,6 +202,9 @@ func (r *Replay) Run(ctx context.Context) (ReplayStats, error) {
 		if err == nil {
 			st.Readings += len(msgs)
 			st.Rows += held
+			if r.cfg.Progress != nil {
+				r.cfg.Progress(st.Rows, r.end-r.cfg.From, r.data.Times[r.cfg.From+st.Rows-1])
+			}
 		}
 		msgs, held = msgs[:0], 0
 		return err

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -227,7 +228,17 @@ func TestReplayPaces(t *testing.T) {
 	kc := newBroker(t, "readings")
 	rng := rand.New(rand.NewPCG(7, 18))
 	_, data := randomCSV(t, rng, 8, 2, time.Hour, 0, nil, false)
-	r, err := feed.NewReplay(replayConfig(func(c *feed.ReplayConfig) { c.Speed, c.From = 18000, 2 }), kc, "readings", data)
+	// Progress hears of every row as it is written, in order, up to the
+	// last row's time.
+	var said []int
+	var upTo time.Time
+	progress := func(rows, total int, at time.Time) {
+		if total != 6 {
+			t.Errorf("progress: %d rows to write, want 6", total)
+		}
+		said, upTo = append(said, rows), at
+	}
+	r, err := feed.NewReplay(replayConfig(func(c *feed.ReplayConfig) { c.Speed, c.From, c.Progress = 18000, 2, progress }), kc, "readings", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +253,9 @@ func TestReplayPaces(t *testing.T) {
 	}
 	if n := len(kafkatest.ReadAll(t, kc, "readings")); st.Readings != 12 || n != 12 {
 		t.Errorf("wrote %d readings, topic holds %d; want 12 (6 rows × 2 columns)", st.Readings, n)
+	}
+	if len(said) == 0 || said[len(said)-1] != 6 || !slices.IsSorted(said) || !upTo.Equal(data.Times[7]) {
+		t.Errorf("progress said rows %v up to %v; want a rising count to 6, up to the last row's time %v", said, upTo, data.Times[7])
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/feed"
@@ -87,6 +88,17 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rc := feed.DefaultReplayConfig()
 	rc.Speed, rc.From, rc.Limit, rc.SeriesColumn, rc.ValueField, rc.Format = factor, *from, *limit, *seriesCol, *valueField, readings.Format(*format)
 	rc.Fields = fields
+	if factor > 0 {
+		// A paced replay runs for as long as its rows span, divided by the
+		// speed: say how far it is, every half minute.
+		last := time.Now()
+		rc.Progress = func(rows, total int, upTo time.Time) {
+			if now := time.Now(); now.Sub(last) >= 30*time.Second {
+				last = now
+				fmt.Fprintf(stderr, "freqlens replay: %d of %d rows (%.0f%%), up to %s\n", rows, total, 100*float64(rows)/float64(max(total, 1)), dateTime(upTo))
+			}
+		}
+	}
 	r, err := feed.NewReplay(rc, kc, *topic, frame)
 	if err != nil {
 		return err
