@@ -64,7 +64,8 @@ func TextColumn(path string) (name, value string) {
 // guessLayout reads the header and up to hintRows rows of the CSV at path.
 // The time column is the first whose first value is a date, the numeric
 // columns those whose first value is a number or a missing-value mark, and
-// the series column the text column with the fewest distinct values.
+// the series column the text column with the fewest distinct values, but
+// more than one when another has them.
 func guessLayout(path string) (csvLayout, bool) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -82,6 +83,7 @@ func guessLayout(path string) (csvLayout, bool) {
 	if err != nil || len(first) != len(header) {
 		return csvLayout{}, false
 	}
+	first = append([]string(nil), first...) // the reader reuses its record
 	var l csvLayout
 	var text []int
 	for i, v := range first {
@@ -114,9 +116,11 @@ func guessLayout(path string) (csvLayout, bool) {
 			}
 		}
 	}
+	// The ids repeat, but one id is a file of one series, or a column of
+	// units beside the ids ("mbar"): a column of several values wins.
 	best := 0
 	for k := range text {
-		if len(distinct[k]) < len(distinct[best]) {
+		if d, b := len(distinct[k]), len(distinct[best]); b == 1 && d > 1 || d > 1 && d < b {
 			best = k
 		}
 	}

@@ -275,6 +275,9 @@ func TestLongHint(t *testing.T) {
 		// A note column of free text before the ids: the ids repeat.
 		{"note first", "flow,note,at,station\n1,first,2026-01-05 00:00,north\n2,second,2026-01-05 00:00,south\n3,third,2026-01-05 01:00,north\n",
 			`column "station" holds series ids ("north") and "at" the times`},
+		// A column of units, one value throughout, beside the ids.
+		{"units beside the ids", "station,when,pressure,unit\nnorth,2026-01-05,1013,mbar\nsouth,2026-01-05,1009,mbar\nnorth,2026-01-06,1011,mbar\nsouth,2026-01-06,1010,mbar\n",
+			`column "station" holds series ids ("north") and "when" the times`},
 		{"names to quote", "speed km/h,2m temp,when,id\n1,2,2026-01-05,a\n", `input: {series_field: id, time_field: when, value_fields: ["speed km/h", "2m temp"]}`},
 		{"wide", "date,HUFL,OT\n2016-07-01 00:00:00,5.8,NaN\n", ""},
 		{"wide, epoch milliseconds", "date,OT\n1767600000000,5.8\n", ""},

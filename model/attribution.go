@@ -280,6 +280,18 @@ func (ws *Workspace) cycleTotals(cs []Contribution, dst *Attribution) float64 {
 // returns the residual's share: the same shares as Attribution gives,
 // without building the contributions.
 func (ws *Workspace) addShares(i int, acc, racc []float64) float64 {
+	if ws.walled && ws.wallOn[i] {
+		// Read on wall-clock steps: the shares are those of the parts put
+		// back on the real steps, which Attribution computes.
+		a := ws.attribution(i, &ws.wallAttr, nil)
+		for _, ct := range a.Contributions {
+			acc[ct.ID] += ct.Share
+		}
+		for r, v := range a.RhythmShares {
+			racc[r] += v
+		}
+		return a.ResidualShare
+	}
 	m := ws.m
 	cfg := m.cfg
 	H, C, K := cfg.Horizon, cfg.Channels, cfg.slots()

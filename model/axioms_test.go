@@ -262,6 +262,32 @@ func removalGap(m *Model, x []float64, ends []int64, n int, ids func(i int) []in
 // frequency, on a model whose rhythms' lines partly cancel.
 func TestEvaluateSharesAreTheAttributions(t *testing.T) {
 	m, w := trainedTimedModel(t, 1)
+	t.Run("UTC", func(t *testing.T) { checkEvaluateShares(t, m, w) })
+	// With a time zone, windows around a change of its offset: those read
+	// on wall-clock steps count their parts put back on the real steps.
+	berlin := m.Clone()
+	if err := berlin.SetTimeZone("Europe/Berlin"); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("time zone, around a change", func(t *testing.T) {
+		checkEvaluateShares(t, berlin, &movedEnds{w, time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC).Add(-30 * time.Hour)})
+	})
+}
+
+// movedEnds is w with its windows' ends moved to an hour apart from start:
+// the readings stay, the times put them where the test wants them.
+type movedEnds struct {
+	*dataset.Windows
+	start time.Time
+}
+
+func (m *movedEnds) EndTime(i int) (int64, bool) {
+	return m.start.Add(time.Duration(i) * time.Hour).UnixNano(), true
+}
+
+// checkEvaluateShares checks that Evaluate's shares of m on w are the mean
+// of the attributions Forward gives.
+func checkEvaluateShares(t *testing.T, m *Model, w TimedSource) {
 	met, err := Evaluate(context.Background(), m, w, EvalOptions{BatchSize: 37})
 	if err != nil {
 		t.Fatal(err)

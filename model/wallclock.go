@@ -1,6 +1,10 @@
 package model
 
-import "time"
+import (
+	"math"
+	"sort"
+	"time"
+)
 
 // The wall clock: how a model with a time zone (Meta.TimeZone) sees a window
 // whose steps straddle a change of the zone's offset from UTC (daylight
@@ -108,24 +112,35 @@ func (sc *wallScratch) fromWall(v []float64, L, H, C, c int, shift []float64) {
 }
 
 // resample writes, at dst[i·stride] for every i of at, the piecewise-linear
-// curve through the points (pos[k], val[k]) at position at[i]. Both pos and
-// at are non-decreasing; where points share a position the later one
-// counts, and outside them the curve holds the nearest point's value. Its
-// weights sum to one, so resampling parts and summing them equals
-// resampling their sum.
+// curve through the points (pos[k], val[k]) at position at[i]. A point at
+// or after a later point's position gives way to it (autumn repeats an
+// hour: the later reading counts, and with steps shorter than the hour the
+// earlier ones lie past the later ones); outside the points the curve holds
+// the nearest one's value. Its weights sum to one, so resampling parts and
+// summing them equals resampling their sum. It reorders pos and val.
 func resample(dst []float64, stride int, at, val, pos []float64) {
-	k, n := 0, len(pos)
-	for i, a := range at {
-		for k+1 < n && pos[k+1] <= a {
-			k++
+	// Keep the points whose position is below every later one's, in place
+	// at the end of the slices (w ≥ k: nothing unread is overwritten).
+	w, lo := len(pos), math.Inf(1)
+	for k := len(pos) - 1; k >= 0; k-- {
+		if pos[k] < lo {
+			w--
+			pos[w], val[w], lo = pos[k], val[k], pos[k]
 		}
-		v := val[k]
+	}
+	pos, val = pos[w:], val[w:]
+	n := len(pos)
+	for i, a := range at {
+		k := sort.SearchFloat64s(pos, a) // the first point at or after a
+		var v float64
 		switch {
-		case a < pos[0]:
-			v = val[0]
-		case k+1 < n && a > pos[k]:
-			w := (a - pos[k]) / (pos[k+1] - pos[k])
-			v = val[k] + w*(val[k+1]-val[k])
+		case k == n:
+			v = val[n-1]
+		case pos[k] == a || k == 0:
+			v = val[k]
+		default:
+			w := (a - pos[k-1]) / (pos[k] - pos[k-1])
+			v = val[k-1] + w*(val[k]-val[k-1])
 		}
 		dst[i*stride] = v
 	}

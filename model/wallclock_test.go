@@ -261,3 +261,83 @@ func TestWallClockAllocatesNothing(t *testing.T) {
 		t.Errorf("Forward and Attribution allocate %v times a call", n)
 	}
 }
+
+// TestWallClockRemapsAnyCadence: for steps of any length, also ones that do
+// not divide the hour the offset moves by (45 minutes) or that it is
+// shorter than (15 minutes: autumn puts four steps' readings behind the
+// later ones of the same local times), a window, a target and a forecast
+// are remapped between real and wall-clock steps as a reading that is a
+// linear function of the local time says: linear interpolation keeps it
+// exact. Windows and horizons straddling spring's and autumn's change at
+// seeded random ends.
+func TestWallClockRemapsAnyCadence(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// f is the reading at local (wall-clock) time lt, in minutes.
+	f := func(lt time.Time) float64 { return 3 + 0.25*float64(naive(lt).Unix())/60 }
+	changes := []time.Time{time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC), time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC)}
+	const L, H = 48, 24
+	rng := rand.New(rand.NewPCG(8, 1))
+	for _, cadence := range []time.Duration{15 * time.Minute, 30 * time.Minute, 45 * time.Minute, time.Hour, 90 * time.Minute, 2 * time.Hour} {
+		ck := &clock{zone: berlin, cadence: int64(cadence)}
+		sc, shift := newWallScratch(L, H), make([]float64, L+H)
+		for _, change := range changes {
+			straddled := 0
+			for range 40 {
+				// An end on the step grid, from a horizon before the
+				// change to a window after it.
+				k := rng.IntN(L+H) - H
+				end := change.Truncate(cadence).Add(time.Duration(k) * cadence)
+				if !ck.crosses(end.UnixNano(), L, H) || !ck.wallShift(end.UnixNano(), L, H, shift) {
+					continue
+				}
+				straddled++
+				wallEnd := end.In(berlin)
+				real := func(r int) time.Time { return end.Add(time.Duration(r-(L-1)) * cadence).In(berlin) } // row r of real time
+				wallAt := func(q int) time.Time {                                                             // wall-clock position q, as a local time
+					return time.Date(wallEnd.Year(), wallEnd.Month(), wallEnd.Day(), wallEnd.Hour(), wallEnd.Minute(), 0, 0, time.UTC).Add(time.Duration(q-(L-1)) * cadence)
+				}
+				near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+				// The window: wall-clock positions from the oldest reading's on.
+				x := make([]float64, L)
+				for r := range x {
+					x[r] = f(real(r))
+				}
+				sc.windowToWall(x, L, 1, 0, shift)
+				for q := range L {
+					if w := wallAt(q); !w.Before(naive(real(0))) && !near(x[q], f(w)) {
+						t.Fatalf("cadence %v, end %v: wall-clock step %d (%v) of the window reads %v, want %v", cadence, end.UTC(), q, w, x[q], f(w))
+					}
+				}
+				// The target: up to the newest reading's wall-clock position.
+				y := make([]float64, H)
+				for h := 1; h <= H; h++ {
+					y[h-1] = f(real(L - 1 + h))
+				}
+				sc.targetToWall(y, x[L-1], L, H, 1, 0, shift)
+				for q := 1; q <= H; q++ {
+					if w := wallAt(L - 1 + q); !w.After(naive(real(L-1+H))) && !near(y[q-1], f(w)) {
+						t.Fatalf("cadence %v, end %v: wall-clock step %d ahead (%v) of the target reads %v, want %v", cadence, end.UTC(), q, w, y[q-1], f(w))
+					}
+				}
+				// A forecast made on wall-clock steps, back on real ones.
+				v := make([]float64, H)
+				for q := 1; q <= H; q++ {
+					v[q-1] = f(wallAt(L - 1 + q))
+				}
+				sc.fromWall(v, L, H, 1, 0, shift)
+				for h := 1; h <= H; h++ {
+					w := naive(real(L - 1 + h))
+					if !w.Before(wallAt(L)) && !w.After(wallAt(L-1+H)) && !near(v[h-1], f(w)) {
+						t.Fatalf("cadence %v, end %v: real step %d ahead (wall clock %v) gets %v, want %v", cadence, end.UTC(), h, w, v[h-1], f(w))
+					}
+				}
+			}
+			if straddled < 10 {
+				t.Fatalf("cadence %v: only %d windows straddle the change at %v", cadence, straddled, change)
+			}
+		}
+	}
+}

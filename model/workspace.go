@@ -65,6 +65,7 @@ type Workspace struct {
 	wallOn           []bool
 	wallShift, wallX []float64
 	wallTmp          *wallScratch
+	wallAttr         Attribution // addShares' attribution of a window read on wall-clock steps
 	// without, when set, removes frequencies from every pass: their heads
 	// are dropped from the selection (not replaced) and their clock terms
 	// are zero (see Workspace.Without).

@@ -292,10 +292,22 @@ func TestLongTimesCarryTheirZone(t *testing.T) {
 	if err := os.WriteFile(twoHours, []byte("input: {cadence: 2h}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{}, {"--config", twoHours}} {
-		code, _, stderr := runCLI(append([]string{"predict", "--model", out, "--data", sparse, "--series", "north", "--at", at.Format(time.RFC3339)}, args...)...)
+	// A model trained with input.cadence given records it, and reads on
+	// its own step as one without.
+	oneHour, recorded := filepath.Join(dir, "one-hour.yaml"), filepath.Join(dir, "recorded.safetensors")
+	if err := os.WriteFile(oneHour, []byte("input: {cadence: 1h}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI("train", "--data", data, "--config", oneHour, "--lookback", "48", "--horizon", "6", "--epochs", "1", "--out", recorded); code != 0 {
+		t.Fatalf("train --config: exit %d\n%s", code, stderr)
+	}
+	for _, tc := range []struct {
+		model string
+		args  []string
+	}{{out, nil}, {out, []string{"--config", twoHours}}, {recorded, nil}} {
+		code, _, stderr := runCLI(append([]string{"predict", "--model", tc.model, "--data", sparse, "--series", "north", "--at", at.Format(time.RFC3339)}, tc.args...)...)
 		if code != 2 || !strings.Contains(stderr, "trained on 1h0m0s steps and forecasts at its own step only") || !strings.Contains(stderr, "train a model on this data") {
-			t.Errorf("predict %v on readings 2 h apart with an hourly model: exit %d, %s; want it to say to train a model on them", args, code, stderr)
+			t.Errorf("predict %s %v on readings 2 h apart with an hourly model: exit %d, %s; want it to say to train a model on them", filepath.Base(tc.model), tc.args, code, stderr)
 		}
 	}
 }

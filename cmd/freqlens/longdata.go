@@ -103,7 +103,8 @@ func otherCadence(path string, cadence, modelCadence time.Duration) error {
 // is the way; setting input.cadence would only meet otherCadence.
 func onModelSteps(err error, m *model.Model, cfg service.Config, path string) error {
 	var ce *dataset.CadenceError
-	if m.Meta.Cadence <= 0 || cfg.Cadence != 0 || !errors.As(err, &ce) {
+	// The model's own step: no input.cadence, or the one it recorded.
+	if m.Meta.Cadence <= 0 || cfg.Cadence != 0 && cfg.Cadence != m.Meta.Cadence || !errors.As(err, &ce) {
 		return err
 	}
 	return fmt.Errorf("%s has readings about %s apart (series %q), but the model was trained on %s steps and forecasts at its own step only; "+

@@ -453,7 +453,7 @@ func TestServeStoppedWhileWaitingForBrokers(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", ""}, &bytes.Buffer{}, &stderr)
+		done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", kafkatest.FreeAddr(t)}, &bytes.Buffer{}, &stderr)
 	}()
 	time.Sleep(time.Second)
 	cancel()
