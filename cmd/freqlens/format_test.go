@@ -80,8 +80,8 @@ func TestPartsSizeInEachChannelsStd(t *testing.T) {
 		WindowStd: []float64{4, 120, 0},
 	}
 	got := partsSize(r)
-	if !strings.Contains(got, "0.50 of a channel's window std") || !strings.Contains(got, `["T (degC)"]`) {
-		t.Errorf("partsSize = %q; want 0.50 of a channel's window std, and T (degC) named as flat", got)
+	if !strings.Contains(got, "by 0.50 times the window's own standard deviation") || !strings.Contains(got, `["T (degC)"]`) {
+		t.Errorf("partsSize = %q; want 0.50 times the window's std, and T (degC) named as flat", got)
 	}
 	one := predictReport{Channels: []string{"OT"}, Level: []float64{10}, Forecast: [][]float64{{12}, {8}}, WindowStd: []float64{3}}
 	if got := partsSize(one); !strings.Contains(got, "move the forecast 2.000 from") || !strings.Contains(got, "move 3.000 (std)") {

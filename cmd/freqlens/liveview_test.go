@@ -300,6 +300,11 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	if got := elementAttrs(t, dom, "plot-parts")["data-cycles"]; got != "2" {
 		t.Errorf("#plot-parts data-cycles = %q, want 2: one colour per rhythm", got)
 	}
+	// Each cycle's colour is its rhythm's place in the model (strongest
+	// first), not the order a load met them: the same on every load.
+	if got := elementAttrs(t, dom, "plot-parts")["data-cycle-colours"]; !strings.Contains(got, "24h cycle=#d62728") || !strings.Contains(got, "48h cycle=#1f77b4") {
+		t.Errorf("#plot-parts data-cycle-colours = %q, want the 24h cycle (rhythm 0) in the palette's first colour and the 48h cycle (rhythm 1) in its second", got)
+	}
 	body := elementAttrs(t, dom, "body")
 	if body["data-series"] != "road/7" || body["data-field"] != "speed" {
 		t.Errorf("the page shows series %q, field %q; want road/7 and speed, as its URL asks", body["data-series"], body["data-field"])

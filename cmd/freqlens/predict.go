@@ -471,7 +471,7 @@ func partsSize(r predictReport) string {
 			flat = append(flat, r.Channels[c])
 		}
 	}
-	line := fmt.Sprintf("what the shares split: the parts move the forecast %.2f of a channel's window std from its level on average (over the %d channels whose window moves)",
+	line := fmt.Sprintf("what the shares split: the parts move each channel's forecast from its window's level by %.2f times the window's own standard deviation, on average over the %d channels whose window moves",
 		ratio/float64(max(n, 1)), n)
 	if len(flat) > 0 {
 		line += fmt.Sprintf("; flat windows, whose shares split almost nothing (a stuck sensor?): %q", flat)

@@ -208,8 +208,17 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return interrupted(res, tr, *out, *checkpoint, stderr)
 	}
 	fmt.Fprintf(stdout, "trained %d epochs (best %d; %s), median epoch %.2fs\n", rep.EpochsRun, rep.BestEpoch, stopReason(rep.Stopped), rep.EpochSecondsMedian)
-	fmt.Fprintf(stdout, "validation MSE %.4f\n", rep.ValMSE)
-	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, all %d channels)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, rep.Channels)
+	fmt.Fprintf(stdout, "validation MSE %.4f", rep.ValMSE)
+	if strings.HasPrefix(rep.Protocol, "ett-") && rep.ValMSE > 1.5*rep.TestMSE {
+		// Asked by a new user: the split's months differ, not the model.
+		fmt.Fprint(stdout, " (the ETT protocol's validation months are harder to forecast than its test months; published tables compare the test MSE)")
+	}
+	fmt.Fprintln(stdout)
+	channels := fmt.Sprintf("all %d channels", rep.Channels)
+	if rep.Channels == 1 {
+		channels = "1 channel"
+	}
+	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, %s)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, channels)
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	if !slices.ContainsFunc(rep.Rhythms, func(r rhythmReport) bool { return r.Share >= model.MinCycleShare }) {
 		fmt.Fprintln(stdout, "  (a cycle is found when the training part, the first 70% of the history, holds it about four times: "+

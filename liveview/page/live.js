@@ -13,18 +13,18 @@ const $ = (id) => document.getElementById(id);
 const state = { series: "", field: 0, list: [], forecast: null, online: null, polls: 0, without: new Set() };
 
 // colourOf gives each rhythm ("r" + its index) and each free frequency (its
-// id) its own colour, the same in every plot for the page's life: the
-// palette's colours go to keys in the order the page first meets them (the
-// spectrum is met largest share first), golden-angle hues after them. A
+// id) its own colour, the same in every plot and on every load of the page:
+// rhythm k takes the palette's k-th colour (the model lists its rhythms
+// strongest first), a free frequency a muted golden-angle hue of its id. A
 // rhythm's frequencies take their rhythm's colour.
 const PALETTE = ["#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2", "#bcbd22", "#3b4cc0", "#7f7f00", "#00796b"];
-const colours = new Map();
 function colourOf(id) {
-  if (!colours.has(id)) {
-    const n = colours.size;
-    colours.set(id, n < PALETTE.length ? PALETTE[n] : "hsl(" + Math.round((n * 137.508) % 360) + ", 55%, 45%)");
+  const hue = (n, sat, light) => "hsl(" + Math.round((n * 137.508) % 360) + ", " + sat + "%, " + light + "%)";
+  if (typeof id === "string" && id.startsWith("r")) {
+    const k = Number(id.slice(1));
+    return k < PALETTE.length ? PALETTE[k] : hue(k, 55, 45);
   }
-  return colours.get(id);
+  return hue(Number(id) + 0.5, 30, 62);
 }
 
 // periodName names a period as the CLI does ("24h", "7d", "12.5h"), from
@@ -294,6 +294,7 @@ function drawParts(f, c) {
   if (off.length) polyline(ctx, t.map(g.sx), without.map((v) => g.sy(v)), FORECAST, 2, [6, 4]);
   canvas.dataset.parts = layers.length;
   canvas.dataset.cycles = shown.filter((p) => p.label.endsWith(" cycle")).length;
+  canvas.dataset.cycleColours = parts.filter((p) => p.label.endsWith(" cycle")).map((p) => p.label + "=" + p.colour).join(";");
   canvas.dataset.without = off.map((p) => p.label).join(";");
   canvas.dataset.withoutFirst = off.length ? String(without[0]) : "";
   const items = parts.map((p) => [p.label + (p.share !== undefined ? " " + Math.round(p.share * 100) + "%" : ""), p.colour, false, p.label, state.without.has(p.label)]);
@@ -335,11 +336,11 @@ function drawSpectrum(online, cadenceSeconds) {
     let label = name;
     if (rh) {
       const cycle = periodName(rh.period_steps * cadenceSeconds, rh.period_steps) + " cycle";
-      label = name + " cycle" === cycle ? cycle : name + " (" + cycle + ")";
+      label = name + " (" + cycle + ")"; // a line of the cycle, not the cycle
     }
     ctx.fillText(label, g.x0 - 6, y);
     ctx.textAlign = "left"; ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#5f6b7a";
-    const drift = q.drift_ratio * 100;
+    const drift = Math.abs(q.drift_ratio) < 5e-4 ? 0 : q.drift_ratio * 100; // no "-0.0%"
     ctx.fillText(Math.round(q.share * 1000) / 10 + "%  drift " + (drift >= 0 ? "+" : "") + drift.toFixed(1) + "%", g.x1 + 6, y);
   });
 }
@@ -419,9 +420,6 @@ function updateFields(f) {
 
 function draw() {
   const f = state.forecast;
-  if (state.online && state.online.frequencies) {
-    state.online.frequencies.slice().sort((a, b) => b.share - a.share).forEach((q) => colourOf(q.rhythm !== undefined ? "r" + q.rhythm : q.id));
-  }
   if (f) {
     updateFields(f);
     drawForecast(f, state.field);
