@@ -117,7 +117,7 @@ func (sc *wallScratch) fromWall(v []float64, L, H, C, c int, shift []float64) {
 // hour: the later reading counts, and with steps shorter than the hour the
 // earlier ones lie past the later ones); outside the points the curve holds
 // the nearest one's value. Its weights sum to one, so resampling parts and
-// summing them equals resampling their sum. It reorders pos and val.
+// summing them equals resampling their sum. It overwrites pos and val.
 func resample(dst []float64, stride int, at, val, pos []float64) {
 	// Keep the points whose position is below every later one's, in place
 	// at the end of the slices (w ≥ k: nothing unread is overwritten).

@@ -98,7 +98,7 @@ func otherCadence(path string, cadence, modelCadence time.Duration) error {
 }
 
 // onModelSteps explains a cadence error of data read on the model's steps
-// (no input.cadence given): readings further apart, or closer, than the
+// (no input.cadence given, or the one the model recorded): readings further apart, or closer, than the
 // model's step are data of another cadence, for which a model of their own
 // is the way; setting input.cadence would only meet otherCadence.
 func onModelSteps(err error, m *model.Model, cfg service.Config, path string) error {

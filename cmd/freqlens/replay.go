@@ -90,7 +90,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rc.Fields = fields
 	if factor > 0 {
 		// A paced replay runs for as long as its rows span, divided by the
-		// speed: say how far it is, every half minute.
+		// speed: say how far it is, at most every half minute (after a write).
 		last := time.Now()
 		rc.Progress = func(rows, total int, upTo time.Time) {
 			if now := time.Now(); now.Sub(last) >= 30*time.Second {
