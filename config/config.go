@@ -325,8 +325,8 @@ func parseDuration(s string) (time.Duration, error) {
 
 // CheckEnviron reports the first variable of environ ("NAME=value" entries,
 // as os.Environ returns them) that looks like a misspelt key's variable:
-// FREQLENS_ and a section (FREQLENS_INPUT_…), no key's name, and within two
-// edits of one (FREQLENS_INPUT_CADENSE). Such an override would otherwise be
+// FREQLENS_, no key's name, and within two edits of one
+// (FREQLENS_INPUT_CADENSE, FREQLENS_OUTPT_INTERVALS). Such an override would otherwise be
 // ignored without a word, where a misspelt key in the file is refused.
 // Names further from every key are left alone, and so are those that
 // Kubernetes and Docker give a service's address (FREQLENS_SERVICE_HOST,
@@ -348,8 +348,13 @@ func CheckEnviron(environ []string) error {
 		}
 		sec, _, _ := strings.Cut(strings.ToLower(rest), "_")
 		keys, isSection := sections[sec]
-		if _, isKey := known[name]; isKey || !isSection || serviceAddress(name) {
+		if _, isKey := known[name]; isKey || sec == "fault" || serviceAddress(name) {
 			continue
+		}
+		if !isSection {
+			// A misspelt section (FREQLENS_OUTPT_INTERVALS): every key is
+			// a candidate, and only a near one counts.
+			keys = Keys()
 		}
 		best, bestD := "", -1
 		for _, k := range keys {
