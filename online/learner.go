@@ -151,6 +151,17 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	l.exported.scored, l.exported.covered = make([]int64, len(cfg.Intervals)), make([]int64, len(cfg.Intervals))
 	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, spectrumSeries, cfg.ErrorHalfLife, l.rp, iv)
 	l.tr.errs.hist = l.met.absErr
+	if cfg.CheckpointDir != "" && iv != nil {
+		n, err := l.tr.restoreCalibration(cfg.CheckpointDir, func(path string, err error) {
+			l.log.Warn("skipping a saved interval calibration", "path", path, "err", err)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("online: reading the saved interval calibration in %s: %w", cfg.CheckpointDir, err)
+		}
+		if n > 0 {
+			l.log.Info("the interval calibration of the series seen before the restart is restored when they are seen again", "series", n, "dir", cfg.CheckpointDir)
+		}
+	}
 	l.dr = newDrift(cfg, reference)
 	if v, ok := reference.Meta.Metrics["test_mse"]; ok {
 		l.met.testMSE.Set(v)
@@ -223,6 +234,9 @@ func (l *Learner) Levels() []float64 { return l.cfg.Intervals }
 func (l *Learner) Run(ctx context.Context, srv Server) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	keep := time.NewTicker(calibrationEvery)
+	defer keep.Stop()
+	defer l.keepCalibration() // at shutdown, what the last minute learned
 	var rounds <-chan time.Time
 	if l.cfg.Enabled {
 		t := time.NewTicker(l.cfg.Interval)
@@ -235,6 +249,8 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 			return nil
 		case <-tick.C:
 			l.Refresh(srv)
+		case <-keep.C:
+			l.keepCalibration()
 		case <-rounds:
 			if l.mayLearn() && l.newPairs() > 0 {
 				l.Round(ctx, srv)

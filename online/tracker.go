@@ -38,7 +38,11 @@ type tracker struct {
 	pairs   int64      // pairs made
 	refused int64      // forecasts of series beyond the cap
 	iv      *intervals // nil without interval levels
-	scratch struct {
+	// restored holds the saved calibration of series not seen yet since a
+	// restart (restoreCalibration), until the data passes restoredUntil.
+	restored      map[string]savedSeries
+	restoredUntil time.Time
+	scratch       struct {
 		in, tgt, scale, issue []float64
 		key                   []byte
 		x, fc                 []float64   // one field's window and forecast
@@ -62,8 +66,11 @@ type seriesState struct {
 	sampled []float32
 	pending []float32 // the full tier only: H slots × H×C forecast values
 	welford []welford // per channel
-	sqErr   float64   // rolling normalised squared error of the series
-	iv      *seriesIntervals
+	// scaledTo is the last step the welford already holds, restored with
+	// them after a restart (0 otherwise): the window rewritten then holds it.
+	scaledTo int64
+	sqErr    float64 // rolling normalised squared error of the series
+	iv       *seriesIntervals
 }
 
 // none marks a free slot.
@@ -119,6 +126,7 @@ func (t *tracker) newState(key []byte) *seriesState {
 	s.values = make([]float32, ring*t.C)
 	if t.iv != nil {
 		s.iv = t.iv.newSeries()
+		t.takeRestored(key, s)
 	}
 	s.reset(none)
 	return s
@@ -300,8 +308,10 @@ func (t *tracker) observeKey(key []byte, end time.Time, x, fc []float64, lower, 
 func (t *tracker) score(s *seriesState, st int64) {
 	H, C := t.H, t.C
 	v := s.values[mod(st, s.ring(C))*C:][:C]
-	for c := range C {
-		s.welford[c].add(float64(v[c]))
+	if st > s.scaledTo {
+		for c := range C {
+			s.welford[c].add(float64(v[c]))
+		}
 	}
 	for slot, at := range s.issued {
 		if at == none || st <= at || st > at+int64(H) {
@@ -464,6 +474,9 @@ func (t *tracker) expire() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cut := t.newest.Add(-time.Duration(t.L+t.H) * t.cadence).UnixNano()
+	if t.restored != nil && t.newest.After(t.restoredUntil) {
+		t.restored = nil // the series not back by now are idle
+	}
 	for k, s := range t.series {
 		if s.seen < cut {
 			if t.iv != nil {

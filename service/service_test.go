@@ -1,11 +1,13 @@
 package service_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -363,5 +365,33 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	}
 	if served < 40 {
 		t.Errorf("only %d freqlens metrics served; the test should see the online and window metrics too", served)
+	}
+}
+
+// TestIntervalCalibrationKeptAtShutdown: with output.intervals and
+// online.checkpoint_dir, a service that stops keeps its series' interval
+// calibration in the directory, and the next one on it reads it back.
+func TestIntervalCalibrationKeptAtShutdown(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig()
+	cfg.Online.Intervals, cfg.Online.CheckpointDir = []float64{0.8, 0.95}, dir
+	svc, cancel, done := runService(t, cfg)
+	kc := kafkatest.Client(t, svc.Config().Kafka.Brokers)
+	kafkatest.Produce(t, kc, "readings", hourly(60)...)
+	kafkatest.ReadN(t, kc, "forecasts", 30, 60*time.Second)
+	stopCleanly(t, cancel, done, svc.MetricsAddr())
+	files, err := filepath.Glob(filepath.Join(dir, "intervals-*.gob"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("after the stop the checkpoint directory holds %v (%v), want one calibration file", files, err)
+	}
+	var logged bytes.Buffer
+	again, err := service.New(context.Background(), cfg, service.WithModel(testModel(t)),
+		service.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if !strings.Contains(logged.String(), "interval calibration of the series seen before the restart is restored") || !strings.Contains(logged.String(), "series=1") {
+		t.Errorf("the next service did not say it restored the calibration of the one series:\n%s", logged.String())
 	}
 }
