@@ -23,7 +23,9 @@ import (
 // here in a rebalance finds its state too when the replicas share the
 // directory. A series takes its saved state when it is first seen, within
 // L+H steps of data time of the newest saved one; after that the saved
-// states are dropped, as an idle series is.
+// states are dropped, as an idle series is. A file whose newest step lies
+// further back than that behind the newest file's (a replica that is gone)
+// is removed when read.
 
 // calibrationEvery is how often Run writes the calibration: what a kill -9
 // can lose.
@@ -115,6 +117,7 @@ func (t *tracker) restoreCalibration(dir string, skipped func(path string, err e
 		return 0, err
 	}
 	var files []savedCalibration
+	var names []string // the files' paths, in the order of files
 	for _, path := range paths {
 		var sc savedCalibration
 		f, err := os.Open(path)
@@ -132,11 +135,25 @@ func (t *tracker) restoreCalibration(dir string, skipped func(path string, err e
 		case !slices.Equal(sc.Levels, t.iv.levels) || sc.H != t.H || sc.C != t.C || len(sc.AbsErr) != t.H*t.C || len(sc.Weight) != t.H*t.C:
 			skipped(path, fmt.Errorf("levels %v, horizon %d, %d channels: not those served now (%v, %d, %d)", sc.Levels, sc.H, sc.C, t.iv.levels, t.H, t.C))
 		default:
-			files = append(files, sc)
+			files, names = append(files, sc), append(names, path)
 		}
 	}
 	if len(files) == 0 {
 		return 0, nil
+	}
+	// A file whose newest step lies more than a lookback and horizon
+	// before the newest file's holds only idle series: a replica that is
+	// gone (a pod's name changes with every deploy). It is removed, so
+	// that the directory does not fill with them.
+	span := time.Duration(t.L+t.H) * t.cadence
+	latest := slices.MaxFunc(files, func(a, b savedCalibration) int { return a.Newest.Compare(b.Newest) }).Newest
+	for i := 0; i < len(files); {
+		if files[i].Newest.Add(span).Before(latest) {
+			os.Remove(names[i])
+			files, names = slices.Delete(files, i, i+1), slices.Delete(names, i, i+1)
+			continue
+		}
+		i++
 	}
 	slices.SortFunc(files, func(a, b savedCalibration) int { return a.Newest.Compare(b.Newest) })
 	k, C := len(t.iv.levels), t.C
