@@ -1,13 +1,20 @@
 package online
 
 import (
+	"encoding/binary"
 	"encoding/gob"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/freqlens/freqlens/model"
 )
 
 // Keeping the intervals' calibration across a restart.
@@ -40,6 +47,7 @@ type savedCalibration struct {
 	Levels         []float64
 	H, C           int
 	Newest         time.Time // data time of the newest step seen
+	Model          uint64    // the served model.path's fingerprint (modelFingerprint)
 	AbsErr, Weight []float64 // the shape of the error along the horizon
 	Series         map[string]savedSeries
 }
@@ -63,17 +71,54 @@ func calibrationPath(dir string) string {
 	if err != nil || host == "" {
 		host = "replica"
 	}
-	return filepath.Join(dir, "intervals-"+strings.ReplaceAll(host, string(filepath.Separator), "_")+".gob")
+	return filepath.Join(dir, calibrationPrefix+strings.ReplaceAll(host, string(filepath.Separator), "_")+calibrationSuffix)
+}
+
+// The calibration files' names: intervals-<host>.gob.
+const calibrationPrefix, calibrationSuffix = "intervals-", ".gob"
+
+// modelFingerprint identifies the model a calibration was learned for (FNV-1a
+// of its shapes, normalisation and parameters), so that a new model.path
+// does not inherit another model's bands.
+func modelFingerprint(m *model.Model) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	put := func(v float64) {
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+		h.Write(b[:])
+	}
+	cfg := m.Config()
+	for _, v := range []int{cfg.Lookback, cfg.Horizon, cfg.Channels} {
+		put(float64(v))
+	}
+	for _, v := range m.Meta.Mean {
+		put(v)
+	}
+	for _, v := range m.Meta.Std {
+		put(v)
+	}
+	for _, v := range m.Params().Data {
+		put(v)
+	}
+	return h.Sum64()
 }
 
 // saveCalibration writes the tracker's interval calibration to path,
 // atomically (a temporary file renamed over it).
-func (t *tracker) saveCalibration(path string) error {
+func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 	t.mu.Lock()
 	sc := savedCalibration{
-		Version: calibrationVersion, Levels: t.iv.levels, H: t.H, C: t.C, Newest: t.newest,
+		Version: calibrationVersion, Levels: t.iv.levels, H: t.H, C: t.C, Newest: t.newest, Model: fingerprint,
 		AbsErr: slices.Clone(t.iv.absErr), Weight: slices.Clone(t.iv.weight),
-		Series: make(map[string]savedSeries, len(t.series)),
+		Series: make(map[string]savedSeries, len(t.series)+len(t.restored)),
+	}
+	// The restored states no series has claimed yet are kept too, so that a
+	// second restart before they are seen again loses nothing.
+	for k, s := range t.restored {
+		sc.Series[k] = s
+	}
+	if t.restored != nil && t.restoredFrom.After(sc.Newest) {
+		sc.Newest = t.restoredFrom
 	}
 	for k, s := range t.series {
 		v := s.iv
@@ -85,8 +130,15 @@ func (t *tracker) saveCalibration(path string) error {
 			Own: slices.Clone(v.own), Owned: v.owned, Calibrated: v.calibrated, Scale: scale, Last: s.last}
 	}
 	t.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("online: writing the interval calibration: %w", err)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".intervals-*")
 	if err != nil {
+		return fmt.Errorf("online: writing the interval calibration: %w", err)
+	}
+	if err := tmp.Chmod(0o644); err != nil { // readable by replicas running as other users
+		tmp.Close()
 		return fmt.Errorf("online: writing the interval calibration: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, there is none
@@ -108,25 +160,40 @@ func (t *tracker) saveCalibration(path string) error {
 }
 
 // restoreCalibration reads every replica's file in dir, keeping per series
-// the state of the file with the newest data, and returns how many series
-// it holds. A file of other levels or shapes (another model or
-// configuration) is skipped, and said in skipped.
-func (t *tracker) restoreCalibration(dir string, skipped func(path string, err error)) (int, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "intervals-*.gob"))
+// the newest state (by the step it was last seen at), and returns how many
+// series it holds. A file of other levels or shapes, or of another
+// model.path, is skipped and said in skipped.
+func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped func(path string, err error)) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, err
 	}
-	var files []savedCalibration
-	var names []string // the files' paths, in the order of files
-	for _, path := range paths {
-		var sc savedCalibration
-		f, err := os.Open(path)
+	type file struct {
+		savedCalibration
+		path     string
+		modified time.Time
+	}
+	var files []file
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasPrefix(e.Name(), calibrationPrefix) || !strings.HasSuffix(e.Name(), calibrationSuffix) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		f := file{path: path}
+		if info, err := e.Info(); err == nil {
+			f.modified = info.ModTime()
+		}
+		r, err := os.Open(path)
 		if err != nil {
 			skipped(path, err)
 			continue
 		}
-		err = gob.NewDecoder(f).Decode(&sc)
-		f.Close()
+		err = gob.NewDecoder(r).Decode(&f.savedCalibration)
+		r.Close()
+		sc := &f.savedCalibration
 		switch {
 		case err != nil:
 			skipped(path, err)
@@ -134,43 +201,56 @@ func (t *tracker) restoreCalibration(dir string, skipped func(path string, err e
 			skipped(path, fmt.Errorf("layout version %d, this build reads %d", sc.Version, calibrationVersion))
 		case !slices.Equal(sc.Levels, t.iv.levels) || sc.H != t.H || sc.C != t.C || len(sc.AbsErr) != t.H*t.C || len(sc.Weight) != t.H*t.C:
 			skipped(path, fmt.Errorf("levels %v, horizon %d, %d channels: not those served now (%v, %d, %d)", sc.Levels, sc.H, sc.C, t.iv.levels, t.H, t.C))
+		case sc.Model != fingerprint:
+			skipped(path, errors.New("written for another model.path; its series start from this model's quantiles"))
 		default:
-			files, names = append(files, sc), append(names, path)
+			files = append(files, f)
 		}
 	}
 	if len(files) == 0 {
 		return 0, nil
 	}
 	// A file whose newest step lies more than a lookback and horizon
-	// before the newest file's holds only idle series: a replica that is
-	// gone (a pod's name changes with every deploy). It is removed, so
-	// that the directory does not fill with them.
+	// before the newest file's, and which nobody has written for a while,
+	// holds only idle series: a replica that is gone (a pod's name changes
+	// with every deploy). It is removed, so that the directory does not
+	// fill with them; a live replica whose data lags rewrites its file
+	// every calibrationEvery, and a file written since is kept.
 	span := time.Duration(t.L+t.H) * t.cadence
-	latest := slices.MaxFunc(files, func(a, b savedCalibration) int { return a.Newest.Compare(b.Newest) }).Newest
-	for i := 0; i < len(files); {
-		if files[i].Newest.Add(span).Before(latest) {
-			os.Remove(names[i])
-			files, names = slices.Delete(files, i, i+1), slices.Delete(names, i, i+1)
-			continue
+	latest := slices.MaxFunc(files, func(a, b file) int { return a.Newest.Compare(b.Newest) }).Newest
+	files = slices.DeleteFunc(files, func(f file) bool {
+		if !f.Newest.Add(span).Before(latest) || time.Since(f.modified) < 5*calibrationEvery {
+			return false
 		}
-		i++
-	}
-	slices.SortFunc(files, func(a, b savedCalibration) int { return a.Newest.Compare(b.Newest) })
+		if info, err := os.Stat(f.path); err == nil && info.ModTime().Equal(f.modified) {
+			os.Remove(f.path)
+		}
+		return true
+	})
 	k, C := len(t.iv.levels), t.C
 	restored := map[string]savedSeries{}
-	for _, sc := range files { // the newest last, so its states win
-		for key, s := range sc.Series {
-			if len(s.Lo) == k*C && len(s.Hi) == k*C && len(s.Own) == C && len(s.Scale) == 3*C {
+	newest := files[0]
+	for _, f := range files {
+		if f.Newest.After(newest.Newest) {
+			newest = f
+		}
+		for key, s := range f.Series {
+			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Own) != C || len(s.Scale) != 3*C {
+				continue
+			}
+			// The state last seen latest wins: after a rebalance the
+			// replica that had the series last.
+			if old, ok := restored[key]; !ok || s.Last > old.Last {
 				restored[key] = s
 			}
 		}
 	}
-	newest := files[len(files)-1]
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	copy(t.iv.absErr, newest.AbsErr)
 	copy(t.iv.weight, newest.Weight)
-	t.restored, t.restoredUntil = restored, newest.Newest.Add(time.Duration(t.L+t.H)*t.cadence)
+	t.restored, t.restoredFrom = restored, newest.Newest
+	t.restoredUntil = newest.Newest.Add(span)
 	return len(restored), nil
 }
 
@@ -203,7 +283,7 @@ func (l *Learner) keepCalibration() {
 	if l.cfg.CheckpointDir == "" || l.tr.iv == nil {
 		return
 	}
-	if err := l.tr.saveCalibration(calibrationPath(l.cfg.CheckpointDir)); err != nil {
+	if err := l.tr.saveCalibration(calibrationPath(l.cfg.CheckpointDir), l.fingerprint); err != nil {
 		l.log.Warn("the interval calibration could not be kept; a restart starts it from the model's quantiles", "err", err)
 	}
 }

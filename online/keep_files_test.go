@@ -10,45 +10,74 @@ import (
 	"github.com/freqlens/freqlens/model"
 )
 
+// keepModel is the small independent model (L = 24, H = 6, hourly) the
+// calibration files of these tests are for.
+func keepModel(t *testing.T) *model.Model {
+	t.Helper()
+	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Frequencies: 4, TopK: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	return m
+}
+
+// writeCalibration writes a replica's calibration file name into dir, of
+// two levels for a horizon of 6 and one channel, and returns its path.
+func writeCalibration(t *testing.T, dir, name string, newest time.Time, fingerprint uint64, series map[string]savedSeries) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := savedCalibration{Version: calibrationVersion, Levels: []float64{0.8, 0.95}, H: 6, C: 1, Newest: newest, Model: fingerprint,
+		AbsErr: make([]float64, 6), Weight: make([]float64, 6), Series: series}
+	if err := gob.NewEncoder(f).Encode(&sc); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// savedState is a series' saved state with thresholds lo, last seen at
+// step last.
+func savedState(lo float64, last int64) savedSeries {
+	return savedSeries{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Own: []float64{0}, Scale: []float64{0, 0, 0}, Last: last}
+}
+
 // TestStaleCalibrationFilesAreRemoved: of the replicas' calibration files,
 // one whose newest step lies more than a lookback and horizon behind the
 // newest file's (a replica gone with an old deploy) is removed when read;
 // a recent one stays, and its series are restored.
 func TestStaleCalibrationFilesAreRemoved(t *testing.T) {
 	const L, H = 24, 6
-	m, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: 1, Mode: model.Independent, Frequencies: 4, TopK: 2}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Meta.Cadence = time.Hour
+	m := keepModel(t)
 	dir := t.TempDir()
 	levels := []float64{0.8, 0.95}
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	write := func(name string, newest time.Time, series string) string {
-		path := filepath.Join(dir, name)
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		sc := savedCalibration{Version: calibrationVersion, Levels: levels, H: H, C: 1, Newest: newest,
-			AbsErr: make([]float64, H), Weight: make([]float64, H),
-			Series: map[string]savedSeries{series: {Lo: []float64{1, 2}, Hi: []float64{1, 2}, Own: []float64{0}, Scale: []float64{0, 0, 0}}}}
-		if err := gob.NewEncoder(f).Encode(&sc); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return writeCalibration(t, dir, name, newest, modelFingerprint(m), map[string]savedSeries{series: savedState(1, 0)})
 	}
 	recent := write("intervals-a.gob", now, "north")
 	alsoRecent := write("intervals-b.gob", now.Add(-time.Duration(L+H-1)*time.Hour), "south")
 	stale := write("intervals-c.gob", now.Add(-time.Duration(L+H+1)*time.Hour), "west")
+	// A replica whose data lags as much, but which wrote its file a moment
+	// ago, is alive: its file stays.
+	lagging := write("intervals-d.gob", now.Add(-time.Duration(L+H+1)*time.Hour), "east")
+	old := time.Now().Add(-time.Hour)
+	for _, path := range []string{recent, alsoRecent, stale} {
+		if err := os.Chtimes(path, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg := DefaultConfig()
 	cfg.Intervals, cfg.CheckpointDir = levels, dir
 	l, err := New(cfg, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{recent, alsoRecent} {
+	for _, path := range []string{recent, alsoRecent, lagging} {
 		if _, err := os.Stat(path); err != nil {
 			t.Errorf("a recent replica's file %s was removed: %v", filepath.Base(path), err)
 		}
@@ -56,7 +85,52 @@ func TestStaleCalibrationFilesAreRemoved(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the stale file is still there (%v)", err)
 	}
-	if _, ok := l.tr.restored["north"]; !ok || len(l.tr.restored) != 2 {
-		t.Errorf("restored %v, want north and south", l.tr.restored)
+	if _, ok := l.tr.restored["north"]; !ok || len(l.tr.restored) != 3 {
+		t.Errorf("restored %v, want north, south and east", l.tr.restored)
+	}
+}
+
+// TestCalibrationMergesByNewestState: of two replicas' files holding the
+// same series (it moved in a rebalance), the state seen last wins,
+// whichever file is newer overall; a file of another model is skipped;
+// and a learner that restarts before its series come back keeps their
+// saved states in its own file.
+func TestCalibrationMergesByNewestState(t *testing.T) {
+	m := keepModel(t)
+	dir := t.TempDir()
+	levels := []float64{0.8, 0.95}
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	write := func(name string, newest time.Time, fingerprint uint64, series map[string]savedSeries) {
+		writeCalibration(t, dir, name, newest, fingerprint, series)
+	}
+	state := savedState
+	// Replica a had the series until step 100 and saw other data later;
+	// replica b has had it since.
+	write("intervals-a.gob", now, modelFingerprint(m), map[string]savedSeries{"north": state(111, 100)})
+	write("intervals-b.gob", now.Add(-time.Hour), modelFingerprint(m), map[string]savedSeries{"north": state(222, 150)})
+	write("intervals-c.gob", now, modelFingerprint(m)+1, map[string]savedSeries{"south": state(333, 160)})
+	cfg := DefaultConfig()
+	cfg.Intervals, cfg.CheckpointDir = levels, dir
+	l, err := New(cfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.tr.restored["north"].Lo[0]; got != 222 || len(l.tr.restored) != 1 {
+		t.Errorf("restored north with threshold %v (%d series), want replica b's 222 alone", got, len(l.tr.restored))
+	}
+	// Restarting before north comes back: its state is written again.
+	path := calibrationPath(dir)
+	if err := l.tr.saveCalibration(path, l.fingerprint); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"intervals-a.gob", "intervals-b.gob", "intervals-c.gob"} {
+		os.Remove(filepath.Join(dir, name))
+	}
+	again, err := New(cfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := again.tr.restored["north"]; !ok || got.Lo[0] != 222 {
+		t.Errorf("after a second restart north is restored as %+v (%v), want the saved 222", got, ok)
 	}
 }

@@ -49,20 +49,22 @@ type Observation struct {
 // happened, keeps the replay buffer, fine-tunes and promotes in the
 // background, and tracks the drift of the learned periods.
 type Learner struct {
-	cfg     Config
-	ref     *model.Model
-	tr      *tracker
-	rp      *replay
-	dr      *drift
-	met     *metrics
-	reg     prometheus.Registerer // nil: not exported
-	log     *slog.Logger
-	events  func(DriftEvent)
-	hook    func(*model.Model)
-	publish func(context.Context, *model.Model) error
-	gate    func() bool
-	now     func() time.Time
-	kick    chan struct{}
+	cfg Config
+	ref *model.Model
+	tr  *tracker
+	// fingerprint identifies ref in the kept interval calibration.
+	fingerprint uint64
+	rp          *replay
+	dr          *drift
+	met         *metrics
+	reg         prometheus.Registerer // nil: not exported
+	log         *slog.Logger
+	events      func(DriftEvent)
+	hook        func(*model.Model)
+	publish     func(context.Context, *model.Model) error
+	gate        func() bool
+	now         func() time.Time
+	kick        chan struct{}
 	// independent: the model forecasts each field on its own, so a forecast
 	// of several fields is tracked field by field.
 	independent bool
@@ -152,7 +154,8 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, spectrumSeries, cfg.ErrorHalfLife, l.rp, iv)
 	l.tr.errs.hist = l.met.absErr
 	if cfg.CheckpointDir != "" && iv != nil {
-		n, err := l.tr.restoreCalibration(cfg.CheckpointDir, func(path string, err error) {
+		l.fingerprint = modelFingerprint(reference)
+		n, err := l.tr.restoreCalibration(cfg.CheckpointDir, l.fingerprint, func(path string, err error) {
 			l.log.Warn("skipping a saved interval calibration", "path", path, "err", err)
 		})
 		if err != nil {
@@ -234,9 +237,25 @@ func (l *Learner) Levels() []float64 { return l.cfg.Intervals }
 func (l *Learner) Run(ctx context.Context, srv Server) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	keep := time.NewTicker(calibrationEvery)
-	defer keep.Stop()
-	defer l.keepCalibration() // at shutdown, what the last minute learned
+	// The calibration is kept beside the loop, which a fine-tuning round
+	// holds for as long as it runs, and once more at shutdown.
+	kept := make(chan struct{})
+	defer func() { <-kept; l.keepCalibration() }()
+	keepCtx, stopKeeping := context.WithCancel(ctx)
+	defer stopKeeping()
+	go func() {
+		defer close(kept)
+		keep := time.NewTicker(calibrationEvery)
+		defer keep.Stop()
+		for {
+			select {
+			case <-keepCtx.Done():
+				return
+			case <-keep.C:
+				l.keepCalibration()
+			}
+		}
+	}()
 	var rounds <-chan time.Time
 	if l.cfg.Enabled {
 		t := time.NewTicker(l.cfg.Interval)
@@ -249,8 +268,6 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 			return nil
 		case <-tick.C:
 			l.Refresh(srv)
-		case <-keep.C:
-			l.keepCalibration()
 		case <-rounds:
 			if l.mayLearn() && l.newPairs() > 0 {
 				l.Round(ctx, srv)

@@ -40,9 +40,9 @@ type tracker struct {
 	iv      *intervals // nil without interval levels
 	// restored holds the saved calibration of series not seen yet since a
 	// restart (restoreCalibration), until the data passes restoredUntil.
-	restored      map[string]savedSeries
-	restoredUntil time.Time
-	scratch       struct {
+	restored                    map[string]savedSeries
+	restoredFrom, restoredUntil time.Time // the newest saved step, and L+H steps after it
+	scratch                     struct {
 		in, tgt, scale, issue []float64
 		key                   []byte
 		x, fc                 []float64   // one field's window and forecast
