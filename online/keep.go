@@ -133,6 +133,7 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("online: writing the interval calibration: %w", err)
 	}
+	removeLeftovers(filepath.Dir(path))
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".intervals-*")
 	if err != nil {
 		return fmt.Errorf("online: writing the interval calibration: %w", err)
@@ -157,6 +158,24 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 		return fmt.Errorf("online: writing the interval calibration: %w", err)
 	}
 	return nil
+}
+
+// removeLeftovers removes the temporary files of writes cut short (a
+// kill -9 between creating and renaming one) that nobody has touched for an
+// hour: no write takes that long.
+func removeLeftovers(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".intervals-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Hour {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // restoreCalibration reads every replica's file in dir, keeping per series

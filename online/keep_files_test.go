@@ -118,10 +118,28 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 	if got := l.tr.restored["north"].Lo[0]; got != 222 || len(l.tr.restored) != 1 {
 		t.Errorf("restored north with threshold %v (%d series), want replica b's 222 alone", got, len(l.tr.restored))
 	}
+	// A write cut short an hour ago left its temporary file; the next
+	// write removes it, and leaves a fresh one (another replica's write in
+	// progress) alone.
+	leftover, inProgress := filepath.Join(dir, ".intervals-123"), filepath.Join(dir, ".intervals-456")
+	for _, p := range []string{leftover, inProgress} {
+		if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(leftover, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	// Restarting before north comes back: its state is written again.
 	path := calibrationPath(dir)
 	if err := l.tr.saveCalibration(path, l.fingerprint); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Errorf("the leftover temporary file is still there (%v)", err)
+	}
+	if _, err := os.Stat(inProgress); err != nil {
+		t.Errorf("a fresh temporary file was removed: %v", err)
 	}
 	for _, name := range []string{"intervals-a.gob", "intervals-b.gob", "intervals-c.gob"} {
 		os.Remove(filepath.Join(dir, name))
