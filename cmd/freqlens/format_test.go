@@ -88,3 +88,28 @@ func TestPartsSizeInEachChannelsStd(t *testing.T) {
 		t.Errorf("partsSize of one channel = %q; want it in the channel's units", got)
 	}
 }
+
+// TestInspectCountsIdleFrequencies: inspect lists the other frequencies
+// that windows selected or that carry a share, and counts those that did
+// neither in one line (a new user got 24 rows of zeros); without known
+// selections it lists them all.
+func TestInspectCountsIdleFrequencies(t *testing.T) {
+	r := inspectReport{SelectionFrom: "test split", SharesFrom: "test split", Frequencies: []inspectFrequency{
+		{ID: 3, PeriodSteps: 2, Period: "2.0h"},
+		{ID: 1, PeriodSteps: 5, Period: "5.0h", Selected: 40, SelectedShare: 0.4, Share: 0.1},
+		{ID: 0, PeriodSteps: 96, Period: "4.0d"},
+	}}
+	r.MostSelected = r.Frequencies[1:2]
+	var b strings.Builder
+	printInspect(&b, r)
+	out := b.String()
+	if !strings.Contains(out, "2 frequencies from 2.0h to 4.0d: never selected, no share") || !strings.Contains(out, "5.0h") || strings.Contains(out, "   3     0.00000") {
+		t.Errorf("inspect's other frequencies:\n%s\nwant id 1 listed and ids 3 and 0 counted in one line", out)
+	}
+	r.MostSelected, r.SharesFrom = nil, ""
+	b.Reset()
+	printInspect(&b, r)
+	if strings.Contains(b.String(), "never selected") {
+		t.Errorf("without known selections inspect counts frequencies as never selected:\n%s", b.String())
+	}
+}

@@ -275,9 +275,24 @@ func printInspect(w io.Writer, r inspectReport) {
 	if r.CyclesAlwaysSelected && cycleLines >= r.SelectedPerWindow {
 		fmt.Fprintf(w, "  (every window selects the cycles' %d frequencies, which take all its places, so no other frequency is selected)\n", cycleLines)
 	}
-	fmt.Fprintf(w, "  %3s  %10s  %12s  %10s  %9s  %7s\n", "id", "frequency", "period_steps", "period", "selected", "share")
+	// The frequencies no window used and no cycle holds are counted, not
+	// listed: a table of zeros tells nothing (--json has them all).
+	var idle []inspectFrequency
+	shown, counted := 0, len(r.MostSelected) > 0 && r.SharesFrom != "" // selections and shares known
 	for _, f := range r.Frequencies {
-		if f.Rhythm != nil {
+		switch {
+		case f.Rhythm != nil:
+		case counted && f.Selected == 0 && f.Share == 0 && !f.Cycle:
+			idle = append(idle, f)
+		default:
+			shown++
+		}
+	}
+	if shown > 0 {
+		fmt.Fprintf(w, "  %3s  %10s  %12s  %10s  %9s  %7s\n", "id", "frequency", "period_steps", "period", "selected", "share")
+	}
+	for _, f := range r.Frequencies {
+		if f.Rhythm != nil || slices.ContainsFunc(idle, func(g inspectFrequency) bool { return g.ID == f.ID }) {
 			continue
 		}
 		note := ""
@@ -285,6 +300,12 @@ func printInspect(w io.Writer, r inspectReport) {
 			note = "  a spectral peak the forecasts barely use"
 		}
 		fmt.Fprintf(w, "  %3d  %10.5f  %12.2f  %10s  %8.1f%%  %6.1f%%%s\n", f.ID, f.Frequency, f.PeriodSteps, f.Period, 100*f.SelectedShare, 100*f.Share, note)
+	}
+	if len(idle) > 0 {
+		// r.Frequencies is by period: the first and last idle ones span them.
+		span := func(f inspectFrequency) string { return cmp.Or(f.Period, fmt.Sprintf("%.1f steps", f.PeriodSteps)) }
+		fmt.Fprintf(w, "  %d frequencies from %s to %s: never selected, no share (ids and periods in --json)\n",
+			len(idle), span(idle[0]), span(idle[len(idle)-1]))
 	}
 	if len(r.MostSelected) > 0 {
 		fmt.Fprintln(w, "\nmost often selected:")
