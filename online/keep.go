@@ -27,12 +27,14 @@ import (
 // CheckpointDir writes it there every calibrationEvery and when Run ends,
 // one file per replica (intervals-<host>.gob, replaced atomically), and a
 // new learner reads every such file of the directory: a series that moved
-// here in a rebalance finds its state too when the replicas share the
-// directory. A series takes its saved state when it is first seen, within
-// L+H steps of data time of the newest saved one; after that the saved
-// states are dropped, as an idle series is. A file whose newest step lies
-// further back than that behind the newest file's (a replica that is gone)
-// is removed when read.
+// here while this replica was down finds its state too when the replicas
+// share the directory. A series last seen within L+H steps of the newest
+// saved step takes its saved state when it is first seen again, within
+// L+H steps of data time; the states not taken by then are dropped, as an
+// idle series is, and until then they are written on into this replica's
+// file, so that a second restart loses nothing. A file whose newest step
+// lies more than L+H steps behind the newest file's, and which nobody has
+// written for five minutes (a replica that is gone), is removed when read.
 
 // calibrationEvery is how often Run writes the calibration: what a kill -9
 // can lose.
@@ -114,11 +116,13 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 	}
 	// The restored states no series has claimed yet are kept too, so that a
 	// second restart before they are seen again loses nothing.
-	for k, s := range t.restored {
-		sc.Series[k] = s
-	}
-	if t.restored != nil && t.restoredFrom.After(sc.Newest) {
-		sc.Newest = t.restoredFrom
+	if !t.newest.After(t.restoredUntil) { // once the data is past it, they are idle
+		for k, s := range t.restored {
+			sc.Series[k] = s
+		}
+		if t.restored != nil && t.restoredFrom.After(sc.Newest) {
+			sc.Newest = t.restoredFrom
+		}
 	}
 	for k, s := range t.series {
 		v := s.iv
@@ -253,8 +257,14 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 		if f.Newest.After(newest.Newest) {
 			newest = f
 		}
+	}
+	// A series last seen more than L+H steps before the newest step is
+	// idle, as expire has it: its state is not carried over again, however
+	// many restarts have carried it so far.
+	idle := newest.Newest.UnixNano()/int64(t.cadence) - int64(t.L+t.H)
+	for _, f := range files {
 		for key, s := range f.Series {
-			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Own) != C || len(s.Scale) != 3*C {
+			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Own) != C || len(s.Scale) != 3*C || s.Last < idle {
 				continue
 			}
 			// The state last seen latest wins: after a rebalance the

@@ -40,6 +40,9 @@ func writeCalibration(t *testing.T, dir, name string, newest time.Time, fingerpr
 	return path
 }
 
+// stepOf is the hourly step of t, as a series' Last counts it.
+func stepOf(t time.Time) int64 { return t.UnixNano() / int64(time.Hour) }
+
 // savedState is a series' saved state with thresholds lo, last seen at
 // step last.
 func savedState(lo float64, last int64) savedSeries {
@@ -57,7 +60,7 @@ func TestStaleCalibrationFilesAreRemoved(t *testing.T) {
 	levels := []float64{0.8, 0.95}
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	write := func(name string, newest time.Time, series string) string {
-		return writeCalibration(t, dir, name, newest, modelFingerprint(m), map[string]savedSeries{series: savedState(1, 0)})
+		return writeCalibration(t, dir, name, newest, modelFingerprint(m), map[string]savedSeries{series: savedState(1, stepOf(newest))})
 	}
 	recent := write("intervals-a.gob", now, "north")
 	alsoRecent := write("intervals-b.gob", now.Add(-time.Duration(L+H-1)*time.Hour), "south")
@@ -85,16 +88,19 @@ func TestStaleCalibrationFilesAreRemoved(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the stale file is still there (%v)", err)
 	}
-	if _, ok := l.tr.restored["north"]; !ok || len(l.tr.restored) != 3 {
-		t.Errorf("restored %v, want north, south and east", l.tr.restored)
+	// east, last seen more than L+H steps before the newest step, counts as
+	// idle, as the tracker's expiry has it.
+	if _, ok := l.tr.restored["north"]; !ok || len(l.tr.restored) != 2 {
+		t.Errorf("restored %v, want north and south", l.tr.restored)
 	}
 }
 
 // TestCalibrationMergesByNewestState: of two replicas' files holding the
 // same series (it moved in a rebalance), the state seen last wins,
-// whichever file is newer overall; a file of another model is skipped;
-// and a learner that restarts before its series come back keeps their
-// saved states in its own file.
+// whichever file is newer overall; a series idle longer than a lookback
+// and horizon is not carried on (restarts used to carry it forever); a
+// file of another model is skipped; and a learner that restarts before its
+// series come back keeps their saved states in its own file.
 func TestCalibrationMergesByNewestState(t *testing.T) {
 	m := keepModel(t)
 	dir := t.TempDir()
@@ -104,11 +110,13 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 		writeCalibration(t, dir, name, newest, fingerprint, series)
 	}
 	state := savedState
-	// Replica a had the series until step 100 and saw other data later;
-	// replica b has had it since.
-	write("intervals-a.gob", now, modelFingerprint(m), map[string]savedSeries{"north": state(111, 100)})
-	write("intervals-b.gob", now.Add(-time.Hour), modelFingerprint(m), map[string]savedSeries{"north": state(222, 150)})
-	write("intervals-c.gob", now, modelFingerprint(m)+1, map[string]savedSeries{"south": state(333, 160)})
+	// Replica a had the series until 20 steps ago and saw other data
+	// later; replica b has had it since. Replica a also kept a series last
+	// seen 31 steps ago, more than L+H = 30: idle, not carried on.
+	at := stepOf(now)
+	write("intervals-a.gob", now, modelFingerprint(m), map[string]savedSeries{"north": state(111, at-20), "idle": state(444, at-31)})
+	write("intervals-b.gob", now.Add(-time.Hour), modelFingerprint(m), map[string]savedSeries{"north": state(222, at-5)})
+	write("intervals-c.gob", now, modelFingerprint(m)+1, map[string]savedSeries{"south": state(333, at)})
 	cfg := DefaultConfig()
 	cfg.Intervals, cfg.CheckpointDir = levels, dir
 	l, err := New(cfg, m)
@@ -116,7 +124,7 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := l.tr.restored["north"].Lo[0]; got != 222 || len(l.tr.restored) != 1 {
-		t.Errorf("restored north with threshold %v (%d series), want replica b's 222 alone", got, len(l.tr.restored))
+		t.Errorf("restored north with threshold %v (%d series: %v), want replica b's 222 alone", got, len(l.tr.restored), l.tr.restored)
 	}
 	// A write cut short an hour ago left its temporary file; the next
 	// write removes it, and leaves a fresh one (another replica's write in

@@ -103,7 +103,7 @@ func TestInspectCountsIdleFrequencies(t *testing.T) {
 	var b strings.Builder
 	printInspect(&b, r)
 	out := b.String()
-	if !strings.Contains(out, "2 frequencies from 2.0h to 4.0d: never selected, no share") || !strings.Contains(out, "5.0h") || strings.Contains(out, "   3     0.00000") {
+	if !strings.Contains(out, "2 more frequencies, with periods between 2.0h and 4.0d: never selected, no share") || !strings.Contains(out, "5.0h") || strings.Contains(out, "   3     0.00000") {
 		t.Errorf("inspect's other frequencies:\n%s\nwant id 1 listed and ids 3 and 0 counted in one line", out)
 	}
 	r.MostSelected, r.SharesFrom = nil, ""

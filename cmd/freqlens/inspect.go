@@ -304,8 +304,12 @@ func printInspect(w io.Writer, r inspectReport) {
 	if len(idle) > 0 {
 		// r.Frequencies is by period: the first and last idle ones span them.
 		span := func(f inspectFrequency) string { return cmp.Or(f.Period, fmt.Sprintf("%.1f steps", f.PeriodSteps)) }
-		fmt.Fprintf(w, "  %d frequencies from %s to %s: never selected, no share (ids and periods in --json)\n",
-			len(idle), span(idle[0]), span(idle[len(idle)-1]))
+		if len(idle) == 1 {
+			fmt.Fprintf(w, "  1 more frequency, at %s: never selected, no share (--json has it)\n", span(idle[0]))
+		} else {
+			fmt.Fprintf(w, "  %d more frequencies, with periods between %s and %s: never selected, no share (--json lists them)\n",
+				len(idle), span(idle[0]), span(idle[len(idle)-1]))
+		}
 	}
 	if len(r.MostSelected) > 0 {
 		fmt.Fprintln(w, "\nmost often selected:")
