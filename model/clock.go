@@ -176,6 +176,15 @@ func (m *Model) SetTimeZone(name string) error {
 	return nil
 }
 
+// Location returns the time zone whose wall clock the model keeps
+// (Meta.TimeZone, loaded when it was set), or UTC.
+func (m *Model) Location() *time.Location {
+	if m.clock.zone != nil {
+		return m.clock.zone
+	}
+	return time.UTC
+}
+
 // ClockStep returns t in the clock's steps since the epoch: the time the
 // rhythms' phases are read at (Meta.TimeZone's wall clock, or UTC), or 0
 // when the model has no cadence.

@@ -64,7 +64,7 @@ type batcher struct {
 	// (training fits the forecasts there); otherwise the targets stay on
 	// real steps and forecastsToReal puts the forecasts back. on and
 	// shifts note, per sample of the last fill, whether it was moved and
-	// its shifts (L+H); shift is one window's.
+	// its shifts (L+H each).
 	wall         *wallScratch
 	localTargets bool
 	on           []bool

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 )
 
@@ -41,11 +40,7 @@ func startRun(t *testing.T, l *online.Learner, srv *server) (stop func()) {
 // (rounds came in pairs, the second on a dozen new pairs).
 func TestRunLearnsOnlyFromNewPairs(t *testing.T) {
 	sc := newScenario(t, 4, trainSteps+400, -1)
-	m, err := model.New(model.Config{Lookback: scL, Horizon: scH, Channels: 1, Mode: model.Independent, Frequencies: 8, TopK: 2}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Meta.Cadence = time.Hour
+	m := newIndependent(t, scL, scH)
 	srv := &server{m: m, version: 1}
 	cfg := func(interval time.Duration) online.Config {
 		return configWith(func(c *online.Config) {

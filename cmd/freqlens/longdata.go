@@ -185,12 +185,7 @@ func parseAt(s string) (time.Time, error) {
 // instants, not the offsets their file wrote, so a time without its zone
 // would read as the wrong hour to someone east or west of Greenwich.
 func instant(m *model.Model, t time.Time) string {
-	if m.Meta.TimeZone != "" {
-		if zone, err := time.LoadLocation(m.Meta.TimeZone); err == nil {
-			return t.In(zone).Format(time.RFC3339)
-		}
-	}
-	return t.UTC().Format(time.RFC3339)
+	return t.In(m.Location()).Format(time.RFC3339)
 }
 
 // noteZoneless tells the user, when the model keeps a time zone's clock,

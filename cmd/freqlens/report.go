@@ -65,10 +65,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				opts.At = row
 				noteZoneless(stderr, m, *atFlag, at)
 			}
-			opts.Zone = time.UTC // instants: written with their zone
-			if zone, err := time.LoadLocation(m.Meta.TimeZone); err == nil && m.Meta.TimeZone != "" {
-				opts.Zone = zone
-			}
+			opts.Zone = m.Location() // instants: written with their zone
 		} else {
 			if *series != "" {
 				return fmt.Errorf("--series is for long-format data; %s is a wide CSV, whose columns are its channels", *data)
