@@ -106,6 +106,7 @@ func keys(c *service.Config) map[string]any {
 		"online.duty":               &o.Duty,
 		"online.checkpoint_dir":     &o.CheckpointDir,
 		"online.keep_checkpoints":   &o.Keep,
+		"online.replica":            &o.Replica,
 		"online.drift_threshold":    &o.DriftThreshold,
 		"online.min_duration":       &o.MinDuration,
 		"online.dominant":           &o.Dominant,

@@ -2,6 +2,7 @@ package online
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -75,6 +76,13 @@ type Config struct {
 	// Default: "" (no checkpoints), 5
 	CheckpointDir string
 	Keep          int
+	// Replica names this replica's file of interval calibration in
+	// CheckpointDir (intervals-<Replica>.gob). Replicas that share the
+	// directory need distinct names, or they overwrite each other's file:
+	// set it when several run on one host.
+	//
+	// Default: "" (the host name)
+	Replica string
 	// DriftThreshold is the relative change of a dominant frequency's period
 	// that raises a "period" event once the period has settled for
 	// MinDuration (in the data's time); see DriftEvent for the rules. The
@@ -190,6 +198,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.duty %g; use a fraction of time in (0, 1] (default %g)", c.Duty, d.Duty)
 	case c.Workers < 1:
 		return fmt.Errorf("online.workers %d; use at least 1 (default %d)", c.Workers, d.Workers)
+	case strings.ContainsAny(c.Replica, `/\`) || c.Replica == "." || c.Replica == "..":
+		return fmt.Errorf("online.replica %q names a file in online.checkpoint_dir; use a name without slashes, such as the host name and a number", c.Replica)
 	case c.Keep < 1:
 		return fmt.Errorf("online.keep_checkpoints %d; keep at least 1 version (default %d)", c.Keep, d.Keep)
 	case !(c.DriftThreshold > 0 && c.DriftThreshold < 1):

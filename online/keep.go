@@ -67,13 +67,17 @@ type savedSeries struct {
 	Last       int64 // the newest step the scale holds
 }
 
-// calibrationPath is this replica's file in dir.
-func calibrationPath(dir string) string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "replica"
+// calibrationPath is the file in dir of the replica named replica (the
+// host name when empty).
+func calibrationPath(dir, replica string) string {
+	if replica == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "replica"
+		}
+		replica = host
 	}
-	return filepath.Join(dir, calibrationPrefix+strings.ReplaceAll(host, string(filepath.Separator), "_")+calibrationSuffix)
+	return filepath.Join(dir, calibrationPrefix+strings.ReplaceAll(replica, string(filepath.Separator), "_")+calibrationSuffix)
 }
 
 // The calibration files' names: intervals-<host>.gob.
@@ -182,30 +186,39 @@ func removeLeftovers(dir string) {
 	}
 }
 
-// restoreCalibration reads every replica's file in dir, keeping per series
-// the newest state (by the step it was last seen at), and returns how many
-// series it holds. A file of other levels or shapes, or of another
-// model.path, is skipped and said in skipped.
-func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped func(path string, err error)) (int, error) {
+// calibrationFile is one replica's decoded file, with where it lies and
+// when it was last written.
+type calibrationFile struct {
+	savedCalibration
+	path     string
+	modified time.Time
+}
+
+// readCalibrations decodes the calibration files in dir, except the one at
+// skip, that this tracker can use; the others are said in skipped (when
+// not nil): unreadable, another layout, other levels or shapes, another
+// model.path.
+func (t *tracker) readCalibrations(dir, skip string, fingerprint uint64, skipped func(path string, err error)) ([]calibrationFile, error) {
+	if skipped == nil {
+		skipped = func(string, error) {}
+	}
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	type file struct {
-		savedCalibration
-		path     string
-		modified time.Time
-	}
-	var files []file
+	var files []calibrationFile
 	for _, e := range ents {
 		if e.IsDir() || !strings.HasPrefix(e.Name(), calibrationPrefix) || !strings.HasSuffix(e.Name(), calibrationSuffix) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		f := file{path: path}
+		if path == skip {
+			continue
+		}
+		f := calibrationFile{path: path}
 		if info, err := e.Info(); err == nil {
 			f.modified = info.ModTime()
 		}
@@ -230,8 +243,88 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 			files = append(files, f)
 		}
 	}
-	if len(files) == 0 {
-		return 0, nil
+	return files, nil
+}
+
+// newestFile is the file of files whose newest step is the latest.
+func newestFile(files []calibrationFile) calibrationFile {
+	return slices.MaxFunc(files, func(a, b calibrationFile) int { return a.Newest.Compare(b.Newest) })
+}
+
+// mergeCalibrations returns, per series, the state of files last seen
+// latest (after a rebalance, the replica's that had the series last),
+// leaving out the series idle at newest: last seen more than L+H steps
+// before it, as expire has it, so that no restart carries them over again.
+// A state's thresholds are in units of its replica's shape of the errors
+// (the mean absolute error along the horizon, learnt from that replica's
+// series); they are put in units of unit (per channel, the shape's mean
+// over the horizon) when it is given.
+func (t *tracker) mergeCalibrations(files []calibrationFile, newest time.Time, unit []float64) map[string]savedSeries {
+	k, C := len(t.iv.levels), t.C
+	idle := newest.UnixNano()/int64(t.cadence) - int64(t.L+t.H)
+	merged := map[string]savedSeries{}
+	for _, f := range files {
+		var factor []float64
+		if unit != nil {
+			factor = shapeUnit(f.AbsErr, f.Weight, t.H, C)
+			for c := range factor {
+				if factor[c] > 0 && unit[c] > 0 {
+					factor[c] /= unit[c]
+				} else {
+					factor[c] = 1
+				}
+			}
+		}
+		for key, s := range f.Series {
+			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Own) != C || len(s.Scale) != 3*C || s.Last < idle {
+				continue
+			}
+			if old, ok := merged[key]; ok && s.Last <= old.Last {
+				continue
+			}
+			if factor != nil {
+				for i := range s.Lo {
+					s.Lo[i] *= factor[i%C]
+					s.Hi[i] *= factor[i%C]
+				}
+				for c := range s.Own {
+					s.Own[c] *= factor[c]
+				}
+			}
+			merged[key] = s
+		}
+	}
+	return merged
+}
+
+// shapeUnit is, per channel, the mean over the horizon of the shape of the
+// errors held in absErr and weight (H×C), the unit thresholds are counted
+// in; 0 for a channel without errors.
+func shapeUnit(absErr, weight []float64, H, C int) []float64 {
+	unit := make([]float64, C)
+	for c := range C {
+		n := 0
+		for h := range H {
+			if i := h*C + c; weight[i] > 0 {
+				unit[c] += absErr[i] / weight[i]
+				n++
+			}
+		}
+		if n > 0 {
+			unit[c] /= float64(n)
+		}
+	}
+	return unit
+}
+
+// restoreCalibration reads every replica's file in dir, keeping per series
+// the newest state (by the step it was last seen at), and returns how many
+// series it holds. A file of other levels or shapes, or of another
+// model.path, is skipped and said in skipped.
+func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped func(path string, err error)) (int, error) {
+	files, err := t.readCalibrations(dir, "", fingerprint, skipped)
+	if err != nil || len(files) == 0 {
+		return 0, err
 	}
 	// A file whose newest step lies more than a lookback and horizon
 	// before the newest file's, and which nobody has written for a while,
@@ -240,8 +333,8 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 	// fill with them; a live replica whose data lags rewrites its file
 	// every calibrationEvery, and a file written since is kept.
 	span := time.Duration(t.L+t.H) * t.cadence
-	latest := slices.MaxFunc(files, func(a, b file) int { return a.Newest.Compare(b.Newest) }).Newest
-	files = slices.DeleteFunc(files, func(f file) bool {
+	latest := newestFile(files).Newest
+	files = slices.DeleteFunc(files, func(f calibrationFile) bool {
 		if !f.Newest.Add(span).Before(latest) || time.Since(f.modified) < 5*calibrationEvery {
 			return false
 		}
@@ -250,30 +343,8 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 		}
 		return true
 	})
-	k, C := len(t.iv.levels), t.C
-	restored := map[string]savedSeries{}
-	newest := files[0]
-	for _, f := range files {
-		if f.Newest.After(newest.Newest) {
-			newest = f
-		}
-	}
-	// A series last seen more than L+H steps before the newest step is
-	// idle, as expire has it: its state is not carried over again, however
-	// many restarts have carried it so far.
-	idle := newest.Newest.UnixNano()/int64(t.cadence) - int64(t.L+t.H)
-	for _, f := range files {
-		for key, s := range f.Series {
-			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Own) != C || len(s.Scale) != 3*C || s.Last < idle {
-				continue
-			}
-			// The state last seen latest wins: after a rebalance the
-			// replica that had the series last.
-			if old, ok := restored[key]; !ok || s.Last > old.Last {
-				restored[key] = s
-			}
-		}
-	}
+	newest := newestFile(files)
+	restored := t.mergeCalibrations(files, newest.Newest, shapeUnit(newest.AbsErr, newest.Weight, t.H, t.C))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	copy(t.iv.absErr, newest.AbsErr)
@@ -283,14 +354,69 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 	return len(restored), nil
 }
 
-// takeRestored gives series s the saved calibration of series key, if
-// any. t.mu is held.
+// adoptCalibrations reads the other replicas' files in dir (all but own)
+// while this replica runs, so that a series a rebalance moves here from a
+// running or stopping replica keeps what that replica learned of it: a
+// series still warming up here that has not started from a saved state
+// takes the state of the replica that had it (adopt), and one not seen
+// here yet takes it when it is (newState). Files this replica cannot use
+// are passed over in silence: they were said at start. It returns how many
+// tracked series took a state.
+func (t *tracker) adoptCalibrations(dir, own string, fingerprint uint64) (int, error) {
+	files, err := t.readCalibrations(dir, own, fingerprint, nil)
+	if err != nil {
+		return 0, err
+	}
+	if len(files) == 0 {
+		t.mu.Lock()
+		t.others = nil
+		t.mu.Unlock()
+		return 0, nil
+	}
+	newest := newestFile(files).Newest
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.newest.After(newest) {
+		newest = t.newest
+	}
+	others := t.mergeCalibrations(files, newest, shapeUnit(t.iv.absErr, t.iv.weight, t.H, t.C))
+	adopted := 0
+	for key, saved := range others {
+		if s, ok := t.series[key]; ok {
+			if s.fresh && s.iv.completed < warmScores && saved.Completed > s.iv.completed {
+				t.adopt(s, saved)
+				adopted++
+			}
+			delete(others, key)
+		} else if r, ok := t.restored[key]; ok && r.Last >= saved.Last {
+			delete(others, key) // this replica's own saved state is as new
+		}
+	}
+	t.others = others
+	return adopted, nil
+}
+
+// takeRestored gives the new series s the saved calibration of series key,
+// if any: this replica's or another's read at start (restored), or another
+// replica's read since (others). t.mu is held.
 func (t *tracker) takeRestored(key []byte, s *seriesState) {
 	saved, ok := t.restored[string(key)]
+	if other, ook := t.others[string(key)]; ook && (!ok || other.Last > saved.Last) {
+		saved, ok = other, true
+	}
 	if !ok {
 		return
 	}
 	delete(t.restored, string(key))
+	delete(t.others, string(key))
+	t.adopt(s, saved)
+}
+
+// adopt gives series s the saved calibration saved: its thresholds, its
+// warm-up and its running scale, to which the values s has seen since the
+// saved state's last step are added. t.mu is held.
+func (t *tracker) adopt(s *seriesState, saved savedSeries) {
+	s.fresh = false
 	v := s.iv
 	t.iv.leave(v)
 	copy(v.lo, saved.Lo)
@@ -303,7 +429,17 @@ func (t *tracker) takeRestored(key []byte, s *seriesState) {
 	for c := range s.welford {
 		s.welford[c] = welford{n: saved.Scale[3*c], mean: saved.Scale[3*c+1], m2: saved.Scale[3*c+2]}
 	}
-	s.scaledTo = saved.Last
+	if s.last != none {
+		C := t.C
+		ring := s.ring(C)
+		for st := max(saved.Last+1, s.first, s.last-int64(ring)+1); st <= s.last; st++ {
+			v := s.values[mod(st, ring)*C:][:C]
+			for c := range C {
+				s.welford[c].add(float64(v[c]))
+			}
+		}
+	}
+	s.scaledTo = max(s.scaledTo, saved.Last)
 }
 
 // keepCalibration writes the calibration to this replica's file in
@@ -312,7 +448,23 @@ func (l *Learner) keepCalibration() {
 	if l.cfg.CheckpointDir == "" || l.tr.iv == nil {
 		return
 	}
-	if err := l.tr.saveCalibration(calibrationPath(l.cfg.CheckpointDir), l.fingerprint); err != nil {
+	if err := l.tr.saveCalibration(calibrationPath(l.cfg.CheckpointDir, l.cfg.Replica), l.fingerprint); err != nil {
 		l.log.Warn("the interval calibration could not be kept; a restart starts it from the model's quantiles", "err", err)
+	}
+}
+
+// adoptCalibrations reads the other replicas' files in CheckpointDir, for
+// the series a rebalance moved here, logging a failure: the next read tries
+// again.
+func (l *Learner) adoptCalibrations() {
+	if l.cfg.CheckpointDir == "" || l.tr.iv == nil {
+		return
+	}
+	n, err := l.tr.adoptCalibrations(l.cfg.CheckpointDir, calibrationPath(l.cfg.CheckpointDir, l.cfg.Replica), l.fingerprint)
+	if err != nil {
+		l.log.Warn("the other replicas' interval calibration could not be read; series moved here keep starting from the model's quantiles", "dir", l.cfg.CheckpointDir, "err", err)
+	}
+	if n > 0 {
+		l.log.Info("series a rebalance moved here took the interval calibration of the replica that had them", "series", n)
 	}
 }

@@ -139,7 +139,7 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Restarting before north comes back: its state is written again.
-	path := calibrationPath(dir)
+	path := calibrationPath(dir, "")
 	if err := l.tr.saveCalibration(path, l.fingerprint); err != nil {
 		t.Fatal(err)
 	}

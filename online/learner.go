@@ -253,6 +253,7 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 				return
 			case <-keep.C:
 				l.keepCalibration()
+				l.adoptCalibrations()
 			}
 		}
 	}()

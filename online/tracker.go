@@ -42,7 +42,11 @@ type tracker struct {
 	// restart (restoreCalibration), until the data passes restoredUntil.
 	restored                    map[string]savedSeries
 	restoredFrom, restoredUntil time.Time // the newest saved step, and L+H steps after it
-	scratch                     struct {
+	// others holds the saved calibration, in the other replicas' files, of
+	// series not seen here (adoptCalibrations), for a rebalance that moves
+	// one here; replaced at every read.
+	others  map[string]savedSeries
+	scratch struct {
 		in, tgt, scale, issue []float64
 		key                   []byte
 		x, fc                 []float64   // one field's window and forecast
@@ -69,8 +73,11 @@ type seriesState struct {
 	// scaledTo is the last step the welford already holds, restored with
 	// them after a restart (0 otherwise): the window rewritten then holds it.
 	scaledTo int64
-	sqErr    float64 // rolling normalised squared error of the series
-	iv       *seriesIntervals
+	// fresh is true while the series' calibration started here, from no
+	// saved state: a rebalance that moved it here may still give it one.
+	fresh bool
+	sqErr float64 // rolling normalised squared error of the series
+	iv    *seriesIntervals
 }
 
 // none marks a free slot.
@@ -126,6 +133,7 @@ func (t *tracker) newState(key []byte) *seriesState {
 	s.values = make([]float32, ring*t.C)
 	if t.iv != nil {
 		s.iv = t.iv.newSeries()
+		s.fresh = true
 		t.takeRestored(key, s)
 	}
 	s.reset(none)

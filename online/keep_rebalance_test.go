@@ -1,0 +1,165 @@
+package online
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/freqlens/freqlens/model"
+)
+
+// TestCalibrationFollowsARebalance: replicas a and b share a checkpoint
+// directory. When a stops (a rolling deploy) and a rebalance moves its
+// series to b, which keeps running, b publishes for them the bands a
+// would have published, whether b reads a's file before the series arrive
+// (a's bands, but for how the two replicas' shapes of the error along the
+// horizon differ: 2e-4) or after they have forecast there. Three steps
+// on, a has scored the forecasts it issued before the move and b has not,
+// a few of the calibration's small steps (9% a miss). A replica that does
+// not read the other's file publishes bands a median 87–130% off. A series
+// that took a state takes no other when the files are read again.
+func TestCalibrationFollowsARebalance(t *testing.T) {
+	const L, H, series, steps = 24, 6, 60, 200
+	levels := []float64{0.8, 0.95}
+	m := keepModel(t)
+	q := &model.ErrorQuantiles{Probs: []float64{0.025, 0.1, 0.5, 0.9, 0.975}, Horizon: H, Channels: 1, Windows: 1000}
+	for _, z := range []float64{-1.96, -1.28, 0, 1.28, 1.96} {
+		for range H {
+			q.Values = append(q.Values, z)
+		}
+	}
+	m.Meta.ErrorQuantiles = q
+	learner := func(dir, replica string) *Learner {
+		cfg := DefaultConfig()
+		cfg.Intervals, cfg.CheckpointDir, cfg.Replica = levels, dir, replica
+		l, err := New(cfg, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	rng := rand.New(rand.NewPCG(11, 7))
+	type sensor struct {
+		name         string
+		phase, noise float64
+		x            []float64
+	}
+	// Series 0 … series-1 are a's, the others b's; their errors lie a
+	// hundredfold apart.
+	sensors := make([]sensor, 2*series)
+	for s := range sensors {
+		sensors[s] = sensor{name: fmt.Sprintf("road-%03d", s), phase: 2 * math.Pi * rng.Float64(),
+			noise: math.Exp(math.Log(0.05) + rng.Float64()*math.Log(100)), x: make([]float64, L)}
+	}
+	signal := func(s *sensor, step int) float64 { return 50 + 10*math.Sin(2*math.Pi*float64(step)/24+s.phase) }
+	fc := make([]float64, H)
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	// observe moves the windows of sensors[from:to] to step (unless again:
+	// the last window again) and gives each learner their forecasts; it
+	// returns the width of each one's 80% band at the horizon's end (NaN
+	// when not published), series by series.
+	observe := func(step, from, to int, again bool, ls ...*Learner) [][]float64 {
+		widths := make([][]float64, len(ls))
+		for s := from; s < to; s++ {
+			sn := &sensors[s]
+			if !again {
+				copy(sn.x, sn.x[1:])
+				sn.x[L-1] = signal(sn, step) + sn.noise*rng.NormFloat64()
+			}
+			for h := range H {
+				fc[h] = signal(sn, step+1+h)
+			}
+			for i, l := range ls {
+				lower := [][]float64{make([]float64, H), make([]float64, H)}
+				upper := [][]float64{make([]float64, H), make([]float64, H)}
+				o := &Observation{Series: sn.name, End: t0.Add(time.Duration(step) * time.Hour), Window: sn.x, Forecast: fc, Lower: lower, Upper: upper}
+				w := math.NaN()
+				if l.Observe(o) {
+					w = upper[0][H-1] - lower[0][H-1]
+				}
+				widths[i] = append(widths[i], w)
+			}
+		}
+		return widths
+	}
+	// compare returns the median and largest relative difference of got's
+	// widths from want's.
+	compare := func(got, want []float64) (median, largest float64) {
+		var d []float64
+		for s := range want {
+			if math.IsNaN(got[s]) || math.IsNaN(want[s]) {
+				t.Fatalf("%s: published %v, the reference %v", sensors[s].name, !math.IsNaN(got[s]), !math.IsNaN(want[s]))
+			}
+			d = append(d, math.Abs(got[s]-want[s])/want[s])
+		}
+		slices.Sort(d)
+		return d[len(d)/2], d[len(d)-1]
+	}
+
+	for _, early := range []bool{true, false} {
+		name := map[bool]string{true: "read before the series arrive", false: "read after they arrive"}[early]
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			a, b, alone := learner(dir, "a"), learner(dir, "b"), learner(t.TempDir(), "alone")
+			step := 0
+			for ; step < steps; step++ {
+				observe(step, 0, series, false, a)
+				observe(step, series, 2*series, false, b, alone)
+			}
+			a.keepCalibration() // a stops
+			b.keepCalibration()
+			if early {
+				b.adoptCalibrations()
+			}
+			// The series move to b, which reads them again from the last
+			// committed offset: their last window again first. a, still fed
+			// them, is the reference: the bands without the move.
+			w := observe(step-1, 0, series, true, a, b)
+			if !early {
+				// Two new steps before b reads a's file: the running scale
+				// b adopts is a's with b's steps since added, as a's is.
+				for range 2 {
+					observe(step, 0, series, false, a, b, alone)
+					observe(step, series, 2*series, false, b, alone)
+					step++
+				}
+				if n, err := b.tr.adoptCalibrations(dir, calibrationPath(dir, "b"), b.fingerprint); err != nil || n != series {
+					t.Fatalf("b adopted %d series (%v), want the %d moved", n, err, series)
+				}
+				for _, sn := range sensors[:series] {
+					wa, wb := a.tr.series[sn.name].welford[0], b.tr.series[sn.name].welford[0]
+					if wa.n != wb.n || math.Abs(wa.mean-wb.mean) > 1e-12*math.Abs(wa.mean) || math.Abs(wa.m2-wb.m2) > 1e-9*wa.m2 {
+						t.Fatalf("%s: b's running scale after the move is %+v, a's %+v, want the same", sn.name, wb, wa)
+					}
+				}
+			}
+			if med, top := compare(w[1], w[0]); early {
+				t.Logf("the last window again after the move: b's bands differ from a's by a median %.2g, at most %.2g", med, top)
+				if top > 0.01 {
+					t.Errorf("b's bands for the moved series differ from a's by up to %.3g of their width, want the same within the shapes' 1%%", top)
+				}
+			}
+			for range 3 {
+				observe(step, 0, series, false, a, b, alone)
+				observe(step, series, 2*series, false, b, alone)
+				step++
+			}
+			w = observe(step, 0, series, false, a, b, alone)
+			med, top := compare(w[1], w[0])
+			afresh, _ := compare(w[2], w[0])
+			t.Logf("three steps after the move b's bands differ from a's by a median %.2g (at most %.2g); a replica that does not read a's file by a median %.2g", med, top, afresh)
+			if med > 0.1 || top > 0.5 {
+				t.Errorf("b's bands for the moved series differ from a's by a median %.3g, at most %.3g, want under 0.1 and 0.5", med, top)
+			}
+			if afresh < 0.2 {
+				t.Errorf("bands started afresh are within a median %.2g of the calibrated ones: the test cannot tell an adopted calibration", afresh)
+			}
+			if n, err := b.tr.adoptCalibrations(dir, calibrationPath(dir, "b"), b.fingerprint); err != nil || n != 0 {
+				t.Errorf("reading a's file again, %d series took its state again (%v), want none", n, err)
+			}
+		})
+	}
+}
