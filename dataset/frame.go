@@ -105,8 +105,10 @@ func (f *Frame) FrameRow(r int) int {
 
 // irregularShare is the share of a wide file's rows that may be irregular
 // steps read as they are; fillShare the most missing steps, as a share of
-// the rows, that are filled. Beyond it the spacing is the data's own
-// (business days, business hours) and the rows are read as they are.
+// the rows, that are always filled. Beyond it they are filled when they
+// are lost readings (outages), at most as many as the rows; when they
+// follow the week (business days, business hours) the spacing is the
+// data's own and the rows are read as they are.
 const (
 	irregularShare = 0.01
 	fillShare      = 0.10
@@ -148,6 +150,10 @@ func (f *Frame) GapNote() string {
 	}
 	what := strings.Join(parts, " and ")
 	switch {
+	case ir.Filled && float64(ir.Missing) > fillShare*float64(f.FileRows()):
+		return fmt.Sprintf("%s: %s, more than %.0f%% of the rows but at no regular time of the week, so taken as lost readings: "+
+			"filled by linear interpolation between the readings around them; forecasts, cycles and scores count the filled steps "+
+			"(--at still counts the file's rows)", f.Name, what, 100*fillShare)
 	case ir.Filled:
 		return fmt.Sprintf("%s: %s, filled by linear interpolation between the readings around them; "+
 			"forecasts, cycles and scores count the filled steps (--at still counts the file's rows)", f.Name, what)
@@ -401,7 +407,7 @@ func (f *Frame) regularise() error {
 	case float64(ir.Backward) > few:
 		return fmt.Errorf("%w (%s, more than %.0f%% of the rows): sort the rows by time; "+
 			"if a local clock fell back, write the dates with their offset", errBackward, count(ir.Backward, "row"), 100*irregularShare)
-	case float64(ir.Missing) > fillShare*float64(f.Rows()):
+	case float64(ir.Missing) > fillShare*float64(f.Rows()) && (ir.Missing > f.Rows() || !outages(f.Times, ir.Gaps, c)):
 		ir.AsIs = fmt.Sprintf("more than %.0f%% of the rows, so the spacing is taken as the data's own (business days or hours?)", 100*fillShare)
 	case ir.Backward > 0:
 		ir.AsIs = "the gaps are not filled because dates go back"
@@ -429,6 +435,51 @@ func (f *Frame) regularise() error {
 		f.Cadence = inferCadence(f.Times)
 	}
 	return nil
+}
+
+// outages reports whether the missing steps of gaps (cadence c) between
+// times lie where the data's week does not repeat them: readings lost at
+// random, which are filled, rather than a schedule such as business days or
+// hours, whose spacing is the data's own. It counts, for every position in
+// the week (by the dates' own clock), the steps the data spans there and
+// those missing; a schedule leaves most of its missing steps at positions
+// missing in most weeks, lost readings leave them scattered. Data spanning
+// less than two weeks, or of a cadence longer than a day, cannot tell and
+// reports false.
+func outages(times []time.Time, gaps []Gap, c time.Duration) bool {
+	const week = 7 * 24 * time.Hour
+	if len(times) < 2 || c <= 0 || c > 24*time.Hour || times[len(times)-1].Sub(times[0]) < 2*week {
+		return false
+	}
+	bins := int(min((week+c-1)/c, week/time.Minute))
+	slot := func(t time.Time) int {
+		_, off := t.Zone()
+		pos := (t.Unix() + int64(off)) % int64(week/time.Second)
+		if pos < 0 {
+			pos += int64(week / time.Second)
+		}
+		return int(pos * int64(bins) / int64(week/time.Second))
+	}
+	spanned, missing := make([]int, bins), make([]int, bins)
+	for _, t := range times {
+		spanned[slot(t)]++
+	}
+	total := 0
+	for _, g := range gaps {
+		for i := range g.Steps {
+			b := slot(g.Start.Add(time.Duration(i) * c))
+			spanned[b]++
+			missing[b]++
+		}
+		total += g.Steps
+	}
+	scheduled := 0 // missing steps at positions missing in most weeks
+	for b := range bins {
+		if 2*missing[b] > spanned[b] {
+			scheduled += missing[b]
+		}
+	}
+	return total > 0 && float64(scheduled) < 0.8*float64(total)
 }
 
 // fillGaps inserts the missing steps between rows that steps (stepCounts)

@@ -68,7 +68,11 @@ func TestReadCSVIrregularSteps(t *testing.T) {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
 		read := rows - missing
-		if float64(missing) <= 0.01*float64(read) || float64(missing) > 0.10*float64(read) {
+		// Beyond 10% the gaps are lost readings when the data spans two
+		// weeks or more (a few random runs follow no week) at a cadence
+		// of a day at most, and they are no more than the rows.
+		outages := time.Duration(rows-1)*cadence >= 14*24*time.Hour && cadence <= 24*time.Hour && missing <= read
+		if float64(missing) <= 0.01*float64(read) || float64(missing) > 0.10*float64(read) && !outages {
 			// Few, or so many that they are the data's own spacing.
 			if f.Rows() != read || f.Irregular.Filled || len(f.Irregular.Gaps) == 0 || !strings.Contains(f.GapNote(), "read as one step") {
 				t.Errorf("trial %d: %d of %d steps missing: %d rows, filled %v, note %q; want the rows as they are, noted",
@@ -183,6 +187,16 @@ func TestReadCSVIrregularStepsRefused(t *testing.T) {
 			}
 			return b.String()
 		}(), "the spacing is taken as the data's own", 262},
+		{"business hours", func() string {
+			var b strings.Builder
+			b.WriteString("date,a\n")
+			for d := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC); d.Month() == time.January; d = d.Add(time.Hour) {
+				if wd := d.Weekday(); wd != time.Saturday && wd != time.Sunday && d.Hour() >= 8 && d.Hour() < 18 {
+					fmt.Fprintf(&b, "%s,1\n", d.Format(time.RFC3339))
+				}
+			}
+			return b.String()
+		}(), "the spacing is taken as the data's own", 230},
 		{"a mistyped year", hourly(100, func(r int) string {
 			if r == 99 {
 				return "2320-01-05 03:00:00"
@@ -429,6 +443,52 @@ func TestReadCSVMinuteStampsKeepTheHour(t *testing.T) {
 		}
 		if f.Cadence != time.Hour || f.Irregular.Missing != missing {
 			t.Errorf("trial %d (±%d min, %d of %d missing): read at %v with %d missing (%s)", trial, jitter, missing, rows, f.Cadence, f.Irregular.Missing, f.GapNote())
+		}
+	}
+}
+
+// TestReadCSVLostReadingsFilled: on seeded random files spanning two weeks
+// or more, readings lost at random (11–45% of the steps, single rows or
+// runs) are filled, however many, with a note that says why; a schedule
+// (business days or business hours) with a few readings lost besides is
+// the data's own spacing and read as it is.
+func TestReadCSVLostReadingsFilled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20261128, 5))
+	for trial := range 30 {
+		cadence := []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour}[rng.IntN(3)]
+		steps := int((time.Duration(15+rng.IntN(50)) * 24 * time.Hour) / cadence)
+		start := time.Date(2024, 2, 1+rng.IntN(20), rng.IntN(24), 0, 0, 0, time.UTC)
+		schedule := trial%3 == 2 // business hours or days, and a few lost readings
+		lose := 0.11 + 0.34*rng.Float64()
+		if schedule {
+			lose = 0.04 * rng.Float64()
+		}
+		run := 1 + rng.IntN(6)
+		var b strings.Builder
+		b.WriteString("date,v\n")
+		rows, missing := 0, 0
+		for s := 0; s < steps; s++ {
+			at := start.Add(time.Duration(s) * cadence)
+			off := at.Weekday() == time.Saturday || at.Weekday() == time.Sunday || trial%2 == 0 && (at.Hour() < 7 || at.Hour() >= 19)
+			if s > 0 && s < steps-run && (schedule && off || rng.Float64() < lose/float64(run)) {
+				s += run - 1
+				missing += run
+				continue
+			}
+			fmt.Fprintf(&b, "%s,%d\n", at.Format(time.RFC3339), s)
+			rows++
+		}
+		f, err := ReadCSV(strings.NewReader(b.String()), "lost.csv")
+		if err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		switch {
+		case schedule && (f.Irregular.Filled || f.Rows() != rows || !strings.Contains(f.GapNote(), "the data's own")):
+			t.Errorf("trial %d (a schedule, %.0f%% lost besides, cadence %v): %d rows of %d, filled %v, note %q; want the rows as they are",
+				trial, 100*lose, cadence, f.Rows(), rows, f.Irregular.Filled, f.GapNote())
+		case !schedule && float64(missing) > 0.1*float64(rows) && (!f.Irregular.Filled || !strings.Contains(f.GapNote(), "lost readings")):
+			t.Errorf("trial %d (%d of %d steps lost in runs of %d, cadence %v): %d rows, filled %v, note %q; want them filled as lost readings",
+				trial, missing, steps, run, cadence, f.Rows(), f.Irregular.Filled, f.GapNote())
 		}
 	}
 }
