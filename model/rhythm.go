@@ -691,12 +691,19 @@ func (m *Model) placeRhythms(peaks []Peak, opts RhythmOptions) (Placement, []Rhy
 	pl := m.PlaceFrequencies(peaks)
 	rhythms := FindRhythms(m.lines(), opts)
 	sidebands := calendarSidebands(peaks, pl, rhythms, opts, m.cfg.Lookback)
-	if sidebands == nil {
+	harmonics := leftHarmonics(peaks, rhythms, opts)
+	if sidebands == nil && harmonics == nil {
 		return pl, rhythms, nil
+	}
+	if sidebands == nil {
+		sidebands = make([]bool, len(peaks))
+	}
+	for i, h := range harmonics {
+		sidebands[i] = sidebands[i] || h
 	}
 	pl = m.placeFrequencies(peaks, sidebands, nil)
 	rhythms = FindRhythms(m.lines(), opts)
-	if unmarkUngrouped(sidebands, pl, rhythms, opts.Cadence) {
+	if unmarkUngrouped(sidebands, harmonics, pl, rhythms, opts.Cadence) {
 		pl = m.placeFrequencies(peaks, sidebands, nil)
 		rhythms = FindRhythms(m.lines(), opts)
 	}
@@ -760,23 +767,64 @@ func calendarSidebands(peaks []Peak, pl Placement, rhythms []Rhythm, opts Rhythm
 	return out
 }
 
+// leftHarmonics marks the peaks that are harmonics (k ≥ 2) of a rhythm
+// found, so that placement keeps them however close they lie to a stronger
+// line (those it kept are marked too: a harmonic it now keeps could
+// otherwise leave them out). Placement leaves out a line within 1/L of a
+// stronger one, such as
+// the day's 12 hours at a 10-minute cadence, 72 steps from the day's 144:
+// 1/144 apart, under the 1/96 a window tells apart. The clock phases a
+// rhythm's lines by time, so it tells them apart; left out, the rhythm's
+// shape loses a harmonic, and what it carried goes to lines of no rhythm.
+// A peak is a harmonic when it lies within (1 + k/2)·Tolerance/Rows of
+// k times the rhythm's fundamental. It returns nil when none is.
+func leftHarmonics(peaks []Peak, rhythms []Rhythm, opts RhythmOptions) []bool {
+	opts = opts.withDefaults()
+	if opts.Rows < 2 || len(rhythms) == 0 {
+		return nil
+	}
+	tol := opts.Tolerance / float64(opts.Rows)
+	var out []bool
+	for i, pk := range peaks {
+		if !(pk.Frequency > 0) {
+			continue
+		}
+		for _, r := range rhythms {
+			k := math.Round(pk.Frequency * r.PeriodSteps)
+			if k >= 2 && math.Abs(pk.Frequency-k/r.PeriodSteps) <= (1+k/2)*tol {
+				if out == nil {
+					out = make([]bool, len(peaks))
+				}
+				out[i] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
 // unmarkUngrouped clears the marks of calendar sidebands whose frequency
 // did not join a calendar rhythm when the placed lines were grouped again
 // (a lone weekly line that found no other to make the week with would
-// otherwise be named a rhythm of its own) and reports whether it cleared
-// any. Placement then leaves them out, as before the marks.
-func unmarkUngrouped(marks []bool, pl Placement, rhythms []Rhythm, cadence time.Duration) bool {
+// otherwise be named a rhythm of its own), and of harmonics (marked in
+// harmonics, nil for none) that joined no rhythm of two lines or more, and
+// reports whether it cleared any. Placement then leaves them out, as before
+// the marks.
+func unmarkUngrouped(marks, harmonics []bool, pl Placement, rhythms []Rhythm, cadence time.Duration) bool {
 	inCalendar := map[int]bool{} // frequency id → in a calendar rhythm
+	inRhythm := map[int]bool{}   // frequency id → in a rhythm of two lines or more
 	for _, r := range rhythms {
-		if isCalendar(r.PeriodSteps, cadence) {
-			for _, id := range r.Frequencies {
-				inCalendar[id] = true
-			}
+		for _, id := range r.Frequencies {
+			inCalendar[id] = inCalendar[id] || isCalendar(r.PeriodSteps, cadence)
+			inRhythm[id] = inRhythm[id] || len(r.Frequencies) >= 2
 		}
 	}
 	changed := false
 	for id, peak := range pl.Placed {
-		if peak >= 0 && peak < len(marks) && marks[peak] && !inCalendar[id] {
+		if peak < 0 || peak >= len(marks) || !marks[peak] {
+			continue
+		}
+		if harmonic := peak < len(harmonics) && harmonics[peak]; harmonic && !inRhythm[id] || !harmonic && !inCalendar[id] {
 			marks[peak], changed = false, true
 		}
 	}
