@@ -691,7 +691,7 @@ func (m *Model) placeRhythms(peaks []Peak, opts RhythmOptions) (Placement, []Rhy
 	pl := m.PlaceFrequencies(peaks)
 	rhythms := FindRhythms(m.lines(), opts)
 	sidebands := calendarSidebands(peaks, pl, rhythms, opts, m.cfg.Lookback)
-	harmonics := leftHarmonics(peaks, rhythms, opts)
+	harmonics := leftHarmonics(peaks, rhythms, opts, m.cfg.Lookback)
 	if sidebands == nil && harmonics == nil {
 		return pl, rhythms, nil
 	}
@@ -769,35 +769,50 @@ func calendarSidebands(peaks []Peak, pl Placement, rhythms []Rhythm, opts Rhythm
 
 // leftHarmonics marks the peaks that are harmonics (k ≥ 2) of a rhythm
 // found, so that placement keeps them however close they lie to a stronger
-// line (those it kept are marked too: a harmonic it now keeps could
-// otherwise leave them out). Placement leaves out a line within 1/L of a
-// stronger one, such as
-// the day's 12 hours at a 10-minute cadence, 72 steps from the day's 144:
-// 1/144 apart, under the 1/96 a window tells apart. The clock phases a
-// rhythm's lines by time, so it tells them apart; left out, the rhythm's
-// shape loses a harmonic, and what it carried goes to lines of no rhythm.
-// A peak is a harmonic when it lies within (1 + k/2)·Tolerance/Rows of
-// k times the rhythm's fundamental. It returns nil when none is.
-func leftHarmonics(peaks []Peak, rhythms []Rhythm, opts RhythmOptions) []bool {
+// line of the same rhythm. Placement leaves out a line within 1/L of a
+// stronger one, such as the day's 12 hours at a 10-minute cadence, 72 steps
+// from the day's 144: 1/144 apart, under the 1/96 a window tells apart.
+// The clock phases a rhythm's lines together by time, so it tells them
+// apart; left out, the rhythm's shape loses a harmonic, and what it carried
+// goes to lines of no rhythm. A line within 1/L of a stronger line of no
+// rhythm or of another one (the solar 12h tide beside the lunar 12.42h) is
+// not marked: there the window's limit holds, and placing it cost accuracy.
+// A peak lies on a rhythm's comb when it is within (1 + k/2)·Tolerance/Rows
+// of k times its fundamental. It returns nil when no peak is marked.
+func leftHarmonics(peaks []Peak, rhythms []Rhythm, opts RhythmOptions, lookback int) []bool {
 	opts = opts.withDefaults()
 	if opts.Rows < 2 || len(rhythms) == 0 {
 		return nil
 	}
 	tol := opts.Tolerance / float64(opts.Rows)
+	near := 0.99 / float64(lookback) // as placeFrequencies counts 1/L
+	onComb := func(f float64, r Rhythm, first float64) bool {
+		k := math.Round(f * r.PeriodSteps)
+		return k >= first && math.Abs(f-k/r.PeriodSteps) <= (1+k/2)*tol
+	}
 	var out []bool
 	for i, pk := range peaks {
 		if !(pk.Frequency > 0) {
 			continue
 		}
 		for _, r := range rhythms {
-			k := math.Round(pk.Frequency * r.PeriodSteps)
-			if k >= 2 && math.Abs(pk.Frequency-k/r.PeriodSteps) <= (1+k/2)*tol {
+			if !onComb(pk.Frequency, r, 2) {
+				continue
+			}
+			own := true // every stronger line within 1/L is the rhythm's own
+			for _, q := range peaks {
+				if q.Share > pk.Share && math.Abs(q.Frequency-pk.Frequency) < near && !onComb(q.Frequency, r, 1) {
+					own = false
+					break
+				}
+			}
+			if own {
 				if out == nil {
 					out = make([]bool, len(peaks))
 				}
 				out[i] = true
-				break
 			}
+			break
 		}
 	}
 	return out
