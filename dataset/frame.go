@@ -106,9 +106,9 @@ func (f *Frame) FrameRow(r int) int {
 // irregularShare is the share of a wide file's rows that may be irregular
 // steps read as they are; fillShare the most missing steps, as a share of
 // the rows, that are always filled. Beyond it they are filled when they
-// are lost readings (outages), at most as many as the rows; when they
-// follow the week (business days, business hours) the spacing is the
-// data's own and the rows are read as they are.
+// are readings lost at random (see outages), at most as many as the rows;
+// otherwise the spacing is the data's own (business days, business hours,
+// shifts) and the rows are read as they are.
 const (
 	irregularShare = 0.01
 	fillShare      = 0.10
@@ -151,7 +151,7 @@ func (f *Frame) GapNote() string {
 	what := strings.Join(parts, " and ")
 	switch {
 	case ir.Filled && float64(ir.Missing) > fillShare*float64(f.FileRows()):
-		return fmt.Sprintf("%s: %s, more than %.0f%% of the rows but at no regular time of the week, so taken as lost readings: "+
+		return fmt.Sprintf("%s: %s, more than %.0f%% of the rows but none longer than a day and at no regular time of the week, so taken as lost readings: "+
 			"filled by linear interpolation between the readings around them; forecasts, cycles and scores count the filled steps "+
 			"(--at still counts the file's rows)", f.Name, what, 100*fillShare)
 	case ir.Filled:
@@ -438,18 +438,27 @@ func (f *Frame) regularise() error {
 }
 
 // outages reports whether the missing steps of gaps (cadence c) between
-// times lie where the data's week does not repeat them: readings lost at
-// random, which are filled, rather than a schedule such as business days or
-// hours, whose spacing is the data's own. It counts, for every position in
-// the week (by the dates' own clock), the steps the data spans there and
-// those missing; a schedule leaves most of its missing steps at positions
-// missing in most weeks, lost readings leave them scattered. Data spanning
-// less than two weeks, or of a cadence longer than a day, cannot tell and
-// reports false.
+// times are readings lost at random, which are filled, rather than the
+// data's own spacing, which is read as it is: a schedule such as business
+// days or hours, or one that repeats on no week (shifts, a rotation). They
+// are lost readings when no gap lasts longer than a day (a day or more is a
+// schedule's day off, or an outage a straight line would make up) and
+// hardly any lies where the data's week leaves them: for every position in
+// the week (by the dates' own clock) it counts the steps the data spans
+// there and those missing, and the missing steps at positions missing in
+// most weeks must be no more than readings lost at random would leave
+// there by chance (half as many again, and 2% of the rows); a schedule,
+// with readings lost besides or not, leaves far more. Data spanning less than two weeks, or of a cadence
+// longer than a day, cannot tell and reports false.
 func outages(times []time.Time, gaps []Gap, c time.Duration) bool {
-	const week = 7 * 24 * time.Hour
-	if len(times) < 2 || c <= 0 || c > 24*time.Hour || times[len(times)-1].Sub(times[0]) < 2*week {
+	const week, day = 7 * 24 * time.Hour, 24 * time.Hour
+	if len(times) < 2 || len(gaps) == 0 || c <= 0 || c > day || times[len(times)-1].Sub(times[0]) < 2*week {
 		return false
+	}
+	for _, g := range gaps {
+		if time.Duration(g.Steps)*c > day {
+			return false
+		}
 	}
 	bins := int(min((week+c-1)/c, week/time.Minute))
 	slot := func(t time.Time) int {
@@ -464,22 +473,35 @@ func outages(times []time.Time, gaps []Gap, c time.Duration) bool {
 	for _, t := range times {
 		spanned[slot(t)]++
 	}
-	total := 0
 	for _, g := range gaps {
 		for i := range g.Steps {
 			b := slot(g.Start.Add(time.Duration(i) * c))
 			spanned[b]++
 			missing[b]++
 		}
-		total += g.Steps
 	}
-	scheduled := 0 // missing steps at positions missing in most weeks
+	// The missing steps at positions missing in most weeks, and how many
+	// readings lost at random, at the file's rate, would leave there by
+	// chance (with two or three weeks of data, many).
+	scheduled, chance, total, all := 0, 0.0, 0, 0
 	for b := range bins {
-		if 2*missing[b] > spanned[b] {
+		total += missing[b]
+		all += spanned[b]
+	}
+	p := float64(total) / float64(all)
+	for b := range bins {
+		n := spanned[b]
+		if 2*missing[b] > n {
 			scheduled += missing[b]
 		}
+		for k := n/2 + 1; k <= n; k++ { // E[missing · 1{missing > n/2}], binomial
+			lg, _ := math.Lgamma(float64(n + 1))
+			lk, _ := math.Lgamma(float64(k + 1))
+			lnk, _ := math.Lgamma(float64(n - k + 1))
+			chance += float64(k) * math.Exp(lg-lk-lnk+float64(k)*math.Log(p)+float64(n-k)*math.Log1p(-p))
+		}
 	}
-	return total > 0 && float64(scheduled) < 0.8*float64(total)
+	return float64(scheduled) < 1.5*chance+0.02*float64(len(times))
 }
 
 // fillGaps inserts the missing steps between rows that steps (stepCounts)

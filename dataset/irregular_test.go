@@ -70,8 +70,19 @@ func TestReadCSVIrregularSteps(t *testing.T) {
 		read := rows - missing
 		// Beyond 10% the gaps are lost readings when the data spans two
 		// weeks or more (a few random runs follow no week) at a cadence
-		// of a day at most, and they are no more than the rows.
-		outages := time.Duration(rows-1)*cadence >= 14*24*time.Hour && cadence <= 24*time.Hour && missing <= read
+		// of a day at most, none lasts more than a day, and they are no
+		// more than the rows.
+		longest := 0
+		for r := 0; r < rows; {
+			n := 0
+			for ; r < rows && !keep[r]; r++ {
+				n++
+			}
+			longest = max(longest, n)
+			r++
+		}
+		outages := time.Duration(rows-1)*cadence >= 14*24*time.Hour && cadence <= 24*time.Hour && missing <= read &&
+			time.Duration(longest)*cadence <= 24*time.Hour
 		if float64(missing) <= 0.01*float64(read) || float64(missing) > 0.10*float64(read) && !outages {
 			// Few, or so many that they are the data's own spacing.
 			if f.Rows() != read || f.Irregular.Filled || len(f.Irregular.Gaps) == 0 || !strings.Contains(f.GapNote(), "read as one step") {
@@ -449,30 +460,52 @@ func TestReadCSVMinuteStampsKeepTheHour(t *testing.T) {
 
 // TestReadCSVLostReadingsFilled: on seeded random files spanning two weeks
 // or more, readings lost at random (11–45% of the steps, single rows or
-// runs) are filled, however many, with a note that says why; a schedule
-// (business days or business hours) with a few readings lost besides is
-// the data's own spacing and read as it is.
+// runs of up to 6) are filled, however many, with a note that says why;
+// the data's own spacing is read as it is, with readings lost besides or
+// not: business days or hours with up to 15% lost, readings every day but
+// at night, a rotation of days on and off that follows no week (5 on, 3
+// off; 2-2-3 shifts), and an outage of three weeks.
 func TestReadCSVLostReadingsFilled(t *testing.T) {
 	rng := rand.New(rand.NewPCG(20261128, 5))
-	for trial := range 30 {
+	for trial := range 48 {
 		cadence := []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour}[rng.IntN(3)]
-		steps := int((time.Duration(15+rng.IntN(50)) * 24 * time.Hour) / cadence)
+		days := 15 + rng.IntN(50)
+		steps := int((time.Duration(days) * 24 * time.Hour) / cadence)
 		start := time.Date(2024, 2, 1+rng.IntN(20), rng.IntN(24), 0, 0, 0, time.UTC)
-		schedule := trial%3 == 2 // business hours or days, and a few lost readings
+		kind := []string{"lost", "lost", "week", "rotation", "outage", "nights"}[trial%6]
 		lose := 0.11 + 0.34*rng.Float64()
-		if schedule {
-			lose = 0.04 * rng.Float64()
+		if kind != "lost" {
+			lose = 0.15 * rng.Float64()
 		}
 		run := 1 + rng.IntN(6)
+		on, rest := 2+rng.IntN(4), 2+rng.IntN(2) // days of a rotation
+		outageFrom := steps / 3
+		idle := func(at time.Time, s int) bool {
+			d := int(at.Sub(start) / (24 * time.Hour))
+			switch kind {
+			case "week":
+				return at.Weekday() == time.Saturday || at.Weekday() == time.Sunday || trial%2 == 0 && (at.Hour() < 7 || at.Hour() >= 19)
+			case "rotation":
+				return d%(on+rest) >= on
+			case "nights": // every night, no gap longer than a day
+				return at.Hour() < 6
+			case "outage":
+				return s >= outageFrom && at.Sub(start.Add(time.Duration(outageFrom)*cadence)) < 21*24*time.Hour
+			}
+			return false
+		}
 		var b strings.Builder
 		b.WriteString("date,v\n")
 		rows, missing := 0, 0
 		for s := 0; s < steps; s++ {
 			at := start.Add(time.Duration(s) * cadence)
-			off := at.Weekday() == time.Saturday || at.Weekday() == time.Sunday || trial%2 == 0 && (at.Hour() < 7 || at.Hour() >= 19)
-			if s > 0 && s < steps-run && (schedule && off || rng.Float64() < lose/float64(run)) {
-				s += run - 1
-				missing += run
+			if s > 0 && s < steps-run && (idle(at, s) || rng.Float64() < lose/float64(run)) {
+				n := run
+				if idle(at, s) {
+					n = 1
+				}
+				s += n - 1
+				missing += n
 				continue
 			}
 			fmt.Fprintf(&b, "%s,%d\n", at.Format(time.RFC3339), s)
@@ -483,10 +516,10 @@ func TestReadCSVLostReadingsFilled(t *testing.T) {
 			t.Fatalf("trial %d: %v", trial, err)
 		}
 		switch {
-		case schedule && (f.Irregular.Filled || f.Rows() != rows || !strings.Contains(f.GapNote(), "the data's own")):
-			t.Errorf("trial %d (a schedule, %.0f%% lost besides, cadence %v): %d rows of %d, filled %v, note %q; want the rows as they are",
-				trial, 100*lose, cadence, f.Rows(), rows, f.Irregular.Filled, f.GapNote())
-		case !schedule && float64(missing) > 0.1*float64(rows) && (!f.Irregular.Filled || !strings.Contains(f.GapNote(), "lost readings")):
+		case kind != "lost" && (f.Irregular.Filled || f.Rows() != rows || !strings.Contains(f.GapNote(), "the data's own")):
+			t.Errorf("trial %d (%s, %.0f%% lost besides, cadence %v): %d rows of %d, filled %v, note %q; want the rows as they are",
+				trial, kind, 100*lose, cadence, f.Rows(), rows, f.Irregular.Filled, f.GapNote())
+		case kind == "lost" && float64(missing) > 0.1*float64(rows) && (!f.Irregular.Filled || !strings.Contains(f.GapNote(), "lost readings")):
 			t.Errorf("trial %d (%d of %d steps lost in runs of %d, cadence %v): %d rows, filled %v, note %q; want them filled as lost readings",
 				trial, missing, steps, run, cadence, f.Rows(), f.Irregular.Filled, f.GapNote())
 		}
