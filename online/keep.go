@@ -65,6 +65,10 @@ type savedSeries struct {
 	Calibrated bool
 	Scale      []float64
 	Last       int64 // the newest step the scale holds
+	// Fresh marks a state that started on this replica from none and is
+	// still warming up: a series a rebalance moved here that has not yet
+	// taken the state of the replica that had it.
+	Fresh bool
 }
 
 // calibrationPath is the file in dir of the replica named replica (the
@@ -135,7 +139,8 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 			scale = append(scale, w.n, w.mean, w.m2)
 		}
 		sc.Series[k] = savedSeries{Lo: slices.Clone(v.lo), Hi: slices.Clone(v.hi), Completed: v.completed,
-			Own: slices.Clone(v.own), Owned: v.owned, Calibrated: v.calibrated, Scale: scale, Last: s.last}
+			Own: slices.Clone(v.own), Owned: v.owned, Calibrated: v.calibrated, Scale: scale, Last: s.last,
+			Fresh: s.fresh && v.completed < warmScores}
 	}
 	t.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -279,7 +284,7 @@ func (t *tracker) mergeCalibrations(files []calibrationFile, newest time.Time, u
 			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Own) != C || len(s.Scale) != 3*C || s.Last < idle {
 				continue
 			}
-			if old, ok := merged[key]; ok && s.Last <= old.Last {
+			if old, ok := merged[key]; ok && !newerState(s, old, int64(t.L+t.H)) {
 				continue
 			}
 			if factor != nil {
@@ -295,6 +300,18 @@ func (t *tracker) mergeCalibrations(files []calibrationFile, newest time.Time, u
 		}
 	}
 	return merged
+}
+
+// newerState reports whether state s of a series replaces state old of it
+// in another file: the one seen last wins (after a rebalance, the replica
+// that had the series last), except that a fresh state (a replica the
+// series reached that had not yet taken its calibration) loses to one that
+// is not and was seen within span steps of it.
+func newerState(s, old savedSeries, span int64) bool {
+	if s.Fresh != old.Fresh && max(s.Last-old.Last, old.Last-s.Last) <= span {
+		return !s.Fresh
+	}
+	return s.Last > old.Last
 }
 
 // shapeUnit is, per channel, the mean over the horizon of the shape of the
@@ -373,13 +390,18 @@ func (t *tracker) adoptCalibrations(dir, own string, fingerprint uint64) (int, e
 		t.mu.Unlock()
 		return 0, nil
 	}
+	// Merged outside the lock, which forecasts wait for: the files can
+	// hold every series of the fleet.
 	newest := newestFile(files).Newest
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.newest.After(newest) {
 		newest = t.newest
 	}
-	others := t.mergeCalibrations(files, newest, shapeUnit(t.iv.absErr, t.iv.weight, t.H, t.C))
+	unit := shapeUnit(t.iv.absErr, t.iv.weight, t.H, t.C)
+	t.mu.Unlock()
+	others := t.mergeCalibrations(files, newest, unit)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	adopted := 0
 	for key, saved := range others {
 		if s, ok := t.series[key]; ok {

@@ -20,7 +20,9 @@ import (
 // on, a has scored the forecasts it issued before the move and b has not,
 // a few of the calibration's small steps (9% a miss). A replica that does
 // not read the other's file publishes bands a median 87–130% off. A series
-// that took a state takes no other when the files are read again.
+// that took a state takes no other when the files are read again; one that
+// moves on from b before b read a's file takes a's state, not b's fresh
+// one.
 func TestCalibrationFollowsARebalance(t *testing.T) {
 	const L, H, series, steps = 24, 6, 60, 200
 	levels := []float64{0.8, 0.95}
@@ -162,4 +164,31 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 			}
 		})
 	}
+
+	// A second move before b read a's file (a rolling deploy stops b
+	// within the minute): b writes the moved series as fresh, seen later
+	// than a's states, and c, started next, still takes a's.
+	t.Run("moved on before b read", func(t *testing.T) {
+		dir := t.TempDir()
+		a, b := learner(dir, "a"), learner(dir, "b")
+		step := 0
+		for ; step < steps; step++ {
+			observe(step, 0, series, false, a)
+			observe(step, series, 2*series, false, b)
+		}
+		a.keepCalibration()
+		observe(step-1, 0, series, true, b)
+		for range 2 {
+			observe(step, 0, series, false, a, b)
+			step++
+		}
+		b.keepCalibration() // stopped before reading a's file
+		c := learner(dir, "c")
+		w := observe(step-1, 0, series, true, a, c)
+		med, top := compare(w[1], w[0])
+		t.Logf("c's bands differ from a's by a median %.2g, at most %.2g", med, top)
+		if med > 0.1 || top > 0.5 {
+			t.Errorf("c's bands for the series moved twice differ from a's by a median %.3g, at most %.3g, want under 0.1 and 0.5: b's fresh states won", med, top)
+		}
+	})
 }

@@ -240,7 +240,7 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 	// The calibration is kept beside the loop, which a fine-tuning round
 	// holds for as long as it runs, and once more at shutdown.
 	kept := make(chan struct{})
-	defer func() { <-kept; l.keepCalibration() }()
+	defer func() { <-kept; l.adoptCalibrations(); l.keepCalibration() }()
 	keepCtx, stopKeeping := context.WithCancel(ctx)
 	defer stopKeeping()
 	go func() {
@@ -252,8 +252,10 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 			case <-keepCtx.Done():
 				return
 			case <-keep.C:
-				l.keepCalibration()
+				// Read first: a series moved here since the last read is
+				// written with the state it adopts, not as new.
 				l.adoptCalibrations()
+				l.keepCalibration()
 			}
 		}
 	}()

@@ -131,12 +131,12 @@ func (t *tracker) newState(key []byte) *seriesState {
 		s.pending = make([]float32, t.H*t.H*t.C)
 	}
 	s.values = make([]float32, ring*t.C)
+	s.reset(none)
 	if t.iv != nil {
 		s.iv = t.iv.newSeries()
 		s.fresh = true
 		t.takeRestored(key, s)
 	}
-	s.reset(none)
 	return s
 }
 
