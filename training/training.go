@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -142,8 +143,10 @@ type Options struct {
 type Result struct {
 	Model *model.Model
 	Train *model.TrainResult
-	// Test is the model's score on the test windows.
-	Test model.Metrics
+	// Test is the model's score on the test windows, and Naive the MSE
+	// there of the better of two forecasts without a model (NaiveMSE).
+	Test  model.Metrics
+	Naive float64
 	// Seconds is the training time, Params the parameter count.
 	Seconds float64
 	Params  int
@@ -204,9 +207,11 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 		return nil, err
 	}
 	met := res.Test
+	res.Naive = NaiveMSE(d.Test)
 	m.Meta.Metrics = map[string]float64{
 		"test_mse": met.MSE, "test_mae": met.MAE, "val_mse": tr.BestValMSE,
 		"best_epoch": float64(tr.BestEpoch), "epochs_run": float64(tr.EpochsRun),
+		"naive_mse": res.Naive,
 	}
 	if res.Interrupted {
 		// The file holds the best epoch of a run cut short: inspect says
@@ -221,4 +226,37 @@ func Fit(ctx context.Context, d *Data, lookback, horizon int, o Options) (*Resul
 		return nil, err
 	}
 	return res, nil
+}
+
+// NaiveMSE is the MSE on src's windows of the better of two forecasts
+// without a model: every step ahead the window's last reading, or the
+// window's mean, channel by channel. A model that does no better has
+// found nothing to forecast (noise, or a horizon too far for the data);
+// train says so. It is NaN for no windows.
+func NaiveMSE(src model.Source) float64 {
+	n, C := src.Len(), src.Channels()
+	if n == 0 || C == 0 {
+		return math.NaN()
+	}
+	var last, mean float64
+	count := 0
+	for i := range n {
+		x, y := src.Input(i), src.Target(i)
+		L, H := len(x)/C, len(y)/C
+		for c := range C {
+			avg := 0.0
+			for t := range L {
+				avg += x[t*C+c]
+			}
+			avg /= float64(L)
+			end := x[(L-1)*C+c]
+			for h := range H {
+				v := y[h*C+c]
+				last += (v - end) * (v - end)
+				mean += (v - avg) * (v - avg)
+			}
+			count += H
+		}
+	}
+	return min(last, mean) / float64(count)
 }

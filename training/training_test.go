@@ -168,3 +168,37 @@ func TestFlatSeriesAreSaid(t *testing.T) {
 		t.Errorf("the summary does not name the stuck series alone:\n%s", d.Summary)
 	}
 }
+
+// windowsOf is a Source of fixed windows (one channel).
+type windowsOf struct{ in, tgt [][]float64 }
+
+func (w windowsOf) Len() int               { return len(w.in) }
+func (w windowsOf) Channels() int          { return 1 }
+func (w windowsOf) Input(i int) []float64  { return w.in[i] }
+func (w windowsOf) Target(i int) []float64 { return w.tgt[i] }
+
+// TestNaiveMSE: the better of holding the last reading and holding the
+// window's mean, over every window and step.
+func TestNaiveMSE(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  windowsOf
+		want float64
+	}{
+		// A flat continuation of the last reading: holding it is exact.
+		{"last", windowsOf{[][]float64{{0, 0, 4}}, [][]float64{{4, 4}}}, 0},
+		// Alternating readings about 1: the mean (1) misses by 1 each
+		// step (MSE 1), the last reading (2) by 2 and 0 (MSE 2).
+		{"alternating", windowsOf{[][]float64{{0, 2, 0, 2}}, [][]float64{{0, 2}}}, 1},
+		// Two windows: the last reading misses by 0 and 1 (MSE 1/2), the
+		// mean by 1 and 1 (MSE 1).
+		{"mean", windowsOf{[][]float64{{1, 3}, {0, 0}}, [][]float64{{3}, {1}}}, 0.5},
+	} {
+		if got := NaiveMSE(tc.src); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: NaiveMSE %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := NaiveMSE(windowsOf{}); !math.IsNaN(got) {
+		t.Errorf("no windows: NaiveMSE %v, want NaN", got)
+	}
+}

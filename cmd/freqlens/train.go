@@ -48,6 +48,7 @@ type trainReport struct {
 	TestMSE            float64            `json:"test_mse"`
 	TestMAE            float64            `json:"test_mae"`
 	TestRMSE           float64            `json:"test_rmse"`
+	NaiveMSE           float64            `json:"naive_mse"` // the better of the last reading and the window's mean, held
 	PerChannelMSE      map[string]float64 `json:"per_channel_mse"`
 	Alpha              float64            `json:"alpha"`
 	ResidualShare      float64            `json:"residual_share"`
@@ -196,7 +197,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		TrainWindows: td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
 		EpochsRun: tr.EpochsRun, ResumedFrom: tr.ResumedFrom, EpochSecondsMedian: tr.MedianEpochSeconds(), TrainSeconds: res.Seconds,
 		Stopped: tr.Stopped, BestEpoch: tr.BestEpoch, ValMSE: tr.BestValMSE,
-		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE,
+		TestMSE: met.MSE, TestMAE: met.MAE, TestRMSE: met.RMSE, NaiveMSE: res.Naive,
 		PerChannelMSE: perChannel(td.Columns, met.PerChannelMSE), Alpha: m.Alpha(),
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares, met.RhythmShares),
 		OtherShare: otherShare(m, met.Shares, met.RhythmShares, met.ResidualShare),
@@ -219,6 +220,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		channels = "1 channel"
 	}
 	fmt.Fprintf(stdout, "test MSE %.4f  MAE %.4f  (%s protocol, %d windows, %s)\n", rep.TestMSE, rep.TestMAE, rep.Protocol, rep.TestWindows, channels)
+	if rep.TestMSE >= rep.NaiveMSE {
+		fmt.Fprintf(stdout, "  no better than forecasting without a model (the last reading or the window's mean held: MSE %.4f): "+
+			"the data may hold nothing to forecast at this horizon, or need more history; the cycles below explain forecasts that do not forecast\n", rep.NaiveMSE)
+	}
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
 	if !slices.ContainsFunc(rep.Rhythms, func(r rhythmReport) bool { return r.Share >= model.MinCycleShare }) {
 		fmt.Fprintln(stdout, "  (a cycle is found when the training part, the first 70% of the history, holds it about four times: "+
