@@ -279,6 +279,8 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad replay policy", minimal + "online: {replay: oldest}", nil, "online.replay"},
 		{"holdout out of range", minimal + "online: {holdout: 1.5}", nil, "online.holdout"},
 		{"too few checkpoints", minimal + "online: {keep_checkpoints: -1}", nil, "online.keep_checkpoints"},
+		{"a replica name with a slash", minimal + "online: {replica: a/b}", nil, "online.replica"},
+		{"a replica name of spaces", minimal + "online: {replica: ' '}", nil, "online.replica"},
 		{"interval level above 1", minimal + "output: {intervals: [0.8, 95]}", nil, "output.intervals [0.8 95]"},
 		{"interval levels out of order", minimal + "output: {intervals: [0.95, 0.8]}", nil, "output.intervals [0.95 0.8]"},
 		{"bad interval rate", minimal + "online: {interval_rate: 2}", nil, "online.interval_rate"},

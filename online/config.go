@@ -198,8 +198,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.duty %g; use a fraction of time in (0, 1] (default %g)", c.Duty, d.Duty)
 	case c.Workers < 1:
 		return fmt.Errorf("online.workers %d; use at least 1 (default %d)", c.Workers, d.Workers)
-	case strings.ContainsAny(c.Replica, `/\`) || c.Replica == "." || c.Replica == "..":
-		return fmt.Errorf("online.replica %q names a file in online.checkpoint_dir; use a name without slashes, such as the host name and a number", c.Replica)
+	case c.Replica != "" && (strings.ContainsAny(c.Replica, `/\`) || strings.TrimSpace(c.Replica) != c.Replica || c.Replica == "." || c.Replica == ".." || len(c.Replica) > 100):
+		return fmt.Errorf("online.replica %q names a file in online.checkpoint_dir; use a name of at most 100 characters without slashes or surrounding spaces, such as the host name and a number", c.Replica)
 	case c.Keep < 1:
 		return fmt.Errorf("online.keep_checkpoints %d; keep at least 1 version (default %d)", c.Keep, d.Keep)
 	case !(c.DriftThreshold > 0 && c.DriftThreshold < 1):

@@ -402,10 +402,11 @@ func (t *tracker) adoptCalibrations(dir, own string, fingerprint uint64) (int, e
 	others := t.mergeCalibrations(files, newest, unit)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	adopted := 0
+	adopted := t.tookOnArrival
+	t.tookOnArrival = 0
 	for key, saved := range others {
 		if s, ok := t.series[key]; ok {
-			if s.fresh && s.iv.completed < warmScores && saved.Completed > s.iv.completed {
+			if t.handedOver(s, saved) {
 				t.adopt(s, saved)
 				adopted++
 			}
@@ -416,6 +417,19 @@ func (t *tracker) adoptCalibrations(dir, own string, fingerprint uint64) (int, e
 	}
 	t.others = others
 	return adopted, nil
+}
+
+// handedOver reports whether another replica's state saved of series s
+// is the one s should go on from: that replica had the series after this
+// one last saw it before its current run (a rebalance moved it here, or
+// back here), saw it no later than a lookback and horizon into that run
+// (the steps a replica taking over reads again), and it is newer than the
+// state s already took. Another replica's later write of a series that
+// moved here (its write as it stopped, after the copy s took on arrival)
+// so replaces that copy, while a replica that serves the series beside
+// this one does not hand its state back and forth. t.mu is held.
+func (t *tracker) handedOver(s *seriesState, saved savedSeries) bool {
+	return !saved.Fresh && saved.Last > s.before && saved.Last > s.taken && saved.Last <= s.arrived+int64(t.L+t.H)
 }
 
 // takeRestored gives the new series s the saved calibration of series key,
@@ -430,7 +444,10 @@ func (t *tracker) takeRestored(key []byte, s *seriesState) {
 		return
 	}
 	delete(t.restored, string(key))
-	delete(t.others, string(key))
+	if _, other := t.others[string(key)]; other {
+		delete(t.others, string(key))
+		t.tookOnArrival++
+	}
 	t.adopt(s, saved)
 }
 
@@ -438,7 +455,7 @@ func (t *tracker) takeRestored(key []byte, s *seriesState) {
 // warm-up and its running scale, to which the values s has seen since the
 // saved state's last step are added. t.mu is held.
 func (t *tracker) adopt(s *seriesState, saved savedSeries) {
-	s.fresh = false
+	s.fresh, s.taken = false, saved.Last
 	v := s.iv
 	t.iv.leave(v)
 	copy(v.lo, saved.Lo)
@@ -470,8 +487,20 @@ func (l *Learner) keepCalibration() {
 	if l.cfg.CheckpointDir == "" || l.tr.iv == nil {
 		return
 	}
-	if err := l.tr.saveCalibration(calibrationPath(l.cfg.CheckpointDir, l.cfg.Replica), l.fingerprint); err != nil {
+	path := calibrationPath(l.cfg.CheckpointDir, l.cfg.Replica)
+	// A file written since this learner's last write is another replica's
+	// of the same name: the two overwrite each other's series.
+	if info, err := os.Stat(path); err == nil && !l.keptAt.IsZero() && !info.ModTime().Equal(l.keptAt) && !l.shared {
+		l.shared = true
+		l.log.Warn("another replica writes this replica's interval calibration file, and each overwrites the other's series: give every replica sharing online.checkpoint_dir its own online.replica",
+			"path", path)
+	}
+	if err := l.tr.saveCalibration(path, l.fingerprint); err != nil {
 		l.log.Warn("the interval calibration could not be kept; a restart starts it from the model's quantiles", "err", err)
+		return
+	}
+	if info, err := os.Stat(path); err == nil {
+		l.keptAt = info.ModTime()
 	}
 }
 
@@ -487,6 +516,6 @@ func (l *Learner) adoptCalibrations() {
 		l.log.Warn("the other replicas' interval calibration could not be read; series moved here keep starting from the model's quantiles", "dir", l.cfg.CheckpointDir, "err", err)
 	}
 	if n > 0 {
-		l.log.Info("series a rebalance moved here took the interval calibration of the replica that had them", "series", n)
+		l.log.Info("series moved here by a rebalance took the interval calibration of the replica that had them", "series", n)
 	}
 }

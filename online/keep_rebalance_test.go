@@ -2,9 +2,11 @@ package online
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,11 +161,62 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 			if afresh < 0.2 {
 				t.Errorf("bands started afresh are within a median %.2g of the calibrated ones: the test cannot tell an adopted calibration", afresh)
 			}
+			// The first read counts the series that took a's state on
+			// arrival (the log line says how many); none takes it again.
+			first, _ := b.tr.adoptCalibrations(dir, calibrationPath(dir, "b"), b.fingerprint)
+			if want := map[bool]int{true: series, false: 0}[early]; first != want {
+				t.Errorf("the next read counts %d series taken on arrival, want %d", first, want)
+			}
 			if n, err := b.tr.adoptCalibrations(dir, calibrationPath(dir, "b"), b.fingerprint); err != nil || n != 0 {
 				t.Errorf("reading a's file again, %d series took its state again (%v), want none", n, err)
 			}
 		})
 	}
+
+	// The copy b took on arrival is from a's last minute's write; a's
+	// write as it stopped, 20 steps later, replaces it at b's next read.
+	// And when the series go back to a (b stops in turn), a goes on from
+	// b's state, not from its own of before.
+	t.Run("the latest write wins, also on the way back", func(t *testing.T) {
+		dir := t.TempDir()
+		a, b := learner(dir, "a"), learner(dir, "b")
+		step := 0
+		for ; step < steps; step++ {
+			observe(step, 0, series, false, a)
+			observe(step, series, 2*series, false, b)
+		}
+		a.keepCalibration() // a's minute's write
+		b.adoptCalibrations()
+		for range 20 {
+			observe(step, 0, series, false, a)
+			step++
+		}
+		a.keepCalibration() // a stops
+		observe(step-1, 0, series, true, b)
+		b.adoptCalibrations()
+		w := observe(step-1, 0, series, true, a, b)
+		med, top := compare(w[1], w[0])
+		t.Logf("b after reading a's last write: a median %.2g off a's bands, at most %.2g", med, top)
+		if top > 0.01 {
+			t.Errorf("b's bands differ from a's last by up to %.3g, want within 1%%: the copy taken on arrival was kept", top)
+		}
+		// b serves them 20 steps, stops; they go back to a.
+		for range 20 {
+			observe(step, 0, series, false, b)
+			step++
+		}
+		b.keepCalibration()
+		a.adoptCalibrations()
+		ref := observe(step-1, 0, series, true, b)
+		observe(step, 0, series, false, a) // a's first forecast back, then its minute's read
+		a.adoptCalibrations()
+		got := observe(step, 0, series, true, a)
+		med, top = compare(got[0], ref[0])
+		t.Logf("back on a: a median %.2g off b's bands, at most %.2g", med, top)
+		if med > 0.05 {
+			t.Errorf("back on a, the bands differ from b's last by a median %.3g, want within 5%%: a went on from its own old state", med)
+		}
+	})
 
 	// A second move before b read a's file (a rolling deploy stops b
 	// within the minute): b writes the moved series as fresh, seen later
@@ -191,4 +244,38 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 			t.Errorf("c's bands for the series moved twice differ from a's by a median %.3g, at most %.3g, want under 0.1 and 0.5: b's fresh states won", med, top)
 		}
 	})
+}
+
+// TestSharedReplicaNameSaid: two replicas writing one calibration file (the
+// same online.replica, or host name) overwrite each other's series; the
+// one that finds its file written by another says so, once.
+func TestSharedReplicaNameSaid(t *testing.T) {
+	m := keepModel(t)
+	dir := t.TempDir()
+	var logs strings.Builder
+	learner := func() *Learner {
+		cfg := DefaultConfig()
+		cfg.Intervals, cfg.CheckpointDir, cfg.Replica = []float64{0.8, 0.95}, dir, "same"
+		l, err := New(cfg, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.log = slog.New(slog.NewTextHandler(&logs, nil))
+		return l
+	}
+	a, b := learner(), learner()
+	a.keepCalibration()
+	time.Sleep(20 * time.Millisecond)
+	a.keepCalibration() // its own write: nothing to say
+	if strings.Contains(logs.String(), "another replica") {
+		t.Fatalf("a replica's own writes were taken for another's: %s", logs.String())
+	}
+	time.Sleep(20 * time.Millisecond)
+	b.keepCalibration()
+	time.Sleep(20 * time.Millisecond)
+	a.keepCalibration()
+	a.keepCalibration()
+	if n := strings.Count(logs.String(), "another replica writes"); n != 1 {
+		t.Errorf("the shared file was said %d times, want once: %s", n, logs.String())
+	}
 }

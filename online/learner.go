@@ -52,8 +52,13 @@ type Learner struct {
 	cfg Config
 	ref *model.Model
 	tr  *tracker
-	// fingerprint identifies ref in the kept interval calibration.
+	// fingerprint identifies ref in the kept interval calibration;
+	// keptAt is when this learner last wrote its calibration file (its
+	// modification time), and shared says another replica of the same
+	// online.replica was seen writing it.
 	fingerprint uint64
+	keptAt      time.Time
+	shared      bool
 	rp          *replay
 	dr          *drift
 	met         *metrics

@@ -42,6 +42,9 @@ type tracker struct {
 	// restart (restoreCalibration), until the data passes restoredUntil.
 	restored                    map[string]savedSeries
 	restoredFrom, restoredUntil time.Time // the newest saved step, and L+H steps after it
+	// tookOnArrival counts the series that took another replica's state
+	// when first seen, since the last adoptCalibrations.
+	tookOnArrival int
 	// others holds the saved calibration, in the other replicas' files, of
 	// series not seen here (adoptCalibrations), for a rebalance that moves
 	// one here; replaced at every read.
@@ -76,8 +79,14 @@ type seriesState struct {
 	// fresh is true while the series' calibration started here, from no
 	// saved state: a rebalance that moved it here may still give it one.
 	fresh bool
-	sqErr float64 // rolling normalised squared error of the series
-	iv    *seriesIntervals
+	// arrived is the first step of the series' current run here (since
+	// it was new, or came back after missing steps), before the last step
+	// seen before that run (none for a new series), and taken the last
+	// step of the saved state it took (none before any): what tells a
+	// state another replica saved of it while it was away (handedOver).
+	arrived, before, taken int64
+	sqErr                  float64 // rolling normalised squared error of the series
+	iv                     *seriesIntervals
 }
 
 // none marks a free slot.
@@ -132,6 +141,7 @@ func (t *tracker) newState(key []byte) *seriesState {
 	}
 	s.values = make([]float32, ring*t.C)
 	s.reset(none)
+	s.arrived, s.before, s.taken = none, none, none
 	if t.iv != nil {
 		s.iv = t.iv.newSeries()
 		s.fresh = true
@@ -253,6 +263,9 @@ func (t *tracker) observeKey(key []byte, end time.Time, x, fc []float64, lower, 
 	}
 	s.seen = end.UnixNano()
 	L, H, C := t.L, t.H, t.C
+	if s.last == none || step > s.last+1 { // a new run: new, or back after missing steps
+		s.arrived, s.before = step, s.last
+	}
 	switch {
 	case s.last == none || step-s.last > int64(L):
 		// New, or back after a gap longer than a window: nothing joins.
