@@ -494,8 +494,8 @@ func outages(times []time.Time, gaps []Gap, c time.Duration) bool {
 		if 2*missing[b] > n {
 			scheduled += missing[b]
 		}
+		lg, _ := math.Lgamma(float64(n + 1))
 		for k := n/2 + 1; k <= n; k++ { // E[missing · 1{missing > n/2}], binomial
-			lg, _ := math.Lgamma(float64(n + 1))
 			lk, _ := math.Lgamma(float64(k + 1))
 			lnk, _ := math.Lgamma(float64(n - k + 1))
 			chance += float64(k) * math.Exp(lg-lk-lnk+float64(k)*math.Log(p)+float64(n-k)*math.Log1p(-p))

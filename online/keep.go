@@ -17,7 +17,7 @@ import (
 	"github.com/freqlens/freqlens/model"
 )
 
-// Keeping the intervals' calibration across a restart.
+// Keeping the intervals' calibration across a restart or a rebalance.
 //
 // What the online step learned of each series' intervals (its thresholds,
 // how far its warm-up got) would otherwise start again from the serving
@@ -34,7 +34,11 @@ import (
 // idle series is, and until then they are written on into this replica's
 // file, so that a second restart loses nothing. A file whose newest step
 // lies more than L+H steps behind the newest file's, and which nobody has
-// written for five minutes (a replica that is gone), is removed when read.
+// written for five minutes (a replica that is gone), is removed when a
+// learner starts and reads it. A running learner reads the other replicas'
+// files too, before each write and once more as it stops
+// (adoptCalibrations), so that a series a rebalance moves to it, or back
+// to it, goes on from the state of the replica it came from (handedOver).
 
 // calibrationEvery is how often Run writes the calibration: what a kill -9
 // can lose.
@@ -374,11 +378,11 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 // adoptCalibrations reads the other replicas' files in dir (all but own)
 // while this replica runs, so that a series a rebalance moves here from a
 // running or stopping replica keeps what that replica learned of it: a
-// series still warming up here that has not started from a saved state
-// takes the state of the replica that had it (adopt), and one not seen
-// here yet takes it when it is (newState). Files this replica cannot use
-// are passed over in silence: they were said at start. It returns how many
-// tracked series took a state.
+// tracked series takes another replica's state that handedOver says it
+// should go on from (adopt), and one not seen here yet takes it when it
+// is (newState). Files this replica cannot use are passed over in silence:
+// they were said at start. It returns how many series took another
+// replica's state since the last read, on arrival or now.
 func (t *tracker) adoptCalibrations(dir, own string, fingerprint uint64) (int, error) {
 	files, err := t.readCalibrations(dir, own, fingerprint, nil)
 	if err != nil {

@@ -1,7 +1,6 @@
 package online
 
 import (
-	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/freqlens/freqlens/model"
 )
 
 // TestCalibrationFollowsARebalance: replicas a and b share a checkpoint
@@ -29,13 +26,7 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 	const L, H, series, steps = 24, 6, 60, 200
 	levels := []float64{0.8, 0.95}
 	m := keepModel(t)
-	q := &model.ErrorQuantiles{Probs: []float64{0.025, 0.1, 0.5, 0.9, 0.975}, Horizon: H, Channels: 1, Windows: 1000}
-	for _, z := range []float64{-1.96, -1.28, 0, 1.28, 1.96} {
-		for range H {
-			q.Values = append(q.Values, z)
-		}
-	}
-	m.Meta.ErrorQuantiles = q
+	m.Meta.ErrorQuantiles = UnitErrorQuantiles(H)
 	learner := func(dir, replica string) *Learner {
 		cfg := DefaultConfig()
 		cfg.Intervals, cfg.CheckpointDir, cfg.Replica = levels, dir, replica
@@ -45,57 +36,16 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 		}
 		return l
 	}
-	rng := rand.New(rand.NewPCG(11, 7))
-	type sensor struct {
-		name         string
-		phase, noise float64
-		x            []float64
-	}
-	// Series 0 … series-1 are a's, the others b's; their errors lie a
-	// hundredfold apart.
-	sensors := make([]sensor, 2*series)
-	for s := range sensors {
-		sensors[s] = sensor{name: fmt.Sprintf("road-%03d", s), phase: 2 * math.Pi * rng.Float64(),
-			noise: math.Exp(math.Log(0.05) + rng.Float64()*math.Log(100)), x: make([]float64, L)}
-	}
-	signal := func(s *sensor, step int) float64 { return 50 + 10*math.Sin(2*math.Pi*float64(step)/24+s.phase) }
-	fc := make([]float64, H)
-	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	// observe moves the windows of sensors[from:to] to step (unless again:
-	// the last window again) and gives each learner their forecasts; it
-	// returns the width of each one's 80% band at the horizon's end (NaN
-	// when not published), series by series.
-	observe := func(step, from, to int, again bool, ls ...*Learner) [][]float64 {
-		widths := make([][]float64, len(ls))
-		for s := from; s < to; s++ {
-			sn := &sensors[s]
-			if !again {
-				copy(sn.x, sn.x[1:])
-				sn.x[L-1] = signal(sn, step) + sn.noise*rng.NormFloat64()
-			}
-			for h := range H {
-				fc[h] = signal(sn, step+1+h)
-			}
-			for i, l := range ls {
-				lower := [][]float64{make([]float64, H), make([]float64, H)}
-				upper := [][]float64{make([]float64, H), make([]float64, H)}
-				o := &Observation{Series: sn.name, End: t0.Add(time.Duration(step) * time.Hour), Window: sn.x, Forecast: fc, Lower: lower, Upper: upper}
-				w := math.NaN()
-				if l.Observe(o) {
-					w = upper[0][H-1] - lower[0][H-1]
-				}
-				widths[i] = append(widths[i], w)
-			}
-		}
-		return widths
-	}
+	// Series 0 … series-1 are a's, the others b's.
+	feed := NewCalibrationFeed(L, H, 2*series, rand.New(rand.NewPCG(11, 7)))
+	observe := feed.Observe
 	// compare returns the median and largest relative difference of got's
 	// widths from want's.
 	compare := func(got, want []float64) (median, largest float64) {
 		var d []float64
 		for s := range want {
 			if math.IsNaN(got[s]) || math.IsNaN(want[s]) {
-				t.Fatalf("%s: published %v, the reference %v", sensors[s].name, !math.IsNaN(got[s]), !math.IsNaN(want[s]))
+				t.Fatalf("%s: published %v, the reference %v", feed.Sensors[s].Name, !math.IsNaN(got[s]), !math.IsNaN(want[s]))
 			}
 			d = append(d, math.Abs(got[s]-want[s])/want[s])
 		}
@@ -103,16 +53,23 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 		return d[len(d)/2], d[len(d)-1]
 	}
 
+	// warm runs a on its series and b (with also, for comparison) on the
+	// others for the first steps, on dir, and returns the next step.
+	warm := func(dir string, also ...*Learner) (a, b *Learner, step int) {
+		a, b = learner(dir, "a"), learner(dir, "b")
+		for ; step < steps; step++ {
+			observe(step, 0, series, false, a)
+			observe(step, series, 2*series, false, append([]*Learner{b}, also...)...)
+		}
+		return a, b, step
+	}
+
 	for _, early := range []bool{true, false} {
 		name := map[bool]string{true: "read before the series arrive", false: "read after they arrive"}[early]
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			a, b, alone := learner(dir, "a"), learner(dir, "b"), learner(t.TempDir(), "alone")
-			step := 0
-			for ; step < steps; step++ {
-				observe(step, 0, series, false, a)
-				observe(step, series, 2*series, false, b, alone)
-			}
+			alone := learner(t.TempDir(), "alone")
+			a, b, step := warm(dir, alone)
 			a.keepCalibration() // a stops
 			b.keepCalibration()
 			if early {
@@ -133,10 +90,10 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 				if n, err := b.tr.adoptCalibrations(dir, calibrationPath(dir, "b"), b.fingerprint); err != nil || n != series {
 					t.Fatalf("b adopted %d series (%v), want the %d moved", n, err, series)
 				}
-				for _, sn := range sensors[:series] {
-					wa, wb := a.tr.series[sn.name].welford[0], b.tr.series[sn.name].welford[0]
+				for _, sn := range feed.Sensors[:series] {
+					wa, wb := a.tr.series[sn.Name].welford[0], b.tr.series[sn.Name].welford[0]
 					if wa.n != wb.n || math.Abs(wa.mean-wb.mean) > 1e-12*math.Abs(wa.mean) || math.Abs(wa.m2-wb.m2) > 1e-9*wa.m2 {
-						t.Fatalf("%s: b's running scale after the move is %+v, a's %+v, want the same", sn.name, wb, wa)
+						t.Fatalf("%s: b's running scale after the move is %+v, a's %+v, want the same", sn.Name, wb, wa)
 					}
 				}
 			}
@@ -179,12 +136,7 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 	// b's state, not from its own of before.
 	t.Run("the latest write wins, also on the way back", func(t *testing.T) {
 		dir := t.TempDir()
-		a, b := learner(dir, "a"), learner(dir, "b")
-		step := 0
-		for ; step < steps; step++ {
-			observe(step, 0, series, false, a)
-			observe(step, series, 2*series, false, b)
-		}
+		a, b, step := warm(dir)
 		a.keepCalibration() // a's minute's write
 		b.adoptCalibrations()
 		for range 20 {
@@ -223,12 +175,7 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 	// than a's states, and c, started next, still takes a's.
 	t.Run("moved on before b read", func(t *testing.T) {
 		dir := t.TempDir()
-		a, b := learner(dir, "a"), learner(dir, "b")
-		step := 0
-		for ; step < steps; step++ {
-			observe(step, 0, series, false, a)
-			observe(step, series, 2*series, false, b)
-		}
+		a, b, step := warm(dir)
 		a.keepCalibration()
 		observe(step-1, 0, series, true, b)
 		for range 2 {

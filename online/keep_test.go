@@ -2,16 +2,13 @@ package online_test
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 )
 
@@ -32,57 +29,17 @@ func TestCalibrationSurvivesARestart(t *testing.T) {
 	m := newIndependent(t, L, H)
 	// The test split's error quantiles, where every series starts: one
 	// normalised unit's spread at every step.
-	q := &model.ErrorQuantiles{Probs: []float64{0.025, 0.1, 0.5, 0.9, 0.975}, Horizon: H, Channels: 1, Windows: 1000}
-	for _, z := range []float64{-1.96, -1.28, 0, 1.28, 1.96} {
-		for range H {
-			q.Values = append(q.Values, z)
-		}
-	}
-	m.Meta.ErrorQuantiles = q
+	m.Meta.ErrorQuantiles = online.UnitErrorQuantiles(H)
 	before, err := online.New(cfg(dir), m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(3, 30))
-	type sensor struct {
-		name         string
-		phase, noise float64
-		x            []float64
-	}
-	sensors := make([]sensor, series)
-	for s := range sensors {
-		sensors[s] = sensor{name: fmt.Sprintf("road-%03d", s), phase: 2 * math.Pi * rng.Float64(),
-			noise: math.Exp(math.Log(0.05) + rng.Float64()*math.Log(100)), x: make([]float64, L)}
-	}
-	signal := func(s *sensor, step int) float64 { return 50 + 10*math.Sin(2*math.Pi*float64(step)/24+s.phase) }
-	fc := make([]float64, H)
-	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	feed := online.NewCalibrationFeed(L, H, series, rand.New(rand.NewPCG(3, 30)))
 	// observe gives every learner the forecast of every series at step
 	// (the window moved on to it, or, again, the last one) and returns the
 	// widths of each one's 80% bands at the horizon's end, series by series.
 	observe := func(step int, again bool, ls ...*online.Learner) [][]float64 {
-		widths := make([][]float64, len(ls))
-		for s := range sensors {
-			sn := &sensors[s]
-			if !again {
-				copy(sn.x, sn.x[1:])
-				sn.x[L-1] = signal(sn, step) + sn.noise*rng.NormFloat64()
-			}
-			for h := range H {
-				fc[h] = signal(sn, step+1+h)
-			}
-			for i, l := range ls {
-				lower := [][]float64{make([]float64, H), make([]float64, H)}
-				upper := [][]float64{make([]float64, H), make([]float64, H)}
-				o := &online.Observation{Series: sn.name, End: t0.Add(time.Duration(step) * time.Hour), Window: sn.x, Forecast: fc, Lower: lower, Upper: upper}
-				if !l.Observe(o) {
-					widths[i] = append(widths[i], math.NaN())
-					continue
-				}
-				widths[i] = append(widths[i], upper[0][H-1]-lower[0][H-1])
-			}
-		}
-		return widths
+		return feed.Observe(step, 0, series, again, ls...)
 	}
 	for step := range steps {
 		observe(step, false, before)
@@ -115,10 +72,10 @@ func TestCalibrationSurvivesARestart(t *testing.T) {
 	// the restarted ones issue it anew.
 	w := observe(steps-1, true, before, after, fresh)
 	kept, afresh := 0.0, []float64{}
-	for s := range sensors {
+	for s := range series {
 		b, a, f := w[0][s], w[1][s], w[2][s]
 		if math.IsNaN(b) || math.IsNaN(a) || math.IsNaN(f) {
-			t.Fatalf("%s: published intervals before the restart %v, after %v, afresh %v", sensors[s].name, !math.IsNaN(b), !math.IsNaN(a), !math.IsNaN(f))
+			t.Fatalf("%s: published intervals before the restart %v, after %v, afresh %v", feed.Sensors[s].Name, !math.IsNaN(b), !math.IsNaN(a), !math.IsNaN(f))
 		}
 		kept = max(kept, math.Abs(a-b)/b)
 		afresh = append(afresh, math.Abs(f-b)/b)
