@@ -39,16 +39,17 @@ func BenchmarkAblation(b *testing.B) {
 		model func(*Config)
 		train func(*TrainConfig)
 	}{
-		{name: "format 6 (default)"},
-		{name: "the rhythms compete for the K places (format 4)", model: func(c *Config) { c.rhythmsCompete, c.noBand = true, true }},
+		{name: "format 7 (default)"},
+		{name: "the other frequencies read the whole window (format 6)", model: func(c *Config) { c.freeSeesWindow = true }},
+		{name: "the rhythms compete for the K places (format 4)", model: func(c *Config) { c.rhythmsCompete, c.noBand, c.freeSeesWindow = true, true, true }},
 		{name: "no clock: rhythms without the time (step 10)", model: func(c *Config) { c.noClock = true }},
 		{name: "the residual sees the rhythms' band less the clock's terms (step 8)", model: func(c *Config) { c.residualSeesRhythms = true }},
-		{name: "no band heads (format 5)", model: func(c *Config) { c.noBand = true }},
+		{name: "no band heads (format 5)", model: func(c *Config) { c.noBand, c.freeSeesWindow = true, true }},
 		{name: "one residual MLP over all channels (step 11)", model: func(c *Config) { c.residualMixesChannels = true }},
 		{name: "every frequency selected (K = N = 32)", model: func(c *Config) { c.Frequencies, c.TopK = 32, 32 }},
 		{name: "batch 32 (the library's default)", train: func(t *TrainConfig) { t.BatchSize = 32 }},
 		{name: "format 3 maths (the previous model), batch 128", model: func(c *Config) {
-			c.residualSelected, c.noClock, c.residualMixesChannels, c.rhythmsCompete, c.noBand = true, true, true, true, true
+			c.residualSelected, c.noClock, c.residualMixesChannels, c.rhythmsCompete, c.noBand, c.freeSeesWindow = true, true, true, true, true, true
 		}},
 	}
 	for _, file := range files {

@@ -132,11 +132,29 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		gemm.NT(nN, D, S, dz, S, p.ScW1, S, dcoef, D)
 	}
 
-	// Coefficients: one row of d per atom, c = Y·W̃.
+	// Coefficients: one row of d per atom, c = Yh·W̃, where Yh is Y or, in
+	// format 7, Y's rhythm rows and the projections of u for the others.
 	Y, dY := ws.y[:n*M*C1], tr.dY[:n*M*C1]
-	gemm.TN(C1, d, n*M, Y, C1, dcoef, d, g.Data[:C1*d], d)
-	clear(dY)
-	gemm.NT(n*M, C1, d, dcoef, d, p.Data[:C1*d], d, dY, C1)
+	gemm.TN(C1, d, n*M, ws.yh[:n*M*C1], C1, dcoef, d, g.Data[:C1*d], d)
+	free := m.freeReadsLeftover()
+	dYh := dY
+	if free {
+		dYh = tr.dYh[:n*M*C1]
+	}
+	clear(dYh)
+	gemm.NT(n*M, C1, d, dcoef, d, p.Data[:C1*d], d, dYh, C1)
+	if free {
+		// The rhythms' rows are Y's; what is left in dYh is ∂L/∂(Ψ̄·[u | 1]),
+		// which reaches u (residualInputGrad) and the atoms (below).
+		clear(dY)
+		for b := range n {
+			for _, id := range ck.ids {
+				o := (b*M + 2*id) * C1
+				copy(dY[o:o+2*C1], dYh[o:o+2*C1])
+				clear(dYh[o : o+2*C1])
+			}
+		}
+	}
 	if scores && !cfg.noEnergyPrior {
 		energyBackward(ws, n, dscore, dY)
 	}
@@ -179,11 +197,22 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		m.clockBackward(ws, n)
 	}
 
-	// Y_b = Ψ̄·[x̂_b | 1]: the basis gradient.
+	// Y_b = Ψ̄·[x̂_b | 1] (and in format 7 Ψ̄·[u_b | 1]): the basis gradient.
 	clear(tr.onesAcc)
+	basisGrad(tr, dY, ws.xn, n, L, C, M)
+	if free {
+		basisGrad(tr, dYh, ws.xr, n, L, C, M)
+	}
+}
+
+// basisGrad adds to tr.dPsibar and tr.onesAcc the gradient that reaches the
+// atoms through the projections Y_b = Ψ̄·[x_b | 1] of n windows x, given dY
+// = ∂L/∂Y.
+func basisGrad(tr *trainScratch, dY, x []float64, n, L, C, M int) {
+	C1, LC := C+1, L*C
 	for b := range n {
 		db := dY[b*M*C1 : (b+1)*M*C1]
-		gemm.NT(M, L, C, db, C1, ws.xn[b*LC:(b+1)*LC], C, tr.dPsibar, L)
+		gemm.NT(M, L, C, db, C1, x[b*LC:(b+1)*LC], C, tr.dPsibar, L)
 		for j := range M {
 			tr.onesAcc[j] += db[j*C1+C]
 		}
@@ -436,6 +465,13 @@ func (m *Model) residualInputGrad(ws *Workspace, n int) []float64 {
 	gemm.NT(n*pw, in, R, tr.drh[:n*pw*R], R, m.params.ResW1, R, gt, in)
 	if pw > 1 {
 		untransposeWindows(G, gt, n, L, C)
+	}
+	if m.freeReadsLeftover() {
+		// The other frequencies read u too: ∂L/∂u_b += Ψ̄ᵀ·∂L/∂(Ψ̄·u_b).
+		M, C1 := 2*cfg.Frequencies, C+1
+		for b := range n {
+			gemm.TN(L, C, M, m.basis.psibar, L, tr.dYh[b*M*C1:(b+1)*M*C1], C1, G[b*L*C:(b+1)*L*C], C)
+		}
 	}
 	return G
 }

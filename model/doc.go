@@ -18,7 +18,7 @@
 //	f_i   = fmin + (fmax − fmin)·σ(θ_i)          N learnable frequencies, fmin = 1/(10L), fmax = ½
 //	a_i   = 2π f_i (t − (L−1)) + φ_i             phase, anchored at the newest step
 //	ψ̄_i   = cos a_i / ‖·‖,  ψ̃_i = sin a_i / ‖·‖   unit-length quadrature pair over t = 0 … L−1
-//	c_i   = [Σ_t ψ̄_i(t)·h_t | Σ_t ψ̃_i(t)·h_t]    coefficients, N × 2d
+//	c_i   = [Σ_t ψ̄_i(t)·h_t | Σ_t ψ̃_i(t)·h_t]    coefficients, N × 2d; for i ∉ R (format 7) h_t reads u_t, below, not x̂_t
 //	e_i   = Σ_c (ψ̄_iᵀ(x̂_c − m_c))² / Σ (x̂ − m)²  frequency i's share of the window's energy (both atoms)
 //	s_i   = GELU(c_i·V₁ + v₁)·v₂ + β_i + log(e_i + 0.01)   selection score
 //	S     = R ∪ top-(K−|R|) of s over i ∉ R      R: the rhythms' frequencies (format 5); Gumbel noise on s in training
@@ -41,11 +41,18 @@
 // window (a week seen through 96 hours) still has its place in it; with
 // instance normalisation each term is centred on its mean over the window.
 //
+// A frequency outside the rhythms reads u, what the rhythms leave of the
+// window (format 7; before, the whole window x̂): its head cannot map the
+// leakage of a cycle into its coefficients to that cycle's continuation,
+// so what the rhythms explain is theirs (on a pure cycle and noise the
+// other frequencies kept 19–23% before, 1% now). The energy prior e_i stays
+// the whole window's.
+//
 // Frequency f's part of the forecast is σ·(α·1[f∈S]·g_f + q_f(future) + b_f).
 // Nothing in it depends on which other frequencies take part, and nothing
-// else depends on it: the residual's input leaves out the rhythms as a
-// fixed set, not the selection, and a band head reads only its own
-// frequency's coefficients. So the forecast is an additive game over
+// else depends on it: the residual's input, and the other frequencies',
+// leave out the rhythms as a fixed set, not the selection, and a band head
+// reads only its own frequency's coefficients. So the forecast is an additive game over
 // the frequencies and each part is its frequency's Shapley value: the parts
 // and the residual add up to the forecast exactly (Completeness), removing
 // a frequency (Workspace.Without) moves the forecast by exactly its part

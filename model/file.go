@@ -45,14 +45,18 @@ import (
 //   - 6: the tensors and metadata of version 5 and band.weight [N, 2, H]:
 //     each rhythm frequency's band head, a linear map from its two
 //     coefficients of the window less the clock to the H steps ahead.
+//   - 7: the tensors and metadata of version 6; the frequencies outside the
+//     rhythms read the window less its rhythms (the residual MLP's input)
+//     instead of the whole window, so their parts are what the rhythms do
+//     not explain.
 //
 // A version 1 model loads as the version 2 model that forecasts exactly as
 // it did: its cosine atoms are the old atoms (φ moved to the new anchor),
 // and the weights that read the sine atoms are zero, for training to grow.
-// A version 2, 3, 4 or 5 model keeps its maths (and is saved in its
+// A version 2, 3, 4, 5 or 6 model keeps its maths (and is saved in its
 // version), so it forecasts exactly as it did; models trained by this build
-// are version 6.
-const FormatVersion = 6
+// are version 7.
+const FormatVersion = 7
 
 const (
 	formatName     = "freqlens"
@@ -284,6 +288,7 @@ func Decode(b []byte) (*Model, error) {
 	cfg.residualSelected, cfg.noClock, cfg.residualMixesChannels = ver == 3, ver <= 3, ver <= 3
 	cfg.rhythmsCompete = ver <= 4
 	cfg.noBand = ver <= 5
+	cfg.freeSeesWindow = ver <= 6
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("incompatible model: %w", err)
 	}
@@ -368,19 +373,23 @@ func Decode(b []byte) (*Model, error) {
 // for a model of the current maths, and 0 for a test's mixture, which no
 // format holds.
 func (cfg Config) formatVersion() int {
+	old := cfg.freeSeesWindow // every format before 7
 	switch {
 	case cfg.noDecycle || cfg.residualSeesRhythms:
-	case cfg.noEnergyPrior && cfg.residualReadsAll && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete && cfg.noBand:
+	case old && cfg.noEnergyPrior && cfg.residualReadsAll && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete && cfg.noBand:
 		return 2
-	case !cfg.noEnergyPrior && !cfg.residualReadsAll && cfg.residualSelected && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete && cfg.noBand:
+	case old && !cfg.noEnergyPrior && !cfg.residualReadsAll && cfg.residualSelected && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete && cfg.noBand:
 		return 3
 	case !cfg.noEnergyPrior && !cfg.residualReadsAll && !cfg.residualSelected && !cfg.noClock && !cfg.residualMixesChannels:
 		switch {
-		case cfg.rhythmsCompete && cfg.noBand:
+		case old && cfg.rhythmsCompete && cfg.noBand:
 			return 4
 		case cfg.rhythmsCompete:
-		case cfg.noBand:
+		case old && cfg.noBand:
 			return 5
+		case cfg.noBand:
+		case old:
+			return 6
 		default:
 			return FormatVersion
 		}

@@ -127,16 +127,41 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		}
 	}
 
+	// The clock's terms and what the rhythms leave of the window (the
+	// residual's input, and in format 7 the other frequencies'): fixed by
+	// the window and its time, not by the selection.
+	ck := m.clock
+	if ck.active {
+		if len(tau) < n*C {
+			panic(fmt.Sprintf("model: %d window times for %d windows of %d channels; this model reads the time", len(tau), n, C))
+		}
+		copy(ws.tau[:n*C], tau[:n*C])
+		m.clockForward(ws, n)
+	}
+	ws.resIn = ws.xn
+	if m.residualReadsRhythmLeftover() {
+		ws.resIn = ws.xr
+		m.rhythmLeftover(ws, n)
+	}
+
 	// 2. Project each window onto the atoms: Y_b = Ψ̄·[x̂_b | 1] (2N×(C+1)).
 	Y := ws.y[:n*M*C1]
-	clear(Y)
-	for b := range n {
-		yb := Y[b*M*C1 : (b+1)*M*C1]
-		gemm.NN(M, C, L, bs.psibar, L, xn[b*LC:(b+1)*LC], C, yb, C1)
-		for j := range M {
-			yb[j*C1+C] = bs.sum[j]
+	project(Y, xn, bs, n, L, C)
+	// What the coefficients read: Y, or in format 7 the projections of the
+	// rhythms' leftover u for the frequencies outside the rhythms.
+	ws.yh = ws.y
+	if m.freeReadsLeftover() {
+		ws.yh = ws.yfree
+		Yh := ws.yh[:n*M*C1]
+		project(Yh, ws.xr[:n*LC], bs, n, L, C)
+		for b := range n {
+			for _, id := range ck.ids {
+				o := (b*M + 2*id) * C1
+				copy(Yh[o:o+2*C1], Y[o:o+2*C1])
+			}
 		}
 	}
+	Yh := ws.yh[:n*M*C1]
 
 	// A format 5 model whose rhythms take all K places selects the same
 	// frequencies in every window: it needs no scores.
@@ -156,7 +181,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		ws.sizeCoef()
 		coef := ws.coef[:n*N*D]
 		clear(coef)
-		gemm.NN(n*M, d, C1, Y, C1, p.Data[:C1*d], d, coef, d)
+		gemm.NN(n*M, d, C1, Yh, C1, p.Data[:C1*d], d, coef, d)
 	}
 
 	// 4. Scorer: logit_i = GELU(c_i·W1 + b1)·w2 + bias_i (0 when unused).
@@ -172,7 +197,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		}
 		if ws.lean {
 			fold(ws.qscore, p.Data[:C1*d], p.ScW1, C1, d, S)
-			gemm.NN(nN, S, 2*C1, Y, 2*C1, ws.qscore, S, zpre, S)
+			gemm.NN(nN, S, 2*C1, Yh, 2*C1, ws.qscore, S, zpre, S)
 		} else {
 			gemm.NN(nN, S, D, ws.coef[:n*N*D], D, p.ScW1, S, zpre, S)
 		}
@@ -228,27 +253,11 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		}
 	}
 
-	// The clock: the rhythm frequencies' terms over the window and horizon.
-	ck := m.clock
-	if ck.active {
-		if len(tau) < n*C {
-			panic(fmt.Sprintf("model: %d window times for %d windows of %d channels; this model reads the time", len(tau), n, C))
-		}
-		copy(ws.tau[:n*C], tau[:n*C])
-		m.clockForward(ws, n)
-	}
-
-	// The residual reads what the rhythms (format 4) or the selected
-	// frequencies (format 3) leave of the window.
-	ws.resIn = ws.xn
-	switch {
-	case cfg.residualReadsAll:
-	case cfg.residualSelected:
+	// The residual of format 3 reads what the selected frequencies leave
+	// of the window (format 4 and later: what the rhythms leave, above).
+	if cfg.residualSelected {
 		ws.resIn = ws.xr
 		leftover(ws, n)
-	case len(ck.ids) > 0:
-		ws.resIn = ws.xr
-		m.rhythmLeftover(ws, n)
 	}
 	band := m.hasBand()
 	if band {
@@ -305,7 +314,7 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 	C, H := cfg.Channels, cfg.Horizon
 	d, N, E, R := cfg.Hidden, cfg.Frequencies, cfg.HeadHidden, cfg.ResidualHidden
 	D, C1, HC := 2*d, C+1, H*C
-	wt, y := p.Data[:C1*d], ws.y
+	wt, y := p.Data[:C1*d], ws.yh
 	var headMask, resMask []float64
 	if ws.draws != nil {
 		headMask, resMask = ws.draws.headMask, ws.draws.resMask
@@ -592,7 +601,35 @@ func (m *Model) rhythmLeftover(ws *Workspace, n int) {
 
 // hasBand reports whether the model's rhythm frequencies have band heads.
 func (m *Model) hasBand() bool {
-	return !m.cfg.noBand && len(m.clock.ids) > 0 && m.projectsRhythms() && !m.cfg.residualSelected && !m.cfg.residualReadsAll
+	return !m.cfg.noBand && m.projectsRhythms() && m.residualReadsRhythmLeftover()
+}
+
+// residualReadsRhythmLeftover reports whether the residual MLP reads the
+// window less its rhythms (format 4 and later, with rhythms).
+func (m *Model) residualReadsRhythmLeftover() bool {
+	return len(m.clock.ids) > 0 && !m.cfg.residualReadsAll && !m.cfg.residualSelected
+}
+
+// freeReadsLeftover reports whether the frequencies outside the rhythms
+// read what the residual MLP reads, the window less its rhythms (format 7,
+// with rhythms), rather than the whole window; false when the rhythms take
+// every place, so no other frequency is ever read.
+func (m *Model) freeReadsLeftover() bool {
+	return !m.cfg.freeSeesWindow && m.residualReadsRhythmLeftover() && m.cfg.competes()
+}
+
+// project writes the projections of n windows x (L×C each) onto the atoms,
+// Y_b = Ψ̄·[x_b | 1] (2N×(C+1) each), to Y.
+func project(Y, x []float64, bs *basis, n, L, C int) {
+	C1, M := C+1, len(bs.sum)
+	clear(Y)
+	for b := range n {
+		yb := Y[b*M*C1 : (b+1)*M*C1]
+		gemm.NN(M, C, L, bs.psibar, L, x[b*L*C:(b+1)*L*C], C, yb, C1)
+		for j := range M {
+			yb[j*C1+C] = bs.sum[j]
+		}
+	}
 }
 
 // bandForward writes the band heads' sum into ws.band: for each window b,

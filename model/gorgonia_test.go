@@ -179,6 +179,10 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			*sum = must(G.Add(*sum, v))
 		}
 	}
+	var members []int // the rhythms' frequencies
+	for _, r := range m.Meta.Rhythms {
+		members = append(members, r.Frequencies...)
+	}
 	for b := range n {
 		// Normalisation depends on data only: computed here, as inputs.
 		xb := x[b*L*C : (b+1)*L*C]
@@ -197,68 +201,6 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			copy(xt[tt*C1:tt*C1+C], xn[tt*C:(tt+1)*C])
 			xt[tt*C1+C] = 1
 		}
-		hid := must(G.Mul(constant("xt", xt, L, C1), wTilde))                        // L×d
-		coefCos, coefSin := must(G.Mul(psibarCos, hid)), must(G.Mul(psibarSin, hid)) // N×d each
-		coef := must(G.Concat(1, coefCos, coefSin))                                  // N×2d
-		rec := must(G.Add(must(G.Mul(must(G.Transpose(psibarCos)), coefCos)), must(G.Mul(must(G.Transpose(psibarSin)), coefSin))))
-		rec = must(G.Sub(rec, hid))
-		acc(&recon, must(G.Sum(must(G.Square(rec)))))
-
-		z := gelu(must(G.BroadcastAdd(must(G.Mul(coef, scW1)), must(G.Reshape(scB1, gt.Shape{1, S})), nil, []byte{0})))
-		score := must(G.Add(must(G.Mul(z, scW2)), freqBias))
-		if !cfg.noEnergyPrior {
-			// Each frequency's share of the centred window's energy.
-			xc := make([]float64, L*C)
-			den := 0.0
-			for c := range C {
-				mean := 0.0
-				for tt := range L {
-					mean += xn[tt*C+c] / float64(L)
-				}
-				for tt := range L {
-					xc[tt*C+c] = xn[tt*C+c] - mean
-					den += xc[tt*C+c] * xc[tt*C+c]
-				}
-			}
-			xcN := constant("xc", xc, L, C)
-			pc, ps := must(G.Mul(psibarCos, xcN)), must(G.Mul(psibarSin, xcN)) // N×C each
-			e := must(G.Add(must(G.Sum(must(G.Square(pc)), 1)), must(G.Sum(must(G.Square(ps)), 1))))
-			e = must(G.Add(must(G.Mul(e, scalar(1/max(den, energyTiny)))), scalar(energyFloor)))
-			score = must(G.Add(score, must(G.Log(e))))
-		}
-		// Format 5 selects every rhythm frequency outside the softmax.
-		perturb := slices.Clone(noise[b*N : (b+1)*N])
-		var rhythmIDs []int
-		for _, r := range m.Meta.Rhythms {
-			rhythmIDs = append(rhythmIDs, r.Frequencies...)
-		}
-		if !cfg.rhythmsCompete {
-			for _, id := range rhythmIDs {
-				perturb[id] = -1e300
-			}
-		}
-		u := must(G.Add(score, constant("noise", perturb, N)))
-		prob := must(G.SoftMax(must(G.Mul(u, scalar(1/tau)))))
-
-		var yfreq *G.Node
-		inside := scalar(0)
-		for k, f := range fix.sel[b] {
-			pf := must(G.Slice(prob, G.S(f)))
-			inside = must(G.Add(inside, pf))
-			gate := must(G.Add(pf, scalar(1-fix.pbar[b][k])))
-			cf := must(G.Reshape(must(G.Slice(coef, G.S(f))), gt.Shape{1, 2 * d}))
-			a := must(G.Rectify(must(G.Mul(cf, headW1[f]))))
-			if fix.headMask != nil {
-				a = must(G.HadamardProd(a, input(fmt.Sprintf("hmask_%d_%d", b, k), fix.headMask[b][k], 1, E)))
-			}
-			out := must(G.Mul(must(G.Mul(a, headW2[f])), gate))
-			acc(&yfreq, out)
-		}
-		if len(fix.sel[b]) > len(rhythmIDs) || cfg.rhythmsCompete {
-			// Format 5 leaves the term out when the rhythms take every place.
-			acc(&sparse, must(G.Sub(scalar(1), inside)))
-		}
-
 		// The clock: per channel, the rhythm frequencies' cos/sin at each
 		// step of the window and the horizon (constants of the window's
 		// time) times that channel's column of the clock weights.
@@ -305,7 +247,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 		}
 		// The residual reads the window less its rhythms, channel by
 		// channel with shared weights.
-		var resCols, bandCols []*G.Node
+		var resCols, bandCols, ucs []*G.Node
 		for c := range C {
 			xcol := make([]float64, L)
 			for tt := range L {
@@ -331,6 +273,9 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			if bandCol != nil {
 				bandCols = append(bandCols, bandCol)
 			}
+			ucs = append(ucs, uc)
+		}
+		for c, uc := range ucs {
 			uc = must(G.Reshape(uc, gt.Shape{1, L}))
 			rh := gelu(must(G.Add(must(G.Mul(uc, resW1)), must(G.Reshape(resB1, gt.Shape{1, R})))))
 			if fix.resMask != nil {
@@ -340,6 +285,86 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			rc = must(G.Add(must(G.Reshape(rc, gt.Shape{H, 1})), must(G.Reshape(must(G.Slice(resB2, nil, G.S(c))), gt.Shape{H, 1}))))
 			resCols = append(resCols, rc)
 		}
+		hid := must(G.Mul(constant("xt", xt, L, C1), wTilde))                        // L×d
+		coefCos, coefSin := must(G.Mul(psibarCos, hid)), must(G.Mul(psibarSin, hid)) // N×d each
+		coef := must(G.Concat(1, coefCos, coefSin))                                  // N×2d
+		// What the heads and the scorer read: in format 7 a frequency
+		// outside the rhythms reads the coefficients of u, the window less
+		// its rhythms (the residual's input).
+		head := coef
+		if !cfg.freeSeesWindow {
+			cols := append(slices.Clone(ucs), constant("ones", slices.Repeat([]float64{1}, L), L, 1))
+			hidU := must(G.Mul(must(G.Concat(1, cols...)), wTilde)) // L×d
+			coefU := must(G.Concat(1, must(G.Mul(psibarCos, hidU)), must(G.Mul(psibarSin, hidU))))
+			rows := make([]*G.Node, N)
+			for i := range N {
+				src := coefU
+				if slices.Contains(members, i) {
+					src = coef
+				}
+				rows[i] = must(G.Reshape(must(G.Slice(src, G.S(i))), gt.Shape{1, 2 * d}))
+			}
+			head = must(G.Concat(0, rows...))
+		}
+		rec := must(G.Add(must(G.Mul(must(G.Transpose(psibarCos)), coefCos)), must(G.Mul(must(G.Transpose(psibarSin)), coefSin))))
+		rec = must(G.Sub(rec, hid))
+		acc(&recon, must(G.Sum(must(G.Square(rec)))))
+
+		z := gelu(must(G.BroadcastAdd(must(G.Mul(head, scW1)), must(G.Reshape(scB1, gt.Shape{1, S})), nil, []byte{0})))
+		score := must(G.Add(must(G.Mul(z, scW2)), freqBias))
+		if !cfg.noEnergyPrior {
+			// Each frequency's share of the centred window's energy.
+			xc := make([]float64, L*C)
+			den := 0.0
+			for c := range C {
+				mean := 0.0
+				for tt := range L {
+					mean += xn[tt*C+c] / float64(L)
+				}
+				for tt := range L {
+					xc[tt*C+c] = xn[tt*C+c] - mean
+					den += xc[tt*C+c] * xc[tt*C+c]
+				}
+			}
+			xcN := constant("xc", xc, L, C)
+			pc, ps := must(G.Mul(psibarCos, xcN)), must(G.Mul(psibarSin, xcN)) // N×C each
+			e := must(G.Add(must(G.Sum(must(G.Square(pc)), 1)), must(G.Sum(must(G.Square(ps)), 1))))
+			e = must(G.Add(must(G.Mul(e, scalar(1/max(den, energyTiny)))), scalar(energyFloor)))
+			score = must(G.Add(score, must(G.Log(e))))
+		}
+		// Format 5 selects every rhythm frequency outside the softmax.
+		perturb := slices.Clone(noise[b*N : (b+1)*N])
+		var rhythmIDs []int
+		for _, r := range m.Meta.Rhythms {
+			rhythmIDs = append(rhythmIDs, r.Frequencies...)
+		}
+		if !cfg.rhythmsCompete {
+			for _, id := range rhythmIDs {
+				perturb[id] = -1e300
+			}
+		}
+		u := must(G.Add(score, constant("noise", perturb, N)))
+		prob := must(G.SoftMax(must(G.Mul(u, scalar(1/tau)))))
+
+		var yfreq *G.Node
+		inside := scalar(0)
+		for k, f := range fix.sel[b] {
+			pf := must(G.Slice(prob, G.S(f)))
+			inside = must(G.Add(inside, pf))
+			gate := must(G.Add(pf, scalar(1-fix.pbar[b][k])))
+			cf := must(G.Reshape(must(G.Slice(head, G.S(f))), gt.Shape{1, 2 * d}))
+			a := must(G.Rectify(must(G.Mul(cf, headW1[f]))))
+			if fix.headMask != nil {
+				a = must(G.HadamardProd(a, input(fmt.Sprintf("hmask_%d_%d", b, k), fix.headMask[b][k], 1, E)))
+			}
+			out := must(G.Mul(must(G.Mul(a, headW2[f])), gate))
+			acc(&yfreq, out)
+		}
+		if len(fix.sel[b]) > len(rhythmIDs) || cfg.rhythmsCompete {
+			// Format 5 leaves the term out when the rhythms take every place.
+			acc(&sparse, must(G.Sub(scalar(1), inside)))
+		}
+
 		res := resCols[0]
 		if C > 1 {
 			res = must(G.Concat(1, resCols...))

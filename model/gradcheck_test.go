@@ -27,14 +27,18 @@ var smallConfigs = []struct {
 		residualSeesRhythms: true}, true, true},
 	{"independent no norm, rhythms without the time", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 10, TopK: 7, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent, Norm: NormNone}, true, false},
 	{"mixed, format 5 maths (no band heads)", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 9, TopK: 6, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
-		noBand: true}, true, true},
+		noBand: true, freeSeesWindow: true}, true, true},
+	{"mixed, format 6 maths (the other frequencies read the whole window)", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 9, TopK: 6, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
+		freeSeesWindow: true}, true, true},
+	{"independent, format 6 maths, rhythms without the time", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 10, TopK: 7, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent,
+		freeSeesWindow: true}, true, false},
 	{"mixed, K below the rhythms' 4 frequencies (no place left to the others)", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 9, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}, true, true},
 	{"mixed, format 4 maths (the rhythms compete for the selection)", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 9, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
-		rhythmsCompete: true, noBand: true}, true, true},
+		rhythmsCompete: true, noBand: true, freeSeesWindow: true}, true, true},
 	{"mixed, format 3 maths", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
-		residualSelected: true, noClock: true, residualMixesChannels: true, rhythmsCompete: true, noBand: true}, false, false},
+		residualSelected: true, noClock: true, residualMixesChannels: true, rhythmsCompete: true, noBand: true, freeSeesWindow: true}, false, false},
 	{"mixed, format 2 maths", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5,
-		noEnergyPrior: true, residualReadsAll: true, noClock: true, residualMixesChannels: true, rhythmsCompete: true, noBand: true}, false, false},
+		noEnergyPrior: true, residualReadsAll: true, noClock: true, residualMixesChannels: true, rhythmsCompete: true, noBand: true, freeSeesWindow: true}, false, false},
 }
 
 // smallModel returns a random model of small config i with its rhythms.

@@ -106,28 +106,120 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 				xn[t*C+c] = (xb[t*C+c] - mu[c]) / sd[c]
 			}
 		}
-		// Hidden rows and coefficients.
-		hid := make([][]float64, L)
-		for t := range L {
-			hid[t] = make([]float64, d)
-			for j := range d {
-				v := p.InB[j]
-				for c := range C {
-					v += xn[t*C+c] * p.InW[c*d+j]
+		var members []int
+		for _, r := range rc.rhythms {
+			members = append(members, r.Frequencies...)
+		}
+		// The clock's terms over the window and the horizon, straight from
+		// their definition: a·cos(2πk(ρ + s/P)) + b·sin(2πk(ρ + s/P)).
+		qpast, qfut := make([]float64, L*C), make([]float64, HC)
+		for _, r := range rc.rhythms {
+			for j, id := range r.Frequencies {
+				if !rc.active {
+					continue
 				}
-				hid[t][j] = v
+				k := float64(r.Harmonics[j])
+				for c := range C {
+					rho := r.AnchorPhase + (rc.steps[b*C+c]-r.AnchorStep)/r.PeriodSteps
+					rho -= math.Floor(rho) // the phase, in cycles: its whole cycles are nothing
+					for st := -(L - 1); st <= H; st++ {
+						ang := 2 * math.Pi * k * (rho + float64(st)/r.PeriodSteps)
+						v := p.Clock[2*id*C+c]*math.Cos(ang) + p.Clock[(2*id+1)*C+c]*math.Sin(ang)
+						if st <= 0 {
+							qpast[(st+L-1)*C+c] += v
+						} else {
+							qfut[(st-1)*C+c] += v
+						}
+					}
+				}
 			}
 		}
-		// coef[i] is frequency i's 2d coefficients: cosine part, sine part.
-		coef := make([][]float64, N)
-		for i := range N {
-			coef[i] = make([]float64, 2*d)
+		// With instance normalisation a term is its excess over its mean in
+		// the window.
+		if rc.active && cfg.Norm == NormInstance {
+			for c := range C {
+				mean := 0.0
+				for t := range L {
+					mean += qpast[t*C+c] / float64(L)
+				}
+				for t := range L {
+					qpast[t*C+c] -= mean
+				}
+				for h := range H {
+					qfut[h*C+c] -= mean
+				}
+			}
+		}
+		// What the rhythms (format 4) leave of the window: the residual's
+		// input and, in format 7, the other frequencies'.
+		xr := slices.Clone(xn)
+		band := make([]float64, HC) // the band heads' sum (Config.noBand off)
+		if !cfg.residualReadsAll && !cfg.residualSelected && len(members) > 0 {
+			if rc.active && !cfg.noDecycle {
+				for i := range xr {
+					xr[i] -= qpast[i]
+				}
+			}
+			if !rc.active || !cfg.residualSeesRhythms {
+				xt := slices.Clone(xr)
+				for _, f := range members {
+					for a, psi := range psibar[2*f : 2*f+2] {
+						for c := range C {
+							proj := 0.0
+							for t := range L {
+								proj += psi[t] * xt[t*C+c]
+							}
+							for t := range L {
+								xr[t*C+c] -= psi[t] * proj
+							}
+							if !cfg.noBand {
+								for h := range H {
+									band[h*C+c] += p.Band[(2*f+a)*H+h] * proj
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		// Hidden rows and coefficients.
+		hidden := func(x []float64) [][]float64 {
+			hid := make([][]float64, L)
+			for t := range L {
+				hid[t] = make([]float64, d)
+				for j := range d {
+					v := p.InB[j]
+					for c := range C {
+						v += x[t*C+c] * p.InW[c*d+j]
+					}
+					hid[t][j] = v
+				}
+			}
+			return hid
+		}
+		hid := hidden(xn)
+		coefOf := func(i int, hid [][]float64) []float64 {
+			ci := make([]float64, 2*d)
 			for q := range 2 {
 				for j := range d {
 					for t := range L {
-						coef[i][q*d+j] += psibar[2*i+q][t] * hid[t][j]
+						ci[q*d+j] += psibar[2*i+q][t] * hid[t][j]
 					}
 				}
+			}
+			return ci
+		}
+		// coef[i] is frequency i's 2d coefficients of the window: cosine
+		// part, sine part; head[i] what its head and score read, the
+		// coefficients of the rhythms' leftover for a frequency outside
+		// them in format 7.
+		coef, head := make([][]float64, N), make([][]float64, N)
+		hidU := hidden(xr)
+		for i := range N {
+			coef[i] = coefOf(i, hid)
+			head[i] = coef[i]
+			if !cfg.freeSeesWindow && !cfg.residualReadsAll && !cfg.residualSelected && len(members) > 0 && !slices.Contains(members, i) {
+				head[i] = coefOf(i, hidU)
 			}
 		}
 		// Reconstruction from all 2N atoms.
@@ -147,7 +239,7 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			for k := range S {
 				v := p.ScB1[k]
 				for j := range 2 * d {
-					v += coef[i][j] * p.ScW1[j*S+k]
+					v += head[i][j] * p.ScW1[j*S+k]
 				}
 				s += geluF(v) * p.ScW2[k]
 			}
@@ -158,10 +250,6 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 		}
 		// Format 5: every rhythm frequency is selected, outside the
 		// softmax (its gate is exactly 1).
-		var members []int
-		for _, r := range rc.rhythms {
-			members = append(members, r.Frequencies...)
-		}
 		if !cfg.rhythmsCompete {
 			for _, id := range members {
 				u[id] = math.Inf(-1)
@@ -211,7 +299,7 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			a := make([]float64, E)
 			for e := range E {
 				for j := range 2 * d {
-					a[e] += coef[f][j] * p.HeadW1[f*2*d*E+j*E+e]
+					a[e] += head[f][j] * p.HeadW1[f*2*d*E+j*E+e]
 				}
 				a[e] = math.Max(a[e], 0)
 				if fix.headMask != nil {
@@ -226,79 +314,8 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 				yfreq[o] += gate * v
 			}
 		}
-		// The clock's terms over the window and the horizon, straight from
-		// their definition: a·cos(2πk(ρ + s/P)) + b·sin(2πk(ρ + s/P)).
-		qpast, qfut := make([]float64, L*C), make([]float64, HC)
-		for _, r := range rc.rhythms {
-			for j, id := range r.Frequencies {
-				if !rc.active {
-					continue
-				}
-				k := float64(r.Harmonics[j])
-				for c := range C {
-					rho := r.AnchorPhase + (rc.steps[b*C+c]-r.AnchorStep)/r.PeriodSteps
-					rho -= math.Floor(rho) // the phase, in cycles: its whole cycles are nothing
-					for st := -(L - 1); st <= H; st++ {
-						ang := 2 * math.Pi * k * (rho + float64(st)/r.PeriodSteps)
-						v := p.Clock[2*id*C+c]*math.Cos(ang) + p.Clock[(2*id+1)*C+c]*math.Sin(ang)
-						if st <= 0 {
-							qpast[(st+L-1)*C+c] += v
-						} else {
-							qfut[(st-1)*C+c] += v
-						}
-					}
-				}
-			}
-		}
-		// With instance normalisation a term is its excess over its mean in
-		// the window.
-		if rc.active && cfg.Norm == NormInstance {
-			for c := range C {
-				mean := 0.0
-				for t := range L {
-					mean += qpast[t*C+c] / float64(L)
-				}
-				for t := range L {
-					qpast[t*C+c] -= mean
-				}
-				for h := range H {
-					qfut[h*C+c] -= mean
-				}
-			}
-		}
-		// Residual MLP, on what the selected frequencies (format 3) or the
-		// rhythms (format 4) leave of the window.
-		xr := slices.Clone(xn)
-		band := make([]float64, HC) // the band heads' sum (Config.noBand off)
+		// The residual of format 3 reads what the selected frequencies leave.
 		switch {
-		case cfg.residualReadsAll:
-		case !cfg.residualSelected && len(members) > 0:
-			if rc.active && !cfg.noDecycle {
-				for i := range xr {
-					xr[i] -= qpast[i]
-				}
-			}
-			if !rc.active || !cfg.residualSeesRhythms {
-				xt := slices.Clone(xr)
-				for _, f := range members {
-					for a, psi := range psibar[2*f : 2*f+2] {
-						for c := range C {
-							proj := 0.0
-							for t := range L {
-								proj += psi[t] * xt[t*C+c]
-							}
-							for t := range L {
-								xr[t*C+c] -= psi[t] * proj
-							}
-							if !cfg.noBand {
-								for h := range H {
-									band[h*C+c] += p.Band[(2*f+a)*H+h] * proj
-								}
-							}
-						}
-					}
-				}
-			}
 		case cfg.residualSelected:
 			for _, f := range fix.sel[b] {
 				for _, psi := range psibar[2*f : 2*f+2] {

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -152,36 +151,9 @@ func (r rhythmResult) String() string {
 // 20%.
 func trainOnFrame(t *testing.T, f *dataset.Frame, lookback, horizon, epochs int, seed uint64) rhythmResult {
 	t.Helper()
-	S, T := f.Channels(), f.Rows()
-	times := make([]int64, T)
-	for i, ts := range f.Times {
-		times[i] = ts.UnixNano()
-	}
-	win := func(lo, hi int) *dataset.Windows {
-		w, err := dataset.NewWindows(f.Values, S, lookback, horizon, dataset.Range{Start: lo, End: hi})
-		if err == nil {
-			w, err = w.WithTimes(times)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	tr, va, te := win(0, T*7/10), win(T*7/10-lookback, T*8/10), win(T*8/10-lookback, T)
-	m, err := New(Config{Lookback: lookback, Horizon: horizon, Channels: 1, Mode: Independent}, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Meta.Cadence = f.Cadence
-	if _, err := Train(context.Background(), m, tr, va, TrainConfig{Epochs: epochs, Seed: seed}, nil); err != nil {
-		t.Fatal(err)
-	}
+	m, met := trainWithTimes(t, f, lookback, horizon, epochs, seed)
 	if !m.ReadsTime() {
 		t.Fatalf("the model does not read the time: rhythms %v", describeRhythms(m.Meta.Rhythms))
-	}
-	met, err := Evaluate(context.Background(), m, te, EvalOptions{})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return rhythmResult{rhythms: m.RhythmShares(met.Shares, met.RhythmShares), residual: met.ResidualShare, mse: met.MSE}
 }

@@ -25,6 +25,8 @@ type Workspace struct {
 	energy               []float64 // n: Σ (x̂ − mean)² of each window
 	eshare               []float64 // n·N: each frequency's share of its window's energy
 	y                    []float64 // n·2N·(C+1): Ψ̄·[x̂ | 1]
+	yh                   []float64 // n·2N·(C+1): what the coefficients read: y, or (format 7) y's rhythm rows and Ψ̄·[u | 1] for the others
+	yfree                []float64 // n·2N·(C+1): yh's storage in format 7 (Config.freeSeesWindow off)
 	coef                 []float64 // n·N·2d: the coefficients c_i (not computed by a lean pass)
 	qscore               []float64 // 2(C+1)·S: the scorer's first layer folded into W̃ (lean passes)
 	zpre, ztanh, z       []float64 // n·N·S: scorer pre-activation, its tanh, GELU output
@@ -99,7 +101,8 @@ type trainScratch struct {
 	dscore      []float64 // n·N
 	dz          []float64 // n·N·S
 	dcoef       []float64 // n·N·2d
-	dY          []float64 // n·2N·(C+1)
+	dY          []float64 // n·2N·(C+1): ∂L/∂y
+	dYh         []float64 // n·2N·(C+1): ∂L/∂yh (format 7; then, less its rhythm rows, ∂L/∂(Ψ̄·[u | 1]))
 	dxr         []float64 // n·L·C: ∂L/∂(residual input)
 	recE, recG  []float64 // L·(C+1) per-window scratch of the reconstruction loss
 	recQ        []float64 // (C+1)·(C+1): Σ_b E_bᵀE_b
@@ -150,6 +153,10 @@ func (ws *Workspace) grow(n int) {
 	ws.mu = make([]float64, n*C)
 	ws.sd = make([]float64, n*C)
 	ws.y = make([]float64, n*2*N*C1)
+	ws.yfree = nil // format 6 and older read every coefficient off y
+	if !cfg.freeSeesWindow {
+		ws.yfree = make([]float64, n*2*N*C1)
+	}
 	// The coefficients and the scorer's hidden layer are the largest
 	// buffers (n·N·2d and 3·n·N·S) and a serving pass often needs neither
 	// (a lean pass computes no coefficients; a model whose rhythms take
@@ -238,6 +245,7 @@ func (ws *Workspace) enableTraining() {
 		dz:      make([]float64, n*N*S),
 		dcoef:   make([]float64, n*N*2*d),
 		dY:      make([]float64, n*2*N*C1),
+		dYh:     make([]float64, n*2*N*C1),
 		dxr:     make([]float64, n*L*C),
 		recE:    make([]float64, L*C1),
 		recG:    make([]float64, L*C1),
