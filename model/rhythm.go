@@ -270,17 +270,19 @@ func FindRhythms(lines []Line, opts RhythmOptions) []Rhythm {
 				// What the longer fundamental adds to the anchor's own
 				// harmonics must be real lines, not chance alignments.
 				var ext []member
-				strongest, hasFundamental, g := 0.0, false, 0
+				strongest, fundamental, g := 0.0, 0.0, 0
 				for _, mb := range ms {
 					if mb.k%n == 0 {
 						continue
 					}
 					ext = append(ext, mb)
 					strongest = max(strongest, amp(ls[mb.line]))
-					hasFundamental = hasFundamental || mb.k == 1
+					if mb.k == 1 {
+						fundamental = amp(ls[mb.line])
+					}
 					g = gcd(g, mb.k)
 				}
-				if len(ext) == 0 || strongest < opts.MinStrength*amp(anchor) || !(hasFundamental || len(ext) >= 3) {
+				if len(ext) == 0 || strongest < opts.MinStrength*amp(anchor) || !(fundamental > 0 || len(ext) >= 3) {
 					continue
 				}
 				// Lines that all sit at multiples of g > 1 are a family of
@@ -289,8 +291,15 @@ func FindRhythms(lines []Line, opts RhythmOptions) []Rhythm {
 				if g > 1 {
 					continue
 				}
-				// And more of them than chance would line up.
-				if poissonTail(chance(F, sigma, a, n), len(ext)) > 1e-3 {
+				// And more of them than chance would line up; or a strong
+				// line at the fundamental itself, a few octaves below the
+				// anchor: a cycle whose second, third or fourth harmonic
+				// is its strongest line (a double-peaked cycle, a tide), which
+				// one line can never show against chance. Left to chance,
+				// such a cycle was split in two "cycles" on 18 of 20 seeded
+				// feeds whose second harmonic was 1.5 times the first.
+				strongFundamental := n <= maxOctaveHarmonic && fundamental >= opts.MinStrength*amp(anchor)
+				if !strongFundamental && poissonTail(chance(F, sigma, a, n), len(ext)) > 1e-3 {
 					continue
 				}
 			}
@@ -343,6 +352,11 @@ func sortByHarmonic(r *Rhythm) {
 	}
 	r.Frequencies, r.Harmonics = fs, hs
 }
+
+// maxOctaveHarmonic is the highest harmonic number a rhythm's strongest
+// line may have when a strong line at the fundamental is all that shows the
+// rhythm reaches down to it (FindRhythms).
+const maxOctaveHarmonic = 4
 
 // harmonicMatch is a line (index into the sorted lines) at harmonic k of
 // a fundamental.
