@@ -26,6 +26,11 @@ func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64,
 // dayOfEight is a daily rhythm of K = 8 frequencies, as ETTh1's.
 var dayOfEight = []model.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}}
 
+// dayOfThree is a daily rhythm of three frequencies at a 10-minute
+// cadence, as Weather's (24h, 12h, 8h): five of the K = 8 places are left to
+// the other frequencies, which (format 7) read the window less the day.
+var dayOfThree = []model.Rhythm{{PeriodSteps: 144, Frequencies: []int{3, 6, 9}, Harmonics: []int{1, 2, 3}}}
+
 // weekAndDay are rhythms of 16 frequencies, the week's ten and the day's
 // six as training finds them on the demo's traffic: more than K = 8, so
 // every window selects all 16.
@@ -66,6 +71,7 @@ func BenchmarkForwardWindow(b *testing.B) {
 		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}, dayOfEight},
 		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, dayOfEight},
 		{"independent C=1, week and day (16 frequencies)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, weekAndDay},
+		{"mixed C=21, a day of 3 frequencies (5 places left to the others)", model.Config{Horizon: 96, Channels: 21}, dayOfThree},
 	} {
 		for _, explain := range []bool{false, true} {
 			name := c.name + "/forecast"

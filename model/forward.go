@@ -152,14 +152,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	ws.yh = ws.y
 	if m.freeReadsLeftover() {
 		ws.yh = ws.yfree
-		Yh := ws.yh[:n*M*C1]
-		project(Yh, ws.xr[:n*LC], bs, n, L, C)
-		for b := range n {
-			for _, id := range ck.ids {
-				o := (b*M + 2*id) * C1
-				copy(Yh[o:o+2*C1], Y[o:o+2*C1])
-			}
-		}
+		m.leftoverProjections(ws, n)
 	}
 	Yh := ws.yh[:n*M*C1]
 
@@ -616,6 +609,55 @@ func (m *Model) residualReadsRhythmLeftover() bool {
 // every place, so no other frequency is ever read.
 func (m *Model) freeReadsLeftover() bool {
 	return !m.cfg.freeSeesWindow && m.residualReadsRhythmLeftover() && m.cfg.competes()
+}
+
+// leftoverProjections fills ws.yfree with what the coefficients of a
+// format 7 model read (Config.freeSeesWindow): Y's rows for the rhythms'
+// frequencies, and for the others the projections of u, the window less
+// its rhythms. Rather than projecting u itself (2N·L·C products a window),
+// it subtracts from Y what the clock's terms and the rhythms' projection
+// put there, through two 2N × 2M matrices computed once a pass:
+//
+//	Ψ̄·u_b = Ψ̄·x̂_b − (Ψ̄·T)·ab_b − (Ψ̄·Aᵀ)·Z_b
+//
+// with T the clock table's window rows, ab_b the window's clock
+// coefficients, A the rhythms' atoms and Z_b = A·x̃_b (rhythmLeftover),
+// 2N·2M·C products a window.
+func (m *Model) leftoverProjections(ws *Workspace, n int) {
+	cfg, ck, psibar := m.cfg, m.clock, m.basis.psibar
+	L, C, N := cfg.Lookback, cfg.Channels, cfg.Frequencies
+	M, R2, C1 := 2*N, 2*len(ck.ids), C+1
+	Y, Yh := ws.y[:n*M*C1], ws.yfree[:n*M*C1]
+	copy(Yh, Y)
+	decycle, project := ck.active && !cfg.noDecycle, m.projectsRhythms()
+	pt, pa := ws.psiTab[:M*R2], ws.psiAtoms[:M*R2]
+	if decycle {
+		clear(pt)
+		gemm.NN(M, R2, L, psibar, L, ck.tab, R2, pt, R2)
+		for i := range pt {
+			pt[i] = -pt[i]
+		}
+	}
+	if project {
+		clear(pa)
+		gemm.NT(M, R2, L, psibar, L, ws.ratoms[:R2*L], L, pa, R2)
+		for i := range pa {
+			pa[i] = -pa[i]
+		}
+	}
+	for b := range n {
+		yb := Yh[b*M*C1 : (b+1)*M*C1]
+		if decycle {
+			gemm.NN(M, C, R2, pt, R2, ws.ab[b*R2*C:(b+1)*R2*C], C, yb, C1)
+		}
+		if project {
+			gemm.NN(M, C, R2, pa, R2, ws.zfix[b*R2*C:(b+1)*R2*C], C, yb, C1)
+		}
+		for _, id := range ck.ids {
+			o := (b*M + 2*id) * C1
+			copy(Yh[o:o+2*C1], Y[o:o+2*C1])
+		}
+	}
 }
 
 // project writes the projections of n windows x (L×C each) onto the atoms,

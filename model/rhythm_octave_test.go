@@ -36,17 +36,20 @@ func strongHarmonicFrame(seed uint64, lo, hi float64, steps int, ratio float64) 
 // TestStrongSecondHarmonicStaysInItsCycle: a cycle whose second harmonic is
 // as strong as its first, or stronger, is one rhythm, at its period (within
 // the spectrum's resolution, so a period that close to a calendar one may
-// be read as it), not two "cycles" of P and P/2. Periods of half a window to
-// 3 windows, 20 seeded feeds each, the second harmonic 0.5, 1 and 1.5 times
-// the first. Before a strong line at the fundamental was enough to reach
-// down to it, a single line could never show against chance: 7 and 11 of 20
-// feeds were split at 1, 18 and 18 at 1.5.
+// be read as it), not two "cycles" of P and P/2, nor one of P/2. Periods of
+// half a window to 3 windows, 20 seeded feeds each, the second harmonic 0.5
+// to 3 times the first. Before a strong line at the fundamental was enough
+// to reach down to it, a single line could never show against chance: 7 and
+// 11 of 20 feeds were split at 1, 18 and 18 at 1.5. Before such a
+// fundamental was placed within 1/L of its harmonic (cycles longer than the
+// window), 6 of 20 long cycles were read at half their period at 2, all 20
+// at 3.
 func TestStrongSecondHarmonicStaysInItsCycle(t *testing.T) {
 	for _, tc := range []struct {
 		lo, hi float64
 		steps  int
 	}{{12, 40, 2400}, {150, 290, 4000}} {
-		for _, ratio := range []float64{0.5, 1, 1.5} {
+		for _, ratio := range []float64{0.5, 1, 1.5, 2, 3} {
 			var wrong []string
 			for seed := uint64(1); seed <= 20; seed++ {
 				f, period := strongHarmonicFrame(seed, tc.lo, tc.hi, tc.steps, ratio)

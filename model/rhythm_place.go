@@ -98,7 +98,7 @@ func calendarSidebands(peaks []Peak, pl Placement, rhythms []Rhythm, opts Rhythm
 }
 
 // leftHarmonics marks the peaks that are harmonics (k ≥ 2) of a rhythm
-// found, so that placement keeps them however close they lie to a stronger
+// found, or its fundamental two to four times lower (fundamentalBelow), so that placement keeps them however close they lie to a stronger
 // line the clock tells apart from them. Placement leaves out a line within
 // 1/L of a stronger one, such as the day's 12 hours at a 10-minute cadence,
 // 72 steps from the day's 144: 1/144 apart, under the 1/96 a window tells
@@ -156,16 +156,19 @@ func leftHarmonics(peaks []Peak, rhythms []Rhythm, opts RhythmOptions, lookback 
 		if !(pk.Frequency > 0) {
 			continue
 		}
-		marked := slices.ContainsFunc(rhythms, func(r Rhythm) bool {
-			if !onComb(pk.Frequency, r.PeriodSteps, 2) {
-				return false
-			}
+		// freeOf: every stronger line within 1/L of the peak is on the comb of
+		// period (or of a longer period it divides).
+		freeOf := func(period float64) bool {
 			for _, q := range peaks {
-				if q.Share > pk.Share && math.Abs(q.Frequency-pk.Frequency) < near && !clockOf(q.Frequency, r.PeriodSteps) {
+				if q.Share > pk.Share && math.Abs(q.Frequency-pk.Frequency) < near && !clockOf(q.Frequency, period) {
 					return false
 				}
 			}
 			return true
+		}
+		marked := slices.ContainsFunc(rhythms, func(r Rhythm) bool {
+			return onComb(pk.Frequency, r.PeriodSteps, 2) && freeOf(r.PeriodSteps) ||
+				fundamentalBelow(pk, r, peaks, opts, tol) && freeOf(1/pk.Frequency)
 		})
 		if marked {
 			if out == nil {
@@ -175,6 +178,29 @@ func leftHarmonics(peaks []Peak, rhythms []Rhythm, opts RhythmOptions, lookback 
 		}
 	}
 	return out
+}
+
+// fundamentalBelow reports whether peak pk lies at the fundamental of a
+// period two to four times rhythm r's (within tol) and is strong enough
+// for FindRhythms to reach down to it: a quarter of the amplitude of r's
+// strongest line. A cycle longer than the window whose second harmonic
+// is its strongest line has a weaker fundamental within 1/L of it, which
+// placement leaves out; r then stands at half the cycle's period. r must
+// be free to reach that far (no calendar period caps it, as the day caps
+// its 12h line's rhythm), and the period must show four times in the rows.
+func fundamentalBelow(pk Peak, r Rhythm, peaks []Peak, opts RhythmOptions, tol float64) bool {
+	n := math.Round(1 / (pk.Frequency * r.PeriodSteps))
+	if n < 2 || n > maxOctaveHarmonic || math.Abs(pk.Frequency-1/(n*r.PeriodSteps)) > tol ||
+		n*r.PeriodSteps > float64(opts.Rows)/4 || calendarCap(r.PeriodSteps, tol, opts.Cadence) < n*r.PeriodSteps*(1-tol) {
+		return false
+	}
+	strongest := 0.0
+	for _, q := range peaks {
+		if k := math.Round(q.Frequency * r.PeriodSteps); k >= 1 && math.Abs(q.Frequency-k/r.PeriodSteps) <= (1+k/2)*tol {
+			strongest = max(strongest, q.Share)
+		}
+	}
+	return strongest > 0 && math.Sqrt(pk.Share/strongest) >= opts.MinStrength
 }
 
 // unmarkUngrouped clears the marks of calendar sidebands whose frequency
