@@ -25,6 +25,7 @@ type basis struct {
 	norm   []float64 // 2N, ‖ψ_j‖
 	psibar []float64 // 2N×L, ψ̄_j = ψ_j / (‖ψ_j‖ + ε)
 	sum    []float64 // 2N, Σ_t ψ̄_j(t): the coefficient of a constant window
+	gen    uint64    // counts computes, so a workspace knows when what it derived from ψ̄ is stale
 }
 
 func newBasis(cfg Config) *basis {
@@ -64,6 +65,7 @@ func stepFromEnd(t, lookback int) float64 { return float64(t - (lookback - 1)) }
 //	ψ_2i     = cos a_i,  ψ_2i+1 = sin a_i
 //	ψ̄_j      = ψ_j / (‖ψ_j‖₂ + ε)
 func (b *basis) compute(theta, phi []float64, lookback int) {
+	b.gen++
 	fmin, fmax := freqBounds(lookback)
 	L := lookback
 	for i := range theta {

@@ -72,6 +72,7 @@ func BenchmarkForwardWindow(b *testing.B) {
 		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, dayOfEight},
 		{"independent C=1, week and day (16 frequencies)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, weekAndDay},
 		{"mixed C=21, a day of 3 frequencies (5 places left to the others)", model.Config{Horizon: 96, Channels: 21}, dayOfThree},
+		{"independent C=1, a day of 3 frequencies (5 places left to the others)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, dayOfThree},
 	} {
 		for _, explain := range []bool{false, true} {
 			name := c.name + "/forecast"

@@ -616,13 +616,15 @@ func (m *Model) freeReadsLeftover() bool {
 // frequencies, and for the others the projections of u, the window less
 // its rhythms. Rather than projecting u itself (2N·L·C products a window),
 // it subtracts from Y what the clock's terms and the rhythms' projection
-// put there, through two 2N × 2M matrices computed once a pass:
+// put there, through two 2N × 2M matrices that depend on the model alone:
 //
 //	Ψ̄·u_b = Ψ̄·x̂_b − (Ψ̄·T)·ab_b − (Ψ̄·Aᵀ)·Z_b
 //
 // with T the clock table's window rows, ab_b the window's clock
 // coefficients, A the rhythms' atoms and Z_b = A·x̃_b (rhythmLeftover),
-// 2N·2M·C products a window.
+// 2N·2M·C products a window. The workspace keeps the two matrices until
+// the basis or the clock changes (a training step, SetRhythms), so a
+// window costs the same alone as in a batch, and the same arithmetic.
 func (m *Model) leftoverProjections(ws *Workspace, n int) {
 	cfg, ck, psibar := m.cfg, m.clock, m.basis.psibar
 	L, C, N := cfg.Lookback, cfg.Channels, cfg.Frequencies
@@ -631,18 +633,21 @@ func (m *Model) leftoverProjections(ws *Workspace, n int) {
 	copy(Yh, Y)
 	decycle, project := ck.active && !cfg.noDecycle, m.projectsRhythms()
 	pt, pa := ws.psiTab[:M*R2], ws.psiAtoms[:M*R2]
-	if decycle {
+	if ws.psiBasis != m.basis || ws.psiGen != m.basis.gen || ws.psiClock != ck {
+		ws.psiBasis, ws.psiGen, ws.psiClock = m.basis, m.basis.gen, ck
 		clear(pt)
-		gemm.NN(M, R2, L, psibar, L, ck.tab, R2, pt, R2)
-		for i := range pt {
-			pt[i] = -pt[i]
-		}
-	}
-	if project {
 		clear(pa)
-		gemm.NT(M, R2, L, psibar, L, ws.ratoms[:R2*L], L, pa, R2)
-		for i := range pa {
-			pa[i] = -pa[i]
+		if decycle {
+			gemm.NN(M, R2, L, psibar, L, ck.tab, R2, pt, R2)
+		}
+		if project {
+			// The rhythms' atoms, gathered as rhythmLeftover gathers them.
+			for j, id := range ck.ids {
+				gemm.NT(M, 2, L, psibar, L, psibar[2*id*L:(2*id+2)*L], L, pa[2*j:], R2)
+			}
+		}
+		for i := range pt {
+			pt[i], pa[i] = -pt[i], -pa[i]
 		}
 	}
 	for b := range n {

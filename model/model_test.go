@@ -370,3 +370,33 @@ func TestWorkspaceOutlivesSetRhythms(t *testing.T) {
 		t.Errorf("%d contributions, want the rhythms' 4", len(a.Contributions))
 	}
 }
+
+// TestWorkspaceFollowsTheBasis: a format 7 workspace keeps what it derived
+// from the model's atoms (leftoverProjections) only while they stand: after
+// the frequencies move (a training step, online fine-tuning), or the
+// rhythms change, it forecasts exactly as a new workspace does.
+func TestWorkspaceFollowsTheBasis(t *testing.T) {
+	m := caseModel(t, fullConfigs[0].cfg, true, true, 21) // 4 rhythm frequencies, K = 8: others compete
+	if !m.freeReadsLeftover() {
+		t.Fatal("the case model's other frequencies do not read the rhythms' leftover")
+	}
+	x, _ := randomBatch(m.cfg, 2, 22)
+	ends := windowEnds(m, 2, 23)
+	ws := m.NewWorkspace(2)
+	m.Forward(ws, nil, x, ends)
+	same := func(what string) {
+		t.Helper()
+		got := slices.Clone(m.Forward(ws, nil, x, ends))
+		want := m.Forward(m.NewWorkspace(2), nil, x, ends)
+		if !slices.Equal(got, want) {
+			t.Errorf("after %s a used workspace forecasts %v, a new one %v", what, got[:2], want[:2])
+		}
+	}
+	for i := range m.params.Theta {
+		m.params.Theta[i] += 0.05 * float64(i%3)
+	}
+	m.Refresh()
+	same("the frequencies moved")
+	withRhythms(m, true)
+	same("the rhythms were set again")
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,40 @@ func TestStrongSecondHarmonicStaysInItsCycle(t *testing.T) {
 					tc.lo, tc.hi, ratio, len(wrong), strings.Join(wrong, "\n"))
 			}
 		}
+	}
+}
+
+// TestOctaveRuleLeavesOtherCyclesAlone: a strong line at a fundamental two
+// to four times below a stronger one vouches for their rhythm only where a
+// harmonic of one cycle would put it and never over a calendar period's
+// lines. Two cycles of their own half a bin off 2:1 stay two, the stronger
+// where the spectrum measured it; a day beside a stronger 16h (or 32h)
+// line and a line at 48h (96h) stays the day.
+func TestOctaveRuleLeavesOtherCyclesAlone(t *testing.T) {
+	const rows = 1680
+	for _, tc := range []struct {
+		name  string
+		lines []Line
+		want  []float64 // the rhythms' periods, in any order
+	}{
+		{"a locked octave is one cycle", []Line{{ID: 0, Frequency: 1.0 / 20, Share: 0.5}, {ID: 1, Frequency: 1.0 / 40, Share: 0.1}}, []float64{40}},
+		{"half a bin off 2:1, two cycles", []Line{{ID: 0, Frequency: 1.0 / 20, Share: 0.5}, {ID: 1, Frequency: 1.0/40 - 0.5/rows, Share: 0.1}}, []float64{20, 1 / (1.0/40 - 0.5/rows)}},
+		{"the day beside 16h and 48h", []Line{{ID: 0, Frequency: 1.0 / 16, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 48, Share: 0.06}}, []float64{16, 24, 48}},
+		{"the day beside 32h and 96h", []Line{{ID: 0, Frequency: 1.0 / 32, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 96, Share: 0.06}}, []float64{32, 24, 96}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := FindRhythms(tc.lines, RhythmOptions{Rows: rows, Cadence: time.Hour})
+			var got []float64
+			for _, r := range rs {
+				got = append(got, r.PeriodSteps)
+			}
+			ok := len(got) == len(tc.want)
+			for _, w := range tc.want {
+				ok = ok && slices.ContainsFunc(got, func(g float64) bool { return math.Abs(g/w-1) < 0.001 })
+			}
+			if !ok {
+				t.Errorf("rhythms %s, want periods %.3f", describeRhythms(rs), tc.want)
+			}
+		})
 	}
 }

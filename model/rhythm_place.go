@@ -181,7 +181,7 @@ func leftHarmonics(peaks []Peak, rhythms []Rhythm, opts RhythmOptions, lookback 
 }
 
 // fundamentalBelow reports whether peak pk lies at the fundamental of a
-// period two to four times rhythm r's (within tol) and is strong enough
+// period two to four times rhythm r's (within lockedBins) and is strong enough
 // for FindRhythms to reach down to it: a quarter of the amplitude of r's
 // strongest line. A cycle longer than the window whose second harmonic
 // is its strongest line has a weaker fundamental within 1/L of it, which
@@ -190,7 +190,7 @@ func leftHarmonics(peaks []Peak, rhythms []Rhythm, opts RhythmOptions, lookback 
 // its 12h line's rhythm), and the period must show four times in the rows.
 func fundamentalBelow(pk Peak, r Rhythm, peaks []Peak, opts RhythmOptions, tol float64) bool {
 	n := math.Round(1 / (pk.Frequency * r.PeriodSteps))
-	if n < 2 || n > maxOctaveHarmonic || math.Abs(pk.Frequency-1/(n*r.PeriodSteps)) > tol ||
+	if n < 2 || n > maxOctaveHarmonic || math.Abs(pk.Frequency-1/(n*r.PeriodSteps)) > tol*lockedBins/opts.Tolerance ||
 		n*r.PeriodSteps > float64(opts.Rows)/4 || calendarCap(r.PeriodSteps, tol, opts.Cadence) < n*r.PeriodSteps*(1-tol) {
 		return false
 	}

@@ -28,6 +28,9 @@ type Workspace struct {
 	yh                   []float64 // n·2N·(C+1): what the coefficients read: y, or (format 7) y's rhythm rows and Ψ̄·[u | 1] for the others
 	yfree                []float64 // n·2N·(C+1): yh's storage in format 7 (Config.freeSeesWindow off)
 	psiTab, psiAtoms     []float64 // 2N·2M: −Ψ̄·(the clock table's window rows), −Ψ̄·(the rhythms' atoms)ᵀ (format 7)
+	psiBasis             *basis    // the basis psiTab and psiAtoms were computed from (nil: none yet) …
+	psiGen               uint64    // … at this compute of it …
+	psiClock             *clock    // … and the clock
 	coef                 []float64 // n·N·2d: the coefficients c_i (not computed by a lean pass)
 	qscore               []float64 // 2(C+1)·S: the scorer's first layer folded into W̃ (lean passes)
 	zpre, ztanh, z       []float64 // n·N·S: scorer pre-activation, its tanh, GELU output
@@ -154,7 +157,7 @@ func (ws *Workspace) grow(n int) {
 	ws.mu = make([]float64, n*C)
 	ws.sd = make([]float64, n*C)
 	ws.y = make([]float64, n*2*N*C1)
-	ws.yfree, ws.psiTab, ws.psiAtoms = nil, nil, nil // format 6 and older read every coefficient off y
+	ws.yfree, ws.psiTab, ws.psiAtoms, ws.psiBasis = nil, nil, nil, nil // format 6 and older read every coefficient off y
 	if !cfg.freeSeesWindow {
 		ws.yfree = make([]float64, n*2*N*C1)
 		ws.psiTab, ws.psiAtoms = make([]float64, 2*N*2*N), make([]float64, 2*N*2*N)
