@@ -294,8 +294,11 @@ func FindRhythms(lines []Line, opts RhythmOptions) []Rhythm {
 				}
 				// Lines that all sit at multiples of g > 1 are a family of
 				// their own (fundamental F·g) that happens to line up
-				// with the anchor's, not the fundamental's harmonics.
-				if g > 1 {
+				// with the anchor's, not the fundamental's harmonics. And
+				// a calendar period's lines are that period's (the day's
+				// 24h and 12h beside a stronger 16h line and a 48h one
+				// made a "48h" rhythm of all four).
+				if g > 1 || calendarLine {
 					continue
 				}
 				// And more of them than chance would line up; or a strong
@@ -309,8 +312,8 @@ func FindRhythms(lines []Line, opts RhythmOptions) []Rhythm {
 				// fundamentals lay within 0.05 bins of the anchor's. Two
 				// cycles of their own half a bin off 2:1 drift apart in
 				// phase over the rows: grouped, their test MSE was 3–9%
-				// worse. And never over a calendar period's lines.
-				strongFundamental := n <= maxOctaveHarmonic && fundamental >= opts.MinStrength*amp(anchor) && locked && !calendarLine
+				// worse.
+				strongFundamental := n <= maxOctaveHarmonic && fundamental >= opts.MinStrength*amp(anchor) && locked
 				if !strongFundamental && poissonTail(chance(F, sigma, a, n), len(ext)) > 1e-3 {
 					continue
 				}

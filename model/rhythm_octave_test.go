@@ -79,7 +79,9 @@ func TestStrongSecondHarmonicStaysInItsCycle(t *testing.T) {
 // harmonic of one cycle would put it and never over a calendar period's
 // lines. Two cycles of their own half a bin off 2:1 stay two, the stronger
 // where the spectrum measured it; a day beside a stronger 16h (or 32h)
-// line and a line at 48h (96h) stays the day.
+// line and a line at 48h (96h) stays the day, also with its 12h line,
+// which made the lines more than chance before a calendar period's lines
+// were kept from longer non-calendar fundamentals.
 func TestOctaveRuleLeavesOtherCyclesAlone(t *testing.T) {
 	const rows = 1680
 	for _, tc := range []struct {
@@ -90,6 +92,7 @@ func TestOctaveRuleLeavesOtherCyclesAlone(t *testing.T) {
 		{"a locked octave is one cycle", []Line{{ID: 0, Frequency: 1.0 / 20, Share: 0.5}, {ID: 1, Frequency: 1.0 / 40, Share: 0.1}}, []float64{40}},
 		{"half a bin off 2:1, two cycles", []Line{{ID: 0, Frequency: 1.0 / 20, Share: 0.5}, {ID: 1, Frequency: 1.0/40 - 0.5/rows, Share: 0.1}}, []float64{20, 1 / (1.0/40 - 0.5/rows)}},
 		{"the day beside 16h and 48h", []Line{{ID: 0, Frequency: 1.0 / 16, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 48, Share: 0.06}}, []float64{16, 24, 48}},
+		{"the day and 12h beside 16h and 48h", []Line{{ID: 0, Frequency: 1.0 / 16, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 12, Share: 0.08}, {ID: 3, Frequency: 1.0 / 48, Share: 0.06}}, []float64{16, 24, 48}},
 		{"the day beside 32h and 96h", []Line{{ID: 0, Frequency: 1.0 / 32, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 96, Share: 0.06}}, []float64{32, 24, 96}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
