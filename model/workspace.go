@@ -157,8 +157,10 @@ func (ws *Workspace) grow(n int) {
 	ws.mu = make([]float64, n*C)
 	ws.sd = make([]float64, n*C)
 	ws.y = make([]float64, n*2*N*C1)
-	ws.yfree, ws.psiTab, ws.psiAtoms, ws.psiBasis = nil, nil, nil, nil // format 6 and older read every coefficient off y
-	if !cfg.freeSeesWindow {
+	// Format 6 and older, and a model whose rhythms take every place, read
+	// every coefficient off y (Model.freeReadsLeftover).
+	ws.yfree, ws.psiTab, ws.psiAtoms, ws.psiBasis = nil, nil, nil, nil
+	if !cfg.freeSeesWindow && cfg.rhythmSlots > 0 && cfg.competes() {
 		ws.yfree = make([]float64, n*2*N*C1)
 		ws.psiTab, ws.psiAtoms = make([]float64, 2*N*2*N), make([]float64, 2*N*2*N)
 	}
