@@ -119,7 +119,8 @@ func (m *Model) freeReadsLeftover() bool {
 //
 // with T the clock table's window rows, ab_b the window's clock
 // coefficients, A the rhythms' atoms and Z_b = A·x̃_b (rhythmLeftover),
-// 2N·2M·C products a window. The workspace keeps the two matrices until
+// 2N·2M·C products a window; the matrices' rows of the rhythms' own
+// atoms are zero, so those rows stay Y's. The workspace keeps the two matrices until
 // the basis or the clock changes (a training step, SetRhythms), so a
 // window costs the same alone as in a batch, and the same arithmetic.
 func (m *Model) leftoverProjections(ws *Workspace, n int) {
@@ -146,6 +147,12 @@ func (m *Model) leftoverProjections(ws *Workspace, n int) {
 		for i := range pt {
 			pt[i], pa[i] = -pt[i], -pa[i]
 		}
+		// The rhythms' own rows stay Y's: their coefficients read the
+		// whole window.
+		for _, id := range ck.ids {
+			clear(pt[2*id*R2 : (2*id+2)*R2])
+			clear(pa[2*id*R2 : (2*id+2)*R2])
+		}
 	}
 	for b := range n {
 		yb := Yh[b*M*C1 : (b+1)*M*C1]
@@ -154,10 +161,6 @@ func (m *Model) leftoverProjections(ws *Workspace, n int) {
 		}
 		if project {
 			gemm.NN(M, C, R2, pa, R2, ws.zfix[b*R2*C:(b+1)*R2*C], C, yb, C1)
-		}
-		for _, id := range ck.ids {
-			o := (b*M + 2*id) * C1
-			copy(Yh[o:o+2*C1], Y[o:o+2*C1])
 		}
 	}
 }

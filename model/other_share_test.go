@@ -1,13 +1,11 @@
 package model
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/freqlens/freqlens/dataset"
 	"gonum.org/v1/gonum/stat"
@@ -27,19 +25,15 @@ func cycleFrame(seed uint64, steps int) (*dataset.Frame, float64) {
 		parts = append(parts, part{float64(k), (0.5 + rng.Float64()) / float64(k), 2 * math.Pi * rng.Float64()})
 	}
 	noise := 0.05 + 0.15*rng.Float64()
-	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
-	f := &dataset.Frame{Name: "cycle", Cadence: time.Hour, Columns: []string{"a", "b"},
-		Times: make([]time.Time, steps), Values: make([]float64, 2*steps)}
-	for t := range steps {
-		f.Times[t] = start.Add(time.Duration(t) * time.Hour)
+	f := hourlyPair("cycle", steps, func(t int) float64 {
 		v := 0.0
 		for _, p := range parts {
 			v += p.amp * math.Sin(2*math.Pi*p.k*float64(t)/period+p.phase)
 		}
-		for s := range 2 {
-			f.Values[2*t+s] = 3*float64(s) + (1+float64(s))*(v+noise*rng.NormFloat64())
-		}
-	}
+		return v
+	}, func(s int, v float64) float64 {
+		return 3*float64(s) + (1+float64(s))*(v+noise*rng.NormFloat64())
+	})
 	return f, period
 }
 
@@ -91,39 +85,4 @@ func TestOtherFrequenciesLeaveACycleToItsRhythm(t *testing.T) {
 	if mean := stat.Mean(free, nil); mean > 0.05 {
 		t.Errorf("the other frequencies carry %.1f%% of the attribution on average over the cycles %.3f, want at most 5%%", 100*mean, free)
 	}
-}
-
-// trainWithTimes trains an independent model with timestamps on the first
-// 70% of f's rows (validation the next 10%) and evaluates it on the last 20%.
-func trainWithTimes(t *testing.T, f *dataset.Frame, lookback, horizon, epochs int, seed uint64) (*Model, Metrics) {
-	t.Helper()
-	S, T := f.Channels(), f.Rows()
-	times := make([]int64, T)
-	for i, ts := range f.Times {
-		times[i] = ts.UnixNano()
-	}
-	win := func(lo, hi int) *dataset.Windows {
-		w, err := dataset.NewWindows(f.Values, S, lookback, horizon, dataset.Range{Start: lo, End: hi})
-		if err == nil {
-			w, err = w.WithTimes(times)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return w
-	}
-	tr, va, te := win(0, T*7/10), win(T*7/10-lookback, T*8/10), win(T*8/10-lookback, T)
-	m, err := New(Config{Lookback: lookback, Horizon: horizon, Channels: 1, Mode: Independent}, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Meta.Cadence = f.Cadence
-	if _, err := Train(context.Background(), m, tr, va, TrainConfig{Epochs: epochs, Seed: seed}, nil); err != nil {
-		t.Fatal(err)
-	}
-	met, err := Evaluate(context.Background(), m, te, EvalOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, met
 }

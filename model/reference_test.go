@@ -153,6 +153,18 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 		// What the rhythms (format 4) leave of the window: the residual's
 		// input and, in format 7, the other frequencies'.
 		xr := slices.Clone(xn)
+		// removeOn takes from channel c of xr its projection on atom psi
+		// measured in from, and returns that projection.
+		removeOn := func(psi, from []float64, c int) float64 {
+			proj := 0.0
+			for t := range L {
+				proj += psi[t] * from[t*C+c]
+			}
+			for t := range L {
+				xr[t*C+c] -= psi[t] * proj
+			}
+			return proj
+		}
 		band := make([]float64, HC) // the band heads' sum (Config.noBand off)
 		if !cfg.residualReadsAll && !cfg.residualSelected && len(members) > 0 {
 			if rc.active && !cfg.noDecycle {
@@ -165,13 +177,7 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 				for _, f := range members {
 					for a, psi := range psibar[2*f : 2*f+2] {
 						for c := range C {
-							proj := 0.0
-							for t := range L {
-								proj += psi[t] * xt[t*C+c]
-							}
-							for t := range L {
-								xr[t*C+c] -= psi[t] * proj
-							}
+							proj := removeOn(psi, xt, c)
 							if !cfg.noBand {
 								for h := range H {
 									band[h*C+c] += p.Band[(2*f+a)*H+h] * proj
@@ -315,18 +321,11 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			}
 		}
 		// The residual of format 3 reads what the selected frequencies leave.
-		switch {
-		case cfg.residualSelected:
+		if cfg.residualSelected {
 			for _, f := range fix.sel[b] {
 				for _, psi := range psibar[2*f : 2*f+2] {
 					for c := range C {
-						proj := 0.0
-						for t := range L {
-							proj += psi[t] * xn[t*C+c]
-						}
-						for t := range L {
-							xr[t*C+c] -= psi[t] * proj
-						}
+						removeOn(psi, xn, c)
 					}
 				}
 			}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -128,6 +129,22 @@ func longCycleFrame(seed uint64, lookback, series, steps int) (*dataset.Frame, [
 		}
 	}
 	return f, periods
+}
+
+// hourlyPair is a frame of two series read every hour from March 2026: at
+// step t series s reads reading(s, signal(t)), called in that order.
+func hourlyPair(name string, steps int, signal func(t int) float64, reading func(s int, v float64) float64) *dataset.Frame {
+	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	f := &dataset.Frame{Name: name, Cadence: time.Hour, Columns: []string{"a", "b"},
+		Times: make([]time.Time, steps), Values: make([]float64, 2*steps)}
+	for t := range steps {
+		f.Times[t] = start.Add(time.Duration(t) * time.Hour)
+		v := signal(t)
+		for s := range 2 {
+			f.Values[2*t+s] = reading(s, v)
+		}
+	}
+	return f
 }
 
 // rhythmResult is what a model trained on a feed reports of its test split.
@@ -339,4 +356,39 @@ func TestRhythmsLongerThanTheWindow(t *testing.T) {
 			t.Logf("%v", r)
 		})
 	}
+}
+
+// trainWithTimes trains an independent model with timestamps on the first
+// 70% of f's rows (validation the next 10%) and evaluates it on the last 20%.
+func trainWithTimes(t *testing.T, f *dataset.Frame, lookback, horizon, epochs int, seed uint64) (*Model, Metrics) {
+	t.Helper()
+	S, T := f.Channels(), f.Rows()
+	times := make([]int64, T)
+	for i, ts := range f.Times {
+		times[i] = ts.UnixNano()
+	}
+	win := func(lo, hi int) *dataset.Windows {
+		w, err := dataset.NewWindows(f.Values, S, lookback, horizon, dataset.Range{Start: lo, End: hi})
+		if err == nil {
+			w, err = w.WithTimes(times)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	tr, va, te := win(0, T*7/10), win(T*7/10-lookback, T*8/10), win(T*8/10-lookback, T)
+	m, err := New(Config{Lookback: lookback, Horizon: horizon, Channels: 1, Mode: Independent}, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Meta.Cadence = f.Cadence
+	if _, err := Train(context.Background(), m, tr, va, TrainConfig{Epochs: epochs, Seed: seed}, nil); err != nil {
+		t.Fatal(err)
+	}
+	met, err := Evaluate(context.Background(), m, te, EvalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, met
 }

@@ -21,16 +21,11 @@ func strongHarmonicFrame(seed uint64, lo, hi float64, steps int, ratio float64) 
 	a1 := 0.5 + 0.5*rng.Float64()
 	p1, p2 := 2*math.Pi*rng.Float64(), 2*math.Pi*rng.Float64()
 	noise := 0.05 + 0.15*rng.Float64()
-	start := time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
-	f := &dataset.Frame{Name: "double", Cadence: time.Hour, Columns: []string{"a", "b"},
-		Times: make([]time.Time, steps), Values: make([]float64, 2*steps)}
-	for t := range steps {
-		f.Times[t] = start.Add(time.Duration(t) * time.Hour)
-		v := a1*math.Sin(2*math.Pi*float64(t)/period+p1) + ratio*a1*math.Sin(4*math.Pi*float64(t)/period+p2)
-		for s := range 2 {
-			f.Values[2*t+s] = float64(s) + v + noise*rng.NormFloat64()
-		}
-	}
+	f := hourlyPair("double", steps, func(t int) float64 {
+		return a1*math.Sin(2*math.Pi*float64(t)/period+p1) + ratio*a1*math.Sin(4*math.Pi*float64(t)/period+p2)
+	}, func(s int, v float64) float64 {
+		return float64(s) + v + noise*rng.NormFloat64()
+	})
 	return f, period
 }
 
