@@ -88,6 +88,13 @@ type SyntheticConfig struct {
 	// NoiseStd is the standard deviation of the Gaussian noise added to
 	// every reading.
 	NoiseStd float64
+	// NoiseRelative adds noise in proportion to the reading: its standard
+	// deviation is NoiseStd + NoiseRelative·|noise-free value|, as counts
+	// (vehicles, trips) vary more when there are more of them.
+	NoiseRelative float64
+	// Shocks are the events real feeds have (holidays, storms, outages,
+	// stuck sensors, spikes, level shifts), applied in order.
+	Shocks []Shock
 	// MissingRate is the probability, in [0, 1), that a reading is missing
 	// and set to NaN.
 	MissingRate float64
@@ -150,6 +157,19 @@ func Synthetic(cfg SyntheticConfig) (*Frame, error) {
 		}
 	}
 
+	// like is, per step, the step whose calendar it follows: itself, or
+	// for a holiday's weekday the Sunday before (the Sunday after when
+	// there is none before).
+	like := make([]int, steps)
+	for t := range like {
+		like[t] = t
+	}
+	for _, sh := range cfg.Shocks {
+		if sh.Kind == ShockHoliday {
+			sh.holiday(&cfg, times, like)
+		}
+	}
+
 	cols := make([]string, series)
 	values := make([]float64, series*steps)
 	phase := make([]float64, len(cfg.Cycles))
@@ -164,20 +184,23 @@ func Synthetic(cfg SyntheticConfig) (*Frame, error) {
 			phase[k] = c.Phase + j*math.Pi*uniform(rng)
 		}
 		for t := range steps {
-			v := level + cfg.Trend*float64(t) + scale*peaks[t]
+			tc := like[t]
+			v := level + cfg.Trend*float64(t) + scale*peaks[tc]
 			for k, c := range cfg.Cycles {
 				if t < c.FromStep || (c.UntilStep != 0 && t >= c.UntilStep) {
 					continue
 				}
-				v += scale * c.Amplitude * math.Sin(2*math.Pi*float64(t)/periods[k]+phase[k])
+				v += scale * c.Amplitude * math.Sin(2*math.Pi*float64(tc)/periods[k]+phase[k])
 			}
+			v = applyShocks(&cfg, s, t, v, level)
 			// Always draw both, so that NoiseStd and MissingRate do not shift each other.
-			v += cfg.NoiseStd * rng.NormFloat64()
+			v += (cfg.NoiseStd + cfg.NoiseRelative*math.Abs(v)) * rng.NormFloat64()
 			if rng.Float64() < cfg.MissingRate {
 				v = math.NaN()
 			}
 			values[t*series+s] = v
 		}
+		stickAndDrop(&cfg, s, values, series)
 	}
 	return &Frame{
 		Name:    "synthetic",
@@ -251,6 +274,13 @@ func (cfg *SyntheticConfig) fill() error {
 		return fmt.Errorf("synthetic config: SeriesJitter = %v is outside [0, 1); use a relative variation such as 0.2", cfg.SeriesJitter)
 	case !finite(cfg.Level) || !finite(cfg.Trend):
 		return fmt.Errorf("synthetic config: Level = %v and Trend = %v must be finite", cfg.Level, cfg.Trend)
+	case cfg.NoiseRelative < 0 || !finite(cfg.NoiseRelative):
+		return fmt.Errorf("synthetic config: NoiseRelative = %v; use a finite fraction ≥ 0, such as 0.05", cfg.NoiseRelative)
+	}
+	for k, sh := range cfg.Shocks {
+		if err := sh.check(cfg.Series); err != nil {
+			return fmt.Errorf("synthetic config: Shocks[%d]: %w", k, err)
+		}
 	}
 	for k, c := range cfg.Cycles {
 		switch {

@@ -20,7 +20,6 @@ import (
 	"github.com/apache/arrow/go/v17/parquet/file"
 	"github.com/apache/arrow/go/v17/parquet/pqarrow"
 
-	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/readings"
 )
 
@@ -136,7 +135,7 @@ func hasColumns(columns []string, cfg readings.Config) error {
 // Detect) and adds its readings to b, decoding every row as the service
 // decodes a message with cfg's field names. A row the decoder refuses is
 // counted in the Stats, not an error.
-func ReadFile(ctx context.Context, path string, format FileFormat, cfg readings.Config, b *dataset.PanelBuilder) (Stats, error) {
+func ReadFile(ctx context.Context, path string, format FileFormat, cfg readings.Config, b Readings) (Stats, error) {
 	stats := Stats{Rows: true}
 	f, err := os.Open(path)
 	if err != nil {
@@ -162,7 +161,7 @@ func ReadFile(ctx context.Context, path string, format FileFormat, cfg readings.
 
 // readCSV decodes each line after the header as one CSV message whose
 // columns the header names.
-func readCSV(ctx context.Context, r io.Reader, cfg readings.Config, b *dataset.PanelBuilder, stats *Stats) error {
+func readCSV(ctx context.Context, r io.Reader, cfg readings.Config, b Readings, stats *Stats) error {
 	br := bufio.NewReaderSize(r, 1<<20)
 	line, err := br.ReadBytes('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -215,7 +214,7 @@ func readCSV(ctx context.Context, r io.Reader, cfg readings.Config, b *dataset.P
 }
 
 // readArrow reads an Arrow IPC file or stream record by record.
-func readArrow(ctx context.Context, f *os.File, cfg readings.Config, b *dataset.PanelBuilder, stats *Stats) error {
+func readArrow(ctx context.Context, f *os.File, cfg readings.Config, b Readings, stats *Stats) error {
 	head := make([]byte, 6)
 	if _, err := io.ReadFull(f, head); err != nil {
 		return err
@@ -251,7 +250,7 @@ func readArrow(ctx context.Context, f *os.File, cfg readings.Config, b *dataset.
 }
 
 // readParquet reads a Parquet file's row groups as Arrow records.
-func readParquet(ctx context.Context, f *os.File, cfg readings.Config, b *dataset.PanelBuilder, stats *Stats) error {
+func readParquet(ctx context.Context, f *os.File, cfg readings.Config, b Readings, stats *Stats) error {
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
 		return fmt.Errorf("not a Parquet file: %w", err)
@@ -281,7 +280,7 @@ func readParquet(ctx context.Context, f *os.File, cfg readings.Config, b *datase
 // reader owns them) with the service's Arrow decoder, chunkRows rows at a
 // time. A chunk the decoder refuses is halved until the refused rows are
 // found, so that one bad row costs one row.
-func readRecords(ctx context.Context, cfg readings.Config, b *dataset.PanelBuilder, stats *Stats, next func() (arrow.Record, error)) error {
+func readRecords(ctx context.Context, cfg readings.Config, b Readings, stats *Stats, next func() (arrow.Record, error)) error {
 	cfg.Format = readings.FormatArrow
 	d, err := newDecoder(cfg, b, stats)
 	if err != nil {

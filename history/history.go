@@ -1,13 +1,14 @@
-// Package history reads the readings of the past into a dataset.Panel to
-// train on: the retained messages of the input topic, or a long-format file
+// Package history reads the readings of the past, to train on (into a
+// dataset.PanelBuilder) or to replay (package backtest): the retained
+// messages of the input topic, or a long-format file
 // (one row per series, time and values) as CSV with a header, Arrow IPC or
 // Parquet. Every reading goes through the service's own decoders (package
 // readings) with the service's input settings, so a model trains on what it
 // will serve and a reading the service would refuse is refused here too,
 // counted by reason, never silently.
 //
-// It sits beside pipeline on the input side: it imports readings, dataset
-// and the Kafka connection layer, and knows nothing of the model.
+// It sits beside pipeline on the input side: it imports readings and the
+// Kafka connection layer, and knows nothing of the model or of panels.
 package history
 
 import (
@@ -21,7 +22,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
-	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/readings"
 )
 
@@ -72,12 +72,20 @@ func (s Stats) String() string {
 	return out
 }
 
+// Readings receives the decoded readings of a read, one at a time, in the
+// order of the file or of each partition: a dataset.PanelBuilder (to train)
+// or a backtest's collection (to replay). values is reused after Add
+// returns.
+type Readings interface {
+	Add(series string, ms int64, values []float64)
+}
+
 // decoder decodes messages with a readings.Decoder into records and hands
-// their readings to a PanelBuilder, a chunk at a time.
+// their readings to Readings, a chunk at a time.
 type decoder struct {
 	dec    readings.Decoder
 	rb     *array.RecordBuilder
-	panel  *dataset.PanelBuilder
+	panel  Readings
 	fields int
 	rows   int // rows in rb
 	vals   []float64
@@ -88,7 +96,7 @@ type decoder struct {
 // panel.
 const chunkRows = 8192
 
-func newDecoder(cfg readings.Config, b *dataset.PanelBuilder, stats *Stats) (*decoder, error) {
+func newDecoder(cfg readings.Config, b Readings, stats *Stats) (*decoder, error) {
 	dec, err := readings.NewDecoder(cfg, nil)
 	if err != nil {
 		return nil, err

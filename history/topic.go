@@ -7,7 +7,6 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/readings"
 )
@@ -31,7 +30,7 @@ type TopicOptions struct {
 // starts (from Since on), decodes it as the service would with cfg and
 // adds its readings to b. Messages written while it reads are left for
 // the service. A refused message is counted in the Stats, not an error.
-func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, cfg readings.Config, b *dataset.PanelBuilder, opts TopicOptions) (Stats, error) {
+func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, cfg readings.Config, b Readings, opts TopicOptions) (Stats, error) {
 	var stats Stats
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = 4 << 20

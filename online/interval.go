@@ -2,99 +2,150 @@ package online
 
 import (
 	"math"
+	"time"
 
 	"github.com/freqlens/freqlens/model"
 )
 
-// Prediction intervals by online conformal prediction.
+// Prediction intervals by online conformal prediction on a locally scaled
+// error.
 //
 // The interval issued for a tracked series at horizon step h, channel c
-// and level l is
+// and level l, for a target at time τ, is
 //
-//	[ŷ − κlo_lc·m_hc·σ_c,  ŷ + κhi_lc·m_hc·σ_c]
+//	[ŷ − κlo_lc·w,  ŷ + κhi_lc·w],   w = m_hc · p_c(τ) · a_c · σ_c
 //
-// with σ_c the series' scale (the model's training std for a mixed model,
-// the series' running std for an independent one), m_hc the mean absolute
-// normalised error at step h of channel c over every tracked series (the
-// shape of the errors along the horizon: small at the first steps, larger
-// later, the same for every series a model serves), and κ the series' own
-// thresholds in units of m: one per level, side and channel. So every
-// series has its own width (a quiet sensor and a noisy one each get theirs)
-// while what all series share, how the error grows with the step, is
-// learnt once from all of them.
+// with
 //
-// Every forecast is scored at sampledSteps of its H steps, drawn at random
-// one from each part of the horizon (a hash of the series and the step, so
-// a run repeats); the forecast and the bounds published at those steps are
-// kept until the step is realised. Then each side of each level moves as
-// adaptive conformal inference prescribes (Gibbs & Candès 2021, in its
-// quantile-tracking form, Angelopoulos, Candès & Tibshirani 2023), on the
-// log scale:
+//   - σ_c the series' scale (the model's training std for a mixed model,
+//     the series' running std for an independent one), the unit of its
+//     normalised errors e = (ŷ − y)/σ;
+//   - m_hc the shape of the error along the horizon: the mean |e| at step
+//     h over every tracked series divided by its mean over the steps (small
+//     at the first steps, larger later; shared, as every series a model
+//     serves shares it);
+//   - p_c(τ) the shape of the error over the day: the mean of
+//     |e|/(m_hc·a_c) of the targets in τ's hour (or part of the day), over
+//     every tracked series and the last week or so of data, divided by its
+//     mean over the day, shrunk towards 1 while few errors support it
+//     (traffic errs more at the rush hours than at 3 a.m.);
+//   - a_c the series' error level now: a running mean of the sampled
+//     |e|/(m_hc·p_c) with a half-life of levelHalfLife sampled errors (a day
+//     or so of hourly data, a few hours at ten minutes), each counted at
+//     most levelClip times the level (a spike does not blow the band up)
+//     and the level held above levelFloor times its slow mean (a sensor
+//     that sticks for a day does not collapse it). It rises and falls as
+//     fast as the errors do: after a holiday, a storm or an outage the
+//     band narrows again as soon as the errors do;
+//   - κ the series' thresholds, one per level, side and channel: the
+//     quantile of the locally scaled error that the interval needs.
+//
+// κ is what online conformal prediction calibrates. At each sampled step
+// that is realised, each side of each level moves on the log scale by
+// adaptive conformal inference (Gibbs & Candès 2021; quantile tracking,
+// Angelopoulos, Candès & Tibshirani 2023):
 //
 //	log κ ← log κ + η·(miss − α/2),  α = 1 − level,
 //
 // where miss is 1 when the realised value fell outside that side of the
-// published interval. A side that misses more often than α/2 widens, one
-// that misses less narrows, so whatever the forecaster and however its
-// errors drift, each series' rate of misses over its sampled steps is held
-// at α: over T of them the fraction of misses of a side is within
-// log(κ_max/κ_min)/(η·T) of α/2, since log κ moves by exactly
-// η·(misses − T·α/2). As the sampled steps are uniform within each part of
-// the horizon, their misses are those of the whole horizon without bias.
-// Updating log κ rather than κ makes the step a fraction of the threshold
-// itself, so one rate suits every data scale, and a threshold grows
-// tenfold in ln 10/(η·(1 − α/2)) misses when the errors jump (23 at
-// η = 0.1). Two sides instead of one symmetric width let the interval
-// follow a forecast that is biased, as a model is after its data changes.
+// published interval. Summed over T sampled steps, log κ moves by exactly
+// η·(misses − T·α/2), so whatever the forecaster, the scale and the data
+// do, a side's rate of misses is within log(κ_max/κ_min)/(η·T) of α/2:
+// each series' coverage of what was published converges to its level.
+// The scale a carries the error's size, so κ only carries its shape (for
+// Gaussian errors z·√(π/2): 1.6 at 80%, 2.5 at 95%), which hardly moves,
+// and η can be small (online.interval_rate): a burst of misses before the
+// level has caught up (the first hours of a holiday) moves κ by a few
+// percent, where a threshold that carried the size too had to be wound up
+// tenfold and paid back over months of hits (at 95% a hit takes back
+// 1/39 of a miss).
 //
-// Scoring a sample of steps instead of all H (each realised step against
-// every forecast that predicted it) is what keeps a series small: the H²
-// issued bounds per level the full scoring needs (147 KB per series at
-// H = 96 with two levels) become 2·sampledSteps·H per level.
+// Levels are nested strictly: a higher level's thresholds are at least
+// nestRatio times the next lower level's, and its bounds are put at least
+// one float32 step outside them, so a 95% band always holds the 80% band
+// and never equals it. A side's offset is also at most the largest error
+// the series made lately (maxAbs): no band is wider than the errors have
+// been.
 //
-// A new series starts from the mean thresholds of the calibrated series;
-// before any series is calibrated, from the quantiles of the model's errors
-// on held-out windows recorded at training (model.Meta.ErrorQuantiles:
-// split conformal prediction, valid from the first forecast while the data
-// looks like the held-out windows), published at once; and for a model
-// without them, from a Gaussian guess, published once warmScores of its
-// forecasts have completed their horizon. Those starts are the widths of
-// other series, or of all of them pooled, and a quiet sensor among noisy
-// ones would take hundreds of steps to narrow from there by the
-// calibration's small steps. So while a series warms up (its first
-// warmScores forecasts) its thresholds follow its own errors: once it has
-// ownErrors sampled errors, κ is the Gaussian guess for their mean
-// absolute size, z·√(π/2)·mean(|e|/m) (the half-width of a Gaussian whose
-// mean absolute deviation is that), and from the end of the warm-up the
-// calibration moves it. Series beyond online.track_series are not scored;
-// their forecasts get the mean thresholds of the calibrated series, scaled
-// by the model's std (mixed) or their window's own (independent).
+// Every forecast is scored at sampledSteps of its H steps, drawn at random
+// one from each part of the horizon (a hash of the series and the step, so
+// a run repeats); the forecast and the bounds published at those steps are
+// kept until the step is realised. Scoring a sample of steps instead of all
+// H (each realised step against every forecast that predicted it) is what
+// keeps a series small: 2·sampledSteps·H bounds per level instead of H².
+//
+// A new series starts from the mean thresholds and level of the calibrated
+// series; before any series is calibrated, from the model's errors on
+// held-out windows recorded at training (model.Meta.ErrorQuantiles: split
+// conformal prediction, valid from the first forecast while the data looks
+// like the held-out windows), published at once; and for a model without
+// them, from a Gaussian guess, published once warmScores of its forecasts
+// have completed their horizon. Its level then follows its own errors
+// within a few of them (the start counts for levelPriorWeight errors), so
+// a quiet sensor among noisy ones has its own narrow band at once. Series
+// beyond online.track_series are not scored; their forecasts get the mean
+// thresholds and level of the calibrated series, scaled by the model's std
+// (mixed) or their window's own (independent).
 
 // sampledSteps is how many steps of each issued forecast are scored: one
 // drawn from each of sampledSteps equal parts of the horizon.
 const sampledSteps = 2
 
 // warmScores is how many forecasts of a new series complete their horizon
-// while it warms up: its thresholds follow its own errors, and without a
-// start from other series or the model its intervals are published after.
+// before its intervals are published when nothing else gives it a start
+// (no calibrated series, no held-out quantiles in the model).
 const warmScores = 32
 
-// ownErrors is how many sampled errors a warming series needs before its
-// thresholds follow them.
-const ownErrors = 8
+// The error level's dynamics, in sampled errors of the series.
+const (
+	// levelHalfLife is the half-life of the series' error level.
+	levelHalfLife = 24
+	// levelPriorWeight is how many errors a series' starting level counts
+	// for.
+	levelPriorWeight = 4
+	// levelClip caps one error's part in the level at this many times the
+	// level (once the level rests on that many errors).
+	levelClip = 5
+	// slowHalfLife is the half-life of the slow level, which floors the
+	// level at levelFloor times itself, and of the largest recent error.
+	slowHalfLife = 20 * levelHalfLife
+	levelFloor   = 0.3
+)
 
-// priorWeight is how many errors the shape's prior (from the model's
-// held-out error quantiles) counts for, per step and channel, before the
-// realised errors outweigh it.
+// The shape over the day.
+const (
+	// profileHalfLife is how long, in data time, the errors of a part of
+	// the day are remembered.
+	profileHalfLife = 7 * 24 * time.Hour
+	// profilePrior is how many errors of a part of the day its shape needs
+	// before they weigh as much as the flat start.
+	profilePrior = 16
+)
+
+// A side's offset is at most maxAbsFactor times the largest recent error
+// (decayed with slowHalfLife) once the series has made maxAbsErrors.
+const (
+	maxAbsFactor = 2
+	maxAbsErrors = 16
+)
+
+// nestRatio is how much larger than the next lower level's a level's
+// thresholds are at least.
+const nestRatio = 1.05
+
+// priorWeight is how many errors the horizon shape's start (from the
+// model's held-out error quantiles) counts for, per step and channel.
 const priorWeight = 8
 
-// minThreshold keeps a threshold positive, so that its log is defined.
+// minThreshold keeps thresholds and levels positive, so that their logs
+// are defined.
 const minThreshold = 1e-9
 
 // intervals is the calibration shared by all series: the levels, the
-// shape of the errors along the horizon, the mean thresholds of the
-// calibrated series, the coverage of the intervals issued, and scratch for
-// the tracker's goroutine (it holds the tracker's lock).
+// shapes of the error along the horizon and over the day, the mean state
+// of the calibrated series, the coverage and score of the intervals
+// issued, and scratch for the tracker's goroutine (it holds the tracker's
+// lock).
 type intervals struct {
 	levels []float64
 	// grow and shrink multiply a threshold after a miss and after a hit,
@@ -104,28 +155,45 @@ type intervals struct {
 	guess []float64
 	H, C  int
 	n     int     // H×C
-	decay float64 // of the running mean absolute error
+	decay float64 // of the horizon shape's running mean
 	// absErr and weight: the exponentially weighted mean absolute
-	// normalised error per horizon step and channel (absErr/weight), the
-	// shape m.
+	// normalised error per horizon step and channel (absErr/weight),
+	// whose profile over the horizon is the shape m.
 	absErr, weight []float64
-	// prior holds κ from the model's held-out errors, the lower sides then
-	// the upper (2 × levels × C); nil when the model has none.
-	prior []float64
-	// sumLo and sumHi add up the thresholds of the calibrated series, per
-	// level × C; calibrated counts them.
-	sumLo, sumHi []float64
-	calibrated   int
-	// Coverage of the published intervals at the sampled steps, per
-	// level: totals, and an exponentially weighted rate.
+	// The shape over the day: bins parts of a day of binMs each (1 when
+	// the cadence is too coarse for one), the zone whose day it is, and
+	// per bin and channel the time-decayed sum and weight of the errors'
+	// part, with the step they were last decayed to.
+	bins            int
+	binMs, cadMs    int64
+	loc             *time.Location
+	profSum, profW  []float64
+	profAt          []int64
+	profHalfSteps   float64
+	profile         []float64 // bins × C, the shape normalised to mean 1; valid while !profDirty
+	profDirty       bool
+	levelD, slowD   float64 // per-error decays of the level and the slow level
+	prior           []float64
+	priorLevel      []float64 // per channel: the held-out errors' mean |e|
+	priorMax        []float64 // per channel: their largest quantile's size
+	sumLo, sumHi    []float64 // κ of the calibrated series, summed: levels × C
+	sumLevel        []float64 // their levels, summed: C
+	calibrated      int
 	scored, covered []int64
 	recent, recentW []float64
-	// Scratch: the shape at this issue (n), the offsets below and above
-	// the forecast (levels × n).
-	m, below, above []float64
+	// score and width add up the published intervals' interval score and
+	// width at the scored steps, normalised (totals, and exponentially
+	// weighted recent sums over recentW).
+	scoreSum, widthSum       []float64
+	recentScore, recentWidth []float64
+	// Scratch: the horizon shape (n; valid while shapeOK and not
+	// shapeDirty), the day shape at each step (H×C), and the offsets below
+	// and above the forecast (levels × n).
+	m, day, below, above []float64
+	shapeOK, shapeDirty  bool
 }
 
-func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *model.ErrorQuantiles) *intervals {
+func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *model.ErrorQuantiles, cadence time.Duration, loc *time.Location) *intervals {
 	if len(levels) == 0 {
 		return nil
 	}
@@ -134,12 +202,35 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *mod
 		levels: append([]float64(nil), levels...), H: H, C: C, n: n,
 		decay:  math.Pow(0.5, 1/float64(halfLife)),
 		absErr: make([]float64, n), weight: make([]float64, n),
-		sumLo: make([]float64, k*C), sumHi: make([]float64, k*C),
+		sumLo: make([]float64, k*C), sumHi: make([]float64, k*C), sumLevel: make([]float64, C),
 		scored: make([]int64, k), covered: make([]int64, k),
 		recent: make([]float64, k), recentW: make([]float64, k),
-		m: make([]float64, n), below: make([]float64, k*n), above: make([]float64, k*n),
+		scoreSum: make([]float64, k), widthSum: make([]float64, k), recentScore: make([]float64, k), recentWidth: make([]float64, k),
+		m: make([]float64, n), day: make([]float64, n), below: make([]float64, k*n), above: make([]float64, k*n),
+		levelD: math.Pow(0.5, 1/float64(levelHalfLife)), slowD: math.Pow(0.5, 1/float64(slowHalfLife)),
+		loc: loc, cadMs: cadence.Milliseconds(), bins: 1,
 	}
-	if prior != nil && prior.Horizon == H && prior.Channels == C {
+	if iv.loc == nil {
+		iv.loc = time.UTC
+	}
+	const day = 24 * time.Hour
+	switch {
+	case cadence <= 0:
+	case cadence <= time.Hour && day%time.Hour == 0:
+		iv.bins = 24
+	case day%cadence == 0 && day/cadence >= 4:
+		iv.bins = int(day / cadence)
+	}
+	iv.binMs = day.Milliseconds() / int64(iv.bins)
+	if cadence > 0 {
+		iv.profHalfSteps = float64(profileHalfLife / cadence)
+	}
+	iv.profSum, iv.profW, iv.profAt = make([]float64, iv.bins*C), make([]float64, iv.bins*C), make([]int64, iv.bins*C)
+	iv.profile = make([]float64, iv.bins*C)
+	for i := range iv.profile {
+		iv.profile[i] = 1
+	}
+	if prior != nil && prior.Horizon == H && (prior.Channels == C || prior.Channels == 1) {
 		iv.setPrior(prior)
 	}
 	for _, l := range levels {
@@ -151,21 +242,26 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *mod
 	return iv
 }
 
-// setPrior starts the shape from the mean absolute error of the model's
-// held-out errors at each step, and κ from their quantiles in units of it,
-// so that the first intervals are the held-out quantiles (exactly so when
-// the quantiles grow along the horizon in proportion to the mean absolute
-// error).
+// setPrior starts the horizon shape from the mean absolute error of the
+// model's held-out errors at each step, the level from their mean over the
+// steps, and κ from their quantiles in units of both, so that the first
+// intervals are the held-out quantiles (exactly so when the quantiles grow
+// along the horizon in proportion to the mean absolute error).
 func (iv *intervals) setPrior(q *model.ErrorQuantiles) {
-	k, C := len(iv.levels), iv.C
+	k, C, H := len(iv.levels), iv.C, iv.H
 	iv.prior = make([]float64, 2*k*C)
+	iv.priorLevel, iv.priorMax = make([]float64, C), make([]float64, C)
+	iv.shapeDirty = true
 	for i := range iv.n {
 		h, c := i/C, i%C
-		mae := max(quantileMeanAbs(q, h, c), minThreshold)
+		qc := min(c, q.Channels-1)
+		mae := max(quantileMeanAbs(q, h, qc), minThreshold)
 		iv.absErr[i], iv.weight[i] = priorWeight*mae, priorWeight
+		iv.priorLevel[c] += mae / float64(H)
+		iv.priorMax[c] = max(iv.priorMax[c], -q.Quantile(0, h, qc), q.Quantile(1, h, qc), 3*mae)
 		for l, level := range iv.levels {
-			iv.prior[l*C+c] += max(-q.Quantile((1-level)/2, h, c), minThreshold) / mae / float64(iv.H)
-			iv.prior[(k+l)*C+c] += max(q.Quantile((1+level)/2, h, c), minThreshold) / mae / float64(iv.H)
+			iv.prior[l*C+c] += max(-q.Quantile((1-level)/2, h, qc), minThreshold) / mae / float64(H)
+			iv.prior[(k+l)*C+c] += max(q.Quantile((1+level)/2, h, qc), minThreshold) / mae / float64(H)
 		}
 	}
 }
@@ -183,10 +279,18 @@ func quantileMeanAbs(q *model.ErrorQuantiles, h, c int) float64 {
 	return s
 }
 
-// seriesIntervals is one series' calibration: its thresholds, the bounds
-// published at its sampled steps, and whether its intervals are published.
+// seriesIntervals is one series' calibration: its thresholds and error
+// level, the bounds published at its sampled steps, and whether its
+// intervals are published.
 type seriesIntervals struct {
 	lo, hi []float64 // κ, levels × C; NaN until the first guess
+	// level, levelW: the error level per channel and the weight of the
+	// errors behind it; slow is the slow level and maxAbs the largest
+	// recent error (decayed), per channel, and seen how many errors it
+	// rests on. level is NaN until the first error when nothing gave it a
+	// start.
+	level, levelW, slow, maxAbs []float64
+	seen                        []uint32
 	// bounds holds, per slot and sampled step, the published lower bounds
 	// (levels × C) then the upper ones: H × sampledSteps × 2 × levels × C.
 	bounds     []float32
@@ -196,20 +300,17 @@ type seriesIntervals struct {
 	// scored and covered count the series' own published sampled steps
 	// that were realised, per level, and those that held the value.
 	scored, covered []uint32
-	// own sums |e|/m of the sampled errors of the warm-up per channel;
-	// owned counts them.
-	own   []float64
-	owned int
 }
 
 func (iv *intervals) newSeries() *seriesIntervals {
 	k, C := len(iv.levels), iv.C
 	s := &seriesIntervals{
 		lo: make([]float64, k*C), hi: make([]float64, k*C),
+		level: make([]float64, C), levelW: make([]float64, C), slow: make([]float64, C), maxAbs: make([]float64, C),
+		seen: make([]uint32, C),
 		bounds:    make([]float32, iv.H*sampledSteps*2*k*C),
 		published: make([]bool, iv.H),
 		scored:    make([]uint32, k), covered: make([]uint32, k),
-		own: make([]float64, C),
 	}
 	switch {
 	case iv.calibrated > 0:
@@ -217,17 +318,40 @@ func (iv *intervals) newSeries() *seriesIntervals {
 		for i := range s.lo {
 			s.lo[i], s.hi[i] = iv.sumLo[i]*inv, iv.sumHi[i]*inv
 		}
+		for c := range C {
+			s.level[c] = iv.sumLevel[c] * inv
+		}
+		iv.startLevel(s)
 		iv.join(s)
 	case iv.prior != nil:
 		copy(s.lo, iv.prior[:len(s.lo)])
 		copy(s.hi, iv.prior[len(s.lo):])
+		copy(s.level, iv.priorLevel)
+		iv.startLevel(s)
+		for c := range C {
+			// The held-out errors' largest quantiles stand for the
+			// largest error until the series has its own.
+			s.maxAbs[c], s.seen[c] = iv.priorMax[c], maxAbsErrors
+		}
 		iv.join(s)
 	default:
 		for i := range s.lo {
 			s.lo[i], s.hi[i] = math.NaN(), math.NaN()
 		}
+		for c := range C {
+			s.level[c], s.slow[c] = math.NaN(), math.NaN()
+		}
 	}
 	return s
+}
+
+// startLevel gives s's level, set from others, the weight of a start, and
+// sets its slow level from it.
+func (iv *intervals) startLevel(s *seriesIntervals) {
+	for c := range s.level {
+		s.level[c] = max(s.level[c], minThreshold)
+		s.levelW[c], s.slow[c] = levelPriorWeight, s.level[c]
+	}
 }
 
 // join counts s among the calibrated series.
@@ -237,6 +361,9 @@ func (iv *intervals) join(s *seriesIntervals) {
 	for i := range s.lo {
 		iv.sumLo[i] += s.lo[i]
 		iv.sumHi[i] += s.hi[i]
+	}
+	for c := range s.level {
+		iv.sumLevel[c] += s.level[c]
 	}
 }
 
@@ -251,23 +378,38 @@ func (iv *intervals) leave(s *seriesIntervals) {
 		iv.sumLo[i] -= s.lo[i]
 		iv.sumHi[i] -= s.hi[i]
 	}
+	for c := range s.level {
+		iv.sumLevel[c] -= s.level[c]
+	}
 	if iv.calibrated == 0 { // no rounding left behind
 		clear(iv.sumLo)
 		clear(iv.sumHi)
+		clear(iv.sumLevel)
 	}
 }
 
-// noteError adds the normalised error e at index i (h·C+c) to the shape.
+// noteError adds the normalised error e at index i (h·C+c) to the horizon
+// shape.
 func (iv *intervals) noteError(i int, e float64) {
 	iv.absErr[i] = iv.decay*iv.absErr[i] + math.Abs(e)
 	iv.weight[i] = iv.decay*iv.weight[i] + 1
+	iv.shapeDirty = true
 }
 
-// shape fills iv.m with the mean absolute error of every step and channel;
-// a step without errors yet takes the straight line between its nearest
-// neighbours that have some (or the nearest one). It returns false when a
-// channel has none at all.
+// shape fills iv.m with the horizon shape of every step and channel: the
+// mean absolute error over its mean along the horizon; a step without
+// errors yet takes the straight line between its nearest neighbours that
+// have some (or the nearest one). It returns false when a channel has none
+// at all.
 func (iv *intervals) shape() bool {
+	if iv.shapeOK && !iv.shapeDirty {
+		return true
+	}
+	iv.shapeOK, iv.shapeDirty = iv.computeShape(), false
+	return iv.shapeOK
+}
+
+func (iv *intervals) computeShape() bool {
 	H, C := iv.H, iv.C
 	for c := range C {
 		prev := -1 // the last step with errors
@@ -296,19 +438,99 @@ func (iv *intervals) shape() bool {
 		for g := prev + 1; g < H; g++ {
 			iv.m[g*C+c] = iv.m[prev*C+c]
 		}
+		mean := 0.0
+		for h := range H {
+			mean += iv.m[h*C+c]
+		}
+		mean /= float64(H)
+		if !(mean > 0) {
+			mean = 1
+		}
+		for h := range H {
+			iv.m[h*C+c] = max(iv.m[h*C+c]/mean, minThreshold)
+		}
 	}
 	return true
 }
 
+// bin returns the part of the day, in the model's zone, that step k's time
+// falls in.
+func (iv *intervals) bin(k int64, offMs int64) int {
+	if iv.bins == 1 {
+		return 0
+	}
+	const dayMs = 24 * 60 * 60 * 1000
+	ms := (k*iv.cadMs + offMs) % dayMs
+	if ms < 0 {
+		ms += dayMs
+	}
+	return int(ms / iv.binMs)
+}
+
+// zoneOffset is the zone's offset from UTC, in milliseconds, at step k.
+func (iv *intervals) zoneOffset(k int64) int64 {
+	if iv.loc == time.UTC || iv.bins == 1 {
+		return 0
+	}
+	_, off := time.UnixMilli(k * iv.cadMs).In(iv.loc).Zone()
+	return int64(off) * 1000
+}
+
+// dayShape fills iv.day with the day shape of the target of every step
+// and channel of a forecast issued at step at.
+func (iv *intervals) dayShape(at int64) {
+	C := iv.C
+	if iv.bins == 1 {
+		for i := range iv.day {
+			iv.day[i] = 1
+		}
+		return
+	}
+	if iv.profDirty {
+		iv.normaliseProfile()
+	}
+	off := iv.zoneOffset(at)
+	for h := range iv.H {
+		b := iv.bin(at+int64(h)+1, off)
+		copy(iv.day[h*C:(h+1)*C], iv.profile[b*C:(b+1)*C])
+	}
+}
+
+// normaliseProfile recomputes the day shape from its sums: each part of
+// the day's mean, shrunk towards 1 by profilePrior errors, over their mean.
+func (iv *intervals) normaliseProfile() {
+	C, B := iv.C, iv.bins
+	for c := range C {
+		mean := 0.0
+		for b := range B {
+			i := b*C + c
+			v := (iv.profSum[i] + profilePrior) / (iv.profW[i] + profilePrior)
+			iv.profile[i] = v
+			mean += v
+		}
+		mean /= float64(B)
+		for b := range B {
+			iv.profile[b*C+c] = max(iv.profile[b*C+c]/mean, minThreshold)
+		}
+	}
+	iv.profDirty = false
+}
+
 // offsets fills iv.below and iv.above (levels × H×C) with the distances of
-// series s's interval bounds from its forecast, given the scale of each
-// channel (len C), and reports whether they exist: the shape is known and
-// s has thresholds (after the Gaussian guess when it has none yet).
-func (iv *intervals) offsets(s *seriesIntervals, scale []float64) bool {
+// series s's interval bounds from its forecast issued at step at, given
+// the scale of each channel (len C), and reports whether they exist: the
+// shape is known and s has thresholds and a level (after the Gaussian
+// guess when it has no thresholds yet).
+func (iv *intervals) offsets(s *seriesIntervals, at int64, scale []float64) bool {
 	if !iv.shape() {
 		return false
 	}
 	k, n, C := len(iv.levels), iv.n, iv.C
+	for c := range C {
+		if math.IsNaN(s.level[c]) {
+			return false
+		}
+	}
 	for l := range k {
 		for c := range C {
 			if j := l*C + c; math.IsNaN(s.lo[j]) {
@@ -316,15 +538,23 @@ func (iv *intervals) offsets(s *seriesIntervals, scale []float64) bool {
 			}
 		}
 	}
+	iv.dayShape(at)
 	for l := range k {
 		for i := range n {
 			c := i % C
-			w := iv.m[i] * scale[c]
-			b, a := s.lo[l*C+c]*w, s.hi[l*C+c]*w
+			w := iv.m[i] * iv.day[i] * s.level[c] * scale[c]
+			loK, hiK := s.lo[l*C+c], s.hi[l*C+c]
 			if l > 0 {
-				// Nested: a higher level's interval holds the lower one's.
-				// Each level's thresholds move by its own misses, so they
-				// can cross for a while; widening only raises coverage.
+				// Nested: a level's thresholds exceed the lower level's.
+				loK = max(loK, nestRatio*iv.below[(l-1)*n+i]/w)
+				hiK = max(hiK, nestRatio*iv.above[(l-1)*n+i]/w)
+			}
+			most := math.Inf(1)
+			if s.seen[c] >= maxAbsErrors {
+				most = maxAbsFactor * s.maxAbs[c] * scale[c]
+			}
+			b, a := min(loK*w, most), min(hiK*w, most)
+			if l > 0 {
 				b, a = max(b, iv.below[(l-1)*n+i]), max(a, iv.above[(l-1)*n+i])
 			}
 			iv.below[l*n+i], iv.above[l*n+i] = b, a
@@ -333,14 +563,17 @@ func (iv *intervals) offsets(s *seriesIntervals, scale []float64) bool {
 	return true
 }
 
-// issue computes the intervals of forecast fc (H×C) of series s issued in
-// slot, whose sampled steps are lags (1-based; 0 for none), with the scale
-// of each channel. It keeps the bounds at the sampled steps and, when lower
-// and upper have room (one H×C slice per level), writes every bound there.
-// It returns whether the intervals are published.
-func (iv *intervals) issue(s *seriesIntervals, slot int, lags []uint16, fc, scale []float64, lower, upper [][]float64) bool {
+// issue computes the intervals of forecast fc (H×C) of series s issued at
+// step at in slot, whose sampled steps are lags (1-based; 0 for none), with
+// the scale of each channel. It keeps the bounds at the sampled steps and,
+// when lower and upper have room (one H×C slice per level), writes every
+// bound there. It returns whether the intervals are published.
+func (iv *intervals) issue(s *seriesIntervals, slot int, at int64, lags []uint16, fc, scale []float64, lower, upper [][]float64) bool {
 	k, n, C := len(iv.levels), iv.n, iv.C
-	ok := iv.offsets(s, scale)
+	ok := iv.offsets(s, at, scale)
+	if ok {
+		iv.write(fc, nil, nil) // nests the offsets as float32 bounds
+	}
 	b := s.bounds[slot*sampledSteps*2*k*C : (slot+1)*sampledSteps*2*k*C]
 	for r, lag := range lags {
 		rec := b[r*2*k*C : (r+1)*2*k*C]
@@ -373,18 +606,35 @@ func (iv *intervals) issue(s *seriesIntervals, slot int, lags []uint16, fc, scal
 // already had one (after a restart, or a late correction) from series s's
 // current thresholds, keeping the sampled bounds of the first; it returns
 // whether they are published.
-func (iv *intervals) reissue(s *seriesIntervals, slot int, fc, scale []float64, lower, upper [][]float64) bool {
-	if !s.published[slot] || len(lower) != len(iv.levels) || !iv.offsets(s, scale) {
+func (iv *intervals) reissue(s *seriesIntervals, slot int, at int64, fc, scale []float64, lower, upper [][]float64) bool {
+	if !s.published[slot] || len(lower) != len(iv.levels) || !iv.offsets(s, at, scale) {
 		return false
 	}
+	iv.write(fc, nil, nil)
 	iv.write(fc, lower, upper)
 	return true
 }
 
-// write fills lower and upper from fc and the offsets in iv.below and
-// iv.above.
+// write makes the offsets in iv.below and iv.above strictly nested at
+// float32 precision, the bounds' precision on the wire: each level's bound
+// lies at least one float32 step outside the lower level's. With lower and
+// upper it then fills them from fc and the offsets.
 func (iv *intervals) write(fc []float64, lower, upper [][]float64) {
 	n := iv.n
+	if lower == nil {
+		for l := 1; l < len(iv.levels); l++ {
+			for i, y := range fc {
+				lo0, hi0 := atFloat32(y-iv.below[(l-1)*n+i]), atFloat32(y+iv.above[(l-1)*n+i])
+				if lo := atFloat32(y - iv.below[l*n+i]); !(lo < lo0) {
+					iv.below[l*n+i] = y - float64(math.Nextafter32(float32(lo0), float32(math.Inf(-1))))
+				}
+				if hi := atFloat32(y + iv.above[l*n+i]); !(hi > hi0) {
+					iv.above[l*n+i] = float64(math.Nextafter32(float32(hi0), float32(math.Inf(1)))) - y
+				}
+			}
+		}
+		return
+	}
 	for l := range iv.levels {
 		for i, y := range fc {
 			lower[l][i], upper[l][i] = atFloat32(y-iv.below[l*n+i]), atFloat32(y+iv.above[l*n+i])
@@ -393,14 +643,13 @@ func (iv *intervals) write(fc []float64, lower, upper [][]float64) {
 }
 
 // score moves series s's thresholds of channel c by the bounds published
-// for sampled step r of slot at horizon step h (0-based), whose realised
-// value is v and normalised error e, and counts the coverage of published
-// intervals. While s warms up its thresholds follow its own errors
-// instead.
-func (iv *intervals) score(s *seriesIntervals, slot, r, h, c int, v, e float64) {
+// for sampled step r of slot at horizon step h (0-based), whose target is
+// step st, whose realised value is v and normalised error e; it updates
+// s's error level and the day shape, and counts the coverage and score of
+// published intervals.
+func (iv *intervals) score(s *seriesIntervals, slot, r, h, c int, st int64, v, e, scale float64) {
 	k, C := len(iv.levels), iv.C
 	rec := s.bounds[(slot*sampledSteps+r)*2*k*C:][:2*k*C]
-	warm := s.completed < warmScores
 	for l := range k {
 		lo, hi := float64(rec[l*C+c]), float64(rec[(k+l)*C+c])
 		if math.IsNaN(lo) || math.IsNaN(hi) || math.IsNaN(v) {
@@ -409,39 +658,77 @@ func (iv *intervals) score(s *seriesIntervals, slot, r, h, c int, v, e float64) 
 		missLo, missHi := v < lo, v > hi
 		if s.published[slot] {
 			held := !missLo && !missHi
-			iv.count(l, held)
+			iv.count(l, held, winkler(lo, hi, v, 1-iv.levels[l])/scale, (hi-lo)/scale)
 			s.scored[l]++
 			if held {
 				s.covered[l]++
 			}
 		}
-		if !warm || s.owned < ownErrors {
-			j := l*C + c
-			iv.move(s, l, &s.lo[j], &iv.sumLo[j], missLo)
-			iv.move(s, l, &s.hi[j], &iv.sumHi[j], missHi)
+		j := l*C + c
+		iv.move(s, l, &s.lo[j], &iv.sumLo[j], missLo)
+		iv.move(s, l, &s.hi[j], &iv.sumHi[j], missHi)
+		if l > 0 { // a state below the lower level's would only wind down unseen
+			iv.raise(s, &s.lo[j], &iv.sumLo[j], s.lo[j-C])
+			iv.raise(s, &s.hi[j], &iv.sumHi[j], s.hi[j-C])
 		}
 	}
-	if !warm || math.IsNaN(e) {
+	if math.IsNaN(e) {
 		return
 	}
-	i := h*C + c
-	if m := iv.absErr[i] / iv.weight[i]; m > 0 {
-		s.own[c] += math.Abs(e) / m
-		if c == C-1 {
-			s.owned++
-		}
+	iv.noteLevel(s, h, c, st, math.Abs(e))
+}
+
+// noteLevel adds a sampled error's size ae (normalised) at horizon step h
+// of channel c, for target step st, to s's error level and to the day
+// shape.
+func (iv *intervals) noteLevel(s *seriesIntervals, h, c int, st int64, ae float64) {
+	if !iv.shape() {
+		return
 	}
-	if s.owned >= ownErrors {
-		own := s.own[c] / float64(s.owned)
-		for l := range k {
-			j := l*C + c
-			q := max(iv.guess[l]*own, minThreshold)
-			if s.calibrated && !math.IsNaN(s.lo[j]) {
-				iv.sumLo[j] += q - s.lo[j]
-				iv.sumHi[j] += q - s.hi[j]
-			}
-			s.lo[j], s.hi[j] = q, q
+	C := iv.C
+	m := iv.m[h*C+c]
+	s.maxAbs[c] = max(ae, s.maxAbs[c]*iv.slowD)
+	if s.seen[c] < math.MaxUint32 {
+		s.seen[c]++
+	}
+	b, p := 0, 1.0
+	if iv.bins > 1 {
+		if iv.profDirty {
+			iv.normaliseProfile()
 		}
+		b = iv.bin(st, iv.zoneOffset(st))
+		p = iv.profile[b*C+c]
+	}
+	lvl := s.level[c]
+	if !math.IsNaN(lvl) && lvl > 0 && iv.bins > 1 {
+		// The day shape learns from the error over this series' level.
+		i := b*C + c
+		if dt := st - iv.profAt[i]; dt > 0 && iv.profW[i] > 0 {
+			d := math.Exp2(-float64(dt) / iv.profHalfSteps)
+			iv.profSum[i] *= d
+			iv.profW[i] *= d
+		}
+		iv.profAt[i] = max(iv.profAt[i], st)
+		iv.profSum[i] += min(ae/(m*lvl), levelClip)
+		iv.profW[i]++
+		iv.profDirty = true
+	}
+	x := ae / (m * p)
+	old := lvl
+	switch {
+	case math.IsNaN(lvl):
+		s.level[c], s.levelW[c], s.slow[c] = max(x, minThreshold), 1, max(x, minThreshold)
+	default:
+		if s.levelW[c] >= levelPriorWeight {
+			x = min(x, levelClip*max(lvl, s.slow[c]))
+		}
+		s.levelW[c] = s.levelW[c]*iv.levelD + 1
+		lvl += (x - lvl) / s.levelW[c]
+		s.slow[c] += (x - s.slow[c]) * (1 - iv.slowD)
+		s.level[c] = max(lvl, levelFloor*s.slow[c], minThreshold)
+	}
+	if s.calibrated && !math.IsNaN(old) {
+		iv.sumLevel[c] += s.level[c] - old
 	}
 }
 
@@ -460,21 +747,36 @@ func (iv *intervals) move(s *seriesIntervals, l int, q, sum *float64, miss bool)
 	}
 }
 
+// raise sets the threshold *q to at least floor, keeping the sum in step.
+func (iv *intervals) raise(s *seriesIntervals, q, sum *float64, floor float64) {
+	if *q >= floor {
+		return
+	}
+	if s.calibrated {
+		*sum += floor - *q
+	}
+	*q = floor
+}
+
 // count records whether a published interval of level index l covered its
-// realised value.
-func (iv *intervals) count(l int, covered bool) {
+// realised value, with its interval score and width (normalised).
+func (iv *intervals) count(l int, covered bool, score, width float64) {
 	iv.scored[l]++
 	hit := 0.0
 	if covered {
 		iv.covered[l]++
 		hit = 1
 	}
+	iv.scoreSum[l] += score
+	iv.widthSum[l] += width
 	iv.recent[l] = iv.decay*iv.recent[l] + hit
+	iv.recentScore[l] = iv.decay*iv.recentScore[l] + score
+	iv.recentWidth[l] = iv.decay*iv.recentWidth[l] + width
 	iv.recentW[l] = iv.decay*iv.recentW[l] + 1
 }
 
 // completed notes that a forecast of s completed its horizon, and
-// publishes s's intervals once warmScores have.
+// publishes s's intervals once warmScores have and it has a level.
 func (iv *intervals) completed(s *seriesIntervals) {
 	s.completed++
 	if !s.calibrated && s.completed >= warmScores {
@@ -483,32 +785,54 @@ func (iv *intervals) completed(s *seriesIntervals) {
 				return
 			}
 		}
+		for _, lvl := range s.level {
+			if math.IsNaN(lvl) {
+				return
+			}
+		}
 		iv.join(s)
 	}
 }
 
 // untracked fills lower and upper (one H×C slice per level) for a forecast
-// fc of a series that is not tracked, from the mean thresholds of the
-// calibrated series; it returns false when none is calibrated.
-func (iv *intervals) untracked(fc []float64, scale []float64, lower, upper [][]float64) bool {
+// fc issued at step at of a series that is not tracked, from the mean
+// thresholds and level of the calibrated series; it returns false when
+// none is calibrated.
+func (iv *intervals) untracked(at int64, fc []float64, scale []float64, lower, upper [][]float64) bool {
 	if iv.calibrated == 0 || !iv.shape() {
 		return false
 	}
 	inv := 1 / float64(iv.calibrated)
 	k, n, C := len(iv.levels), iv.n, iv.C
+	iv.dayShape(at)
 	for l := range k {
 		for i := range n {
 			c := i % C
-			w := iv.m[i] * scale[c] * inv
-			b, a := iv.sumLo[l*C+c]*w, iv.sumHi[l*C+c]*w
+			w := iv.m[i] * iv.day[i] * iv.sumLevel[c] * inv * scale[c]
+			b, a := iv.sumLo[l*C+c]*inv*w, iv.sumHi[l*C+c]*inv*w
 			if l > 0 { // nested, as offsets makes them
-				b, a = max(b, iv.below[(l-1)*n+i]), max(a, iv.above[(l-1)*n+i])
+				b, a = max(b, nestRatio*iv.below[(l-1)*n+i]), max(a, nestRatio*iv.above[(l-1)*n+i])
 			}
 			iv.below[l*n+i], iv.above[l*n+i] = b, a
 		}
 	}
+	iv.write(fc, nil, nil)
 	iv.write(fc, lower, upper)
 	return true
+}
+
+// winkler is the interval score of [lo, hi] for value y at miscoverage
+// alpha (Gneiting & Raftery 2007): the width plus 2/alpha times how far y
+// lies outside. Lower is better: a band too wide pays for its width, one
+// too narrow for its misses.
+func winkler(lo, hi, y, alpha float64) float64 {
+	s := hi - lo
+	if y < lo {
+		s += 2 / alpha * (lo - y)
+	} else if y > hi {
+		s += 2 / alpha * (y - hi)
+	}
+	return s
 }
 
 // atFloat32 rounds a bound to float32 precision, which the output layouts
@@ -519,7 +843,8 @@ func atFloat32(v float64) float64 { return float64(float32(v)) }
 // central interval of a Gaussian holding level of its mass.
 func gaussianHalfWidth(level float64) float64 { return math.Sqrt2 * math.Erfinv(level) }
 
-// Coverage is the coverage of the published intervals of one level.
+// Coverage is the coverage and score of the published intervals of one
+// level.
 type Coverage struct {
 	Level float64 `json:"level"`
 	// Scored and Covered count the published interval steps whose value was
@@ -530,6 +855,14 @@ type Coverage struct {
 	// Recent is the rate over about the last online.error_half_life scored
 	// steps (exponentially weighted); 0 before any.
 	Recent float64 `json:"recent"`
+	// ScoreSum and WidthSum add up the interval (Winkler) score and the
+	// width of every scored step, in units of each series' scale;
+	// RecentScore and RecentWidth are their recent means, as Recent. A
+	// band too wide shows in its score where coverage cannot show it.
+	ScoreSum    float64 `json:"score_sum"`
+	WidthSum    float64 `json:"width_sum"`
+	RecentScore float64 `json:"recent_score"`
+	RecentWidth float64 `json:"recent_width"`
 }
 
 // Rate returns Covered/Scored over the stretch since an earlier Coverage of
@@ -543,15 +876,35 @@ func (c Coverage) Rate(since Coverage) float64 {
 	return float64(c.Covered-since.Covered) / float64(n)
 }
 
+// Score returns the mean interval score over the stretch since an earlier
+// Coverage of the same level, NaN when nothing was scored in between.
+func (c Coverage) Score(since Coverage) float64 {
+	n := c.Scored - since.Scored
+	if n <= 0 {
+		return math.NaN()
+	}
+	return (c.ScoreSum - since.ScoreSum) / float64(n)
+}
+
+// Width returns the mean width over the stretch since an earlier Coverage
+// of the same level, NaN when nothing was scored in between.
+func (c Coverage) Width(since Coverage) float64 {
+	n := c.Scored - since.Scored
+	if n <= 0 {
+		return math.NaN()
+	}
+	return (c.WidthSum - since.WidthSum) / float64(n)
+}
+
 func (iv *intervals) coverage() []Coverage {
 	if iv == nil {
 		return nil
 	}
 	out := make([]Coverage, len(iv.levels))
 	for l, level := range iv.levels {
-		out[l] = Coverage{Level: level, Scored: iv.scored[l], Covered: iv.covered[l]}
-		if iv.recentW[l] > 0 {
-			out[l].Recent = iv.recent[l] / iv.recentW[l]
+		out[l] = Coverage{Level: level, Scored: iv.scored[l], Covered: iv.covered[l], ScoreSum: iv.scoreSum[l], WidthSum: iv.widthSum[l]}
+		if w := iv.recentW[l]; w > 0 {
+			out[l].Recent, out[l].RecentScore, out[l].RecentWidth = iv.recent[l]/w, iv.recentScore[l]/w, iv.recentWidth[l]/w
 		}
 	}
 	return out

@@ -44,8 +44,10 @@ import (
 // can lose.
 const calibrationEvery = time.Minute
 
-// calibrationVersion is the layout of the saved files.
-const calibrationVersion = 1
+// calibrationVersion is the layout of the saved files: 2 since the
+// thresholds are in units of each series' error level (files of layout 1
+// are skipped: their series start from the model's quantiles once).
+const calibrationVersion = 2
 
 // savedCalibration is one replica's file.
 type savedCalibration struct {
@@ -55,20 +57,25 @@ type savedCalibration struct {
 	Newest         time.Time // data time of the newest step seen
 	Model          uint64    // the served model.path's fingerprint (modelFingerprint)
 	AbsErr, Weight []float64 // the shape of the error along the horizon
+	// ProfSum, ProfW and ProfAt are the shape over the day (intervals'
+	// profSum, profW and profAt).
+	ProfSum, ProfW []float64
+	ProfAt         []int64
 	Series         map[string]savedSeries
 }
 
-// savedSeries is one series' calibration: its thresholds, its warm-up,
-// and the running scale its errors are normalised by (count, mean and sum
-// of squares per channel), which the thresholds are in units of.
+// savedSeries is one series' calibration: its thresholds, its error level
+// (with its weight, slow level, largest recent error and the errors it
+// rests on, per channel), its warm-up, and the running scale its errors
+// are normalised by (count, mean and sum of squares per channel).
 type savedSeries struct {
-	Lo, Hi     []float64
-	Completed  int
-	Own        []float64
-	Owned      int
-	Calibrated bool
-	Scale      []float64
-	Last       int64 // the newest step the scale holds
+	Lo, Hi                      []float64
+	Level, LevelW, Slow, MaxAbs []float64
+	Seen                        []uint32
+	Completed                   int
+	Calibrated                  bool
+	Scale                       []float64
+	Last                        int64 // the newest step the scale holds
 	// Fresh marks a state that started on this replica from none and is
 	// still warming up: a series a rebalance moved here that has not yet
 	// taken the state of the replica that had it.
@@ -124,6 +131,7 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 	sc := savedCalibration{
 		Version: calibrationVersion, Levels: t.iv.levels, H: t.H, C: t.C, Newest: t.newest, Model: fingerprint,
 		AbsErr: slices.Clone(t.iv.absErr), Weight: slices.Clone(t.iv.weight),
+		ProfSum: slices.Clone(t.iv.profSum), ProfW: slices.Clone(t.iv.profW), ProfAt: slices.Clone(t.iv.profAt),
 		Series: make(map[string]savedSeries, len(t.series)+len(t.restored)),
 	}
 	// The restored states no series has claimed yet are kept too, so that a
@@ -143,7 +151,8 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 			scale = append(scale, w.n, w.mean, w.m2)
 		}
 		sc.Series[k] = savedSeries{Lo: slices.Clone(v.lo), Hi: slices.Clone(v.hi), Completed: v.completed,
-			Own: slices.Clone(v.own), Owned: v.owned, Calibrated: v.calibrated, Scale: scale, Last: s.last,
+			Level: slices.Clone(v.level), LevelW: slices.Clone(v.levelW), Slow: slices.Clone(v.slow), MaxAbs: slices.Clone(v.maxAbs),
+			Seen: slices.Clone(v.seen), Calibrated: v.calibrated, Scale: scale, Last: s.last,
 			Fresh: s.fresh && v.completed < warmScores}
 	}
 	t.mu.Unlock()
@@ -244,7 +253,8 @@ func (t *tracker) readCalibrations(dir, skip string, fingerprint uint64, skipped
 			skipped(path, err)
 		case sc.Version != calibrationVersion:
 			skipped(path, fmt.Errorf("layout version %d, this build reads %d", sc.Version, calibrationVersion))
-		case !slices.Equal(sc.Levels, t.iv.levels) || sc.H != t.H || sc.C != t.C || len(sc.AbsErr) != t.H*t.C || len(sc.Weight) != t.H*t.C:
+		case !slices.Equal(sc.Levels, t.iv.levels) || sc.H != t.H || sc.C != t.C || len(sc.AbsErr) != t.H*t.C || len(sc.Weight) != t.H*t.C ||
+			len(sc.ProfSum) != len(t.iv.profSum) || len(sc.ProfW) != len(t.iv.profW) || len(sc.ProfAt) != len(t.iv.profAt):
 			skipped(path, fmt.Errorf("levels %v, horizon %d, %d channels: not those served now (%v, %d, %d)", sc.Levels, sc.H, sc.C, t.iv.levels, t.H, t.C))
 		case sc.Model != fingerprint:
 			skipped(path, errors.New("written for another model.path; its series start from this model's quantiles"))
@@ -264,41 +274,20 @@ func newestFile(files []calibrationFile) calibrationFile {
 // latest (after a rebalance, the replica's that had the series last),
 // leaving out the series idle at newest: last seen more than L+H steps
 // before it, as expire has it, so that no restart carries them over again.
-// A state's thresholds are in units of its replica's shape of the errors
-// (the mean absolute error along the horizon, learnt from that replica's
-// series); they are put in units of unit (per channel, the shape's mean
-// over the horizon) when it is given.
-func (t *tracker) mergeCalibrations(files []calibrationFile, newest time.Time, unit []float64) map[string]savedSeries {
+// A state's thresholds are in units of its own error level, and its level
+// in units of its scale, so a state means the same to every replica.
+func (t *tracker) mergeCalibrations(files []calibrationFile, newest time.Time) map[string]savedSeries {
 	k, C := len(t.iv.levels), t.C
 	idle := newest.UnixNano()/int64(t.cadence) - int64(t.L+t.H)
 	merged := map[string]savedSeries{}
 	for _, f := range files {
-		var factor []float64
-		if unit != nil {
-			factor = shapeUnit(f.AbsErr, f.Weight, t.H, C)
-			for c := range factor {
-				if factor[c] > 0 && unit[c] > 0 {
-					factor[c] /= unit[c]
-				} else {
-					factor[c] = 1
-				}
-			}
-		}
 		for key, s := range f.Series {
-			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Own) != C || len(s.Scale) != 3*C || s.Last < idle {
+			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Level) != C || len(s.LevelW) != C || len(s.Slow) != C ||
+				len(s.MaxAbs) != C || len(s.Seen) != C || len(s.Scale) != 3*C || s.Last < idle {
 				continue
 			}
 			if old, ok := merged[key]; ok && !newerState(s, old, int64(t.L+t.H)) {
 				continue
-			}
-			if factor != nil {
-				for i := range s.Lo {
-					s.Lo[i] *= factor[i%C]
-					s.Hi[i] *= factor[i%C]
-				}
-				for c := range s.Own {
-					s.Own[c] *= factor[c]
-				}
 			}
 			merged[key] = s
 		}
@@ -316,26 +305,6 @@ func newerState(s, old savedSeries, span int64) bool {
 		return !s.Fresh
 	}
 	return s.Last > old.Last
-}
-
-// shapeUnit is, per channel, the mean over the horizon of the shape of the
-// errors held in absErr and weight (H×C), the unit thresholds are counted
-// in; 0 for a channel without errors.
-func shapeUnit(absErr, weight []float64, H, C int) []float64 {
-	unit := make([]float64, C)
-	for c := range C {
-		n := 0
-		for h := range H {
-			if i := h*C + c; weight[i] > 0 {
-				unit[c] += absErr[i] / weight[i]
-				n++
-			}
-		}
-		if n > 0 {
-			unit[c] /= float64(n)
-		}
-	}
-	return unit
 }
 
 // restoreCalibration reads every replica's file in dir, keeping per series
@@ -365,11 +334,15 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 		return true
 	})
 	newest := newestFile(files)
-	restored := t.mergeCalibrations(files, newest.Newest, shapeUnit(newest.AbsErr, newest.Weight, t.H, t.C))
+	restored := t.mergeCalibrations(files, newest.Newest)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	copy(t.iv.absErr, newest.AbsErr)
 	copy(t.iv.weight, newest.Weight)
+	copy(t.iv.profSum, newest.ProfSum)
+	copy(t.iv.profW, newest.ProfW)
+	copy(t.iv.profAt, newest.ProfAt)
+	t.iv.shapeDirty, t.iv.profDirty = true, true
 	t.restored, t.restoredFrom = restored, newest.Newest
 	t.restoredUntil = newest.Newest.Add(span)
 	return len(restored), nil
@@ -401,9 +374,8 @@ func (t *tracker) adoptCalibrations(dir, own string, fingerprint uint64) (int, e
 	if t.newest.After(newest) {
 		newest = t.newest
 	}
-	unit := shapeUnit(t.iv.absErr, t.iv.weight, t.H, t.C)
 	t.mu.Unlock()
-	others := t.mergeCalibrations(files, newest, unit)
+	others := t.mergeCalibrations(files, newest)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	adopted := t.tookOnArrival
@@ -464,8 +436,12 @@ func (t *tracker) adopt(s *seriesState, saved savedSeries) {
 	t.iv.leave(v)
 	copy(v.lo, saved.Lo)
 	copy(v.hi, saved.Hi)
-	copy(v.own, saved.Own)
-	v.completed, v.owned = saved.Completed, saved.Owned
+	copy(v.level, saved.Level)
+	copy(v.levelW, saved.LevelW)
+	copy(v.slow, saved.Slow)
+	copy(v.maxAbs, saved.MaxAbs)
+	copy(v.seen, saved.Seen)
+	v.completed = saved.Completed
 	if saved.Calibrated {
 		t.iv.join(v)
 	}

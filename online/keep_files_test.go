@@ -46,7 +46,7 @@ func stepOf(t time.Time) int64 { return t.UnixNano() / int64(time.Hour) }
 // savedState is a series' saved state with thresholds lo, last seen at
 // step last.
 func savedState(lo float64, last int64) savedSeries {
-	return savedSeries{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Own: []float64{0}, Scale: []float64{0, 0, 0}, Last: last}
+	return savedSeries{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Scale: []float64{0, 0, 0}, Last: last}
 }
 
 // TestStaleCalibrationFilesAreRemoved: of the replicas' calibration files,

@@ -75,6 +75,9 @@ type Learner struct {
 	independent bool
 	rounds      atomic.Int64
 	lastNew     atomic.Int64 // replay.seen at the last round
+	// roundAt is the data time of the last round Advance ran (or of its
+	// first call).
+	roundAt time.Time
 
 	mu       sync.Mutex
 	counts   map[Outcome]int64
@@ -154,7 +157,8 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 		cfg.SpectrumSteps = 8 * mc.Lookback
 		l.cfg.SpectrumSteps = cfg.SpectrumSteps
 	}
-	iv := newIntervals(cfg.Intervals, cfg.IntervalRate, mc.Horizon, mc.Channels, cfg.ErrorHalfLife, reference.Meta.ErrorQuantiles)
+	iv := newIntervals(cfg.Intervals, cfg.IntervalRate, mc.Horizon, mc.Channels, cfg.ErrorHalfLife, reference.Meta.ErrorQuantiles,
+		reference.Meta.Cadence, reference.Location())
 	l.exported.scored, l.exported.covered = make([]int64, len(cfg.Intervals)), make([]int64, len(cfg.Intervals))
 	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, spectrumSeries, cfg.ErrorHalfLife, l.rp, iv)
 	l.tr.errs.hist = l.met.absErr
@@ -288,6 +292,28 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 			}
 		}
 	}
+}
+
+// Advance does at data time now what Run does as time passes, for a caller
+// that replays history through the pipeline (package backtest), so that
+// rounds follow the data's clock as drift's min_duration does: with
+// fine-tuning enabled (and the gate open) it runs a round once MinNewSamples
+// new pairs arrived, or once Interval of data time has passed since the
+// last round and some did, then refreshes drift and the metrics. The round
+// runs on the caller's goroutine, without the duty cycle's pauses when
+// Config.Duty is 1; ran says whether one ran.
+func (l *Learner) Advance(ctx context.Context, srv Server, now time.Time) (r RoundResult, ran bool) {
+	if l.cfg.Enabled && l.mayLearn() {
+		if l.roundAt.IsZero() {
+			l.roundAt = now
+		}
+		if n := l.newPairs(); n >= int64(l.cfg.MinNewSamples) || n > 0 && now.Sub(l.roundAt) >= l.cfg.Interval {
+			l.roundAt = now
+			r, ran = l.Round(ctx, srv), true
+		}
+	}
+	l.Refresh(srv)
+	return r, ran
 }
 
 // newPairs is how many realised pairs arrived since the last round began.

@@ -256,7 +256,7 @@ func (t *tracker) observeKey(key []byte, end time.Time, x, fc []float64, lower, 
 			if t.iv == nil || len(lower) != len(t.iv.levels) {
 				return false
 			}
-			return t.iv.untracked(fc, t.windowScale(x), lower, upper)
+			return t.iv.untracked(step, fc, t.windowScale(x), lower, upper)
 		}
 		s = t.newState(key)
 		t.series[string(key)] = s
@@ -275,7 +275,7 @@ func (t *tracker) observeKey(key []byte, end time.Time, x, fc []float64, lower, 
 		// one issued at this step (after a restart, or a late correction);
 		// it gets intervals from the current thresholds.
 		if slot := mod(step, H); t.iv != nil && s.issued[slot] == step {
-			return t.iv.reissue(s.iv, slot, fc, t.seriesScale(s), lower, upper)
+			return t.iv.reissue(s.iv, slot, step, fc, t.seriesScale(s), lower, upper)
 		}
 		return false
 	}
@@ -318,7 +318,7 @@ func (t *tracker) observeKey(key []byte, end time.Time, x, fc []float64, lower, 
 	if len(lower) != len(t.iv.levels) {
 		lower, upper = nil, nil
 	}
-	return t.iv.issue(s.iv, slot, lags, fc, t.seriesScale(s), lower, upper)
+	return t.iv.issue(s.iv, slot, step, lags, fc, t.seriesScale(s), lower, upper)
 }
 
 // score scores the forecasts of s that predicted step st, whose values are
@@ -357,7 +357,7 @@ func (t *tracker) score(s *seriesState, st int64) {
 					t.noteError(h, c, e)
 				}
 				if t.iv != nil {
-					t.iv.score(s.iv, slot, r, h-1, c, float64(v[c]), e)
+					t.iv.score(s.iv, slot, r, h-1, c, st, float64(v[c]), e, t.scale(s, c))
 				}
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
+	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/sink"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/wire"
@@ -337,11 +338,8 @@ func (s *Service) newLearner(ctx context.Context) error {
 // and, unless input.value_range is set, refuses values outside the range
 // plausibleRange derives from m.
 func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.Forecast)) error {
-	sc, in := s.cfg.Stream, s.cfg.Readings
+	sc, in := s.cfg.Stream, s.cfg.InputFor(m)
 	sc.RebuildSpan = pipeline.RebuildSpan(m.Lookback(), s.cfg.Window, s.cfg.Cadence)
-	if len(in.ValueRange) == 0 {
-		in.ValueRange = plausibleRange(m)
-	}
 	src, err := stream.NewConsumer(sc, in, s.kc, stream.WithRegisterer(s.reg), stream.WithLogger(s.log))
 	if err != nil {
 		return err
@@ -351,12 +349,7 @@ func (s *Service) newPipeline(m *model.Model, version int64, observe func(*wire.
 		src.Close(context.Background())
 		return err
 	}
-	w := pipeline.Wiring{
-		Fields: s.cfg.Readings.ValueFields, Cadence: s.cfg.Cadence, Align: s.cfg.wiringAlign(),
-		SkipAttributions: s.cfg.Sink.AttributionTopic == "" || s.cfg.Sink.Attributions == wire.AttributionsOff,
-		SharesOnly:       s.cfg.Sink.Attributions == wire.AttributionsSummary,
-		ModelVersion:     max(version, 1),
-	}
+	w := s.cfg.Wiring(version)
 	opts := []pipeline.Option{pipeline.WithRegisterer(s.reg), pipeline.WithLogger(s.log), pipeline.WithOnline(s.learner)}
 	if observe != nil {
 		opts = append(opts, pipeline.WithObserver(observe))
@@ -432,6 +425,30 @@ func (s *Service) serveVersion(m *model.Model) {
 
 func (s *Service) skippedVersion(v int64, err error) {
 	s.log.Warn("skipping an incomplete model version on the models topic", "topic", s.cfg.ModelsTopic, "version", v, "err", err)
+}
+
+// Wiring is the pipeline's wiring serve gives a model of the given version:
+// the input's value fields, cadence and alignment, and whether attributions
+// are computed (topics.attributions and output.attributions) and kept whole.
+// The backtest wires its pipeline with it too.
+func (c Config) Wiring(version int64) pipeline.Wiring {
+	return pipeline.Wiring{
+		Fields: c.Readings.ValueFields, Cadence: c.Cadence, Align: c.wiringAlign(),
+		SkipAttributions: c.Sink.AttributionTopic == "" || c.Sink.Attributions == wire.AttributionsOff,
+		SharesOnly:       c.Sink.Attributions == wire.AttributionsSummary,
+		ModelVersion:     max(version, 1),
+	}
+}
+
+// InputFor returns the input.* settings serve decodes readings with for
+// model m: input.value_range, unless set, is the range plausibleRange
+// derives from m.
+func (c Config) InputFor(m *model.Model) readings.Config {
+	in := c.Readings
+	if len(in.ValueRange) == 0 {
+		in.ValueRange = plausibleRange(m)
+	}
+	return in
 }
 
 // plausibleSigmas is how many training standard deviations from the

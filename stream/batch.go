@@ -70,6 +70,7 @@ type Batch struct {
 	gen     *generation
 	last    bool // the last rebuild batch of its generation
 	c       *Consumer
+	local   *LocalHooks // a batch no consumer delivered (Local); nil otherwise
 }
 
 // Partition returns the input partition of row i of the Record.
@@ -86,6 +87,9 @@ func (b *Batch) Offset(i int) int64 { return b.rowOff[i] }
 // resumes from the last commit, and the messages are delivered again
 // there. Committing a rebuild batch marks it applied.
 func (b *Batch) Commit(ctx context.Context) error {
+	if b.local != nil {
+		return b.localCommit(ctx)
+	}
 	if b.Rebuild {
 		if b.last {
 			b.c.rebuilt(b.gen)
@@ -108,6 +112,9 @@ func (b *Batch) Commit(ctx context.Context) error {
 // copy of them. With Config.DropPoison nothing is written: the messages are
 // counted and logged as dropped.
 func (b *Batch) DeadLetter(ctx context.Context, reason string, cause error) (int, error) {
+	if b.local != nil {
+		return b.localRefuse(nil, reason, cause), nil
+	}
 	c := b.c
 	var dead []kafka.Message
 	for i, last := range b.commits {
@@ -141,6 +148,9 @@ func (b *Batch) DeadLetterRows(ctx context.Context, rows []int, reason string, c
 // (how late it was); cause sums them up in the log. A message that holds
 // several of the rows gets the first one's.
 func (b *Batch) DeadLetterRowsEach(ctx context.Context, rows []int, reason string, cause error, causeOf func(i int) error) (int, error) {
+	if b.local != nil {
+		return b.localRefuse(rows, reason, cause), nil
+	}
 	type at struct {
 		p   int
 		off int64

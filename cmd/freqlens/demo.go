@@ -61,7 +61,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var m *model.Model
 	if *modelPath != "" {
 		var err error
-		if m, err = model.Load(*modelPath); err != nil {
+		if m, err = loadModelFile(*modelPath); err != nil {
 			return err
 		}
 		if m.Meta.Cadence == 0 {

@@ -210,7 +210,7 @@ func printPerSeries(w io.Writer, ss []seriesError, independent bool) {
 // (CSV, Arrow, Parquet, as train reads it with configPath's input.* and
 // window.* settings) split by time, its readings put on the model's steps.
 func loadModelAndData(ctx context.Context, modelPath, dataPath, configPath string, stderr io.Writer) (*model.Model, testSplit, error) {
-	m, err := model.Load(modelPath)
+	m, err := loadModelFile(modelPath)
 	if err != nil {
 		return nil, testSplit{}, err
 	}

@@ -138,7 +138,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		shares, rhythmShares, residualShare = met.Shares, met.RhythmShares, met.ResidualShare
 	} else {
 		var err error
-		if m, err = model.Load(*modelPath); err != nil {
+		if m, err = loadModelFile(*modelPath); err != nil {
 			return err
 		}
 		selected, shares, rhythmShares, residualShare = m.Meta.Selected, m.Meta.Shares, m.Meta.RhythmShares, m.Meta.ResidualShare

@@ -48,14 +48,15 @@ Run 'freqlens COMMAND -h' for the flags of a command.
 type command func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 var commands = map[string]command{
-	"train":   runTrain,
-	"eval":    runEval,
-	"inspect": runInspect,
-	"predict": runPredict,
-	"report":  runReport,
-	"serve":   runServe,
-	"replay":  runReplay,
-	"demo":    runDemo,
+	"train":    runTrain,
+	"eval":     runEval,
+	"inspect":  runInspect,
+	"predict":  runPredict,
+	"report":   runReport,
+	"serve":    runServe,
+	"replay":   runReplay,
+	"backtest": runBacktest,
+	"demo":     runDemo,
 }
 
 func main() {

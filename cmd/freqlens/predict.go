@@ -112,7 +112,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := require(fs, "model", "data"); err != nil {
 		return err
 	}
-	m, err := model.Load(*modelPath)
+	m, err := loadModelFile(*modelPath)
 	if err != nil {
 		return err
 	}

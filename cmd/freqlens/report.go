@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
 )
 
@@ -35,7 +34,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	m, err := model.Load(*modelPath)
+	m, err := loadModelFile(*modelPath)
 	if err != nil {
 		return err
 	}
