@@ -155,7 +155,7 @@ func DefaultConfig() Config {
 		Interval: 5 * time.Minute, MinNewSamples: 500, ReplaySize: 20000, Replay: ReplayRecent,
 		LearningRate: 1e-3, Steps: 50, BatchSize: 32, Holdout: 0.2, MinHoldout: 64, Workers: 1, Duty: 0.25,
 		Keep: 5, DriftThreshold: 0.05, MinDuration: 30 * time.Minute, Dominant: 3, DominantMinShare: 0.10,
-		ErrorHalfLife: 2000, IntervalRate: 0.1,
+		ErrorHalfLife: 2000, IntervalRate: 0.01,
 	}
 }
 

@@ -98,17 +98,25 @@ const warmScores = 32
 
 // The error level's dynamics, in sampled errors of the series.
 const (
-	// levelHalfLife is the half-life of the series' error level.
-	levelHalfLife = 24
+	// levelHalfLife is the half-life of the series' error level, and
+	// fastHalfLife that of its fast estimate, which resets the level
+	// when it has been levelJump times above it, or as far below, for
+	// jumpErrors errors in a row: a holiday or a storm moves the band
+	// within a few errors, and its end moves it back as soon.
+	levelHalfLife = 256
+	fastHalfLife  = 8
+	levelJump     = 2.5
+	jumpErrors    = 4
 	// levelPriorWeight is how many errors a series' starting level counts
 	// for.
 	levelPriorWeight = 4
 	// levelClip caps one error's part in the level at this many times the
-	// level (once the level rests on that many errors).
+	// level (or its fast estimate, when higher).
 	levelClip = 5
-	// slowHalfLife is the half-life of the slow level, which floors the
-	// level at levelFloor times itself, and of the largest recent error.
-	slowHalfLife = 20 * levelHalfLife
+	// longHalfLife is the half-life of the long-run level, which floors
+	// the level at levelFloor times itself, and of the largest recent
+	// error.
+	longHalfLife = 1024
 	levelFloor   = 0.3
 )
 
@@ -129,6 +137,28 @@ const (
 	maxAbsErrors = 16
 )
 
+// rateFactors are the learning rates of a threshold's experts, in units of
+// online.interval_rate: the slowest keeps a stationary feed's band steady,
+// the fastest follows a change of the error's shape within a few hundred
+// errors. lossHalfLife is the half-life, in sampled errors, of the
+// pinball loss that picks the expert published.
+var rateFactors = [...]float64{1, 4, 16}
+
+const (
+	experts      = len(rateFactors)
+	lossHalfLife = 256
+	// selectMargin is how much less recent loss a faster expert needs
+	// than the slowest to be published: on a steady feed the faster
+	// experts' noise costs more than their speed gains.
+	selectMargin = 0.05
+)
+
+// snapshots is how many past copies of its experts' thresholds a series
+// keeps, taken every H/(snapshots−1) steps: an expert is judged by the
+// threshold it had when the forecast was issued (the copy taken at or
+// before then), not by one that has since seen what happened.
+const snapshots = 5
+
 // nestRatio is how much larger than the next lower level's a level's
 // thresholds are at least.
 const nestRatio = 1.05
@@ -148,9 +178,10 @@ const minThreshold = 1e-9
 // lock).
 type intervals struct {
 	levels []float64
-	// grow and shrink multiply a threshold after a miss and after a hit,
-	// per level: exp(η·(1 − α/2)) and exp(−η·α/2).
+	// grow and shrink multiply an expert's threshold after a miss and
+	// after a hit, per level and expert: exp(η·(1 − α/2)) and exp(−η·α/2).
 	grow, shrink []float64
+	lossD        float64 // per-error decay of the experts' losses
 	// guess is the Gaussian first guess of κ per level, z·√(π/2).
 	guess []float64
 	H, C  int
@@ -172,7 +203,8 @@ type intervals struct {
 	profHalfSteps   float64
 	profile         []float64 // bins × C, the shape normalised to mean 1; valid while !profDirty
 	profDirty       bool
-	levelD, slowD   float64 // per-error decays of the level and the slow level
+	levelD, fastD   float64 // per-error decays of the level and its fast estimate
+	longD           float64 // and of the long-run level and the largest error
 	prior           []float64
 	priorLevel      []float64 // per channel: the held-out errors' mean |e|
 	priorMax        []float64 // per channel: their largest quantile's size
@@ -207,8 +239,9 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *mod
 		recent: make([]float64, k), recentW: make([]float64, k),
 		scoreSum: make([]float64, k), widthSum: make([]float64, k), recentScore: make([]float64, k), recentWidth: make([]float64, k),
 		m: make([]float64, n), day: make([]float64, n), below: make([]float64, k*n), above: make([]float64, k*n),
-		levelD: math.Pow(0.5, 1/float64(levelHalfLife)), slowD: math.Pow(0.5, 1/float64(slowHalfLife)),
-		loc: loc, cadMs: cadence.Milliseconds(), bins: 1,
+		levelD: math.Pow(0.5, 1/float64(levelHalfLife)), fastD: math.Pow(0.5, 1/float64(fastHalfLife)),
+		longD: math.Pow(0.5, 1/float64(longHalfLife)),
+		loc:   loc, cadMs: cadence.Milliseconds(), bins: 1,
 	}
 	if iv.loc == nil {
 		iv.loc = time.UTC
@@ -235,10 +268,13 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *mod
 	}
 	for _, l := range levels {
 		half := (1 - l) / 2
-		iv.grow = append(iv.grow, math.Exp(rate*(1-half)))
-		iv.shrink = append(iv.shrink, math.Exp(-rate*half))
+		for _, f := range rateFactors {
+			iv.grow = append(iv.grow, math.Exp(f*rate*(1-half)))
+			iv.shrink = append(iv.shrink, math.Exp(-f*rate*half))
+		}
 		iv.guess = append(iv.guess, gaussianHalfWidth(l)*math.Sqrt(math.Pi/2))
 	}
+	iv.lossD = math.Pow(0.5, 1/float64(lossHalfLife))
 	return iv
 }
 
@@ -283,20 +319,33 @@ func quantileMeanAbs(q *model.ErrorQuantiles, h, c int) float64 {
 // level, the bounds published at its sampled steps, and whether its
 // intervals are published.
 type seriesIntervals struct {
-	lo, hi []float64 // κ, levels × C; NaN until the first guess
+	lo, hi []float64 // the published κ, levels × C; NaN until the first guess
+	// expert holds every expert's κ and loss its recent pinball loss: per
+	// level, side (lower, upper), channel and expert,
+	// ((l·2 + side)·C + c)·experts + e.
+	expert, loss []float64
+	// snap holds the last snapshots copies of expert, taken at the steps
+	// in snapAt (none for an empty one), the newest at snapNext−1.
+	snap     []float32
+	snapAt   []int64
+	snapNext int
 	// level, levelW: the error level per channel and the weight of the
-	// errors behind it; slow is the slow level and maxAbs the largest
-	// recent error (decayed), per channel, and seen how many errors it
-	// rests on. level is NaN until the first error when nothing gave it a
-	// start.
-	level, levelW, slow, maxAbs []float64
-	seen                        []uint32
+	// errors behind it; fast its fast estimate and jumps how many errors
+	// in a row that has been levelJump away (signed: up positive); long the
+	// long-run level, maxAbs the largest recent error (decayed) and seen
+	// how many errors that rests on. level is NaN until the first error
+	// when nothing gave it a start.
+	level, levelW, fast, long, maxAbs []float64
+	jumps                             []int8
+	seen                              []uint32
 	// bounds holds, per slot and sampled step, the published lower bounds
-	// (levels × C) then the upper ones: H × sampledSteps × 2 × levels × C.
-	bounds     []float32
-	published  []bool // per slot: the slot's intervals were published
-	completed  int    // forecasts whose horizon was realised
-	calibrated bool   // counted in intervals.sum*
+	// (levels × C) then the upper ones: H × sampledSteps × 2 × levels × C;
+	// unit the unit w of each channel's thresholds there (H × sampledSteps
+	// × C), which the experts' thresholds are judged in.
+	bounds, unit []float32
+	published    []bool // per slot: the slot's intervals were published
+	completed    int    // forecasts whose horizon was realised
+	calibrated   bool   // counted in intervals.sum*
 	// scored and covered count the series' own published sampled steps
 	// that were realised, per level, and those that held the value.
 	scored, covered []uint32
@@ -306,9 +355,12 @@ func (iv *intervals) newSeries() *seriesIntervals {
 	k, C := len(iv.levels), iv.C
 	s := &seriesIntervals{
 		lo: make([]float64, k*C), hi: make([]float64, k*C),
-		level: make([]float64, C), levelW: make([]float64, C), slow: make([]float64, C), maxAbs: make([]float64, C),
-		seen: make([]uint32, C),
+		expert: make([]float64, 2*k*C*experts), loss: make([]float64, 2*k*C*experts),
+		snap: make([]float32, snapshots*2*k*C*experts), snapAt: make([]int64, snapshots),
+		level: make([]float64, C), levelW: make([]float64, C), fast: make([]float64, C), long: make([]float64, C),
+		maxAbs: make([]float64, C), jumps: make([]int8, C), seen: make([]uint32, C),
 		bounds:    make([]float32, iv.H*sampledSteps*2*k*C),
+		unit:      make([]float32, iv.H*sampledSteps*C),
 		published: make([]bool, iv.H),
 		scored:    make([]uint32, k), covered: make([]uint32, k),
 	}
@@ -339,18 +391,38 @@ func (iv *intervals) newSeries() *seriesIntervals {
 			s.lo[i], s.hi[i] = math.NaN(), math.NaN()
 		}
 		for c := range C {
-			s.level[c], s.slow[c] = math.NaN(), math.NaN()
+			s.level[c], s.fast[c], s.long[c] = math.NaN(), math.NaN(), math.NaN()
 		}
 	}
+	iv.startExperts(s)
 	return s
 }
 
+// startExperts starts every expert of s at its published thresholds, and
+// forgets its snapshots.
+func (iv *intervals) startExperts(s *seriesIntervals) {
+	k, C := len(iv.levels), iv.C
+	for i := range s.snapAt {
+		s.snapAt[i] = none
+	}
+	for l := range k {
+		for c := range C {
+			for side, q := range [2]float64{s.lo[l*C+c], s.hi[l*C+c]} {
+				base := ((l*2+side)*C + c) * experts
+				for e := range experts {
+					s.expert[base+e], s.loss[base+e] = q, 0
+				}
+			}
+		}
+	}
+}
+
 // startLevel gives s's level, set from others, the weight of a start, and
-// sets its slow level from it.
+// sets its fast and long-run levels from it.
 func (iv *intervals) startLevel(s *seriesIntervals) {
 	for c := range s.level {
 		s.level[c] = max(s.level[c], minThreshold)
-		s.levelW[c], s.slow[c] = levelPriorWeight, s.level[c]
+		s.levelW[c], s.fast[c], s.long[c] = levelPriorWeight, s.level[c], s.level[c]
 	}
 }
 
@@ -531,12 +603,17 @@ func (iv *intervals) offsets(s *seriesIntervals, at int64, scale []float64) bool
 			return false
 		}
 	}
+	guessed := false
 	for l := range k {
 		for c := range C {
 			if j := l*C + c; math.IsNaN(s.lo[j]) {
 				s.lo[j], s.hi[j] = iv.guess[l], iv.guess[l]
+				guessed = true
 			}
 		}
+	}
+	if guessed {
+		iv.startExperts(s)
 	}
 	iv.dayShape(at)
 	for l := range k {
@@ -584,6 +661,11 @@ func (iv *intervals) issue(s *seriesIntervals, slot int, at int64, lags []uint16
 			continue
 		}
 		h := int(lag) - 1
+		u := s.unit[(slot*sampledSteps+r)*C:][:C]
+		for c := range C {
+			i := h*C + c
+			u[c] = float32(iv.m[i] * iv.day[i] * s.level[c] * scale[c])
+		}
 		for l := range k {
 			for c := range C {
 				i, y := h*C+c, fc[h*C+c]
@@ -593,6 +675,7 @@ func (iv *intervals) issue(s *seriesIntervals, slot int, at int64, lags []uint16
 		}
 	}
 	s.published[slot] = ok && s.calibrated
+	iv.snapshot(s, at)
 	if !s.published[slot] {
 		return false
 	}
@@ -600,6 +683,39 @@ func (iv *intervals) issue(s *seriesIntervals, slot int, at int64, lags []uint16
 		iv.write(fc, lower, upper)
 	}
 	return true
+}
+
+// snapshot copies s's experts' thresholds when the newest copy is
+// H/(snapshots−1) steps older than step at, or there is none.
+func (iv *intervals) snapshot(s *seriesIntervals, at int64) {
+	every := int64(max(1, iv.H/(snapshots-1)))
+	last := s.snapAt[(s.snapNext+snapshots-1)%snapshots]
+	if last != none && at-last < every {
+		return
+	}
+	n := len(s.expert)
+	dst := s.snap[s.snapNext*n : (s.snapNext+1)*n]
+	for i, x := range s.expert {
+		dst[i] = float32(x)
+	}
+	s.snapAt[s.snapNext] = at
+	s.snapNext = (s.snapNext + 1) % snapshots
+}
+
+// snapAsOf returns s's newest snapshot taken at or before step at, nil
+// when there is none.
+func (iv *intervals) snapAsOf(s *seriesIntervals, at int64) []float32 {
+	n := len(s.expert)
+	best := -1
+	for i, t := range s.snapAt {
+		if t != none && t <= at && (best < 0 || t > s.snapAt[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return s.snap[best*n : (best+1)*n]
 }
 
 // reissue writes the intervals of a forecast issued again at a step that
@@ -642,40 +758,82 @@ func (iv *intervals) write(fc []float64, lower, upper [][]float64) {
 	}
 }
 
-// score moves series s's thresholds of channel c by the bounds published
-// for sampled step r of slot at horizon step h (0-based), whose target is
-// step st, whose realised value is v and normalised error e; it updates
-// s's error level and the day shape, and counts the coverage and score of
-// published intervals.
-func (iv *intervals) score(s *seriesIntervals, slot, r, h, c int, st int64, v, e, scale float64) {
+// score scores the bounds published for sampled step r of slot at
+// horizon step h (0-based) of channel c, whose target is step st, whose
+// forecast was f, realised value v and normalised error e (scale its
+// unit): it counts the coverage and score of published intervals, moves
+// every expert's thresholds by whether the value fell outside them and
+// picks each side's expert of least recent pinball loss, and updates s's
+// error level and the day shape.
+func (iv *intervals) score(s *seriesIntervals, slot, r, h, c int, st int64, f, v, e, scale float64) {
 	k, C := len(iv.levels), iv.C
 	rec := s.bounds[(slot*sampledSteps+r)*2*k*C:][:2*k*C]
+	w := float64(s.unit[(slot*sampledSteps+r)*C+c])
+	then := iv.snapAsOf(s, st-int64(h)-1) // the experts when the forecast was issued
 	for l := range k {
 		lo, hi := float64(rec[l*C+c]), float64(rec[(k+l)*C+c])
 		if math.IsNaN(lo) || math.IsNaN(hi) || math.IsNaN(v) {
 			continue
 		}
-		missLo, missHi := v < lo, v > hi
 		if s.published[slot] {
-			held := !missLo && !missHi
+			held := v >= lo && v <= hi
 			iv.count(l, held, winkler(lo, hi, v, 1-iv.levels[l])/scale, (hi-lo)/scale)
 			s.scored[l]++
 			if held {
 				s.covered[l]++
 			}
 		}
-		j := l*C + c
-		iv.move(s, l, &s.lo[j], &iv.sumLo[j], missLo)
-		iv.move(s, l, &s.hi[j], &iv.sumHi[j], missHi)
-		if l > 0 { // a state below the lower level's would only wind down unseen
-			iv.raise(s, &s.lo[j], &iv.sumLo[j], s.lo[j-C])
-			iv.raise(s, &s.hi[j], &iv.sumHi[j], s.hi[j-C])
+		if !(w > 0) || then == nil {
+			continue
 		}
+		// How far beyond the forecast, in units of w, the value fell on
+		// each side.
+		j := l*C + c
+		iv.learn(s, then, l, 0, c, (f-v)/w, &s.lo[j], &iv.sumLo[j])
+		iv.learn(s, then, l, 1, c, (v-f)/w, &s.hi[j], &iv.sumHi[j])
 	}
 	if math.IsNaN(e) {
 		return
 	}
 	iv.noteLevel(s, h, c, st, math.Abs(e))
+}
+
+// learn moves the experts of level index l, side (0 lower, 1 upper) and
+// channel c of s by a realised distance z beyond the forecast (in units
+// of the thresholds) against the thresholds they had when it was issued
+// (then), charges each its pinball loss there, and sets the published
+// threshold *q to the expert of least loss, keeping the calibrated
+// series' sum *sum in step.
+func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z float64, q, sum *float64) {
+	tau := 1 - (1-iv.levels[l])/2 // the quantile a side is
+	base := ((l*2+side)*iv.C + c) * experts
+	best := base
+	for e := range experts {
+		i := base + e
+		x := s.expert[i]
+		u := z - float64(then[i])
+		pin := tau * u
+		if u < 0 {
+			pin = (tau - 1) * u
+		}
+		s.loss[i] = s.loss[i]*iv.lossD + pin
+		if u > 0 {
+			s.expert[i] = max(x*iv.grow[l*experts+e], minThreshold)
+		} else {
+			s.expert[i] = max(x*iv.shrink[l*experts+e], minThreshold)
+		}
+		if s.loss[i] < s.loss[best] {
+			best = i
+		}
+	}
+	if s.loss[best] > (1-selectMargin)*s.loss[base] {
+		best = base // the slowest, steadiest expert, unless another is clearly better
+	}
+	old := *q
+	*q = s.expert[best]
+	if s.calibrated {
+		*sum += *q - old
+	}
 }
 
 // noteLevel adds a sampled error's size ae (normalised) at horizon step h
@@ -687,7 +845,7 @@ func (iv *intervals) noteLevel(s *seriesIntervals, h, c int, st int64, ae float6
 	}
 	C := iv.C
 	m := iv.m[h*C+c]
-	s.maxAbs[c] = max(ae, s.maxAbs[c]*iv.slowD)
+	s.maxAbs[c] = max(ae, s.maxAbs[c]*iv.longD)
 	if s.seen[c] < math.MaxUint32 {
 		s.seen[c]++
 	}
@@ -713,49 +871,46 @@ func (iv *intervals) noteLevel(s *seriesIntervals, h, c int, st int64, ae float6
 		iv.profW[i]++
 		iv.profDirty = true
 	}
-	x := ae / (m * p)
+	x := max(ae/(m*p), minThreshold)
 	old := lvl
-	switch {
-	case math.IsNaN(lvl):
-		s.level[c], s.levelW[c], s.slow[c] = max(x, minThreshold), 1, max(x, minThreshold)
-	default:
-		if s.levelW[c] >= levelPriorWeight {
-			x = min(x, levelClip*max(lvl, s.slow[c]))
-		}
-		s.levelW[c] = s.levelW[c]*iv.levelD + 1
-		lvl += (x - lvl) / s.levelW[c]
-		s.slow[c] += (x - s.slow[c]) * (1 - iv.slowD)
-		s.level[c] = max(lvl, levelFloor*s.slow[c], minThreshold)
+	if math.IsNaN(lvl) {
+		s.level[c], s.levelW[c], s.fast[c], s.long[c] = x, 1, x, x
+	} else {
+		iv.moveLevel(s, c, x)
 	}
 	if s.calibrated && !math.IsNaN(old) {
 		iv.sumLevel[c] += s.level[c] - old
 	}
 }
 
-// move multiplies the threshold *q of level index l by grow after a miss
-// and by shrink after a hit, and keeps the calibrated series' sum *sum in
-// step.
-func (iv *intervals) move(s *seriesIntervals, l int, q, sum *float64, miss bool) {
-	old := *q
-	if miss {
-		*q = max(old*iv.grow[l], minThreshold)
-	} else {
-		*q = max(old*iv.shrink[l], minThreshold)
+// moveLevel adds the error x (in units of the shapes) to channel c's
+// level, its fast estimate and the long-run level, and resets the level to
+// the fast estimate when that has been levelJump times away from it for
+// jumpErrors errors in a row.
+func (iv *intervals) moveLevel(s *seriesIntervals, c int, x float64) {
+	lvl, fast := s.level[c], s.fast[c]
+	if s.levelW[c] >= levelPriorWeight {
+		x = min(x, levelClip*max(lvl, fast))
 	}
-	if s.calibrated {
-		*sum += *q - old
+	fast += (x - fast) * (1 - iv.fastD)
+	s.levelW[c] = s.levelW[c]*iv.levelD + 1
+	lvl += (x - lvl) / s.levelW[c]
+	s.long[c] += (x - s.long[c]) * (1 - iv.longD)
+	switch j := &s.jumps[c]; {
+	case fast > levelJump*lvl:
+		*j = max(*j, 0) + 1
+	case fast*levelJump < lvl:
+		*j = min(*j, 0) - 1
+	default:
+		*j = 0
 	}
-}
-
-// raise sets the threshold *q to at least floor, keeping the sum in step.
-func (iv *intervals) raise(s *seriesIntervals, q, sum *float64, floor float64) {
-	if *q >= floor {
-		return
+	if j := s.jumps[c]; j >= jumpErrors || j <= -jumpErrors {
+		// The errors changed: the level starts again from the fast
+		// estimate, with the weight of its errors.
+		lvl, s.levelW[c], s.jumps[c] = fast, 1/(1-iv.fastD), 0
 	}
-	if s.calibrated {
-		*sum += floor - *q
-	}
-	*q = floor
+	s.fast[c] = fast
+	s.level[c] = max(lvl, levelFloor*s.long[c], minThreshold)
 }
 
 // count records whether a published interval of level index l covered its

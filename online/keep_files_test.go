@@ -33,7 +33,8 @@ func writeCalibration(t *testing.T, dir, name string, newest time.Time, fingerpr
 	}
 	defer f.Close()
 	sc := savedCalibration{Version: calibrationVersion, Levels: []float64{0.8, 0.95}, H: 6, C: 1, Newest: newest, Model: fingerprint,
-		AbsErr: make([]float64, 6), Weight: make([]float64, 6), Series: series}
+		AbsErr: make([]float64, 6), Weight: make([]float64, 6),
+		ProfSum: make([]float64, 24), ProfW: make([]float64, 24), ProfAt: make([]int64, 24), Series: series}
 	if err := gob.NewEncoder(f).Encode(&sc); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,8 @@ func stepOf(t time.Time) int64 { return t.UnixNano() / int64(time.Hour) }
 // savedState is a series' saved state with thresholds lo, last seen at
 // step last.
 func savedState(lo float64, last int64) savedSeries {
-	return savedSeries{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Scale: []float64{0, 0, 0}, Last: last}
+	return savedSeries{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Expert: make([]float64, 4*experts), Loss: make([]float64, 4*experts), Level: []float64{1}, LevelW: []float64{1}, Fast: []float64{1}, Long: []float64{1}, Jumps: []int8{0},
+		MaxAbs: []float64{1}, Seen: []uint32{1}, Scale: []float64{0, 0, 0}, Last: last}
 }
 
 // TestStaleCalibrationFilesAreRemoved: of the replicas' calibration files,

@@ -357,7 +357,7 @@ func (t *tracker) score(s *seriesState, st int64) {
 					t.noteError(h, c, e)
 				}
 				if t.iv != nil {
-					t.iv.score(s.iv, slot, r, h-1, c, st, float64(v[c]), e, t.scale(s, c))
+					t.iv.score(s.iv, slot, r, h-1, c, st, float64(f[c]), float64(v[c]), e, t.scale(s, c))
 				}
 			}
 		}
