@@ -118,6 +118,9 @@ const (
 	// error.
 	longHalfLife = 1024
 	levelFloor   = 0.3
+	// longErrors is how many of its own errors the long-run level needs
+	// before it floors the level.
+	longErrors = 64
 )
 
 // The shape over the day.
@@ -140,17 +143,21 @@ const (
 // rateFactors are the learning rates of a threshold's experts, in units of
 // online.interval_rate: the slowest keeps a stationary feed's band steady,
 // the fastest follows a change of the error's shape within a few hundred
-// errors. lossHalfLife is the half-life, in sampled errors, of the
-// pinball loss that picks the expert published.
+// errors. A faster expert is published only while its pinball loss has
+// lately been lower than the slowest's by selectZ standard errors of the
+// difference (over about lossHalfLife sampled errors): on a steady feed
+// the faster experts' noise costs more than their speed gains, and a
+// lucky stretch of one does not make it the published one.
 var rateFactors = [...]float64{1, 4, 16}
 
 const (
 	experts      = len(rateFactors)
 	lossHalfLife = 256
-	// selectMargin is how much less recent loss a faster expert needs
-	// than the slowest to be published: on a steady feed the faster
-	// experts' noise costs more than their speed gains.
-	selectMargin = 0.05
+	selectZ      = 3
+	// lossStride is the numbers of a side's losses: the weight of the
+	// errors behind them, then per faster expert the mean and the mean
+	// square of its pinball loss less the slowest's.
+	lossStride = 1 + 2*(experts-1)
 )
 
 // snapshots is how many past copies of its experts' thresholds a series
@@ -320,9 +327,10 @@ func quantileMeanAbs(q *model.ErrorQuantiles, h, c int) float64 {
 // intervals are published.
 type seriesIntervals struct {
 	lo, hi []float64 // the published κ, levels × C; NaN until the first guess
-	// expert holds every expert's κ and loss its recent pinball loss: per
-	// level, side (lower, upper), channel and expert,
-	// ((l·2 + side)·C + c)·experts + e.
+	// expert holds every expert's κ per level, side (lower, upper),
+	// channel and expert, ((l·2 + side)·C + c)·experts + e, and loss how
+	// the faster experts' recent pinball losses compare with the slowest's
+	// (lossStride numbers per level, side and channel).
 	expert, loss []float64
 	// snap holds the last snapshots copies of expert, taken at the steps
 	// in snapAt (none for an empty one), the newest at snapNext−1.
@@ -335,9 +343,9 @@ type seriesIntervals struct {
 	// long-run level, maxAbs the largest recent error (decayed) and seen
 	// how many errors that rests on. level is NaN until the first error
 	// when nothing gave it a start.
-	level, levelW, fast, long, maxAbs []float64
-	jumps                             []int8
-	seen                              []uint32
+	level, levelW, fast, long, longW, maxAbs []float64
+	jumps                                    []int8
+	seen                                     []uint32
 	// bounds holds, per slot and sampled step, the published lower bounds
 	// (levels × C) then the upper ones: H × sampledSteps × 2 × levels × C;
 	// unit the unit w of each channel's thresholds there (H × sampledSteps
@@ -355,10 +363,10 @@ func (iv *intervals) newSeries() *seriesIntervals {
 	k, C := len(iv.levels), iv.C
 	s := &seriesIntervals{
 		lo: make([]float64, k*C), hi: make([]float64, k*C),
-		expert: make([]float64, 2*k*C*experts), loss: make([]float64, 2*k*C*experts),
+		expert: make([]float64, 2*k*C*experts), loss: make([]float64, 2*k*C*lossStride),
 		snap: make([]float32, snapshots*2*k*C*experts), snapAt: make([]int64, snapshots),
 		level: make([]float64, C), levelW: make([]float64, C), fast: make([]float64, C), long: make([]float64, C),
-		maxAbs: make([]float64, C), jumps: make([]int8, C), seen: make([]uint32, C),
+		longW: make([]float64, C), maxAbs: make([]float64, C), jumps: make([]int8, C), seen: make([]uint32, C),
 		bounds:    make([]float32, iv.H*sampledSteps*2*k*C),
 		unit:      make([]float32, iv.H*sampledSteps*C),
 		published: make([]bool, iv.H),
@@ -391,7 +399,7 @@ func (iv *intervals) newSeries() *seriesIntervals {
 			s.lo[i], s.hi[i] = math.NaN(), math.NaN()
 		}
 		for c := range C {
-			s.level[c], s.fast[c], s.long[c] = math.NaN(), math.NaN(), math.NaN()
+			s.level[c], s.fast[c] = math.NaN(), math.NaN()
 		}
 	}
 	iv.startExperts(s)
@@ -410,19 +418,21 @@ func (iv *intervals) startExperts(s *seriesIntervals) {
 			for side, q := range [2]float64{s.lo[l*C+c], s.hi[l*C+c]} {
 				base := ((l*2+side)*C + c) * experts
 				for e := range experts {
-					s.expert[base+e], s.loss[base+e] = q, 0
+					s.expert[base+e] = q
 				}
+				clear(s.loss[((l*2+side)*C+c)*lossStride:][:lossStride])
 			}
 		}
 	}
 }
 
 // startLevel gives s's level, set from others, the weight of a start, and
-// sets its fast and long-run levels from it.
+// sets its fast estimate from it. The long-run level rests on the series'
+// own errors only.
 func (iv *intervals) startLevel(s *seriesIntervals) {
 	for c := range s.level {
 		s.level[c] = max(s.level[c], minThreshold)
-		s.levelW[c], s.fast[c], s.long[c] = levelPriorWeight, s.level[c], s.level[c]
+		s.levelW[c], s.fast[c] = levelPriorWeight, s.level[c]
 	}
 }
 
@@ -801,13 +811,19 @@ func (iv *intervals) score(s *seriesIntervals, slot, r, h, c int, st int64, f, v
 // learn moves the experts of level index l, side (0 lower, 1 upper) and
 // channel c of s by a realised distance z beyond the forecast (in units
 // of the thresholds) against the thresholds they had when it was issued
-// (then), charges each its pinball loss there, and sets the published
-// threshold *q to the expert of least loss, keeping the calibrated
-// series' sum *sum in step.
+// (then), compares their pinball losses there, and sets the published
+// threshold *q to the slowest expert's, or to a faster one's whose loss
+// has lately been lower by selectZ standard errors (the lowest such),
+// keeping the calibrated series' sum *sum in step.
 func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z float64, q, sum *float64) {
 	tau := 1 - (1-iv.levels[l])/2 // the quantile a side is
-	base := ((l*2+side)*iv.C + c) * experts
-	best := base
+	j := (l*2+side)*iv.C + c
+	base := j * experts
+	ls := s.loss[j*lossStride:][:lossStride]
+	ls[0] = ls[0]*iv.lossD + 1
+	w := ls[0]
+	var slow float64
+	best, bestMean := base, 0.0
 	for e := range experts {
 		i := base + e
 		x := s.expert[i]
@@ -816,18 +832,23 @@ func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z
 		if u < 0 {
 			pin = (tau - 1) * u
 		}
-		s.loss[i] = s.loss[i]*iv.lossD + pin
 		if u > 0 {
 			s.expert[i] = max(x*iv.grow[l*experts+e], minThreshold)
 		} else {
 			s.expert[i] = max(x*iv.shrink[l*experts+e], minThreshold)
 		}
-		if s.loss[i] < s.loss[best] {
-			best = i
+		if e == 0 {
+			slow = pin
+			continue
 		}
-	}
-	if s.loss[best] > (1-selectMargin)*s.loss[base] {
-		best = base // the slowest, steadiest expert, unless another is clearly better
+		d := pin - slow
+		mean, sq := &ls[1+2*(e-1)], &ls[2+2*(e-1)]
+		*mean += (d - *mean) / w
+		*sq += (d*d - *sq) / w
+		se := math.Sqrt(max(*sq-*mean**mean, 0) / w)
+		if *mean < -selectZ*se && *mean < bestMean {
+			best, bestMean = i, *mean
+		}
 	}
 	old := *q
 	*q = s.expert[best]
@@ -874,7 +895,7 @@ func (iv *intervals) noteLevel(s *seriesIntervals, h, c int, st int64, ae float6
 	x := max(ae/(m*p), minThreshold)
 	old := lvl
 	if math.IsNaN(lvl) {
-		s.level[c], s.levelW[c], s.fast[c], s.long[c] = x, 1, x, x
+		s.level[c], s.levelW[c], s.fast[c], s.long[c], s.longW[c] = x, 1, x, x, 1
 	} else {
 		iv.moveLevel(s, c, x)
 	}
@@ -895,7 +916,8 @@ func (iv *intervals) moveLevel(s *seriesIntervals, c int, x float64) {
 	fast += (x - fast) * (1 - iv.fastD)
 	s.levelW[c] = s.levelW[c]*iv.levelD + 1
 	lvl += (x - lvl) / s.levelW[c]
-	s.long[c] += (x - s.long[c]) * (1 - iv.longD)
+	s.longW[c] = s.longW[c]*iv.longD + 1
+	s.long[c] += (x - s.long[c]) / s.longW[c]
 	switch j := &s.jumps[c]; {
 	case fast > levelJump*lvl:
 		*j = max(*j, 0) + 1
@@ -910,7 +932,10 @@ func (iv *intervals) moveLevel(s *seriesIntervals, c int, x float64) {
 		lvl, s.levelW[c], s.jumps[c] = fast, 1/(1-iv.fastD), 0
 	}
 	s.fast[c] = fast
-	s.level[c] = max(lvl, levelFloor*s.long[c], minThreshold)
+	if s.longW[c] >= longErrors {
+		lvl = max(lvl, levelFloor*s.long[c])
+	}
+	s.level[c] = max(lvl, minThreshold)
 }
 
 // count records whether a published interval of level index l covered its

@@ -69,15 +69,15 @@ type savedCalibration struct {
 // rests on, per channel), its warm-up, and the running scale its errors
 // are normalised by (count, mean and sum of squares per channel).
 type savedSeries struct {
-	Lo, Hi                            []float64
-	Expert, Loss                      []float64
-	Level, LevelW, Fast, Long, MaxAbs []float64
-	Jumps                             []int8
-	Seen                              []uint32
-	Completed                         int
-	Calibrated                        bool
-	Scale                             []float64
-	Last                              int64 // the newest step the scale holds
+	Lo, Hi                                   []float64
+	Expert, Loss                             []float64
+	Level, LevelW, Fast, Long, LongW, MaxAbs []float64
+	Jumps                                    []int8
+	Seen                                     []uint32
+	Completed                                int
+	Calibrated                               bool
+	Scale                                    []float64
+	Last                                     int64 // the newest step the scale holds
 	// Fresh marks a state that started on this replica from none and is
 	// still warming up: a series a rebalance moved here that has not yet
 	// taken the state of the replica that had it.
@@ -154,7 +154,7 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 		}
 		sc.Series[k] = savedSeries{Lo: slices.Clone(v.lo), Hi: slices.Clone(v.hi), Completed: v.completed,
 			Expert: slices.Clone(v.expert), Loss: slices.Clone(v.loss),
-			Level: slices.Clone(v.level), LevelW: slices.Clone(v.levelW), Fast: slices.Clone(v.fast), Long: slices.Clone(v.long),
+			Level: slices.Clone(v.level), LevelW: slices.Clone(v.levelW), Fast: slices.Clone(v.fast), Long: slices.Clone(v.long), LongW: slices.Clone(v.longW),
 			MaxAbs: slices.Clone(v.maxAbs), Jumps: slices.Clone(v.jumps),
 			Seen: slices.Clone(v.seen), Calibrated: v.calibrated, Scale: scale, Last: s.last,
 			Fresh: s.fresh && v.completed < warmScores}
@@ -286,7 +286,7 @@ func (t *tracker) mergeCalibrations(files []calibrationFile, newest time.Time) m
 	merged := map[string]savedSeries{}
 	for _, f := range files {
 		for key, s := range f.Series {
-			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Expert) != 2*k*C*experts || len(s.Loss) != 2*k*C*experts || len(s.Level) != C || len(s.LevelW) != C || len(s.Fast) != C || len(s.Long) != C || len(s.Jumps) != C ||
+			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Expert) != 2*k*C*experts || len(s.Loss) != 2*k*C*lossStride || len(s.Level) != C || len(s.LevelW) != C || len(s.Fast) != C || len(s.Long) != C || len(s.LongW) != C || len(s.Jumps) != C ||
 				len(s.MaxAbs) != C || len(s.Seen) != C || len(s.Scale) != 3*C || s.Last < idle {
 				continue
 			}
@@ -442,10 +442,17 @@ func (t *tracker) adopt(s *seriesState, saved savedSeries) {
 	copy(v.hi, saved.Hi)
 	copy(v.expert, saved.Expert)
 	copy(v.loss, saved.Loss)
+	for i := range v.snapAt {
+		// The copies of the experts this replica took judge forecasts it
+		// issued from another state: the experts learn again from the
+		// forecasts issued from now on.
+		v.snapAt[i] = none
+	}
 	copy(v.level, saved.Level)
 	copy(v.levelW, saved.LevelW)
 	copy(v.fast, saved.Fast)
 	copy(v.long, saved.Long)
+	copy(v.longW, saved.LongW)
 	copy(v.jumps, saved.Jumps)
 	copy(v.maxAbs, saved.MaxAbs)
 	copy(v.seen, saved.Seen)

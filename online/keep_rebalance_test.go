@@ -39,15 +39,25 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 	// Series 0 … series-1 are a's, the others b's.
 	feed := NewCalibrationFeed(L, H, 2*series, rand.New(rand.NewPCG(11, 7)))
 	observe := feed.Observe
-	// compare returns the median and largest relative difference of got's
-	// widths from want's.
-	compare := func(got, want []float64) (median, largest float64) {
+	// compare returns the median and largest relative difference of the
+	// widths got (published by learner gl) from want's (by wl), for
+	// forecasts issued at step (want's at wantStep when given), once each
+	// is divided by its replica's
+	// shared shapes of the error (along the horizon and over the day),
+	// which each replica learns from its own series: what is left is the
+	// series' own calibration.
+	compare := func(got, want []float64, gl, wl *Learner, step int, wantStep ...int) (median, largest float64) {
+		ws := step
+		if len(wantStep) > 0 {
+			ws = wantStep[0]
+		}
+		ratio := sharedUnit(gl, feed, step) / sharedUnit(wl, feed, ws)
 		var d []float64
 		for s := range want {
 			if math.IsNaN(got[s]) || math.IsNaN(want[s]) {
 				t.Fatalf("%s: published %v, the reference %v", feed.Sensors[s].Name, !math.IsNaN(got[s]), !math.IsNaN(want[s]))
 			}
-			d = append(d, math.Abs(got[s]-want[s])/want[s])
+			d = append(d, math.Abs(got[s]/ratio-want[s])/want[s])
 		}
 		slices.Sort(d)
 		return d[len(d)/2], d[len(d)-1]
@@ -97,7 +107,7 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 					}
 				}
 			}
-			if med, top := compare(w[1], w[0]); early {
+			if med, top := compare(w[1], w[0], b, a, step-1); early {
 				t.Logf("the last window again after the move: b's bands differ from a's by a median %.2g, at most %.2g", med, top)
 				if top > 0.01 {
 					t.Errorf("b's bands for the moved series differ from a's by up to %.3g of their width, want the same within the shapes' 1%%", top)
@@ -109,8 +119,15 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 				step++
 			}
 			w = observe(step, 0, series, false, a, b, alone)
-			med, top := compare(w[1], w[0])
-			afresh, _ := compare(w[2], w[0])
+			for i := range series {
+				if r := w[1][i] / w[0][i]; r > 1.3 || r < 0.7 {
+					n := feed.Sensors[i].Name
+					sa, sb := a.tr.series[n].iv, b.tr.series[n].iv
+					t.Logf("DEBUG %s ratio %.2f a: lo %v hi %v lvl %v fast %v W %v jumps %v | b: lo %v hi %v lvl %v fast %v W %v jumps %v", n, r, sa.lo, sa.hi, sa.level, sa.fast, sa.levelW, sa.jumps, sb.lo, sb.hi, sb.level, sb.fast, sb.levelW, sb.jumps)
+				}
+			}
+			med, top := compare(w[1], w[0], b, a, step)
+			afresh, _ := compare(w[2], w[0], alone, a, step)
 			t.Logf("three steps after the move b's bands differ from a's by a median %.2g (at most %.2g); a replica that does not read a's file by a median %.2g", med, top, afresh)
 			if med > 0.1 || top > 0.5 {
 				t.Errorf("b's bands for the moved series differ from a's by a median %.3g, at most %.3g, want under 0.1 and 0.5", med, top)
@@ -147,7 +164,7 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 		observe(step-1, 0, series, true, b)
 		b.adoptCalibrations()
 		w := observe(step-1, 0, series, true, a, b)
-		med, top := compare(w[1], w[0])
+		med, top := compare(w[1], w[0], b, a, step-1)
 		t.Logf("b after reading a's last write: a median %.2g off a's bands, at most %.2g", med, top)
 		if top > 0.01 {
 			t.Errorf("b's bands differ from a's last by up to %.3g, want within 1%%: the copy taken on arrival was kept", top)
@@ -163,7 +180,7 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 		observe(step, 0, series, false, a) // a's first forecast back, then its minute's read
 		a.adoptCalibrations()
 		got := observe(step, 0, series, true, a)
-		med, top = compare(got[0], ref[0])
+		med, top = compare(got[0], ref[0], a, b, step, step-1)
 		t.Logf("back on a: a median %.2g off b's bands, at most %.2g", med, top)
 		if med > 0.05 {
 			t.Errorf("back on a, the bands differ from b's last by a median %.3g, want within 5%%: a went on from its own old state", med)
@@ -185,7 +202,7 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 		b.keepCalibration() // stopped before reading a's file
 		c := learner(dir, "c")
 		w := observe(step-1, 0, series, true, a, c)
-		med, top := compare(w[1], w[0])
+		med, top := compare(w[1], w[0], c, a, step-1)
 		t.Logf("c's bands differ from a's by a median %.2g, at most %.2g", med, top)
 		if med > 0.1 || top > 0.5 {
 			t.Errorf("c's bands for the series moved twice differ from a's by a median %.3g, at most %.3g, want under 0.1 and 0.5: b's fresh states won", med, top)
@@ -225,4 +242,18 @@ func TestSharedReplicaNameSaid(t *testing.T) {
 	if n := strings.Count(logs.String(), "another replica writes"); n != 1 {
 		t.Errorf("the shared file was said %d times, want once: %s", n, logs.String())
 	}
+}
+
+// sharedUnit is what learner l's shared shapes of the error (along the
+// horizon and over the day) make of the last step of a forecast of feed
+// issued at step: the factor of every series' band there that the series'
+// own state does not set.
+func sharedUnit(l *Learner, feed *CalibrationFeed, step int) float64 {
+	iv := l.tr.iv
+	at := feed.t0.Add(time.Duration(step)*time.Hour).UnixNano() / int64(time.Hour)
+	if !iv.shape() {
+		return math.NaN()
+	}
+	iv.dayShape(at)
+	return iv.m[(iv.H-1)*iv.C] * iv.day[(iv.H-1)*iv.C]
 }
