@@ -135,12 +135,16 @@ type Config struct {
 	//
 	// Default: none
 	Intervals []float64
-	// IntervalRate is the step of the intervals' online calibration: after
-	// a miss a side of an interval widens by about this fraction, after a
-	// hit it narrows by this fraction times its miss rate. Larger follows a
-	// change sooner, smaller gives steadier widths. In (0, 1].
+	// IntervalRate is the step of the slowest of the intervals' online
+	// calibrations (see interval.go): after a miss a side of an interval
+	// widens by about this fraction, after a hit it narrows by this
+	// fraction times its miss rate. Its two faster experts step 4 and 16
+	// times as far, and are published while they score better. The size
+	// of the errors is followed apart from this, so the rate is small:
+	// larger follows a change of the errors' shape sooner, smaller gives
+	// steadier widths. In (0, 1].
 	//
-	// Default: 0.1
+	// Default: 0.01
 	IntervalRate float64
 	// Seed drives the fine-tuning rounds' sampling.
 	//

@@ -35,7 +35,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "zero drift threshold", edit: func(c *online.Config) { c.DriftThreshold = 0 }, want: []string{"online.drift_threshold 0", "(default 0.05)"}},
 		{name: "zero dominant", edit: func(c *online.Config) { c.Dominant = 0 }, want: []string{"online.dominant 0", "(default 3)"}},
 		{name: "zero error half-life", edit: func(c *online.Config) { c.ErrorHalfLife = 0 }, want: []string{"online.error_half_life 0", "(default 2000)"}},
-		{name: "zero interval rate", edit: func(c *online.Config) { c.IntervalRate = 0 }, want: []string{"online.interval_rate 0", "(default 0.1)"}},
+		{name: "zero interval rate", edit: func(c *online.Config) { c.IntervalRate = 0 }, want: []string{"online.interval_rate 0", "(default 0.01)"}},
 		// Zeros that are values: no margin, no settling time, no share
 		// needed, 8 × the lookback, every series, no checkpoints, no
 		// intervals, seed 0.
@@ -92,7 +92,7 @@ func TestNewTakesConfigAsGiven(t *testing.T) {
 	if d.Interval != 5*time.Minute || d.MinNewSamples != 500 || d.ReplaySize != 20000 || d.Replay != online.ReplayRecent ||
 		d.LearningRate != 1e-3 || d.Steps != 50 || d.BatchSize != 32 || d.Holdout != 0.2 || d.MinHoldout != 64 || d.Workers != 1 ||
 		d.Duty != 0.25 || d.Keep != 5 || d.DriftThreshold != 0.05 || d.MinDuration != 30*time.Minute || d.Dominant != 3 ||
-		d.DominantMinShare != 0.10 || d.ErrorHalfLife != 2000 || d.IntervalRate != 0.1 || d.PromoteMargin != 0 ||
+		d.DominantMinShare != 0.10 || d.ErrorHalfLife != 2000 || d.IntervalRate != 0.01 || d.PromoteMargin != 0 ||
 		d.SpectrumSteps != 0 || d.TrackSeries != 0 || d.Enabled || d.CheckpointDir != "" || d.Intervals != nil || d.Seed != 0 {
 		t.Errorf("DefaultConfig() = %+v", d)
 	}

@@ -150,10 +150,20 @@ const (
 // lucky stretch of one does not make it the published one.
 var rateFactors = [...]float64{1, 4, 16}
 
+// A series' thresholds take larger steps while it has made fewer than
+// startErrors errors (at most maxBoost times the rate).
+const (
+	startErrors = 1024
+	maxBoost    = 8
+)
+
 const (
 	experts      = len(rateFactors)
 	lossHalfLife = 256
 	selectZ      = 3
+	// minLossErrors is how many errors the comparison needs before a
+	// faster expert may be published.
+	minLossErrors = 64
 	// lossStride is the numbers of a side's losses: the weight of the
 	// errors behind them, then per faster expert the mean and the mean
 	// square of its pinball loss less the slowest's.
@@ -189,6 +199,7 @@ type intervals struct {
 	// after a hit, per level and expert: exp(η·(1 − α/2)) and exp(−η·α/2).
 	grow, shrink []float64
 	lossD        float64 // per-error decay of the experts' losses
+	rate         float64 // online.interval_rate
 	// guess is the Gaussian first guess of κ per level, z·√(π/2).
 	guess []float64
 	H, C  int
@@ -281,7 +292,7 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *mod
 		}
 		iv.guess = append(iv.guess, gaussianHalfWidth(l)*math.Sqrt(math.Pi/2))
 	}
-	iv.lossD = math.Pow(0.5, 1/float64(lossHalfLife))
+	iv.lossD, iv.rate = math.Pow(0.5, 1/float64(lossHalfLife)), rate
 	return iv
 }
 
@@ -822,6 +833,14 @@ func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z
 	ls := s.loss[j*lossStride:][:lossStride]
 	ls[0] = ls[0]*iv.lossD + 1
 	w := ls[0]
+	// A series' first errors take larger steps, √(startErrors/n) times
+	// the slowest expert's rate for its n-th, so that its thresholds
+	// reach its own quantiles within a few dozen errors, from a start that
+	// was other series' (the decaying steps of stochastic approximation).
+	boost := 1.0
+	if n := s.seen[c]; n < startErrors {
+		boost = min(math.Sqrt(startErrors/float64(n+1)), maxBoost)
+	}
 	var slow float64
 	best, bestMean := base, 0.0
 	for e := range experts {
@@ -832,9 +851,18 @@ func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z
 		if u < 0 {
 			pin = (tau - 1) * u
 		}
-		if u > 0 {
+		switch {
+		case boost > 1 && e == 0:
+			half := (1 - iv.levels[l]) / 2
+			step := boost * rateFactors[e] * iv.rate
+			if u > 0 {
+				s.expert[i] = max(x*math.Exp(step*(1-half)), minThreshold)
+			} else {
+				s.expert[i] = max(x*math.Exp(-step*half), minThreshold)
+			}
+		case u > 0:
 			s.expert[i] = max(x*iv.grow[l*experts+e], minThreshold)
-		} else {
+		default:
 			s.expert[i] = max(x*iv.shrink[l*experts+e], minThreshold)
 		}
 		if e == 0 {
@@ -846,7 +874,7 @@ func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z
 		*mean += (d - *mean) / w
 		*sq += (d*d - *sq) / w
 		se := math.Sqrt(max(*sq-*mean**mean, 0) / w)
-		if *mean < -selectZ*se && *mean < bestMean {
+		if w >= minLossErrors && *mean < -selectZ*se && *mean < bestMean {
 			best, bestMean = i, *mean
 		}
 	}

@@ -78,8 +78,12 @@ func TestTrackedSeriesBytes(t *testing.T) {
 // std: an interval always holds its forecast, so a forecaster biased by
 // more than a side's quantile over-covers that side), on a seeded feed,
 // each get their own
-// intervals: every series' own coverage is within 3 points of each level,
-// the quietest series' intervals are much narrower than the noisiest's,
+// intervals: every series' own coverage is within 4 points of each level
+// and at most 1% of them are more than 3 points off (over some 1,900
+// scored steps a series' coverage spreads by about a point even when its
+// thresholds are its errors' true quantiles: 3 points is three standard
+// deviations), the quietest series' intervals are much narrower than the
+// noisiest's,
 // and the coverage a consumer measures on every step of every forecast of
 // a sample of series (not only the steps the learner scores) is nominal.
 func TestEverySeriesCalibrated(t *testing.T) {
@@ -179,11 +183,19 @@ func TestEverySeriesCalibrated(t *testing.T) {
 	worst := cal[0]
 	t.Logf("%d series: the worst calibrated, %s, held %.1f%% and %.1f%% of %d scored steps", series, worst.Series,
 		100*worst.Coverage[0], 100*worst.Coverage[1], worst.Scored)
+	beyond3 := 0
 	for _, c := range cal {
 		if c.Deviation > 0.03 {
-			t.Errorf("series %s held %.1f%% and %.1f%% of its %d scored steps; want within 3 points of %v",
+			beyond3++
+		}
+		if c.Deviation > 0.04 {
+			t.Errorf("series %s held %.1f%% and %.1f%% of its %d scored steps; want within 4 points of %v",
 				c.Series, 100*c.Coverage[0], 100*c.Coverage[1], c.Scored, levels)
 		}
+	}
+	t.Logf("%d of %d series are more than 3 points off a level", beyond3, series)
+	if beyond3 > series/100 {
+		t.Errorf("%d of %d series are more than 3 points off a level; want at most 1%%", beyond3, series)
 	}
 	for k, level := range levels {
 		rate := float64(held[k]) / float64(checked)
