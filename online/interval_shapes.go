@@ -1,0 +1,219 @@
+package online
+
+import (
+	"math"
+	"time"
+)
+
+// The unit of a series' thresholds: the horizon shape m, the day shape p
+// and the series' error level a (see interval.go), and what the sampled
+// errors teach them.
+
+// noteError adds the normalised error e at index i (h·C+c) to the horizon
+// shape.
+func (iv *intervals) noteError(i int, e float64) {
+	iv.absErr[i] = iv.decay*iv.absErr[i] + math.Abs(e)
+	iv.weight[i] = iv.decay*iv.weight[i] + 1
+	iv.shapeDirty = true
+}
+
+// shape fills iv.m with the horizon shape of every step and channel: the
+// mean absolute error over its mean along the horizon; a step without
+// errors yet takes the straight line between its nearest neighbours that
+// have some (or the nearest one). It returns false when a channel has none
+// at all.
+func (iv *intervals) shape() bool {
+	if iv.shapeOK && !iv.shapeDirty {
+		return true
+	}
+	iv.shapeOK, iv.shapeDirty = iv.computeShape(), false
+	return iv.shapeOK
+}
+
+func (iv *intervals) computeShape() bool {
+	H, C := iv.H, iv.C
+	for c := range C {
+		prev := -1 // the last step with errors
+		for h := range H {
+			i := h*C + c
+			if iv.weight[i] == 0 {
+				continue
+			}
+			iv.m[i] = iv.absErr[i] / iv.weight[i]
+			switch {
+			case prev < 0:
+				for g := range h {
+					iv.m[g*C+c] = iv.m[i]
+				}
+			case prev < h-1:
+				a, b := iv.m[prev*C+c], iv.m[i]
+				for g := prev + 1; g < h; g++ {
+					iv.m[g*C+c] = a + (b-a)*float64(g-prev)/float64(h-prev)
+				}
+			}
+			prev = h
+		}
+		if prev < 0 {
+			return false
+		}
+		for g := prev + 1; g < H; g++ {
+			iv.m[g*C+c] = iv.m[prev*C+c]
+		}
+		mean := 0.0
+		for h := range H {
+			mean += iv.m[h*C+c]
+		}
+		mean /= float64(H)
+		if !(mean > 0) {
+			mean = 1
+		}
+		for h := range H {
+			iv.m[h*C+c] = max(iv.m[h*C+c]/mean, minThreshold)
+		}
+	}
+	return true
+}
+
+// bin returns the part of the day, in the model's zone, that step k's time
+// falls in.
+func (iv *intervals) bin(k int64, offMs int64) int {
+	if iv.bins == 1 {
+		return 0
+	}
+	const dayMs = 24 * 60 * 60 * 1000
+	ms := (k*iv.cadMs + offMs) % dayMs
+	if ms < 0 {
+		ms += dayMs
+	}
+	return int(ms / iv.binMs)
+}
+
+// zoneOffset is the zone's offset from UTC, in milliseconds, at step k.
+func (iv *intervals) zoneOffset(k int64) int64 {
+	if iv.loc == time.UTC || iv.bins == 1 {
+		return 0
+	}
+	_, off := time.UnixMilli(k * iv.cadMs).In(iv.loc).Zone()
+	return int64(off) * 1000
+}
+
+// dayShape fills iv.day with the day shape of the target of every step
+// and channel of a forecast issued at step at.
+func (iv *intervals) dayShape(at int64) {
+	C := iv.C
+	if iv.bins == 1 {
+		for i := range iv.day {
+			iv.day[i] = 1
+		}
+		return
+	}
+	if iv.profDirty {
+		iv.normaliseProfile()
+	}
+	off := iv.zoneOffset(at)
+	for h := range iv.H {
+		b := iv.bin(at+int64(h)+1, off)
+		copy(iv.day[h*C:(h+1)*C], iv.profile[b*C:(b+1)*C])
+	}
+}
+
+// normaliseProfile recomputes the day shape from its sums: each part of
+// the day's mean, shrunk towards 1 by profilePrior errors, over their mean.
+func (iv *intervals) normaliseProfile() {
+	C, B := iv.C, iv.bins
+	for c := range C {
+		mean := 0.0
+		for b := range B {
+			i := b*C + c
+			v := (iv.profSum[i] + profilePrior) / (iv.profW[i] + profilePrior)
+			iv.profile[i] = v
+			mean += v
+		}
+		mean /= float64(B)
+		for b := range B {
+			iv.profile[b*C+c] = max(iv.profile[b*C+c]/mean, minThreshold)
+		}
+	}
+	iv.profDirty = false
+}
+
+// noteLevel adds a sampled error's size ae (normalised) at horizon step h
+// of channel c, for target step st, to s's error level and to the day
+// shape.
+func (iv *intervals) noteLevel(s *seriesIntervals, h, c int, st int64, ae float64) {
+	if !iv.shape() {
+		return
+	}
+	C := iv.C
+	m := iv.m[h*C+c]
+	s.maxAbs[c] = max(ae, s.maxAbs[c]*iv.longD)
+	if s.seen[c] < math.MaxUint32 {
+		s.seen[c]++
+	}
+	b, p := 0, 1.0
+	if iv.bins > 1 {
+		if iv.profDirty {
+			iv.normaliseProfile()
+		}
+		b = iv.bin(st, iv.zoneOffset(st))
+		p = iv.profile[b*C+c]
+	}
+	lvl := s.level[c]
+	if !math.IsNaN(lvl) && lvl > 0 && iv.bins > 1 {
+		// The day shape learns from the error over this series' level.
+		i := b*C + c
+		if dt := st - iv.profAt[i]; dt > 0 && iv.profW[i] > 0 {
+			d := math.Exp2(-float64(dt) / iv.profHalfSteps)
+			iv.profSum[i] *= d
+			iv.profW[i] *= d
+		}
+		iv.profAt[i] = max(iv.profAt[i], st)
+		iv.profSum[i] += min(ae/(m*lvl), levelClip)
+		iv.profW[i]++
+		iv.profDirty = true
+	}
+	x := max(ae/(m*p), minThreshold)
+	old := lvl
+	if math.IsNaN(lvl) {
+		s.level[c], s.levelW[c], s.fast[c], s.long[c], s.longW[c] = x, 1, x, x, 1
+	} else {
+		iv.moveLevel(s, c, x)
+	}
+	if s.calibrated && !math.IsNaN(old) {
+		iv.sumLevel[c] += s.level[c] - old
+	}
+}
+
+// moveLevel adds the error x (in units of the shapes) to channel c's
+// level, its fast estimate and the long-run level, and resets the level to
+// the fast estimate when that has been levelJump times away from it for
+// jumpErrors errors in a row.
+func (iv *intervals) moveLevel(s *seriesIntervals, c int, x float64) {
+	lvl, fast := s.level[c], s.fast[c]
+	if s.levelW[c] >= levelPriorWeight {
+		x = min(x, levelClip*max(lvl, fast))
+	}
+	fast += (x - fast) * (1 - iv.fastD)
+	s.levelW[c] = s.levelW[c]*iv.levelD + 1
+	lvl += (x - lvl) / s.levelW[c]
+	s.longW[c] = s.longW[c]*iv.longD + 1
+	s.long[c] += (x - s.long[c]) / s.longW[c]
+	switch j := &s.jumps[c]; {
+	case fast > levelJump*lvl:
+		*j = max(*j, 0) + 1
+	case fast*levelJump < lvl:
+		*j = min(*j, 0) - 1
+	default:
+		*j = 0
+	}
+	if j := s.jumps[c]; j >= jumpErrors || j <= -jumpErrors {
+		// The errors changed: the level starts again from the fast
+		// estimate, with the weight of its errors.
+		lvl, s.levelW[c], s.jumps[c] = fast, 1/(1-iv.fastD), 0
+	}
+	s.fast[c] = fast
+	if s.longW[c] >= longErrors {
+		lvl = max(lvl, levelFloor*s.long[c])
+	}
+	s.level[c] = max(lvl, minThreshold)
+}
