@@ -638,7 +638,8 @@ func (m *Model) RhythmOf(id int) (int, bool) {
 // newest recent row in steps since the Unix epoch: the rhythm is
 // re-anchored there, so its clock phase is continuous at the time of the
 // move and its clock terms go on from where they were. Free frequencies
-// never move. It returns the moves made, one per moved frequency.
+// never move, nor does a rhythm of a calendar period (a day, a week: the
+// clock keeps them). It returns the moves made, one per moved frequency.
 //
 // A model without rhythms (older formats) moves its placed frequencies one
 // by one (TrackCycles).
@@ -653,6 +654,12 @@ func (m *Model) TrackRhythms(peaks []Peak, at float64) []CycleMove {
 	var moves []CycleMove
 	for r := range m.Meta.Rhythms {
 		rh := &m.Meta.Rhythms[r]
+		if isCalendar(rh.PeriodSteps, m.Meta.Cadence) {
+			// The day and the week do not drift: a holiday or a storm
+			// that blurs their lines in the recent spectrum is not a new
+			// period.
+			continue
+		}
 		// Each peak to the nearest free harmonic within 1/L, strongest
 		// first.
 		type hit struct {

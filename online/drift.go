@@ -50,6 +50,12 @@ type DriftEvent struct {
 	ModelVersion int64   `json:"model_version"`
 }
 
+// shareHalfLife is the half-life, in data time, of the shares that pick the
+// dominant rhythms and frequencies: a week, the calendar's longest cycle,
+// so that a holiday week, a storm or an outage does not change which
+// cycles carry the forecasts.
+const shareHalfLife = 7 * 24 * time.Hour
+
 // drift follows the periods the model relies on against their reference,
 // and which of them carry the attribution of recent forecasts. Its units
 // are the rhythms, each followed as one (its fundamental period and its
@@ -86,6 +92,7 @@ type drift struct {
 	share    []float64 // smoothed recent share of each unit
 	fshare   []float64 // smoothed recent share of each frequency
 	shared   bool      // share holds a value
+	sharedAt time.Time // the data time share was last updated at
 	periods  []float64 // the serving model's period of each unit
 	fperiods []float64 // the serving model's period of each frequency
 	alpha    float64
@@ -189,11 +196,20 @@ func (d *drift) evaluate(now time.Time, m *model.Model, version int64) []DriftEv
 		}
 	}
 	d.alpha, d.version = m.Alpha(), version
-	if d.shareN > 0 {
+	// The recent forecasts weigh by the data time they cover, so that
+	// shares are a week's, however often evaluate runs (forecasts of a
+	// data time not yet past wait for it): a holiday or a storm moves them
+	// only so far.
+	if d.shareN > 0 && (!d.shared || now.After(d.sharedAt)) {
 		n := float64(d.shareN)
+		keep := 0.0
+		if d.shared {
+			keep = math.Exp2(-float64(now.Sub(d.sharedAt)) / float64(shareHalfLife))
+		}
+		d.sharedAt = now
 		smooth := func(old, recent float64) float64 {
 			if d.shared {
-				return 0.5*old + 0.5*recent
+				return keep*old + (1-keep)*recent
 			}
 			return recent
 		}
