@@ -240,9 +240,10 @@ func (l *Learner) fits(lower, upper [][]float64, n int) bool {
 // increasing order (nil without intervals).
 func (l *Learner) Levels() []float64 { return l.cfg.Intervals }
 
-// Run fine-tunes (when enabled) every Interval that brought new pairs, or
-// after MinNewSamples new pairs, and evaluates drift and refreshes the
-// metrics every second, until ctx ends.
+// Run fine-tunes (when enabled) every Interval that brought a holdout's
+// worth of new pairs, or after MinNewSamples new pairs (and a holdout's
+// worth), and evaluates drift and refreshes the metrics every second,
+// until ctx ends.
 func (l *Learner) Run(ctx context.Context, srv Server) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -281,13 +282,13 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 		case <-tick.C:
 			l.Refresh(srv)
 		case <-rounds:
-			if l.mayLearn() && l.newPairs() > 0 {
+			if l.mayLearn() && l.fresh(1) {
 				l.Round(ctx, srv)
 			}
 		case <-l.kick:
 			// A kick sent while the last round was starting may be stale:
 			// that round took its pairs.
-			if l.mayLearn() && l.newPairs() >= int64(l.cfg.MinNewSamples) {
+			if l.mayLearn() && l.fresh(int64(l.cfg.MinNewSamples)) {
 				l.Round(ctx, srv)
 			}
 		}
@@ -299,7 +300,8 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 // rounds follow the data's clock as drift's min_duration does: with
 // fine-tuning enabled (and the gate open) it runs a round once MinNewSamples
 // new pairs arrived, or once Interval of data time has passed since the
-// last round and some did, then refreshes drift and the metrics. The round
+// last round, either way with a holdout's worth of new pairs (fresh), then
+// refreshes drift and the metrics. The round
 // runs on the caller's goroutine, without the duty cycle's pauses when
 // Config.Duty is 1; ran says whether one ran.
 func (l *Learner) Advance(ctx context.Context, srv Server, now time.Time) (r RoundResult, ran bool) {
@@ -307,7 +309,7 @@ func (l *Learner) Advance(ctx context.Context, srv Server, now time.Time) (r Rou
 		if l.roundAt.IsZero() {
 			l.roundAt = now
 		}
-		if n := l.newPairs(); n >= int64(l.cfg.MinNewSamples) || n > 0 && now.Sub(l.roundAt) >= l.cfg.Interval {
+		if l.fresh(int64(l.cfg.MinNewSamples)) || now.Sub(l.roundAt) >= l.cfg.Interval && l.fresh(1) {
 			l.roundAt = now
 			r, ran = l.Round(ctx, srv), true
 		}
@@ -316,12 +318,15 @@ func (l *Learner) Advance(ctx context.Context, srv Server, now time.Time) (r Rou
 	return r, ran
 }
 
-// newPairs is how many realised pairs arrived since the last round began.
-// A round without any would judge a candidate on the holdout the last
-// one was judged on, and promote on its noise: Run skips it.
-func (l *Learner) newPairs() int64 {
-	_, seen := l.rp.len()
-	return seen - l.lastNew.Load()
+// fresh reports whether at least least realised pairs, and a whole
+// holdout's worth, arrived since the last round began, so that a round now
+// judges its candidate on pairs no earlier round was judged on. A round on
+// the holdout the last one was judged on (a few new pairs beside it)
+// would promote on that holdout's noise, round after round.
+func (l *Learner) fresh(least int64) bool {
+	held, seen := l.rp.len()
+	hold := min(max(l.cfg.MinHoldout, int(l.cfg.Holdout*float64(held))), held)
+	return seen-l.lastNew.Load() >= max(least, int64(hold), 1)
 }
 
 // Refresh evaluates drift against the serving model, emits due events,
@@ -489,11 +494,16 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	if !cand.Finite() {
 		return r.end(OutcomeAbortedNonFinite, errors.New("the candidate has non-finite parameters"))
 	}
-	opts := model.EvalOptions{Workers: l.cfg.Workers}
+	blocks := hold.blocks(holdoutBlocks, 2*int64(l.tr.H)*int64(l.tr.cadence))
+	opts := model.EvalOptions{Workers: l.cfg.Workers, Groups: blocks}
 	curM, err := model.Evaluate(ctx, cur, hold, opts)
-	var candM model.Metrics
+	var candM, baseM model.Metrics
 	if err == nil {
 		candM, err = model.Evaluate(ctx, cand, hold, opts)
+	}
+	tuned := cur != l.ref // the serving model is a fine-tuned version, not the base
+	if err == nil && tuned {
+		baseM, err = model.Evaluate(ctx, l.ref, hold, opts)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -504,10 +514,25 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	l.met.holdoutMSE.WithLabelValues("serving").Set(curM.MSE)
 	l.met.holdoutMSE.WithLabelValues("candidate").Set(candM.MSE)
 	r.ServingMSE, r.CandidateMSE = curM.MSE, candM.MSE
+	r.BaseMSE = curM.MSE
+	if tuned {
+		r.BaseMSE = baseM.MSE
+	}
 	if math.IsNaN(candM.MSE) || math.IsInf(candM.MSE, 0) {
 		return r.end(OutcomeAbortedNonFinite, nil)
 	}
-	if candM.MSE > curM.MSE*(1+l.cfg.PromoteMargin) {
+	r.Z = pairedZ(candM, curM)
+	switch {
+	case candM.MSE <= curM.MSE*(1+l.cfg.PromoteMargin) && r.Z <= -promoteZ && candM.MSE <= r.BaseMSE:
+		// Better than the serving model beyond the holdout's noise, and
+		// no worse than the base model.
+	case tuned && pairedZ(baseM, curM) <= -promoteZ:
+		// The fine-tuned version now does worse than the base model
+		// on the newest pairs (what it learnt was a holiday's, say):
+		// the base model serves again, as a new version.
+		cand = l.ref.Clone()
+		r.Reverted = true
+	default:
 		return r.end(OutcomeRejectedWorse, nil)
 	}
 	if !l.mayLearn() {
@@ -546,7 +571,59 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 		}
 	}
 	l.Refresh(srv)
+	if r.Reverted {
+		return r.end(OutcomeReverted, nil)
+	}
 	return r.end(OutcomePromoted, nil)
+}
+
+// A candidate is promoted when its holdout error is lower than the serving
+// model's by promoteZ standard errors of the difference, the holdout cut
+// into blocks (up to holdoutBlocks groups of series, each by stretches of
+// 2H steps) whose errors are compared pairwise: consecutive windows
+// overlap and share their shocks, so single pairs are far from
+// independent, while blocks nearly are.
+const (
+	promoteZ      = 3
+	holdoutBlocks = 16
+)
+
+// pairedZ is how many standard errors a's error lies below (negative) or
+// above b's, over the blocks of the holdout (Metrics.GroupMSE) both were
+// scored on: the mean of their blocks' differences, weighted by the
+// blocks' windows, over its standard error. It is 0 with fewer than four
+// blocks: too few to tell.
+func pairedZ(a, b model.Metrics) float64 {
+	var d, w []float64
+	for g := range a.GroupMSE {
+		if g < len(b.GroupMSE) && a.GroupWindows[g] > 0 {
+			d, w = append(d, a.GroupMSE[g]-b.GroupMSE[g]), append(w, float64(a.GroupWindows[g]))
+		}
+	}
+	n := float64(len(d))
+	if n < 4 {
+		return 0
+	}
+	var sw, mean float64
+	for i := range d {
+		sw += w[i]
+		mean += w[i] * d[i]
+	}
+	mean /= sw
+	var v float64
+	for i := range d {
+		v += w[i] * w[i] * (d[i] - mean) * (d[i] - mean)
+	}
+	se := math.Sqrt(v / (sw * sw) * n / (n - 1))
+	switch {
+	case se > 0:
+		return mean / se
+	case mean < 0:
+		return math.Inf(-1)
+	case mean > 0:
+		return math.Inf(1)
+	}
+	return 0
 }
 
 // mayLearn reports whether this learner may fine-tune and promote now.

@@ -15,11 +15,12 @@ type replay struct {
 	size    int    // pairs it holds at most
 	policy  string // ReplayRecent or ReplayReservoir
 	data    []float64
-	seq     []int64 // arrival number of each slot's pair
-	ends    []int64 // the time of each slot's window's newest step, Unix nanoseconds
-	n       int     // slots in use
-	next    int     // next slot (recent)
-	seen    int64   // pairs ever added
+	seq     []int64  // arrival number of each slot's pair
+	ends    []int64  // the time of each slot's window's newest step, Unix nanoseconds
+	keys    []uint64 // the hash of each slot's series (seriesSeed)
+	n       int      // slots in use
+	next    int      // next slot (recent)
+	seen    int64    // pairs ever added
 	rng     *rand.Rand
 }
 
@@ -31,9 +32,10 @@ func newReplay(size, L, H, C int, policy string, seed uint64) *replay {
 func (r *replay) stride() int { return (r.L + r.H + 1) * r.C }
 
 // add stores one pair: input L×C, target H×C, scale C (row-major, step then
-// channel), all copied, and end, the time of the input's newest step (Unix
-// nanoseconds), which a model that reads the time needs.
-func (r *replay) add(input, target, scale []float64, end int64) {
+// channel), all copied, end, the time of the input's newest step (Unix
+// nanoseconds), which a model that reads the time needs, and key, its
+// series' hash, by which a round's holdout is cut into blocks.
+func (r *replay) add(input, target, scale []float64, end int64, key uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	slot := -1
@@ -44,6 +46,7 @@ func (r *replay) add(input, target, scale []float64, end int64) {
 		r.data = append(r.data, make([]float64, r.stride())...)
 		r.seq = append(r.seq, 0)
 		r.ends = append(r.ends, 0)
+		r.keys = append(r.keys, 0)
 	case r.policy == ReplayReservoir:
 		if j := r.rng.Int64N(r.seen + 1); j < int64(r.size) {
 			slot = int(j)
@@ -62,7 +65,7 @@ func (r *replay) add(input, target, scale []float64, end int64) {
 	copy(d[LC:LC+HC], target)
 	copy(d[LC+HC:], scale)
 	r.seq[slot] = r.seen
-	r.ends[slot] = end
+	r.ends[slot], r.keys[slot] = end, key
 }
 
 // len returns the pairs held and the pairs ever added.
@@ -91,7 +94,8 @@ func (r *replay) split(frac float64, minHoldout, maxTrain int, norm normaliser) 
 
 func (r *replay) copyOut(slots []int, norm normaliser) *pairs {
 	p := &pairs{n: len(slots), L: r.L, H: r.H, C: r.C,
-		x: make([]float64, len(slots)*r.L*r.C), y: make([]float64, len(slots)*r.H*r.C), ends: make([]int64, len(slots))}
+		x: make([]float64, len(slots)*r.L*r.C), y: make([]float64, len(slots)*r.H*r.C), ends: make([]int64, len(slots)),
+		keys: make([]uint64, len(slots))}
 	LC, HC := r.L*r.C, r.H*r.C
 	for i, s := range slots {
 		d := r.data[s*r.stride() : (s+1)*r.stride()]
@@ -100,7 +104,7 @@ func (r *replay) copyOut(slots []int, norm normaliser) *pairs {
 		copy(y, d[LC:LC+HC])
 		norm.apply(x, r.C, d[LC+HC:])
 		norm.apply(y, r.C, d[LC+HC:])
-		p.ends[i] = r.ends[s]
+		p.ends[i], p.keys[i] = r.ends[s], r.keys[s]
 	}
 	return p
 }
@@ -110,6 +114,7 @@ func (r *replay) copyOut(slots []int, norm normaliser) *pairs {
 type pairs struct {
 	x, y    []float64
 	ends    []int64
+	keys    []uint64
 	n       int
 	L, H, C int
 }
@@ -140,4 +145,34 @@ func (n normaliser) apply(v []float64, C int, scale []float64) {
 			v[i] /= scale[c]
 		}
 	}
+}
+
+// blocks cuts the pairs into blocks whose errors are close to
+// independent, for the paired comparison of two models (model.EvalOptions
+// .Groups): by series, in up to n groups of series, and within a group by
+// stretches of time of span each (a stretch of 2H steps: forecasts issued
+// further apart predict different steps). Blocks with fewer than a tenth
+// of the mean block's pairs join their neighbour in time. It returns
+// each pair's block.
+func (p *pairs) blocks(n int, span int64) []int {
+	if p.n == 0 {
+		return nil
+	}
+	lo := slices.Min(p.ends)
+	type key struct {
+		series uint64
+		t      int64
+	}
+	index := map[key]int{}
+	out := make([]int, p.n)
+	for i, e := range p.ends {
+		k := key{p.keys[i] % uint64(n), (e - lo) / max(span, 1)}
+		g, ok := index[k]
+		if !ok {
+			g = len(index)
+			index[k] = g
+		}
+		out[i] = g
+	}
+	return out
 }

@@ -17,9 +17,14 @@ const (
 	// OutcomePromoted: the candidate scored at least as well as the serving
 	// model on the holdout and now serves.
 	OutcomePromoted Outcome = "promoted"
-	// OutcomeRejectedWorse: the candidate scored worse than the serving
-	// model by more than online.promote_margin.
+	// OutcomeRejectedWorse: the candidate did not score better than the
+	// serving model beyond the holdout's noise (or worse than the base
+	// model), and the serving model is no worse than the base.
 	OutcomeRejectedWorse Outcome = "rejected_worse"
+	// OutcomeReverted: the serving model, a fine-tuned version, scored
+	// worse than the base model (model.path) beyond the holdout's noise,
+	// and the base model serves again as a new version.
+	OutcomeReverted Outcome = "reverted"
 	// OutcomeAbortedNonFinite: the candidate or its holdout error became
 	// NaN or infinite.
 	OutcomeAbortedNonFinite Outcome = "aborted_nonfinite"
@@ -34,12 +39,12 @@ const (
 )
 
 // outcomes are the counted outcomes, in the order the metric lists them.
-var outcomes = []Outcome{OutcomePromoted, OutcomeRejectedWorse, OutcomeAbortedNonFinite, OutcomeAbortedExploding, OutcomeSkipped, OutcomeError}
+var outcomes = []Outcome{OutcomePromoted, OutcomeReverted, OutcomeRejectedWorse, OutcomeAbortedNonFinite, OutcomeAbortedExploding, OutcomeSkipped, OutcomeError}
 
 // ok reports whether the outcome is one of normal operation (logged at
 // info level) rather than a failure (warning level).
 func (o Outcome) ok() bool {
-	return o == OutcomePromoted || o == OutcomeRejectedWorse || o == OutcomeSkipped || o == OutcomeCanceled
+	return o == OutcomePromoted || o == OutcomeReverted || o == OutcomeRejectedWorse || o == OutcomeSkipped || o == OutcomeCanceled
 }
 
 // RoundResult is one fine-tuning round: how it ended and what it measured.
@@ -62,9 +67,16 @@ type RoundResult struct {
 	// CycleMoves are the candidate's cycles moved to the recent spectrum's
 	// peaks before fine-tuning (model.Model.TrackCycles).
 	CycleMoves []model.CycleMove
-	// ServingMSE and CandidateMSE are the holdout errors the judgement
-	// compared (normalised units).
-	ServingMSE, CandidateMSE float64
+	// ServingMSE, CandidateMSE and BaseMSE are the holdout errors the
+	// judgement compared (normalised units), BaseMSE the base model's
+	// (model.path; the serving model's when that is it).
+	ServingMSE, CandidateMSE, BaseMSE float64
+	// Z is how many standard errors the candidate's holdout error lay
+	// below (negative) or above the serving model's; a candidate is
+	// promoted at −2 or below.
+	Z float64
+	// Reverted says the base model was promoted back (OutcomeReverted).
+	Reverted bool
 	// Duration is the round's wall time.
 	Duration time.Duration
 	// Checkpoint is the file the promoted version was saved to ("" when
@@ -102,6 +114,8 @@ func (r RoundResult) LogValue() slog.Value {
 	}
 	add(r.ServingMSE != 0 || r.CandidateMSE != 0, slog.Float64("serving_mse", r.ServingMSE))
 	add(r.ServingMSE != 0 || r.CandidateMSE != 0, slog.Float64("candidate_mse", r.CandidateMSE))
+	add(r.BaseMSE != 0 && r.BaseMSE != r.ServingMSE, slog.Float64("base_mse", r.BaseMSE))
+	add(r.ServingMSE != 0 || r.CandidateMSE != 0, slog.Float64("z", r.Z))
 	add(r.Duration != 0, slog.Float64("seconds", r.Duration.Seconds()))
 	add(r.Checkpoint != "", slog.String("checkpoint", r.Checkpoint))
 	add(r.Published, slog.Bool("published", true))

@@ -442,7 +442,7 @@ func (t *tracker) complete(s *seriesState, at int64) {
 	for c := range C {
 		t.scratch.scale[c] = t.scale(s, c)
 	}
-	t.replay.add(t.scratch.in, t.scratch.tgt, t.scratch.scale, at*int64(t.cadence))
+	t.replay.add(t.scratch.in, t.scratch.tgt, t.scratch.scale, at*int64(t.cadence), s.seed)
 	t.pairs++
 }
 
