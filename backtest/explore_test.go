@@ -47,8 +47,8 @@ func TestExploreShocks(t *testing.T) {
 			rep := backtestFeed(t, fd, m, ft, 6*time.Hour)
 			var b strings.Builder
 			rep.WriteText(&b)
-			rc := measureRecovery(rep, fd)
-			t.Logf("fine-tune %v shock %v..%v recovery widths %.2f mae %.2f\n%s", ft, fd.shockFrom, fd.shockUntil, rc.widthRatio, rc.maeRatio, b.String())
+			back, rc, _ := recovered(rep, fd)
+			t.Logf("fine-tune %v shock %v..%v errors back %v, widths %.2f\n%s", ft, fd.shockFrom, fd.shockUntil, back, rc, b.String())
 			for _, st := range rep.Timeline {
 				if os.Getenv("FREQLENS_TIMELINE") == "" {
 					break

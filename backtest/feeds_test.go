@@ -172,48 +172,6 @@ func backtestFeed(t testing.TB, fd *feed, m *model.Model, fineTune bool, every t
 	return rep
 }
 
-// recovery measures how a backtest's bands came back after the feed's
-// shock: the median width of the stretches of the week before it, and the
-// largest width of the stretches issued between two and three days after
-// it ended, per level (ratios of the two); with the same for the served
-// forecasts' mean absolute error.
-type recovery struct {
-	widthRatio []float64
-	maeRatio   float64
-}
-
-func measureRecovery(rep *Report, fd *feed) recovery {
-	var rec recovery
-	var preMAE, postMAE []float64
-	pre := make([][]float64, len(rep.Intervals))
-	post := make([][]float64, len(rep.Intervals))
-	for _, st := range rep.Timeline {
-		switch {
-		case !st.Start.Before(fd.shockFrom.Add(-7*24*time.Hour)) && st.Start.Before(fd.shockFrom):
-			preMAE = append(preMAE, st.MAE)
-			for l := range st.Width {
-				pre[l] = append(pre[l], st.Width[l])
-			}
-		case !st.Start.Before(fd.shockUntil.Add(48*time.Hour)) && st.Start.Before(fd.shockUntil.Add(72*time.Hour)):
-			postMAE = append(postMAE, st.MAE)
-			for l := range st.Width {
-				post[l] = append(post[l], st.Width[l])
-			}
-		}
-	}
-	for l := range pre {
-		if len(pre[l]) == 0 || len(post[l]) == 0 {
-			rec.widthRatio = append(rec.widthRatio, math.NaN())
-			continue
-		}
-		rec.widthRatio = append(rec.widthRatio, slices.Max(post[l])/median(pre[l]))
-	}
-	if len(preMAE) > 0 && len(postMAE) > 0 {
-		rec.maeRatio = slices.Max(postMAE) / median(preMAE)
-	}
-	return rec
-}
-
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
