@@ -150,13 +150,6 @@ const (
 // lucky stretch of one does not make it the published one.
 var rateFactors = [...]float64{1, 4, 16}
 
-// A series' thresholds take larger steps while it has made fewer than
-// startErrors errors (at most maxBoost times the rate).
-const (
-	startErrors = 1024
-	maxBoost    = 8
-)
-
 const (
 	experts      = len(rateFactors)
 	lossHalfLife = 256
@@ -199,7 +192,6 @@ type intervals struct {
 	// after a hit, per level and expert: exp(η·(1 − α/2)) and exp(−η·α/2).
 	grow, shrink []float64
 	lossD        float64 // per-error decay of the experts' losses
-	rate         float64 // online.interval_rate
 	// guess is the Gaussian first guess of κ per level, z·√(π/2).
 	guess []float64
 	H, C  int
@@ -292,7 +284,7 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *mod
 		}
 		iv.guess = append(iv.guess, gaussianHalfWidth(l)*math.Sqrt(math.Pi/2))
 	}
-	iv.lossD, iv.rate = math.Pow(0.5, 1/float64(lossHalfLife)), rate
+	iv.lossD = math.Pow(0.5, 1/float64(lossHalfLife))
 	return iv
 }
 

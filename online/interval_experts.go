@@ -112,14 +112,6 @@ func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z
 	ls := s.loss[j*lossStride:][:lossStride]
 	ls[0] = ls[0]*iv.lossD + 1
 	w := ls[0]
-	// A series' first errors take larger steps, √(startErrors/n) times
-	// the slowest expert's rate for its n-th, so that its thresholds
-	// reach its own quantiles within a few dozen errors, from a start that
-	// was other series' (the decaying steps of stochastic approximation).
-	boost := 1.0
-	if n := s.seen[c]; n < startErrors {
-		boost = min(math.Sqrt(startErrors/float64(n+1)), maxBoost)
-	}
 	var slow float64
 	best, bestMean := base, 0.0
 	for e := range experts {
@@ -131,14 +123,6 @@ func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z
 			pin = (tau - 1) * u
 		}
 		switch {
-		case boost > 1 && e == 0:
-			half := (1 - iv.levels[l]) / 2
-			step := boost * rateFactors[e] * iv.rate
-			if u > 0 {
-				s.expert[i] = max(x*math.Exp(step*(1-half)), minThreshold)
-			} else {
-				s.expert[i] = max(x*math.Exp(-step*half), minThreshold)
-			}
 		case u > 0:
 			s.expert[i] = max(x*iv.grow[l*experts+e], minThreshold)
 		default:

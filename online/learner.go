@@ -83,7 +83,8 @@ type Learner struct {
 	counts   map[Outcome]int64
 	exported struct { // totals already added to the counters
 		count, sq, abs, pairs, refused float64
-		scored, covered                []int64 // per interval level
+		scored, covered                []int64   // per interval level
+		score                          []float64 // per interval level
 	}
 }
 
@@ -160,6 +161,7 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	iv := newIntervals(cfg.Intervals, cfg.IntervalRate, mc.Horizon, mc.Channels, cfg.ErrorHalfLife, reference.Meta.ErrorQuantiles,
 		reference.Meta.Cadence, reference.Location())
 	l.exported.scored, l.exported.covered = make([]int64, len(cfg.Intervals)), make([]int64, len(cfg.Intervals))
+	l.exported.score = make([]float64, len(cfg.Intervals))
 	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, spectrumSeries, cfg.ErrorHalfLife, l.rp, iv)
 	l.tr.errs.hist = l.met.absErr
 	if cfg.CheckpointDir != "" && iv != nil {
@@ -186,6 +188,7 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 		l.met.nominal.WithLabelValues(lv).Set(level)
 		l.met.intervalsScored.WithLabelValues(lv)
 		l.met.intervalsCovered.WithLabelValues(lv)
+		l.met.intervalScoreSum.WithLabelValues(lv)
 	}
 	return l, nil
 }
@@ -415,6 +418,12 @@ func (l *Learner) updateMetrics() {
 		l.met.nominal.WithLabelValues(level).Set(c.Level)
 		if c.Scored > 0 {
 			l.met.coverage.WithLabelValues(level).Set(c.Recent)
+			l.met.intervalScore.WithLabelValues(level).Set(c.RecentScore)
+			l.met.intervalWidth.WithLabelValues(level).Set(c.RecentWidth)
+		}
+		if d := c.ScoreSum - ex.score[k]; d > 0 {
+			l.met.intervalScoreSum.WithLabelValues(level).Add(d)
+			ex.score[k] = c.ScoreSum
 		}
 		for _, v := range []struct {
 			counter *prometheus.CounterVec

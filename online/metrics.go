@@ -38,7 +38,9 @@ type metrics struct {
 	refused                                   prometheus.Counter
 	publishErrors                             prometheus.Counter
 	coverage, nominal                         *prometheus.GaugeVec
+	intervalScore, intervalWidth              *prometheus.GaugeVec
 	intervalsScored, intervalsCovered         *prometheus.CounterVec
+	intervalScoreSum                          *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -107,6 +109,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Recent fraction of published prediction-interval steps whose realised value fell inside, by nominal level (over about online.error_half_life steps)."}, level)
 	m.nominal = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_interval_nominal_ratio",
 		Help: "The nominal coverage of each configured interval level (output.intervals); the alert rules compare the coverage with it."}, level)
+	m.intervalScore = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_interval_score",
+		Help: "Recent mean interval (Winkler) score of the published prediction intervals, by nominal level, in units of each series' scale: the width plus 2/(1 − level) times how far a value fell outside. Lower is better; a band too wide shows here where coverage cannot show it."}, level)
+	m.intervalWidth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_interval_width",
+		Help: "Recent mean width of the published prediction intervals, by nominal level, in units of each series' scale."}, level)
+	m.intervalScoreSum = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_interval_score_sum_total",
+		Help: "Interval (Winkler) scores of the published prediction-interval steps whose value was realised, added up, by nominal level, in units of each series' scale; divide its increase by freqlens_interval_scored_total's for the mean score over any range."}, level)
 	m.intervalsScored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_interval_scored_total",
 		Help: "Published prediction-interval steps whose value was realised, by nominal level."}, level)
 	m.intervalsCovered = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_interval_covered_total",
@@ -118,7 +126,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.rhythmPeriod, m.rhythmRatio, m.rhythmShare, m.rhythmDominant, m.frequencyRhythm, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
 		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold,
-		m.coverage, m.nominal, m.intervalsScored, m.intervalsCovered); err != nil {
+		m.coverage, m.nominal, m.intervalScore, m.intervalWidth, m.intervalsScored, m.intervalsCovered, m.intervalScoreSum); err != nil {
 		return nil, err
 	}
 	return m, nil

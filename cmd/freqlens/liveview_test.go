@@ -276,7 +276,9 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	v.Observe(&f, window, []float64{400, 400})
 	mux := http.NewServeMux()
 	v.Register(mux)
-	rep := online.Report{Horizon: []online.HorizonError{{Bucket: "all", MSE: 0.3}, {Bucket: "1-12", MSE: 0.2}, {Bucket: "13-24", MSE: 0.4}}}
+	rep := online.Report{Horizon: []online.HorizonError{{Bucket: "all", MSE: 0.3}, {Bucket: "1-12", MSE: 0.2}, {Bucket: "13-24", MSE: 0.4}},
+		Intervals: []online.Coverage{{Level: 0.8, Scored: 900, Covered: 721, Recent: 0.801, RecentScore: 1.42, RecentWidth: 1.05},
+			{Level: 0.95, Scored: 900, Covered: 856, Recent: 0.951, RecentScore: 1.87, RecentWidth: 1.61}}}
 	for _, c := range f.Frequencies {
 		rep.Frequencies = append(rep.Frequencies, online.FrequencyState{ID: c.ID, Cycle: true, PeriodSteps: c.PeriodSteps, Share: c.Share})
 	}
@@ -293,6 +295,14 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	}
 	if n, _ := strconv.Atoi(plot["data-band-pixels"]); n < 1000 {
 		t.Errorf("#plot-forecast data-band-pixels = %q, want the band to cover at least 1000 pixels", plot["data-band-pixels"])
+	}
+	// Coverage beside the interval score, which shows a band too wide.
+	if got := elementAttrs(t, dom, "intervals-error")["data-levels"]; got != "2" {
+		t.Errorf("#intervals-error data-levels = %q, want 2 levels", got)
+	}
+	if text := elementText(t, dom, "intervals-error"); !strings.Contains(text, "80% intervals: held 80.1% · interval score 1.420 · width 1.050") ||
+		!strings.Contains(text, "95% intervals: held 95.1% · interval score 1.870") {
+		t.Errorf("#intervals-error reads %q; want each level's coverage beside its interval score and width", text)
 	}
 	if got := elementAttrs(t, dom, "plot-parts")["data-parts"]; got != "4" {
 		t.Errorf("#plot-parts data-parts = %q, want 4 (2 cycles, the other frequencies and the residual)", got)

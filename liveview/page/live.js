@@ -345,6 +345,16 @@ function drawSpectrum(online, cadenceSeconds) {
   });
 }
 
+// drawIntervals: each level's recent coverage beside its interval score
+// and width, which show a band too wide where coverage cannot.
+function drawIntervals(online) {
+  const p = $("intervals-error"), ivs = ((online && online.intervals) || []).filter((c) => c.scored > 0);
+  p.dataset.levels = ivs.length;
+  p.textContent = ivs.map((c) => Math.round(c.level * 100) + "% intervals: held " + (c.recent * 100).toFixed(1) +
+    "% · interval score " + c.recent_score.toFixed(3) + " · width " + c.recent_width.toFixed(3)).join("; ") +
+    (ivs.length ? " (recent, in units of each series' scale; a lower score is better: the width plus 2/(1 − level) × how far values fell outside)" : "");
+}
+
 // drawError: the rolling MSE of each horizon bucket ("all" first, grey).
 function drawError(online) {
   const canvas = $("plot-error"), g = setup(canvas);
@@ -428,6 +438,7 @@ function draw() {
   const cad = f ? f.cadence_seconds : 0;
   drawSpectrum(state.online, cad);
   drawError(state.online);
+  drawIntervals(state.online);
   document.body.dataset.updates = Number(document.body.dataset.updates) + 1;
   document.body.dataset.series = f ? f.series : "";
   document.body.dataset.field = f ? f.fields[state.field] : "";
