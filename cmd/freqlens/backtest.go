@@ -16,6 +16,7 @@ import (
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/report"
 	"github.com/freqlens/freqlens/service"
 )
 
@@ -32,6 +33,7 @@ func runBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	every := fs.Duration("every", 0, "the timeline's stretch, e.g. 24h (default: a day, or a hundredth of the history)")
 	workers := fs.Int("workers", 1, "forecasting workers (service.workers); 1 makes a run repeat exactly")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	figures := fs.String("report", "", "also draw the bands' width over time (widths.png and .svg) into this directory")
 	logLevel := fs.String("log-level", "warn", "log level of the service's lines on stderr: debug, info, warn, error")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -109,6 +111,13 @@ func runBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	if *figures != "" {
+		files, err := report.WriteWidths(*figures, widthsOf(rep))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "backtest: drew %s\n", strings.Join(files, ", "))
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
@@ -173,6 +182,30 @@ func backtestTopic(ctx context.Context, cfg service.Config, m *model.Model, sinc
 		fmt.Fprintf(stderr, "backtest: read %d of %d messages of %s\n", read, total, cfg.Stream.Topic)
 	}
 	return backtest.ReadTopic(ctx, kc, cfg.Stream.Topic, cfg.InputFor(m), opts)
+}
+
+// widthsOf is the timeline of rep as report draws it.
+func widthsOf(rep *backtest.Report) report.Widths {
+	w := report.Widths{Title: filepath.Base(rep.Data)}
+	for _, l := range rep.Intervals {
+		w.Levels = append(w.Levels, l.Level)
+	}
+	w.Width = make([][]float64, len(w.Levels))
+	static := len(rep.Timeline) > 0 && len(rep.Timeline[0].StaticWidth) == len(w.Levels)
+	if static {
+		w.StaticWidth = make([][]float64, len(w.Levels))
+	}
+	for _, st := range rep.Timeline {
+		w.Start = append(w.Start, st.Start)
+		w.MAE = append(w.MAE, st.MAE)
+		for l := range w.Levels {
+			w.Width[l] = append(w.Width[l], st.Width[l])
+			if static {
+				w.StaticWidth[l] = append(w.StaticWidth[l], st.StaticWidth[l])
+			}
+		}
+	}
+	return w
 }
 
 // parseLevels reads --intervals: levels between 0 and 1, comma-separated.
