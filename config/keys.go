@@ -101,6 +101,7 @@ func keys(c *service.Config) map[string]any {
 		"online.batch_size":         &o.BatchSize,
 		"online.holdout":            &o.Holdout,
 		"online.min_holdout":        &o.MinHoldout,
+		"online.promote_z":          &o.PromoteZ,
 		"online.promote_margin":     &o.PromoteMargin,
 		"online.workers":            &o.Workers,
 		"online.duty":               &o.Duty,

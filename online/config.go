@@ -2,6 +2,7 @@ package online
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -53,11 +54,18 @@ type Config struct {
 	// Default: 0.2 and 64
 	Holdout    float64
 	MinHoldout int
-	// PromoteMargin: a candidate is promoted if its holdout MSE is at most
-	// the serving model's times (1 + PromoteMargin); 0 promotes a candidate
-	// that is no worse.
+	// PromoteZ and PromoteMargin say when a candidate is better: its
+	// holdout MSE must lie PromoteZ standard errors below the serving
+	// model's (the holdout cut into blocks of series and of time, whose
+	// errors are compared pairwise) and be at most the serving and the base
+	// model's times (1 + PromoteMargin). A candidate that is better waits
+	// for the next round's holdout, newer pairs, to be better again
+	// before it is promoted: a holiday's candidate, tuned on the holiday,
+	// does not survive the days after it. A negative PromoteZ promotes a
+	// candidate within PromoteMargin without a test.
 	//
-	// Default: 0
+	// Default: 3 and 0
+	PromoteZ      float64
 	PromoteMargin float64
 	// Workers is how many cores a round may use, at least 1; the rest stay
 	// with serving.
@@ -157,7 +165,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Interval: 5 * time.Minute, MinNewSamples: 500, ReplaySize: 20000, Replay: ReplayRecent,
-		LearningRate: 1e-3, Steps: 50, BatchSize: 32, Holdout: 0.2, MinHoldout: 64, Workers: 1, Duty: 0.25,
+		LearningRate: 1e-3, Steps: 50, BatchSize: 32, Holdout: 0.2, MinHoldout: 64, PromoteZ: 3, Workers: 1, Duty: 0.25,
 		Keep: 5, DriftThreshold: 0.05, MinDuration: 30 * time.Minute, Dominant: 3, DominantMinShare: 0.10,
 		ErrorHalfLife: 2000, IntervalRate: 0.01,
 	}
@@ -172,7 +180,7 @@ const (
 // Validate reports the first setting that cannot work, naming its YAML key
 // and saying what to write instead. Every field is checked as it is: a zero
 // is a value, not the default. Zeros that mean something are
-// PromoteMargin, MinDuration and DominantMinShare (the bounds they set),
+// PromoteZ and PromoteMargin, MinDuration and DominantMinShare (the bounds they set),
 // SpectrumSteps (8 × the lookback), TrackSeries (every series),
 // CheckpointDir (none), Intervals (none), Seed and Enabled.
 func (c Config) Validate() error {
@@ -196,6 +204,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.min_holdout %d; use at least 1 (default %d)", c.MinHoldout, d.MinHoldout)
 	case c.ReplaySize < 2*c.MinHoldout:
 		return fmt.Errorf("online.replay_size %d must hold at least twice online.min_holdout (%d) (default %d)", c.ReplaySize, c.MinHoldout, d.ReplaySize)
+	case math.IsNaN(c.PromoteZ) || math.IsInf(c.PromoteZ, 0):
+		return fmt.Errorf("online.promote_z %g; use a number of standard errors such as 3 (default %g)", c.PromoteZ, d.PromoteZ)
 	case c.PromoteMargin < 0:
 		return fmt.Errorf("online.promote_margin %g is negative; use 0 or a small fraction such as 0.01", c.PromoteMargin)
 	case !(c.Duty > 0 && c.Duty <= 1):

@@ -92,7 +92,7 @@ func TestNewTakesConfigAsGiven(t *testing.T) {
 	if d.Interval != 5*time.Minute || d.MinNewSamples != 500 || d.ReplaySize != 20000 || d.Replay != online.ReplayRecent ||
 		d.LearningRate != 1e-3 || d.Steps != 50 || d.BatchSize != 32 || d.Holdout != 0.2 || d.MinHoldout != 64 || d.Workers != 1 ||
 		d.Duty != 0.25 || d.Keep != 5 || d.DriftThreshold != 0.05 || d.MinDuration != 30*time.Minute || d.Dominant != 3 ||
-		d.DominantMinShare != 0.10 || d.ErrorHalfLife != 2000 || d.IntervalRate != 0.01 || d.PromoteMargin != 0 ||
+		d.DominantMinShare != 0.10 || d.ErrorHalfLife != 2000 || d.IntervalRate != 0.01 || d.PromoteMargin != 0 || d.PromoteZ != 3 ||
 		d.SpectrumSteps != 0 || d.TrackSeries != 0 || d.Enabled || d.CheckpointDir != "" || d.Intervals != nil || d.Seed != 0 {
 		t.Errorf("DefaultConfig() = %+v", d)
 	}

@@ -75,6 +75,11 @@ type Learner struct {
 	independent bool
 	rounds      atomic.Int64
 	lastNew     atomic.Int64 // replay.seen at the last round
+	// pending is the last round's candidate, better on its holdout, tuned
+	// from serving version pendingFrom; the next round promotes it if it
+	// is better on its holdout too. Rounds run one at a time.
+	pending     *model.Model
+	pendingFrom int64
 	// roundAt is the data time of the last round Advance ran (or of its
 	// first call).
 	roundAt time.Time
@@ -479,7 +484,48 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 		r.Outcome, r.Need = OutcomeSkipped, l.cfg.BatchSize
 		return r
 	}
-	cand := cur.Clone()
+	blocks := hold.blocks(holdoutBlocks, 2*int64(l.tr.H)*int64(l.tr.cadence))
+	opts := model.EvalOptions{Workers: l.cfg.Workers, Groups: blocks}
+	curM, err := model.Evaluate(ctx, cur, hold, opts)
+	var baseM model.Metrics
+	tuned := cur != l.ref // the serving model is a fine-tuned version, not the base
+	if err == nil && tuned {
+		baseM, err = model.Evaluate(ctx, l.ref, hold, opts)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return r.end(OutcomeCanceled, nil)
+	case err != nil:
+		return r.end(OutcomeError, err)
+	}
+	r.ServingMSE, r.BaseMSE = curM.MSE, curM.MSE
+	if tuned {
+		r.BaseMSE = baseM.MSE
+	}
+	l.met.holdoutMSE.WithLabelValues("serving").Set(curM.MSE)
+
+	// The last round's candidate, better on its holdout, is promoted if it
+	// is better on this one too: pairs no round has judged, newer than
+	// what it was tuned on.
+	cand, pending := l.pending, l.pendingFrom == version
+	l.pending = nil
+	if cand != nil && pending {
+		candM, err := model.Evaluate(ctx, cand, hold, opts)
+		switch {
+		case ctx.Err() != nil:
+			return r.end(OutcomeCanceled, nil)
+		case err != nil:
+			return r.end(OutcomeError, err)
+		}
+		r.CandidateMSE = candM.MSE
+		if z, ok := l.better(candM, curM, r.BaseMSE); ok {
+			r.Z, r.Confirmed = z, true
+			l.met.holdoutMSE.WithLabelValues("candidate").Set(candM.MSE)
+			return l.promote(ctx, srv, r, cand, hold)
+		}
+	}
+
+	cand = cur.Clone()
 	moves := l.trackCycles(cand)
 	res, err := model.FineTune(ctx, cand, train, model.FineTuneConfig{
 		Steps: l.cfg.Steps, BatchSize: l.cfg.BatchSize, LearningRate: l.cfg.LearningRate,
@@ -503,47 +549,52 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	if !cand.Finite() {
 		return r.end(OutcomeAbortedNonFinite, errors.New("the candidate has non-finite parameters"))
 	}
-	blocks := hold.blocks(holdoutBlocks, 2*int64(l.tr.H)*int64(l.tr.cadence))
-	opts := model.EvalOptions{Workers: l.cfg.Workers, Groups: blocks}
-	curM, err := model.Evaluate(ctx, cur, hold, opts)
-	var candM, baseM model.Metrics
-	if err == nil {
-		candM, err = model.Evaluate(ctx, cand, hold, opts)
-	}
-	tuned := cur != l.ref // the serving model is a fine-tuned version, not the base
-	if err == nil && tuned {
-		baseM, err = model.Evaluate(ctx, l.ref, hold, opts)
-	}
+	candM, err := model.Evaluate(ctx, cand, hold, opts)
 	switch {
 	case ctx.Err() != nil:
 		return r.end(OutcomeCanceled, nil)
 	case err != nil:
 		return r.end(OutcomeError, err)
 	}
-	l.met.holdoutMSE.WithLabelValues("serving").Set(curM.MSE)
 	l.met.holdoutMSE.WithLabelValues("candidate").Set(candM.MSE)
-	r.ServingMSE, r.CandidateMSE = curM.MSE, candM.MSE
-	r.BaseMSE = curM.MSE
-	if tuned {
-		r.BaseMSE = baseM.MSE
-	}
+	r.CandidateMSE = candM.MSE
 	if math.IsNaN(candM.MSE) || math.IsInf(candM.MSE, 0) {
 		return r.end(OutcomeAbortedNonFinite, nil)
 	}
-	r.Z = pairedZ(candM, curM)
+	var ok bool
+	r.Z, ok = l.better(candM, curM, r.BaseMSE)
 	switch {
-	case candM.MSE <= curM.MSE*(1+l.cfg.PromoteMargin) && r.Z <= -promoteZ && candM.MSE <= r.BaseMSE:
+	case ok && l.cfg.PromoteZ < 0:
+		return l.promote(ctx, srv, r, cand, hold) // no test, no second holdout
+	case ok:
 		// Better than the serving model beyond the holdout's noise, and
-		// no worse than the base model.
-	case tuned && pairedZ(baseM, curM) <= -promoteZ:
-		// The fine-tuned version now does worse than the base model
-		// on the newest pairs (what it learnt was a holiday's, say):
-		// the base model serves again, as a new version.
-		cand = l.ref.Clone()
+		// no worse than the base model: it waits for the next holdout.
+		l.pending, l.pendingFrom = cand, version
+		return r.end(OutcomePending, nil)
+	case tuned && pairedZ(baseM, curM) <= -max(l.cfg.PromoteZ, 0):
+		// The fine-tuned version now does worse than the base model on
+		// the newest pairs (what it learnt was a holiday's, say): the
+		// base model serves again, as a new version.
 		r.Reverted = true
-	default:
-		return r.end(OutcomeRejectedWorse, nil)
+		return l.promote(ctx, srv, r, l.ref.Clone(), hold)
 	}
+	return r.end(OutcomeRejectedWorse, nil)
+}
+
+// better reports whether a candidate's holdout metrics c beat the serving
+// model's (cur) and the base model's MSE base as online.promote_z and
+// promote_margin ask, with the candidate's z against the serving model.
+func (l *Learner) better(c, cur model.Metrics, base float64) (z float64, ok bool) {
+	z = pairedZ(c, cur)
+	m := 1 + l.cfg.PromoteMargin
+	ok = c.MSE <= cur.MSE*m && c.MSE <= base*m && (l.cfg.PromoteZ < 0 || z <= -l.cfg.PromoteZ)
+	return z, ok
+}
+
+// promote makes cand the next version: it serves, is checkpointed and
+// published, and its error quantiles are measured on the holdout.
+func (l *Learner) promote(ctx context.Context, srv Server, r RoundResult, cand *model.Model, hold *pairs) RoundResult {
+	version := r.Version
 	if !l.mayLearn() {
 		return r.end(OutcomeCanceled, nil) // another replica became the learner meanwhile
 	}
@@ -587,15 +638,12 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 }
 
 // A candidate is promoted when its holdout error is lower than the serving
-// model's by promoteZ standard errors of the difference, the holdout cut
-// into blocks (up to holdoutBlocks groups of series, each by stretches of
+// model's by online.promote_z standard errors of the difference, the
+// holdout cut into blocks (up to holdoutBlocks groups of series, each by stretches of
 // 2H steps) whose errors are compared pairwise: consecutive windows
 // overlap and share their shocks, so single pairs are far from
 // independent, while blocks nearly are.
-const (
-	promoteZ      = 3
-	holdoutBlocks = 16
-)
+const holdoutBlocks = 16
 
 // pairedZ is how many standard errors a's error lies below (negative) or
 // above b's, over the blocks of the holdout (Metrics.GroupMSE) both were

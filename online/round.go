@@ -21,6 +21,10 @@ const (
 	// serving model beyond the holdout's noise (or worse than the base
 	// model), and the serving model is no worse than the base.
 	OutcomeRejectedWorse Outcome = "rejected_worse"
+	// OutcomePending: the candidate scored better than the serving model
+	// on this round's holdout; it is promoted if it does so again on the
+	// next round's, newer pairs (online.promote_z).
+	OutcomePending Outcome = "pending"
 	// OutcomeReverted: the serving model, a fine-tuned version, scored
 	// worse than the base model (model.path) beyond the holdout's noise,
 	// and the base model serves again as a new version.
@@ -39,12 +43,12 @@ const (
 )
 
 // outcomes are the counted outcomes, in the order the metric lists them.
-var outcomes = []Outcome{OutcomePromoted, OutcomeReverted, OutcomeRejectedWorse, OutcomeAbortedNonFinite, OutcomeAbortedExploding, OutcomeSkipped, OutcomeError}
+var outcomes = []Outcome{OutcomePromoted, OutcomePending, OutcomeReverted, OutcomeRejectedWorse, OutcomeAbortedNonFinite, OutcomeAbortedExploding, OutcomeSkipped, OutcomeError}
 
 // ok reports whether the outcome is one of normal operation (logged at
 // info level) rather than a failure (warning level).
 func (o Outcome) ok() bool {
-	return o == OutcomePromoted || o == OutcomeReverted || o == OutcomeRejectedWorse || o == OutcomeSkipped || o == OutcomeCanceled
+	return o == OutcomePromoted || o == OutcomePending || o == OutcomeReverted || o == OutcomeRejectedWorse || o == OutcomeSkipped || o == OutcomeCanceled
 }
 
 // RoundResult is one fine-tuning round: how it ended and what it measured.
@@ -75,8 +79,10 @@ type RoundResult struct {
 	// below (negative) or above the serving model's; a candidate is
 	// promoted at −2 or below.
 	Z float64
-	// Reverted says the base model was promoted back (OutcomeReverted).
-	Reverted bool
+	// Reverted says the base model was promoted back (OutcomeReverted),
+	// and Confirmed that the candidate promoted was the last round's,
+	// better again on this round's holdout.
+	Reverted, Confirmed bool
 	// Duration is the round's wall time.
 	Duration time.Duration
 	// Checkpoint is the file the promoted version was saved to ("" when

@@ -43,12 +43,13 @@ func TestOnlineLearningEndToEnd(t *testing.T) {
 	base := testModel(t, model.Independent, 1)
 	dir := t.TempDir()
 	reg := prometheus.NewRegistry()
-	// A huge promotion margin promotes any finite candidate: this test is
-	// about the wiring; whether rounds help is the online package's
-	// scenario tests' business.
+	// A huge promotion margin without the test (a negative promote_z)
+	// promotes any finite candidate at once: this test is about the
+	// wiring; whether rounds help is the online package's and the
+	// backtest's business.
 	l, err := online.New(onlineConfig(func(c *online.Config) {
 		c.Enabled, c.Interval, c.MinNewSamples, c.Steps, c.BatchSize = true, time.Hour, 60, 3, 8
-		c.MinHoldout, c.PromoteMargin, c.Duty, c.CheckpointDir, c.Seed = 8, 1e6, 1, dir, 1
+		c.MinHoldout, c.PromoteMargin, c.PromoteZ, c.Duty, c.CheckpointDir, c.Seed = 8, 1e6, -1, 1, dir, 1
 	}), base, online.WithRegisterer(reg),
 		online.WithPublisher(models.Publish))
 	if err != nil {
