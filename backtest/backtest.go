@@ -34,6 +34,9 @@ type Options struct {
 	// the history's span (a day for a span of ten days or more at a cadence
 	// of an hour or less).
 	Every time.Duration
+	// Focus, when set, keeps the timeline to the forecasts of these series
+	// (one sensor's shock among many); the scores are every series'.
+	Focus []string
 	// MaxBatch caps the readings of one batch, which otherwise holds one
 	// step of data time of every series.
 	//
@@ -114,6 +117,16 @@ func Run(ctx context.Context, m *model.Model, h *History, o Options) (*Report, e
 		every = timelineStretch(first, last, cfg.Cadence)
 	}
 	sc = newScorer(g, m.Lookback(), m.Horizon(), cfg.Cadence, cfg.Online.Intervals, m.Meta.ErrorQuantiles, o.From, every)
+	if len(o.Focus) > 0 {
+		sc.focus = make([]bool, len(h.Series))
+		for _, name := range o.Focus {
+			i, ok := h.index[name]
+			if !ok {
+				return nil, fmt.Errorf("backtest: the history has no series %q to keep the timeline to", name)
+			}
+			sc.focus[i] = true
+		}
+	}
 
 	r := &run{m: m, sc: sc, learner: learner, p: p, progress: o.Progress, first: first, last: last, started: start}
 	if cfg.Online.Enabled {

@@ -165,7 +165,11 @@ func backtestFeed(t testing.TB, fd *feed, m *model.Model, fineTune bool, every t
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), m, h, Options{Config: cfg, From: fd.scoreFrom, Every: every})
+	o := Options{Config: cfg, From: fd.scoreFrom, Every: every}
+	for _, s := range fd.shock.Series {
+		o.Focus = append(o.Focus, fd.frame.Columns[s]) // the timeline of the sensors it hit
+	}
+	rep, err := Run(context.Background(), m, h, o)
 	if err != nil {
 		t.Fatal(err)
 	}

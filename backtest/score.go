@@ -217,6 +217,7 @@ type scorer struct {
 	// split-conformal band), nil when it has none.
 	quantiles *model.ErrorQuantiles
 	bucketMs  int64
+	focus     []bool // the series the timeline keeps; nil for all
 
 	mu      sync.Mutex
 	pending []*issued
@@ -332,7 +333,7 @@ func (s *scorer) score(it *issued, frozen []float64) {
 		s.without++
 	}
 	var b *bucket
-	if s.bucketMs > 0 {
+	if s.bucketMs > 0 && (s.focus == nil || s.focus[si]) {
 		key := it.end.UnixMilli() / s.bucketMs
 		if b = s.timeline[key]; b == nil {
 			b = &bucket{bands: make([]bandSums, len(s.levels)), static: make([]bandSums, len(s.levels))}

@@ -118,8 +118,10 @@ func checkShock(t *testing.T, fd *feed, rep *Report, table *strings.Builder) {
 // feed's shock (the first stretch from which a day of stretches has a mean
 // absolute error within 1.5× the median of the week before the shock) and
 // returns, per level, the widest stretch of the day that starts two days
-// later over the pre-shock median width; ok is false when that day is not
-// in the timeline.
+// later over the pre-shock median width, and over the stretch's error
+// over the pre-shock median error where that is higher; ok is false when
+// that day is not in the timeline. The timeline is of the series the shock
+// hit (Options.Focus).
 func recovered(rep *Report, fd *feed) (back time.Time, ratio []float64, ok bool) {
 	end := fd.shockUntil
 	if fd.shock.Kind == dataset.ShockLevel {
@@ -164,13 +166,18 @@ func recovered(rep *Report, fd *feed) (back time.Time, ratio []float64, ok bool)
 	}
 	ratio = make([]float64, len(pre))
 	found := false
+	preMedian := median(preMAE)
 	for _, st := range tl {
 		if st.Start.Before(back.Add(48*time.Hour)) || !st.Start.Before(back.Add(72*time.Hour)) || st.Forecasts == 0 {
 			continue
 		}
 		found = true
+		// Errors that settled a little higher than before (a level shift
+		// of a sensor whose noise grows with its count) widen the band
+		// by as much.
+		settled := max(1, st.MAE/preMedian)
 		for l := range st.Width {
-			ratio[l] = max(ratio[l], st.Width[l]/median(pre[l]))
+			ratio[l] = max(ratio[l], st.Width[l]/median(pre[l])/settled)
 		}
 	}
 	return back, ratio, found

@@ -121,6 +121,16 @@ const (
 	// longErrors is how many of its own errors the long-run level needs
 	// before it floors the level.
 	longErrors = 64
+	// fastLead: the band's scale is the fast estimate over fastLead when
+	// that is above the level. calmRatio: the thresholds and the day shape
+	// learn only while the fast estimate is within calmRatio of the level.
+	fastLead  = 1.3
+	calmRatio = 1.5
+	// unsettledWeight caps the weight of the errors behind the level
+	// once the fast estimate has been beyond calmRatio of it for
+	// awayErrors errors in a row.
+	unsettledWeight = 32
+	awayErrors      = 8
 )
 
 // The shape over the day.
@@ -154,6 +164,9 @@ const (
 	experts      = len(rateFactors)
 	lossHalfLife = 256
 	selectZ      = 3
+	// expertSpan bounds a faster expert's threshold within this factor of
+	// the slowest's.
+	expertSpan = 3
 	// minLossErrors is how many errors the comparison needs before a
 	// faster expert may be published.
 	minLossErrors = 64
@@ -342,12 +355,13 @@ type seriesIntervals struct {
 	snapNext int
 	// level, levelW: the error level per channel and the weight of the
 	// errors behind it; fast its fast estimate and jumps how many errors
-	// in a row that has been levelJump away (signed: up positive); long the
+	// in a row that has been levelJump away (signed: up positive), away
+	// how many calmRatio away; long the
 	// long-run level, maxAbs the largest recent error (decayed) and seen
 	// how many errors that rests on. level is NaN until the first error
 	// when nothing gave it a start.
 	level, levelW, fast, long, longW, maxAbs []float64
-	jumps                                    []int8
+	jumps, away                              []int8
 	seen                                     []uint32
 	// bounds holds, per slot and sampled step, the published lower bounds
 	// (levels × C) then the upper ones: H × sampledSteps × 2 × levels × C;
@@ -369,7 +383,7 @@ func (iv *intervals) newSeries() *seriesIntervals {
 		expert: make([]float64, 2*k*C*experts), loss: make([]float64, 2*k*C*lossStride),
 		snap: make([]float32, snapshots*2*k*C*experts), snapAt: make([]int64, snapshots),
 		level: make([]float64, C), levelW: make([]float64, C), fast: make([]float64, C), long: make([]float64, C),
-		longW: make([]float64, C), maxAbs: make([]float64, C), jumps: make([]int8, C), seen: make([]uint32, C),
+		longW: make([]float64, C), maxAbs: make([]float64, C), jumps: make([]int8, C), away: make([]int8, C), seen: make([]uint32, C),
 		bounds:    make([]float32, iv.H*sampledSteps*2*k*C),
 		unit:      make([]float32, iv.H*sampledSteps*C),
 		published: make([]bool, iv.H),
@@ -484,7 +498,7 @@ func (iv *intervals) offsets(s *seriesIntervals, at int64, scale []float64) bool
 	for l := range k {
 		for i := range n {
 			c := i % C
-			w := iv.m[i] * iv.day[i] * s.level[c] * scale[c]
+			w := iv.m[i] * iv.day[i] * s.inUse(c) * scale[c]
 			loK, hiK := s.lo[l*C+c], s.hi[l*C+c]
 			if l > 0 {
 				// Nested: a level's thresholds exceed the lower level's.
@@ -529,7 +543,7 @@ func (iv *intervals) issue(s *seriesIntervals, slot int, at int64, lags []uint16
 		u := s.unit[(slot*sampledSteps+r)*C:][:C]
 		for c := range C {
 			i := h*C + c
-			u[c] = float32(iv.m[i] * iv.day[i] * s.level[c] * scale[c])
+			u[c] = float32(iv.m[i] * iv.day[i] * s.inUse(c) * scale[c])
 		}
 		for l := range k {
 			for c := range C {

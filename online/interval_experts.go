@@ -83,7 +83,7 @@ func (iv *intervals) score(s *seriesIntervals, slot, r, h, c int, st int64, f, v
 				s.covered[l]++
 			}
 		}
-		if !(w > 0) || then == nil {
+		if !(w > 0) || then == nil || !s.calm(c) {
 			continue
 		}
 		// How far beyond the forecast, in units of w, the value fell on
@@ -132,6 +132,9 @@ func (iv *intervals) learn(s *seriesIntervals, then []float32, l, side, c int, z
 			slow = pin
 			continue
 		}
+		// A faster expert stays within expertSpan of the slowest: one
+		// wound up by a shock's misses would take weeks to come back.
+		s.expert[i] = min(max(s.expert[i], s.expert[base]/expertSpan), s.expert[base]*expertSpan)
 		d := pin - slow
 		mean, sq := &ls[1+2*(e-1)], &ls[2+2*(e-1)]
 		*mean += (d - *mean) / w

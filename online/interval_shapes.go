@@ -159,7 +159,7 @@ func (iv *intervals) noteLevel(s *seriesIntervals, h, c int, st int64, ae float6
 		p = iv.profile[b*C+c]
 	}
 	lvl := s.level[c]
-	if !math.IsNaN(lvl) && lvl > 0 && iv.bins > 1 {
+	if !math.IsNaN(lvl) && lvl > 0 && iv.bins > 1 && s.calm(c) {
 		// The day shape learns from the error over this series' level.
 		i := b*C + c
 		if dt := st - iv.profAt[i]; dt > 0 && iv.profW[i] > 0 {
@@ -195,6 +195,21 @@ func (iv *intervals) moveLevel(s *seriesIntervals, c int, x float64) {
 	}
 	fast += (x - fast) * (1 - iv.fastD)
 	s.levelW[c] = s.levelW[c]*iv.levelD + 1
+	switch a := &s.away[c]; {
+	case fast > calmRatio*lvl:
+		*a = min(max(*a, 0), 100) + 1
+	case fast*calmRatio < lvl:
+		*a = max(min(*a, 0), -100) - 1
+	default:
+		*a = 0
+	}
+	if a := s.away[c]; a >= awayErrors || a <= -awayErrors {
+		// The errors have stayed away from the level, if not by a jump:
+		// the level follows them with a memory of a few dozen errors, so
+		// that errors that ease back over days (a storm still in the
+		// windows) take the band with them.
+		s.levelW[c] = min(s.levelW[c], unsettledWeight)
+	}
 	lvl += (x - lvl) / s.levelW[c]
 	s.longW[c] = s.longW[c]*iv.longD + 1
 	s.long[c] += (x - s.long[c]) / s.longW[c]
@@ -216,4 +231,20 @@ func (iv *intervals) moveLevel(s *seriesIntervals, c int, x float64) {
 		lvl = max(lvl, levelFloor*s.long[c])
 	}
 	s.level[c] = max(lvl, minThreshold)
+}
+
+// inUse is the error level channel c's bands are issued with: the level,
+// or its fast estimate over fastLead once that is higher, so that a band
+// widens with the first errors of a shock, before the level resets to
+// them.
+func (s *seriesIntervals) inUse(c int) float64 {
+	return max(s.level[c], s.fast[c]/fastLead)
+}
+
+// calm reports whether channel c's fast estimate is within calmRatio of
+// its level: the band's scale fits the errors, so a miss says something
+// of their shape (the thresholds and the day shape learn from it), not
+// that a shock is under way.
+func (s *seriesIntervals) calm(c int) bool {
+	return s.fast[c] <= calmRatio*s.level[c] && s.fast[c]*calmRatio >= s.level[c]
 }
