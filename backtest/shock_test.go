@@ -165,20 +165,27 @@ func recovered(rep *Report, fd *feed) (back time.Time, ratio []float64, ok bool)
 		return back, nil, false
 	}
 	ratio = make([]float64, len(pre))
-	found := false
-	preMedian := median(preMAE)
+	var day []Stretch
 	for _, st := range tl {
-		if st.Start.Before(back.Add(48*time.Hour)) || !st.Start.Before(back.Add(72*time.Hour)) || st.Forecasts == 0 {
-			continue
+		if !st.Start.Before(back.Add(48*time.Hour)) && st.Start.Before(back.Add(72*time.Hour)) && st.Forecasts > 0 {
+			day = append(day, st)
 		}
-		found = true
-		// Errors that settled a little higher than before (a level shift
-		// of a sensor whose noise grows with its count) widen the band
-		// by as much.
-		settled := max(1, st.MAE/preMedian)
+	}
+	if len(day) == 0 {
+		return back, nil, false
+	}
+	// Errors that settled a little higher than before (a level shift of a
+	// sensor whose noise grows with its count) widen the band by as much:
+	// the day's mean error over the pre-shock median.
+	var mae float64
+	for _, st := range day {
+		mae += st.MAE / float64(len(day))
+	}
+	settled := max(1, mae/median(preMAE))
+	for _, st := range day {
 		for l := range st.Width {
 			ratio[l] = max(ratio[l], st.Width[l]/median(pre[l])/settled)
 		}
 	}
-	return back, ratio, found
+	return back, ratio, true
 }
