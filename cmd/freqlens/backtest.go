@@ -31,6 +31,7 @@ func runBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	intervals := fs.String("intervals", "", "prediction interval levels, e.g. 0.8,0.95 (default: --config's output.intervals, else 0.8,0.95)")
 	from := fs.String("from", "", "start scoring at this time (RFC 3339 or 2006-01-02); the readings before it only fill the windows")
 	every := fs.Duration("every", 0, "the timeline's stretch, e.g. 24h (default: a day, or a hundredth of the history)")
+	focus := fs.String("focus", "", "keep the timeline to these series, comma-separated (the scores stay every series')")
 	workers := fs.Int("workers", 1, "forecasting workers (service.workers); 1 makes a run repeat exactly")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	figures := fs.String("report", "", "also draw the bands' width over time (widths.png and .svg) into this directory")
@@ -93,7 +94,8 @@ func runBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	o := backtest.Options{Config: cfg, Every: *every, Progress: stderr,
-		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
+		Focus: splitList(*focus),
+		Log:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))}
 	if *from != "" {
 		t, err := parseAt(*from)
 		if err != nil {
@@ -206,6 +208,17 @@ func widthsOf(rep *backtest.Report) report.Widths {
 		}
 	}
 	return w
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 // parseLevels reads --intervals: levels between 0 and 1, comma-separated.

@@ -9,6 +9,7 @@
 //	freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]
 //	freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]
 //	freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE)
+//	freqlens backtest --model MODEL (--data FILE | --from-topic --config FILE) [--json]
 //
 // The commands are flags and printing around the packages: serve and demo
 // build a service.Config and run package service, demo with package feed's
@@ -40,6 +41,7 @@ usage:
   freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR   figures and an HTML page (long-format data: --series ID [--at TIME])
   freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]   the streaming service
   freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE) [--speed max|60x]   a CSV as readings
+  freqlens backtest --model MODEL (--data FILE | --from-topic --config FILE) [--config FILE] [--fine-tune=false] [--intervals 0.8,0.95] [--report DIR] [--json]   the serving path over history: intervals, fine-tuning and drift scored
 
 Run 'freqlens COMMAND -h' for the flags of a command.
 `
