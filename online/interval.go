@@ -241,11 +241,13 @@ type intervals struct {
 	// weighted recent sums over recentW).
 	scoreSum, widthSum       []float64
 	recentScore, recentWidth []float64
-	// Scratch: the horizon shape (n; valid while shapeOK and not
-	// shapeDirty), the day shape at each step (H×C), and the offsets below
-	// and above the forecast (levels × n).
+	// Scratch: the horizon shape (n; computed when shapeOK is false, and
+	// again once a horizon's worth of errors, fresh, were noted since), the
+	// day shape at each step (H×C), and the offsets below and above the
+	// forecast (levels × n).
 	m, day, below, above []float64
-	shapeOK, shapeDirty  bool
+	shapeOK              bool
+	fresh                int
 }
 
 func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *model.ErrorQuantiles, cadence time.Duration, loc *time.Location) *intervals {
@@ -310,7 +312,7 @@ func (iv *intervals) setPrior(q *model.ErrorQuantiles) {
 	k, C, H := len(iv.levels), iv.C, iv.H
 	iv.prior = make([]float64, 2*k*C)
 	iv.priorLevel, iv.priorMax = make([]float64, C), make([]float64, C)
-	iv.shapeDirty = true
+	iv.shapeOK = false
 	for i := range iv.n {
 		h, c := i/C, i%C
 		qc := min(c, q.Channels-1)

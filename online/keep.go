@@ -61,7 +61,11 @@ type savedCalibration struct {
 	// profSum, profW and profAt).
 	ProfSum, ProfW []float64
 	ProfAt         []int64
-	Series         map[string]savedSeries
+	// Shape is the horizon shape in use (intervals.m), Fresh the errors
+	// noted since it was computed, so that a restart goes on with it.
+	Shape  []float64
+	Fresh  int
+	Series map[string]savedSeries
 }
 
 // savedSeries is one series' calibration: its thresholds, its error level
@@ -134,6 +138,7 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 		Version: calibrationVersion, Levels: t.iv.levels, H: t.H, C: t.C, Newest: t.newest, Model: fingerprint,
 		AbsErr: slices.Clone(t.iv.absErr), Weight: slices.Clone(t.iv.weight),
 		ProfSum: slices.Clone(t.iv.profSum), ProfW: slices.Clone(t.iv.profW), ProfAt: slices.Clone(t.iv.profAt),
+		Fresh:  t.iv.fresh,
 		Series: make(map[string]savedSeries, len(t.series)+len(t.restored)),
 	}
 	// The restored states no series has claimed yet are kept too, so that a
@@ -145,6 +150,9 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 		if t.restored != nil && t.restoredFrom.After(sc.Newest) {
 			sc.Newest = t.restoredFrom
 		}
+	}
+	if t.iv.shapeOK {
+		sc.Shape = slices.Clone(t.iv.m)
 	}
 	for k, s := range t.series {
 		v := s.iv
@@ -346,7 +354,11 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 	copy(t.iv.profSum, newest.ProfSum)
 	copy(t.iv.profW, newest.ProfW)
 	copy(t.iv.profAt, newest.ProfAt)
-	t.iv.shapeDirty, t.iv.profDirty = true, true
+	t.iv.shapeOK, t.iv.profDirty = false, true
+	if len(newest.Shape) == len(t.iv.m) {
+		copy(t.iv.m, newest.Shape)
+		t.iv.shapeOK, t.iv.fresh = true, newest.Fresh
+	}
 	t.restored, t.restoredFrom = restored, newest.Newest
 	t.restoredUntil = newest.Newest.Add(span)
 	return len(restored), nil
