@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"time"
 )
 
 // PanelBenchmark is a Panel split by time into training, validation and
@@ -17,9 +18,16 @@ type PanelBenchmark struct {
 	// TrainEnd is the first step after the training part, TestStart the
 	// first step of the test part (steps since the Unix epoch, in
 	// Panel.Cadence): 70%, 10% and 20% of the steps from the earliest to
-	// the latest reading of any series. Windows of the validation and test
-	// parts begin a lookback before their border, as in Standard.
+	// the latest reading of any series, or, in history too short for
+	// 10% and 20% to hold a horizon of targets each, a horizon each for
+	// validation and test and the rest to train (Adapted). Windows of the
+	// validation and test parts begin a lookback before their border, as
+	// in Standard.
 	TrainEnd, TestStart int64
+	// Adapted says the parts are not 70/10/20 but as short history needs;
+	// Parts says how many steps each holds.
+	Adapted bool
+	Parts   [3]int64
 	// Scaler holds the per-channel statistics of every series' training
 	// rows pooled: the normalisation a mixed model serves with.
 	Scaler Scaler
@@ -47,10 +55,29 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 		first, last = min(first, s.Start), max(last, s.Start+int64(s.Rows(C))-1)
 	}
 	n := last - first + 1
-	b := &PanelBenchmark{Panel: p, PerSeries: perSeries,
-		TrainEnd:  first + int64(float64(n)*0.7),
-		TestStart: first + n - int64(float64(n)*0.2),
+	L, H := int64(lookback), int64(horizon)
+	if n < L+3*H {
+		return nil, &ShortHistoryError{msg: fmt.Sprintf("%s: %d steps of %v (%s) are too little history to train a model of lookback %d and horizon %d and score it: "+
+			"that needs lookback + 3 × horizon = %d steps (a window to train on, and a horizon of targets each to validate and to test on); "+
+			"give more history, or a shorter --horizon or --lookback", p.Name, n, p.Cadence, time.Duration(n)*p.Cadence, lookback, horizon, L+3*H)}
 	}
+	// 70/10/20 by time, unless a horizon of targets does not fit in 10%
+	// or 20%: then a horizon each to validate and to test, the rest (at
+	// least a window) to train.
+	val, test := int64(float64(n)*0.1), int64(float64(n)*0.2)
+	b := &PanelBenchmark{Panel: p, PerSeries: perSeries}
+	if val < H || test < H {
+		val, test, b.Adapted = max(val, H), max(test, H), true
+		if n-val-test < L+H {
+			val, test = H, H
+		}
+	}
+	b.TestStart = first + n - test
+	b.TrainEnd = b.TestStart - val
+	if !b.Adapted {
+		b.TrainEnd = first + int64(float64(n)*0.7)
+	}
+	b.Parts = [3]int64{b.TrainEnd - first, b.TestStart - b.TrainEnd, first + n - b.TestStart}
 	// The training rows of each segment, local row ranges.
 	trainRows := func(s Segment) Range {
 		return Range{0, int(min(max(b.TrainEnd-s.Start, 0), int64(s.Rows(C))))}
@@ -82,7 +109,6 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 		}
 	}
 	b.Train, b.Val, b.Test = &Collection{channels: C}, &Collection{channels: C}, &Collection{channels: C}
-	L := int64(lookback)
 	step := p.Cadence.Nanoseconds()
 	var spec spectrumRuns
 	for _, s := range p.Segments {
@@ -136,11 +162,20 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 		c    *Collection
 	}{{"training", b.Train}, {"validation", b.Val}, {"test", b.Test}} {
 		if part.c.Len() == 0 {
-			return nil, fmt.Errorf("%s: the %s part (by time: 70%%, 10%%, 20%% of %d steps of %v) holds no window of %d steps; "+
-				"give more history or use a shorter --lookback or --horizon", p.Name, part.name, n, p.Cadence, lookback+horizon)
+			return nil, fmt.Errorf("%s: the %s part (by time: %s of %d steps of %v) holds no window of %d steps (no series has readings "+
+				"all through it); give more history or use a shorter --lookback or --horizon", p.Name, part.name, b.PartsString(), n, p.Cadence, lookback+horizon)
 		}
 	}
 	return b, nil
+}
+
+// PartsString says how the steps were split: "70%, 10%, 20%", or the
+// steps of each part when the split was adapted to short history.
+func (b *PanelBenchmark) PartsString() string {
+	if !b.Adapted {
+		return "70%, 10%, 20%"
+	}
+	return fmt.Sprintf("%d, %d and %d steps", b.Parts[0], b.Parts[1], b.Parts[2])
 }
 
 // Collection is the windows of several runs of rows (the segments of a

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -224,6 +225,62 @@ func TestPanelSplitByTime(t *testing.T) {
 				t.Fatalf("window %d predicts steps %d…%d, outside [%d, %d)", i, first, last, part.from, part.to)
 			}
 		}
+	}
+}
+
+// TestPanelSplitOfShortHistory: history too short for 10% and 20% to hold
+// a horizon each is split into a horizon each to validate and to test on
+// and the rest to train, said so, down to lookback + 3 × horizon steps;
+// below that it is refused with the steps it needs.
+func TestPanelSplitOfShortHistory(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		steps, L, H      int
+		adapted          bool
+		train, val, test int64 // steps of each part
+		refused          string
+	}{
+		{name: "a month of hourly readings, a 4-day horizon", steps: 720, L: 96, H: 96, adapted: true, train: 480, val: 96, test: 144},
+		{name: "just enough", steps: 96 + 3*24, L: 96, H: 24, adapted: true, train: 120, val: 24, test: 24},
+		{name: "long enough for 70/10/20", steps: 2000, L: 96, H: 96, train: 1400, val: 200, test: 400},
+		{name: "a step too short", steps: 96 + 3*24 - 1, L: 96, H: 24, refused: "needs lookback + 3 × horizon = 168 steps"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := NewPanelBuilder(PanelConfig{Name: "short", Fields: []string{"v"}, Cadence: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range tc.steps {
+				b.Add("s", int64(k)*3_600_000, []float64{math.Sin(float64(k) / 3)})
+			}
+			p, err := b.Build(tc.L + tc.H)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bm, err := p.Split(tc.L, tc.H, true)
+			if tc.refused != "" {
+				var short *ShortHistoryError
+				if !errors.As(err, &short) || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("Split = %v; want a ShortHistoryError saying %q", err, tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bm.Adapted != tc.adapted || bm.Parts != [3]int64{tc.train, tc.val, tc.test} {
+				t.Errorf("adapted %v, parts %v; want %v, [%d %d %d]", bm.Adapted, bm.Parts, tc.adapted, tc.train, tc.val, tc.test)
+			}
+			// Each part holds the windows whose targets lie in it.
+			for _, part := range []struct {
+				c    *Collection
+				want int64
+			}{{bm.Train, tc.train - int64(tc.L+tc.H) + 1}, {bm.Val, tc.val - int64(tc.H) + 1}, {bm.Test, tc.test - int64(tc.H) + 1}} {
+				if int64(part.c.Len()) != part.want {
+					t.Errorf("a part holds %d windows, want %d", part.c.Len(), part.want)
+				}
+			}
+		})
 	}
 }
 

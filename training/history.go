@@ -177,6 +177,9 @@ func (h *History) Split(s Split) (*Data, error) {
 		summary += fmt.Sprintf("; left out as shorter than lookback + horizon: %d segments (%d steps), %d series with nothing longer",
 			r.ShortSegments, r.ShortRows, r.ShortSeries)
 	}
+	if bm.Adapted {
+		summary += fmt.Sprintf("; split by time into %s (train, validation, test): the history is too short for 70%%, 10%% and 20%% to hold a horizon each", bm.PartsString())
+	}
 	if n := bm.Train.Len(); s.MaxWindows > 0 && n > s.MaxWindows {
 		summary += fmt.Sprintf("; training on %d of %d windows drawn at random (--max-windows)", s.MaxWindows, n)
 	}
