@@ -108,15 +108,20 @@ func elementAttrs(t *testing.T, dom, id string) map[string]string {
 	return attrs
 }
 
-// elementText returns the text of the first element with the given id
-// (tags stripped).
+// elementText returns the text of the first element (a div or a p) with
+// the given id (tags stripped).
 func elementText(t *testing.T, dom, id string) string {
 	t.Helper()
-	m := regexp.MustCompile(`(?s)id="` + regexp.QuoteMeta(id) + `"[^>]*>(.*?)</div>`).FindStringSubmatch(dom)
-	if m == nil {
-		t.Fatalf("the DOM has no div with id %q", id)
+	open := regexp.MustCompile(`<(div|p)\s[^>]*\bid="` + regexp.QuoteMeta(id) + `"[^>]*>`).FindStringSubmatchIndex(dom)
+	if open == nil {
+		t.Fatalf("the DOM has no div or p with id %q", id)
 	}
-	return html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(m[1], " "))
+	rest := dom[open[1]:]
+	end := strings.Index(rest, "</"+dom[open[2]:open[3]]+">")
+	if end < 0 {
+		t.Fatalf("the element %q is not closed", id)
+	}
+	return html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(rest[:end], " "))
 }
 
 // TestLiveViewInBrowser runs the demo, waits until forecasts flow and the

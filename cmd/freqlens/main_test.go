@@ -403,7 +403,7 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		want string
 	}{
 		{"missing data file", []string{"train", "--data", filepath.Join(dir, "nope.csv"), "--horizon", "4", "--out", modelPath}, "no such file"},
-		{"missing model file", []string{"eval", "--model", filepath.Join(dir, "nope.safetensors"), "--data", data}, "no such file"},
+		{"missing model file", []string{"eval", "--model", filepath.Join(dir, "nope.safetensors"), "--data", data}, "no model file"},
 		{"wrong column count", []string{"eval", "--model", modelPath, "--data", narrow}, "trained on 3"},
 		{"eval on data of another step", []string{"eval", "--model", modelPath, "--data", quarter}, "quarter.csv steps every 15m0s but the model was trained on 1h0m0s steps"},
 		{"predict on data of another step", []string{"predict", "--model", modelPath, "--data", quarter, "--at", "100"}, "steps every 15m0s"},
@@ -424,7 +424,7 @@ func TestErrorsAreOneLineAndStatus2(t *testing.T) {
 		{"row past the end", []string{"predict", "--model", modelPath, "--data", data, "--at", "400"}, "past the last"},
 		{"negative row", []string{"predict", "--model", modelPath, "--data", data, "--at", "-1"}, "--at -1 is not a row; use a 0-based data row from 23 to 399"},
 		{"no row", []string{"predict", "--model", modelPath, "--data", data}, "--at is required"},
-		{"report without a model file", []string{"report", "--model", filepath.Join(dir, "nope.safetensors"), "--out", dir}, "no such file"},
+		{"report without a model file", []string{"report", "--model", filepath.Join(dir, "nope.safetensors"), "--out", dir}, "no model file"},
 		{"report without --out", []string{"report", "--model", modelPath}, "--out is required"},
 		{"report on data of another width", []string{"report", "--model", modelPath, "--data", narrow, "--out", dir}, "trained on 3"},
 		{"report row past the end", []string{"report", "--model", modelPath, "--data", data, "--at", "400", "--out", dir}, "past the last data row 399"},
