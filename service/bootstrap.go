@@ -120,6 +120,12 @@ func (s *Service) bootstraps() bool {
 func (s *Service) loadModel(ctx context.Context) (*model.Model, error) {
 	if !s.bootstraps() {
 		m, err := model.Load(s.cfg.ModelPath)
+		if errors.Is(err, os.ErrNotExist) && s.cfg.EmbeddedBroker != "" {
+			// The embedded broker starts empty: there is no history to
+			// train on before serve runs, so serve must train it.
+			return nil, fmt.Errorf("model.path %s does not exist, and the embedded broker's topics start empty; set model.bootstrap.min_history and "+
+				"model.bootstrap.horizon (as examples/quickstart.yaml does) so that serve trains its first model from the readings replay sends it", s.cfg.ModelPath)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("model.path %s does not exist; train a model (freqlens train --from-topic --config …) "+
 				"or set model.bootstrap.min_history to train the first one from the topic", s.cfg.ModelPath)
