@@ -99,14 +99,10 @@ const warmScores = 32
 // The error level's dynamics, in sampled errors of the series.
 const (
 	// levelHalfLife is the half-life of the series' error level, and
-	// fastHalfLife that of its fast estimate, which resets the level
-	// when it has been levelJump times above it, or as far below, for
-	// jumpErrors errors in a row: a holiday or a storm moves the band
-	// within a few errors, and its end moves it back as soon.
+	// fastHalfLife that of its fast estimate, which the band follows up
+	// while it is above the level (fastLead).
 	levelHalfLife = 256
 	fastHalfLife  = 8
-	levelJump     = 2.5
-	jumpErrors    = 4
 	// levelPriorWeight is how many errors a series' starting level counts
 	// for.
 	levelPriorWeight = 4
@@ -123,14 +119,19 @@ const (
 	longErrors = 64
 	// fastLead: the band's scale is the fast estimate over fastLead when
 	// that is above the level. calmRatio: the thresholds and the day shape
-	// learn only while the fast estimate is within calmRatio of the level.
-	fastLead  = 1.3
-	calmRatio = 1.5
-	// unsettledWeight caps the weight of the errors behind the level
-	// once the fast estimate has been beyond calmRatio of it for
-	// awayErrors errors in a row.
+	// learn only while the fast estimate is within calmRatio of the
+	// level. slowClip caps one error's part in the level, once it rests
+	// on settledErrors, at this many times the level. unsettledWeight caps
+	// the weight of the errors behind the level once the fast estimate has
+	// stayed calmRatio below it for awayErrors errors in a row, or above
+	// it for awayUpErrors.
+	fastLead        = 1.3
+	calmRatio       = 1.5
+	slowClip        = 5
+	settledErrors   = 64
 	unsettledWeight = 32
-	awayErrors      = 8
+	awayErrors      = 16
+	awayUpErrors    = 96
 )
 
 // The shape over the day.
@@ -356,14 +357,13 @@ type seriesIntervals struct {
 	snapAt   []int64
 	snapNext int
 	// level, levelW: the error level per channel and the weight of the
-	// errors behind it; fast its fast estimate and jumps how many errors
-	// in a row that has been levelJump away (signed: up positive), away
-	// how many calmRatio away; long the
+	// errors behind it; fast its fast estimate and away how many errors in
+	// a row that has been calmRatio away (signed: up positive); long the
 	// long-run level, maxAbs the largest recent error (decayed) and seen
 	// how many errors that rests on. level is NaN until the first error
 	// when nothing gave it a start.
 	level, levelW, fast, long, longW, maxAbs []float64
-	jumps, away                              []int8
+	away                                     []int16
 	seen                                     []uint32
 	// bounds holds, per slot and sampled step, the published lower bounds
 	// (levels × C) then the upper ones: H × sampledSteps × 2 × levels × C;
@@ -385,7 +385,7 @@ func (iv *intervals) newSeries() *seriesIntervals {
 		expert: make([]float64, 2*k*C*experts), loss: make([]float64, 2*k*C*lossStride),
 		snap: make([]float32, snapshots*2*k*C*experts), snapAt: make([]int64, snapshots),
 		level: make([]float64, C), levelW: make([]float64, C), fast: make([]float64, C), long: make([]float64, C),
-		longW: make([]float64, C), maxAbs: make([]float64, C), jumps: make([]int8, C), away: make([]int8, C), seen: make([]uint32, C),
+		longW: make([]float64, C), maxAbs: make([]float64, C), away: make([]int16, C), seen: make([]uint32, C),
 		bounds:    make([]float32, iv.H*sampledSteps*2*k*C),
 		unit:      make([]float32, iv.H*sampledSteps*C),
 		published: make([]bool, iv.H),

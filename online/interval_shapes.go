@@ -188,48 +188,41 @@ func (iv *intervals) noteLevel(s *seriesIntervals, h, c int, st int64, ae float6
 }
 
 // moveLevel adds the error x (in units of the shapes) to channel c's
-// level, its fast estimate and the long-run level, and resets the level to
-// the fast estimate when that has been levelJump times away from it for
-// jumpErrors errors in a row.
+// level, its fast estimate and the long-run level.
+//
+// The level takes each error at most slowClip times itself (once it rests
+// on settledErrors), so that a burst or a storm barely moves it, while the
+// band follows the fast estimate up meanwhile (inUse) and is back to its
+// size as soon as the errors are. Errors that stay away from the level,
+// below it by calmRatio for awayErrors errors in a row (the end of a shock
+// the level took some of), or above it for awayUpErrors (a lasting change,
+// longer than a burst), shorten the level's memory to unsettledWeight
+// errors, so that it follows them within a day or so of hourly data.
 func (iv *intervals) moveLevel(s *seriesIntervals, c int, x float64) {
 	lvl, fast := s.level[c], s.fast[c]
 	if s.levelW[c] >= levelPriorWeight {
 		x = min(x, levelClip*max(lvl, fast))
 	}
 	fast += (x - fast) * (1 - iv.fastD)
+	s.fast[c] = fast
 	s.levelW[c] = s.levelW[c]*iv.levelD + 1
+	if s.levelW[c] >= settledErrors {
+		x = min(x, slowClip*lvl)
+	}
 	switch a := &s.away[c]; {
 	case fast > calmRatio*lvl:
-		*a = min(max(*a, 0), 100) + 1
+		*a = min(max(*a, 0), math.MaxInt16-1) + 1
 	case fast*calmRatio < lvl:
-		*a = max(min(*a, 0), -100) - 1
+		*a = max(min(*a, 0), math.MinInt16+1) - 1
 	default:
 		*a = 0
 	}
-	if a := s.away[c]; a >= awayErrors || a <= -awayErrors {
-		// The errors have stayed away from the level, if not by a jump:
-		// the level follows them with a memory of a few dozen errors, so
-		// that errors that ease back over days (a storm still in the
-		// windows) take the band with them.
+	if a := s.away[c]; a <= -awayErrors || a >= awayUpErrors {
 		s.levelW[c] = min(s.levelW[c], unsettledWeight)
 	}
 	lvl += (x - lvl) / s.levelW[c]
 	s.longW[c] = s.longW[c]*iv.longD + 1
 	s.long[c] += (x - s.long[c]) / s.longW[c]
-	switch j := &s.jumps[c]; {
-	case fast > levelJump*lvl:
-		*j = max(*j, 0) + 1
-	case fast*levelJump < lvl:
-		*j = min(*j, 0) - 1
-	default:
-		*j = 0
-	}
-	if j := s.jumps[c]; j >= jumpErrors || j <= -jumpErrors {
-		// The errors changed: the level starts again from the fast
-		// estimate, with the weight of its errors.
-		lvl, s.levelW[c], s.jumps[c] = fast, 1/(1-iv.fastD), 0
-	}
-	s.fast[c] = fast
 	if s.longW[c] >= longErrors {
 		lvl = max(lvl, levelFloor*s.long[c])
 	}
@@ -245,9 +238,7 @@ func (s *seriesIntervals) inUse(c int) float64 {
 }
 
 // calm reports whether channel c's fast estimate is within calmRatio of
-// its level: the band's scale fits the errors, so a miss says something
-// of their shape (the thresholds and the day shape learn from it), not
-// that a shock is under way.
-func (s *seriesIntervals) calm(c int) bool {
-	return s.fast[c] <= calmRatio*s.level[c] && s.fast[c]*calmRatio >= s.level[c]
-}
+// its level (moveLevel's away count is 0): the band's scale fits the
+// errors, so a miss says something of their shape (the thresholds and the
+// day shape learn from it), not that a shock is under way.
+func (s *seriesIntervals) calm(c int) bool { return s.away[c] == 0 }

@@ -76,7 +76,7 @@ type savedSeries struct {
 	Lo, Hi                                   []float64
 	Expert, Loss                             []float64
 	Level, LevelW, Fast, Long, LongW, MaxAbs []float64
-	Jumps, Away                              []int8
+	Away                                     []int16
 	Seen                                     []uint32
 	Completed                                int
 	Calibrated                               bool
@@ -163,7 +163,7 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 		sc.Series[k] = savedSeries{Lo: slices.Clone(v.lo), Hi: slices.Clone(v.hi), Completed: v.completed,
 			Expert: slices.Clone(v.expert), Loss: slices.Clone(v.loss),
 			Level: slices.Clone(v.level), LevelW: slices.Clone(v.levelW), Fast: slices.Clone(v.fast), Long: slices.Clone(v.long), LongW: slices.Clone(v.longW),
-			MaxAbs: slices.Clone(v.maxAbs), Jumps: slices.Clone(v.jumps), Away: slices.Clone(v.away),
+			MaxAbs: slices.Clone(v.maxAbs), Away: slices.Clone(v.away),
 			Seen: slices.Clone(v.seen), Calibrated: v.calibrated, Scale: scale, Last: s.last,
 			Fresh: s.fresh && v.completed < warmScores}
 	}
@@ -294,7 +294,7 @@ func (t *tracker) mergeCalibrations(files []calibrationFile, newest time.Time) m
 	merged := map[string]savedSeries{}
 	for _, f := range files {
 		for key, s := range f.Series {
-			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Expert) != 2*k*C*experts || len(s.Loss) != 2*k*C*lossStride || len(s.Level) != C || len(s.LevelW) != C || len(s.Fast) != C || len(s.Long) != C || len(s.LongW) != C || len(s.Jumps) != C || len(s.Away) != C ||
+			if len(s.Lo) != k*C || len(s.Hi) != k*C || len(s.Expert) != 2*k*C*experts || len(s.Loss) != 2*k*C*lossStride || len(s.Level) != C || len(s.LevelW) != C || len(s.Fast) != C || len(s.Long) != C || len(s.LongW) != C || len(s.Away) != C ||
 				len(s.MaxAbs) != C || len(s.Seen) != C || len(s.Scale) != 3*C || s.Last < idle {
 				continue
 			}
@@ -465,7 +465,6 @@ func (t *tracker) adopt(s *seriesState, saved savedSeries) {
 	copy(v.fast, saved.Fast)
 	copy(v.long, saved.Long)
 	copy(v.longW, saved.LongW)
-	copy(v.jumps, saved.Jumps)
 	copy(v.away, saved.Away)
 	copy(v.maxAbs, saved.MaxAbs)
 	copy(v.seen, saved.Seen)

@@ -47,7 +47,7 @@ func stepOf(t time.Time) int64 { return t.UnixNano() / int64(time.Hour) }
 // savedState is a series' saved state with thresholds lo, last seen at
 // step last.
 func savedState(lo float64, last int64) savedSeries {
-	return savedSeries{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Expert: make([]float64, 4*experts), Loss: make([]float64, 4*lossStride), Level: []float64{1}, LevelW: []float64{1}, Fast: []float64{1}, Long: []float64{1}, LongW: []float64{1}, Jumps: []int8{0}, Away: []int8{0},
+	return savedSeries{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Expert: make([]float64, 4*experts), Loss: make([]float64, 4*lossStride), Level: []float64{1}, LevelW: []float64{1}, Fast: []float64{1}, Long: []float64{1}, LongW: []float64{1}, Away: []int16{0},
 		MaxAbs: []float64{1}, Seen: []uint32{1}, Scale: []float64{0, 0, 0}, Last: last}
 }
 

@@ -119,13 +119,6 @@ func TestCalibrationFollowsARebalance(t *testing.T) {
 				step++
 			}
 			w = observe(step, 0, series, false, a, b, alone)
-			for i := range series {
-				if r := w[1][i] / w[0][i]; r > 1.3 || r < 0.7 {
-					n := feed.Sensors[i].Name
-					sa, sb := a.tr.series[n].iv, b.tr.series[n].iv
-					t.Logf("DEBUG %s ratio %.2f a: lo %v hi %v lvl %v fast %v W %v jumps %v | b: lo %v hi %v lvl %v fast %v W %v jumps %v", n, r, sa.lo, sa.hi, sa.level, sa.fast, sa.levelW, sa.jumps, sb.lo, sb.hi, sb.level, sb.fast, sb.levelW, sb.jumps)
-				}
-			}
 			med, top := compare(w[1], w[0], b, a, step)
 			afresh, _ := compare(w[2], w[0], alone, a, step)
 			t.Logf("three steps after the move b's bands differ from a's by a median %.2g (at most %.2g); a replica that does not read a's file by a median %.2g", med, top, afresh)
