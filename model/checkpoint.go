@@ -102,7 +102,7 @@ func (t *trainer) fingerprint(train, val Source) string {
 		Cadence time.Duration
 		Rhythms any
 		Data    string
-		Zone    string `json:",omitempty"` // so that a run in UTC keeps the fingerprint it had before zones
+		Zone    string `json:",omitempty"` // omitted in UTC, so a UTC run matches a checkpoint whose fingerprint has no zone
 	}{t.m.Meta.Cadence, t.m.Meta.Rhythms, t.m.Meta.DataSHA256, t.m.Meta.TimeZone})
 	if err != nil {
 		meta = fmt.Appendf(nil, "%v", err)

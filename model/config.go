@@ -121,11 +121,11 @@ type Config struct {
 	// frequency's coefficients (its head's input and its selection score)
 	// are those of the whole window. In format 7 a frequency outside the
 	// rhythms reads what the residual MLP reads, the window less its
-	// rhythms, so it cannot carry a cycle's shape under its own period (on a
-	// pure 24h sine a 39h line's head mapped the sine's leakage into it to a
-	// 24h wave and took 20% of the attribution). The rhythms' frequencies
-	// read the whole window as before. The selection's energy prior stays
-	// the whole window's.
+	// rhythms, so it cannot carry a cycle's shape under its own period (in
+	// format 6, on a pure 24h sine a 39h line's head maps the sine's leakage
+	// into it to a 24h wave and takes 20% of the attribution). The rhythms'
+	// frequencies read the whole window in every format. The selection's
+	// energy prior stays the whole window's.
 	freeSeesWindow bool
 	// rhythmsCompete selects the maths of format 4 and older: the rhythms'
 	// frequencies compete with the others for the K places of the

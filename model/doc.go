@@ -42,11 +42,12 @@
 // instance normalisation each term is centred on its mean over the window.
 //
 // A frequency outside the rhythms reads u, what the rhythms leave of the
-// window (format 7; before, the whole window x̂): its head cannot map the
-// leakage of a cycle into its coefficients to that cycle's continuation,
-// so what the rhythms explain is theirs (on a pure cycle and noise the
-// other frequencies kept 19–23% before, 1% now). The energy prior e_i stays
-// the whole window's.
+// window (format 7; in format 6 and older, the whole window x̂): its head
+// cannot map the leakage of a cycle into its coefficients to that cycle's
+// continuation, so what the rhythms explain is theirs (on a pure cycle and
+// noise the other frequencies keep 1% of the attribution, against 19–23%
+// when they read the whole window). The energy prior e_i stays the whole
+// window's.
 //
 // Frequency f's part of the forecast is σ·(α·1[f∈S]·g_f + q_f(future) + b_f).
 // Nothing in it depends on which other frequencies take part, and nothing
@@ -76,15 +77,15 @@
 //     newest step. The reference projects on one cosine: a single
 //     coefficient cannot tell where in its cycle the window ends, so a head
 //     cannot continue the cycle and the residual MLP ends up carrying every
-//     periodic pattern (on a synthetic 24-step feed the frequencies got ~4%
+//     periodic pattern (on a synthetic 24-step feed the frequencies get ~4%
 //     of the attribution). With the pair, head f sees the cycle's amplitude
 //     and phase at the newest step, the point the forecast continues from,
 //     and that meaning survives fine-tuning moving f.
 //
 // Steps 6 to 9 make discovery real: with the reference's recipe the
-// frequencies stayed near their log-uniform start, a cycle was split over
-// neighbours and the residual MLP carried 75–82% of the attribution, so an
-// attribution named model artefacts rather than the data's cycles
+// frequencies stay near their log-uniform start, a cycle is split over
+// neighbours and the residual MLP carries 75–82% of the attribution, so an
+// attribution names model artefacts rather than the data's cycles
 // (BenchmarkDiscovery measures each step; docs/benchmarks.md has the figures).
 //
 //  6. Frequencies start on the data's cycles. Before the first step Train
@@ -98,7 +99,7 @@
 //     place it more finely than about ½/L, because a head absorbs a
 //     detuned atom's constant phase offset. So training leaves θ where the
 //     spectrum put it (TrainConfig.TrainPlacedFrequencies turns θ training
-//     back on: at the reference's 5× rate Adam's noise walked placed
+//     back on: at the reference's 5× rate Adam's noise walks placed
 //     frequencies several percent off their cycles at the same MSE), and
 //     online learning moves a cycle's frequency to the recent spectrum's
 //     peak (TrackCycles) instead of down the gradient.
@@ -108,12 +109,12 @@
 //     selected from the first step; the scorer learns corrections while
 //     the frequency path learns alone (step 9) and then stays. The
 //     straight-through gradient credits only selected frequencies: trained
-//     on, the scorer learned to drop cycles in the windows where the
-//     residual MLP had learned to carry them, and the two fed each other.
+//     on, the scorer learns to drop cycles in the windows where the
+//     residual MLP has learned to carry them, and the two feed each other.
 //  8. The residual MLP does not see the rhythms (u above), so it cannot
 //     continue a cycle the frequencies carry: it models the rest, and the
-//     attribution names the cycles. In format 3 it read what the *selected*
-//     frequencies left, which made the residual answer for a frequency
+//     attribution names the cycles. In format 3 it reads what the *selected*
+//     frequencies leave, which makes the residual answer for a frequency
 //     removed from the selection; format 4 leaves out the rhythms, a fixed
 //     set, and their clock terms.
 //  9. The residual MLP stays at its (near zero) start for the first
@@ -129,13 +130,13 @@
 // linear map (2 × H, shared by the channels) from its two coefficients of
 // the window less the clock to the steps ahead. Step 8 keeps the
 // residual MLP from seeing the rhythms' band, which keeps the cycles'
-// parts with the cycles but cost accuracy: how this window's day departs
+// parts with the cycles but costs accuracy: how this window's day departs
 // from the clock's usual day is a strong predictor of the next day, and
 // the heads g_f read the band only through the channel-mixing projection
 // W and a ReLU layer. The band head reads that departure channel by
 // channel, as a channel-independent linear model would, and it is exact:
 // a linear function of the frequency's own coefficients, so the part it
-// adds is that frequency's. Validation preferred it on every seed tried
+// adds is that frequency's. Validation prefers it on every seed tried
 // (ETTh1 three seeds, test MSE 0.3776 → 0.3767; ETTm1 seed 42, 0.3258 →
 // 0.3198; docs/benchmarks.md).
 //
@@ -143,21 +144,22 @@
 // frequencies first, and the others compete for the places of the K left
 // (none when the rhythms hold K frequencies or more). The clock
 // says where in each rhythm a window stands, so a rhythm is present in
-// every window; in format 4 its frequencies competed for the K places, and
-// a window whose energy put the day's third harmonic ninth lost that
-// harmonic's head term while its clock term stayed. With R outside the
+// every window; in format 4 its frequencies compete for the K places, and
+// a window whose energy puts the day's third harmonic ninth loses that
+// harmonic's head term while its clock term stays. With R outside the
 // softmax a rhythm frequency has no straight-through gate (it is always
 // in), and the scorer learns to choose among the others (or is not
 // evaluated, when the rhythms take every place). On ETTh1 (H=96, three
-// seeds) this cut the mean test MSE by 1.7% and raised the day's share of
-// the attribution from 78% to 87% (docs/benchmarks.md).
+// seeds) format 5's selection has a 1.7% lower mean test MSE than format
+// 4's and gives the day 87% of the attribution against 78%
+// (docs/benchmarks.md).
 //
-// Format 2, 3, 4 and 5 files load with the maths they were trained with and
-// forecast exactly as before (format 2: no energy term, a residual MLP that
-// reads the whole window; format 3: the residual reads what the selected
-// frequencies leave; both one residual MLP over all channels, no clock;
-// format 4: the rhythms' frequencies compete for the K places; format 5:
-// no band heads).
+// Format 2, 3, 4 and 5 files load with the maths they were trained with,
+// so they forecast exactly as trained (format 2: no energy term, a
+// residual MLP that reads the whole window; format 3: the residual reads
+// what the selected frequencies leave; both one residual MLP over all
+// channels, no clock; format 4: the rhythms' frequencies compete for the K
+// places; format 5: no band heads).
 //
 // # Training
 //

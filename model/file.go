@@ -41,7 +41,7 @@ import (
 //     removal.
 //   - 5: the tensors and metadata of version 4; every window selects all
 //     of the rhythms' frequencies and K of the others (in version 4 the
-//     rhythms' frequencies competed with the others for the K places).
+//     rhythms' frequencies compete with the others for the K places).
 //   - 6: the tensors and metadata of version 5 and band.weight [N, 2, H]:
 //     each rhythm frequency's band head, a linear map from its two
 //     coefficients of the window less the clock to the H steps ahead.
@@ -50,12 +50,12 @@ import (
 //     instead of the whole window, so their parts are what the rhythms do
 //     not explain.
 //
-// A version 1 model loads as the version 2 model that forecasts exactly as
-// it did: its cosine atoms are the old atoms (φ moved to the new anchor),
-// and the weights that read the sine atoms are zero, for training to grow.
-// A version 2, 3, 4, 5 or 6 model keeps its maths (and is saved in its
-// version), so it forecasts exactly as it did; models trained by this build
-// are version 7.
+// A version 1 model loads as the version 2 model that gives the same
+// forecasts: its cosine atoms are version 1's atoms (φ moved to version
+// 2's anchor, the window's last step), and the weights that read the sine
+// atoms are zero, for training to grow. A version 2, 3, 4, 5 or 6 model
+// keeps its maths (and is saved in its version), so it forecasts exactly
+// as trained; models trained by this build are version 7.
 const FormatVersion = 7
 
 const (

@@ -77,8 +77,9 @@ type Meta struct {
 	ResidualShare float64   `json:"residual_share,omitempty"`
 	// RhythmShares is, per rhythm (in the order of Rhythms), its summed
 	// part's mean share on the test split at training time (see
-	// Metrics.RhythmShares); nil when unknown (files written before
-	// 2026-11-28, whose shares count a rhythm's lines one by one).
+	// Metrics.RhythmShares); nil when unknown (a file without
+	// rhythm_shares metadata, whose shares count a rhythm's lines one by
+	// one).
 	RhythmShares []float64 `json:"rhythm_shares,omitempty"`
 	// Rhythms are the data's rhythms among the placed cycles: each a
 	// fundamental period with the frequencies at its harmonics (see

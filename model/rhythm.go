@@ -297,7 +297,7 @@ func FindRhythms(lines []Line, opts RhythmOptions) []Rhythm {
 				// with the anchor's, not the fundamental's harmonics. And
 				// a calendar period's lines are that period's (the day's
 				// 24h and 12h beside a stronger 16h line and a 48h one
-				// made a "48h" rhythm of all four).
+				// would otherwise make a "48h" rhythm of all four).
 				if g > 1 || calendarLine {
 					continue
 				}
@@ -306,12 +306,12 @@ func FindRhythms(lines []Line, opts RhythmOptions) []Rhythm {
 				// anchor, exactly where the anchor puts it: a cycle whose
 				// second, third or fourth harmonic is its strongest line (a
 				// double-peaked cycle, a tide), which one line can never
-				// show against chance. Left to chance, such a cycle was
+				// show against chance. Left to chance, such a cycle is
 				// split in two "cycles" on 18 of 20 seeded feeds whose
-				// second harmonic was 1.5 times the first; their
-				// fundamentals lay within 0.05 bins of the anchor's. Two
+				// second harmonic is 1.5 times the first; their
+				// fundamentals lie within 0.05 bins of the anchor's. Two
 				// cycles of their own half a bin off 2:1 drift apart in
-				// phase over the rows: grouped, their test MSE was 3–9%
+				// phase over the rows: grouped, their test MSE is 3–9%
 				// worse.
 				strongFundamental := n <= maxOctaveHarmonic && fundamental >= opts.MinStrength*amp(anchor) && locked
 				if !strongFundamental && poissonTail(chance(F, sigma, a, n), len(ext)) > 1e-3 {
@@ -575,7 +575,7 @@ type RhythmShare struct {
 	Period time.Duration
 	// Share is the rhythm's share at the level of cycles: its summed
 	// part's (Metrics.RhythmShares). When that is unknown (a model file
-	// written before it was recorded) it is LinesShare.
+	// without rhythm_shares metadata) it is LinesShare.
 	Share float64
 	// LinesShare is the sum of its frequencies' shares: more than Share
 	// by what its lines cancel of each other.

@@ -208,8 +208,8 @@ func fundamentalBelow(pk Peak, r Rhythm, peaks []Peak, opts RhythmOptions, tol f
 // (a lone weekly line that found no other to make the week with would
 // otherwise be named a rhythm of its own), and of harmonics (marked in
 // harmonics, nil for none) that joined no rhythm of two lines or more, and
-// reports whether it cleared any. Placement then leaves them out, as before
-// the marks.
+// reports whether it cleared any. Placement then treats them as unmarked
+// peaks and leaves them out.
 func unmarkUngrouped(marks, harmonics []bool, pl Placement, rhythms []Rhythm, cadence time.Duration) bool {
 	inCalendar := map[int]bool{} // frequency id → in a calendar rhythm
 	inRhythm := map[int]bool{}   // frequency id → in a rhythm of two lines or more

@@ -17,8 +17,9 @@ import (
 // against after it: its projections smear, and the clock's profile over the
 // window (which the residual MLP's input is cleared of) is an hour off for
 // the steps before the change. For the L steps of every such window, until
-// it lies wholly after the change, forecasts were measured two to three
-// times worse than the same readings' with local times.
+// it lies wholly after the change, forecasts read on the real steps
+// measure two to three times worse than the same readings' with local
+// times.
 //
 // So the model reads such a window on its wall-clock steps: step s of the
 // window is the reading at the local time s steps before the window's end,

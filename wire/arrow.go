@@ -59,13 +59,13 @@ var attributionColumns = []arrow.Field{
 	{Name: "share", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 	// rhythm_share is, on a frequency's row, the share of the rhythm it
 	// belongs to (RhythmPart.Share; the first that lists it); null for a
-	// free frequency and on the residual's row. Streams written before
-	// 2026-11-28 lack it.
+	// free frequency and on the residual's row. A stream of the layout
+	// without this column decodes too (attributionColumnsBefore).
 	{Name: "rhythm_share", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
 }
 
-// attributionColumnsBefore are the attribution layout's fixed columns
-// before rhythm_share, which decoders still read.
+// attributionColumnsBefore are the fixed columns that precede rhythm_share:
+// those of the attribution layout without it, which decoders read too.
 var attributionColumnsBefore = attributionColumns[:len(attributionColumns)-1]
 
 func isReservedColumn(name string) bool {

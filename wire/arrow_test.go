@@ -251,8 +251,8 @@ func withRhythm(f wire.Forecast, share float64) wire.Forecast {
 
 // TestRhythmSharesRoundTrip: a rhythm's share, its summed part's, reaches
 // the consumer in every layout, not recounted from its frequencies'; and an
-// Arrow stream written before the rhythm_share column still decodes, with
-// the sum of the frequencies' shares as before.
+// Arrow stream of the layout without the rhythm_share column decodes, with
+// each rhythm's share the sum of its frequencies' shares.
 func TestRhythmSharesRoundTrip(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -277,7 +277,7 @@ func TestRhythmSharesRoundTrip(t *testing.T) {
 				t.Errorf("%s JSON: rhythms %+v (%v), want share %v", mode, got.Rhythms, err, f.Rhythms[0].Share)
 			}
 
-			// The same message without rhythm_share, as written before it.
+			// The same message in the layout without rhythm_share.
 			oldLayout := rewriteColumns(t, mem, b, func(fd arrow.Field) (arrow.Field, bool) { return fd, fd.Name != "rhythm_share" })
 			got, err = wire.DecodeAttributionArrow(oldLayout, mem)
 			if err != nil {
@@ -295,7 +295,7 @@ func TestRhythmSharesRoundTrip(t *testing.T) {
 
 // rewriteColumns returns the attribution message b with its columns passed
 // through keep (renamed, or dropped when it says false), as another
-// writer, or an older FreqLens, could have written it.
+// writer, or a FreqLens of an earlier layout, writes it.
 func rewriteColumns(t *testing.T, mem memory.Allocator, b []byte, keep func(arrow.Field) (arrow.Field, bool)) []byte {
 	t.Helper()
 	schema, rec := readTable(t, mem, b)
@@ -323,9 +323,9 @@ func rewriteColumns(t *testing.T, mem memory.Allocator, b []byte, keep func(arro
 // TestRhythmShareEdgeCases: the Arrow layouts read back what they write
 // when a rhythm's share is NaN, when a frequency's Cycle flag disagrees
 // with the rhythms' lists (the lists decide, in the encoder as in the
-// decoder), and a stream written before rhythm_share whose first value
-// field was named rhythm_share (a list column) is read as that layout and
-// refused for the field's name, which the encoders refuse now too.
+// decoder), and a stream of the layout without rhythm_share whose first
+// value field is named rhythm_share (a list column) is read as that layout
+// and refused for the field's name, which the encoders refuse too.
 func TestRhythmShareEdgeCases(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -361,10 +361,10 @@ func TestRhythmShareEdgeCases(t *testing.T) {
 		}
 		return fd, fd.Name != "rhythm_share" || fd.Type.ID() == arrow.LIST
 	})
-	// Read as the older layout it is, then refused by name, as the
-	// encoders refuse the field now (it could not be written back).
+	// Read as the layout without rhythm_share it is, then refused by name,
+	// as the encoders refuse the field (it could not be written back).
 	if _, err := wire.DecodeAttributionArrow(old, mem); err == nil || !strings.Contains(err.Error(), `field "rhythm_share" has the name of a fixed column`) {
-		t.Errorf("a stream from before rhythm_share with a field named so: %v, want the field named as the reason", err)
+		t.Errorf("a stream without the rhythm_share column, with a field named so: %v, want the field named as the reason", err)
 	}
 }
 

@@ -287,8 +287,8 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 	fixed := attributionColumns
 	if fs, last := rec.Schema().Fields(), fixed[len(fixed)-1]; len(fs) <= len(attributionColumnsBefore) ||
 		fs[len(attributionColumnsBefore)].Name != last.Name || !arrow.TypeEqual(fs[len(attributionColumnsBefore)].Type, last.Type) {
-		// A stream written before rhythm_share; its first value field may
-		// even have been named so (a list column).
+		// A stream of the layout without rhythm_share; its first value
+		// field may even be named so (a list column).
 		fixed = attributionColumnsBefore
 	}
 	cadence, cols, err := schemaMeta(rec.Schema(), "attribution", fixed)
@@ -433,7 +433,8 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 // readRhythms fills f.Rhythms from the schema's MetaRhythms (absent for a
 // model without rhythms), with each rhythm's share from the rhythm_share
 // column on its frequencies' rows (which must agree), or, for a stream
-// written before that column (share nil), the sum of its frequencies'; and
+// of the layout without that column (share nil), the sum of its
+// frequencies'; and
 // marks those frequencies with their rhythm.
 func readRhythms(s *arrow.Schema, f *Forecast, share *array.Float64) error {
 	v, ok := s.Metadata().GetValue(MetaRhythms)

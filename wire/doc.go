@@ -57,9 +57,9 @@
 // decoders read them so.
 // A forecast has intervals from its series' first forecast when the model
 // file records the quantiles of its test-split errors; they are then
-// calibrated on the series' realised values (see package online). With an
-// older model file they are absent until enough of the series' forecasts
-// have been scored.
+// calibrated on the series' realised values (see package online). With a
+// model file that records no such quantiles they are absent until enough
+// of the series' forecasts have been scored.
 //
 // Attribution topic (AppendAttributionJSON), full, one field:
 //
@@ -85,14 +85,15 @@
 // at the level of cycles: a model with rhythms also writes "rhythms", one
 // per cycle of the data with its frequencies' ids, their summed values and
 // its "share", what they add up to. The rhythms', the free frequencies' and
-// the residual's ("residual_share", written since 2026-11-28; the Arrow
-// layouts leave the residual row's share null, and it is 1 less the
-// others) make 1; a rhythm's frequencies' shares can sum to
-// more than its own when its lines partly cancel. "period" is
-// period_steps × cadence ("0s" when unknown). The summary mode
-// (attributions: summary) drops "residual" and every "values", keeping
-// series, ts, model_version, alpha, residual_share and each frequency's id,
-// period_steps, period and share: a few hundred bytes per forecast.
+// the residual's ("residual_share") make 1, so where the residual's is
+// missing it is 1 less the others (the Arrow layouts leave the residual
+// row's share null, and a message may lack the key); a rhythm's
+// frequencies' shares can sum to more than its own when its lines partly
+// cancel. "period" is period_steps × cadence ("0s" when unknown). The
+// summary mode (attributions: summary) drops "residual" and every
+// "values", keeping series, ts, model_version, alpha, residual_share and
+// each frequency's id, period_steps, period and share: a few hundred bytes
+// per forecast.
 //
 // Times are RFC 3339 in UTC with as many fractional digits as needed,
 // durations are Go duration strings, numbers are the shortest decimal that
@@ -151,9 +152,9 @@
 //	s-17    2026-01-05T08:00:00Z  3              0.625  7             24            24h     0.75   null          [0.5, -0.25] [5, 1.75]
 //	s-17    2026-01-05T08:00:00Z  3              0.625  2             12            12h     0.25   null          [0, 0.5]     [0.25, -1.75]
 //
-// Streams written before 2026-11-28 have no rhythm_share column; the
-// decoders read them, with each rhythm's share the sum of its frequencies'
-// (the definition then). Decoders from before that date refuse streams
+// A stream of the layout without the rhythm_share column decodes too, with
+// each rhythm's share the sum of its frequencies' (the only share that
+// layout implies). A decoder that knows only that layout refuses a stream
 // with the column: upgrade consumers before producers.
 //
 // so the element-wise sum of a field's lists over all rows is that field's

@@ -104,9 +104,9 @@ type RhythmPart struct {
 	// total as the frequencies' shares (counted where the model attributes:
 	// a mixed model trained on z-scored data counts in its normalised
 	// units), less than the sum of its frequencies' shares when they partly
-	// cancel. A stream written
-	// before 2026-11-28 carries no rhythm share in the Arrow layouts; their
-	// decoders then give the sum of its frequencies' shares.
+	// cancel. An Arrow stream of the layout without the rhythm_share column
+	// carries no rhythm share; its decoders then give the sum of its
+	// frequencies' shares.
 	Share float64
 	// Frequencies are the ids of its frequencies.
 	Frequencies []int

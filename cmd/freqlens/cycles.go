@@ -27,8 +27,8 @@ type rhythmReport struct {
 	// residual's parts, which together make 1.
 	Share float64 `json:"share"`
 	// LinesShare is the sum of its frequencies' shares: more than Share
-	// by what the lines cancel of each other. A model file written before
-	// the shares were counted by cycle holds only this, and Share equals it.
+	// by what the lines cancel of each other. A model file without
+	// rhythm_shares metadata holds only this, and Share equals it.
 	LinesShare float64 `json:"lines_share"`
 	// Frequencies are its frequencies' ids and Harmonics their harmonic
 	// numbers, in the same order.
