@@ -387,7 +387,8 @@ func TestCheckEnviron(t *testing.T) {
 		{"Kubernetes service variables", []string{"FREQLENS_SERVICE_HOST=10.0.0.1", "FREQLENS_SERVICE_PORT=9464", "FREQLENS_SERVICE_PORT_METRICS=9464",
 			"FREQLENS_METRICS_PORT=tcp://10.0.0.2:9464", "FREQLENS_METRICS_PORT_9464_TCP_ADDR=10.0.0.2", "FREQLENS_KAFKA_SERVICE_HOST=10.0.0.3"}, ""},
 		{"a name far from every key", []string{"FREQLENS_ONLINE_DASHBOARD_URL=http://x"}, ""},
-		// Found by an operator: a misspelt section was ignored.
+		// A misspelt section is caught as a misspelt key is: ignored, the
+		// setting would be lost without a word.
 		{"a misspelt section", []string{"FREQLENS_OUTPT_INTERVALS=0.5,0.9"}, "did you mean FREQLENS_OUTPUT_INTERVALS (output.intervals)?"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // whether it is dominant (and so whether its drift pages anyone), is the
 // forecasts' share of the rhythm's summed part, not the sum of its lines'
 // shares, which overstates a rhythm whose lines partly cancel. Without
-// rhythm parts (older callers) it falls back to the lines' sum.
+// rhythm parts (a caller that passes none) it falls back to the lines' sum.
 func TestDriftCountsARhythmByItsSummedPart(t *testing.T) {
 	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 8, Frequencies: 6, TopK: 2}, 1)
 	if err != nil {

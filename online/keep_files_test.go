@@ -100,7 +100,8 @@ func TestStaleCalibrationFilesAreRemoved(t *testing.T) {
 // TestCalibrationMergesByNewestState: of two replicas' files holding the
 // same series (it moved in a rebalance), the state seen last wins,
 // whichever file is newer overall; a series idle longer than a lookback
-// and horizon is not carried on (restarts used to carry it forever); a
+// and horizon is not carried on (else every restart would carry it on,
+// and a file would keep every series it ever saw); a
 // file of another model is skipped; and a learner that restarts before its
 // series come back keeps their saved states in its own file.
 func TestCalibrationMergesByNewestState(t *testing.T) {

@@ -33,11 +33,11 @@ func startRun(t *testing.T, l *online.Learner, srv *server) (stop func()) {
 }
 
 // TestRunLearnsOnlyFromNewPairs: Run starts a round on its interval only
-// when pairs arrived since the last round began (found by an operator: with
-// no new readings a round every interval promoted a version on the noise
-// of one holdout, 27 versions in 20 minutes), and a kick for
-// min_new_samples pairs that the last round already took starts none
-// (rounds came in pairs, the second on a dozen new pairs).
+// when pairs arrived since the last round began (with no new readings a
+// round every interval would promote versions on the noise of one
+// holdout, 27 in 20 minutes), and a kick for min_new_samples pairs that
+// the last round already took starts none (else rounds come in pairs, the
+// second on a dozen new pairs).
 func TestRunLearnsOnlyFromNewPairs(t *testing.T) {
 	sc := newScenario(t, 4, trainSteps+400, -1)
 	m := newIndependent(t, scL, scH)

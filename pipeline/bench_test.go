@@ -73,9 +73,9 @@ func newBenchWorld(b *testing.B) *benchWorld {
 	w := kc.NewWriter("readings")
 	// A step is benchSeries readings over six partitions, so a partition's
 	// batch never holds more than benchSeries. kafka-go allocates BatchSize
-	// message slots for every partition batch it opens: at 5000 (before
-	// 2026-11-27) that was 4.5 MB every step, a quarter of the process's
-	// allocation, on the cores the service shares.
+	// message slots for every partition batch it opens: at 5000 that is
+	// 4.5 MB every step, a quarter of the process's allocation, on the
+	// cores the service shares.
 	w.BatchTimeout, w.BatchSize = time.Millisecond, benchSeries
 	b.Cleanup(func() { w.Close() })
 	bw := &benchWorld{b: br, kc: kc, w: w, m: m, t0: time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC), cfg: readings.DefaultConfig()}

@@ -99,8 +99,8 @@ func WithObserver(f func(*wire.Forecast)) Option { return func(o *options) { o.o
 // online.checkpoint_dir or on topics.models when there is one (so a restart
 // or another replica keeps what was learned), builds the learner, the
 // consumer, the sink and the pipeline, and binds the metrics listener (a
-// busy port is an error now). Nothing is consumed before Run. On error
-// everything already started is stopped.
+// busy port is an error of New, not of Run). Nothing is consumed before
+// Run. On error everything already started is stopped.
 func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error) {
 	var o options
 	for _, opt := range opts {

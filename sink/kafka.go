@@ -222,8 +222,8 @@ func chunkSize(n, encoders int) int {
 // encode encodes one chunk of a Write of total forecasts, the chunk that
 // starts at the Write's forecast first, into a batch from the pool, whose
 // buffer is first made room for an eighth more than the last chunk's bytes
-// a forecast (encoding a chunk into a buffer that grows by doubling copied
-// and allocated about as much again as it wrote: 168 MB in a 5-second
+// a forecast (encoding a chunk into a buffer that grows by doubling copies
+// and allocates about as much again as it writes: 168 MB in a 5-second
 // production benchmark).
 func (p *Producer) encode(fs []wire.Forecast, first, total int) (*kafkaBatch, error) {
 	b := p.pool.Get().(*kafkaBatch)

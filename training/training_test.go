@@ -145,8 +145,8 @@ func TestNoReadingsSaysWhy(t *testing.T) {
 
 // TestFlatSeriesAreSaid: a series whose readings never change (a stuck
 // sensor) is named in the summary, which says it flatters the test error;
-// series that move are not (found by a new user, whose eval listed the
-// stuck sensor as the best series).
+// series that move are not. Unnamed, a stuck sensor heads eval's list as
+// the best series.
 func TestFlatSeriesAreSaid(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("series,ts,value\n")

@@ -281,7 +281,8 @@ func TestLongTimesCarryTheirZone(t *testing.T) {
 
 	// Readings two hours apart are data of another cadence: the hourly
 	// model sends the user to train one on them, with input.cadence given
-	// or not (it used to send them from one setting to the other).
+	// or not, and not to the other setting: no setting makes an hourly
+	// model forecast on two-hour steps.
 	sparse := filepath.Join(dir, "sparse.csv")
 	var every2 []historytest.Row
 	for r := 0; r < len(rows); r += 2 {

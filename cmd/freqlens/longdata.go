@@ -79,7 +79,7 @@ func nonDefault(values map[string]string) string {
 
 // recordInput returns cfg's inputKeys as a model records them, or nil when
 // a value cannot be written (a value field whose name holds a comma); the
-// commands then need --config again, as before the model kept them.
+// commands then need --config again, as for a model that records none.
 func recordInput(cfg service.Config) map[string]string {
 	values, err := config.Values(cfg, inputKeys()...)
 	if err != nil {

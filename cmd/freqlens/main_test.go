@@ -464,8 +464,8 @@ func TestUsageListsEveryCommand(t *testing.T) {
 }
 
 // TestRunTogetherStopsAllWhenOneFails: when the demo's simulation fails, the
-// service and the summary stop with it (the service used to run with the
-// parent context and kept the demo silent until Ctrl-C).
+// service and the summary stop with it (a service left on the parent
+// context would keep the demo running silent until Ctrl-C).
 func TestRunTogetherStopsAllWhenOneFails(t *testing.T) {
 	boom := errors.New("the simulation failed")
 	stopped := make(chan struct{}, 2)

@@ -439,8 +439,8 @@ func TestDemoRefusesABusyMetricsAddress(t *testing.T) {
 
 // TestServeStoppedWhileWaitingForBrokers: SIGTERM (here the context) while
 // serve waits for brokers that do not answer stops it as a running
-// service stops, exit 0, and says so; it used to exit 2 blaming
-// kafka.connect_timeout (found by an operator).
+// service stops, exit 0, and says so, not exit 2 blaming
+// kafka.connect_timeout, which would send an operator to the wrong setting.
 func TestServeStoppedWhileWaitingForBrokers(t *testing.T) {
 	dir := t.TempDir()
 	_, modelPath := saveTestModel(t, dir)

@@ -699,8 +699,8 @@ func TestTrainTimeZone(t *testing.T) {
 
 // TestInspectMatchesACyclePeriodWithoutItsLine: a week seen only through
 // its sidebands (lines at 168/5 and 168/9 hours, none at 168) still
-// matches the known 7.0d period, as that cycle's period; inspect no longer
-// says "no match" beside a 7.0d cycle it lists.
+// matches the known 7.0d period, as that cycle's period; inspect does not
+// say "no match" beside a 7.0d cycle it lists.
 func TestInspectMatchesACyclePeriodWithoutItsLine(t *testing.T) {
 	m, err := model.New(model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
 	if err != nil {

@@ -6,13 +6,14 @@
 // machine, whose speed moves by half between minutes: BenchmarkAppendFloat).
 //
 // Why: a forecast message carries hundreds of numbers, and formatting them
-// was the largest part of the service's CPU (27% of it in the production
-// configuration), more than the model. strconv finds the digits quickly
-// (Dragonbox) but then writes them out as text and lays that out one byte
-// at a time through a general formatter; this package finds them with
-// Schubfach (Raffaello Giulietti, "The Schubfach way to render doubles",
-// 2020) as an integer, and writes them eight digits a store, each step of
-// the conversion dividing every digit lane of a 64-bit word at once.
+// with strconv is the largest part of the service's CPU (27% of it in the
+// production configuration), more than the model. strconv finds the
+// digits quickly (Dragonbox) but then writes them out as text and lays
+// that out one byte at a time through a general formatter; this package
+// finds them with Schubfach (Raffaello Giulietti, "The Schubfach way to
+// render doubles", 2020) as an integer, and writes them eight digits a
+// store, each step of the conversion dividing every digit lane of a 64-bit
+// word at once.
 //
 // The tests compare it with strconv on the edges of every exponent and on
 // a million seeded random numbers, and, with FREQLENS_FTOA_EXHAUSTIVE=1, on

@@ -6,7 +6,7 @@ import (
 )
 
 // GELU writes the tanh form of the Gaussian error linear unit of x to y, and
-// the hyperbolic tangent it used to t, which the derivative needs:
+// to t the hyperbolic tangent it uses, which the derivative needs:
 //
 //	u[i] = √(2/π)·(x[i] + 0.044715·x[i]³)
 //	t[i] = tanh(u[i])

@@ -9,10 +9,10 @@
 //
 // Beside the connection layer it serves: it imports kfake, kafka-go and
 // internal/kafkaconn (whose Client and admin requests create its topics),
-// and no other FreqLens package. It was part of package stream, which
-// consumes and would otherwise have carried kfake into every build of the
-// consumer; the broker is a piece of infrastructure the service starts,
-// not part of reading the input.
+// and no other FreqLens package. It is not part of package stream, which
+// consumes and would then carry kfake into every build of the consumer;
+// the broker is a piece of infrastructure the service starts, not part of
+// reading the input.
 //
 // # Concurrency
 //

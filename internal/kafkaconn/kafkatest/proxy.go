@@ -185,7 +185,8 @@ func FreeAddr(tb testing.TB) string {
 		freePorts.given[port] = true
 		return ln.Addr().String()
 	}
-	// A crowded range: an ephemeral port, as before.
+	// A crowded range: fall back to an ephemeral port, which another
+	// connection may be given before the listener takes it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
