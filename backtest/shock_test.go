@@ -3,17 +3,13 @@ package backtest
 import (
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/longtest"
 )
-
-// longRuns says FREQLENS_LONG=1 asked for the long seeded runs (CI runs
-// them; docs/testing.md).
-var longRuns = os.Getenv("FREQLENS_LONG") == "1"
 
 // staticTie is how much higher than the static split-conformal band's an
 // interval score may be and still count as no worse: on a feed that stays
@@ -41,13 +37,13 @@ var shockKinds = []dataset.ShockKind{dataset.ShockHoliday, dataset.ShockStorm, d
 func TestShocks(t *testing.T) {
 	cadences, seeds := []time.Duration{time.Hour}, []uint64{3}
 	tuned := map[dataset.ShockKind]bool{dataset.ShockHoliday: true, dataset.ShockStorm: true}
-	if longRuns {
+	if longtest.Enabled() {
 		cadences, seeds = []time.Duration{10 * time.Minute, 30 * time.Minute, time.Hour}, []uint64{3, 11, 29}
 		for _, k := range shockKinds {
 			tuned[k] = true
 		}
 	}
-	if testing.Short() && !longRuns {
+	if testing.Short() && !longtest.Enabled() {
 		t.Skip("trains a model and replays six feeds")
 	}
 	var table strings.Builder

@@ -286,7 +286,11 @@ func (s *Service) serveWaiting(reason string) error {
 			Reason        string `json:"reason"`
 		}{false, boot, reason()})
 	})
-	srv, err := listenMetrics(s.cfg, s.reg, mux, s.log)
+	var err error
+	if s.metricsLn, err = bindMetrics(s.cfg); err != nil {
+		return err
+	}
+	srv, err := listenMetrics(s.cfg, s.metricsLn, s.reg, mux, s.log)
 	if err != nil || srv == nil {
 		return err
 	}
@@ -306,7 +310,8 @@ func (s *Service) waitFor(bootstrapping bool, reason func() string) {
 	s.wait.mu.Unlock()
 }
 
-// stopWaiting stops the waiting listener and frees its address.
+// stopWaiting stops the waiting listener; the socket stays bound for the
+// serving one.
 func (s *Service) stopWaiting() {
 	if s.wait != nil {
 		s.wait.srv.stop()

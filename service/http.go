@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,9 +47,9 @@ func NewRegistry() (*prometheus.Registry, error) {
 }
 
 // metricsServer serves /metrics and the service's other handlers on a
-// listener bound by listenMetrics; a nil *metricsServer serves nothing.
+// socket bound by bindMetrics; a nil *metricsServer serves nothing.
 type metricsServer struct {
-	ln        net.Listener
+	ln        *lentListener
 	srv       *http.Server
 	log       *slog.Logger
 	webConfig string // metrics.web_config; "" serves plain HTTP
@@ -56,17 +57,67 @@ type metricsServer struct {
 	done      chan struct{}
 }
 
-// listenMetrics binds cfg.MetricsListen ("" binds nothing and returns nil),
-// so that a busy port is an error before anything runs, and serves reg on
-// /metrics beside the handlers of mux: behind the web configuration's TLS,
-// basic authentication and headers (cfg.MetricsWebConfig, through the
-// exporter-toolkit), then the Host check (hostCheck), with the security
-// headers on every response (withSecurityHeaders).
-func listenMetrics(cfg Config, reg *prometheus.Registry, mux *http.ServeMux, log *slog.Logger) (*metricsServer, error) {
-	addr := cfg.MetricsListen
-	if addr == "" {
+// bindMetrics binds cfg.MetricsListen ("" binds nothing and returns nil)
+// once for the life of the service, so that a busy port is an error
+// before anything runs and the address stays bound from the waiting
+// listener to the serving one: a probe or a scrape between the two waits in
+// the socket's queue instead of being refused, and no other process can
+// take the port.
+func bindMetrics(cfg Config) (*net.TCPListener, error) {
+	if cfg.MetricsListen == "" {
 		return nil, nil
 	}
+	ln, err := net.Listen("tcp", cfg.MetricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listen %s: %w (pass --metrics-addr with a free port, or set metrics.listen)", cfg.MetricsListen, err)
+	}
+	return ln.(*net.TCPListener), nil
+}
+
+// lentListener is the metrics socket lent to one server: its Close ends
+// that server's Accept (through a deadline) and leaves the socket open for
+// the next server; the Service closes the socket itself.
+type lentListener struct {
+	tcp    *net.TCPListener
+	closed atomic.Bool
+}
+
+// lend returns the socket as a listener for one server.
+func lend(tcp *net.TCPListener) (*lentListener, error) {
+	if err := tcp.SetDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	return &lentListener{tcp: tcp}, nil
+}
+
+func (l *lentListener) Accept() (net.Conn, error) {
+	c, err := l.tcp.Accept()
+	if err != nil && l.closed.Load() {
+		return nil, net.ErrClosed
+	}
+	return c, err
+}
+
+func (l *lentListener) Close() error {
+	if l.closed.CompareAndSwap(false, true) {
+		return l.tcp.SetDeadline(time.Now())
+	}
+	return nil
+}
+
+func (l *lentListener) Addr() net.Addr { return l.tcp.Addr() }
+
+// listenMetrics serves reg on /metrics beside the handlers of mux on the
+// socket tcp (nil serves nothing and returns nil): behind the web
+// configuration's TLS, basic authentication and headers
+// (cfg.MetricsWebConfig, through the exporter-toolkit), then the Host
+// check (hostCheck), with the security headers on every response
+// (withSecurityHeaders).
+func listenMetrics(cfg Config, tcp *net.TCPListener, reg *prometheus.Registry, mux *http.ServeMux, log *slog.Logger) (*metricsServer, error) {
+	if tcp == nil {
+		return nil, nil
+	}
+	addr := cfg.MetricsListen
 	scheme := "http"
 	if cfg.MetricsWebConfig != "" {
 		wc, err := readWebConfig(cfg.MetricsWebConfig)
@@ -80,9 +131,9 @@ func listenMetrics(cfg Config, reg *prometheus.Registry, mux *http.ServeMux, log
 				"add a certificate", "web_config", cfg.MetricsWebConfig)
 		}
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := lend(tcp)
 	if err != nil {
-		return nil, fmt.Errorf("metrics.listen %s: %w (pass --metrics-addr with a free port, or set metrics.listen)", addr, err)
+		return nil, fmt.Errorf("metrics.listen %s: %w", addr, err)
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if cfg.MetricsPprof {

@@ -97,7 +97,7 @@ func TestListenerHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := listenMetrics(Config{MetricsListen: "127.0.0.1:0"}, reg, mux, slog.New(slog.DiscardHandler))
+	m, err := listenMetricsForTest(t, Config{MetricsListen: "127.0.0.1:0"}, reg, mux)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestPprof(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := listenMetrics(Config{MetricsListen: "127.0.0.1:0", MetricsPprof: on}, reg, http.NewServeMux(), slog.New(slog.DiscardHandler))
+		m, err := listenMetricsForTest(t, Config{MetricsListen: "127.0.0.1:0", MetricsPprof: on}, reg, http.NewServeMux())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -60,8 +61,9 @@ type Service struct {
 	events     *broadcast.Events // nil without topics.drift
 	outbox     *outbox
 	metrics    *metricsServer
-	wait       *waiting       // the metrics listener while New waits; nil once serving
-	live       *liveview.View // nil without a metrics listener
+	metricsLn  *net.TCPListener // metrics.listen's socket, bound by New until Close; nil without one
+	wait       *waiting         // the metrics listener while New waits; nil once serving
+	live       *liveview.View   // nil without a metrics listener
 	watch      *watch
 	base       *model.Model
 	closeErr   error
@@ -187,7 +189,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (_ *Service, err error
 		s.live.Register(mux)
 	}
 	s.stopWaiting()
-	if s.metrics, err = listenMetrics(s.cfg, s.reg, mux, s.log); err != nil {
+	if s.metrics, err = listenMetrics(s.cfg, s.metricsLn, s.reg, mux, s.log); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -491,6 +493,9 @@ func (s *Service) Close() error {
 		s.stopWaiting()
 		if s.metrics != nil {
 			s.metrics.stop()
+		}
+		if s.metricsLn != nil {
+			s.metricsLn.Close()
 		}
 		if s.p != nil { // Run closes them; without Run they are open
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Pipeline.ShutdownTimeout)
