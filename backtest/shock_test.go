@@ -119,8 +119,11 @@ func checkShock(t *testing.T, fd *feed, rep *Report, table *strings.Builder) {
 }
 
 // recovered finds when the served forecasts' errors were back after the
-// feed's shock (the first stretch from which a day of stretches has a mean
-// absolute error within 1.5× the median of the week before the shock) and
+// feed's shock (the first stretch, once the windows no longer hold any of
+// the shock, from which a day of stretches has a mean absolute error
+// within 1.5× the median of the week before the shock: forecasts from a
+// window that holds a stuck sensor's readings err more, and the band is
+// right to stay wide for them) and
 // returns, per level, the widest stretch of the day that starts two days
 // later over the pre-shock median width, and over the stretch's error
 // over the pre-shock median error where that is higher; ok is false when
@@ -131,6 +134,7 @@ func recovered(rep *Report, fd *feed) (back time.Time, ratio []float64, ok bool)
 	if fd.shock.Kind == dataset.ShockLevel {
 		end = fd.shockFrom // lasting: it is over once it happened
 	}
+	end = end.Add(time.Duration(rep.Lookback) * fd.cadence)
 	var preMAE []float64
 	pre := make([][]float64, len(rep.Intervals))
 	for _, st := range rep.Timeline {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/longtest"
 )
 
 // discoveryCase is a periodic feed drawn at random: two or three cycles
@@ -159,10 +160,10 @@ func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int
 // excluded) is at most 0.30 on the test windows.
 func TestDiscoveryOnRandomCycles(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains six models; skipped in -short mode")
+		t.Skip("trains models; skipped in -short mode")
 	}
 	const L, H, epochs = 96, 24, 12
-	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
+	for _, seed := range longtest.Cases([]uint64{1, 4}, []uint64{2, 3, 5, 6}) {
 		c := newDiscoveryCase(t, seed, 2, 3000, L)
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			t.Parallel()

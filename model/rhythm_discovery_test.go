@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/longtest"
 )
 
 // The rhythm property: on seeded feeds drawn at random from two kinds of
@@ -211,22 +212,27 @@ func shareOf(r rhythmResult, period float64) float64 {
 
 func TestRhythmsOfTrafficWeeks(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains eight models; skipped in -short mode")
+		t.Skip("trains models; skipped in -short mode")
 	}
 	const L, H, epochs = 96, 24, 10
 	// Hourly: the week is 1.75 windows. Every 10 minutes: the day is 1.5
 	// windows, the week 10.5, and every weekly line lies within 1/L of a
 	// daily one (calendarSidebands); every 15 minutes the day is a window.
-	for _, tc := range []struct {
+	type feed struct {
 		seed    uint64
 		cadence time.Duration
 		weeks   int
 		diffs   []float64
-	}{{11, time.Hour, 14, []float64{0.25, 0.5, 1}}, {12, time.Hour, 14, []float64{0.25, 0.5, 1}}, {13, 10 * time.Minute, 8, []float64{0.5, 1}},
-		// Seven weeks: the training rows hold the week 4.9 times, below the
-		// spectrum's floor of eight cycles (TestWeekFoundFromFewWeeks tests
-		// discovery there on many more feeds).
-		{14, time.Hour, 7, []float64{0.5, 1}}, {15, 15 * time.Minute, 7, []float64{0.5, 1}}} {
+	}
+	// go test ./... trains on seven weeks of hourly traffic, whose
+	// training rows hold the week 4.9 times, below the spectrum's floor of
+	// eight cycles (TestWeekFoundFromFewWeeks tests discovery there on many
+	// more feeds); FREQLENS_LONG=1 adds fourteen weeks of hourly traffic
+	// at three weekday/weekend differences, eight weeks every 10 minutes
+	// and seven every 15 minutes.
+	for _, tc := range longtest.Cases([]feed{{14, time.Hour, 7, []float64{0.5, 1}}},
+		[]feed{{11, time.Hour, 14, []float64{0.25, 0.5, 1}}, {12, time.Hour, 14, []float64{0.25, 0.5, 1}},
+			{13, 10 * time.Minute, 8, []float64{0.5, 1}}, {15, 15 * time.Minute, 7, []float64{0.5, 1}}}) {
 		steps := float64(24*time.Hour) / float64(tc.cadence)
 		t.Run(fmt.Sprintf("seed %d cadence %v", tc.seed, tc.cadence), func(t *testing.T) {
 			t.Parallel()
@@ -259,10 +265,10 @@ func TestRhythmsOfTrafficWeeks(t *testing.T) {
 // written (two more seeds of a like generator: the residual 0.12–0.15).
 func TestRhythmsOfSensorsWithDaysOfTheirOwn(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains two models; skipped in -short mode")
+		t.Skip("trains models; skipped in -short mode")
 	}
 	const L, H, epochs = 96, 24, 10
-	for _, seed := range []uint64{101, 102} {
+	for _, seed := range longtest.Cases([]uint64{101}, []uint64{102}) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			t.Parallel()
 			r := trainOnFrame(t, trafficFrame(seed, 0.7, 4, 14, time.Hour, true), L, H, epochs, seed)
@@ -344,10 +350,10 @@ func TestDayFoundFromAWeek(t *testing.T) {
 
 func TestRhythmsLongerThanTheWindow(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains three models; skipped in -short mode")
+		t.Skip("trains models; skipped in -short mode")
 	}
 	const L, H, epochs = 96, 24, 10
-	for _, seed := range []uint64{21, 22, 23} {
+	for _, seed := range longtest.Cases([]uint64{21}, []uint64{22, 23}) {
 		f, periods := longCycleFrame(seed, L, 2, 4000)
 		t.Run(fmt.Sprintf("seed %d periods %.1f", seed, periods), func(t *testing.T) {
 			t.Parallel()

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/freqlens/freqlens/internal/longtest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 )
@@ -28,22 +30,40 @@ func scenarioConfig(enabled bool) online.Config {
 	})
 }
 
-// TestDriftScenario: a feed whose 24-step cycle becomes a 28-step cycle.
+// TestScenarios runs the learner over two synthetic feeds of 8 series, the
+// same until the drift scenario's switch, with one base model trained on
+// their first trainSteps rows: a feed whose cycle's period changes
+// (driftScenario) and one whose cycles stay put (stationaryScenario).
+func TestScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model and runs 3,900 online steps (5,100 with FREQLENS_LONG=1)")
+	}
+	const switchAt = trainSteps + 300
+	drift := newScenario(t, 8, switchAt+1200, switchAt)
+	// The stationary feed's switch lies past its end: the same generator,
+	// so its training rows are the drift feed's.
+	stationary := newScenario(t, 8, trainSteps+1200, trainSteps+1200)
+	if !slices.Equal(drift.frame.Values[:trainSteps*8], stationary.frame.Values[:trainSteps*8]) {
+		t.Fatal("the two feeds differ before the switch; they cannot share a base model")
+	}
+	base := drift.baseModel(t)
+	t.Run("drift", func(t *testing.T) { t.Parallel(); driftScenario(t, drift, base) })
+	t.Run("stationary", func(t *testing.T) { t.Parallel(); stationaryScenario(t, stationary, base) })
+}
+
+// driftScenario: a feed whose 24-step cycle becomes a 28-step cycle.
 // Fine-tuning θ, φ and α (the default) and, in a second run, the heads too
-// must each cut the post-switch online error by at least 30% against the
+// (with FREQLENS_LONG=1) must each cut the post-switch online error by at least 30% against the
 // frozen model; the frequency that carried the 24-step cycle before the
 // switch must carry it to within 3% of 28 steps, and the period event must
 // name it: reference within 2% of 24 steps, new period within 3% of 28.
 // No other frequency's period is reported, and no frequency joins or
 // leaves the dominant set more than once.
-func TestDriftScenario(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a model and runs 3 × 1,500 online steps")
-	}
-	t.Parallel() // the package's two long tests share nothing: they use both cores
-	const switchAt = trainSteps + 300
-	sc := newScenario(t, 8, switchAt+1200, switchAt)
-	base := sc.baseModel(t)
+//
+// TestScenarios runs it beside the stationary scenario; both feeds are the
+// same until the switch, so one base model serves both.
+func driftScenario(t *testing.T, sc *scenario, base *model.Model) {
+	switchAt := sc.switchAt
 	// The frequency that carries the 24-step cycle: the one training
 	// placed on the spectrum's peak nearest 24 steps.
 	carrier := -1
@@ -68,7 +88,7 @@ func TestDriftScenario(t *testing.T) {
 	// The frozen model's errors grow at the switch: its intervals must
 	// follow them.
 	checkCoverage(t, "drift, frozen model, after the switch", f0, f1)
-	for _, trainHeads := range []bool{false, true} {
+	for _, trainHeads := range longtest.Cases([]bool{false}, []bool{true}) {
 		t.Run(fmt.Sprintf("train_heads=%v", trainHeads), func(t *testing.T) {
 			var events []online.DriftEvent
 			cfg := scenarioConfig(true)
@@ -135,13 +155,10 @@ func TestDriftScenario(t *testing.T) {
 	}
 }
 
-func TestStationaryScenario(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a model and runs 1,200 online steps")
-	}
-	t.Parallel()
-	sc := newScenario(t, 8, trainSteps+1200, -1)
-	base := sc.baseModel(t)
+// stationaryScenario: on a feed whose cycles stay put, fine-tuning must
+// raise no period event and leave the online error within 2% of the
+// frozen model's, and both keep their intervals' coverage.
+func stationaryScenario(t *testing.T, sc *scenario, base *model.Model) {
 	var events []online.DriftEvent
 	tunedSrv, frozenSrv := &server{m: base.Clone()}, &server{m: base.Clone()}
 	tuned, err := online.New(scenarioConfig(true), base, online.WithDriftEvents(func(e online.DriftEvent) { events = append(events, e) }))

@@ -125,7 +125,7 @@ func checkReadsAsTrained(t *testing.T, longModel, wideModel, long, at string) {
 }
 
 // TestTrainFromTopicThenServe is the path from a topic to forecasts: two
-// weeks of hourly readings of 300 simulated road sensors (1% of them
+// weeks of hourly readings of 100 simulated road sensors (1% of them
 // missing) wait in the input topic; `train --from-topic` learns a model
 // from them through the serve configuration, finds the daily cycle, and
 // `serve` with that model forecasts every series.
@@ -133,7 +133,7 @@ func TestTrainFromTopicThenServe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: 100,000 readings and a training; TestServeBootstraps reads a topic too")
 	}
-	const series, steps = 300, 14 * 24
+	const series, steps = 100, 14 * 24
 	b, err := embedded.Start("127.0.0.1:0", map[string]int{"readings": 3, "forecasts": 3, "readings.dlq": 1, "drift": 1, "models": 1})
 	if err != nil {
 		t.Fatal(err)
