@@ -39,10 +39,6 @@ type source struct {
 	refused map[string]int // readings the pipeline dead-lettered, by reason
 }
 
-func newSource(h *History, g *grid, maxRows int, warmUntil int64, after func(context.Context, time.Time) error) *source {
-	return &source{h: h, g: g, maxRows: maxRows, warmUntil: warmUntil, after: after, done: make(chan struct{}), refused: map[string]int{}}
-}
-
 // clock is the pipeline's clock: the data time of the batch in flight.
 func (s *source) clock() time.Time { return time.UnixMilli(s.now.Load()).UTC() }
 

@@ -74,13 +74,13 @@ func (sh Shock) check(series int) error {
 	}
 	switch {
 	case sh.Start < 0 || sh.Steps < 0:
-		return fmt.Errorf("Start = %d, Steps = %d; steps cannot be negative", sh.Start, sh.Steps)
+		return fmt.Errorf("start %d, %d steps; neither can be negative", sh.Start, sh.Steps)
 	case sh.Steps == 0 && sh.Kind != ShockLevel:
-		return errors.New("Steps = 0; a shock other than a lasting level shift needs a duration")
+		return errors.New("0 steps; a shock other than a lasting level shift needs a duration")
 	case (sh.Kind == ShockStorm || sh.Kind == ShockLevel) && !(sh.Factor > 0 && finite(sh.Factor)):
-		return fmt.Errorf("Factor = %v; a storm or level shift multiplies the value by a positive factor", sh.Factor)
+		return fmt.Errorf("factor %v; a storm or level shift multiplies the value by a positive factor", sh.Factor)
 	case sh.Kind == ShockSpikes && (!finite(sh.Factor) || !(sh.Rate > 0 && sh.Rate <= 1)):
-		return fmt.Errorf("Factor = %v, Rate = %v; spikes need a finite size and a probability in (0, 1]", sh.Factor, sh.Rate)
+		return fmt.Errorf("factor %v, rate %v; spikes need a finite size and a probability in (0, 1]", sh.Factor, sh.Rate)
 	}
 	for _, s := range sh.Series {
 		if s < 0 || s >= series {

@@ -62,8 +62,10 @@ func runBacktest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	cfg := service.DefaultConfig()
-	var h *backtest.History
+	var (
+		cfg service.Config
+		h   *backtest.History
+	)
 	if *fromTopic {
 		if cfg, err = loadConfig(*configPath); err != nil {
 			return err
