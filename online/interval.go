@@ -13,9 +13,10 @@ import (
 // The interval issued for a tracked series at horizon step h, channel c
 // and level l, for a target at time τ, is
 //
-//	[ŷ − κlo_lc·w,  ŷ + κhi_lc·w],   w = m_hc · p_c(τ) · a_c · σ_c
+//	[ŷ − g·κlo_lc·w,  ŷ + g·κhi_lc·w],   w = m_hc · p_c(τ) · a_c · σ_c
 //
-// with
+// with g the pooled coverage correction of the level, side and channel
+// (interval_pooled.go), and
 //
 //   - σ_c the series' scale (the model's training std for a mixed model,
 //     the series' running std for an independent one), the unit of its
@@ -29,7 +30,8 @@ import (
 //     every tracked series and the last week or so of data, divided by its
 //     mean over the day, shrunk towards 1 while few errors support it
 //     (traffic errs more at the rush hours than at 3 a.m.);
-//   - a_c the series' error level now: a running mean of the sampled
+//   - a_c the series' error level now (mixed towards its long-run level
+//     at far steps: levelAt): a running mean of the sampled
 //     |e|/(m_hc·p_c) with a half-life of levelHalfLife sampled errors (a day
 //     or so of hourly data, a few hours at ten minutes), each counted at
 //     most levelClip times the level (a spike does not blow the band up)
@@ -43,22 +45,22 @@ import (
 // κ is what online conformal prediction calibrates. At each sampled step
 // that is realised, each side of each level moves on the log scale by
 // adaptive conformal inference (Gibbs & Candès 2021; quantile tracking,
-// Angelopoulos, Candès & Tibshirani 2023):
+// Angelopoulos, Candès & Tibshirani 2023), in three experts of different
+// rates (interval_experts.go):
 //
 //	log κ ← log κ + η·(miss − α/2),  α = 1 − level,
 //
-// where miss is 1 when the realised value fell outside that side of the
-// published interval. Summed over T sampled steps, log κ moves by exactly
-// η·(misses − T·α/2), so whatever the forecaster, the scale and the data
-// do, a side's rate of misses is within log(κ_max/κ_min)/(η·T) of α/2:
-// each series' coverage of what was published converges to its level.
-// The scale a carries the error's size, so κ only carries its shape (for
-// Gaussian errors z·√(π/2): 1.6 at 80%, 2.5 at 95%), which hardly moves,
-// and η can be small (online.interval_rate): a burst of misses before the
-// level has caught up (the first hours of a holiday) moves κ by a few
-// percent, where a threshold that carried the size too had to be wound up
-// tenfold and paid back over months of hits (at 95% a hit takes back
-// 1/39 of a miss).
+// where miss is 1 when the realised value fell beyond the threshold on
+// that side. The scale a carries the error's size, so κ only carries its
+// shape (for Gaussian errors z·√(π/2): 1.6 at 80%, 2.5 at 95%), which
+// hardly moves, and η can be small (online.interval_rate). κ learns only
+// while the series is calm (its fast estimate agrees with its level): in
+// a burst a miss says the scale lags, not that the shape changed, and a
+// storm's misses would otherwise wind the 95% threshold up for weeks (a
+// hit takes back 1/39 of a miss). What is published in bursts is
+// calibrated by the pooled correction g instead (interval_pooled.go),
+// which moves on every published interval by the same rule and whose miss
+// rate over all series converges to α/2 while it is within its cap.
 //
 // Levels are nested strictly: a higher level's thresholds are at least
 // nestRatio times the next lower level's, and its bounds are put at least
@@ -249,6 +251,9 @@ type intervals struct {
 	m, day, below, above []float64
 	shapeOK              bool
 	fresh                int
+	// steer is the pooled coverage correction (levels × 2 sides × C, on
+	// the log scale) and gain its exponential, which multiplies κ.
+	steer, gain []float64
 }
 
 func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *model.ErrorQuantiles, cadence time.Duration, loc *time.Location) *intervals {
@@ -301,6 +306,10 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *mod
 		iv.guess = append(iv.guess, gaussianHalfWidth(l)*math.Sqrt(math.Pi/2))
 	}
 	iv.lossD = math.Pow(0.5, 1/float64(lossHalfLife))
+	iv.steer, iv.gain = make([]float64, 2*k*C), make([]float64, 2*k*C)
+	for i := range iv.gain {
+		iv.gain[i] = 1
+	}
 	return iv
 }
 
@@ -500,8 +509,8 @@ func (iv *intervals) offsets(s *seriesIntervals, at int64, scale []float64) bool
 	for l := range k {
 		for i := range n {
 			c := i % C
-			w := iv.m[i] * iv.day[i] * s.inUse(c) * scale[c]
-			loK, hiK := s.lo[l*C+c], s.hi[l*C+c]
+			w := iv.m[i] * iv.day[i] * iv.levelAt(s, c, i/C) * scale[c]
+			loK, hiK := s.lo[l*C+c]*iv.gain[(l*2)*C+c], s.hi[l*C+c]*iv.gain[(l*2+1)*C+c]
 			if l > 0 {
 				// Nested: a level's thresholds exceed the lower level's.
 				loK = max(loK, nestRatio*iv.below[(l-1)*n+i]/w)
@@ -545,7 +554,7 @@ func (iv *intervals) issue(s *seriesIntervals, slot int, at int64, lags []uint16
 		u := s.unit[(slot*sampledSteps+r)*C:][:C]
 		for c := range C {
 			i := h*C + c
-			u[c] = float32(iv.m[i] * iv.day[i] * s.inUse(c) * scale[c])
+			u[c] = float32(iv.m[i] * iv.day[i] * iv.levelAt(s, c, h) * scale[c])
 		}
 		for l := range k {
 			for c := range C {
@@ -657,7 +666,7 @@ func (iv *intervals) untracked(at int64, fc []float64, scale []float64, lower, u
 		for i := range n {
 			c := i % C
 			w := iv.m[i] * iv.day[i] * iv.sumLevel[c] * inv * scale[c]
-			b, a := iv.sumLo[l*C+c]*inv*w, iv.sumHi[l*C+c]*inv*w
+			b, a := iv.sumLo[l*C+c]*inv*iv.gain[(l*2)*C+c]*w, iv.sumHi[l*C+c]*inv*iv.gain[(l*2+1)*C+c]*w
 			if l > 0 { // nested, as offsets makes them
 				b, a = max(b, nestRatio*iv.below[(l-1)*n+i]), max(a, nestRatio*iv.above[(l-1)*n+i])
 			}

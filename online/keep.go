@@ -44,9 +44,9 @@ import (
 // can lose.
 const calibrationEvery = time.Minute
 
-// calibrationVersion is the layout of the saved files: 2 since the
-// thresholds are in units of each series' error level (files of layout 1
-// are skipped: their series start from the model's quantiles once).
+// calibrationVersion is the layout of the saved files. Layout 2 keeps the
+// thresholds in units of each series' error level; a file of another layout
+// is skipped, and its series start from the model's quantiles once.
 const calibrationVersion = 2
 
 // savedCalibration is one replica's file.
@@ -63,8 +63,11 @@ type savedCalibration struct {
 	ProfAt         []int64
 	// Shape is the horizon shape in use (intervals.m), Fresh the errors
 	// noted since it was computed, so that a restart goes on with it.
-	Shape  []float64
-	Fresh  int
+	Shape []float64
+	Fresh int
+	// Steer is the pooled coverage correction (intervals.steer); a file
+	// without it starts the correction at 1.
+	Steer  []float64
 	Series map[string]savedSeries
 }
 
@@ -138,7 +141,7 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 		Version: calibrationVersion, Levels: t.iv.levels, H: t.H, C: t.C, Newest: t.newest, Model: fingerprint,
 		AbsErr: slices.Clone(t.iv.absErr), Weight: slices.Clone(t.iv.weight),
 		ProfSum: slices.Clone(t.iv.profSum), ProfW: slices.Clone(t.iv.profW), ProfAt: slices.Clone(t.iv.profAt),
-		Fresh:  t.iv.fresh,
+		Fresh: t.iv.fresh, Steer: slices.Clone(t.iv.steer),
 		Series: make(map[string]savedSeries, len(t.series)+len(t.restored)),
 	}
 	// The restored states no series has claimed yet are kept too, so that a
@@ -354,6 +357,7 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 	copy(t.iv.profSum, newest.ProfSum)
 	copy(t.iv.profW, newest.ProfW)
 	copy(t.iv.profAt, newest.ProfAt)
+	t.iv.setSteer(newest.Steer)
 	t.iv.shapeOK, t.iv.profDirty = false, true
 	if len(newest.Shape) == len(t.iv.m) {
 		copy(t.iv.m, newest.Shape)
