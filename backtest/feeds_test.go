@@ -157,9 +157,6 @@ func backtestFeed(t testing.TB, fd *feed, m *model.Model, fineTune bool, every t
 	cfg.Online.Enabled = fineTune
 	cfg.Online.Intervals = []float64{0.8, 0.95}
 	cfg.Pipeline.Workers = 1
-	if v := os.Getenv("FREQLENS_RATE"); v != "" {
-		fmt.Sscan(v, &cfg.Online.IntervalRate)
-	}
 	var rc readings.Config = cfg.InputFor(m)
 	h, err := ReadFile(context.Background(), fd.allPath, history.FileCSV, rc)
 	if err != nil {
