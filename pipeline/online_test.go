@@ -143,7 +143,7 @@ func TestIntervalsEndToEnd(t *testing.T) {
 				pipeline.WithOnline(l)).p
 
 			series := []string{"a", "b", "c", "d"}
-			const steps = 150
+			const steps = 400
 			produce(t, kc, series, fields, 0, lookback+steps)
 			msgs := readTopic(t, kc, "forecasts", len(series)*(steps+1), 60*time.Second)
 			with := 0
