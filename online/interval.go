@@ -254,6 +254,9 @@ type intervals struct {
 	// steer is the pooled coverage correction (levels × 2 sides × C, on
 	// the log scale) and gain its exponential, which multiplies κ.
 	steer, gain []float64
+	// rho is the weight of the level of the moment at each horizon step,
+	// exp(−(h+1)/levelMemory) (levelAt).
+	rho []float64
 }
 
 func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *model.ErrorQuantiles, cadence time.Duration, loc *time.Location) *intervals {
@@ -309,6 +312,10 @@ func newIntervals(levels []float64, rate float64, H, C, halfLife int, prior *mod
 	iv.steer, iv.gain = make([]float64, 2*k*C), make([]float64, 2*k*C)
 	for i := range iv.gain {
 		iv.gain[i] = 1
+	}
+	iv.rho = make([]float64, H)
+	for h := range H {
+		iv.rho[h] = math.Exp(-float64(h+1) / levelMemory)
 	}
 	return iv
 }

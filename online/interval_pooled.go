@@ -58,7 +58,7 @@ func (iv *intervals) levelAt(s *seriesIntervals, c, h int) float64 {
 	if s.longW[c] < longErrors {
 		return a
 	}
-	rho := math.Exp(-float64(h+1) / levelMemory)
+	rho := iv.rho[h]
 	return rho*a + (1-rho)*s.long[c]
 }
 
