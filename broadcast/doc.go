@@ -9,9 +9,8 @@
 //	online ──► (promotion: Learner's publisher) ──► broadcast.Models ──► models topic ──► Models.Latest (service start), Models.Follow (every replica, live)
 //	online ──► (drift events callback)          ──► broadcast.Events ──► drift topic
 //
-// It is the only package besides online that imports model for Kafka's
-// sake, which is why it is not part of sink: sink delivers forecasts and
-// knows nothing of models. online itself stays free of Kafka; the service
+// It carries models to and from Kafka, which is why it is not part of
+// sink: sink delivers forecasts and knows nothing of models. online itself stays free of Kafka; the service
 // wires the two together. broadcast imports model, wire (the content-type
 // header) and internal/kafkaconn.
 //

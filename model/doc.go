@@ -5,7 +5,8 @@
 //
 // model turns windows into forecasts and attributions. It knows nothing of
 // Kafka, Arrow, Prometheus or files other than its own safetensors model
-// file; it imports gonum (tests only) and internal/gemm. The pipeline feeds
+// file; it imports gonum (the periodogram's FFT in spectrum.go, and the
+// tests' references) and internal/gemm. The pipeline feeds
 // it windows and times it; the online tuner trains copies of it.
 //
 // # The maths

@@ -26,7 +26,8 @@
 // depend on a role: among replicas that share a models topic only the one
 // the gate names fine-tunes and promotes.
 //
-// online imports model only: no Kafka, no Arrow. Drift events leave through a
+// online imports model and internal/registry (its metrics) only: no Kafka,
+// no Arrow. Drift events leave through a
 // callback and promoted versions through a publisher (package service
 // connects both to package broadcast, which writes the drift and models
 // topics), and promotions take effect through the Server interface (the

@@ -15,7 +15,9 @@
 //
 // service imports every package of the service (kafkaconn and its embedded
 // broker, stream, readings, window, model, pipeline, sink, wire, online,
-// broadcast, liveview); nothing but cmd and the tests imports it. Config
+// broadcast, liveview, and history, training and dataset for the first
+// model's bootstrap); cmd, config (whose loader fills a Config) and backtest
+// (which runs the serving path over history) import it. Config
 // holds each package's own Config, so the defaults are the packages'
 // (DefaultConfig) and so are the checks (Validate); Config.Validate adds
 // the checks across packages (distinct topics, field names the output
