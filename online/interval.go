@@ -727,6 +727,11 @@ type Coverage struct {
 	WidthSum    float64 `json:"width_sum"`
 	RecentScore float64 `json:"recent_score"`
 	RecentWidth float64 `json:"recent_width"`
+	// Correction is the pooled coverage correction g of the level's lower
+	// and upper side (interval_pooled.go), the geometric mean over the
+	// channels: above 1 it widens what the series' thresholds alone would
+	// publish, below 1 it narrows it, within poolCap either way.
+	Correction [2]float64 `json:"pool_correction"`
 }
 
 // Rate returns Covered/Scored over the stretch since an earlier Coverage of
@@ -767,6 +772,13 @@ func (iv *intervals) coverage() []Coverage {
 	out := make([]Coverage, len(iv.levels))
 	for l, level := range iv.levels {
 		out[l] = Coverage{Level: level, Scored: iv.scored[l], Covered: iv.covered[l], ScoreSum: iv.scoreSum[l], WidthSum: iv.widthSum[l]}
+		for side := range 2 {
+			sum := 0.0
+			for c := range iv.C {
+				sum += iv.steer[(l*2+side)*iv.C+c]
+			}
+			out[l].Correction[side] = math.Exp(sum / float64(iv.C))
+		}
 		if w := iv.recentW[l]; w > 0 {
 			out[l].Recent, out[l].RecentScore, out[l].RecentWidth = iv.recent[l]/w, iv.recentScore[l]/w, iv.recentWidth[l]/w
 		}

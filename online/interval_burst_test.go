@@ -107,6 +107,16 @@ func TestIntervalCoverageThroughBursts(t *testing.T) {
 		if n[0] == 0 {
 			t.Fatalf("%s: no forecast was published with intervals", name)
 		}
+		for k, c := range l.Totals().Coverage {
+			// The bursts' misses widen what the calm thresholds publish at
+			// 95% (at 80% a burst's misses are a smaller part of α).
+			t.Logf("%s: %.0f%% pooled correction %.3f below, %.3f above", name, 100*c.Level, c.Correction[0], c.Correction[1])
+			for _, g := range c.Correction {
+				if !(g >= 1/1.5 && g <= 1.5) || (k == 1 && !(g > 1)) {
+					t.Errorf("%s: the %.0f%% band's pooled correction is %v; want it to widen the bands (above 1), within its cap 1.5", name, 100*c.Level, c.Correction)
+				}
+			}
+		}
 		for j, lv := range levels {
 			// The static band: the run's own error quantiles per step.
 			var static float64

@@ -426,6 +426,8 @@ func (l *Learner) updateMetrics() {
 			l.met.intervalScore.WithLabelValues(level).Set(c.RecentScore)
 			l.met.intervalWidth.WithLabelValues(level).Set(c.RecentWidth)
 		}
+		l.met.intervalCorrection.WithLabelValues(level, "lower").Set(c.Correction[0])
+		l.met.intervalCorrection.WithLabelValues(level, "upper").Set(c.Correction[1])
 		if d := c.ScoreSum - ex.score[k]; d > 0 {
 			l.met.intervalScoreSum.WithLabelValues(level).Add(d)
 			ex.score[k] = c.ScoreSum

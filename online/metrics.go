@@ -39,6 +39,7 @@ type metrics struct {
 	publishErrors                             prometheus.Counter
 	coverage, nominal                         *prometheus.GaugeVec
 	intervalScore, intervalWidth              *prometheus.GaugeVec
+	intervalCorrection                        *prometheus.GaugeVec
 	intervalsScored, intervalsCovered         *prometheus.CounterVec
 	intervalScoreSum                          *prometheus.CounterVec
 }
@@ -113,6 +114,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Recent mean interval (Winkler) score of the published prediction intervals, by nominal level, in units of each series' scale: the width plus 2/(1 − level) times how far a value fell outside. Lower is better; a band too wide shows here where coverage cannot show it."}, level)
 	m.intervalWidth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_interval_width",
 		Help: "Recent mean width of the published prediction intervals, by nominal level, in units of each series' scale."}, level)
+	m.intervalCorrection = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "freqlens_interval_pool_correction",
+		Help: "The pooled coverage correction that multiplies every tracked series' interval thresholds, by nominal level and side (lower, upper), the geometric mean over the channels: above 1 the bursts' misses widen the bands, below 1 they narrow them; it stays within 1/1.5 and 1.5."}, []string{"level", "side"})
 	m.intervalScoreSum = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_interval_score_sum_total",
 		Help: "Interval (Winkler) scores of the published prediction-interval steps whose value was realised, added up, by nominal level, in units of each series' scale; divide its increase by freqlens_interval_scored_total's for the mean score over any range."}, level)
 	m.intervalsScored = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_interval_scored_total",
@@ -126,7 +129,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.rhythmPeriod, m.rhythmRatio, m.rhythmShare, m.rhythmDominant, m.frequencyRhythm, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
 		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold,
-		m.coverage, m.nominal, m.intervalScore, m.intervalWidth, m.intervalsScored, m.intervalsCovered, m.intervalScoreSum); err != nil {
+		m.coverage, m.nominal, m.intervalScore, m.intervalWidth, m.intervalCorrection, m.intervalsScored, m.intervalsCovered, m.intervalScoreSum); err != nil {
 		return nil, err
 	}
 	return m, nil
