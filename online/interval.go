@@ -60,7 +60,8 @@ import (
 // hit takes back 1/39 of a miss). What is published in bursts is
 // calibrated by the pooled correction g instead (interval_pooled.go),
 // which moves on every published interval by the same rule and whose miss
-// rate over all series converges to α/2 while it is within its cap.
+// rate over the tracked series converges to α/2 while it is within its
+// cap.
 //
 // Levels are nested strictly: a higher level's thresholds are at least
 // nestRatio times the next lower level's, and its bounds are put at least

@@ -23,8 +23,8 @@ import (
 // Bands issued before a burst cannot know it: where bursts fill a quarter
 // of the time the 95% band is short by up to 5 points over such a run,
 // and the pooled correction's slow step (interval_pooled.go) closes the gap
-// only over longer runs. Without the correction, or with thresholds that
-// learn in bursts, the criteria fail.
+// only over longer runs. Without the correction the criteria fail (seed 6,
+// and the 95% band's correction stays at 1).
 func TestIntervalCoverageThroughBursts(t *testing.T) {
 	const (
 		L, H   = 96, 24
@@ -49,8 +49,9 @@ func TestIntervalCoverageThroughBursts(t *testing.T) {
 		lower := [][]float64{make([]float64, H), make([]float64, H)}
 		upper := [][]float64{make([]float64, H), make([]float64, H)}
 		fc := make([]float64, H)
-		// The bands of every published forecast, kept until realised:
-		// per series, ring slot, level, step.
+		// The bands of every published forecast (the feed's future is
+		// known, so each is scored at once): per series, ring slot, level,
+		// step.
 		type band struct {
 			at     int
 			lo, hi [2][]float64

@@ -31,10 +31,12 @@ import "math"
 //	log g ← clamp(log g + η_p/n·(miss − α/2), ±log poolCap),
 //
 // with n the number of calibrated series, so that the pool moves by η_p
-// per round of errors whatever the number of series. Summed over T rounds,
-// while the clamp does not bind, log g moves by η_p·(misses/n − T·α/2):
-// the rate of misses of what was published, over all series, is within
-// 2·log(poolCap)/(η_p·T) of α/2 per side. The cap bounds how far the pool
+// per round of errors (one scored error of every calibrated series; two
+// per data step) whatever the number of series. Summed over T rounds,
+// while the clamp does not bind and n stays the same, log g moves by
+// η_p·(misses/n − T·α/2): the tracked series' rate of misses is within
+// 2·log(poolCap)/(η_p·T) of α/2 per side, a slow guarantee (a point after
+// some 80,000 rounds); where the clamp binds, the band stays short. The cap bounds how far the pool
 // can override the series' own calibration (a factor of 1.5 either way),
 // and the small step keeps it a slow correction of a bias, not a second
 // scale that follows bursts.

@@ -281,6 +281,24 @@ func (t *tracker) readCalibrations(dir, skip string, fingerprint uint64, skipped
 }
 
 // newestFile is the file of files whose newest step is the latest.
+// poolSource is the file whose pooled correction (of n values) a restart
+// takes: the replica's own (at path own), else the newest that has one.
+func poolSource(files []calibrationFile, own string, n int) calibrationFile {
+	var best calibrationFile
+	for _, f := range files {
+		if len(f.Steer) != n {
+			continue
+		}
+		if f.path == own {
+			return f
+		}
+		if best.Steer == nil || f.Newest.After(best.Newest) {
+			best = f
+		}
+	}
+	return best
+}
+
 func newestFile(files []calibrationFile) calibrationFile {
 	return slices.MaxFunc(files, func(a, b calibrationFile) int { return a.Newest.Compare(b.Newest) })
 }
@@ -325,8 +343,10 @@ func newerState(s, old savedSeries, span int64) bool {
 // restoreCalibration reads every replica's file in dir, keeping per series
 // the newest state (by the step it was last seen at), and returns how many
 // series it holds. A file of other levels or shapes, or of another
-// model.path, is skipped and said in skipped.
-func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped func(path string, err error)) (int, error) {
+// model.path, is skipped and said in skipped. The pooled coverage
+// correction, learnt from a replica's own series, comes from this replica's
+// file (own) when it has one, else from the newest file that holds it.
+func (t *tracker) restoreCalibration(dir, own string, fingerprint uint64, skipped func(path string, err error)) (int, error) {
 	files, err := t.readCalibrations(dir, "", fingerprint, skipped)
 	if err != nil || len(files) == 0 {
 		return 0, err
@@ -357,7 +377,7 @@ func (t *tracker) restoreCalibration(dir string, fingerprint uint64, skipped fun
 	copy(t.iv.profSum, newest.ProfSum)
 	copy(t.iv.profW, newest.ProfW)
 	copy(t.iv.profAt, newest.ProfAt)
-	t.iv.setSteer(newest.Steer)
+	t.iv.setSteer(poolSource(files, own, len(t.iv.steer)).Steer)
 	t.iv.shapeOK, t.iv.profDirty = false, true
 	if len(newest.Shape) == len(t.iv.m) {
 		copy(t.iv.m, newest.Shape)

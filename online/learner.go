@@ -171,7 +171,7 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	l.tr.errs.hist = l.met.absErr
 	if cfg.CheckpointDir != "" && iv != nil {
 		l.fingerprint = modelFingerprint(reference)
-		n, err := l.tr.restoreCalibration(cfg.CheckpointDir, l.fingerprint, func(path string, err error) {
+		n, err := l.tr.restoreCalibration(cfg.CheckpointDir, calibrationPath(cfg.CheckpointDir, cfg.Replica), l.fingerprint, func(path string, err error) {
 			l.log.Warn("skipping a saved interval calibration", "path", path, "err", err)
 		})
 		if err != nil {
