@@ -218,6 +218,30 @@ func (pt *part) take(n int) []float64 {
 // forecasts every window that became ready, in chunks of at most MaxBatch
 // windows. The rows of a rebuild batch only change the windows.
 func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, pt *part) {
+	if !w.appendRows(p, rec, rebuild, pt) {
+		return
+	}
+	n := w.ready.Len()
+	if n == 0 || !w.explainerFor(p, v.m, pt) {
+		return
+	}
+	levels := w.reserve(p, v.m, n, pt)
+	HC := v.m.Horizon() * len(p.wiring.Fields)
+	for lo := 0; lo < n; lo += p.cfg.MaxBatch {
+		hi := min(lo+p.cfg.MaxBatch, n)
+		y := w.forward(p, v.m, lo, hi)
+		for i := lo; i < hi; i++ {
+			w.issue(p, v, pt, i, i-lo, y[(i-lo)*HC:(i-lo+1)*HC], levels)
+		}
+	}
+	w.forgetBatch(p)
+}
+
+// appendRows appends the worker's rows to the windows of their partitions,
+// collecting the windows that became ready (none for a rebuild batch) and
+// the rows refused as out of range or too late; it reports false, with
+// pt.err set, when a window refuses the record.
+func (w *worker) appendRows(p *Pipeline, rec arrow.Record, rebuild bool, pt *part) bool {
 	w.ready.Reset()
 	out := &w.ready
 	if rebuild {
@@ -232,30 +256,39 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 			// The stream guarantees the schema, so this is a bug upstream; the
 			// write stage dead-letters the batch rather than commit it unread.
 			pt.err = fmt.Errorf("window append: %w", err)
-			return
+			return false
 		}
 	}
 	w.refresh()
 	pt.outRange = append(pt.outRange, w.ready.OutOfRange...)
 	pt.tooLate, pt.tooLateBy = append(pt.tooLate, w.ready.TooLate...), append(pt.tooLateBy, w.ready.TooLateBy...)
-	n := w.ready.Len()
-	if n == 0 {
-		return
+	return true
+}
+
+// explainerFor makes the worker's explainer the model m's, building one
+// when the model changed; it reports false, with pt.err set, when m does
+// not fit the readings.
+func (w *worker) explainerFor(p *Pipeline, m *model.Model, pt *part) bool {
+	if w.exModel == m {
+		return true
 	}
-	if w.exModel != v.m {
-		ex, err := v.m.NewExplainer(len(p.wiring.Fields))
-		if err != nil {
-			pt.err = fmt.Errorf("the model does not fit the readings: %w", err) // SetModel rules this out
-			return
-		}
-		w.ex, w.exModel = ex, v.m
+	ex, err := m.NewExplainer(len(p.wiring.Fields))
+	if err != nil {
+		pt.err = fmt.Errorf("the model does not fit the readings: %w", err) // SetModel rules this out
+		return false
 	}
-	m := v.m
-	H, C, L := m.Horizon(), len(p.wiring.Fields), m.Lookback()
-	HC := H * C
+	w.ex, w.exModel = ex, m
+	return true
+}
+
+// reserve sizes the part's arenas for n forecasts of model m, with their
+// parts and intervals, so that slices taken from them stay valid through
+// the batch, and returns the learner's interval levels (none without one).
+func (w *worker) reserve(p *Pipeline, m *model.Model, n int, pt *part) []float64 {
+	HC := m.Horizon() * len(p.wiring.Fields)
 	maxContribs := m.MaxContributions()
 	if m.Config().Mode == model.Independent {
-		maxContribs *= C
+		maxContribs *= len(p.wiring.Fields)
 	}
 	rhythms := len(m.Meta.Rhythms)
 	perWindow := HC
@@ -282,103 +315,120 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 	if len(w.lower) != len(levels) {
 		w.lower, w.upper = make([][]float64, len(levels)), make([][]float64, len(levels))
 	}
+	return levels
+}
 
-	for lo := 0; lo < n; lo += p.cfg.MaxBatch {
-		hi := min(lo+p.cfg.MaxBatch, n)
-		start := p.now()
-		var ends []int64
-		if m.ReadsTime() {
-			w.ends = w.ends[:0]
-			for _, t := range w.ready.End[lo:hi] {
-				w.ends = append(w.ends, t.UnixNano())
-			}
-			ends = w.ends
+// forward runs model m over the ready windows lo to hi (one forward pass)
+// and returns their forecasts, H×C each, in the explainer's storage.
+func (w *worker) forward(p *Pipeline, m *model.Model, lo, hi int) []float64 {
+	L, C := m.Lookback(), len(p.wiring.Fields)
+	start := p.now()
+	var ends []int64
+	if m.ReadsTime() {
+		w.ends = w.ends[:0]
+		for _, t := range w.ready.End[lo:hi] {
+			w.ends = append(w.ends, t.UnixNano())
 		}
-		y := w.ex.Forecast(w.ready.Values[lo*L*C:hi*L*C], ends)
-		p.met.forward.Observe(p.now().Sub(start).Seconds())
-		p.met.batchWindows.Observe(float64(hi - lo))
-		for i := lo; i < hi; i++ {
-			f := wire.Forecast{
-				Series: w.ready.Series[i], TS: w.ready.End[i], ModelVersion: v.version,
-				Cadence: p.wiring.Cadence, Fields: p.wiring.Fields, Horizon: H,
+		ends = w.ends
+	}
+	y := w.ex.Forecast(w.ready.Values[lo*L*C:hi*L*C], ends)
+	p.met.forward.Observe(p.now().Sub(start).Seconds())
+	p.met.batchWindows.Observe(float64(hi - lo))
+	return y
+}
+
+// issue turns ready window i (the j-th of its forward pass, whose forecast
+// is y) into the forecast the sink writes: its parts unless attributions
+// are skipped, its intervals from the learner, seen by the forecast
+// observer; a forecast with a non-finite value is not issued, and the
+// reading that completed its window is dead-lettered instead.
+func (w *worker) issue(p *Pipeline, v *versioned, pt *part, i, j int, y []float64, levels []float64) {
+	m := v.m
+	HC, LC := len(y), m.Lookback()*len(p.wiring.Fields)
+	f := wire.Forecast{
+		Series: w.ready.Series[i], TS: w.ready.End[i], ModelVersion: v.version,
+		Cadence: p.wiring.Cadence, Fields: p.wiring.Fields, Horizon: m.Horizon(),
+	}
+	if p.wiring.SkipAttributions {
+		f.Values = pt.take(HC)
+		copy(f.Values, y)
+	} else if p.wiring.SharesOnly {
+		// The explainer's own storage, warm in the cache; only the
+		// forecast is kept (the parts are dropped below).
+		w.expl = w.ex.ExplainInto(j, w.expl, nil)
+		f.Values = pt.take(HC)
+		copy(f.Values, w.expl.Forecast)
+	} else {
+		// The explanation's numbers are taken from the batch's
+		// arena, where the forecast keeps them: no copy.
+		w.expl = w.ex.ExplainInto(j, w.expl, pt.take)
+		f.Values = w.expl.Forecast
+	}
+	if !p.wiring.SkipAttributions {
+		w.attribute(p, m, pt, &f)
+	}
+	if !finite(&f) {
+		pt.nonFinite = append(pt.nonFinite, w.ready.Rows[i])
+		return
+	}
+	window := w.ready.Values[i*LC : (i+1)*LC]
+	if p.learner != nil {
+		for k := range levels {
+			w.lower[k], w.upper[k] = pt.take(HC), pt.take(HC)
+		}
+		w.obs = online.Observation{Series: f.Series, End: f.TS, Window: window, Forecast: f.Values,
+			Lower: w.lower, Upper: w.upper}
+		if !p.wiring.SkipAttributions {
+			w.obs.Contributions, w.obs.Rhythms = w.expl.Contributions, w.expl.Rhythms
+		}
+		if p.learner.Observe(&w.obs) && finiteBounds(w.lower, w.upper) {
+			first := len(pt.intervals)
+			for k, level := range levels {
+				pt.intervals = append(pt.intervals, wire.Interval{Level: level, Lower: w.lower[k], Upper: w.upper[k]})
 			}
-			if p.wiring.SkipAttributions {
-				f.Values = pt.take(HC)
-				copy(f.Values, y[(i-lo)*HC:(i-lo+1)*HC])
-			} else if p.wiring.SharesOnly {
-				// The explainer's own storage, warm in the cache; only the
-				// forecast is kept (the parts are dropped below).
-				w.expl = w.ex.ExplainInto(i-lo, w.expl, nil)
-				f.Values = pt.take(HC)
-				copy(f.Values, w.expl.Forecast)
-			} else {
-				// The explanation's numbers are taken from the batch's
-				// arena, where the forecast keeps them: no copy.
-				w.expl = w.ex.ExplainInto(i-lo, w.expl, pt.take)
-				f.Values = w.expl.Forecast
-			}
-			if !p.wiring.SkipAttributions {
-				e := w.expl
-				f.Alpha = e.Alpha
-				f.Residual = e.Residual
-				first := len(pt.contribs)
-				for _, c := range e.Contributions {
-					r, cycle := m.RhythmOf(c.ID)
-					pt.contribs = append(pt.contribs, wire.Contribution{
-						ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: c.Values,
-						Period: time.Duration(math.Round(c.PeriodSteps * float64(p.wiring.Cadence))),
-						Cycle:  cycle, Rhythm: r,
-					})
-				}
-				f.Frequencies = pt.contribs[first:len(pt.contribs):len(pt.contribs)]
-				firstR := len(pt.rhythms)
-				for _, rp := range e.Rhythms {
-					pt.rhythms = append(pt.rhythms, wire.RhythmPart{
-						Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: rp.Values,
-						Period: time.Duration(math.Round(rp.PeriodSteps * float64(p.wiring.Cadence))),
-					})
-				}
-				f.Rhythms = pt.rhythms[firstR:len(pt.rhythms):len(pt.rhythms)]
-			}
-			if !finite(&f) {
-				// Never written: the reading that completed the window is
-				// dead-lettered instead, before the batch is committed.
-				pt.nonFinite = append(pt.nonFinite, w.ready.Rows[i])
-				continue
-			}
-			if p.learner != nil {
-				for k := range levels {
-					w.lower[k], w.upper[k] = pt.take(HC), pt.take(HC)
-				}
-				w.obs = online.Observation{Series: f.Series, End: f.TS, Window: w.ready.Values[i*L*C : (i+1)*L*C], Forecast: f.Values,
-					Lower: w.lower, Upper: w.upper}
-				if !p.wiring.SkipAttributions {
-					w.obs.Contributions, w.obs.Rhythms = w.expl.Contributions, w.expl.Rhythms
-				}
-				if p.learner.Observe(&w.obs) && finiteBounds(w.lower, w.upper) {
-					first := len(pt.intervals)
-					for k, level := range levels {
-						pt.intervals = append(pt.intervals, wire.Interval{Level: level, Lower: w.lower[k], Upper: w.upper[k]})
-					}
-					f.Intervals = pt.intervals[first:len(pt.intervals):len(pt.intervals)]
-				}
-			}
-			if p.observeIssued != nil {
-				var level []float64
-				if !p.wiring.SkipAttributions {
-					level = w.expl.Level
-				}
-				w.issued = f // a field, so that f does not escape
-				p.observeIssued(&w.issued, w.ready.Values[i*L*C:(i+1)*L*C], level)
-			}
-			if p.wiring.SharesOnly && !p.wiring.SkipAttributions {
-				sharesOnly(&f)
-			}
-			pt.fs = append(pt.fs, f)
-			pt.ingest = append(pt.ingest, w.ready.Ingest[i])
+			f.Intervals = pt.intervals[first:len(pt.intervals):len(pt.intervals)]
 		}
 	}
-	w.forgetBatch(p)
+	if p.observeIssued != nil {
+		var level []float64
+		if !p.wiring.SkipAttributions {
+			level = w.expl.Level
+		}
+		w.issued = f // a field, so that f does not escape
+		p.observeIssued(&w.issued, window, level)
+	}
+	if p.wiring.SharesOnly && !p.wiring.SkipAttributions {
+		sharesOnly(&f)
+	}
+	pt.fs = append(pt.fs, f)
+	pt.ingest = append(pt.ingest, w.ready.Ingest[i])
+}
+
+// attribute sets forecast f's parts from the worker's explanation: α, the
+// residual, each frequency's contribution and each rhythm's, with their
+// periods in time, in storage of the part's arenas.
+func (w *worker) attribute(p *Pipeline, m *model.Model, pt *part, f *wire.Forecast) {
+	e := w.expl
+	f.Alpha = e.Alpha
+	f.Residual = e.Residual
+	first := len(pt.contribs)
+	for _, c := range e.Contributions {
+		r, cycle := m.RhythmOf(c.ID)
+		pt.contribs = append(pt.contribs, wire.Contribution{
+			ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: c.Values,
+			Period: time.Duration(math.Round(c.PeriodSteps * float64(p.wiring.Cadence))),
+			Cycle:  cycle, Rhythm: r,
+		})
+	}
+	f.Frequencies = pt.contribs[first:len(pt.contribs):len(pt.contribs)]
+	firstR := len(pt.rhythms)
+	for _, rp := range e.Rhythms {
+		pt.rhythms = append(pt.rhythms, wire.RhythmPart{
+			Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: rp.Values,
+			Period: time.Duration(math.Round(rp.PeriodSteps * float64(p.wiring.Cadence))),
+		})
+	}
+	f.Rhythms = pt.rhythms[firstR:len(pt.rhythms):len(pt.rhythms)]
 }
 
 // trimIdle drops the ready windows' buffers a backlog's batches grew
