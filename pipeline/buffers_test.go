@@ -47,7 +47,7 @@ func TestBuffersShrinkAfterABacklog(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ob := newOutBatch(2)
 			ob.all = make([]wire.Forecast, c.used, big)
-			ob.parts[1].arena = make([]float64, 0, 1000) // 8 KB: always kept
+			ob.shares[1].arena = make([]float64, 0, 1000) // 8 KB: always kept
 			var dropped uintptr
 			if c.idle {
 				dropped = ob.trimIdle()
@@ -60,7 +60,7 @@ func TestBuffersShrinkAfterABacklog(t *testing.T) {
 			if len(ob.all) != 0 {
 				t.Errorf("kept buffer not emptied: len %d", len(ob.all))
 			}
-			if cap(ob.parts[1].arena) != 1000 {
+			if cap(ob.shares[1].arena) != 1000 {
 				t.Errorf("small buffer dropped")
 			}
 			if c.idle && dropped < keepBytes {
@@ -114,11 +114,11 @@ func TestIdleTrimFreesTheArena(t *testing.T) {
 	for i := range int(rec.NumRows()) {
 		*rows = append(*rows, i)
 	}
-	w.run(p, p.current.Load(), rec, false, &ob.parts[0])
-	if pt := &ob.parts[0]; pt.err != nil || len(pt.fs) != series || observed != series {
-		t.Fatalf("the batch gave %d forecasts (%d observed, error %v), want %d", len(pt.fs), observed, pt.err, series)
+	w.run(p, p.current.Load(), rec, false, &ob.shares[0])
+	if sh := &ob.shares[0]; sh.err != nil || len(sh.fs) != series || observed != series {
+		t.Fatalf("the batch gave %d forecasts (%d observed, error %v), want %d", len(sh.fs), observed, sh.err, series)
 	}
-	arena, ready := weak.Make(&ob.parts[0].arena[:1][0]), weak.Make(&w.ready.Values[:1][0])
+	arena, ready := weak.Make(&ob.shares[0].arena[:1][0]), weak.Make(&w.ready.Values[:1][0])
 	if dropped := ob.trimIdle(); dropped < keepBytes {
 		t.Fatalf("the idle trim dropped %d bytes; the arena should exceed %d", dropped, keepBytes)
 	}

@@ -645,8 +645,8 @@ func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
 	ob.reset(b)
 	if len(b.Forget) > 0 {
 		for _, w := range p.workers {
-			for _, part := range b.Forget {
-				w.forget(part)
+			for _, partition := range b.Forget {
+				w.forget(partition)
 			}
 		}
 	}
@@ -672,12 +672,12 @@ func (p *Pipeline) process(b *stream.Batch, ob *outBatch) {
 		if len(w.groups) == 0 {
 			continue
 		}
-		part := &ob.parts[i]
+		sh := &ob.shares[i]
 		if i == W-1 {
-			w.run(p, v, rec, b.Rebuild, part)
+			w.run(p, v, rec, b.Rebuild, sh)
 			continue
 		}
-		wg.Go(func() { w.run(p, v, rec, b.Rebuild, part) })
+		wg.Go(func() { w.run(p, v, rec, b.Rebuild, sh) })
 	}
 	wg.Wait()
 	ob.gather()

@@ -38,50 +38,50 @@ type worker struct {
 
 // rowGroup is the rows of one batch that belong to one partition.
 type rowGroup struct {
-	part int
-	rows []int
+	partition int
+	rows      []int
 }
 
-// rowsOf returns the worker's row list for partition part, reusing storage.
-func (w *worker) rowsOf(part int) *[]int {
+// rowsOf returns the worker's row list for partition, reusing storage.
+func (w *worker) rowsOf(partition int) *[]int {
 	for i := range w.groups {
-		if w.groups[i].part == part {
+		if w.groups[i].partition == partition {
 			return &w.groups[i].rows
 		}
 	}
 	if len(w.groups) < cap(w.groups) {
 		w.groups = w.groups[:len(w.groups)+1]
 		g := &w.groups[len(w.groups)-1]
-		g.part, g.rows = part, g.rows[:0]
+		g.partition, g.rows = partition, g.rows[:0]
 		return &g.rows
 	}
-	w.groups = append(w.groups, rowGroup{part: part})
+	w.groups = append(w.groups, rowGroup{partition: partition})
 	return &w.groups[len(w.groups)-1].rows
 }
 
-// set returns the Set of partition part, creating it.
-func (w *worker) set(p *Pipeline, part int) (*window.Set, error) {
-	if s := w.sets[part]; s != nil {
+// set returns the Set of partition, creating it.
+func (w *worker) set(p *Pipeline, partition int) (*window.Set, error) {
+	if s := w.sets[partition]; s != nil {
 		return s, nil
 	}
 	s, err := window.New(p.shape, p.win, window.WithLogger(p.log), window.WithClock(p.now), window.WithBudget(p.budget))
 	if err != nil {
 		return nil, err
 	}
-	w.sets[part] = s
+	w.sets[partition] = s
 	return s, nil
 }
 
-// forget drops the windows of partition part, keeping its counters.
-func (w *worker) forget(part int) {
-	s := w.sets[part]
+// forget drops the windows of partition, keeping its counters.
+func (w *worker) forget(partition int) {
+	s := w.sets[partition]
 	if s == nil {
 		return
 	}
 	st := s.Stats()
 	st.Active = 0 // its series are gone; its counts stay
 	s.Reset()
-	delete(w.sets, part)
+	delete(w.sets, partition)
 	w.retired.Add(st)
 	w.refresh()
 }
@@ -95,10 +95,10 @@ func (w *worker) refresh() {
 	w.stats = s
 }
 
-// part is one worker's forecasts of one batch, with the storage they point
+// share is one worker's forecasts of one batch, with the storage they point
 // into, the rows it refused, and the error that kept the worker from
 // processing its rows.
-type part struct {
+type share struct {
 	err       error
 	fs        []wire.Forecast
 	ingest    []time.Time
@@ -116,7 +116,7 @@ type part struct {
 type outBatch struct {
 	in        *stream.Batch
 	err       error // a worker could not process its rows: the batch is dead-lettered before its commit
-	parts     []part
+	shares    []share
 	all       []wire.Forecast
 	ingest    []time.Time
 	outRange  []int   // rows dead-lettered as out of range before the commit
@@ -125,7 +125,7 @@ type outBatch struct {
 	nonFinite []int   // rows dead-lettered for a non-finite forecast before the commit
 }
 
-func newOutBatch(workers int) *outBatch { return &outBatch{parts: make([]part, workers)} }
+func newOutBatch(workers int) *outBatch { return &outBatch{shares: make([]share, workers)} }
 
 // reset empties ob for the batch in, keeping its storage for reuse unless
 // the last batch used a small part of it: the buffers a backlog's large
@@ -148,11 +148,11 @@ func (ob *outBatch) trimIdle() uintptr {
 func (ob *outBatch) shrink(t *trim) {
 	ob.all, ob.ingest = shrink(ob.all, t), shrink(ob.ingest, t)
 	ob.outRange, ob.tooLate, ob.tooLateBy, ob.nonFinite = shrink(ob.outRange, t), shrink(ob.tooLate, t), shrink(ob.tooLateBy, t), shrink(ob.nonFinite, t)
-	for i := range ob.parts {
-		pt := &ob.parts[i]
-		pt.fs, pt.ingest, pt.arena, pt.contribs, pt.err = shrink(pt.fs, t), shrink(pt.ingest, t), trimmed(pt.arena, t), shrink(pt.contribs, t), nil
-		pt.intervals, pt.rhythms = shrink(pt.intervals, t), shrink(pt.rhythms, t)
-		pt.outRange, pt.tooLate, pt.tooLateBy, pt.nonFinite = shrink(pt.outRange, t), shrink(pt.tooLate, t), shrink(pt.tooLateBy, t), shrink(pt.nonFinite, t)
+	for i := range ob.shares {
+		sh := &ob.shares[i]
+		sh.fs, sh.ingest, sh.arena, sh.contribs, sh.err = shrink(sh.fs, t), shrink(sh.ingest, t), trimmed(sh.arena, t), shrink(sh.contribs, t), nil
+		sh.intervals, sh.rhythms = shrink(sh.intervals, t), shrink(sh.rhythms, t)
+		sh.outRange, sh.tooLate, sh.tooLateBy, sh.nonFinite = shrink(sh.outRange, t), shrink(sh.tooLate, t), shrink(sh.tooLateBy, t), shrink(sh.nonFinite, t)
 	}
 }
 
@@ -189,49 +189,49 @@ func trimmed[T any](s []T, t *trim) []T {
 	return s[:0]
 }
 
-// gather lists every part's forecasts in one slice for the sink, and its
-// refused rows, and keeps the first error of a part.
+// gather lists every share's forecasts in one slice for the sink, and its
+// refused rows, and keeps the first error of a share.
 func (ob *outBatch) gather() {
 	ob.err = nil
-	for i := range ob.parts {
-		pt := &ob.parts[i]
+	for i := range ob.shares {
+		sh := &ob.shares[i]
 		if ob.err == nil {
-			ob.err = pt.err
+			ob.err = sh.err
 		}
-		ob.all = append(ob.all, pt.fs...)
-		ob.ingest = append(ob.ingest, pt.ingest...)
-		ob.outRange = append(ob.outRange, pt.outRange...)
-		ob.tooLate, ob.tooLateBy = append(ob.tooLate, pt.tooLate...), append(ob.tooLateBy, pt.tooLateBy...)
-		ob.nonFinite = append(ob.nonFinite, pt.nonFinite...)
+		ob.all = append(ob.all, sh.fs...)
+		ob.ingest = append(ob.ingest, sh.ingest...)
+		ob.outRange = append(ob.outRange, sh.outRange...)
+		ob.tooLate, ob.tooLateBy = append(ob.tooLate, sh.tooLate...), append(ob.tooLateBy, sh.tooLateBy...)
+		ob.nonFinite = append(ob.nonFinite, sh.nonFinite...)
 	}
 }
 
-// take returns n floats of the part's arena. The arena is sized for the
+// take returns n floats of the share's arena. The arena is sized for the
 // whole batch before any forecast takes from it, so slices stay valid.
-func (pt *part) take(n int) []float64 {
-	s := pt.arena[len(pt.arena) : len(pt.arena)+n : len(pt.arena)+n]
-	pt.arena = pt.arena[:len(pt.arena)+n]
+func (sh *share) take(n int) []float64 {
+	s := sh.arena[len(sh.arena) : len(sh.arena)+n : len(sh.arena)+n]
+	sh.arena = sh.arena[:len(sh.arena)+n]
 	return s
 }
 
 // run feeds the worker's rows to the windows of their partitions and
 // forecasts every window that became ready, in chunks of at most MaxBatch
 // windows. The rows of a rebuild batch only change the windows.
-func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, pt *part) {
-	if !w.appendRows(p, rec, rebuild, pt) {
+func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, sh *share) {
+	if !w.appendRows(p, rec, rebuild, sh) {
 		return
 	}
 	n := w.ready.Len()
-	if n == 0 || !w.explainerFor(p, v.m, pt) {
+	if n == 0 || !w.explainerFor(p, v.m, sh) {
 		return
 	}
-	levels := w.reserve(p, v.m, n, pt)
+	levels := w.reserve(p, v.m, n, sh)
 	HC := v.m.Horizon() * len(p.wiring.Fields)
 	for lo := 0; lo < n; lo += p.cfg.MaxBatch {
 		hi := min(lo+p.cfg.MaxBatch, n)
 		y := w.forward(p, v.m, lo, hi)
 		for i := lo; i < hi; i++ {
-			w.issue(p, v, pt, i, i-lo, y[(i-lo)*HC:(i-lo+1)*HC], levels)
+			w.issue(p, v, sh, i, i-lo, y[(i-lo)*HC:(i-lo+1)*HC], levels)
 		}
 	}
 	w.forgetBatch(p)
@@ -240,51 +240,51 @@ func (w *worker) run(p *Pipeline, v *versioned, rec arrow.Record, rebuild bool, 
 // appendRows appends the worker's rows to the windows of their partitions,
 // collecting the windows that became ready (none for a rebuild batch) and
 // the rows refused as out of range or too late; it reports false, with
-// pt.err set, when a window refuses the record.
-func (w *worker) appendRows(p *Pipeline, rec arrow.Record, rebuild bool, pt *part) bool {
+// sh.err set, when a window refuses the record.
+func (w *worker) appendRows(p *Pipeline, rec arrow.Record, rebuild bool, sh *share) bool {
 	w.ready.Reset()
 	out := &w.ready
 	if rebuild {
 		out = nil
 	}
 	for _, g := range w.groups {
-		set, err := w.set(p, g.part)
+		set, err := w.set(p, g.partition)
 		if err == nil {
 			err = set.Append(rec, g.rows, out)
 		}
 		if err != nil {
 			// The stream guarantees the schema, so this is a bug upstream; the
 			// write stage dead-letters the batch rather than commit it unread.
-			pt.err = fmt.Errorf("window append: %w", err)
+			sh.err = fmt.Errorf("window append: %w", err)
 			return false
 		}
 	}
 	w.refresh()
-	pt.outRange = append(pt.outRange, w.ready.OutOfRange...)
-	pt.tooLate, pt.tooLateBy = append(pt.tooLate, w.ready.TooLate...), append(pt.tooLateBy, w.ready.TooLateBy...)
+	sh.outRange = append(sh.outRange, w.ready.OutOfRange...)
+	sh.tooLate, sh.tooLateBy = append(sh.tooLate, w.ready.TooLate...), append(sh.tooLateBy, w.ready.TooLateBy...)
 	return true
 }
 
 // explainerFor makes the worker's explainer the model m's, building one
-// when the model changed; it reports false, with pt.err set, when m does
+// when the model changed; it reports false, with sh.err set, when m does
 // not fit the readings.
-func (w *worker) explainerFor(p *Pipeline, m *model.Model, pt *part) bool {
+func (w *worker) explainerFor(p *Pipeline, m *model.Model, sh *share) bool {
 	if w.exModel == m {
 		return true
 	}
 	ex, err := m.NewExplainer(len(p.wiring.Fields))
 	if err != nil {
-		pt.err = fmt.Errorf("the model does not fit the readings: %w", err) // SetModel rules this out
+		sh.err = fmt.Errorf("the model does not fit the readings: %w", err) // SetModel rules this out
 		return false
 	}
 	w.ex, w.exModel = ex, m
 	return true
 }
 
-// reserve sizes the part's arenas for n forecasts of model m, with their
+// reserve sizes the share's arenas for n forecasts of model m, with their
 // parts and intervals, so that slices taken from them stay valid through
 // the batch, and returns the learner's interval levels (none without one).
-func (w *worker) reserve(p *Pipeline, m *model.Model, n int, pt *part) []float64 {
+func (w *worker) reserve(p *Pipeline, m *model.Model, n int, sh *share) []float64 {
 	HC := m.Horizon() * len(p.wiring.Fields)
 	maxContribs := m.MaxContributions()
 	if m.Config().Mode == model.Independent {
@@ -300,17 +300,17 @@ func (w *worker) reserve(p *Pipeline, m *model.Model, n int, pt *part) []float64
 		levels = p.learner.Levels()
 		perWindow += 2 * len(levels) * HC
 	}
-	if need := n * perWindow; cap(pt.arena) < need {
-		pt.arena = make([]float64, 0, need)
+	if need := n * perWindow; cap(sh.arena) < need {
+		sh.arena = make([]float64, 0, need)
 	}
-	if need := n * maxContribs; cap(pt.contribs) < need {
-		pt.contribs = make([]wire.Contribution, 0, need)
+	if need := n * maxContribs; cap(sh.contribs) < need {
+		sh.contribs = make([]wire.Contribution, 0, need)
 	}
-	if need := n * rhythms; cap(pt.rhythms) < need {
-		pt.rhythms = make([]wire.RhythmPart, 0, need)
+	if need := n * rhythms; cap(sh.rhythms) < need {
+		sh.rhythms = make([]wire.RhythmPart, 0, need)
 	}
-	if need := n * len(levels); cap(pt.intervals) < need {
-		pt.intervals = make([]wire.Interval, 0, need)
+	if need := n * len(levels); cap(sh.intervals) < need {
+		sh.intervals = make([]wire.Interval, 0, need)
 	}
 	if len(w.lower) != len(levels) {
 		w.lower, w.upper = make([][]float64, len(levels)), make([][]float64, len(levels))
@@ -342,7 +342,7 @@ func (w *worker) forward(p *Pipeline, m *model.Model, lo, hi int) []float64 {
 // are skipped, its intervals from the learner, seen by the forecast
 // observer; a forecast with a non-finite value is not issued, and the
 // reading that completed its window is dead-lettered instead.
-func (w *worker) issue(p *Pipeline, v *versioned, pt *part, i, j int, y []float64, levels []float64) {
+func (w *worker) issue(p *Pipeline, v *versioned, sh *share, i, j int, y []float64, levels []float64) {
 	m := v.m
 	HC, LC := len(y), m.Lookback()*len(p.wiring.Fields)
 	f := wire.Forecast{
@@ -350,31 +350,31 @@ func (w *worker) issue(p *Pipeline, v *versioned, pt *part, i, j int, y []float6
 		Cadence: p.wiring.Cadence, Fields: p.wiring.Fields, Horizon: m.Horizon(),
 	}
 	if p.wiring.SkipAttributions {
-		f.Values = pt.take(HC)
+		f.Values = sh.take(HC)
 		copy(f.Values, y)
 	} else if p.wiring.SharesOnly {
 		// The explainer's own storage, warm in the cache; only the
 		// forecast is kept (the parts are dropped below).
 		w.expl = w.ex.ExplainInto(j, w.expl, nil)
-		f.Values = pt.take(HC)
+		f.Values = sh.take(HC)
 		copy(f.Values, w.expl.Forecast)
 	} else {
 		// The explanation's numbers are taken from the batch's
 		// arena, where the forecast keeps them: no copy.
-		w.expl = w.ex.ExplainInto(j, w.expl, pt.take)
+		w.expl = w.ex.ExplainInto(j, w.expl, sh.take)
 		f.Values = w.expl.Forecast
 	}
 	if !p.wiring.SkipAttributions {
-		w.attribute(p, m, pt, &f)
+		w.attribute(p, m, sh, &f)
 	}
 	if !finite(&f) {
-		pt.nonFinite = append(pt.nonFinite, w.ready.Rows[i])
+		sh.nonFinite = append(sh.nonFinite, w.ready.Rows[i])
 		return
 	}
 	window := w.ready.Values[i*LC : (i+1)*LC]
 	if p.learner != nil {
 		for k := range levels {
-			w.lower[k], w.upper[k] = pt.take(HC), pt.take(HC)
+			w.lower[k], w.upper[k] = sh.take(HC), sh.take(HC)
 		}
 		w.obs = online.Observation{Series: f.Series, End: f.TS, Window: window, Forecast: f.Values,
 			Lower: w.lower, Upper: w.upper}
@@ -382,11 +382,11 @@ func (w *worker) issue(p *Pipeline, v *versioned, pt *part, i, j int, y []float6
 			w.obs.Contributions, w.obs.Rhythms = w.expl.Contributions, w.expl.Rhythms
 		}
 		if p.learner.Observe(&w.obs) && finiteBounds(w.lower, w.upper) {
-			first := len(pt.intervals)
+			first := len(sh.intervals)
 			for k, level := range levels {
-				pt.intervals = append(pt.intervals, wire.Interval{Level: level, Lower: w.lower[k], Upper: w.upper[k]})
+				sh.intervals = append(sh.intervals, wire.Interval{Level: level, Lower: w.lower[k], Upper: w.upper[k]})
 			}
-			f.Intervals = pt.intervals[first:len(pt.intervals):len(pt.intervals)]
+			f.Intervals = sh.intervals[first:len(sh.intervals):len(sh.intervals)]
 		}
 	}
 	if p.observeIssued != nil {
@@ -400,35 +400,35 @@ func (w *worker) issue(p *Pipeline, v *versioned, pt *part, i, j int, y []float6
 	if p.wiring.SharesOnly && !p.wiring.SkipAttributions {
 		sharesOnly(&f)
 	}
-	pt.fs = append(pt.fs, f)
-	pt.ingest = append(pt.ingest, w.ready.Ingest[i])
+	sh.fs = append(sh.fs, f)
+	sh.ingest = append(sh.ingest, w.ready.Ingest[i])
 }
 
 // attribute sets forecast f's parts from the worker's explanation: α, the
 // residual, each frequency's contribution and each rhythm's, with their
-// periods in time, in storage of the part's arenas.
-func (w *worker) attribute(p *Pipeline, m *model.Model, pt *part, f *wire.Forecast) {
+// periods in time, in storage of the share's arenas.
+func (w *worker) attribute(p *Pipeline, m *model.Model, sh *share, f *wire.Forecast) {
 	e := w.expl
 	f.Alpha = e.Alpha
 	f.Residual = e.Residual
-	first := len(pt.contribs)
+	first := len(sh.contribs)
 	for _, c := range e.Contributions {
 		r, cycle := m.RhythmOf(c.ID)
-		pt.contribs = append(pt.contribs, wire.Contribution{
+		sh.contribs = append(sh.contribs, wire.Contribution{
 			ID: c.ID, PeriodSteps: c.PeriodSteps, Share: c.Share, Values: c.Values,
 			Period: time.Duration(math.Round(c.PeriodSteps * float64(p.wiring.Cadence))),
 			Cycle:  cycle, Rhythm: r,
 		})
 	}
-	f.Frequencies = pt.contribs[first:len(pt.contribs):len(pt.contribs)]
-	firstR := len(pt.rhythms)
+	f.Frequencies = sh.contribs[first:len(sh.contribs):len(sh.contribs)]
+	firstR := len(sh.rhythms)
 	for _, rp := range e.Rhythms {
-		pt.rhythms = append(pt.rhythms, wire.RhythmPart{
+		sh.rhythms = append(sh.rhythms, wire.RhythmPart{
 			Index: rp.Index, PeriodSteps: rp.PeriodSteps, Share: rp.Share, Frequencies: rp.Frequencies, Values: rp.Values,
 			Period: time.Duration(math.Round(rp.PeriodSteps * float64(p.wiring.Cadence))),
 		})
 	}
-	f.Rhythms = pt.rhythms[firstR:len(pt.rhythms):len(pt.rhythms)]
+	f.Rhythms = sh.rhythms[firstR:len(sh.rhythms):len(sh.rhythms)]
 }
 
 // trimIdle drops the ready windows' buffers a backlog's batches grew
@@ -439,7 +439,7 @@ func (w *worker) trimIdle(t *trim) {
 	r.Rows, r.OutOfRange, r.TooLate = shrink(r.Rows, t), shrink(r.OutOfRange, t), shrink(r.TooLate, t)
 }
 
-// forgetBatch drops the worker's references into the part's arena (the
+// forgetBatch drops the worker's references into the share's arena (the
 // last forecast handed to the learner and to the observer, the interval
 // bounds' slices), which would otherwise keep a backlog's arena, tens of MB,
 // alive after the pipeline's idle trim dropped it.
