@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/wire"
 )
 
@@ -52,24 +53,10 @@ type bandSums struct {
 func (b *bandSums) add(lo, hi, y, alpha float64) {
 	b.n++
 	b.width += hi - lo
-	b.wink += winkler(lo, hi, y, alpha)
+	b.wink += online.IntervalScore(lo, hi, y, alpha)
 	if y >= lo && y <= hi {
 		b.covered++
 	}
-}
-
-// winkler is the interval score of [lo, hi] for value y at miscoverage
-// alpha (Gneiting & Raftery 2007): the width, plus 2/alpha times how far y
-// lies outside. Lower is better; a band that is too wide pays its width, one
-// too narrow pays its misses.
-func winkler(lo, hi, y, alpha float64) float64 {
-	s := hi - lo
-	if y < lo {
-		s += 2 / alpha * (lo - y)
-	} else if y > hi {
-		s += 2 / alpha * (y - hi)
-	}
-	return s
 }
 
 // errHist is a histogram of normalised errors (realised minus forecast)

@@ -686,11 +686,11 @@ func (iv *intervals) untracked(at int64, fc []float64, scale []float64, lower, u
 	return true
 }
 
-// winkler is the interval score of [lo, hi] for value y at miscoverage
-// alpha (Gneiting & Raftery 2007): the width plus 2/alpha times how far y
-// lies outside. Lower is better: a band too wide pays for its width, one
-// too narrow for its misses.
-func winkler(lo, hi, y, alpha float64) float64 {
+// IntervalScore is the interval (Winkler) score of [lo, hi] for value y at
+// miscoverage alpha (Gneiting & Raftery 2007): the width plus 2/alpha times
+// how far y lies outside. Lower is better: a band too wide pays for its
+// width, one too narrow for its misses.
+func IntervalScore(lo, hi, y, alpha float64) float64 {
 	s := hi - lo
 	if y < lo {
 		s += 2 / alpha * (lo - y)

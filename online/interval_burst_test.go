@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/freqlens/freqlens/internal/longtest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
@@ -49,25 +51,6 @@ func TestIntervalCoverageThroughBursts(t *testing.T) {
 		lower := [][]float64{make([]float64, H), make([]float64, H)}
 		upper := [][]float64{make([]float64, H), make([]float64, H)}
 		fc := make([]float64, H)
-		// The bands of every published forecast (the feed's future is
-		// known, so each is scored at once): per series, ring slot, level,
-		// step.
-		type band struct {
-			at     int
-			lo, hi [2][]float64
-			fc     []float64
-		}
-		kept := make([][]band, series)
-		for s := range kept {
-			kept[s] = make([]band, H+1)
-			for i := range kept[s] {
-				kept[s][i].at = -1
-				kept[s][i].fc = make([]float64, H)
-				for j := range 2 {
-					kept[s][i].lo[j], kept[s][i].hi[j] = make([]float64, H), make([]float64, H)
-				}
-			}
-		}
 		var errs [H][]float64        // forecast errors (realised − forecast) per step
 		var held, n [2]float64       // of published intervals, over every step
 		var score [2]float64         // their summed interval score
@@ -82,13 +65,8 @@ func TestIntervalCoverageThroughBursts(t *testing.T) {
 					Window: x, Forecast: fc, Lower: lower, Upper: upper}) || step+H >= steps {
 					continue
 				}
-				b := &kept[s][step%(H+1)]
-				b.at = step
-				copy(b.fc, fc)
-				for j := range 2 {
-					copy(b.lo[j], lower[j])
-					copy(b.hi[j], upper[j])
-				}
+				// The feed's future is known: each band is scored as it is
+				// published.
 				var pf, py [H]float64
 				for h := range H {
 					y := f.values[s][step+1+h]
@@ -96,10 +74,10 @@ func TestIntervalCoverageThroughBursts(t *testing.T) {
 					pf[h], py[h] = fc[h], y
 					for j, lv := range levels {
 						n[j]++
-						if y >= b.lo[j][h] && y <= b.hi[j][h] {
+						if y >= lower[j][h] && y <= upper[j][h] {
 							held[j]++
 						}
-						score[j] += winklerScore(b.lo[j][h], b.hi[j][h], y, 1-lv)
+						score[j] += online.IntervalScore(lower[j][h], upper[j][h], y, 1-lv)
 					}
 				}
 				pubFc, pubY = append(pubFc, pf), append(pubY, py)
@@ -124,9 +102,9 @@ func TestIntervalCoverageThroughBursts(t *testing.T) {
 			for h := range H {
 				e := slices.Clone(errs[h])
 				slices.Sort(e)
-				lo, hi := quantileSorted(e, (1-lv)/2), quantileSorted(e, (1+lv)/2)
+				lo, hi := stat.Quantile((1-lv)/2, stat.LinInterp, e, nil), stat.Quantile((1+lv)/2, stat.LinInterp, e, nil)
 				for i := range pubFc {
-					static += winklerScore(pubFc[i][h]+lo, pubFc[i][h]+hi, pubY[i][h], 1-lv)
+					static += online.IntervalScore(pubFc[i][h]+lo, pubFc[i][h]+hi, pubY[i][h], 1-lv)
 				}
 			}
 			rate := held[j] / n[j]
@@ -180,23 +158,3 @@ func burstyFeed(rng *rand.Rand, series, steps int) bursty {
 
 // H2 is room beyond a feed's steps for the last forecast's targets.
 const H2 = 96
-
-func winklerScore(lo, hi, y, alpha float64) float64 {
-	s := hi - lo
-	if y < lo {
-		s += 2 / alpha * (lo - y)
-	} else if y > hi {
-		s += 2 / alpha * (y - hi)
-	}
-	return s
-}
-
-// quantileSorted is the p-quantile of sorted x, interpolated linearly.
-func quantileSorted(x []float64, p float64) float64 {
-	pos := p * float64(len(x)-1)
-	i := int(pos)
-	if i >= len(x)-1 {
-		return x[len(x)-1]
-	}
-	return x[i] + (pos-float64(i))*(x[i+1]-x[i])
-}

@@ -77,7 +77,7 @@ func (iv *intervals) score(s *seriesIntervals, slot, r, h, c int, st int64, f, v
 		}
 		if s.published[slot] {
 			held := v >= lo && v <= hi
-			iv.count(l, held, winkler(lo, hi, v, 1-iv.levels[l])/scale, (hi-lo)/scale)
+			iv.count(l, held, IntervalScore(lo, hi, v, 1-iv.levels[l])/scale, (hi-lo)/scale)
 			iv.correct(l, c, v < lo, v > hi)
 			s.scored[l]++
 			if held {
