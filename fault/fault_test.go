@@ -376,7 +376,10 @@ func splitTop(s string) []string {
 // (online.enabled, online.learner auto) and share the models topic: only
 // the owner of input partition 0 runs rounds; when it promotes a version
 // the other serves that version within seconds (it follows the models
-// topic), and the forecasts of the other's partitions carry it.
+// topic), and the forecasts of the other's partitions carry it. A huge
+// promote_margin without the paired test (a negative promote_z) promotes
+// the first candidate, so that the test is about replicas, not about
+// whether fine-tuning helps noise.
 func TestOneModelAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
@@ -388,6 +391,7 @@ func TestOneModelAcrossReplicas(t *testing.T) {
   batch_size: 8
   min_holdout: 8
   promote_margin: 1000000
+  promote_z: -1
   duty: 1
 `)
 	cfg = strings.Replace(cfg, `topics: {attributions: "", drift: ""}`, `topics: {attributions: "", drift: "", models: models}`, 1)
