@@ -10,17 +10,17 @@ import (
 //	ŷ = Σ_f σ·(α·1[f∈S]·g_f(c_f) + q_f(τ) + b_f(z_f)) + ((1−α)·σ·r(u) + μ)
 //
 // where S is the selected set, g_f frequency f's bias-free head, c_f its
-// coefficients, q_f its clock term (format 4 and later: a frequency of a
-// rhythm, phased by the window's time τ; zero for the others), b_f its band
-// head (format 6: a frequency of a rhythm, linear in z_f, its coefficients
-// of the window less the clock; zero for the others), r the residual MLP
+// coefficients, q_f its clock term (a frequency of a rhythm, phased by the
+// window's time τ; zero for the others), b_f its band head (a frequency of
+// a rhythm, linear in z_f, its coefficients of the window less the clock;
+// zero for the others), r the residual MLP
 // reading u, the window less its rhythms, and μ, σ the window's per-channel
 // mean and standard deviation restored by instance normalisation (μ = 0,
 // σ = 1 without it). The contributions and the residual add up to the
 // forecast exactly, up to floating-point rounding.
 //
-// In a format 4, 5 or 6 model nothing in a frequency's part depends on which other
-// frequencies take part, and nothing else depends on it: the forecast is
+// Nothing in a frequency's part depends on which other frequencies take
+// part, and nothing else depends on it: the forecast is
 // an additive game over the frequencies, so each contribution is that
 // frequency's Shapley value, removing it moves the forecast by exactly its
 // contribution (Workspace.Without), a frequency whose part is zero for
@@ -35,10 +35,8 @@ type Attribution struct {
 	Residual []float64
 	// Level is μ, the per-channel window mean inside Residual.
 	Level []float64
-	// Contributions has one entry per frequency with a part in this
-	// forecast: the selected ones (in format 5 the rhythms' first, by id,
-	// then the others, highest selection score first), then, in format 4,
-	// the unselected frequencies of rhythms (their clock terms), by id.
+	// Contributions has one entry per selected frequency: the rhythms'
+	// first, by id, then the others, highest selection score first.
 	Contributions []Contribution
 	// ResidualShare is the residual's part (Residual − Level) of the total
 	// absolute attribution at the level of cycles (see Contribution.Share).
@@ -53,14 +51,10 @@ type Attribution struct {
 // Contribution is one frequency's part of a forecast.
 type Contribution struct {
 	Frequency
-	// Score is the frequency's selection logit. A format 5 model selects
-	// a rhythm's frequency whatever its score, and one whose rhythms take
-	// all K places scores nothing (0).
+	// Score is the frequency's selection logit. A rhythm's frequency is
+	// selected whatever its score, and a model whose rhythms take all K
+	// places scores nothing (0).
 	Score float64
-	// Selected says the window selected the frequency, so its head adds to
-	// Values; a frequency of a rhythm has a part (its clock term and, in
-	// format 6, its band head) either way.
-	Selected bool
 	// Values is σ·(α·g_f(c_f) + q_f + b_f), Horizon×Channels, in the
 	// forecast's units.
 	Values []float64
@@ -117,7 +111,7 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 	if m.clock.active {
 		qf = ws.qprof[(i*(L+H)+L)*C : (i+1)*(L+H)*C]
 	}
-	if m.hasBand() {
+	if m.hasRhythms() {
 		band = ws.band[i*HC : (i+1)*HC]
 	}
 	// The same expressions as the forward pass, so that with every
@@ -139,11 +133,10 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 		total += math.Abs(r)
 	}
 	resTotal := total
-	add := func(f int, selected bool) *Contribution {
+	add := func(f int) *Contribution {
 		ct := grow1(&dst.Contributions)
 		ct.Frequency = m.frequency(f)
 		ct.Score = ws.score[i*cfg.Frequencies+f]
-		ct.Selected = selected
 		ct.Values = storage(alloc, ct.Values, HC)
 		return ct
 	}
@@ -155,20 +148,13 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 			continue
 		}
 		slot := int(ws.pos[i*K+k])
-		ct := add(f, true)
+		ct := add(f)
 		vals, head := ct.Values[:HC], ws.contrib[slot*HC:(slot+1)*HC]
 		if ws.rhythmTerm(i, f, clk) {
 			ct.Share = scaleAddAbsSum(vals, head, hs, clk, sr)
 		} else {
 			ct.Share = scaleAbsSum(vals, head, hs)
 		}
-	}
-	for _, f := range m.clock.ids {
-		if (ws.without != nil && ws.without[f]) || ws.selected(i, f) || !ws.rhythmTerm(i, f, clk) {
-			continue
-		}
-		ct := add(f, false)
-		ct.Share = scaleAbsSum(ct.Values[:HC], clk, sr)
 	}
 	if ws.partsFromWall(i, dst) {
 		resTotal = 0
@@ -205,22 +191,11 @@ func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []fl
 	return dst
 }
 
-// selected reports whether window i of the last pass selected frequency f.
-func (ws *Workspace) selected(i, f int) bool {
-	K := ws.cfg.slots()
-	for _, s := range ws.sel[i*K : (i+1)*K] {
-		if int(s) == f {
-			return true
-		}
-	}
-	return false
-}
-
 // Without removes the frequencies ids from every following pass with ws:
 // their heads are dropped from the selection (not replaced by the next
 // best) and their clock terms and band heads are zero, so the forecast is
-// the model's forecast without them. For a format 4, 5 or 6 model it differs from the full
-// forecast by exactly the removed frequencies' contributions. Without()
+// the model's forecast without them. It differs from the full forecast by
+// exactly the removed frequencies' contributions. Without()
 // with no ids restores the full model. It allocates only on its first use.
 func (ws *Workspace) Without(ids ...int) {
 	if len(ids) == 0 {
@@ -303,17 +278,11 @@ func (ws *Workspace) addShares(i int, acc, racc []float64) float64 {
 	for j, v := range res {
 		resid += math.Abs((1 - alpha) * v * sd[j%C])
 	}
-	// The parts: the selected heads, then the clock terms of the rhythm
-	// frequencies not selected (k = −1).
+	// The parts: the selected frequencies' (the rhythms' among them).
 	type part struct{ f, k int }
 	each := func(fn func(p part)) {
 		for k := range K {
 			fn(part{int(ws.sel[i*K+k]), k})
-		}
-		for _, f := range m.clock.ids {
-			if !ws.selected(i, f) {
-				fn(part{f, -1})
-			}
 		}
 	}
 	// Two passes over the parts: the total first (a rhythm by its summed
@@ -345,27 +314,18 @@ func (ws *Workspace) addShares(i int, acc, racc []float64) float64 {
 }
 
 // partAdd returns Σ|σ·(α·g_f + q_f + b_f)| of frequency f in window i, with
-// its head the rank-k selection (k < 0: not selected), and adds the part to
-// dst (H·C) unless dst is nil.
+// its head the rank-k selection, and adds the part to dst (H·C) unless dst
+// is nil.
 func (ws *Workspace) partAdd(i, f, k int, alpha float64, dst []float64) float64 {
 	C, K, HC := ws.cfg.Channels, ws.cfg.slots(), ws.cfg.Horizon*ws.cfg.Channels
 	sd := ws.sd[i*C : (i+1)*C]
 	clk := ws.attrClock[:HC]
 	hasClock := ws.rhythmTerm(i, f, clk)
-	if !hasClock && k < 0 {
-		return 0
-	}
-	var head []float64
-	if k >= 0 {
-		slot := int(ws.pos[i*K+k])
-		head = ws.contrib[slot*HC : (slot+1)*HC]
-	}
+	slot := int(ws.pos[i*K+k])
+	head := ws.contrib[slot*HC : (slot+1)*HC]
 	a := 0.0
 	for j := range HC {
-		v := 0.0
-		if head != nil {
-			v = alpha * head[j]
-		}
+		v := alpha * head[j]
 		if hasClock {
 			v += clk[j]
 		}
@@ -461,12 +421,6 @@ func scaleAbsSum(dst, g, s []float64) float64 {
 }
 
 // MaxContributions is the most contributions an Attribution of one model
-// window holds: the selected frequencies and, in a format 4 model that
-// reads the time, the rhythms' frequencies (their clock terms) that were
-// not selected.
-func (m *Model) MaxContributions() int {
-	if m.clock.active && m.cfg.rhythmsCompete {
-		return m.cfg.TopK + len(m.clock.ids)
-	}
-	return m.cfg.slots()
-}
+// window holds: the selected frequencies (every rhythm frequency among
+// them).
+func (m *Model) MaxContributions() int { return m.cfg.slots() }

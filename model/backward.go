@@ -132,8 +132,8 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		gemm.NT(nN, D, S, dz, S, p.ScW1, S, dcoef, D)
 	}
 
-	// Coefficients: one row of d per atom, c = Yh·W̃, where Yh is Y or, in
-	// format 7, Y's rhythm rows and the projections of u for the others.
+	// Coefficients: one row of d per atom, c = Yh·W̃, where Yh is Y or, with
+	// rhythms, Y's rhythm rows and the projections of u for the others.
 	Y, dY := ws.y[:n*M*C1], tr.dY[:n*M*C1]
 	gemm.TN(C1, d, n*M, ws.yh[:n*M*C1], C1, dcoef, d, g.Data[:C1*d], d)
 	free := m.freeReadsLeftover()
@@ -155,7 +155,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 			}
 		}
 	}
-	if scores && !cfg.noEnergyPrior {
+	if scores {
 		energyBackward(ws, n, dscore, dY)
 	}
 
@@ -186,18 +186,15 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 		}
 	}
 
-	switch {
-	case cfg.residualReadsAll:
-	case cfg.residualSelected:
-		m.leftoverBackward(ws, n, dY)
-	case len(ck.ids) > 0:
+	if m.hasRhythms() {
 		m.rhythmLeftoverBackward(ws, n)
 	}
 	if ck.active {
 		m.clockBackward(ws, n)
 	}
 
-	// Y_b = Ψ̄·[x̂_b | 1] (and in format 7 Ψ̄·[u_b | 1]): the basis gradient.
+	// Y_b = Ψ̄·[x̂_b | 1] (and Ψ̄·[u_b | 1] for the frequencies outside the
+	// rhythms): the basis gradient.
 	clear(tr.onesAcc)
 	basisGrad(tr, dY, ws.xn, n, L, C, M)
 	if free {
@@ -339,47 +336,14 @@ func energyBackward(ws *Workspace, n int, dscore, dY []float64) {
 	}
 }
 
-// leftoverBackward adds the gradient that reaches the atoms through the
-// residual MLP's input u = x̂ − Σ_{j selected} ψ̄_j ⊗ Y_j (see leftover),
-// given ∂L/∂(its pre-activation) in ws.tr.drh:
+// rhythmLeftoverBackward adds the gradient that reaches the atoms, the band
+// heads and the clock through the residual MLP's input of a model with
+// rhythms (see rhythmLeftover), given ∂L/∂(its pre-activation) in
+// ws.tr.drh. With G = ∂L/∂u, x̃ = x̂ − q_past (x̂ without a clock) and
+// u = x̃ − Σ_{j of R} ψ̄_j ⊗ Z_j, Z_j = ψ̄_jᵀ·x̃, W_j = ψ̄_jᵀ·G:
 //
-//	G = ∂L/∂u = drh·R₁ᵀ,   ∂L/∂Y_jc −= Σ_t ψ̄_j(t)·G_tc,   ∂L/∂ψ̄_j(t) −= Σ_c G_tc·Y_jc
-//
-// The gradient reaching x̂ is not needed: x̂ is data.
-func (m *Model) leftoverBackward(ws *Workspace, n int, dY []float64) {
-	cfg, tr := m.cfg, ws.tr
-	L, C, K := cfg.Lookback, cfg.Channels, cfg.slots()
-	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
-	G := m.residualInputGrad(ws, n)
-	psibar := m.basis.psibar
-	for b := range n {
-		gb, yb, db := G[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1], dY[b*M*C1:(b+1)*M*C1]
-		for _, f := range ws.sel[b*K : (b+1)*K] {
-			for j := 2 * int(f); j < 2*int(f)+2; j++ {
-				psi, yj, dyj := psibar[j*L:(j+1)*L], yb[j*C1:j*C1+C], db[j*C1:j*C1+C]
-				dpsi := tr.dPsibar[j*L : (j+1)*L]
-				for t, v := range psi {
-					row := gb[t*C : (t+1)*C]
-					acc := 0.0
-					for c, g := range row {
-						dyj[c] -= v * g
-						acc += g * yj[c]
-					}
-					dpsi[t] -= acc
-				}
-			}
-		}
-	}
-}
-
-// rhythmLeftoverBackward adds the gradient that reaches the atoms and the
-// clock through the residual MLP's input of a format 4 model (see
-// rhythmLeftover), given ∂L/∂(its pre-activation) in ws.tr.drh. With
-// G = ∂L/∂u:
-//
-//	clock:    u = x̃ = x̂ − q_past,  ∂L/∂q_past = −G
-//	no clock: u = x̃ − Σ_{j of R} ψ̄_j ⊗ Z_j,  Z_j = ψ̄_jᵀ·x̃,  W_j = ψ̄_jᵀ·G,
-//	          ∂L/∂ψ̄_j(t) −= Σ_c G_tc·Z_jc + x̃_tc·W_jc,  ∂L/∂x̃ = G − Σ_j ψ̄_j ⊗ W_j
+//	∂L/∂ψ̄_j(t) −= Σ_c G_tc·Z_jc + x̃_tc·W_jc,  ∂L/∂x̃ = G − Σ_j ψ̄_j ⊗ W_j,
+//	∂L/∂q_past = −∂L/∂x̃
 //
 // The gradient reaching x̂ itself is not needed: x̂ is data.
 func (m *Model) rhythmLeftoverBackward(ws *Workspace, n int) {
@@ -387,64 +351,48 @@ func (m *Model) rhythmLeftoverBackward(ws *Workspace, n int) {
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
 	LC, M := L*C, len(ck.ids)
 	G := m.residualInputGrad(ws, n)
-	decycle := ck.active && !cfg.noDecycle
-	project := m.projectsRhythms()
+	decycle := ck.active
 	// A is the rhythms' atoms as the forward pass gathered them (2M×L);
 	// W = A·G and ∂L/∂A = −(Z·Gᵀ + W·x̃ᵀ) summed over the windows.
 	A, W, nw, dA := ws.ratoms[:2*M*L], tr.dab[:2*M*C], ws.zneg[:2*M*C], tr.dratoms[:2*M*L]
 	clear(dA)
-	band := m.hasBand()
-	var P, dP, dZ []float64
-	if band {
-		P, dP, dZ = ws.pband[:2*M*H], tr.dpband[:2*M*H], tr.dzband[:2*M*C]
-		clear(dP)
-	}
+	P, dP, dZ := ws.pband[:2*M*H], tr.dpband[:2*M*H], tr.dzband[:2*M*C]
+	clear(dP)
 	for b := range n {
 		gb, xb, zb := G[b*LC:(b+1)*LC], ws.xt[b*LC:(b+1)*LC], ws.zfix[b*2*M*C:(b+1)*2*M*C]
-		dxt := gb
-		if project {
-			clear(W)
-			gemm.NN(2*M, C, L, A, L, gb, C, W, C)
-			if band {
-				// Z also feeds the band heads: ∂L/∂Z = −W + P·∂L/∂ŷₙ, so
-				// W stands for −∂L/∂Z below; ∂L/∂P = Z·∂L/∂ŷₙᵀ.
-				dyb := tr.dyn[b*H*C : (b+1)*H*C]
-				clear(dZ)
-				gemm.NN(2*M, C, H, P, H, dyb, C, dZ, C)
-				for i, v := range dZ {
-					W[i] -= v
-				}
-				gemm.NT(2*M, H, C, zb, C, dyb, C, dP, H)
-			}
-			gemm.NT(2*M, L, C, zb, C, gb, C, dA, L)
-			gemm.NT(2*M, L, C, W, C, xb, C, dA, L)
-			if decycle {
-				dxt = tr.dxt[b*LC : (b+1)*LC]
-				copy(dxt, gb)
-				for i, v := range W {
-					nw[i] = -v
-				}
-				gemm.TN(L, C, 2*M, A, L, nw, C, dxt, C)
-			}
+		clear(W)
+		gemm.NN(2*M, C, L, A, L, gb, C, W, C)
+		// Z also feeds the band heads: ∂L/∂Z = −W + P·∂L/∂ŷₙ, so W stands
+		// for −∂L/∂Z below; ∂L/∂P = Z·∂L/∂ŷₙᵀ.
+		dyb := tr.dyn[b*H*C : (b+1)*H*C]
+		clear(dZ)
+		gemm.NN(2*M, C, H, P, H, dyb, C, dZ, C)
+		for i, v := range dZ {
+			W[i] -= v
 		}
+		gemm.NT(2*M, H, C, zb, C, dyb, C, dP, H)
+		gemm.NT(2*M, L, C, zb, C, gb, C, dA, L)
+		gemm.NT(2*M, L, C, W, C, xb, C, dA, L)
 		if decycle {
+			dxt := tr.dxt[b*LC : (b+1)*LC]
+			copy(dxt, gb)
+			for i, v := range W {
+				nw[i] = -v
+			}
+			gemm.TN(L, C, 2*M, A, L, nw, C, dxt, C)
 			dq := tr.dq[b*(L+H)*C : b*(L+H)*C+LC]
 			for i, v := range dxt {
 				dq[i] = -v
 			}
 		}
 	}
-	if band {
-		for j, id := range ck.ids {
-			gemm.Axpy(1, dP[2*j*H:(2*j+2)*H], tr.grad.Band[2*id*H:(2*id+2)*H])
-		}
+	for j, id := range ck.ids {
+		gemm.Axpy(1, dP[2*j*H:(2*j+2)*H], tr.grad.Band[2*id*H:(2*id+2)*H])
 	}
-	if project {
-		for j, id := range ck.ids {
-			d := tr.dPsibar[2*id*L : (2*id+2)*L]
-			for i, v := range dA[2*j*L : (2*j+2)*L] {
-				d[i] -= v
-			}
+	for j, id := range ck.ids {
+		d := tr.dPsibar[2*id*L : (2*id+2)*L]
+		for i, v := range dA[2*j*L : (2*j+2)*L] {
+			d[i] -= v
 		}
 	}
 }

@@ -28,7 +28,7 @@ var dayOfEight = []model.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17,
 
 // dayOfThree is a daily rhythm of three frequencies at a 10-minute
 // cadence, as Weather's (24h, 12h, 8h): five of the K = 8 places are left to
-// the other frequencies, which (format 7) read the window less the day.
+// the other frequencies, which read the window less the day.
 var dayOfThree = []model.Rhythm{{PeriodSteps: 144, Frequencies: []int{3, 6, 9}, Harmonics: []int{1, 2, 3}}}
 
 // weekAndDay are rhythms of 16 frequencies, the week's ten and the day's

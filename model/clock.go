@@ -9,7 +9,7 @@ import (
 	"github.com/freqlens/freqlens/internal/gemm"
 )
 
-// The clock: how a format 4 model sees where in each rhythm a window ends.
+// The clock: how a model sees where in each rhythm a window ends.
 //
 // A window of L steps cannot tell where in a cycle longer than itself it
 // stands (a 96-hour window and the week), and even for a shorter cycle its
@@ -23,8 +23,8 @@ import (
 //
 // at step s from the window's end (s = 1 … H ahead, s = −(L−1) … 0 in the
 // window), with (a_ic, b_ic) learned per channel (Params.Clock). Its future
-// values are part of frequency i's contribution, whether or not the window
-// selected i; its past values are what the rhythm puts into the window,
+// values are part of frequency i's contribution (every window selects a
+// rhythm's frequencies); its past values are what the rhythm puts into the window,
 // which the residual MLP does not see (see leftover). The term depends on
 // the time only, never on the selection, so every contribution stays an
 // exact additive part and a frequency's removal moves the forecast by
@@ -45,11 +45,11 @@ import (
 // the horizon. It changes only when the rhythms do (setClock), never during
 // a training step, and is read-only otherwise.
 type clock struct {
-	// active says the model reads the time: format 4, at least one rhythm
-	// and a known cadence.
+	// active says the model reads the time: at least one rhythm and a
+	// known cadence.
 	active bool
 	// ids are the M rhythm frequencies, in id order: the fixed set whose
-	// atoms the residual's input leaves out (format 4), and, when active,
+	// atoms the residual's input leaves out, and, when active,
 	// the frequencies with a clock term.
 	ids    []int
 	rhythm []int     // M: index into Meta.Rhythms
@@ -85,12 +85,9 @@ func (m *Model) setClock() {
 		ck.rhythm = append(ck.rhythm, r)
 		ck.freq = append(ck.freq, float64(k)/m.Meta.Rhythms[r].PeriodSteps)
 	}
-	m.cfg.rhythmSlots = 0
-	if !cfg.rhythmsCompete {
-		m.cfg.rhythmSlots = len(ck.ids)
-	}
+	m.cfg.rhythmSlots = len(ck.ids)
 	ck.cadence = int64(m.Meta.Cadence)
-	ck.active = !cfg.noClock && len(ck.ids) > 0 && ck.cadence > 0
+	ck.active = len(ck.ids) > 0 && ck.cadence > 0
 	if m.Meta.TimeZone != "" {
 		// Load and SetTimeZone have checked the name.
 		ck.zone, _ = time.LoadLocation(m.Meta.TimeZone)
@@ -281,13 +278,12 @@ func (m *Model) clockBackward(ws *Workspace, n int) {
 
 // rhythmTerm writes what rhythm frequency id adds for window i of the last
 // pass besides its head, over the horizon, to dst (H × C, normalised
-// units): its clock term and its band head (format 6). It reports whether
-// the frequency has either.
+// units): its clock term and its band head. It reports whether the
+// frequency belongs to a rhythm (only those have either).
 func (ws *Workspace) rhythmTerm(i, id int, dst []float64) bool {
 	m := ws.m
 	ck := m.clock
-	band := m.hasBand()
-	if ck.member[id] < 0 || !ck.active && !band {
+	if ck.member[id] < 0 {
 		return false
 	}
 	L, H, C := m.cfg.Lookback, m.cfg.Horizon, m.cfg.Channels
@@ -305,14 +301,12 @@ func (ws *Workspace) rhythmTerm(i, id int, dst []float64) bool {
 	} else {
 		clear(dst[:H*C])
 	}
-	if band {
-		z := ws.zfix[i*2*M*C : (i+1)*2*M*C]
-		zc, zs := z[2*j*C:(2*j+1)*C], z[(2*j+1)*C:(2*j+2)*C]
-		pc, ps := m.params.Band[2*id*H:(2*id+1)*H], m.params.Band[(2*id+1)*H:(2*id+2)*H]
-		for h := range H {
-			for c := range C {
-				dst[h*C+c] += pc[h]*zc[c] + ps[h]*zs[c]
-			}
+	z := ws.zfix[i*2*M*C : (i+1)*2*M*C]
+	zc, zs := z[2*j*C:(2*j+1)*C], z[(2*j+1)*C:(2*j+2)*C]
+	pc, ps := m.params.Band[2*id*H:(2*id+1)*H], m.params.Band[(2*id+1)*H:(2*id+2)*H]
+	for h := range H {
+		for c := range C {
+			dst[h*C+c] += pc[h]*zc[c] + ps[h]*zs[c]
 		}
 	}
 	return true

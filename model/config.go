@@ -52,7 +52,7 @@ type Config struct {
 	// Default: 32
 	Frequencies int
 	// TopK is K, how many frequencies each window selects. In a model with
-	// rhythms (format 5) the rhythms' frequencies take the first places in
+	// rhythms the rhythms' frequencies take the first places in
 	// every window, since the clock says where in each rhythm a window
 	// stands and so a rhythm is present in all of them, and the other
 	// frequencies compete for the K − |rhythms| places left (none when the
@@ -82,65 +82,14 @@ type Config struct {
 	// Default: NormInstance
 	Norm Norm
 
-	// noEnergyPrior and residualReadsAll select the maths of model file
-	// format 2, which older files load with (both set): the selection
-	// score is the learned scorer alone, and the residual MLP reads the
-	// whole window. New models leave both false: the score adds the log of
-	// each frequency's share of the window's energy (windowEnergy), and the
-	// residual reads what the rhythms' frequencies leave (leftover). Tests
-	// set one at a time to measure what each part buys.
-	noEnergyPrior, residualReadsAll bool
-	// residualSelected and noClock select the maths of format 3 (both
-	// set): the residual MLP reads what the *selected* frequencies leave of
-	// the window, so removing a frequency from the selection changes the
-	// residual's input, and no frequency reads the time. Format 4 leaves
-	// both false: the residual reads the window less the rhythms' part of
-	// it (a fixed set, so attributions are faithful to removal) and every
-	// rhythm frequency adds a term phased by the window's timestamp.
-	residualSelected, noClock bool
-	// residualMixesChannels selects the residual MLP of format 3 and
-	// older: one MLP over the flattened window of all channels, L·C → H·C.
-	// Format 4 shares one MLP, L → H, between the channels of a window
-	// (channel-independent, with a per-channel output bias).
-	residualMixesChannels bool
-	// noDecycle and residualSeesRhythms are a test's ablations of what the
-	// residual MLP of a model that reads the time sees: with noDecycle the
-	// window less its projection on the rhythms' atoms but with the
-	// clock's terms in it; with residualSeesRhythms the window less the
-	// clock's terms only, so the residual sees how this window's rhythms
-	// differ from their usual shape (more accurate on ETTh1, but the
-	// residual then carries cycles: see BenchmarkAblation and docs/benchmarks.md).
-	noDecycle, residualSeesRhythms bool
-	// noBand selects the maths of format 5 and older: the rhythms'
-	// frequencies have no band heads. In format 6 each has one: its two
-	// coefficients of the window less the clock, channel by channel, map
-	// linearly to the H steps ahead through a 2×H matrix shared by the
-	// channels (Params.Band), a part of that frequency's contribution.
-	noBand bool
-	// freeSeesWindow selects the maths of format 6 and older: every
-	// frequency's coefficients (its head's input and its selection score)
-	// are those of the whole window. In format 7 a frequency outside the
-	// rhythms reads what the residual MLP reads, the window less its
-	// rhythms, so it cannot carry a cycle's shape under its own period (in
-	// format 6, on a pure 24h sine a 39h line's head maps the sine's leakage
-	// into it to a 24h wave and takes 20% of the attribution). The rhythms'
-	// frequencies read the whole window in every format. The selection's
-	// energy prior stays the whole window's.
-	freeSeesWindow bool
-	// rhythmsCompete selects the maths of format 4 and older: the rhythms'
-	// frequencies compete with the others for the K places of the
-	// selection, so a window whose day is weak in its energy drops some of
-	// the day's harmonics and their head terms with them. Format 5 selects
-	// every rhythm frequency in every window first.
-	rhythmsCompete bool
 	// rhythmSlots is derived, not chosen: how many rhythm frequencies each
-	// window selects first (format 5; 0 with rhythmsCompete or without
-	// rhythms). The model sets it from its rhythms (setClock).
+	// window selects first (0 without rhythms). The model sets it from its
+	// rhythms (setClock).
 	rhythmSlots int
 }
 
 // sameShapes reports whether a and b differ at most in what a model derives
-// from its rhythms (rhythmSlots): the same shapes and the same maths.
+// from its rhythms (rhythmSlots).
 func (a Config) sameShapes(b Config) bool {
 	a.rhythmSlots, b.rhythmSlots = 0, 0
 	return a == b
@@ -154,8 +103,8 @@ func (cfg Config) slots() int {
 }
 
 // competes reports whether frequencies compete for a place in each
-// window's selection: false for a format 5 model whose rhythms take all K
-// places, which then needs no scores, no softmax and no sparsity term.
+// window's selection: false for a model whose rhythms take all K places,
+// which then needs no scores, no softmax and no sparsity term.
 func (cfg Config) competes() bool {
 	return cfg.TopK > cfg.rhythmSlots
 }
@@ -246,14 +195,10 @@ func (cfg Config) validate() error {
 	return nil
 }
 
-// residualShape returns the shape of the residual MLP's products: rows
-// per window, input and output width. A format 4 model runs one MLP row per
-// window and channel (L → H, weights shared between channels); older
-// formats one row per window over all channels (L·C → H·C).
+// residualShape returns the shape of the residual MLP's products: rows per
+// window (one per channel: the MLP, L → H, is shared between the channels
+// of a window, with a per-channel output bias), input and output width.
 func (cfg Config) residualShape() (perWindow, in, out int) {
-	if cfg.residualMixesChannels {
-		return 1, cfg.Lookback * cfg.Channels, cfg.Horizon * cfg.Channels
-	}
 	return cfg.Channels, cfg.Lookback, cfg.Horizon
 }
 
@@ -274,11 +219,9 @@ func (m *Model) Config() Config {
 }
 
 // SelectedPerWindow is how many frequencies each window selects: K, or, in
-// a model of format 5 or later whose rhythms have more than K frequencies,
-// all of theirs.
+// a model whose rhythms have more than K frequencies, all of theirs.
 func (m *Model) SelectedPerWindow() int { return m.cfg.slots() }
 
-// SelectsRhythms reports whether every window selects all of the rhythms'
-// frequencies (a format 5 model with rhythms); in a format 4 model they
-// compete with the others.
+// SelectsRhythms reports whether the model has rhythms, whose frequencies
+// every window selects first.
 func (m *Model) SelectsRhythms() bool { return m.cfg.rhythmSlots > 0 }

@@ -196,7 +196,8 @@ func pct(v []float64) []float64 {
 // BenchmarkDiscovery trains default models on many random cycle sets (the
 // property test's generator, 4 series, 30 epochs) and reports the worst
 // period error, the mean and worst residual share and the mean test MSE,
-// for the defaults and for each step of discovery taken away in turn:
+// for the defaults and for each step of training's discovery taken away in
+// turn:
 //
 //	go test -run '^$' -bench Discovery -benchtime 1x ./model/
 func BenchmarkDiscovery(b *testing.B) {
@@ -205,14 +206,8 @@ func BenchmarkDiscovery(b *testing.B) {
 		{name: "defaults"},
 		{name: "grid start (no spectral placement)", train: func(tc *TrainConfig) { tc.FrequencyInit = InitGrid }},
 		{name: "placed θ trained at 5x", train: func(tc *TrainConfig) { tc.TrainPlacedFrequencies = true }},
-		{name: "residual reads the whole window", model: func(c *Config) { c.residualReadsAll = true }},
-		{name: "no energy term in the selection", model: func(c *Config) { c.noEnergyPrior = true }},
 		{name: "scorer trained throughout", train: func(tc *TrainConfig) { tc.TrainScorerThroughout = true }},
 		{name: "no residual warm-up", train: func(tc *TrainConfig) { tc.ResidualWarmup = -1 }},
-		{name: "format 2 maths, grid start (the previous model)", model: func(c *Config) { c.residualReadsAll, c.noEnergyPrior = true, true },
-			train: func(tc *TrainConfig) {
-				tc.FrequencyInit, tc.TrainScorerThroughout, tc.ResidualWarmup = InitGrid, true, -1
-			}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			for range b.N {

@@ -19,15 +19,15 @@
 //	f_i   = fmin + (fmax − fmin)·σ(θ_i)          N learnable frequencies, fmin = 1/(10L), fmax = ½
 //	a_i   = 2π f_i (t − (L−1)) + φ_i             phase, anchored at the newest step
 //	ψ̄_i   = cos a_i / ‖·‖,  ψ̃_i = sin a_i / ‖·‖   unit-length quadrature pair over t = 0 … L−1
-//	c_i   = [Σ_t ψ̄_i(t)·h_t | Σ_t ψ̃_i(t)·h_t]    coefficients, N × 2d; for i ∉ R (format 7) h_t reads u_t, below, not x̂_t
+//	c_i   = [Σ_t ψ̄_i(t)·h_t | Σ_t ψ̃_i(t)·h_t]    coefficients, N × 2d; for i ∉ R h_t reads u_t, below, not x̂_t
 //	e_i   = Σ_c (ψ̄_iᵀ(x̂_c − m_c))² / Σ (x̂ − m)²  frequency i's share of the window's energy (both atoms)
 //	s_i   = GELU(c_i·V₁ + v₁)·v₂ + β_i + log(e_i + 0.01)   selection score
-//	S     = R ∪ top-(K−|R|) of s over i ∉ R      R: the rhythms' frequencies (format 5); Gumbel noise on s in training
+//	S     = R ∪ top-(K−|R|) of s over i ∉ R      R: the rhythms' frequencies; Gumbel noise on s in training
 //	g_f   = ReLU(c_f·A_f)·B_f                    one bias-free head per frequency, 2d → H·C
 //	q_f   = a_f·cos(2πk_f ρ_r(τ+s)) + b_f·sin(…)   clock term of a rhythm's frequency (harmonic k_f of rhythm r), s = −(L−1) … H
 //	x̃     = x̂ − Σ_f q_f(past)                     the window less what the clock says its rhythms put there
 //	z_f,c = [ψ̄_fᵀ x̃_c | ψ̃_fᵀ x̃_c]              f ∈ R: its two coefficients of the window less the clock, per channel
-//	b_f,c = P_f·z_f,c                            band head of a rhythm frequency (format 6): 2 → H, shared by the channels
+//	b_f,c = P_f·z_f,c                            band head of a rhythm frequency: 2 → H, shared by the channels
 //	u     = x̃ − Σ_{f∈R} Σ_{j∈f} ψ̄_j ψ̄_jᵀ x̃        … and less its projection on the rhythms' atoms (R: a fixed set)
 //	r_c   = GELU(u_c·R₁ + r₁)·R₂ + r₂,c          residual MLP, one per channel with shared weights, L → H
 //	ŷ     = σ·(α·Σ_{f∈S} g_f + Σ_{f∈R} (q_f(future) + b_f) + (1−α)·r) + μ     α = σ(w)
@@ -43,7 +43,7 @@
 // instance normalisation each term is centred on its mean over the window.
 //
 // A frequency outside the rhythms reads u, what the rhythms leave of the
-// window (format 7; in format 6 and older, the whole window x̂): its head
+// window, not the whole window x̂: its head
 // cannot map the leakage of a cycle into its coefficients to that cycle's
 // continuation, so what the rhythms explain is theirs (on a pure cycle and
 // noise the other frequencies keep 1% of the attribution, against 19–23%
@@ -60,10 +60,7 @@
 // a frequency (Workspace.Without) moves the forecast by exactly its part
 // (Faithfulness), a frequency that adds nothing gets nothing (Null), and
 // twin frequencies get the same (Symmetry). A rhythm's part is the sum of
-// its frequencies'. Model files of format 3 and older keep their maths,
-// whose residual reads what the selected frequencies leave: their parts are
-// complete, null and symmetric, but removing a frequency puts its band back
-// into the residual's input, so they are not faithful to removal.
+// its frequencies'.
 //
 // # Where it differs from the public reference code
 //
@@ -114,53 +111,50 @@
 //     residual MLP has learned to carry them, and the two feed each other.
 //  8. The residual MLP does not see the rhythms (u above), so it cannot
 //     continue a cycle the frequencies carry: it models the rest, and the
-//     attribution names the cycles. In format 3 it reads what the *selected*
-//     frequencies leave, which makes the residual answer for a frequency
-//     removed from the selection; format 4 leaves out the rhythms, a fixed
-//     set, and their clock terms.
+//     attribution names the cycles. It leaves out the rhythms, a fixed set,
+//     and their clock terms, not what the selection leaves: a residual that
+//     read what the *selected* frequencies leave would answer for a
+//     frequency removed from the selection, and the parts would not be
+//     faithful to removal.
 //  9. The residual MLP stays at its (near zero) start for the first
 //     TrainConfig.ResidualWarmup epochs (5), while the heads learn the
 //     cycles.
 //
-// Steps 10 and 11 are format 4's: rhythms and their clock (above), and a
-// residual MLP shared by the channels (one per channel, L → H, with a
-// per-channel output bias), regularised like the channel-independent
-// linear models that do well on these benchmarks.
+// Steps 10 to 13 are the rhythms':
 //
-// Step 13 is format 6's: every rhythm frequency also has a band head, a
-// linear map (2 × H, shared by the channels) from its two coefficients of
-// the window less the clock to the steps ahead. Step 8 keeps the
-// residual MLP from seeing the rhythms' band, which keeps the cycles'
-// parts with the cycles but costs accuracy: how this window's day departs
-// from the clock's usual day is a strong predictor of the next day, and
-// the heads g_f read the band only through the channel-mixing projection
-// W and a ReLU layer. The band head reads that departure channel by
-// channel, as a channel-independent linear model would, and it is exact:
-// a linear function of the frequency's own coefficients, so the part it
-// adds is that frequency's. Validation prefers it on every seed tried
-// (ETTh1 three seeds, test MSE 0.3776 → 0.3767; ETTm1 seed 42, 0.3258 →
-// 0.3198; docs/benchmarks.md).
+//  10. Rhythms and their clock (above).
+//  11. A residual MLP shared by the channels (one per channel, L → H, with
+//     a per-channel output bias), regularised like the channel-independent
+//     linear models that do well on these benchmarks.
+//  12. Every window selects all of the rhythms' frequencies first, and the
+//     others compete for the places of the K left (none when the rhythms
+//     hold K frequencies or more). The clock says where in each rhythm a
+//     window stands, so a rhythm is present in every window; were its
+//     frequencies to compete for the K places, a window whose energy puts
+//     the day's third harmonic ninth would lose that harmonic's head term
+//     while its clock term stays. With R outside the softmax a rhythm
+//     frequency has no straight-through gate (it is always in), and the
+//     scorer learns to choose among the others (or is not evaluated, when
+//     the rhythms take every place). On ETTh1 (H=96, three seeds) this
+//     selection has a 1.7% lower mean test MSE than competing rhythms and
+//     gives the day 87% of the attribution against 78%.
+//  13. Every rhythm frequency also has a band head, a linear map (2 × H,
+//     shared by the channels) from its two coefficients of the window less
+//     the clock to the steps ahead. Step 8 keeps the residual MLP from
+//     seeing the rhythms' band, which keeps the cycles' parts with the
+//     cycles but costs accuracy: how this window's day departs from the
+//     clock's usual day is a strong predictor of the next day, and the
+//     heads g_f read the band only through the channel-mixing projection W
+//     and a ReLU layer. The band head reads that departure channel by
+//     channel, as a channel-independent linear model would, and it is
+//     exact: a linear function of the frequency's own coefficients, so the
+//     part it adds is that frequency's. Validation prefers it on every seed
+//     tried (ETTh1 three seeds, test MSE 0.3776 → 0.3767; ETTm1 seed 42,
+//     0.3258 → 0.3198).
 //
-// Step 12 is format 5's: every window selects all of the rhythms'
-// frequencies first, and the others compete for the places of the K left
-// (none when the rhythms hold K frequencies or more). The clock
-// says where in each rhythm a window stands, so a rhythm is present in
-// every window; in format 4 its frequencies compete for the K places, and
-// a window whose energy puts the day's third harmonic ninth loses that
-// harmonic's head term while its clock term stays. With R outside the
-// softmax a rhythm frequency has no straight-through gate (it is always
-// in), and the scorer learns to choose among the others (or is not
-// evaluated, when the rhythms take every place). On ETTh1 (H=96, three
-// seeds) format 5's selection has a 1.7% lower mean test MSE than format
-// 4's and gives the day 87% of the attribution against 78%
-// (docs/benchmarks.md).
-//
-// Format 2, 3, 4 and 5 files load with the maths they were trained with,
-// so they forecast exactly as trained (format 2: no energy term, a
-// residual MLP that reads the whole window; format 3: the residual reads
-// what the selected frequencies leave; both one residual MLP over all
-// channels, no clock; format 4: the rhythms' frequencies compete for the K
-// places; format 5: no band heads).
+// docs/benchmarks.md has the measurements. The model file (file.go) holds
+// this maths, format 7; files of older formats, whose models compute
+// differently, are refused with the command that retrains them.
 //
 // # Training
 //

@@ -255,7 +255,7 @@ func (e *Explainer) oneWindow(i int, dst *Explanation, alloc func(n int) []float
 	for k := range a.Contributions {
 		ct := &a.Contributions[k]
 		dc := grow1(&dst.Contributions)
-		dc.Frequency, dc.Score, dc.Selected, dc.Share = ct.Frequency, ct.Score, ct.Selected, ct.Share
+		dc.Frequency, dc.Score, dc.Share = ct.Frequency, ct.Score, ct.Share
 		dc.Values, ct.Values = ct.Values, giveBack(dc.Values)
 	}
 	e.toInputUnits(dst)
@@ -310,7 +310,6 @@ func (e *Explainer) gatherWindows(i, k int, dst *Explanation, alloc func(n int) 
 				clear(e.addContribution(dst, alloc, &ct).Values)
 			}
 			dc := &dst.Contributions[idx]
-			dc.Selected = dc.Selected || ct.Selected // by any channel's window
 			for h := range H {
 				dc.Values[h*C+w] = ct.Values[h]
 			}
@@ -359,7 +358,7 @@ func (e *Explainer) setShares(dst *Explanation) {
 // its values from storage(alloc, …) (their contents any), and returns it.
 func (e *Explainer) addContribution(dst *Explanation, alloc func(n int) []float64, ct *Contribution) *Contribution {
 	dc := grow1(&dst.Contributions)
-	dc.Frequency, dc.Score, dc.Selected = ct.Frequency, ct.Score, ct.Selected
+	dc.Frequency, dc.Score = ct.Frequency, ct.Score
 	dc.Values = storage(alloc, dc.Values, len(dst.Forecast))
 	return dc
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -24,38 +23,14 @@ import (
 // one) opens it. FreqLens keeps its shapes, provenance and a checksum of the
 // tensor bytes in the header's "__metadata__" map of strings.
 
-// FormatVersion is the model file version this build writes. It reads
-// every version up to it:
-//
-//   - 1: one cosine atom per frequency, phase anchored at the window's first
-//     step; scorer.w1 is [d, S] and heads.w1 [N, d, E].
-//   - 2: a cosine and a sine atom per frequency, phase anchored at the
-//     window's last step; scorer.w1 is [2d, S] and heads.w1 [N, 2d, E].
-//   - 3: the tensors of version 2; the selection score adds the log of
-//     each frequency's share of the window's energy, and the residual MLP
-//     reads what the selected frequencies leave of the window.
-//   - 4: rhythms (metadata "rhythms") and the clock: a tensor clock.weight
-//     [N, 2, C] of terms phased by each window's time for the rhythms'
-//     frequencies; the residual MLP reads the window less its rhythms (a
-//     fixed set, not the selection), so attributions are faithful to
-//     removal.
-//   - 5: the tensors and metadata of version 4; every window selects all
-//     of the rhythms' frequencies and K of the others (in version 4 the
-//     rhythms' frequencies compete with the others for the K places).
-//   - 6: the tensors and metadata of version 5 and band.weight [N, 2, H]:
-//     each rhythm frequency's band head, a linear map from its two
-//     coefficients of the window less the clock to the H steps ahead.
-//   - 7: the tensors and metadata of version 6; the frequencies outside the
-//     rhythms read the window less its rhythms (the residual MLP's input)
-//     instead of the whole window, so their parts are what the rhythms do
-//     not explain.
-//
-// A version 1 model loads as the version 2 model that gives the same
-// forecasts: its cosine atoms are version 1's atoms (φ moved to version
-// 2's anchor, the window's last step), and the weights that read the sine
-// atoms are zero, for training to grow. A version 2, 3, 4, 5 or 6 model
-// keeps its maths (and is saved in its version), so it forecasts exactly
-// as trained; models trained by this build are version 7.
+// FormatVersion is the model file version this build writes and reads. A
+// version 7 file holds the tensors of Params (clock.weight and band.weight
+// included) and the rhythms in its metadata. Files of versions 1 to 6,
+// written by earlier builds, hold models that compute differently (the
+// frequencies outside the rhythms read the whole window, the rhythms
+// compete for the selection, there are no band heads or no clock, ...):
+// none converts exactly into a version 7 model, so Decode refuses them with
+// the command that retrains the model. docs/model.md lists the versions.
 const FormatVersion = 7
 
 const (
@@ -93,9 +68,6 @@ func (m *Model) Save(path string) error {
 
 // WriteTo writes m to w in the safetensors format.
 func (m *Model) WriteTo(w io.Writer) (int64, error) {
-	if m.cfg.formatVersion() == 0 {
-		return 0, errors.New("model: a mixture of format 2 and 3 maths (a test's ablation) has no file format")
-	}
 	data := make([]byte, 8*len(m.params.Data))
 	for i, v := range m.params.Data {
 		binary.LittleEndian.PutUint64(data[8*i:], math.Float64bits(v))
@@ -149,7 +121,7 @@ func (m *Model) metadata(weightsSHA string) (map[string]string, error) {
 	}
 	md := map[string]string{
 		"format":          formatName,
-		"format_version":  strconv.Itoa(c.formatVersion()),
+		"format_version":  strconv.Itoa(FormatVersion),
 		"lookback":        strconv.Itoa(c.Lookback),
 		"horizon":         strconv.Itoa(c.Horizon),
 		"channels":        strconv.Itoa(c.Channels),
@@ -280,15 +252,13 @@ func Decode(b []byte) (*Model, error) {
 		return nil, fmt.Errorf("corrupted header: format_version %d", ver)
 	}
 
+	if ver < FormatVersion {
+		return nil, olderFormat(ver, md)
+	}
 	cfg, meta, err := parseMetadata(md)
 	if err != nil {
 		return nil, err
 	}
-	cfg.noEnergyPrior, cfg.residualReadsAll = ver <= 2, ver <= 2
-	cfg.residualSelected, cfg.noClock, cfg.residualMixesChannels = ver == 3, ver <= 3, ver <= 3
-	cfg.rhythmsCompete = ver <= 4
-	cfg.noBand = ver <= 5
-	cfg.freeSeesWindow = ver <= 6
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("incompatible model: %w", err)
 	}
@@ -320,7 +290,7 @@ func Decode(b []byte) (*Model, error) {
 		if th.DType != "F64" {
 			return nil, fmt.Errorf("incompatible model: tensor %q has dtype %s; FreqLens stores F64", t.name, th.DType)
 		}
-		shape := fileShape(t, cfg, ver)
+		shape := t.shape
 		if !slices.Equal(th.Shape, shape) {
 			return nil, fmt.Errorf("incompatible model: tensor %q has shape %v, the metadata implies %v", t.name, th.Shape, shape)
 		}
@@ -333,14 +303,8 @@ func Decode(b []byte) (*Model, error) {
 			return nil, fmt.Errorf("corrupted header: tensor %q has byte range [%d, %d), want %d bytes", t.name, lo, hi, n)
 		}
 		vals := *t.view(m.params)
-		if numel(shape) != len(vals) {
-			vals = make([]float64, numel(shape))
-		}
 		for i := range vals {
 			vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[lo+int64(8*i):]))
-		}
-		if dst := *t.view(m.params); len(vals) != len(dst) {
-			widenWithZeros(dst, vals, cfg.Hidden*shape[len(shape)-1])
 		}
 		covered += n
 	}
@@ -360,75 +324,26 @@ func Decode(b []byte) (*Model, error) {
 			}
 		}
 	}
-	if ver == 1 {
-		reanchorV1(m.params, cfg)
-	}
 	m.refresh()
 	m.setClock()
 	return m, nil
 }
 
-// formatVersion is the file format that holds a model of cfg: 2 for one
-// loaded from a version 1 or 2 file, which keeps that maths, FormatVersion
-// for a model of the current maths, and 0 for a test's mixture, which no
-// format holds.
-func (cfg Config) formatVersion() int {
-	old := cfg.freeSeesWindow // every format before 7
-	switch {
-	case cfg.noDecycle || cfg.residualSeesRhythms:
-	case old && cfg.noEnergyPrior && cfg.residualReadsAll && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete && cfg.noBand:
-		return 2
-	case old && !cfg.noEnergyPrior && !cfg.residualReadsAll && cfg.residualSelected && cfg.noClock && cfg.residualMixesChannels && cfg.rhythmsCompete && cfg.noBand:
-		return 3
-	case !cfg.noEnergyPrior && !cfg.residualReadsAll && !cfg.residualSelected && !cfg.noClock && !cfg.residualMixesChannels:
-		switch {
-		case old && cfg.rhythmsCompete && cfg.noBand:
-			return 4
-		case cfg.rhythmsCompete:
-		case old && cfg.noBand:
-			return 5
-		case cfg.noBand:
-		case old:
-			return 6
-		default:
-			return FormatVersion
+// olderFormat is the error for a model file of format version ver, older
+// than this build's: one line that names the command retraining the model
+// from its metadata md (its data's name, horizon, lookback and mode).
+func olderFormat(ver int, md map[string]string) error {
+	data := md["data_name"]
+	if data == "" {
+		data = "DATA"
+	}
+	cmd := "freqlens train --data " + data
+	for _, f := range []struct{ flag, key string }{{"horizon", "horizon"}, {"lookback", "lookback"}, {"mode", "mode"}} {
+		if v := md[f.key]; v != "" {
+			cmd += " --" + f.flag + " " + v
 		}
 	}
-	return 0
-}
-
-// fileShape is the shape tensor t has in a file of format version ver.
-func fileShape(t tensor, cfg Config, ver int) []int {
-	if ver == 1 {
-		switch t.name {
-		case "scorer.w1":
-			return []int{cfg.Hidden, cfg.ScorerHidden}
-		case "heads.w1":
-			return []int{cfg.Frequencies, cfg.Hidden, cfg.HeadHidden}
-		}
-	}
-	return t.shape
-}
-
-// widenWithZeros copies a version 1 weight that reads a frequency's d
-// cosine coefficients into dst, which also reads its d sine coefficients:
-// each block of block numbers in src (d rows) becomes the first half of a
-// block of 2·block in dst, whose second half (the sine rows) is zero.
-func widenWithZeros(dst, src []float64, block int) {
-	clear(dst)
-	for b := 0; b*block < len(src); b++ {
-		copy(dst[2*b*block:], src[b*block:(b+1)*block])
-	}
-}
-
-// reanchorV1 moves version 1 phases, anchored at the window's first step,
-// to the last step: cos(2πf·t + φ) = cos(2πf·(t−(L−1)) + φ + 2πf·(L−1)).
-func reanchorV1(p *Params, cfg Config) {
-	fmin, fmax := freqBounds(cfg.Lookback)
-	for i, th := range p.Theta {
-		f := fmin + (fmax-fmin)*sigmoid(th)
-		p.Phi[i] = math.Remainder(p.Phi[i]+2*math.Pi*f*float64(cfg.Lookback-1), 2*math.Pi)
-	}
+	return fmt.Errorf("model file format version %d was written by an older freqlens whose model computes differently; this build serves format %d only: retrain the model with %s --out MODEL", ver, FormatVersion, cmd)
 }
 
 // parseMetadata rebuilds the Config and Meta recorded by metadata.

@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,19 +126,7 @@ func TestDecodeRejectsBadFiles(t *testing.T) {
 	hlen := int(binary.LittleEndian.Uint64(good[:8]))
 
 	rewrite := func(edit func(md map[string]string, hdr map[string]json.RawMessage)) []byte {
-		var hdr map[string]json.RawMessage
-		if err := json.Unmarshal(good[8:8+hlen], &hdr); err != nil {
-			t.Fatal(err)
-		}
-		var md map[string]string
-		json.Unmarshal(hdr["__metadata__"], &md)
-		edit(md, hdr)
-		mj, _ := json.Marshal(md)
-		hdr["__metadata__"] = mj
-		hj, _ := json.Marshal(hdr)
-		out := binary.LittleEndian.AppendUint64(nil, uint64(len(hj)))
-		out = append(out, hj...)
-		return append(out, good[8+hlen:]...)
+		return rewriteHeader(t, good, edit)
 	}
 	flip := func(i int) []byte {
 		b := bytes.Clone(good)
@@ -220,161 +208,50 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// TestDecodeUpgradesVersion1: a version 1 file (one cosine atom per
-// frequency, phase anchored at the window's first step) loads as a model
-// whose cosine atoms are the old atoms and whose sine weights are zero, so
-// it forecasts exactly as it did.
-func TestDecodeUpgradesVersion1(t *testing.T) {
-	cfg := smallConfigs[len(smallConfigs)-1].cfg // the version 2 maths, which version 1 loads as
-	m := randomModel(t, cfg, 21)
-	c := m.cfg
-	d, N, S, E, L := c.Hidden, c.Frequencies, c.ScorerHidden, c.HeadHidden, c.Lookback
-	rng := rand.New(rand.NewPCG(3, 4))
-	v1 := map[string][]float64{}
-	var names []string
-	shapes := map[string][]int{}
-	for _, tn := range tensors(c) {
-		vals := slices.Clone(*tn.view(m.params))
-		shape := tn.shape
-		switch tn.name {
-		case "scorer.w1":
-			shape = []int{d, S}
-		case "heads.w1":
-			shape = []int{N, d, E}
-		case "freq.phi":
-			for i := range vals {
-				vals[i] = 6 * rng.Float64()
+// TestOlderFormatsAreRefused: a file of format version 1 to 6 holds a model
+// that computes differently from this build's; it is refused with one line
+// that names the command retraining it from the file's own metadata.
+func TestOlderFormatsAreRefused(t *testing.T) {
+	m := smallModel(t, 0, 31)
+	m.Meta.DataName = "traffic.csv"
+	for ver := 1; ver < FormatVersion; ver++ {
+		t.Run(fmt.Sprintf("version %d", ver), func(t *testing.T) {
+			file := rewriteHeader(t, encoded(t, m), func(md map[string]string, _ map[string]json.RawMessage) {
+				md["format_version"] = strconv.Itoa(ver)
+			})
+			_, err := Decode(file)
+			if err == nil {
+				t.Fatalf("a version %d file loaded", ver)
 			}
-		}
-		if n := numel(shape); n != len(vals) {
-			vals = make([]float64, n)
-			for i := range vals {
-				vals[i] = rng.NormFloat64()
-			}
-		}
-		names = append(names, tn.name)
-		v1[tn.name], shapes[tn.name] = vals, shape
-	}
-	md, err := m.metadata("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	md["format_version"] = "1"
-	got, err := Decode(safetensorsFile(t, md, names, shapes, v1))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	fmin, fmax := freqBounds(L)
-	for i := range N {
-		f := fmin + (fmax-fmin)*sigmoid(v1["freq.theta"][i])
-		old := make([]float64, L)
-		nrm := 0.0
-		for tt := range L {
-			old[tt] = math.Cos(2*math.Pi*f*float64(tt) + v1["freq.phi"][i])
-			nrm += old[tt] * old[tt]
-		}
-		for tt := range L {
-			want := old[tt] / (math.Sqrt(nrm) + basisEps)
-			if g := got.basis.psibar[2*i*L+tt]; math.Abs(g-want) > 1e-9 {
-				t.Fatalf("frequency %d step %d: cosine atom %v, the version 1 atom is %v", i, tt, g, want)
-			}
-		}
-	}
-	for _, w := range []struct {
-		name       string
-		got, old   []float64
-		block, all int
-	}{
-		{"scorer.w1", got.params.ScW1, v1["scorer.w1"], d * S, d * S},
-		{"heads.w1", got.params.HeadW1, v1["heads.w1"], d * E, N * d * E},
-	} {
-		for b := 0; b*w.block < w.all; b++ {
-			cos, sin := w.got[2*b*w.block:(2*b+1)*w.block], w.got[(2*b+1)*w.block:(2*b+2)*w.block]
-			if !slices.Equal(cos, w.old[b*w.block:(b+1)*w.block]) {
-				t.Errorf("%s block %d: the cosine rows are not the version 1 weights", w.name, b)
-			}
-			if slices.ContainsFunc(sin, func(v float64) bool { return v != 0 }) {
-				t.Errorf("%s block %d: the sine rows are not zero", w.name, b)
-			}
-		}
-	}
-}
-
-// TestOlderFormatsKeepTheirMaths: a version 2 or 3 file loads as a model
-// with that version's maths (version 2: no energy term in the selection, a
-// residual MLP that reads the whole window; version 3: the residual reads
-// what the selected frequencies leave; both without rhythms' clock and with
-// one residual MLP over all channels), forecasts exactly as the plain
-// reference of that maths does, and is saved in its version again.
-func TestOlderFormatsKeepTheirMaths(t *testing.T) {
-	for i, sc := range smallConfigs {
-		ver := sc.cfg.formatVersion()
-		if ver == FormatVersion || ver == 0 {
-			continue
-		}
-		t.Run(sc.name, func(t *testing.T) {
-			m := smallModel(t, i, 31)
-			file := encoded(t, m)
-			if !bytes.Contains(file, []byte(fmt.Sprintf(`"format_version":"%d"`, ver))) {
-				t.Fatalf("a version %d model was not written as version %d", ver, ver)
-			}
-			old, err := Decode(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if old.cfg != m.cfg {
-				t.Fatalf("a version %d file loaded with config %+v, want %+v", ver, old.cfg, m.cfg)
-			}
-			const n = 4
-			x, y := randomBatch(m.cfg, n, 5)
-			ends := windowEnds(old, n, 6)
-			got := old.Forward(old.NewWorkspace(n), nil, x, ends)
-			// The reference of that maths, with the selection the forecast
-			// made (a training pass without noise or dropout selects the
-			// same top-K, with gates of exactly 1) at the same times.
-			noise := make([]float64, n*old.cfg.Frequencies)
-			tr := newGradTrainer(t, old, x, y, noise, n, TrainConfig{Dropout: -1})
-			for i, end := range ends {
-				for c := range old.cfg.Channels {
-					tr.tau[i*old.cfg.Channels+c] = old.clock.steps(end)
-				}
-			}
-			tr.gradient(n, 1)
-			fix := selectionOf(tr, n)
-			want := refLoss(old.cfg, old.params, clockOf(old, tr.tau), x, y, n, noise, 1, fix, tr.cfg)
-			sameSelection(t, fix, want)
-			for i := range got {
-				if !close(got[i], want.forecast[i], 1e-9) {
-					t.Fatalf("forecast %d = %v, the version %d reference gives %v", i, got[i], ver, want.forecast[i])
-				}
-			}
-			if !bytes.Equal(encoded(t, old), file) {
-				t.Errorf("a version %d model was not saved as it was read", ver)
+			msg := err.Error()
+			want := fmt.Sprintf("freqlens train --data traffic.csv --horizon %d --lookback %d --mode mixed --out MODEL", m.cfg.Horizon, m.cfg.Lookback)
+			if !strings.Contains(msg, fmt.Sprintf("format version %d", ver)) || !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line naming version %d and %q", msg, ver, want)
 			}
 		})
 	}
 }
 
-// safetensorsFile writes tensors (in names order) and metadata md as a
-// safetensors file.
-func safetensorsFile(t *testing.T, md map[string]string, names []string, shapes map[string][]int, vals map[string][]float64) []byte {
+// rewriteHeader returns the model file good with its header's metadata
+// and tensor entries changed by edit.
+func rewriteHeader(t *testing.T, good []byte, edit func(md map[string]string, hdr map[string]json.RawMessage)) []byte {
 	t.Helper()
-	hdr := map[string]any{"__metadata__": md}
-	var data []byte
-	for _, n := range names {
-		lo := len(data)
-		for _, v := range vals[n] {
-			data = binary.LittleEndian.AppendUint64(data, math.Float64bits(v))
-		}
-		hdr[n] = tensorHeader{DType: "F64", Shape: shapes[n], Offsets: [2]int64{int64(lo), int64(len(data))}}
-	}
-	h, err := json.Marshal(hdr)
-	if err != nil {
+	hlen := int(binary.LittleEndian.Uint64(good[:8]))
+	var hdr map[string]json.RawMessage
+	if err := json.Unmarshal(good[8:8+hlen], &hdr); err != nil {
 		t.Fatal(err)
 	}
-	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
-	return append(append(out, h...), data...)
+	var md map[string]string
+	if err := json.Unmarshal(hdr["__metadata__"], &md); err != nil {
+		t.Fatal(err)
+	}
+	edit(md, hdr)
+	mj, _ := json.Marshal(md)
+	hdr["__metadata__"] = mj
+	hj, _ := json.Marshal(hdr)
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(hj)))
+	out = append(out, hj...)
+	return append(out, good[8+hlen:]...)
 }
 
 // TestSaveRefusesNonFiniteMetadata: metadata JSON cannot hold (an

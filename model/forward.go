@@ -72,7 +72,7 @@ func (m *Model) Forward(ws *Workspace, dst, x []float64, ends []int64) []float64
 }
 
 // ReadsTime reports whether the model's forecasts depend on the time of
-// each window (a format 4 or later model with rhythms and a known cadence): then
+// each window (a model with rhythms and a known cadence): then
 // Forward and the Explainer need the windows' times.
 func (m *Model) ReadsTime() bool { return m.clock.active }
 
@@ -128,7 +128,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	}
 
 	// The clock's terms and what the rhythms leave of the window (the
-	// residual's input, and in format 7 the other frequencies'): fixed by
+	// residual's input, and the other frequencies'): fixed by
 	// the window and its time, not by the selection.
 	ck := m.clock
 	if ck.active {
@@ -139,7 +139,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		m.clockForward(ws, n)
 	}
 	ws.resIn = ws.xn
-	if m.residualReadsRhythmLeftover() {
+	if m.hasRhythms() {
 		ws.resIn = ws.xr
 		m.rhythmLeftover(ws, n)
 	}
@@ -147,8 +147,8 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	// 2. Project each window onto the atoms: Y_b = Ψ̄·[x̂_b | 1] (2N×(C+1)).
 	Y := ws.y[:n*M*C1]
 	project(Y, xn, bs, n, L, C)
-	// What the coefficients read: Y, or in format 7 the projections of the
-	// rhythms' leftover u for the frequencies outside the rhythms.
+	// What the coefficients read: Y, or, for the frequencies outside the
+	// rhythms, the projections of the rhythms' leftover u.
 	ws.yh = ws.y
 	if m.freeReadsLeftover() {
 		ws.yh = ws.yfree
@@ -156,10 +156,10 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	}
 	Yh := ws.yh[:n*M*C1]
 
-	// A format 5 model whose rhythms take all K places selects the same
+	// A model whose rhythms take all K places selects the same
 	// frequencies in every window: it needs no scores.
 	scores := cfg.competes()
-	if scores && !cfg.noEnergyPrior {
+	if scores {
 		windowEnergy(ws, n)
 	}
 
@@ -198,16 +198,14 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		for r := range nN {
 			score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
 		}
-		if !cfg.noEnergyPrior {
-			for r, e := range ws.eshare[:nN] {
-				score[r] += math.Log(e + energyFloor)
-			}
+		for r, e := range ws.eshare[:nN] {
+			score[r] += math.Log(e + energyFloor)
 		}
 	} else {
 		clear(score)
 	}
 
-	// 5. Select per window every rhythm frequency (format 5), then the best
+	// 5. Select per window every rhythm frequency, then the best
 	// of the others for the places left. A rhythm frequency's logit is −∞
 	// to the softmax and the top-K, so it has no straight-through gate: it
 	// is always in.
@@ -246,13 +244,7 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		}
 	}
 
-	// The residual of format 3 reads what the selected frequencies leave
-	// of the window (format 4 and later: what the rhythms leave, above).
-	if cfg.residualSelected {
-		ws.resIn = ws.xr
-		leftover(ws, n)
-	}
-	band := m.hasBand()
+	band := m.hasRhythms()
 	if band {
 		m.bandForward(ws, n)
 	}

@@ -61,7 +61,7 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 // gorgoniaGradient returns gorgonia's gradient of the training loss with
 // respect to every parameter, laid out like Params.Data, and the loss.
 //
-// The model is a format 5 model that reads the time: steps holds each
+// The model reads the time: steps holds each
 // window's (and channel's) end time in steps since the epoch.
 func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) ([]float64, float64) {
 	t.Helper()
@@ -117,18 +117,15 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 	scB1 := param("scB1", p.ScB1, S)
 	scW2 := param("scW2", p.ScW2, S)
 	freqBias := param("freqBias", p.FreqBias, N)
-	if cfg.residualMixesChannels || !m.ReadsTime() {
-		t.Fatal("the gorgonia oracle builds the format 4 maths of a model that reads the time")
+	if !m.ReadsTime() {
+		t.Fatal("the gorgonia oracle builds the maths of a model that reads the time")
 	}
 	resW1 := param("resW1", p.ResW1, L, R)
 	resB1 := param("resB1", p.ResB1, R)
 	resW2 := param("resW2", p.ResW2, R, H)
 	resB2 := param("resB2", p.ResB2, H, C)
 	clockW := param("clock", p.Clock, 2*N, C)
-	var bandW *G.Node
-	if !cfg.noBand {
-		bandW = param("band", p.Band, 2*N, H)
-	}
+	bandW := param("band", p.Band, 2*N, H)
 	fusion := G.NewScalar(g, gt.Float64, G.WithName("fusion"), G.WithValue(p.Fusion[0]))
 	headW1 := make([]*G.Node, N)
 	headW2 := make([]*G.Node, N)
@@ -256,17 +253,15 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			// x̃ = x̂ − q_past, less its projection on the rhythms' atoms.
 			xt := must(G.Sub(constant("xcol", xcol, L, 1), qPast[c])) // L×1
 			uc := xt
-			var bandCol *G.Node // H×1: the band heads of channel c (format 6)
+			var bandCol *G.Node // H×1: the band heads of channel c
 			for _, r := range m.Meta.Rhythms {
 				for _, id := range r.Frequencies {
 					for a, atoms := range []*G.Node{psibarCos, psibarSin} {
 						row := must(G.Reshape(must(G.Slice(atoms, G.S(id))), gt.Shape{1, L}))
 						proj := must(G.Mul(row, xt))                                    // 1×1
 						uc = must(G.Sub(uc, must(G.Mul(must(G.Transpose(row)), proj)))) // L×1
-						if bandW != nil {
-							w := must(G.Reshape(must(G.Slice(bandW, G.S(2*id+a))), gt.Shape{H, 1}))
-							acc(&bandCol, must(G.Mul(w, proj)))
-						}
+						w := must(G.Reshape(must(G.Slice(bandW, G.S(2*id+a))), gt.Shape{H, 1}))
+						acc(&bandCol, must(G.Mul(w, proj)))
 					}
 				}
 			}
@@ -288,60 +283,53 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 		hid := must(G.Mul(constant("xt", xt, L, C1), wTilde))                        // L×d
 		coefCos, coefSin := must(G.Mul(psibarCos, hid)), must(G.Mul(psibarSin, hid)) // N×d each
 		coef := must(G.Concat(1, coefCos, coefSin))                                  // N×2d
-		// What the heads and the scorer read: in format 7 a frequency
-		// outside the rhythms reads the coefficients of u, the window less
-		// its rhythms (the residual's input).
-		head := coef
-		if !cfg.freeSeesWindow {
-			cols := append(slices.Clone(ucs), constant("ones", slices.Repeat([]float64{1}, L), L, 1))
-			hidU := must(G.Mul(must(G.Concat(1, cols...)), wTilde)) // L×d
-			coefU := must(G.Concat(1, must(G.Mul(psibarCos, hidU)), must(G.Mul(psibarSin, hidU))))
-			rows := make([]*G.Node, N)
-			for i := range N {
-				src := coefU
-				if slices.Contains(members, i) {
-					src = coef
-				}
-				rows[i] = must(G.Reshape(must(G.Slice(src, G.S(i))), gt.Shape{1, 2 * d}))
+		// What the heads and the scorer read: a frequency outside the
+		// rhythms reads the coefficients of u, the window less its rhythms
+		// (the residual's input).
+		cols := append(slices.Clone(ucs), constant("ones", slices.Repeat([]float64{1}, L), L, 1))
+		hidU := must(G.Mul(must(G.Concat(1, cols...)), wTilde)) // L×d
+		coefU := must(G.Concat(1, must(G.Mul(psibarCos, hidU)), must(G.Mul(psibarSin, hidU))))
+		rows := make([]*G.Node, N)
+		for i := range N {
+			src := coefU
+			if slices.Contains(members, i) {
+				src = coef
 			}
-			head = must(G.Concat(0, rows...))
+			rows[i] = must(G.Reshape(must(G.Slice(src, G.S(i))), gt.Shape{1, 2 * d}))
 		}
+		head := must(G.Concat(0, rows...))
 		rec := must(G.Add(must(G.Mul(must(G.Transpose(psibarCos)), coefCos)), must(G.Mul(must(G.Transpose(psibarSin)), coefSin))))
 		rec = must(G.Sub(rec, hid))
 		acc(&recon, must(G.Sum(must(G.Square(rec)))))
 
 		z := gelu(must(G.BroadcastAdd(must(G.Mul(head, scW1)), must(G.Reshape(scB1, gt.Shape{1, S})), nil, []byte{0})))
 		score := must(G.Add(must(G.Mul(z, scW2)), freqBias))
-		if !cfg.noEnergyPrior {
-			// Each frequency's share of the centred window's energy.
-			xc := make([]float64, L*C)
-			den := 0.0
-			for c := range C {
-				mean := 0.0
-				for tt := range L {
-					mean += xn[tt*C+c] / float64(L)
-				}
-				for tt := range L {
-					xc[tt*C+c] = xn[tt*C+c] - mean
-					den += xc[tt*C+c] * xc[tt*C+c]
-				}
+		// Each frequency's share of the centred window's energy.
+		xc := make([]float64, L*C)
+		den := 0.0
+		for c := range C {
+			mean := 0.0
+			for tt := range L {
+				mean += xn[tt*C+c] / float64(L)
 			}
-			xcN := constant("xc", xc, L, C)
-			pc, ps := must(G.Mul(psibarCos, xcN)), must(G.Mul(psibarSin, xcN)) // N×C each
-			e := must(G.Add(must(G.Sum(must(G.Square(pc)), 1)), must(G.Sum(must(G.Square(ps)), 1))))
-			e = must(G.Add(must(G.Mul(e, scalar(1/max(den, energyTiny)))), scalar(energyFloor)))
-			score = must(G.Add(score, must(G.Log(e))))
+			for tt := range L {
+				xc[tt*C+c] = xn[tt*C+c] - mean
+				den += xc[tt*C+c] * xc[tt*C+c]
+			}
 		}
-		// Format 5 selects every rhythm frequency outside the softmax.
+		xcN := constant("xc", xc, L, C)
+		pc, ps := must(G.Mul(psibarCos, xcN)), must(G.Mul(psibarSin, xcN)) // N×C each
+		e := must(G.Add(must(G.Sum(must(G.Square(pc)), 1)), must(G.Sum(must(G.Square(ps)), 1))))
+		e = must(G.Add(must(G.Mul(e, scalar(1/max(den, energyTiny)))), scalar(energyFloor)))
+		score = must(G.Add(score, must(G.Log(e))))
+		// Every rhythm frequency is selected outside the softmax.
 		perturb := slices.Clone(noise[b*N : (b+1)*N])
 		var rhythmIDs []int
 		for _, r := range m.Meta.Rhythms {
 			rhythmIDs = append(rhythmIDs, r.Frequencies...)
 		}
-		if !cfg.rhythmsCompete {
-			for _, id := range rhythmIDs {
-				perturb[id] = -1e300
-			}
+		for _, id := range rhythmIDs {
+			perturb[id] = -1e300
 		}
 		u := must(G.Add(score, constant("noise", perturb, N)))
 		prob := must(G.SoftMax(must(G.Mul(u, scalar(1/tau)))))
@@ -360,8 +348,8 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 			out := must(G.Mul(must(G.Mul(a, headW2[f])), gate))
 			acc(&yfreq, out)
 		}
-		if len(fix.sel[b]) > len(rhythmIDs) || cfg.rhythmsCompete {
-			// Format 5 leaves the term out when the rhythms take every place.
+		if len(fix.sel[b]) > len(rhythmIDs) {
+			// The term is left out when the rhythms take every place.
 			acc(&sparse, must(G.Sub(scalar(1), inside)))
 		}
 
@@ -438,10 +426,7 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 	}
 	total = must(G.Add(total, must(G.Mul(vr, scalar(tc.LambdaVar/(B*float64(C)))))))
 
-	wrt := []*G.Node{inW, inB, theta, phi, scW1, scB1, scW2, freqBias, resW1, resB1, resW2, resB2, fusion, clockW}
-	if bandW != nil {
-		wrt = append(wrt, bandW)
-	}
+	wrt := []*G.Node{inW, inB, theta, phi, scW1, scB1, scW2, freqBias, resW1, resB1, resW2, resB2, fusion, clockW, bandW}
 	for f := range N {
 		if used[f] {
 			wrt = append(wrt, headW1[f], headW2[f])
@@ -478,12 +463,9 @@ func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, nois
 		{inW, grad.InW}, {inB, grad.InB}, {theta, grad.Theta}, {phi, grad.Phi},
 		{scW1, grad.ScW1}, {scB1, grad.ScB1}, {scW2, grad.ScW2}, {freqBias, grad.FreqBias},
 		{resW1, grad.ResW1}, {resB1, grad.ResB1}, {resW2, grad.ResW2}, {resB2, grad.ResB2},
-		{fusion, grad.Fusion}, {clockW, grad.Clock},
+		{fusion, grad.Fusion}, {clockW, grad.Clock}, {bandW, grad.Band},
 	} {
 		read(e.nd, e.dst)
-	}
-	if bandW != nil {
-		read(bandW, grad.Band)
 	}
 	for f := range N {
 		if used[f] {

@@ -2,43 +2,12 @@ package model
 
 import "github.com/freqlens/freqlens/internal/gemm"
 
-// What the rhythms leave of a window: the residual MLP's input (and, in
-// format 7, the other frequencies'), the rhythms' band heads that read the
-// window less the clock, and which model reads what.
-
-// leftover writes the residual MLP's input of each of the n windows to
-// ws.xr: the window less its projection on the atoms of its selected
-// frequencies,
-//
-//	u = x̂ − Σ_{f∈S} Σ_{j ∈ {2f, 2f+1}} ψ̄_j ⊗ Y_j,   Y_j = ψ̄_jᵀ·x̂
-//
-// so the residual MLP cannot continue a cycle the frequencies carry: it
-// models what they leave, and the attribution names the cycles.
-func leftover(ws *Workspace, n int) {
-	cfg := ws.cfg
-	L, C, K := cfg.Lookback, cfg.Channels, cfg.slots()
-	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
-	psibar := ws.m.basis.psibar
-	proj := ws.xr[:n*LC]
-	clear(proj)
-	for b := range n {
-		pb, yb := proj[b*LC:(b+1)*LC], ws.y[b*M*C1:(b+1)*M*C1]
-		for _, f := range ws.sel[b*K : (b+1)*K] {
-			if ws.without != nil && ws.without[f] {
-				continue // removed from the selection: the residual sees its band
-			}
-			// The projection on the pair, [ψ̄_cos ψ̄_sin]·[Y_cos; Y_sin] (L×C).
-			j := 2 * int(f)
-			gemm.TN(L, C, 2, psibar[j*L:], L, yb[j*C1:], C1, pb, C)
-		}
-	}
-	for i, v := range ws.xn[:n*LC] {
-		proj[i] = v - proj[i]
-	}
-}
+// What the rhythms leave of a window: the residual MLP's input and the
+// other frequencies', and the rhythms' band heads that read the window
+// less the clock.
 
 // rhythmLeftover writes the residual MLP's input of each of the n windows
-// of a format 4 model to ws.xr: the window less its rhythms, so that the
+// of a model with rhythms to ws.xr: the window less its rhythms, so that the
 // residual cannot continue a cycle the rhythms carry and the rhythms get
 // the credit for them. It takes out what the clock says the rhythms put
 // into the window (their usual shape at this time of day, week, …; when
@@ -59,7 +28,7 @@ func (m *Model) rhythmLeftover(ws *Workspace, n int) {
 	psibar := m.basis.psibar
 	xt, u := ws.xt[:n*LC], ws.xr[:n*LC]
 	copy(xt, ws.xn[:n*LC])
-	if ck.active && !cfg.noDecycle {
+	if ck.active {
 		for b := range n {
 			q := ws.qprof[b*(L+H)*C : b*(L+H)*C+LC]
 			xb := xt[b*LC : (b+1)*LC]
@@ -69,9 +38,6 @@ func (m *Model) rhythmLeftover(ws *Workspace, n int) {
 		}
 	}
 	copy(u, xt)
-	if !m.projectsRhythms() {
-		return
-	}
 	// The rhythms' atoms as one 2M×L matrix A: Z = A·x̃, u = x̃ − Aᵀ·Z.
 	A := ws.ratoms[:2*M*L]
 	for j, id := range ck.ids {
@@ -89,27 +55,19 @@ func (m *Model) rhythmLeftover(ws *Workspace, n int) {
 	}
 }
 
-// hasBand reports whether the model's rhythm frequencies have band heads.
-func (m *Model) hasBand() bool {
-	return !m.cfg.noBand && m.projectsRhythms() && m.residualReadsRhythmLeftover()
-}
-
-// residualReadsRhythmLeftover reports whether the residual MLP reads the
-// window less its rhythms (format 4 and later, with rhythms).
-func (m *Model) residualReadsRhythmLeftover() bool {
-	return len(m.clock.ids) > 0 && !m.cfg.residualReadsAll && !m.cfg.residualSelected
-}
+// hasRhythms reports whether the model has rhythms: then the residual MLP
+// reads the window less its rhythms, and their frequencies have band heads.
+func (m *Model) hasRhythms() bool { return len(m.clock.ids) > 0 }
 
 // freeReadsLeftover reports whether the frequencies outside the rhythms
-// read what the residual MLP reads, the window less its rhythms (format 7,
-// with rhythms), rather than the whole window; false when the rhythms take
-// every place, so no other frequency is ever read.
+// read what the residual MLP reads, the window less its rhythms, rather
+// than the whole window: with rhythms, unless they take every place, so
+// that no other frequency is ever read.
 func (m *Model) freeReadsLeftover() bool {
-	return !m.cfg.freeSeesWindow && m.residualReadsRhythmLeftover() && m.cfg.competes()
+	return m.hasRhythms() && m.cfg.competes()
 }
 
-// leftoverProjections fills ws.yfree with what the coefficients of a
-// format 7 model read (Config.freeSeesWindow): Y's rows for the rhythms'
+// leftoverProjections fills ws.yfree with what the coefficients read: Y's rows for the rhythms'
 // frequencies, and for the others the projections of u, the window less
 // its rhythms. Rather than projecting u itself (2N·L·C products a window),
 // it subtracts from Y what the clock's terms and the rhythms' projection
@@ -129,7 +87,7 @@ func (m *Model) leftoverProjections(ws *Workspace, n int) {
 	M, R2, C1 := 2*N, 2*len(ck.ids), C+1
 	Y, Yh := ws.y[:n*M*C1], ws.yfree[:n*M*C1]
 	copy(Yh, Y)
-	decycle, project := ck.active && !cfg.noDecycle, m.projectsRhythms()
+	decycle := ck.active
 	pt, pa := ws.psiTab[:M*R2], ws.psiAtoms[:M*R2]
 	if ws.psiBasis != m.basis || ws.psiGen != m.basis.gen || ws.psiClock != ck {
 		ws.psiBasis, ws.psiGen, ws.psiClock = m.basis, m.basis.gen, ck
@@ -138,11 +96,9 @@ func (m *Model) leftoverProjections(ws *Workspace, n int) {
 		if decycle {
 			gemm.NN(M, R2, L, psibar, L, ck.tab, R2, pt, R2)
 		}
-		if project {
-			// The rhythms' atoms, gathered as rhythmLeftover gathers them.
-			for j, id := range ck.ids {
-				gemm.NT(M, 2, L, psibar, L, psibar[2*id*L:(2*id+2)*L], L, pa[2*j:], R2)
-			}
+		// The rhythms' atoms, gathered as rhythmLeftover gathers them.
+		for j, id := range ck.ids {
+			gemm.NT(M, 2, L, psibar, L, psibar[2*id*L:(2*id+2)*L], L, pa[2*j:], R2)
 		}
 		for i := range pt {
 			pt[i], pa[i] = -pt[i], -pa[i]
@@ -159,9 +115,7 @@ func (m *Model) leftoverProjections(ws *Workspace, n int) {
 		if decycle {
 			gemm.NN(M, C, R2, pt, R2, ws.ab[b*R2*C:(b+1)*R2*C], C, yb, C1)
 		}
-		if project {
-			gemm.NN(M, C, R2, pa, R2, ws.zfix[b*R2*C:(b+1)*R2*C], C, yb, C1)
-		}
+		gemm.NN(M, C, R2, pa, R2, ws.zfix[b*R2*C:(b+1)*R2*C], C, yb, C1)
 	}
 }
 
@@ -186,11 +140,4 @@ func (m *Model) bandForward(ws *Workspace, n int) {
 		clear(out)
 		gemm.TN(H, C, 2*M, P, H, ws.zfix[b*2*M*C:(b+1)*2*M*C], C, out, C)
 	}
-}
-
-// projectsRhythms reports whether the residual's input of a format 4 model
-// leaves out the window's projection on the rhythms' atoms: always, but
-// for a test's ablation (Config.residualSeesRhythms).
-func (m *Model) projectsRhythms() bool {
-	return !m.clock.active || !m.cfg.residualSeesRhythms
 }

@@ -83,7 +83,7 @@ type Meta struct {
 	RhythmShares []float64 `json:"rhythm_shares,omitempty"`
 	// Rhythms are the data's rhythms among the placed cycles: each a
 	// fundamental period with the frequencies at its harmonics (see
-	// FindRhythms). In a format 4 model with a known cadence they also set
+	// FindRhythms). In a model with a known cadence they also set
 	// the clock, the terms phased by each window's time.
 	Rhythms []Rhythm `json:"rhythms,omitempty"`
 	// ErrorQuantiles are the quantiles of the errors on the test split at

@@ -371,7 +371,7 @@ func TestWorkspaceOutlivesSetRhythms(t *testing.T) {
 	}
 }
 
-// TestWorkspaceFollowsTheBasis: a format 7 workspace keeps what it derived
+// TestWorkspaceFollowsTheBasis: a workspace keeps what it derived
 // from the model's atoms (leftoverProjections) only while they stand: after
 // the frequencies move (a training step, online fine-tuning), or the
 // rhythms change, it forecasts exactly as a new workspace does.

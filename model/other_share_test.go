@@ -40,14 +40,14 @@ func cycleFrame(seed uint64, steps int) (*dataset.Frame, float64) {
 
 // TestOtherFrequenciesLeaveACycleToItsRhythm: on data that is one cycle and
 // noise, the forecast's parts must name that cycle. The frequencies outside
-// the rhythm read the window less its rhythms (format 7), so none of them can
+// the rhythm read the window less its rhythms, so none of them can
 // carry the cycle under its own period: over seeded cycles (two in go test,
 // four with FREQLENS_LONG=1) they keep at most 5% of the attribution on
 // average and 10% on any one, and the rhythm at least 85% on each. Measured: 2.4–4.6% (mean 3.3%), and on eight other
 // seeds 1.4–8.1% (mean 3.6%; the 8.1% where discovery missed a harmonic).
-// In format 6, whose other frequencies read the whole window, a 39h line's
-// head turned a pure 24h sine's leakage into a 24h wave; here they keep
-// 6.3–18% (mean 10.9%), and the test fails.
+// Other frequencies that read the whole window fail it: a 39h line's head
+// turns a pure 24h sine's leakage into a 24h wave, and they keep 6.3–18%
+// (mean 10.9%; measured by the build of format 6, whose frequencies did).
 func TestOtherFrequenciesLeaveACycleToItsRhythm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains models; skipped in -short mode")

@@ -31,20 +31,18 @@ type Params struct {
 	HeadW1, HeadW2 []float64
 	// ResW1 [L, R], ResB1 [R], ResW2 [R, H] and ResB2 [H·C] are the
 	// residual MLP, applied to each channel of the window with the same
-	// weights and a per-channel output bias (format 4); in format 3 and
-	// older ResW1 is [L·C, R] and ResW2 [R, H·C], one MLP over the
-	// flattened window.
+	// weights and a per-channel output bias.
 	ResW1, ResB1, ResW2, ResB2 []float64
 	// Fusion [1] is w, with α = σ(w).
 	Fusion []float64
 	// Clock [N, 2, C] holds, for every frequency of a rhythm, the cosine and
 	// sine coefficients per channel of its term phased by the time of day,
 	// week or whatever its rhythm's period is (see clock); zero and unused
-	// for the other frequencies. Absent (empty) in format 3 and older.
+	// for the other frequencies.
 	Clock []float64
 	// Band [N, 2, H] is, for every frequency of a rhythm, the linear band
 	// head: what its cosine and sine coefficients of the window less the
-	// clock add at each step ahead (Config.noBand off); absent otherwise.
+	// clock add at each step ahead; zero and unused for the others.
 	Band []float64
 }
 
@@ -77,14 +75,10 @@ func tensors(cfg Config) []tensor {
 		{"residual.w2", "residual", []int{R, rout}, func(p *Params) *[]float64 { return &p.ResW2 }},
 		{"residual.b2", "residual", []int{H * C}, func(p *Params) *[]float64 { return &p.ResB2 }},
 	}
-	ts = append(ts, tensor{"fusion.w", "fusion", []int{1}, func(p *Params) *[]float64 { return &p.Fusion }})
-	if !cfg.noClock {
-		ts = append(ts, tensor{"clock.weight", "clock", []int{N, 2, C}, func(p *Params) *[]float64 { return &p.Clock }})
-	}
-	if !cfg.noBand {
-		ts = append(ts, tensor{"band.weight", "band heads", []int{N, 2, H}, func(p *Params) *[]float64 { return &p.Band }})
-	}
-	return ts
+	return append(ts,
+		tensor{"fusion.w", "fusion", []int{1}, func(p *Params) *[]float64 { return &p.Fusion }},
+		tensor{"clock.weight", "clock", []int{N, 2, C}, func(p *Params) *[]float64 { return &p.Clock }},
+		tensor{"band.weight", "band heads", []int{N, 2, H}, func(p *Params) *[]float64 { return &p.Band }})
 }
 
 func numel(shape []int) int {

@@ -32,7 +32,7 @@ type refLosses struct {
 	mse, div, recon, sparse, vr, total float64
 	forecast                           []float64
 	// selected is, per window, the set the reference itself selects at its
-	// evaluation point (ascending ids): the rhythms' frequencies (format 5)
+	// evaluation point (ascending ids): the rhythms' frequencies
 	// and then the highest scores. The loss uses fix.sel, held constant for
 	// finite differences; the tests check the two agree at the model's own
 	// parameters.
@@ -150,8 +150,8 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 				}
 			}
 		}
-		// What the rhythms (format 4) leave of the window: the residual's
-		// input and, in format 7, the other frequencies'.
+		// What the rhythms leave of the window: the residual's input and
+		// the other frequencies'.
 		xr := slices.Clone(xn)
 		// removeOn takes from channel c of xr its projection on atom psi
 		// measured in from, and returns that projection.
@@ -165,24 +165,20 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			}
 			return proj
 		}
-		band := make([]float64, HC) // the band heads' sum (Config.noBand off)
-		if !cfg.residualReadsAll && !cfg.residualSelected && len(members) > 0 {
-			if rc.active && !cfg.noDecycle {
+		band := make([]float64, HC) // the band heads' sum
+		if len(members) > 0 {
+			if rc.active {
 				for i := range xr {
 					xr[i] -= qpast[i]
 				}
 			}
-			if !rc.active || !cfg.residualSeesRhythms {
-				xt := slices.Clone(xr)
-				for _, f := range members {
-					for a, psi := range psibar[2*f : 2*f+2] {
-						for c := range C {
-							proj := removeOn(psi, xt, c)
-							if !cfg.noBand {
-								for h := range H {
-									band[h*C+c] += p.Band[(2*f+a)*H+h] * proj
-								}
-							}
+			xt := slices.Clone(xr)
+			for _, f := range members {
+				for a, psi := range psibar[2*f : 2*f+2] {
+					for c := range C {
+						proj := removeOn(psi, xt, c)
+						for h := range H {
+							band[h*C+c] += p.Band[(2*f+a)*H+h] * proj
 						}
 					}
 				}
@@ -218,13 +214,13 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 		// coef[i] is frequency i's 2d coefficients of the window: cosine
 		// part, sine part; head[i] what its head and score read, the
 		// coefficients of the rhythms' leftover for a frequency outside
-		// them in format 7.
+		// them.
 		coef, head := make([][]float64, N), make([][]float64, N)
 		hidU := hidden(xr)
 		for i := range N {
 			coef[i] = coefOf(i, hid)
 			head[i] = coef[i]
-			if !cfg.freeSeesWindow && !cfg.residualReadsAll && !cfg.residualSelected && len(members) > 0 && !slices.Contains(members, i) {
+			if len(members) > 0 && !slices.Contains(members, i) {
 				head[i] = coefOf(i, hidU)
 			}
 		}
@@ -249,22 +245,15 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 				}
 				s += geluF(v) * p.ScW2[k]
 			}
-			if !cfg.noEnergyPrior {
-				s += math.Log(refEnergyShare(psibar, xn, i, L, C) + energyFloor)
-			}
+			s += math.Log(refEnergyShare(psibar, xn, i, L, C) + energyFloor)
 			u[i] = s + noise[b*N+i]
 		}
-		// Format 5: every rhythm frequency is selected, outside the
-		// softmax (its gate is exactly 1).
-		if !cfg.rhythmsCompete {
-			for _, id := range members {
-				u[id] = math.Inf(-1)
-			}
+		// Every rhythm frequency is selected, outside the softmax (its gate
+		// is exactly 1).
+		for _, id := range members {
+			u[id] = math.Inf(-1)
 		}
-		slots, own := cfg.TopK, []int{}
-		if !cfg.rhythmsCompete {
-			slots, own = max(slots, len(members)), slices.Clone(members)
-		}
+		slots, own := max(cfg.TopK, len(members)), slices.Clone(members)
 		byScore := make([]int, N)
 		for i := range byScore {
 			byScore[i] = i
@@ -291,7 +280,7 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 		free := 0 // selected frequencies that won a place in the softmax
 		for _, f := range fix.sel[b] {
 			sparse -= prob[f]
-			if !slices.Contains(members, f) || cfg.rhythmsCompete {
+			if !slices.Contains(members, f) {
 				free++
 			}
 		}
@@ -320,57 +309,26 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 				yfreq[o] += gate * v
 			}
 		}
-		// The residual of format 3 reads what the selected frequencies leave.
-		if cfg.residualSelected {
-			for _, f := range fix.sel[b] {
-				for _, psi := range psibar[2*f : 2*f+2] {
-					for c := range C {
-						removeOn(psi, xn, c)
-					}
-				}
-			}
-		}
 		res := make([]float64, HC)
-		if cfg.residualMixesChannels {
+		// One MLP, shared by the channels.
+		for c := range C {
 			rh := make([]float64, R)
 			for k := range R {
 				v := p.ResB1[k]
-				for i := range L * C {
-					v += xr[i] * p.ResW1[i*R+k]
+				for t := range L {
+					v += xr[t*C+c] * p.ResW1[t*R+k]
 				}
 				rh[k] = geluF(v)
 				if fix.resMask != nil {
-					rh[k] *= fix.resMask[b][k]
+					rh[k] *= fix.resMask[b*C+c][k]
 				}
 			}
-			for o := range HC {
-				v := p.ResB2[o]
+			for h := range H {
+				v := p.ResB2[h*C+c]
 				for k := range R {
-					v += rh[k] * p.ResW2[k*HC+o]
+					v += rh[k] * p.ResW2[k*H+h]
 				}
-				res[o] = v
-			}
-		} else {
-			// One MLP, shared by the channels.
-			for c := range C {
-				rh := make([]float64, R)
-				for k := range R {
-					v := p.ResB1[k]
-					for t := range L {
-						v += xr[t*C+c] * p.ResW1[t*R+k]
-					}
-					rh[k] = geluF(v)
-					if fix.resMask != nil {
-						rh[k] *= fix.resMask[b*C+c][k]
-					}
-				}
-				for h := range H {
-					v := p.ResB2[h*C+c]
-					for k := range R {
-						v += rh[k] * p.ResW2[k*H+h]
-					}
-					res[h*C+c] = v
-				}
+				res[h*C+c] = v
 			}
 		}
 		for o := range HC {

@@ -463,8 +463,7 @@ func (m *Model) lines() []Line {
 // their frequencies exactly on its harmonic, k/PeriodSteps, so that a
 // rhythm's frequencies are one family and its clock terms keep their phase
 // over any span of time. A frequency named by no rhythm is left as it is.
-// For a format 4 or later model with a known cadence the rhythms also start the
-// clock (Model.ReadsTime).
+// For a model with a known cadence the rhythms also start the clock (Model.ReadsTime).
 func (m *Model) SetRhythms(rs []Rhythm) {
 	m.Meta.Rhythms = cloneRhythms(rs)
 	fmin, fmax := freqBounds(m.cfg.Lookback)

@@ -17,7 +17,7 @@ type Workspace struct {
 
 	xn, mu, sd           []float64 // normalised windows n·L·C; per-window channel mean, std n·C
 	xr                   []float64 // n·L·C: the residual MLP's input, x̂ less its selected cycles
-	resIn                []float64 // what the residual MLP read: xr, or xn for a format 2 model
+	resIn                []float64 // what the residual MLP read: xr, or xn without rhythms
 	resX                 []float64 // the residual MLP's input rows: resIn, or resT (one row per channel)
 	resT                 []float64 // n·C·L: resIn channel by channel
 	resOut               []float64 // n·C·H: the residual MLP's output rows before the bias (one row per channel)
@@ -25,9 +25,9 @@ type Workspace struct {
 	energy               []float64 // n: Σ (x̂ − mean)² of each window
 	eshare               []float64 // n·N: each frequency's share of its window's energy
 	y                    []float64 // n·2N·(C+1): Ψ̄·[x̂ | 1]
-	yh                   []float64 // n·2N·(C+1): what the coefficients read: y, or (format 7) y's rhythm rows and Ψ̄·[u | 1] for the others
-	yfree                []float64 // n·2N·(C+1): yh's storage in format 7 (Config.freeSeesWindow off)
-	psiTab, psiAtoms     []float64 // 2N·2M: −Ψ̄·(the clock table's window rows), −Ψ̄·(the rhythms' atoms)ᵀ (format 7)
+	yh                   []float64 // n·2N·(C+1): what the coefficients read: y, or y's rhythm rows and Ψ̄·[u | 1] for the others
+	yfree                []float64 // n·2N·(C+1): yh's storage when it is not y (Model.freeReadsLeftover)
+	psiTab, psiAtoms     []float64 // 2N·2M: −Ψ̄·(the clock table's window rows), −Ψ̄·(the rhythms' atoms)ᵀ
 	psiBasis             *basis    // the basis psiTab and psiAtoms were computed from (nil: none yet) …
 	psiGen               uint64    // … at this compute of it …
 	psiClock             *clock    // … and the clock
@@ -35,7 +35,7 @@ type Workspace struct {
 	qscore               []float64 // 2(C+1)·S: the scorer's first layer folded into W̃ (lean passes)
 	zpre, ztanh, z       []float64 // n·N·S: scorer pre-activation, its tanh, GELU output
 	score                []float64 // n·N: selection logits
-	sel                  []int32   // n·K: selected frequency ids: the rhythms' (format 5), then the others best first
+	sel                  []int32   // n·K: selected frequency ids: the rhythms', then the others best first
 	pos                  []int32   // n·K: grouped slot of each selection
 	slotSel              []int32   // n·K: the selection (window·K + rank) of each grouped slot
 	groupStart           []int32   // N+1: first grouped slot of each head
@@ -55,11 +55,11 @@ type Workspace struct {
 	ab                   []float64 // n·2N·C: clock coefficients (A, B) of each rhythm frequency
 	abKept               []float64 // 2N·C: one window's (A, B) without the removed frequencies
 	qprof                []float64 // n·(L+H)·C: the clock's terms over window and horizon
-	xt                   []float64 // n·L·C: the window less the clock's terms (format 4)
+	xt                   []float64 // n·L·C: the window less the clock's terms
 	zfix                 []float64 // n·2N·C: projections of xt on the rhythm frequencies' atoms
 	ratoms               []float64 // 2N·L: the rhythm frequencies' atoms, gathered
 	zneg                 []float64 // 2N·C: one window's −zfix
-	band                 []float64 // n·H·C: the band heads' sum (Config.noBand off)
+	band                 []float64 // n·H·C: the band heads' sum
 	pband                []float64 // 2N·H: the rhythm frequencies' band weights, gathered
 	// wall is the wall-clock view of the last pass (see wallclock.go),
 	// sized on first use: walled says its windows were read on wall-clock
@@ -106,7 +106,7 @@ type trainScratch struct {
 	dz          []float64 // n·N·S
 	dcoef       []float64 // n·N·2d
 	dY          []float64 // n·2N·(C+1): ∂L/∂y
-	dYh         []float64 // n·2N·(C+1): ∂L/∂yh (format 7; then, less its rhythm rows, ∂L/∂(Ψ̄·[u | 1]))
+	dYh         []float64 // n·2N·(C+1): ∂L/∂yh (less its rhythm rows, ∂L/∂(Ψ̄·[u | 1]))
 	dxr         []float64 // n·L·C: ∂L/∂(residual input)
 	recE, recG  []float64 // L·(C+1) per-window scratch of the reconstruction loss
 	recQ        []float64 // (C+1)·(C+1): Σ_b E_bᵀE_b
@@ -157,10 +157,10 @@ func (ws *Workspace) grow(n int) {
 	ws.mu = make([]float64, n*C)
 	ws.sd = make([]float64, n*C)
 	ws.y = make([]float64, n*2*N*C1)
-	// Format 6 and older, and a model whose rhythms take every place, read
+	// A model without rhythms, or whose rhythms take every place, reads
 	// every coefficient off y (Model.freeReadsLeftover).
 	ws.yfree, ws.psiTab, ws.psiAtoms, ws.psiBasis = nil, nil, nil, nil
-	if !cfg.freeSeesWindow && cfg.rhythmSlots > 0 && cfg.competes() {
+	if cfg.rhythmSlots > 0 && cfg.competes() {
 		ws.yfree = make([]float64, n*2*N*C1)
 		ws.psiTab, ws.psiAtoms = make([]float64, 2*N*2*N), make([]float64, 2*N*2*N)
 	}
@@ -204,10 +204,7 @@ func (ws *Workspace) grow(n int) {
 	ws.zfix = make([]float64, n*2*N*C)
 	ws.ratoms = make([]float64, 2*N*L)
 	ws.zneg = make([]float64, 2*N*C)
-	ws.band = nil // a model without band heads (format 5 and older) needs none
-	if !cfg.noBand {
-		ws.band = make([]float64, n*HC)
-	}
+	ws.band = make([]float64, n*HC)
 	ws.pband = make([]float64, 2*N*H)
 	if ws.tr != nil {
 		ws.tr = nil

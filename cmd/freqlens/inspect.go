@@ -84,11 +84,11 @@ type inspectReport struct {
 	Frequencies   []inspectFrequency `json:"frequencies"`
 	MostSelected  []inspectFrequency `json:"most_selected"`
 	// SelectedPerWindow is how many frequencies each window selects: K,
-	// or all of the cycles' when they have more (format 5 selects the
-	// cycles' frequencies first in every window).
+	// or all of the cycles' when they have more (every window selects the
+	// cycles' frequencies first).
 	SelectedPerWindow int `json:"selected_per_window"`
-	// CyclesAlwaysSelected says every window selects all of the cycles'
-	// frequencies (model format 5); in format 4 they competed for the places.
+	// CyclesAlwaysSelected says the model has cycles (rhythms), whose
+	// frequencies every window selects.
 	CyclesAlwaysSelected bool                   `json:"cycles_always_selected"`
 	KnownPeriods         []inspectMatch         `json:"known_periods"`
 	Params               int                    `json:"params"`
@@ -175,7 +175,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if r, ok := m.RhythmOf(f.ID); ok {
 			jf.Rhythm, jf.Cycle = &r, true
 		} else {
-			jf.Cycle = placed[f.ID] // a model without rhythms (format 3 and older)
+			jf.Cycle = placed[f.ID] // a model without rhythms: its placed cycles
 		}
 		if shares != nil {
 			jf.Share = shares[f.ID]
