@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 )
 
@@ -534,7 +535,7 @@ func TestSymmetry(t *testing.T) {
 			i, j := 6, 9 // free frequencies
 			if tc.rhythms {
 				// Twins in one rhythm: two frequencies on the same harmonic.
-				rs := cloneRhythms(m.Meta.Rhythms)
+				rs := cycles.CloneRhythms(m.Meta.Rhythms)
 				rs[0].Frequencies = append(rs[0].Frequencies, j)
 				rs[0].Harmonics = append(rs[0].Harmonics, rs[0].Harmonics[0])
 				i = rs[0].Frequencies[0]

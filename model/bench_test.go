@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 )
@@ -24,23 +25,23 @@ func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64,
 }
 
 // dayOfEight is a daily rhythm of K = 8 frequencies, as ETTh1's.
-var dayOfEight = []model.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}}
+var dayOfEight = []cycles.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}}
 
 // dayOfThree is a daily rhythm of three frequencies at a 10-minute
 // cadence, as Weather's (24h, 12h, 8h): five of the K = 8 places are left to
 // the other frequencies, which read the window less the day.
-var dayOfThree = []model.Rhythm{{PeriodSteps: 144, Frequencies: []int{3, 6, 9}, Harmonics: []int{1, 2, 3}}}
+var dayOfThree = []cycles.Rhythm{{PeriodSteps: 144, Frequencies: []int{3, 6, 9}, Harmonics: []int{1, 2, 3}}}
 
 // weekAndDay are rhythms of 16 frequencies, the week's ten and the day's
 // six as training finds them on the demo's traffic: more than K = 8, so
 // every window selects all 16.
-var weekAndDay = []model.Rhythm{
+var weekAndDay = []cycles.Rhythm{
 	{PeriodSteps: 168, Frequencies: []int{0, 1, 3, 5, 9, 11, 13, 16, 18, 21}, Harmonics: []int{1, 2, 3, 5, 6, 8, 13, 15, 20, 22}},
 	{PeriodSteps: 24, Frequencies: []int{2, 6, 8, 12, 14, 19}, Harmonics: []int{1, 2, 3, 4, 5, 6}},
 }
 
 // benchModelRhythms is benchModel with the given rhythms.
-func benchModelRhythms(b *testing.B, cfg model.Config, n int, rhythms []model.Rhythm) (*model.Model, []float64, []int64) {
+func benchModelRhythms(b *testing.B, cfg model.Config, n int, rhythms []cycles.Rhythm) (*model.Model, []float64, []int64) {
 	b.Helper()
 	m, err := model.New(cfg, 1)
 	if err != nil {
@@ -66,7 +67,7 @@ func BenchmarkForwardWindow(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		cfg     model.Config
-		rhythms []model.Rhythm
+		rhythms []cycles.Rhythm
 	}{
 		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}, dayOfEight},
 		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, dayOfEight},
@@ -230,10 +231,10 @@ func BenchmarkServingMemory(b *testing.B) {
 	const batch = 256
 	for _, tc := range []struct {
 		name    string
-		rhythms []model.Rhythm
+		rhythms []cycles.Rhythm
 	}{
 		{"day_of_eight", dayOfEight},
-		{"day_of_two", []model.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15}, Harmonics: []int{1, 2}}}},
+		{"day_of_two", []cycles.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15}, Harmonics: []int{1, 2}}}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			m, x, ends := benchModelRhythms(b, model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, batch, tc.rhythms)

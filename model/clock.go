@@ -6,6 +6,7 @@ import (
 	"time"
 	_ "time/tzdata" // the zone database, so a model's time zone loads on a machine without one
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/internal/gemm"
 )
 
@@ -194,7 +195,7 @@ func (m *Model) ClockStep(t time.Time) float64 {
 
 // phase returns rhythm r's phase in cycles, in [0, 1), at τ steps since the
 // Unix epoch.
-func phaseAt(rh *Rhythm, tau float64) float64 {
+func phaseAt(rh *cycles.Rhythm, tau float64) float64 {
 	p := rh.AnchorPhase + (tau-rh.AnchorStep)/rh.PeriodSteps
 	return p - math.Floor(p)
 }

@@ -127,7 +127,7 @@ func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int
 		t.Fatal(err)
 	}
 	r := discoveryResult{residualShare: met.ResidualShare, shares: met.Shares, testMSE: met.MSE}
-	t.Logf("DEBUG rhythms %s peaks %+v alpha %.3f", describeRhythms(m.Meta.Rhythms), m.Meta.Peaks, m.Alpha())
+	t.Logf("DEBUG rhythms %s peaks %+v alpha %.3f", fmt.Sprint(m.Meta.Rhythms), m.Meta.Peaks, m.Alpha())
 	fs := m.Frequencies()
 	onCycle := func(f Frequency) bool {
 		return slices.ContainsFunc(c.periods, func(p float64) bool { return math.Abs(f.PeriodSteps/p-1) < 0.01 })

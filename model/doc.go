@@ -5,9 +5,10 @@
 //
 // model turns windows into forecasts and attributions. It knows nothing of
 // Kafka, Arrow, Prometheus or files other than its own safetensors model
-// file; it imports gonum (the periodogram's FFT in spectrum.go, and the
-// tests' references) and internal/gemm. The pipeline feeds
-// it windows and times it; the online tuner trains copies of it.
+// file; it imports cycles (the spectrum's peaks and rhythms it places its
+// frequencies on) and internal/gemm, and gonum in its tests' references.
+// The pipeline feeds it windows and times it; the online tuner trains
+// copies of it.
 //
 // # The maths
 //
@@ -32,7 +33,7 @@
 //	r_c   = GELU(u_c·R₁ + r₁)·R₂ + r₂,c          residual MLP, one per channel with shared weights, L → H
 //	ŷ     = σ·(α·Σ_{f∈S} g_f + Σ_{f∈R} (q_f(future) + b_f) + (1−α)·r) + μ     α = σ(w)
 //
-// A rhythm (FindRhythms) is a fundamental period P_r with the frequencies at
+// A rhythm (cycles.FindRhythms) is a fundamental period P_r with the frequencies at
 // its harmonics: training groups the cycles placed on the training data's
 // spectrum into rhythms (the day: 24h, 12h, 8h …; the week: the 168/k-hour
 // lines that are not the day's) and puts each of their frequencies exactly
@@ -87,7 +88,7 @@
 // (BenchmarkDiscovery measures each step; docs/benchmarks.md has the figures).
 //
 //  6. Frequencies start on the data's cycles. Before the first step Train
-//     finds the peaks of the training rows' periodogram (FindPeaks: each
+//     finds the peaks of the training rows' periodogram (cycles.FindPeaks: each
 //     channel detrended, Hann-tapered, zero-padded, maxima that stand 30×
 //     above the local median, refined between bins) and puts one
 //     frequency exactly on each (PlaceFrequencies); the others spread

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/freqlens/freqlens/cycles"
 )
 
 // Model is a FreqLens forecaster: its shapes, its parameters, the quadrature
@@ -85,7 +87,7 @@ type Meta struct {
 	// fundamental period with the frequencies at its harmonics (see
 	// FindRhythms). In a model with a known cadence they also set
 	// the clock, the terms phased by each window's time.
-	Rhythms []Rhythm `json:"rhythms,omitempty"`
+	Rhythms []cycles.Rhythm `json:"rhythms,omitempty"`
 	// ErrorQuantiles are the quantiles of the errors on the test split at
 	// training time (MeasureErrorQuantiles), where a served model's
 	// prediction intervals start; nil when unknown. Read-only once set: a
@@ -144,7 +146,7 @@ func (m *Model) Clone() *Model {
 	c.Meta.Peaks = append([]PlacedPeak(nil), m.Meta.Peaks...)
 	c.Meta.Shares = append([]float64(nil), m.Meta.Shares...)
 	c.Meta.RhythmShares = append([]float64(nil), m.Meta.RhythmShares...)
-	c.Meta.Rhythms = cloneRhythms(m.Meta.Rhythms)
+	c.Meta.Rhythms = cycles.CloneRhythms(m.Meta.Rhythms)
 	if m.Meta.Training != nil {
 		c.Meta.Training = make(map[string]float64, len(m.Meta.Training))
 		for k, v := range m.Meta.Training {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freqlens/freqlens/cycles"
 )
 
 // fullConfigs are the default shapes for both modes.
@@ -99,7 +101,7 @@ func TestForwardAllocatesNothing(t *testing.T) {
 func TestServingWorkspaceIsSmall(t *testing.T) {
 	// The day's eight frequencies take all K = 8 places: no scorer.
 	full := caseModel(t, Config{Horizon: 24, Channels: 1, Mode: Independent}, false, false, 14)
-	full.SetRhythms([]Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}})
+	full.SetRhythms([]cycles.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}})
 	if full.cfg.competes() {
 		t.Fatal("a rhythm of K frequencies leaves places to compete for")
 	}

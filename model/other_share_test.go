@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/internal/longtest"
 	"gonum.org/v1/gonum/stat"
@@ -62,7 +63,7 @@ func TestOtherFrequenciesLeaveACycleToItsRhythm(t *testing.T) {
 				t.Parallel()
 				m, met := trainWithTimes(t, f, L, H, epochs, seed)
 				for id, s := range met.Shares {
-					if !slices.ContainsFunc(m.Meta.Rhythms, func(r Rhythm) bool { return slices.Contains(r.Frequencies, id) }) {
+					if !slices.ContainsFunc(m.Meta.Rhythms, func(r cycles.Rhythm) bool { return slices.Contains(r.Frequencies, id) }) {
 						free[i] += s
 					}
 				}
@@ -73,7 +74,7 @@ func TestOtherFrequenciesLeaveACycleToItsRhythm(t *testing.T) {
 					}
 				}
 				t.Logf("the cycle %.1f%%, other frequencies %.1f%%, residual %.1f%%, test MSE %.4f; rhythms %s",
-					100*cycle, 100*free[i], 100*met.ResidualShare, met.MSE, describeRhythms(m.Meta.Rhythms))
+					100*cycle, 100*free[i], 100*met.ResidualShare, met.MSE, fmt.Sprint(m.Meta.Rhythms))
 				if free[i] > 0.10 {
 					t.Errorf("the other frequencies carry %.1f%% of a forecast of one cycle and noise, want at most 10%%", 100*free[i])
 				}

@@ -4,13 +4,15 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/freqlens/freqlens/cycles"
 )
 
 // Placement says which frequencies training placed on the data's cycles.
 type Placement struct {
 	// Peaks are the cycles found in the training rows, strongest first,
 	// before the window-resolution rule dropped any.
-	Peaks []Peak
+	Peaks []cycles.Peak
 	// Placed maps frequency id to the peak it was placed on (−1: a free
 	// frequency spread over the rest of the spectrum).
 	Placed []int
@@ -34,7 +36,7 @@ type Placement struct {
 //
 // PlaceFrequencies is meant for a new model before training: the heads of a
 // trained model would no longer match their frequencies.
-func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
+func (m *Model) PlaceFrequencies(peaks []cycles.Peak) Placement {
 	return m.placeFrequencies(peaks, nil, nil)
 }
 
@@ -44,7 +46,7 @@ func (m *Model) PlaceFrequencies(peaks []Peak) Placement {
 // each of harmonics (cycles per step): the missing harmonics of the
 // rhythms. The clock tells both apart by time even where a window cannot
 // (closer than 1/L). The cap of N/2 holds for all of them.
-func (m *Model) placeFrequencies(peaks []Peak, sidebands []bool, harmonics []float64) Placement {
+func (m *Model) placeFrequencies(peaks []cycles.Peak, sidebands []bool, harmonics []float64) Placement {
 	cfg := m.cfg
 	N, L := cfg.Frequencies, cfg.Lookback
 	res := 1 / float64(L)
@@ -210,11 +212,11 @@ type CycleMove struct {
 // The forecast loss cannot place a frequency more finely than about ½/L
 // (its head absorbs the offset), while the periodogram of a few windows'
 // worth of recent rows can: this is how online learning follows a period.
-func (m *Model) TrackCycles(peaks []Peak) []CycleMove {
+func (m *Model) TrackCycles(peaks []cycles.Peak) []CycleMove {
 	res := 1 / float64(m.cfg.Lookback)
 	fmin, fmax := freqBounds(m.cfg.Lookback)
 	ps := slices.Clone(peaks)
-	slices.SortStableFunc(ps, func(a, b Peak) int { return cmp.Compare(b.Share, a.Share) })
+	slices.SortStableFunc(ps, func(a, b cycles.Peak) int { return cmp.Compare(b.Share, a.Share) })
 	claimed := make([]bool, len(m.Meta.Peaks))
 	var moves []CycleMove
 	for _, pk := range ps {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/freqlens/freqlens/cycles"
 )
 
 // This file holds a second, deliberately plain implementation of the
@@ -43,7 +45,7 @@ type refLosses struct {
 // whether the clock's terms are in use, and each window's (and channel's)
 // end time in steps since the epoch.
 type refClock struct {
-	rhythms []Rhythm
+	rhythms []cycles.Rhythm
 	active  bool
 	steps   []float64
 }
@@ -421,9 +423,9 @@ func randomModel(t testing.TB, cfg Config, seed uint64) *Model {
 // cadence so the clock's terms are used.
 func withRhythms(m *Model, clock bool) *Model {
 	L := float64(m.cfg.Lookback)
-	rs := []Rhythm{{PeriodSteps: L / 2.3, Frequencies: []int{0, 2}, Harmonics: []int{1, 2}}}
+	rs := []cycles.Rhythm{{PeriodSteps: L / 2.3, Frequencies: []int{0, 2}, Harmonics: []int{1, 2}}}
 	if m.cfg.Frequencies >= 4 {
-		rs = append(rs, Rhythm{PeriodSteps: 3.1 * L, Frequencies: []int{1, 3}, Harmonics: []int{2, 5}, AnchorStep: 4.9e5 + 17, AnchorPhase: 0.3})
+		rs = append(rs, cycles.Rhythm{PeriodSteps: 3.1 * L, Frequencies: []int{1, 3}, Harmonics: []int{2, 5}, AnchorStep: 4.9e5 + 17, AnchorPhase: 0.3})
 	}
 	if clock {
 		m.Meta.Cadence = time.Hour

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/internal/longtest"
 )
@@ -171,7 +172,7 @@ func trainOnFrame(t *testing.T, f *dataset.Frame, lookback, horizon, epochs int,
 	t.Helper()
 	m, met := trainWithTimes(t, f, lookback, horizon, epochs, seed)
 	if !m.ReadsTime() {
-		t.Fatalf("the model does not read the time: rhythms %v", describeRhythms(m.Meta.Rhythms))
+		t.Fatalf("the model does not read the time: rhythms %v", fmt.Sprint(m.Meta.Rhythms))
 	}
 	return rhythmResult{rhythms: m.RhythmShares(met.Shares, met.RhythmShares), residual: met.ResidualShare, mse: met.MSE}
 }
@@ -280,7 +281,7 @@ func TestRhythmsOfSensorsWithDaysOfTheirOwn(t *testing.T) {
 
 // discovered returns the rhythms training finds (Model.discover) in the
 // first rows rows of f, for an independent model of L = 96, H = 24.
-func discovered(t *testing.T, f *dataset.Frame, rows int, seed uint64) []Rhythm {
+func discovered(t *testing.T, f *dataset.Frame, rows int, seed uint64) []cycles.Rhythm {
 	t.Helper()
 	m, err := New(Config{Lookback: 96, Horizon: 24, Channels: 1, Mode: Independent}, seed)
 	if err != nil {
@@ -309,10 +310,10 @@ func TestWeekFoundFromFewWeeks(t *testing.T) {
 				rhythms := discovered(t, f, f.Rows()*7/10, seed)
 				week := float64(7*24*time.Hour) / float64(cadence)
 				n++
-				if slices.ContainsFunc(rhythms, func(r Rhythm) bool { return r.PeriodSteps == week }) {
+				if slices.ContainsFunc(rhythms, func(r cycles.Rhythm) bool { return r.PeriodSteps == week }) {
 					found++
 				} else {
-					missed = append(missed, fmt.Sprintf("seed %d %v: %s", seed, cadence, describeRhythms(rhythms)))
+					missed = append(missed, fmt.Sprintf("seed %d %v: %s", seed, cadence, fmt.Sprint(rhythms)))
 				}
 			}
 		}
@@ -336,10 +337,10 @@ func TestDayFoundFromAWeek(t *testing.T) {
 		for seed := uint64(1); seed <= 10; seed++ {
 			f := weeklyFrame(seed, 0, 3, 2, cadence)
 			rhythms := discovered(t, f, days*int(day)*7/10, seed)
-			if slices.ContainsFunc(rhythms, func(r Rhythm) bool { return r.PeriodSteps == day }) {
+			if slices.ContainsFunc(rhythms, func(r cycles.Rhythm) bool { return r.PeriodSteps == day }) {
 				found++
 			} else {
-				missed = append(missed, fmt.Sprintf("seed %d: %s", seed, describeRhythms(rhythms)))
+				missed = append(missed, fmt.Sprintf("seed %d: %s", seed, fmt.Sprint(rhythms)))
 			}
 		}
 		if found < 8 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 )
 
@@ -53,12 +54,12 @@ func TestStrongSecondHarmonicStaysInItsCycle(t *testing.T) {
 				rhythms := discovered(t, f, rows, seed)
 				tol := 0.6 / float64(rows)
 				if len(rhythms) != 1 {
-					wrong = append(wrong, fmt.Sprintf("seed %d, period %.2f: %s", seed, period, describeRhythms(rhythms)))
+					wrong = append(wrong, fmt.Sprintf("seed %d, period %.2f: %s", seed, period, fmt.Sprint(rhythms)))
 					continue
 				}
 				P := rhythms[0].PeriodSteps
 				if k := math.Round(P / period); k < 1 || math.Abs(k/P-1/period) > tol {
-					wrong = append(wrong, fmt.Sprintf("seed %d, period %.2f: %s", seed, period, describeRhythms(rhythms)))
+					wrong = append(wrong, fmt.Sprintf("seed %d, period %.2f: %s", seed, period, fmt.Sprint(rhythms)))
 				}
 			}
 			if len(wrong) > 0 {
@@ -81,17 +82,17 @@ func TestOctaveRuleLeavesOtherCyclesAlone(t *testing.T) {
 	const rows = 1680
 	for _, tc := range []struct {
 		name  string
-		lines []Line
+		lines []cycles.Line
 		want  []float64 // the rhythms' periods, in any order
 	}{
-		{"a locked octave is one cycle", []Line{{ID: 0, Frequency: 1.0 / 20, Share: 0.5}, {ID: 1, Frequency: 1.0 / 40, Share: 0.1}}, []float64{40}},
-		{"half a bin off 2:1, two cycles", []Line{{ID: 0, Frequency: 1.0 / 20, Share: 0.5}, {ID: 1, Frequency: 1.0/40 - 0.5/rows, Share: 0.1}}, []float64{20, 1 / (1.0/40 - 0.5/rows)}},
-		{"the day beside 16h and 48h", []Line{{ID: 0, Frequency: 1.0 / 16, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 48, Share: 0.06}}, []float64{16, 24, 48}},
-		{"the day and 12h beside 16h and 48h", []Line{{ID: 0, Frequency: 1.0 / 16, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 12, Share: 0.08}, {ID: 3, Frequency: 1.0 / 48, Share: 0.06}}, []float64{16, 24, 48}},
-		{"the day beside 32h and 96h", []Line{{ID: 0, Frequency: 1.0 / 32, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 96, Share: 0.06}}, []float64{32, 24, 96}},
+		{"a locked octave is one cycle", []cycles.Line{{ID: 0, Frequency: 1.0 / 20, Share: 0.5}, {ID: 1, Frequency: 1.0 / 40, Share: 0.1}}, []float64{40}},
+		{"half a bin off 2:1, two cycles", []cycles.Line{{ID: 0, Frequency: 1.0 / 20, Share: 0.5}, {ID: 1, Frequency: 1.0/40 - 0.5/rows, Share: 0.1}}, []float64{20, 1 / (1.0/40 - 0.5/rows)}},
+		{"the day beside 16h and 48h", []cycles.Line{{ID: 0, Frequency: 1.0 / 16, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 48, Share: 0.06}}, []float64{16, 24, 48}},
+		{"the day and 12h beside 16h and 48h", []cycles.Line{{ID: 0, Frequency: 1.0 / 16, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 12, Share: 0.08}, {ID: 3, Frequency: 1.0 / 48, Share: 0.06}}, []float64{16, 24, 48}},
+		{"the day beside 32h and 96h", []cycles.Line{{ID: 0, Frequency: 1.0 / 32, Share: 0.40}, {ID: 1, Frequency: 1.0 / 24, Share: 0.15}, {ID: 2, Frequency: 1.0 / 96, Share: 0.06}}, []float64{32, 24, 96}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs := FindRhythms(tc.lines, RhythmOptions{Rows: rows, Cadence: time.Hour})
+			rs := cycles.FindRhythms(tc.lines, cycles.RhythmOptions{Rows: rows, Cadence: time.Hour})
 			var got []float64
 			for _, r := range rs {
 				got = append(got, r.PeriodSteps)
@@ -101,7 +102,7 @@ func TestOctaveRuleLeavesOtherCyclesAlone(t *testing.T) {
 				ok = ok && slices.ContainsFunc(got, func(g float64) bool { return math.Abs(g/w-1) < 0.001 })
 			}
 			if !ok {
-				t.Errorf("rhythms %s, want periods %.3f", describeRhythms(rs), tc.want)
+				t.Errorf("rhythms %s, want periods %.3f", fmt.Sprint(rs), tc.want)
 			}
 		})
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/freqlens/freqlens/cycles"
 )
 
 // TestTimeZoneKeepsTheLocalHour: with a time zone the clock reads a
@@ -19,7 +21,7 @@ func TestTimeZoneKeepsTheLocalHour(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	m.SetRhythms([]Rhythm{{PeriodSteps: 24, Frequencies: []int{0, 1}, Harmonics: []int{1, 2}}})
+	m.SetRhythms([]cycles.Rhythm{{PeriodSteps: 24, Frequencies: []int{0, 1}, Harmonics: []int{1, 2}}})
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range m.Params().Clock {
 		m.Params().Clock[i] = rng.NormFloat64()

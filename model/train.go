@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/internal/gemm"
 )
 
@@ -322,10 +323,10 @@ func spectrumRows(src Source) ([]float64, int) {
 // discover finds the peaks of the spectrum of rows (channels values a row),
 // the calendar's periods at m's cadence among them, places m's frequencies
 // on them and groups them into rhythms: the start of Train.
-func (m *Model) discover(rows []float64, channels int) ([]Peak, RhythmOptions, Placement, []Rhythm, []bool) {
+func (m *Model) discover(rows []float64, channels int) ([]cycles.Peak, cycles.RhythmOptions, Placement, []cycles.Rhythm, []bool) {
 	fmin, _ := freqBounds(m.cfg.Lookback)
-	peaks := FindPeaks(rows, channels, PeakOptions{MinFrequency: fmin, Calendar: calendarFrequencies(m.Meta.Cadence)})
-	ropts := RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
+	peaks := cycles.FindPeaks(rows, channels, cycles.PeakOptions{MinFrequency: fmin, Calendar: cycles.CalendarFrequencies(m.Meta.Cadence)})
+	ropts := cycles.RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
 	pl, rhythms, sidebands := m.placeRhythms(peaks, ropts)
 	return peaks, ropts, pl, rhythms, sidebands
 }
@@ -347,12 +348,12 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		peaks, ropts, pl, rhythms, sidebands := m.discover(rows, channels)
 		if cfg.FillHarmonics > 0 {
 			tol := 0.5 / float64(ropts.Rows)
-			fills := harmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, cfg.FillHarmonics,
+			fills := cycles.HarmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, cfg.FillHarmonics,
 				m.cfg.Frequencies/2-len(m.Meta.Peaks), fmin, tol)
 			if len(fills) > 0 {
 				pl = m.placeFrequencies(peaks, sidebands, fills)
-				rhythms = FindRhythms(m.lines(), ropts)
-				addFills(rhythms, fills, m.basis.freq, tol)
+				rhythms = cycles.FindRhythms(m.lines(), ropts)
+				cycles.AddFills(rhythms, fills, m.basis.freq, tol)
 			}
 		}
 		res.Placement = &pl

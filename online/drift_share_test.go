@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -19,7 +20,7 @@ func TestDriftCountsARhythmByItsSummedPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	m.SetRhythms([]model.Rhythm{{PeriodSteps: 24, Frequencies: []int{0, 1}, Harmonics: []int{1, 2}}})
+	m.SetRhythms([]cycles.Rhythm{{PeriodSteps: 24, Frequencies: []int{0, 1}, Harmonics: []int{1, 2}}})
 	cs := []model.Contribution{
 		{Frequency: model.Frequency{ID: 0}, Share: 0.30},
 		{Frequency: model.Frequency{ID: 1}, Share: 0.20},

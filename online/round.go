@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -391,7 +392,7 @@ func (l *Learner) trackCycles(cand *model.Model) []model.CycleMove {
 	if width == 0 {
 		return nil
 	}
-	peaks := model.FindPeaks(rows, width, model.PeakOptions{})
+	peaks := cycles.FindPeaks(rows, width, cycles.PeakOptions{})
 	if len(cand.Meta.Rhythms) > 0 {
 		return cand.TrackRhythms(peaks, cand.ClockStep(l.tr.newestTime()))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
@@ -55,7 +56,7 @@ func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	m.SetRhythms([]model.Rhythm{{PeriodSteps: 24, Frequencies: []int{2, 5}, Harmonics: []int{1, 2}}})
+	m.SetRhythms([]cycles.Rhythm{{PeriodSteps: 24, Frequencies: []int{2, 5}, Harmonics: []int{1, 2}}})
 	rng := rand.New(rand.NewPCG(7, 8))
 	for i := range m.Params().Clock {
 		m.Params().Clock[i] = 0.05 * rng.NormFloat64()

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
@@ -728,8 +729,7 @@ func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
 	if len(free) < 2 {
 		t.Fatalf("the fixture has %d free frequencies, want 2", len(free))
 	}
-	a, b := free[0], free[1]
-	rs := append(slices.Clone(m.Meta.Rhythms), model.Rhythm{PeriodSteps: 40, Frequencies: []int{a, b}, Harmonics: []int{1, 2}})
+	rs := append(slices.Clone(m.Meta.Rhythms), cycles.Rhythm{PeriodSteps: 40, Frequencies: free[:2], Harmonics: []int{1, 2}})
 	m.SetRhythms(rs)
 	weak := len(rs) - 1
 	bm, err := dataset.Standard(fx.frame, cfg.Lookback, cfg.Horizon)
@@ -753,7 +753,7 @@ func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
 		if share = met.RhythmShares[weak]; share < model.MinCycleShare/2 {
 			break
 		}
-		for _, id := range []int{a, b} {
+		for _, id := range free[:2] {
 			scale(p.HeadW2[id*E*HC:(id+1)*E*HC], 0.5)
 			scale(p.Clock[id*2*cfg.Channels:(id+1)*2*cfg.Channels], 0.5)
 			if len(p.Band) > 0 {
@@ -786,7 +786,7 @@ func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
 	for h := range cfg.Horizon {
 		sum := 0.0
 		for _, ct := range ex.Contributions {
-			if ct.ID == a || ct.ID == b {
+			if slices.Contains(free[:2], ct.ID) {
 				sum += ct.Values[h]
 				own += math.Abs(ct.Values[h])
 			}

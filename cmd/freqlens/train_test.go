@@ -21,6 +21,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/history/historytest"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
@@ -707,7 +708,7 @@ func TestInspectMatchesACyclePeriodWithoutItsLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = time.Hour
-	m.SetRhythms([]model.Rhythm{
+	m.SetRhythms([]cycles.Rhythm{
 		{PeriodSteps: 24, Frequencies: []int{0, 1}, Harmonics: []int{1, 2}},
 		{PeriodSteps: 168, Frequencies: []int{2, 3}, Harmonics: []int{5, 9}},
 	})

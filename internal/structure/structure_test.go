@@ -173,8 +173,13 @@ func TestImports(t *testing.T) {
 		},
 		{
 			name: "model is pure", pkg: "model", transitive: true,
-			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{"internal/gemm"},
-			why: "model is maths on slices: no Kafka, no Arrow, nothing of ours but internal/gemm",
+			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{"internal/gemm", "cycles"},
+			why: "model is maths on slices: no Kafka, no Arrow, nothing of ours but internal/gemm and cycles",
+		},
+		{
+			name: "cycles stands alone", pkg: "cycles", transitive: true,
+			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{},
+			why: "cycles is discovery over plain slices, for the model and anyone else: nothing of ours",
 		},
 		{
 			name: "stream knows no windows", pkg: "stream", transitive: true,
@@ -183,8 +188,13 @@ func TestImports(t *testing.T) {
 		},
 		{
 			name: "readings is a format", pkg: "readings", transitive: true,
-			denied: []string{kafkaGo, franz, prometheus},
-			why:    "readings is the input format, for any producer: no Kafka client, no metrics, no kfake",
+			denied: []string{kafkaGo, franz, prometheus}, deniedOurs: []string{"model", "service", "pipeline", "online", "internal/kafkaconn"},
+			why: "readings is the input format, for any producer: no Kafka client, no metrics, no kfake, nothing of the model or the service",
+		},
+		{
+			name: "wire is a format", pkg: "wire", transitive: true,
+			denied: []string{kafkaGo, franz, prometheus}, deniedOurs: []string{"model", "service", "pipeline", "online", "internal/kafkaconn"},
+			why: "wire is the output format, for any consumer: no Kafka client, no metrics, no kfake, nothing of the model or the service",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
