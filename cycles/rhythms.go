@@ -156,210 +156,233 @@ func FindRhythms(lines []Line, opts RhythmOptions) []Rhythm {
 	if opts.Rows < 2 || len(lines) == 0 {
 		return nil
 	}
-	tol := opts.Tolerance / float64(opts.Rows)
-	ls := slices.Clone(lines)
-	slices.SortStableFunc(ls, func(a, b Line) int { return cmp.Compare(b.Share, a.Share) })
-	amp := func(l Line) float64 { return math.Sqrt(max(l.Share, 0)) }
-	claimed := make([]bool, len(ls))
-	maxPeriod := float64(opts.Rows) / 4 // a fundamental shows at least four times
-
-	type member = harmonicMatch
-	// fit returns the least-squares fundamental of the members' harmonics,
-	// F = Σ k f / Σ k², and its error tol/√Σk².
-	fit := func(ms []member) (F, sigma float64) {
-		var num, den float64
-		for _, mb := range ms {
-			num += float64(mb.k) * ls[mb.line].Frequency
-			den += float64(mb.k * mb.k)
-		}
-		return num / den, tol / math.Sqrt(den)
-	}
-
-	// grow builds the rhythm whose fundamental is the anchor a's frequency
-	// divided by n: harmonic by harmonic, from the lowest, it takes the
-	// unclaimed line nearest each harmonic k when it lies within
-	// tol + k·sigma of it, and refits the fundamental (and its error) after
-	// each, so the low harmonics fix where the high ones must lie and a
-	// line that only happens to lie near a high harmonic is not taken.
-	//
-	// When the fundamental is a calendar period that a shorter one divides
-	// (the week, 7 days), the harmonics at multiples of the ratio (every
-	// 7th: 24h, 12h, …) are left to the shorter period's rhythm: the week
-	// is "the 168/k-hour lines that are not the day's".
-	grow := func(a, n, skip int) (ms []member, F, sigma float64) {
-		ms = []member{{a, n}}
-		// A calendar fundamental is exact: its harmonics lie where the
-		// calendar says, to the lines' own error.
-		fitCal := func(ms []member) (float64, float64) {
-			F, sigma := fit(ms)
-			if P := snapCalendar(1/F, tol, opts.Cadence); P != 1/F {
-				return 1 / P, 0
-			}
-			return F, sigma
-		}
-		F, sigma = fitCal(ms)
-		top := max(n, skip) // the highest harmonic taken (the skipped ones count)
-		for k := 1; float64(k)*F <= 0.5+tol && k <= 2*top+4; k++ {
-			if k == n || (skip > 1 && k%skip == 0) {
-				continue
-			}
-			w := tol + float64(k)*sigma
-			if w >= F/4 {
-				break // the comb's teeth would overlap: nothing can be told apart
-			}
-			best, dist := -1, w
-			for j, l := range ls {
-				if d := math.Abs(l.Frequency - float64(k)*F); !claimed[j] && j != a && d <= dist {
-					best, dist = j, d
-				}
-			}
-			if best >= 0 {
-				ms = append(ms, member{best, k})
-				F, sigma = fitCal(ms)
-				top = max(top, k)
-			}
-		}
-		return ms, F, sigma
-	}
-	// chance is how many of the unclaimed lines outside the anchor's own
-	// harmonics would match a comb of spacing F by accident.
-	chance := func(F, sigma float64, a, n int) float64 {
-		lambda := 0.0
-		for j, l := range ls {
-			if claimed[j] || j == a {
-				continue
-			}
-			k := int(math.Round(l.Frequency / F))
-			if k >= 1 && k%n == 0 && math.Abs(l.Frequency-float64(k)*F) <= tol+float64(k)*sigma {
-				continue // the anchor's own comb explains it
-			}
-			lambda += min(1, 2*(tol+float64(max(k, 1))*sigma)/F)
-		}
-		return lambda
-	}
-	var out []Rhythm
-	for a := range ls {
-		if claimed[a] {
+	g := &grouping{opts: opts, tol: opts.Tolerance / float64(opts.Rows), ls: slices.Clone(lines)}
+	slices.SortStableFunc(g.ls, func(a, b Line) int { return cmp.Compare(b.Share, a.Share) })
+	g.claimed = make([]bool, len(g.ls))
+	for a := range g.ls {
+		if g.claimed[a] {
 			continue
 		}
-		anchor := ls[a]
-		if !(anchor.Frequency > 0) {
-			claimed[a] = true
+		if !(g.ls[a].Frequency > 0) {
+			g.claimed[a] = true
 			continue
 		}
-		limit := min(maxPeriod, calendarCap(1/anchor.Frequency, tol, opts.Cadence))
-		var best []member
-		bestF, bestScore := anchor.Frequency, 0.0
-		for n := 1; n <= opts.MaxHarmonic; n++ {
-			F := anchor.Frequency / float64(n)
-			if n > 1 && 1/F > limit*(1+tol*limit) {
-				break
-			}
-			skip := calendarSplit(1/F, tol, opts.Cadence)
-			if skip > 1 && n%skip == 0 {
-				continue // the anchor is the shorter calendar rhythm's line
-			}
-			ms, F, sigma := grow(a, n, skip)
-			if len(ms) == 0 {
-				continue
-			}
-			calendar := snapCalendar(1/F, tol, opts.Cadence) == 1/F && IsCalendar(1/F, opts.Cadence)
-			if n > 1 && calendar {
-				// A calendar fundamental (the day of a 12h line) needs only
-				// a line of its own: rhythms of the calendar are what
-				// sensors have, not chance alignments.
-				// Or a rhythm of that period is there already (its lines
-				// were claimed by a stronger anchor).
-				known := slices.ContainsFunc(out, func(r Rhythm) bool { return math.Abs(1/r.PeriodSteps-F) <= tol })
-				if !known && !slices.ContainsFunc(ms, func(mb member) bool { return mb.k%n != 0 }) {
-					continue
-				}
-			} else if n > 1 {
-				// What the longer fundamental adds to the anchor's own
-				// harmonics must be real lines, not chance alignments.
-				var ext []member
-				strongest, fundamental, g := 0.0, 0.0, 0
-				locked, calendarLine := false, false
-				for _, mb := range ms {
-					if mb.k%n == 0 {
-						continue
-					}
-					ext = append(ext, mb)
-					l := ls[mb.line]
-					strongest = max(strongest, amp(l))
-					if mb.k == 1 {
-						fundamental = amp(l)
-						locked = math.Abs(l.Frequency-anchor.Frequency/float64(n)) <= tol*lockedBins/opts.Tolerance
-					}
-					// A line on a calendar period's comb shorter than the
-					// fundamental (the day's, under a 48h one) is that
-					// period's.
-					calendarLine = calendarLine || calendarCap(1/l.Frequency, tol, opts.Cadence) < 0.99/F
-					g = gcd(g, mb.k)
-				}
-				if len(ext) == 0 || strongest < opts.MinStrength*amp(anchor) || !(fundamental > 0 || len(ext) >= 3) {
-					continue
-				}
-				// Lines that all sit at multiples of g > 1 are a family of
-				// their own (fundamental F·g) that happens to line up
-				// with the anchor's, not the fundamental's harmonics. And
-				// a calendar period's lines are that period's (the day's
-				// 24h and 12h beside a stronger 16h line and a 48h one
-				// would otherwise make a "48h" rhythm of all four).
-				if g > 1 || calendarLine {
-					continue
-				}
-				// And more of them than chance would line up; or a strong
-				// line at the fundamental itself, a few octaves below the
-				// anchor, exactly where the anchor puts it: a cycle whose
-				// second, third or fourth harmonic is its strongest line (a
-				// double-peaked cycle, a tide), which one line can never
-				// show against chance. Left to chance, such a cycle is
-				// split in two "cycles" on 18 of 20 seeded feeds whose
-				// second harmonic is 1.5 times the first; their
-				// fundamentals lie within 0.05 bins of the anchor's. Two
-				// cycles of their own half a bin off 2:1 drift apart in
-				// phase over the rows: grouped, their test MSE is 3–9%
-				// worse.
-				strongFundamental := n <= maxOctaveHarmonic && fundamental >= opts.MinStrength*amp(anchor) && locked
-				if !strongFundamental && poissonTail(chance(F, sigma, a, n), len(ext)) > 1e-3 {
-					continue
-				}
-			}
-			// The most lines wins; a calendar fundamental wins a tie.
-			score := float64(len(ms))
-			if calendar {
-				score += 0.5
-			}
-			if score > bestScore {
-				best, bestF, bestScore = ms, F, score
-			}
-		}
-		if len(best) == 0 {
-			best = []member{{a, 1}}
-		}
-		P := snapCalendar(1/bestF, tol, opts.Cadence)
-		// A rhythm of the same period found from another anchor (its lines
-		// missed the first fit) is the same rhythm.
-		r := -1
-		for i := range out {
-			if math.Abs(1/out[i].PeriodSteps-1/P) <= tol {
-				r = i
-			}
-		}
-		if r < 0 {
-			out = append(out, Rhythm{PeriodSteps: P})
-			r = len(out) - 1
-		}
-		for _, mb := range best {
-			claimed[mb.line] = true
-			k := int(math.Round(ls[mb.line].Frequency * out[r].PeriodSteps))
-			out[r].Frequencies = append(out[r].Frequencies, ls[mb.line].ID)
-			out[r].Harmonics = append(out[r].Harmonics, max(k, 1))
-		}
-		sortByHarmonic(&out[r])
+		best, F := g.bestComb(a)
+		g.add(best, F)
 	}
-	return out
+	return g.out
+}
+
+// grouping is FindRhythms at work: the lines strongest first, which of them
+// a rhythm has claimed, and the rhythms so far.
+type grouping struct {
+	opts    RhythmOptions
+	tol     float64 // a line's frequency error: Tolerance/Rows
+	ls      []Line
+	claimed []bool
+	out     []Rhythm
+}
+
+// amp is a line's amplitude, √share.
+func amp(l Line) float64 { return math.Sqrt(max(l.Share, 0)) }
+
+// fit returns the least-squares fundamental of the members' harmonics,
+// F = Σ k f / Σ k², and its error tol/√Σk².
+func (g *grouping) fit(ms []harmonicMatch) (F, sigma float64) {
+	var num, den float64
+	for _, mb := range ms {
+		num += float64(mb.k) * g.ls[mb.line].Frequency
+		den += float64(mb.k * mb.k)
+	}
+	return num / den, g.tol / math.Sqrt(den)
+}
+
+// fitCal is fit, with a calendar fundamental exact: its harmonics lie where
+// the calendar says, to the lines' own error.
+func (g *grouping) fitCal(ms []harmonicMatch) (F, sigma float64) {
+	F, sigma = g.fit(ms)
+	if P := snapCalendar(1/F, g.tol, g.opts.Cadence); P != 1/F {
+		return 1 / P, 0
+	}
+	return F, sigma
+}
+
+// grow builds the rhythm whose fundamental is anchor a's frequency divided
+// by n: harmonic by harmonic, from the lowest, it takes the unclaimed line
+// nearest each harmonic k when it lies within tol + k·sigma of it, and
+// refits the fundamental (and its error) after each, so the low harmonics
+// fix where the high ones must lie and a line that only happens to lie near
+// a high harmonic is not taken.
+//
+// When the fundamental is a calendar period that a shorter one divides
+// (the week, 7 days: skip = 7), the harmonics at multiples of skip (24h,
+// 12h, …) are left to the shorter period's rhythm: the week is "the
+// 168/k-hour lines that are not the day's".
+func (g *grouping) grow(a, n, skip int) (ms []harmonicMatch, F, sigma float64) {
+	ms = []harmonicMatch{{a, n}}
+	F, sigma = g.fitCal(ms)
+	top := max(n, skip) // the highest harmonic taken (the skipped ones count)
+	for k := 1; float64(k)*F <= 0.5+g.tol && k <= 2*top+4; k++ {
+		if k == n || (skip > 1 && k%skip == 0) {
+			continue
+		}
+		w := g.tol + float64(k)*sigma
+		if w >= F/4 {
+			break // the comb's teeth would overlap: nothing can be told apart
+		}
+		best, dist := -1, w
+		for j, l := range g.ls {
+			if d := math.Abs(l.Frequency - float64(k)*F); !g.claimed[j] && j != a && d <= dist {
+				best, dist = j, d
+			}
+		}
+		if best >= 0 {
+			ms = append(ms, harmonicMatch{best, k})
+			F, sigma = g.fitCal(ms)
+			top = max(top, k)
+		}
+	}
+	return ms, F, sigma
+}
+
+// chance is how many of the unclaimed lines outside anchor a's own
+// harmonics (every n-th of the comb) would match a comb of spacing F by
+// accident.
+func (g *grouping) chance(F, sigma float64, a, n int) float64 {
+	lambda := 0.0
+	for j, l := range g.ls {
+		if g.claimed[j] || j == a {
+			continue
+		}
+		k := int(math.Round(l.Frequency / F))
+		if k >= 1 && k%n == 0 && math.Abs(l.Frequency-float64(k)*F) <= g.tol+float64(k)*sigma {
+			continue // the anchor's own comb explains it
+		}
+		lambda += min(1, 2*(g.tol+float64(max(k, 1))*sigma)/F)
+	}
+	return lambda
+}
+
+// bestComb returns the members and fundamental of the rhythm anchor a
+// makes: of the fundamentals a's frequency / n (n = 1 … MaxHarmonic), the
+// one that claims the most lines, a calendar one winning a tie, among
+// those whose lines beyond a's own harmonics are real (real).
+func (g *grouping) bestComb(a int) ([]harmonicMatch, float64) {
+	opts, tol, anchor := g.opts, g.tol, g.ls[a]
+	limit := min(float64(opts.Rows)/4, calendarCap(1/anchor.Frequency, tol, opts.Cadence)) // a fundamental shows at least four times
+	var best []harmonicMatch
+	bestF, bestScore := anchor.Frequency, 0.0
+	for n := 1; n <= opts.MaxHarmonic; n++ {
+		F := anchor.Frequency / float64(n)
+		if n > 1 && 1/F > limit*(1+tol*limit) {
+			break
+		}
+		skip := calendarSplit(1/F, tol, opts.Cadence)
+		if skip > 1 && n%skip == 0 {
+			continue // the anchor is the shorter calendar rhythm's line
+		}
+		ms, F, sigma := g.grow(a, n, skip)
+		if len(ms) == 0 {
+			continue
+		}
+		calendar := snapCalendar(1/F, tol, opts.Cadence) == 1/F && IsCalendar(1/F, opts.Cadence)
+		if n > 1 && !g.real(ms, a, n, F, sigma, calendar) {
+			continue
+		}
+		// The most lines wins; a calendar fundamental wins a tie.
+		score := float64(len(ms))
+		if calendar {
+			score += 0.5
+		}
+		if score > bestScore {
+			best, bestF, bestScore = ms, F, score
+		}
+	}
+	if len(best) == 0 {
+		best = []harmonicMatch{{a, 1}}
+	}
+	return best, bestF
+}
+
+// real reports whether the members ms of a fundamental F (error sigma)
+// anchor a's frequency / n (n > 1) holds are a rhythm, not chance.
+func (g *grouping) real(ms []harmonicMatch, a, n int, F, sigma float64, calendar bool) bool {
+	opts, tol, anchor := g.opts, g.tol, g.ls[a]
+	if calendar {
+		// A calendar fundamental (the day of a 12h line) needs only a line
+		// of its own: rhythms of the calendar are what sensors have, not
+		// chance alignments. Or a rhythm of that period is there already
+		// (its lines were claimed by a stronger anchor).
+		known := slices.ContainsFunc(g.out, func(r Rhythm) bool { return math.Abs(1/r.PeriodSteps-F) <= tol })
+		return known || slices.ContainsFunc(ms, func(mb harmonicMatch) bool { return mb.k%n != 0 })
+	}
+	// What the longer fundamental adds to the anchor's own harmonics must be
+	// real lines, not chance alignments.
+	var ext []harmonicMatch
+	strongest, fundamental, gc := 0.0, 0.0, 0
+	locked, calendarLine := false, false
+	for _, mb := range ms {
+		if mb.k%n == 0 {
+			continue
+		}
+		ext = append(ext, mb)
+		l := g.ls[mb.line]
+		strongest = max(strongest, amp(l))
+		if mb.k == 1 {
+			fundamental = amp(l)
+			locked = math.Abs(l.Frequency-anchor.Frequency/float64(n)) <= tol*lockedBins/opts.Tolerance
+		}
+		// A line on a calendar period's comb shorter than the fundamental
+		// (the day's, under a 48h one) is that period's.
+		calendarLine = calendarLine || calendarCap(1/l.Frequency, tol, opts.Cadence) < 0.99/F
+		gc = gcd(gc, mb.k)
+	}
+	if len(ext) == 0 || strongest < opts.MinStrength*amp(anchor) || !(fundamental > 0 || len(ext) >= 3) {
+		return false
+	}
+	// Lines that all sit at multiples of gc > 1 are a family of their own
+	// (fundamental F·gc) that happens to line up with the anchor's, not the
+	// fundamental's harmonics. And a calendar period's lines are that
+	// period's (the day's 24h and 12h beside a stronger 16h line and a 48h
+	// one would otherwise make a "48h" rhythm of all four).
+	if gc > 1 || calendarLine {
+		return false
+	}
+	// And more of them than chance would line up; or a strong line at the
+	// fundamental itself, a few octaves below the anchor, exactly where the
+	// anchor puts it: a cycle whose second, third or fourth harmonic is its
+	// strongest line (a double-peaked cycle, a tide), which one line can
+	// never show against chance. Left to chance, such a cycle is split in
+	// two "cycles" on 18 of 20 seeded feeds whose second harmonic is 1.5
+	// times the first; their fundamentals lie within 0.05 bins of the
+	// anchor's. Two cycles of their own half a bin off 2:1 drift apart in
+	// phase over the rows: grouped, their test MSE is 3–9% worse.
+	strongFundamental := n <= maxOctaveHarmonic && fundamental >= opts.MinStrength*amp(anchor) && locked
+	return strongFundamental || !(poissonTail(g.chance(F, sigma, a, n), len(ext)) > 1e-3)
+}
+
+// add records the rhythm of members best and fundamental F, claiming its
+// lines: as a rhythm of its own, or into one of the same period found from
+// another anchor (its lines missed the first fit).
+func (g *grouping) add(best []harmonicMatch, F float64) {
+	P := snapCalendar(1/F, g.tol, g.opts.Cadence)
+	r := -1
+	for i := range g.out {
+		if math.Abs(1/g.out[i].PeriodSteps-1/P) <= g.tol {
+			r = i
+		}
+	}
+	if r < 0 {
+		g.out = append(g.out, Rhythm{PeriodSteps: P})
+		r = len(g.out) - 1
+	}
+	for _, mb := range best {
+		g.claimed[mb.line] = true
+		k := int(math.Round(g.ls[mb.line].Frequency * g.out[r].PeriodSteps))
+		g.out[r].Frequencies = append(g.out[r].Frequencies, g.ls[mb.line].ID)
+		g.out[r].Harmonics = append(g.out[r].Harmonics, max(k, 1))
+	}
+	sortByHarmonic(&g.out[r])
 }
 
 // sortByHarmonic orders a rhythm's frequencies by harmonic number.

@@ -28,11 +28,11 @@ type backwardConsts struct {
 //	∂L/∂p_i = λ_sparse/B for i not selected (L_sparse = mean_b Σ_{i∉S_b} p_bi;
 //	left out when the rhythms' frequencies take all K places).
 func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k backwardConsts) {
-	cfg, p, bs, tr, g := m.cfg, m.params, m.basis, ws.tr, ws.tr.grad
+	cfg, p, tr, g := m.cfg, m.params, ws.tr, ws.tr.grad
 	n := ws.n
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.slots(), cfg.ScorerHidden
-	HC, C1, LC, nN := H*C, C+1, L*C, n*N
+	d, N := cfg.Hidden, cfg.Frequencies
+	HC, C1, nN := H*C, C+1, n*N
 	M, D := 2*N, 2*d // atoms, coefficients per frequency
 	alpha := sigmoid(p.Fusion[0])
 
@@ -84,52 +84,12 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	// Straight-through selection and the sparsity loss.
 	dscore := tr.dscore[:nN]
 	scores := cfg.competes()
-	sparseGrad := k.lambdaSparse / float64(k.batch)
-	if !scores {
-		sparseGrad = 0 // no place is left to the others: L_sparse is left out
-	}
-	tr.sparse = 0
-	for b := range n {
-		prob, ds := tr.prob[b*N:(b+1)*N], dscore[b*N:(b+1)*N]
-		for i := range ds {
-			ds[i] = sparseGrad
-		}
-		outside := 1.0
-		for kk := range K {
-			f := ws.sel[b*K+kk]
-			ds[f] = tr.dm[ws.pos[b*K+kk]]
-			outside -= prob[f]
-		}
-		if scores {
-			// With no place left to the others the mass outside is all
-			// of it, a constant, which the loss leaves out.
-			tr.sparse += outside
-		}
-		s := 0.0
-		for i, v := range ds {
-			s += prob[i] * v
-		}
-		for i := range ds {
-			ds[i] = prob[i] * (ds[i] - s) / k.tau
-		}
-	}
+	m.selectionBackward(ws, n, k, scores)
 
 	// Scorer, unless the rhythms take every place (the forward pass then
 	// scored nothing and every ∂L/∂score is 0).
 	if scores {
-		dz := tr.dz[:nN*S]
-		for r := range nN {
-			gs := dscore[r]
-			g.FreqBias[r%N] += gs
-			gemm.Axpy(gs, ws.z[r*S:(r+1)*S], g.ScW2)
-			row := dz[r*S : (r+1)*S]
-			for j := range row {
-				row[j] = gs * p.ScW2[j] * geluGrad(ws.zpre[r*S+j], ws.ztanh[r*S+j])
-			}
-			gemm.Axpy(1, row, g.ScB1)
-		}
-		gemm.TN(D, S, nN, ws.coef, D, dz, S, g.ScW1, S)
-		gemm.NT(nN, D, S, dz, S, p.ScW1, S, dcoef, D)
+		m.scorerBackward(ws, n, dcoef)
 	}
 
 	// Coefficients: one row of d per atom, c = Yh·W̃, where Yh is Y or, with
@@ -163,27 +123,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	clear(tr.recQ)
 	clear(tr.dPsibar)
 	if k.lambdaRecon != 0 {
-		scale := 2 * k.lambdaRecon / float64(k.batch*L*d)
-		E, Gb := tr.recE, tr.recG
-		for b := range n {
-			yb, xb := Y[b*M*C1:(b+1)*M*C1], ws.xn[b*LC:(b+1)*LC]
-			clear(E)
-			gemm.TN(L, C1, M, bs.psibar, L, yb, C1, E, C1)
-			for t := range L {
-				for c := range C {
-					E[t*C1+c] -= xb[t*C+c]
-				}
-				E[t*C1+C] -= 1
-			}
-			gemm.TN(C1, C1, L, E, C1, E, C1, tr.recQ, C1)
-			clear(Gb)
-			gemm.NN(L, C1, C1, E, C1, k.wwT, C1, Gb, C1)
-			for i := range Gb {
-				Gb[i] *= scale
-			}
-			gemm.NN(M, C1, L, bs.psibar, L, Gb, C1, dY[b*M*C1:(b+1)*M*C1], C1)
-			gemm.NT(M, L, C1, yb, C1, Gb, C1, tr.dPsibar, L)
-		}
+		m.reconBackward(ws, n, k, Y, dY)
 	}
 
 	if m.hasRhythms() {
@@ -422,4 +362,93 @@ func (m *Model) residualInputGrad(ws *Workspace, n int) []float64 {
 		}
 	}
 	return G
+}
+
+// selectionBackward writes ∂L/∂(each window's logits) to ws.tr.dscore
+// through the straight-through gates and the sparsity loss (none when
+// nothing competes), and sums the sparsity loss into ws.tr.sparse.
+func (m *Model) selectionBackward(ws *Workspace, n int, k backwardConsts, scores bool) {
+	tr := ws.tr
+	N, K := m.cfg.Frequencies, m.cfg.slots()
+	dscore := tr.dscore[:n*N]
+	sparseGrad := k.lambdaSparse / float64(k.batch)
+	if !scores {
+		sparseGrad = 0 // no place is left to the others: L_sparse is left out
+	}
+	tr.sparse = 0
+	for b := range n {
+		prob, ds := tr.prob[b*N:(b+1)*N], dscore[b*N:(b+1)*N]
+		for i := range ds {
+			ds[i] = sparseGrad
+		}
+		outside := 1.0
+		for kk := range K {
+			f := ws.sel[b*K+kk]
+			ds[f] = tr.dm[ws.pos[b*K+kk]]
+			outside -= prob[f]
+		}
+		if scores {
+			// With no place left to the others the mass outside is all
+			// of it, a constant, which the loss leaves out.
+			tr.sparse += outside
+		}
+		s := 0.0
+		for i, v := range ds {
+			s += prob[i] * v
+		}
+		for i := range ds {
+			ds[i] = prob[i] * (ds[i] - s) / k.tau
+		}
+	}
+}
+
+// scorerBackward adds the scorer's gradient, given ∂L/∂(the logits) in
+// ws.tr.dscore, and adds what reaches the coefficients to dcoef.
+func (m *Model) scorerBackward(ws *Workspace, n int, dcoef []float64) {
+	cfg, p, tr, g := m.cfg, m.params, ws.tr, ws.tr.grad
+	N, S, D := cfg.Frequencies, cfg.ScorerHidden, 2*cfg.Hidden
+	nN := n * N
+	dscore, dz := tr.dscore[:nN], tr.dz[:nN*S]
+	for r := range nN {
+		gs := dscore[r]
+		g.FreqBias[r%N] += gs
+		gemm.Axpy(gs, ws.z[r*S:(r+1)*S], g.ScW2)
+		row := dz[r*S : (r+1)*S]
+		for j := range row {
+			row[j] = gs * p.ScW2[j] * geluGrad(ws.zpre[r*S+j], ws.ztanh[r*S+j])
+		}
+		gemm.Axpy(1, row, g.ScB1)
+	}
+	gemm.TN(D, S, nN, ws.coef, D, dz, S, g.ScW1, S)
+	gemm.NT(nN, D, S, dz, S, p.ScW1, S, dcoef, D)
+}
+
+// reconBackward adds the reconstruction loss's gradient ‖Ψ̄ᵀΨ̄·H − H‖²
+// (H = X̃·W̃, through E_b = Ψ̄ᵀY_b − X̃_b) to dY and ws.tr.dPsibar, and
+// Σ_b E_bᵀE_b to ws.tr.recQ, for the projections Y of the n windows.
+func (m *Model) reconBackward(ws *Workspace, n int, k backwardConsts, Y, dY []float64) {
+	cfg, tr, bs := m.cfg, ws.tr, m.basis
+	L, C, d := cfg.Lookback, cfg.Channels, cfg.Hidden
+	C1, LC, M := C+1, L*C, 2*cfg.Frequencies
+	scale := 2 * k.lambdaRecon / float64(k.batch*L*d)
+	E, Gb := tr.recE, tr.recG
+	for b := range n {
+		yb, xb := Y[b*M*C1:(b+1)*M*C1], ws.xn[b*LC:(b+1)*LC]
+		clear(E)
+		gemm.TN(L, C1, M, bs.psibar, L, yb, C1, E, C1)
+		for t := range L {
+			for c := range C {
+				E[t*C1+c] -= xb[t*C+c]
+			}
+			E[t*C1+C] -= 1
+		}
+		gemm.TN(C1, C1, L, E, C1, E, C1, tr.recQ, C1)
+		clear(Gb)
+		gemm.NN(L, C1, C1, E, C1, k.wwT, C1, Gb, C1)
+		for i := range Gb {
+			Gb[i] *= scale
+		}
+		gemm.NN(M, C1, L, bs.psibar, L, Gb, C1, dY[b*M*C1:(b+1)*M*C1], C1)
+		gemm.NT(M, L, C1, yb, C1, Gb, C1, tr.dPsibar, L)
+	}
 }

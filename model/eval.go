@@ -160,27 +160,48 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 	if err := ctx.Err(); err != nil {
 		return Metrics{}, err
 	}
-	secs := time.Since(start).Seconds()
+	sums := evalSums{counts: counts, shares: shareAcc, errors: partial, N: N, R: R, channels: srcC, batches: nb, workers: workers}
+	met := sums.metrics(src.Len(), samples, H, time.Since(start).Seconds())
+	if groups != nil && samples > 0 {
+		met.scoreGroups(groups, perSample, samples/src.Len(), H*srcC)
+	}
+	return met, nil
+}
+
+// evalSums are evaluate's sums, per worker (counts) or per batch (shares,
+// errors), added in order so that the metrics do not depend on how many
+// workers ran.
+type evalSums struct {
+	counts                           []int     // per worker: how many windows selected each of N frequencies
+	shares                           []float64 // per batch: shares by frequency (N), by rhythm (R), then the residual's
+	errors                           []float64 // per batch: squared, then absolute error per source channel
+	N, R, channels, batches, workers int
+}
+
+// metrics turns the sums of samples model windows of windows source
+// windows, horizon H, into Metrics, with the time they took.
+func (e evalSums) metrics(windows, samples, H int, secs float64) Metrics {
+	N, R, srcC := e.N, e.R, e.channels
 	met := Metrics{
 		PerChannelMSE: make([]float64, srcC),
 		PerChannelMAE: make([]float64, srcC),
-		Windows:       src.Len(),
+		Windows:       windows,
 		Channels:      srcC,
 		Seconds:       secs,
 		Selected:      make([]int, N),
 	}
-	for w := range workers {
+	for w := range e.workers {
 		for f := range N {
-			met.Selected[f] += counts[w*N+f]
+			met.Selected[f] += e.counts[w*N+f]
 		}
 	}
 	if secs > 0 {
-		met.WindowsPerSecond = float64(src.Len()) / secs
+		met.WindowsPerSecond = float64(windows) / secs
 	}
 	met.Shares = make([]float64, N)
 	met.RhythmShares = make([]float64, R)
-	for k := range nb {
-		sa := shareAcc[k*(N+R+1) : (k+1)*(N+R+1)]
+	for k := range e.batches {
+		sa := e.shares[k*(N+R+1) : (k+1)*(N+R+1)]
 		for f := range N {
 			met.Shares[f] += sa[f]
 		}
@@ -198,14 +219,14 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 		}
 		met.ResidualShare /= float64(samples)
 	}
-	for k := range nb {
-		p := partial[k*2*srcC : (k+1)*2*srcC]
+	for k := range e.batches {
+		p := e.errors[k*2*srcC : (k+1)*2*srcC]
 		for c := range srcC {
 			met.PerChannelMSE[c] += p[c]
 			met.PerChannelMAE[c] += p[srcC+c]
 		}
 	}
-	per := float64(src.Len() * H)
+	per := float64(windows * H)
 	for c := range srcC {
 		met.MSE += met.PerChannelMSE[c]
 		met.MAE += met.PerChannelMAE[c]
@@ -215,10 +236,7 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 	met.MSE /= per * float64(srcC)
 	met.MAE /= per * float64(srcC)
 	met.RMSE = math.Sqrt(met.MSE)
-	if groups != nil && samples > 0 {
-		met.scoreGroups(groups, perSample, samples/src.Len(), H*srcC)
-	}
-	return met, nil
+	return met
 }
 
 // scoreGroups fills the group metrics from each sample's summed squared

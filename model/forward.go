@@ -103,35 +103,16 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	}
 	ws.grow(n)
 	ws.n, ws.m, ws.walled = n, m, false
-	cfg, p, bs := m.cfg, m.params, m.basis
-	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, K, S := cfg.Hidden, cfg.Frequencies, cfg.slots(), cfg.ScorerHidden
-	HC, C1, LC := H*C, C+1, L*C
-	M, D := 2*N, 2*d // atoms (a cosine and a sine per frequency), coefficients per frequency
+	cfg := m.cfg
+	L, C := cfg.Lookback, cfg.Channels
 
 	// 1. Normalise each window (or copy it as it is).
-	xn, mu, sd := ws.xn[:n*LC], ws.mu[:n*C], ws.sd[:n*C]
-	if cfg.Norm == NormInstance {
-		instanceNorm(xn, mu, sd, x[:n*LC], n, L, C)
-	} else {
-		copy(xn, x[:n*LC])
-		clear(mu)
-		for i := range sd {
-			sd[i] = 1
-		}
-	}
-
-	if draws != nil && draws.xNoise != nil {
-		for i, v := range draws.xNoise[:n*LC] {
-			xn[i] += v
-		}
-	}
+	m.normalise(ws, x, n, draws)
 
 	// The clock's terms and what the rhythms leave of the window (the
-	// residual's input, and the other frequencies'): fixed by
-	// the window and its time, not by the selection.
-	ck := m.clock
-	if ck.active {
+	// residual's input, and the other frequencies'): fixed by the window
+	// and its time, not by the selection.
+	if m.clock.active {
 		if len(tau) < n*C {
 			panic(fmt.Sprintf("model: %d window times for %d windows of %d channels; this model reads the time", len(tau), n, C))
 		}
@@ -144,72 +125,141 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 		m.rhythmLeftover(ws, n)
 	}
 
-	// 2. Project each window onto the atoms: Y_b = Ψ̄·[x̂_b | 1] (2N×(C+1)).
-	Y := ws.y[:n*M*C1]
-	project(Y, xn, bs, n, L, C)
-	// What the coefficients read: Y, or, for the frequencies outside the
-	// rhythms, the projections of the rhythms' leftover u.
+	// 2–3. The projections onto the atoms and the coefficients.
+	m.coefficients(ws, n, draws)
+
+	// 4. Scores, unless the rhythms take every place.
+	scores := cfg.competes()
+	m.scoreFrequencies(ws, n, scores)
+
+	// 5. The selection.
+	m.selectFrequencies(ws, n, draws, scores)
+	if m.hasRhythms() {
+		m.bandForward(ws, n)
+	}
+
+	// The residual MLP's rows: one per window, or one per window and
+	// channel (weights shared between channels), read channel by channel.
+	ws.resX = ws.resIn
+	if pw, _, _ := cfg.residualShape(); pw > 1 {
+		ws.resX = ws.resT[:n*L*C]
+		transposeWindows(ws.resX, ws.resIn[:n*L*C], n, L, C)
+	}
+
+	// 6. Group the selections by head so each head runs one product.
+	ws.group(n)
+
+	// 7–8. The heads and the residual MLP, in two split sections.
+	ws.draws = draws
+	ws.do(secHeadsAndHidden)
+	ws.do(secResidualOut)
+	ws.draws = nil
+
+	// 9. Fuse, add the clock's terms and the band heads, and undo the
+	// normalisation.
+	m.fuse(ws, dst, n)
+}
+
+// normalise writes the n windows of x to ws.xn, each channel centred and
+// scaled by its window mean and deviation (ws.mu, ws.sd) under instance
+// normalisation, else as they are (μ = 0, σ = 1), plus the training pass's
+// input noise.
+func (m *Model) normalise(ws *Workspace, x []float64, n int, draws *stepDraws) {
+	L, C := m.cfg.Lookback, m.cfg.Channels
+	LC := L * C
+	xn, mu, sd := ws.xn[:n*LC], ws.mu[:n*C], ws.sd[:n*C]
+	if m.cfg.Norm == NormInstance {
+		instanceNorm(xn, mu, sd, x[:n*LC], n, L, C)
+	} else {
+		copy(xn, x[:n*LC])
+		clear(mu)
+		for i := range sd {
+			sd[i] = 1
+		}
+	}
+	if draws != nil && draws.xNoise != nil {
+		for i, v := range draws.xNoise[:n*LC] {
+			xn[i] += v
+		}
+	}
+}
+
+// coefficients projects each window onto the atoms, Y_b = Ψ̄·[x̂_b | 1]
+// (2N×(C+1)), sets what the coefficients read (ws.yh: Y, or, for the
+// frequencies outside the rhythms, the projections of the rhythms'
+// leftover u), the windows' energy shares when frequencies compete, and,
+// unless the pass is lean, the coefficients Ψ̄·(x̂·W + 1·bᵀ) = Y·W̃ of every
+// window at once. The cosine and sine rows of frequency i are adjacent, so
+// its coefficient vector c_i = [cos part | sin part] is the contiguous 2d
+// at (b·N+i)·2d. A lean pass (see Workspace.lean) skips them: the scorer's
+// first layer is folded into W̃, and each head computes c_f for the
+// windows that selected it.
+func (m *Model) coefficients(ws *Workspace, n int, draws *stepDraws) {
+	cfg, p := m.cfg, m.params
+	d, N, C1 := cfg.Hidden, cfg.Frequencies, cfg.Channels+1
+	M, D := 2*N, 2*d // atoms (a cosine and a sine per frequency), coefficients per frequency
+	project(ws.y[:n*M*C1], ws.xn[:n*cfg.Lookback*cfg.Channels], m.basis, n, cfg.Lookback, cfg.Channels)
 	ws.yh = ws.y
 	if m.freeReadsLeftover() {
 		ws.yh = ws.yfree
 		m.leftoverProjections(ws, n)
 	}
-	Yh := ws.yh[:n*M*C1]
-
-	// A model whose rhythms take all K places selects the same
-	// frequencies in every window: it needs no scores.
-	scores := cfg.competes()
-	if scores {
+	if cfg.competes() {
 		windowEnergy(ws, n)
 	}
-
-	// 3. Coefficients Ψ̄·(x̂·W + 1·bᵀ) = Y·W̃ for every window at once. The
-	// cosine and sine rows of frequency i are adjacent, so its coefficient
-	// vector c_i = [cos part | sin part] is the contiguous 2d at (b·N+i)·2d.
-	// A lean pass (see Workspace.lean) skips them: the scorer's first layer
-	// is folded into W̃, and each head computes c_f for the windows that
-	// selected it.
 	ws.lean = draws == nil && 2*C1 < D
 	if !ws.lean {
 		ws.sizeCoef()
 		coef := ws.coef[:n*N*D]
 		clear(coef)
-		gemm.NN(n*M, d, C1, Yh, C1, p.Data[:C1*d], d, coef, d)
+		gemm.NN(n*M, d, C1, ws.yh[:n*M*C1], C1, p.Data[:C1*d], d, coef, d)
 	}
+}
 
-	// 4. Scorer: logit_i = GELU(c_i·W1 + b1)·w2 + bias_i (0 when unused).
-	// c_i·W1 = [y_cos,i | y_sin,i]·[W̃·W1_cos ; W̃·W1_sin], and the rows of Y,
-	// read 2(C+1) at a time, are exactly [y_cos,i | y_sin,i].
-	nN := n * N
+// scoreFrequencies writes each window's selection logits to ws.score:
+// logit_i = GELU(c_i·W1 + b1)·w2 + bias_i + log(e_i + energyFloor), or 0
+// for all when nothing competes (scores false). c_i·W1 = [y_cos,i |
+// y_sin,i]·[W̃·W1_cos ; W̃·W1_sin], and the rows of Y, read 2(C+1) at a
+// time, are exactly [y_cos,i | y_sin,i].
+func (m *Model) scoreFrequencies(ws *Workspace, n int, scores bool) {
+	cfg, p := m.cfg, m.params
+	d, N, S, C1 := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.Channels+1
+	D, nN := 2*d, n*N
 	score := ws.score[:nN]
-	if scores {
-		ws.sizeScorer()
-		zpre, zt, z := ws.zpre[:nN*S], ws.ztanh[:nN*S], ws.z[:nN*S]
-		for r := range nN {
-			copy(zpre[r*S:(r+1)*S], p.ScB1)
-		}
-		if ws.lean {
-			fold(ws.qscore, p.Data[:C1*d], p.ScW1, C1, d, S)
-			gemm.NN(nN, S, 2*C1, Yh, 2*C1, ws.qscore, S, zpre, S)
-		} else {
-			gemm.NN(nN, S, D, ws.coef[:n*N*D], D, p.ScW1, S, zpre, S)
-		}
-		gemm.GELU(z, zt, zpre)
-		for r := range nN {
-			score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
-		}
-		for r, e := range ws.eshare[:nN] {
-			score[r] += math.Log(e + energyFloor)
-		}
-	} else {
+	if !scores {
 		clear(score)
+		return
 	}
+	ws.sizeScorer()
+	zpre, zt, z := ws.zpre[:nN*S], ws.ztanh[:nN*S], ws.z[:nN*S]
+	for r := range nN {
+		copy(zpre[r*S:(r+1)*S], p.ScB1)
+	}
+	if ws.lean {
+		fold(ws.qscore, p.Data[:C1*d], p.ScW1, C1, d, S)
+		gemm.NN(nN, S, 2*C1, ws.yh[:n*2*N*C1], 2*C1, ws.qscore, S, zpre, S)
+	} else {
+		gemm.NN(nN, S, D, ws.coef[:n*N*D], D, p.ScW1, S, zpre, S)
+	}
+	gemm.GELU(z, zt, zpre)
+	for r := range nN {
+		score[r] = gemm.Dot(z[r*S:(r+1)*S], p.ScW2) + p.FreqBias[r%N]
+	}
+	for r, e := range ws.eshare[:nN] {
+		score[r] += math.Log(e + energyFloor)
+	}
+}
 
-	// 5. Select per window every rhythm frequency, then the best
-	// of the others for the places left. A rhythm frequency's logit is −∞
-	// to the softmax and the top-K, so it has no straight-through gate: it
-	// is always in.
-	sel, R := ws.sel[:n*K], cfg.rhythmSlots
+// selectFrequencies writes each window's selection to ws.sel: every rhythm
+// frequency, then the best of the others for the places left, by the
+// logits (perturbed by the training pass's Gumbel noise, whose tempered
+// softmax it keeps in ws.tr.prob for the straight-through gradient). A
+// rhythm frequency's logit is −∞ to the softmax and the top-K, so it has
+// no straight-through gate: it is always in.
+func (m *Model) selectFrequencies(ws *Workspace, n int, draws *stepDraws, scores bool) {
+	cfg := m.cfg
+	N, K, R := cfg.Frequencies, cfg.slots(), cfg.rhythmSlots
+	score, sel := ws.score[:n*N], ws.sel[:n*K]
 	for b := range n {
 		logits := score[b*N : (b+1)*N]
 		if draws != nil || R > 0 {
@@ -243,35 +293,22 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 			topK(dst[R:], logits, ws.topv)
 		}
 	}
+}
 
-	band := m.hasRhythms()
-	if band {
-		m.bandForward(ws, n)
-	}
-
-	// The residual MLP's rows: one per window, or one per window and
-	// channel (weights shared between channels), read channel by channel.
-	ws.resX = ws.resIn
-	if pw, _, _ := cfg.residualShape(); pw > 1 {
-		ws.resX = ws.resT[:n*LC]
-		transposeWindows(ws.resX, ws.resIn[:n*LC], n, L, C)
-	}
-
-	// 6. Group the selections by head so each head runs one product.
-	ws.group(n)
-
-	// 7–8. The heads and the residual MLP, in two split sections.
-	ws.draws = draws
-	ws.do(secHeadsAndHidden)
-	ws.do(secResidualOut)
-	ws.draws = nil
+// fuse writes the n forecasts to dst: α·(the selected heads) + (1−α)·(the
+// residual MLP), plus the rhythms' clock terms and band heads, mapped back
+// through each window's μ and σ.
+func (m *Model) fuse(ws *Workspace, dst []float64, n int) {
+	cfg := m.cfg
+	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	HC := H * C
 	fs, res := ws.freqSum[:n*HC], ws.res[:n*HC]
-
-	// 9. Fuse, add the clock's terms and undo the normalisation.
-	alpha := sigmoid(p.Fusion[0])
+	mu, sd := ws.mu[:n*C], ws.sd[:n*C]
+	band := m.hasRhythms()
+	alpha := sigmoid(m.params.Fusion[0])
 	for b := range n {
 		var qf []float64
-		if ck.active {
+		if m.clock.active {
 			qf = ws.qprof[(b*(L+H)+L)*C : (b+1)*(L+H)*C]
 		}
 		for h := range H {

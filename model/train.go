@@ -344,20 +344,8 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	}
 	res := &TrainResult{BestValMSE: math.Inf(1), Stopped: "epochs"}
 	if rows, channels := spectrumRows(train); rows != nil && cfg.FrequencyInit == InitSpectrum {
-		fmin, _ := freqBounds(m.cfg.Lookback)
-		peaks, ropts, pl, rhythms, sidebands := m.discover(rows, channels)
-		if cfg.FillHarmonics > 0 {
-			tol := 0.5 / float64(ropts.Rows)
-			fills := cycles.HarmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, cfg.FillHarmonics,
-				m.cfg.Frequencies/2-len(m.Meta.Peaks), fmin, tol)
-			if len(fills) > 0 {
-				pl = m.placeFrequencies(peaks, sidebands, fills)
-				rhythms = cycles.FindRhythms(m.lines(), ropts)
-				cycles.AddFills(rhythms, fills, m.basis.freq, tol)
-			}
-		}
+		pl := m.placeOnSpectrum(rows, channels, cfg.FillHarmonics)
 		res.Placement = &pl
-		m.SetRhythms(rhythms)
 	}
 	tb, err := newBatcher(m, train)
 	if err != nil {
@@ -411,18 +399,7 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		if cfg.Epochs > 1 {
 			tau -= (cfg.TauStart - cfg.TauEnd) * float64(epoch) / float64(cfg.Epochs-1)
 		}
-		warm := epoch < cfg.ResidualWarmup
-		t.opt.freezeExcept(m.cfg, func(tn tensor) bool {
-			switch {
-			case warm && tn.component == "residual":
-				return false
-			case holdTheta && tn.name == "freq.theta":
-				return false
-			case !warm && cfg.ResidualWarmup > 0 && !cfg.TrainScorerThroughout && scorerMLP(tn.name):
-				return false
-			}
-			return true
-		})
+		t.freezeFor(epoch, holdTheta)
 		t.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		var sum stepLoss
 		var lr float64
@@ -437,16 +414,7 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 			}
 			sum.add(l)
 		}
-		if t.ema != nil {
-			copy(t.live.Data, m.params.Data)
-			copy(m.params.Data, t.ema.Data)
-			m.refresh()
-		}
-		valMetrics, err := evaluate(ctx, m, val, cfg.Workers, 256, nil, &t.evalWS)
-		if t.ema != nil {
-			copy(m.params.Data, t.live.Data)
-			m.refresh()
-		}
+		valMetrics, err := t.validate(ctx, val)
 		if err != nil {
 			return t.finish(res, best, "canceled"), err
 		}
@@ -477,19 +445,10 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 			stop = "epochs"
 		}
 		if cfg.Checkpoint != "" {
-			// A checkpoint that cannot be written (a full disk) costs the
-			// ability to resume, not the run.
 			st.nextEpoch, st.stopped = epoch+1, stop
-			if err := t.saveCheckpoint(cfg.Checkpoint, fp, st); err != nil {
-				before := "no checkpoint is kept"
-				if kept > 0 {
-					before = fmt.Sprintf("the one of epoch %d is kept", kept)
-				}
-				es.CheckpointError = fmt.Sprintf("%v; it needs about %s, and as much again while it replaces the last; %s, and training goes on",
-					err, formatBytes(8*len(t.checkpointArrays(best))*len(m.params.Data)), before)
+			if msg := t.keepCheckpoint(fp, st, &kept); msg != "" {
+				es.CheckpointError = msg
 				res.Epochs[len(res.Epochs)-1] = es
-			} else {
-				kept = epoch + 1
 			}
 		}
 		if progress != nil {
@@ -500,6 +459,81 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		}
 	}
 	return t.finish(res, best, "epochs"), nil
+}
+
+// placeOnSpectrum places the model's frequencies on the cycles of the
+// training rows (rows of channels values) and groups them into rhythms,
+// with a frequency on each of up to fillHarmonics missing harmonics of a
+// rhythm (0: none), and returns the placement.
+func (m *Model) placeOnSpectrum(rows []float64, channels, fillHarmonics int) Placement {
+	peaks, ropts, pl, rhythms, sidebands := m.discover(rows, channels)
+	if fillHarmonics > 0 {
+		fmin, _ := freqBounds(m.cfg.Lookback)
+		tol := 0.5 / float64(ropts.Rows)
+		fills := cycles.HarmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, fillHarmonics,
+			m.cfg.Frequencies/2-len(m.Meta.Peaks), fmin, tol)
+		if len(fills) > 0 {
+			pl = m.placeFrequencies(peaks, sidebands, fills)
+			rhythms = cycles.FindRhythms(m.lines(), ropts)
+			cycles.AddFills(rhythms, fills, m.basis.freq, tol)
+		}
+	}
+	m.SetRhythms(rhythms)
+	return pl
+}
+
+// freezeFor sets what epoch trains: the residual MLP waits out its
+// warm-up, placed frequencies keep their θ (holdTheta), and after the
+// warm-up the scorer's MLP stays unless TrainScorerThroughout.
+func (t *trainer) freezeFor(epoch int, holdTheta bool) {
+	cfg := t.cfg
+	warm := epoch < cfg.ResidualWarmup
+	t.opt.freezeExcept(t.m.cfg, func(tn tensor) bool {
+		switch {
+		case warm && tn.component == "residual":
+			return false
+		case holdTheta && tn.name == "freq.theta":
+			return false
+		case !warm && cfg.ResidualWarmup > 0 && !cfg.TrainScorerThroughout && scorerMLP(tn.name):
+			return false
+		}
+		return true
+	})
+}
+
+// validate returns the metrics on val of the model, or of its moving
+// average of the parameters with EMA, which the model then keeps no trace of.
+func (t *trainer) validate(ctx context.Context, val Source) (Metrics, error) {
+	m := t.m
+	if t.ema != nil {
+		copy(t.live.Data, m.params.Data)
+		copy(m.params.Data, t.ema.Data)
+		m.refresh()
+	}
+	met, err := evaluate(ctx, m, val, t.cfg.Workers, 256, nil, &t.evalWS)
+	if t.ema != nil {
+		copy(m.params.Data, t.live.Data)
+		m.refresh()
+	}
+	return met, err
+}
+
+// keepCheckpoint writes the run's state st after an epoch to the
+// checkpoint file (fingerprint fp) and sets *kept to the epoch it holds.
+// A checkpoint that cannot be written (a full disk) costs the ability to
+// resume, not the run: it returns what to tell the user, "" on success.
+func (t *trainer) keepCheckpoint(fp string, st runState, kept *int) string {
+	err := t.saveCheckpoint(t.cfg.Checkpoint, fp, st)
+	if err == nil {
+		*kept = st.nextEpoch
+		return ""
+	}
+	before := "no checkpoint is kept"
+	if *kept > 0 {
+		before = fmt.Sprintf("the one of epoch %d is kept", *kept)
+	}
+	return fmt.Sprintf("%v; it needs about %s, and as much again while it replaces the last; %s, and training goes on",
+		err, formatBytes(8*len(t.checkpointArrays(st.best))*len(t.m.params.Data)), before)
 }
 
 // Settings returns the effective settings (defaults filled in) as numbers,
