@@ -136,8 +136,8 @@ func trainFeed(t testing.TB, fd *feed, horizon, epochs int) *model.Model {
 	cfg := service.DefaultConfig()
 	cfg.Cadence = fd.cadence
 	pc := cfg.HistoryPanel("")
-	d, err := training.FromFile(context.Background(), fd.trainPath, history.FileCSV, cfg.Readings, pc,
-		training.Split{Lookback: 96, Horizon: horizon, MaxWindows: 6000, Seed: 1})
+	d, err := history.FromFile(context.Background(), fd.trainPath, history.FileCSV, cfg.Readings, pc,
+		history.Split{Lookback: 96, Horizon: horizon, MaxWindows: 6000, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

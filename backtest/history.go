@@ -40,7 +40,7 @@ type row struct {
 }
 
 // NewHistory returns an empty history of readings with these value
-// fields, to fill with Add (or through history.ReadFile and ReadTopic,
+// fields, to fill with Add (or through history.DecodeFile and ReadTopic,
 // whose Readings it is).
 func NewHistory(name string, fields []string) *History {
 	return &History{Name: name, Fields: slices.Clone(fields), index: map[string]int32{}}
@@ -115,7 +115,7 @@ func FromFrame(f *dataset.Frame, series string) *History {
 // field names and checks.
 func ReadFile(ctx context.Context, path string, format history.FileFormat, rc readings.Config) (*History, error) {
 	h := NewHistory(path, rc.ValueFields)
-	stats, err := history.ReadFile(ctx, path, format, rc, h)
+	stats, err := history.DecodeFile(ctx, path, format, rc, h)
 	h.Stats = stats
 	if err != nil {
 		return nil, err
@@ -123,11 +123,11 @@ func ReadFile(ctx context.Context, path string, format history.FileFormat, rc re
 	return h, nil
 }
 
-// ReadTopic reads the retained messages of topic as history.ReadTopic
+// ReadTopic reads the retained messages of topic as history.DecodeTopic
 // does.
 func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, rc readings.Config, opts history.TopicOptions) (*History, error) {
 	h := NewHistory("topic "+topic, rc.ValueFields)
-	stats, err := history.ReadTopic(ctx, kc, topic, rc, h, opts)
+	stats, err := history.DecodeTopic(ctx, kc, topic, rc, h, opts)
 	h.Stats = stats
 	if err != nil {
 		return nil, err

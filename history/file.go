@@ -131,11 +131,11 @@ func hasColumns(columns []string, cfg readings.Config) error {
 	return nil
 }
 
-// ReadFile reads a long-format history file of the given format (see
+// DecodeFile reads a long-format history file of the given format (see
 // Detect) and adds its readings to b, decoding every row as the service
 // decodes a message with cfg's field names. A row the decoder refuses is
 // counted in the Stats, not an error.
-func ReadFile(ctx context.Context, path string, format FileFormat, cfg readings.Config, b Readings) (Stats, error) {
+func DecodeFile(ctx context.Context, path string, format FileFormat, cfg readings.Config, b Readings) (Stats, error) {
 	stats := Stats{Rows: true}
 	f, err := os.Open(path)
 	if err != nil {

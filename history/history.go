@@ -1,14 +1,21 @@
-// Package history reads the readings of the past, to train on (into a
-// dataset.PanelBuilder) or to replay (package backtest): the retained
-// messages of the input topic, or a long-format file
-// (one row per series, time and values) as CSV with a header, Arrow IPC or
-// Parquet. Every reading goes through the service's own decoders (package
-// readings) with the service's input settings, so a model trains on what it
-// will serve and a reading the service would refuse is refused here too,
-// counted by reason, never silently.
+// Package history reads the past into what training takes and what a
+// backtest replays: the retained messages of the input topic, a long-format
+// file (one row per series, time and values) as CSV with a header, Arrow
+// IPC or Parquet, or a wide benchmark CSV. Every reading goes through the
+// service's own decoders (package readings) with the service's input
+// settings, so a model trains on what it will serve and a reading the
+// service would refuse is refused here too, counted by reason, never
+// silently.
 //
-// It sits beside pipeline on the input side: it imports readings and the
-// Kafka connection layer, and knows nothing of the model or of panels.
+// In three layers: DecodeFile and DecodeTopic decode readings into any
+// Readings (package backtest keeps them as they are); StepsFromFile and
+// StepsFromTopic put them on steps (a dataset.Panel); and FromFile,
+// FromTopic, FromWideCSV and FromFrame split the steps by time into the
+// windows training.Fit learns from (Data).
+//
+// It sits on the input side beside pipeline: it imports readings, dataset,
+// model (for the windows' types) and the Kafka connection layer; training,
+// backtest, service and cmd import it.
 package history
 
 import (

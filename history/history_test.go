@@ -132,7 +132,7 @@ func TestFilesGiveTheSamePanel(t *testing.T) {
 				t.Fatalf("Detect(%s) = %q, %v; want %q", tc.name, format, err, tc.format)
 			}
 			b := newBuilder(t)
-			stats, err := ReadFile(context.Background(), path, format, cfg, b)
+			stats, err := DecodeFile(context.Background(), path, format, cfg, b)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
@@ -216,7 +216,7 @@ func TestTopicGivesTheSamePanel(t *testing.T) {
 	kafkatest.Produce(t, kc, "readings", msgs...)
 	b := newBuilder(t)
 	var progressed int64
-	stats, err := ReadTopic(context.Background(), kc, "readings", cfg, b, TopicOptions{Progress: func(read, total int64) { progressed = read }})
+	stats, err := DecodeTopic(context.Background(), kc, "readings", cfg, b, TopicOptions{Progress: func(read, total int64) { progressed = read }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestTopicGivesTheSamePanel(t *testing.T) {
 
 	// Since after every message's timestamp: nothing is read.
 	b = newBuilder(t)
-	stats, err = ReadTopic(context.Background(), kc, "readings", cfg, b, TopicOptions{Since: time.Now().Add(time.Hour)})
+	stats, err = DecodeTopic(context.Background(), kc, "readings", cfg, b, TopicOptions{Since: time.Now().Add(time.Hour)})
 	if err != nil || stats.Messages != 0 {
 		t.Fatalf("with Since in the future: %v, %v; want nothing read", stats, err)
 	}
@@ -254,7 +254,7 @@ func TestMissingColumn(t *testing.T) {
 	} {
 		path := filepath.Join(dir, tc.name)
 		tc.write(t, path, other, rows)
-		_, err := ReadFile(context.Background(), path, tc.format, cfg, newBuilder(t))
+		_, err := DecodeFile(context.Background(), path, tc.format, cfg, newBuilder(t))
 		if err == nil || !strings.Contains(err.Error(), `no "speed"`) {
 			t.Errorf("%s: %v; want an error naming the missing column speed", tc.name, err)
 		}
@@ -359,7 +359,7 @@ func TestZonelessTimesInFilesAreUTC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stats, err := ReadFile(context.Background(), path, FileCSV, readings.DefaultConfig(), b)
+		stats, err := DecodeFile(context.Background(), path, FileCSV, readings.DefaultConfig(), b)
 		if err != nil || stats.Readings != 60 {
 			t.Fatalf("%s: %v, %v; want 60 readings", name, stats, err)
 		}

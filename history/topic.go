@@ -26,11 +26,11 @@ type TopicOptions struct {
 	Progress func(read, total int64)
 }
 
-// ReadTopic reads every message the partitions of topic hold when it
+// DecodeTopic reads every message the partitions of topic hold when it
 // starts (from Since on), decodes it as the service would with cfg and
 // adds its readings to b. Messages written while it reads are left for
 // the service. A refused message is counted in the Stats, not an error.
-func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, cfg readings.Config, b Readings, opts TopicOptions) (Stats, error) {
+func DecodeTopic(ctx context.Context, kc *kafkaconn.Client, topic string, cfg readings.Config, b Readings, opts TopicOptions) (Stats, error) {
 	var stats Stats
 	if opts.MaxMessageBytes == 0 {
 		opts.MaxMessageBytes = 4 << 20

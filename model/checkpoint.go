@@ -338,3 +338,21 @@ func formatBytes(n int) string {
 	}
 	return fmt.Sprintf("%.0f kB", float64(n)/1e3)
 }
+
+// keepCheckpoint writes the run's state st after an epoch to the
+// checkpoint file (fingerprint fp) and sets *kept to the epoch it holds.
+// A checkpoint that cannot be written (a full disk) costs the ability to
+// resume, not the run: it returns what to tell the user, "" on success.
+func (t *trainer) keepCheckpoint(fp string, st runState, kept *int) string {
+	err := t.saveCheckpoint(t.cfg.Checkpoint, fp, st)
+	if err == nil {
+		*kept = st.nextEpoch
+		return ""
+	}
+	before := "no checkpoint is kept"
+	if *kept > 0 {
+		before = fmt.Sprintf("the one of epoch %d is kept", *kept)
+	}
+	return fmt.Sprintf("%v; it needs about %s, and as much again while it replaces the last; %s, and training goes on",
+		err, formatBytes(8*len(t.checkpointArrays(st.best))*len(t.m.params.Data)), before)
+}

@@ -250,3 +250,24 @@ func (m *Model) TrackCycles(peaks []cycles.Peak) []CycleMove {
 	}
 	return moves
 }
+
+// placeOnSpectrum places the model's frequencies on the cycles of the
+// training rows (rows of channels values) and groups them into rhythms,
+// with a frequency on each of up to fillHarmonics missing harmonics of a
+// rhythm (0: none), and returns the placement.
+func (m *Model) placeOnSpectrum(rows []float64, channels, fillHarmonics int) Placement {
+	peaks, ropts, pl, rhythms, sidebands := m.discover(rows, channels)
+	if fillHarmonics > 0 {
+		fmin, _ := freqBounds(m.cfg.Lookback)
+		tol := 0.5 / float64(ropts.Rows)
+		fills := cycles.HarmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, fillHarmonics,
+			m.cfg.Frequencies/2-len(m.Meta.Peaks), fmin, tol)
+		if len(fills) > 0 {
+			pl = m.placeFrequencies(peaks, sidebands, fills)
+			rhythms = cycles.FindRhythms(m.lines(), ropts)
+			cycles.AddFills(rhythms, fills, m.basis.freq, tol)
+		}
+	}
+	m.SetRhythms(rhythms)
+	return pl
+}

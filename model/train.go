@@ -461,27 +461,6 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	return t.finish(res, best, "epochs"), nil
 }
 
-// placeOnSpectrum places the model's frequencies on the cycles of the
-// training rows (rows of channels values) and groups them into rhythms,
-// with a frequency on each of up to fillHarmonics missing harmonics of a
-// rhythm (0: none), and returns the placement.
-func (m *Model) placeOnSpectrum(rows []float64, channels, fillHarmonics int) Placement {
-	peaks, ropts, pl, rhythms, sidebands := m.discover(rows, channels)
-	if fillHarmonics > 0 {
-		fmin, _ := freqBounds(m.cfg.Lookback)
-		tol := 0.5 / float64(ropts.Rows)
-		fills := cycles.HarmonicFills(rhythms, func(id int) float64 { return m.basis.freq[id] }, fillHarmonics,
-			m.cfg.Frequencies/2-len(m.Meta.Peaks), fmin, tol)
-		if len(fills) > 0 {
-			pl = m.placeFrequencies(peaks, sidebands, fills)
-			rhythms = cycles.FindRhythms(m.lines(), ropts)
-			cycles.AddFills(rhythms, fills, m.basis.freq, tol)
-		}
-	}
-	m.SetRhythms(rhythms)
-	return pl
-}
-
 // freezeFor sets what epoch trains: the residual MLP waits out its
 // warm-up, placed frequencies keep their θ (holdTheta), and after the
 // warm-up the scorer's MLP stays unless TrainScorerThroughout.
@@ -516,24 +495,6 @@ func (t *trainer) validate(ctx context.Context, val Source) (Metrics, error) {
 		m.refresh()
 	}
 	return met, err
-}
-
-// keepCheckpoint writes the run's state st after an epoch to the
-// checkpoint file (fingerprint fp) and sets *kept to the epoch it holds.
-// A checkpoint that cannot be written (a full disk) costs the ability to
-// resume, not the run: it returns what to tell the user, "" on success.
-func (t *trainer) keepCheckpoint(fp string, st runState, kept *int) string {
-	err := t.saveCheckpoint(t.cfg.Checkpoint, fp, st)
-	if err == nil {
-		*kept = st.nextEpoch
-		return ""
-	}
-	before := "no checkpoint is kept"
-	if *kept > 0 {
-		before = fmt.Sprintf("the one of epoch %d is kept", *kept)
-	}
-	return fmt.Sprintf("%v; it needs about %s, and as much again while it replaces the last; %s, and training goes on",
-		err, formatBytes(8*len(t.checkpointArrays(st.best))*len(t.m.params.Data)), before)
 }
 
 // Settings returns the effective settings (defaults filled in) as numbers,

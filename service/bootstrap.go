@@ -226,14 +226,14 @@ func (s *Service) trainFirst(ctx context.Context, st *bootstrapStatus, elect *el
 	bc := s.cfg.Bootstrap
 	topic := s.cfg.Stream.Topic
 	st.set("bootstrapping: reading the history of topic " + topic)
-	split := training.Split{Lookback: bc.Lookback, Horizon: bc.Horizon, MaxWindows: bootstrapMaxWindows, Seed: 1}
-	h, err := training.ReadTopic(ctx, s.kc, topic, history.TopicOptions{}, s.cfg.Readings, s.cfg.HistoryPanel(""), bc.Lookback+bc.Horizon)
+	split := history.Split{Lookback: bc.Lookback, Horizon: bc.Horizon, MaxWindows: bootstrapMaxWindows, Seed: 1}
+	h, err := history.StepsFromTopic(ctx, s.kc, topic, history.TopicOptions{}, s.cfg.Readings, s.cfg.HistoryPanel(""), bc.Lookback+bc.Horizon)
 	var span time.Duration
 	if err == nil {
 		span = h.Span
 		st.history.Set(span.Seconds())
 	}
-	var d *training.Data
+	var d *history.Data
 	if err == nil && span >= bc.MinHistory {
 		d, err = h.Split(split)
 	}

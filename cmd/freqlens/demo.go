@@ -20,6 +20,7 @@ import (
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/feed"
+	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/service"
 	"github.com/freqlens/freqlens/training"
@@ -154,7 +155,7 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 		return nil, err
 	}
 	frame.Name = "simulated traffic"
-	d, err := training.FromFrame(frame, training.Split{Lookback: 96, Horizon: 24, Mode: model.Independent})
+	d, err := history.FromFrame(frame, history.Split{Lookback: 96, Horizon: 24, Mode: model.Independent})
 	if err != nil {
 		return nil, err
 	}

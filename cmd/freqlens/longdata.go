@@ -17,7 +17,6 @@ import (
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/service"
-	"github.com/freqlens/freqlens/training"
 )
 
 // inputKeys are the serve configuration's settings that read long-format
@@ -131,7 +130,7 @@ func modelPanel(m *model.Model, cfg service.Config) dataset.PanelConfig {
 // longTestSplit reads long-format history onto the model's steps (its
 // cadence and alignment unless cfg sets them) and returns its test windows.
 func longTestSplit(ctx context.Context, m *model.Model, path string, format history.FileFormat, cfg service.Config, stderr io.Writer) (*model.Model, testSplit, error) {
-	d, err := training.FromFile(ctx, path, format, cfg.Readings, modelPanel(m, cfg), training.Split{Lookback: m.Lookback(), Horizon: m.Horizon(), Mode: m.Config().Mode})
+	d, err := history.FromFile(ctx, path, format, cfg.Readings, modelPanel(m, cfg), history.Split{Lookback: m.Lookback(), Horizon: m.Horizon(), Mode: m.Config().Mode})
 	if err != nil {
 		return nil, testSplit{}, onModelSteps(err, m, cfg, path)
 	}
@@ -158,8 +157,8 @@ func longTestSplit(ctx context.Context, m *model.Model, path string, format hist
 
 // readHistory reads long-format history onto steps for a model of the
 // given lookback, saying so when no series has that many steps in a row.
-func readHistory(ctx context.Context, path string, format history.FileFormat, cfg service.Config, pc dataset.PanelConfig, lookback int) (*training.History, error) {
-	h, err := training.ReadFile(ctx, path, format, cfg.Readings, pc, lookback)
+func readHistory(ctx context.Context, path string, format history.FileFormat, cfg service.Config, pc dataset.PanelConfig, lookback int) (*history.Steps, error) {
+	h, err := history.StepsFromFile(ctx, path, format, cfg.Readings, pc, lookback)
 	if short := (*dataset.ShortHistoryError)(nil); errors.As(err, &short) {
 		return nil, fmt.Errorf("%w: a window is the model's lookback, %d steps", short, lookback)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/training"
 )
@@ -144,7 +145,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	split := training.Split{Lookback: *lookback, Horizon: *horizon, Mode: model.Mode(*mode), MaxWindows: *maxWindows, Seed: *seed}
+	split := history.Split{Lookback: *lookback, Horizon: *horizon, Mode: model.Mode(*mode), MaxWindows: *maxWindows, Seed: *seed}
 	td, input, err := loadTrainingData(ctx, trainingSource{data: *data, configPath: *cfgPath, fromTopic: *fromTopic, since: sinceDur}, split, stderr)
 	if err != nil {
 		return err

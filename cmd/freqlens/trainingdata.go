@@ -9,7 +9,6 @@ import (
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/service"
-	"github.com/freqlens/freqlens/training"
 )
 
 // trainingSource names where train reads: --data, or --from-topic with
@@ -26,7 +25,7 @@ type trainingSource struct {
 // history; another CSV is a wide benchmark file. Of long-format history it
 // also returns the settings it was read with, for the model to record
 // (recordInput); nil for a wide file.
-func loadTrainingData(ctx context.Context, src trainingSource, split training.Split, stderr io.Writer) (*training.Data, map[string]string, error) {
+func loadTrainingData(ctx context.Context, src trainingSource, split history.Split, stderr io.Writer) (*history.Data, map[string]string, error) {
 	cfg := service.DefaultConfig()
 	if src.configPath != "" {
 		var err error
@@ -46,19 +45,19 @@ func loadTrainingData(ctx context.Context, src trainingSource, split training.Sp
 		return nil, nil, err
 	}
 	if format == "" {
-		d, err := training.FromWideCSV(src.data, split)
+		d, err := history.FromWideCSV(src.data, split)
 		if err != nil {
 			return nil, nil, withLongHint(err, src.data, cfg.Readings)
 		}
 		return d, nil, nil
 	}
-	d, err := training.FromFile(ctx, src.data, format, cfg.Readings, cfg.HistoryPanel(""), split)
+	d, err := history.FromFile(ctx, src.data, format, cfg.Readings, cfg.HistoryPanel(""), split)
 	return d, recordInput(cfg), err
 }
 
 // topicData reads the retained history of the configured input topic,
 // showing its progress.
-func topicData(ctx context.Context, cfg service.Config, since time.Duration, split training.Split, stderr io.Writer) (*training.Data, error) {
+func topicData(ctx context.Context, cfg service.Config, since time.Duration, split history.Split, stderr io.Writer) (*history.Data, error) {
 	kc, err := kafkaconn.New(cfg.Kafka)
 	if err != nil {
 		return nil, err
@@ -80,7 +79,7 @@ func topicData(ctx context.Context, cfg service.Config, since time.Duration, spl
 			fmt.Fprintf(stderr, "\rreading %s: %d of %d messages (%.0f%%)", topic, read, total, 100*float64(read)/float64(max(total, 1)))
 		}
 	}
-	d, err := training.FromTopic(ctx, kc, topic, opts, cfg.Readings, cfg.HistoryPanel(""), split)
+	d, err := history.FromTopic(ctx, kc, topic, opts, cfg.Readings, cfg.HistoryPanel(""), split)
 	fmt.Fprintf(stderr, "\n")
 	if err != nil {
 		return nil, err

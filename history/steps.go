@@ -1,4 +1,4 @@
-package training
+package history
 
 import (
 	"context"
@@ -14,17 +14,16 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
-	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/readings"
 )
 
 // FromFile reads long-format history from a file of the given format
-// (history.Detect), decoding it with rc and putting it on steps with pc,
+// (Detect), decoding it with rc and putting it on steps with pc,
 // and splits it by time.
-func FromFile(ctx context.Context, path string, format history.FileFormat, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
-	h, err := ReadFile(ctx, path, format, rc, pc, s.Lookback+s.Horizon)
+func FromFile(ctx context.Context, path string, format FileFormat, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
+	h, err := StepsFromFile(ctx, path, format, rc, pc, s.Lookback+s.Horizon)
 	if err != nil {
 		return nil, oneWindow(err, s)
 	}
@@ -40,15 +39,15 @@ func oneWindow(err error, s Split) error {
 	return err
 }
 
-// ReadFile reads long-format history from a file of the given format
-// (history.Detect) onto steps, keeping the runs of at least minRows steps.
-func ReadFile(ctx context.Context, path string, format history.FileFormat, rc readings.Config, pc dataset.PanelConfig, minRows int) (*History, error) {
+// StepsFromFile reads long-format history from a file of the given format
+// (Detect) onto steps, keeping the runs of at least minRows steps.
+func StepsFromFile(ctx context.Context, path string, format FileFormat, rc readings.Config, pc dataset.PanelConfig, minRows int) (*Steps, error) {
 	pc.Name = filepath.Base(path)
 	b, err := dataset.NewPanelBuilder(pc)
 	if err != nil {
 		return nil, err
 	}
-	stats, err := history.ReadFile(ctx, path, format, rc, b)
+	stats, err := DecodeFile(ctx, path, format, rc, b)
 	if err != nil {
 		return nil, err
 	}
@@ -77,21 +76,21 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(sum.Sum(nil)), nil
 }
 
-// FromTopic reads the retained history of topic (see history.ReadTopic),
+// FromTopic reads the retained history of topic (see DecodeTopic),
 // decoding it with rc and putting it on steps with pc, and splits it by
 // time.
-func FromTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts history.TopicOptions, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
-	h, err := ReadTopic(ctx, kc, topic, opts, rc, pc, s.Lookback+s.Horizon)
+func FromTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts TopicOptions, rc readings.Config, pc dataset.PanelConfig, s Split) (*Data, error) {
+	h, err := StepsFromTopic(ctx, kc, topic, opts, rc, pc, s.Lookback+s.Horizon)
 	if err != nil {
 		return nil, oneWindow(err, s)
 	}
 	return h.Split(s)
 }
 
-// History is long-format history on steps, before its split.
-type History struct {
+// Steps is long-format history on steps, before its split.
+type Steps struct {
 	Panel *dataset.Panel
-	Stats history.Stats
+	Stats Stats
 	// Span is the time from the earliest to the latest step; From and To
 	// are those steps' times (UTC).
 	Span     time.Duration
@@ -100,15 +99,15 @@ type History struct {
 	SHA256 string
 }
 
-// ReadTopic reads the retained history of topic onto steps, keeping the
-// runs of at least minRows steps.
-func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts history.TopicOptions, rc readings.Config, pc dataset.PanelConfig, minRows int) (*History, error) {
+// StepsFromTopic reads the retained history of topic onto steps, keeping
+// the runs of at least minRows steps.
+func StepsFromTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts TopicOptions, rc readings.Config, pc dataset.PanelConfig, minRows int) (*Steps, error) {
 	pc.Name = "topic " + topic
 	b, err := dataset.NewPanelBuilder(pc)
 	if err != nil {
 		return nil, err
 	}
-	stats, err := history.ReadTopic(ctx, kc, topic, rc, b, opts)
+	stats, err := DecodeTopic(ctx, kc, topic, rc, b, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +115,7 @@ func ReadTopic(ctx context.Context, kc *kafkaconn.Client, topic string, opts his
 }
 
 // build puts the readings on steps.
-func build(b *dataset.PanelBuilder, stats history.Stats, name string, minRows int) (*History, error) {
+func build(b *dataset.PanelBuilder, stats Stats, name string, minRows int) (*Steps, error) {
 	switch {
 	case stats.Messages == 0:
 		return nil, fmt.Errorf("%s holds no readings", name)
@@ -143,11 +142,11 @@ func build(b *dataset.PanelBuilder, stats history.Stats, name string, minRows in
 		first, last = min(first, seg.Start), max(last, seg.Start+int64(seg.Rows(len(p.Fields)))-1)
 	}
 	at := func(step int64) time.Time { return time.UnixMilli(step * p.Cadence.Milliseconds()).UTC() }
-	return &History{Panel: p, Stats: stats, Span: time.Duration(last-first+1) * p.Cadence, From: at(first), To: at(last)}, nil
+	return &Steps{Panel: p, Stats: stats, Span: time.Duration(last-first+1) * p.Cadence, From: at(first), To: at(last)}, nil
 }
 
 // Split splits the history by time into the windows of s.
-func (h *History) Split(s Split) (*Data, error) {
+func (h *Steps) Split(s Split) (*Data, error) {
 	p, stats := h.Panel, h.Stats
 	mode := s.Mode
 	if mode == "" {
