@@ -42,6 +42,9 @@
 // ρ_r(τ) = AnchorPhase + (τ − AnchorStep)/P_r, so a cycle longer than the
 // window (a week seen through 96 hours) still has its place in it; with
 // instance normalisation each term is centred on its mean over the window.
+// A model that reads the clock (ReadsTime) therefore takes each window's
+// end time: Forward and the Explainer are given the windows' times (the
+// pipeline passes them), and training needs a TimedSource.
 //
 // A frequency outside the rhythms reads u, what the rhythms leave of the
 // window, not the whole window x̂: its head
@@ -61,7 +64,23 @@
 // a frequency (Workspace.Without) moves the forecast by exactly its part
 // (Faithfulness), a frequency that adds nothing gets nothing (Null), and
 // twin frequencies get the same (Symmetry). A rhythm's part is the sum of
-// its frequencies'.
+// its frequencies'. The window's mean μ is counted in the residual's part
+// (Attribution.Residual, and alone as Attribution.Level), so that the parts
+// add up to the forecast in the data's units. Because the parts are
+// faithful, predict --without, the live view's click on a part and eval
+// --perturbation show the model's own forecast without a frequency.
+//
+// Shares are counted by cycle, once, where the model attributes: a
+// rhythm's lines partly cancel, so a share that summed their sizes would
+// overstate the cycle. Attribution (and Evaluate, which counts the same
+// shares without building the contributions) weighs each rhythm by
+// Σ|its summed part| against each free frequency's Σ|part| and the
+// residual's Σ|part − μ|, in the model's units, so a mixed model's
+// z-scored channels weigh alike. Attribution.RhythmShares carries them to
+// the explanation, the forecast topics (package wire), drift and the model
+// file (rhythm_shares); only an independent model's explanation of several
+// channels counts again, over all its channels (Explainer.setShares).
+// Tools read these shares and never re-derive a cycle's from its lines.
 //
 // # Where it differs from the public reference code
 //
@@ -70,6 +89,8 @@
 //     contribution always names the same frequency.
 //  2. Straight-through Gumbel top-K: hard top-K forward, the tempered softmax
 //     gradient backward, so the selector learns; deterministic at inference.
+//     The forward pass's gates are exactly 1 (no 1 − p + p arithmetic), so
+//     the attributions stay exact.
 //  3. Signed attributions that include α and the residual and are complete.
 //  4. All channels scored, under the standard protocol.
 //  5. A cosine and a sine atom per frequency, phase anchored at the window's
@@ -91,17 +112,23 @@
 //     finds the peaks of the training rows' periodogram (cycles.FindPeaks: each
 //     channel detrended, Hann-tapered, zero-padded, maxima that stand 30×
 //     above the local median, refined between bins) and puts one
-//     frequency exactly on each (PlaceFrequencies); the others spread
-//     log-uniformly outside ±1/L of every cycle, so no neighbour starts
-//     where a window cannot tell it from the cycle. The periodogram of T
-//     rows places a cycle to a fraction of 1/T; the forecast loss cannot
-//     place it more finely than about ½/L, because a head absorbs a
-//     detuned atom's constant phase offset. So training leaves θ where the
-//     spectrum put it (TrainConfig.TrainPlacedFrequencies turns θ training
-//     back on: at the reference's 5× rate Adam's noise walks placed
-//     frequencies several percent off their cycles at the same MSE), and
-//     online learning moves a cycle's frequency to the recent spectrum's
-//     peak (TrackCycles) instead of down the gradient.
+//     frequency exactly on each (PlaceFrequencies, recorded in
+//     Meta.Peaks); the others spread log-uniformly outside ±1/L of every
+//     cycle, so no neighbour starts where a window cannot tell it from the
+//     cycle. The periodogram of T rows places a cycle to a fraction of
+//     1/T; the forecast loss cannot place it more finely than about ½/L,
+//     because a head absorbs a detuned atom's constant phase offset. So
+//     training leaves θ where the spectrum put it
+//     (TrainConfig.TrainPlacedFrequencies turns θ training back on: at the
+//     reference's 5× rate Adam's noise walks placed frequencies several
+//     percent off their cycles at the same MSE), and online learning
+//     moves a cycle to the recent spectrum's peaks instead of down the
+//     gradient: TrackRhythms moves a rhythm as one to the peaks within 1/L
+//     of its harmonics, re-anchoring it at the newest step so that its
+//     clock phase stays continuous (a rhythm of a calendar period, the day
+//     or the week, stays: the clock keeps it), and TrackCycles moves each
+//     placed frequency of a model without rhythms. FineTune leaves θ alone
+//     in a model with placed frequencies.
 //  7. Selection starts from each window's energy. The score adds
 //     log(e_i + 0.01), frequency i's share of the window's energy, and
 //     the scorer's output layer starts at zero, so a window's cycles are
@@ -172,8 +199,61 @@
 // squared difference between forecast and target standard deviations per
 // window and channel. The gradient is written by hand (backward.go) and
 // checked against finite differences and against gorgonia's automatic
-// differentiation. Adam with cosine annealing, gradient clipping, early
+// differentiation (gorgonia hash-conses nodes, so the oracle names every
+// node uniquely: two parameters or constants of one name and shape would
+// be one node). Adam with cosine annealing, gradient clipping, early
 // stopping and restoring the best epoch; θ and φ learn five times faster.
+//
+// A mixed model trains with its channels shuffled
+// (TrainConfig.ChannelShuffle, 1 by default): each channel of a sample
+// takes its input and target from its own randomly drawn window, so the
+// channels keep their identity and their own history→future pairs but not
+// their co-occurrence. Without it a mixed model learns the training
+// period's co-movement of the channels and overfits after one epoch on
+// ETTh1.
+//
+// FineTune, a round of online learning, runs the training step on recent
+// pairs but clears the gradient of every tensor outside the frequencies,
+// the clock terms and the fusion weight (and, with TrainHeads, the heads
+// and band heads) before clipping, and Adam skips those tensors, so they
+// are bit-identical after a round
+// (TestFineTuneChangesOnlyTheFrequencyParameters).
+//
+// # Time zones
+//
+// A model with Meta.TimeZone reads a window whose steps or horizon
+// straddle a change of the zone's offset on wall-clock steps (linear
+// interpolation from the real ones), forecasts there, and puts the
+// forecast and every part back on the real steps by one set of weights
+// summing to one, so the parts stay complete and faithful; training fits
+// such targets on wall-clock steps (wallclock.go). This happens at the
+// model's edges (Forward, Attribution, the training batcher), so that the
+// forward and backward passes keep one fixed clock table; a window the
+// offset does not change in costs one ZoneBounds lookup.
+//
+// # How it computes
+//
+// Coefficients are computed in input space:
+//
+//	c = Ψ̄·(x̂·W + 1·bᵀ) = (Ψ̄·[x̂ | 1])·W̃
+//
+// projects the C+1 input columns onto the 2N atoms first, 2N·L·(C+1)
+// products instead of 2N·L·d, and W̃ (the input weight with its bias row)
+// is contiguous in the parameters, so one product does it. The
+// reconstruction loss factorises the same way: ‖(Ψ̄ᵀΨ̄ − I)·X̃·W̃‖² =
+// tr(W̃ᵀQW̃) with Q = Σ_b E_bᵀE_b, a (C+1)×(C+1) matrix. The free
+// frequencies' projections of u are not computed from u: the forward pass
+// takes Ψ̄·[x̂ | 1] less what the clock and the rhythms' projection put
+// there, through two 2N × 2M matrices the Workspace keeps until the basis
+// or the clock changes (leftover.go), and the backward pass sends their
+// gradient through u to the clock and the rhythms' atoms. A model whose
+// rhythms take every place reads no other frequency and computes none of
+// this.
+//
+// After selection the (window, rank) slots are grouped by frequency, so
+// each selected head runs one matrix product over all the windows that
+// chose it. The matrix products, GELU and Adam's update are internal/gemm's
+// kernels.
 //
 // # Concurrency
 //
@@ -181,7 +261,13 @@
 // may forecast with one Model concurrently, each with its own Workspace.
 // Training changes the parameters in place: nothing else may use the model
 // meanwhile. Train and Evaluate run a fixed number of shards on their own
-// goroutines and wait for them before returning; Forward starts none. A
-// training batch is always split into the same two shards, so a seed gives
-// the same model on any number of cores.
+// goroutines and wait for them before returning; Forward starts none.
+//
+// A training step runs the whole batch in one Workspace; its heavy
+// sections (heads, residual MLP, Adam) are always cut into the same two
+// parts, by head, by output column or by parameter range, never along a
+// sum, so every number is computed in the same order and a seed gives the
+// same model on any number of cores. Evaluate sums per batch and adds the
+// batches in order. The sections are named constants run by a switch, not
+// closures, so the inference path that shares the code allocates nothing.
 package model
