@@ -22,7 +22,18 @@
 // and rebuild batches (readings from before the committed offsets) go into
 // the windows without a forecast, so a partition continues where it was
 // committed, and a window forecast again is forecast from the same values
-// (RebuildSpan says how far back the consumer must read).
+// (RebuildSpan says how far back the consumer must read). A partition's
+// windows are a function of its log, so they are rebuilt from it, not
+// saved: a compacted topic of window state would have to be written at
+// every step and kept consistent with the input offsets, while the replay
+// of 10,000 series takes under a second (docs/reliability.md:
+// FREQLENS_FAULT_RESUME_SERIES=10000 go test -run TestResumeTime -v
+// -timeout 30m ./fault/).
+//
+// The write stage retries the sink, the dead letters and the commit with
+// backoff (100ms to 5s) until they succeed or Run's context ends: giving
+// up would drop readings. A sink.ErrInvalid (= wire.ErrInvalid, such as a
+// forecast whose shapes disagree) is not retried: no broker can fix it.
 //
 // A batch whose readings cannot be put into windows (a bug upstream: the
 // decoders guarantee the schema) is never committed unread: the write stage
@@ -46,10 +57,21 @@
 //
 // Run starts three stages with errgroup: the consumer, the processor and the
 // writer, joined by channels of capacity one so consuming, computing and
-// producing overlap. Inside the processor, series are sharded by
-// hash(series) % Workers; each worker owns its window.Sets and model
-// workspace without locks, which keeps per-series order. No goroutine per
-// series, ever.
+// producing overlap. Inside the processor, rows go to a worker by
+// maphash(series) % Workers and, within it, to the window.Set of the row's
+// input partition, so one series' window lives in exactly one Set, owned
+// by one worker with its model workspace, without locks, which keeps
+// per-series order. Each worker batches its ready windows into one forward
+// pass. Three batches of outputs rotate (one filled, one written, one
+// spare), so decoding, the forward pass and Kafka writes overlap. No
+// goroutine per series, ever.
+//
+// The learner (WithOnline) and the forecast observer
+// (WithForecastObserver, the live view) are called on the workers'
+// goroutines with slices the pipeline reuses after the call: they copy
+// what they keep. The learner writes a forecast's prediction intervals
+// into the worker's slices, which the pipeline wraps in wire.Intervals
+// and publishes with the forecast (package online imports no wire).
 //
 // # Shutdown
 //

@@ -36,7 +36,8 @@
 // hold consistently (new to it, or one whose last batches were not
 // committed) is read back from where its event time is
 // Config.RebuildSpan before the newest time near its committed offset, up
-// to that offset (a binary search on offsets finds the start), so that the
+// to that offset (a binary search on offsets finds the start, decoding
+// samples of 32 messages: about log₂(messages/32) fetches), so that the
 // pipeline can rebuild its windows without forecasting; the first rebuild
 // batch lists in Forget the partitions whose windows must be dropped. Then
 // one reader per partition fetches from the committed offset. When a
@@ -44,8 +45,11 @@
 // the member waits (at most half of Config.RebalanceTimeout) until every
 // batch it sent is committed before it rejoins: a partition that stays
 // needs no rebuild, one that moves continues exactly where it was
-// committed. Commits of a generation that is over are dropped, not
-// errors: the partition's next owner forecasts those readings again.
+// committed. The drain works because kafka-go ends a generation only after
+// the functions started in it return, and Kafka and kfake accept commits
+// while a group prepares a rebalance. Commits of a generation that is over
+// are dropped, not retried and not errors: the partition's next owner
+// forecasts those readings again.
 //
 // # Poison
 //
@@ -54,7 +58,10 @@
 // whole. The consumer adds what a decoder cannot know: the message's topic,
 // partition and offset, and the time bound of input.max_past, which it
 // keeps per partition (the newest time the partition has seen) and gives
-// the decoder before each message (readings.Decoder.SetOldest).
+// the decoder before each message (readings.Decoder.SetOldest), reading
+// the message's newest time back after it (Decoder.Newest). Both are field
+// accesses, so the hot path still allocates nothing, and the decoder still
+// refuses a message too old (too_old) whole, before any row is appended.
 //
 // # Delivery: may reprocess, never drops
 //
@@ -71,7 +78,10 @@
 // whatever partitioner wrote the input writes it to the partition in
 // freqlens-source-partition (see Consumer). When the pipeline cannot put a batch
 // into windows it calls Batch.DeadLetter, which reads the batch's messages
-// back by offset and dead-letters them with the reason it gives
+// back by offset (a Batch keeps only the first and last offset of each
+// partition and the offsets of its poison, not the messages, so the hot
+// path keeps no copies for a case that should never happen) and
+// dead-letters them with the reason it gives
 // (pipeline.ReasonWindow) before the batch is committed; readings it
 // refuses after decoding (out_of_range, non_finite_output) go through
 // Batch.DeadLetterRows the same way. A forced stop at any point (a
@@ -102,8 +112,11 @@
 // readings.Reasons),
 // freqlens_stream_dead_letters_total, freqlens_stream_batch_rows,
 // freqlens_stream_consumer_lag_records (the records of the assigned
-// partitions not committed yet, read at scrape time through
-// Consumer.Lag), freqlens_stream_inflight_bytes,
+// partitions not committed yet, read at scrape time through Consumer.Lag:
+// the partitions' high watermarks, from every fetch and a ListOffsets
+// every 2s, less their committed offsets, and the last generation's
+// between generations; not kafka-go's Reader.Stats().Lag, which is the
+// fetch position's and reads 0 during a backlog), freqlens_stream_inflight_bytes,
 // freqlens_stream_assigned_partitions, freqlens_stream_rebalances_total,
 // freqlens_stream_rebuild_readings_total,
 // freqlens_stream_rebuild_duration_seconds and

@@ -73,7 +73,11 @@
 // A reading of an existing series whose value lies more than MaxJump times
 // its channel's scale outside the range of the series' recent values is
 // refused before any of the above: it is counted in OutOfRange and its row
-// listed in Batch.OutOfRange, and the window does not change.
+// listed in Batch.OutOfRange, and the window does not change. The range is
+// kept in O(C) per reading: every value written widens it, and at each
+// step that is a multiple of L it is tightened to the values the ring
+// holds, so it may accept a little more than the window's own range,
+// never less.
 //
 // The first reading of a new series creates it with that reading as its
 // only step, unless the Budget is exhausted (MaxSeries live series, counted
@@ -103,7 +107,10 @@
 // they were: a Set that replays the readings of the last
 // L + MaxGap + AllowedLateness/Cadence + 1 steps before a point, then takes
 // the readings after it, emits the same windows, bit for bit, as a Set that
-// saw the whole history (TestRebuildFromPartOfTheHistory).
+// saw the whole history (TestRebuildFromPartOfTheHistory). Two things make
+// it exact: the stride's phase is absolute, and the MaxJump range is
+// tightened at steps fixed in time (multiples of L), not counted from
+// where a Set's history began.
 //
 // # Expiry and memory
 //
