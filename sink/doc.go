@@ -24,9 +24,15 @@
 // content-type headers (see wire). kafka-go's Hash balancer (FNV-1a of the
 // key, not the Java client's murmur2) sends a series to one partition, and
 // kafka-go writes the batches of a partition in order, so a series'
-// forecasts stay in order. BatchTimeout (50µs) bounds the latency the sink
-// adds. A forecast that can never be encoded fails Write with an error
-// wrapping ErrInvalid (= wire.ErrInvalid) before anything is sent.
+// forecasts stay in order. Every FreqLens writer partitions alike
+// (internal/kafkaconn.Client.NewWriter), so when the readings were written
+// by one (package feed) and the topics have as many partitions, a series'
+// forecasts land in the partition number of its readings, as its dead
+// letters do (TestOneModelAcrossReplicas in package fault relies on it).
+// BatchTimeout (50µs) bounds the latency the sink adds. A forecast that
+// can never be encoded fails Write with an error wrapping ErrInvalid
+// (= wire.ErrInvalid) before anything is sent; the pipeline retries every
+// other error and not this one.
 //
 // # Concurrency
 //

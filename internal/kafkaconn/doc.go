@@ -20,7 +20,11 @@
 // # What a Client offers
 //
 //   - NewWriter: a kafka-go Writer on the shared Transport (TLS, SASL,
-//     client id), keyed messages hashed to partitions, RequireAll. kafka-go
+//     client id), keyed messages hashed to partitions (kafka-go's Hash
+//     balancer, FNV-1a), RequireAll. Every FreqLens writer is one, so they
+//     all partition alike: a series' forecasts and dead letters land in
+//     the partition number of its readings when those were written by
+//     FreqLens and the topics have as many partitions. kafka-go
 //     asks for the topic's partition count before every message; the
 //     Writer's own layer over the Transport answers that from the last
 //     answer for a second (partitionsCache).
@@ -35,13 +39,18 @@
 //   - Partitions and ReadPartition: the offset range of every partition of
 //     a topic, and the messages of one partition between two offsets
 //     (robust to compacted gaps), for reading a topic back.
-//   - Ping: one metadata round trip through TLS and SASL, for a
-//     connectivity check with a deadline; its errors say what is likely
-//     misconfigured.
+//   - Ping: a new connection to a seed broker, through TLS and SASL, that
+//     asks for its API versions, for a connectivity check with a deadline;
+//     its errors say what is likely misconfigured. It dials because the
+//     shared Transport answers metadata requests from its cache, so a
+//     request through it can succeed while the brokers are cut off. Connect
+//     pings until a broker answers or kafka.connect_timeout has passed.
 //
 // # Concurrency
 //
-// A Client is safe for concurrent use. Its Dialer and Transport are shared
-// by everything built from it; Close closes the Transport's idle
-// connections once the readers and writers built from it are closed.
+// A Client is safe for concurrent use. Its Dialer (every reader's) and
+// Transport (every writer's and admin client's, with their connection
+// pools) are shared by everything built from it; closing a sink closes its
+// writers, and Close, which the service calls last, closes the Transport's
+// idle connections once the readers and writers built from it are closed.
 package kafkaconn
