@@ -30,12 +30,17 @@
 //
 // # Cost and concurrency
 //
-// Observe is on the pipeline's hot path: it copies the forecast into the
+// Observe is on the pipeline's hot path, whose slices are reused after the
+// call: it copies the forecast, its parts, intervals and window into the
 // series' preallocated buffers under a mutex and, once every kept series
-// has been seen with its shapes, allocates nothing. At most
-// Config.MaxSeries series are kept; a new series takes the place of the
-// one forecast least recently only when that one has had no forecast for
-// Config.StaleAfter, else it is not shown. The handlers copy a series
-// under the same mutex and encode it after releasing it. A View is safe
-// for concurrent use.
+// has been seen with its shapes, allocates nothing (a few hundred
+// nanoseconds per forecast at L = 96, H = 24, one field and 4 or 16
+// contributions: go test -run '^$' -bench Observe ./liveview/). At most
+// Config.MaxSeries series are kept (metrics.live_view_series); a new
+// series takes the place of the one forecast least recently only when
+// that one has had no forecast for Config.StaleAfter (15 minutes), else it
+// is not shown, so the list a user picks from does not churn. The handlers
+// copy a series under the same mutex and encode it after releasing it, so
+// a slow client never holds a pipeline worker. A View is safe for
+// concurrent use.
 package liveview

@@ -34,13 +34,60 @@
 // pipeline's atomic model swap). Learner.Round returns a RoundResult whose
 // Outcome is also the label of freqlens_finetune_rounds_total.
 //
+// # Prediction intervals
+//
+// Intervals are calibrated where the errors are scored: the tracker that
+// joins forecasts to realised values keeps each series' thresholds too, so
+// Observe writes a forecast's bounds into the caller's slices under the
+// lock it scores with, and the pipeline publishes them with the forecast
+// (online imports no wire: the pipeline wraps them in wire.Intervals). The
+// bounds are rounded to float32, the precision the output layouts keep,
+// and the ones published at the sampled steps are stored until their step
+// is realised, so the coverage counted is that of what was published, not
+// of a recomputation.
+//
+// A band's offset from the forecast is a product of slow and fast parts
+// (interval.go has the formula): g · κ · m(h) · p(τ) · a · σ, with σ the
+// series' scale, a its error level, p a pooled profile over the time of
+// day, m a pooled shape along the horizon and κ the thresholds, one per
+// level, side and channel. The level a is a running mean of the scaled
+// errors that a burst cannot wind up: each error counts at most 5× the
+// level, a fast companion lifts the band through a burst, its memory
+// shortens when the errors stay on one side of it, and far steps take in
+// the series' long-run level (interval_pooled.go). κ comes from adaptive conformal inference on three
+// learning rates (interval_experts.go), the slowest published unless a
+// faster one's pinball loss is lower by three standard errors. κ and p
+// learn only while the series is calm (its fast estimate agrees with its
+// level): in a burst a miss says the scale lags, not that the shape
+// changed, and a storm's misses would otherwise wind the 95% threshold up
+// for weeks. What is published in bursts is calibrated by the pooled
+// correction g, shared by the tracked series and moved by the same rule on
+// every published interval, within a factor of 1.5 either way.
+//
+// # Rounds and drift
+//
+// A round paces itself: after each step it sleeps so that computing takes
+// Config.Duty of its wall time (0.25: three times the step's time) on
+// Config.Workers cores (1), so serving keeps its cores. Learner.Advance
+// runs the rounds and drift on the data's clock instead (package
+// backtest).
+//
+// Drift is followed per unit: a rhythm, whose frequencies drift as one, or
+// a frequency of no rhythm. Only a dominant unit (its recent share at
+// least online.dominant_min_share, with hysteresis) raises a period event,
+// once, when its period has settled beyond the threshold for
+// online.min_duration; the event says whether the unit is a cycle of the
+// data (DriftEvent.Cycle). See DriftEvent for the rules.
+//
 // # Units
 //
 // Errors are reported in normalised units so that they compare with the
 // model's own test MSE: a mixed model's errors are divided by the per-channel
 // standard deviation it was trained with, an independent model's by each
-// series' running standard deviation. Pairs are stored in the input's units
-// and normalised the same way when a round learns from them.
+// series' running standard deviation (its forecasts are scale-equivariant),
+// so that one large series does not dominate the error or a round's
+// holdout. Pairs are stored in the input's units and normalised the same
+// way when a round learns from them.
 //
 // # Memory
 //

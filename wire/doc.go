@@ -54,7 +54,11 @@
 // The realised value of step h is expected within [lower[h], upper[h]] at
 // the level's rate. Bounds are written at float32 precision (the shortest
 // decimal that parses back to the float32; null beyond ±3.4e38), and the
-// decoders read them so.
+// decoders read them so: a band needs no more, and with two levels a
+// forecast carries 4·H bounds beside its H values, which as shortest
+// float64 decimals would be most of the message's bytes and of its
+// encoding time. The learner rounds the bounds it publishes to float32
+// (package online), so the service holds what consumers decode.
 // A forecast has intervals from its series' first forecast when the model
 // file records the quantiles of its test-split errors; they are then
 // calibrated on the series' realised values (see package online). With a
