@@ -16,13 +16,18 @@
 //     residual MLP, all relative to the window's level. The parts come from
 //     model.Explainer, so they sum to the forecast.
 //   - horizon (with data): the test split's error by horizon step, with
-//     repeating the last value as the baseline.
+//     repeating the last value as the baseline. The model runs over the
+//     test windows as model.Evaluate runs it, so the mean over the steps
+//     is Evaluate's MSE (tested).
 //
 // Every number drawn is computed here from the model and the data; nothing
-// is estimated for the picture. Output is deterministic: the same model,
-// data and options give the same bytes, so a report can be diffed or
-// cached. The page is self-contained (inline style, relative links, nothing
-// fetched from the internet).
+// is estimated for the picture. Output is deterministic (no timestamps, no
+// map order): the same model, data and options give the same bytes, so a
+// report can be diffed or cached. The tests decode the PNGs and count the
+// pixels of each colour in the plot areas rather than compare with golden
+// images, which any change of font rendering would break. The page is
+// self-contained (inline style, relative links, nothing fetched from the
+// internet).
 //
 // The package imports model and dataset and nothing of Kafka or the
 // service. Build and Write hold no state between calls and are safe to call

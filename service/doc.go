@@ -23,6 +23,18 @@
 // the checks across packages (distinct topics, field names the output
 // format can carry, a model).
 //
+// The packages' constructors take their Config as given and fill no zero
+// field from defaults (only package model's training configs, which are
+// flags rather than YAML keys, keep theirs), so every value means what it
+// says: window.max_gap: 0 restarts a series on any missing step, an empty
+// topics.attributions writes no attributions, online.min_duration: 0s
+// raises a drift event as soon as a period change is seen. Each Validate
+// refuses the zeros that cannot work, naming the key and its default, so a
+// caller that did not start from DefaultConfig is told, not given zeros. What the
+// program decides rather than the user configures is wiring, passed apart:
+// window.Shape, pipeline.Wiring (Config.Wiring), feed's client, topic and
+// clock.
+//
 // # Lifecycle
 //
 // New validates, starts the embedded broker when asked, builds the Kafka
@@ -47,10 +59,19 @@
 // a request naming a host the service does not answer to, which defeats
 // DNS rebinding: IP addresses, localhost, the machine's host name, the host
 // of metrics.listen and metrics.allowed_hosts are accepted, whatever the
-// port. Every response carries nosniff, X-Frame-Options DENY,
-// Referrer-Policy no-referrer and a Content-Security-Policy
-// (withSecurityHeaders), unless a handler (the live view's own policy) or
-// the web configuration set them.
+// port. Every IP address passes because a rebinding needs a name the
+// attacker's DNS answers for, while an address is what Prometheus sends
+// for a target given by address and what lets the defaults work on
+// 0.0.0.0 without knowing the machine's addresses behind NAT; the port is
+// not compared because a rebinding page must use the listener's port
+// anyway, while tunnels and port mappings change it. Every response
+// carries nosniff, X-Frame-Options DENY, Referrer-Policy no-referrer and a
+// Content-Security-Policy (withSecurityHeaders), each filled in when the
+// header is written and only where missing: a handler's own value (the
+// live view's policy, which lets its page run) wins over the default, and
+// the web configuration's http_server_config.headers, which the
+// exporter-toolkit sets before the request reaches the handlers, win over
+// both.
 //
 // # Faults and replicas
 //
