@@ -375,29 +375,20 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 	}
 	st := runState{res: res, best: best, perm: perm}
 	var fp string
-	kept := 0 // the epoch of the last checkpoint on disk
 	if cfg.Checkpoint != "" {
-		removeStaleTemps(cfg.Checkpoint)
-		fp = t.fingerprint(train, val)
-		if _, err := t.loadCheckpoint(cfg.Checkpoint, fp, &st); err != nil {
+		if fp, err = t.resume(train, val, &st, progress); err != nil {
 			return nil, err
-		}
-		kept = st.nextEpoch
-		if progress != nil {
-			for _, e := range res.Epochs {
-				e.Restored = true
-				progress(e)
-			}
 		}
 		if st.stopped != "" {
 			return t.finish(res, best, st.stopped), nil
 		}
 	}
+	kept := st.nextEpoch // the epoch of the last checkpoint on disk
 	for epoch := st.nextEpoch; epoch < cfg.Epochs; epoch++ {
 		start := time.Now()
 		tau := cfg.TauStart
 		if cfg.Epochs > 1 {
-			tau -= (cfg.TauStart - cfg.TauEnd) * float64(epoch) / float64(cfg.Epochs-1)
+			tau -= (cfg.TauStart - cfg.TauEnd) * float64(epoch) / float64(cfg.Epochs-1) // Gumbel temperature, annealed
 		}
 		t.freezeFor(epoch, holdTheta)
 		t.rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
@@ -459,6 +450,24 @@ func Train(ctx context.Context, m *Model, train, val Source, cfg TrainConfig, pr
 		}
 	}
 	return t.finish(res, best, "epochs"), nil
+}
+
+// resume restores the run's state st from the checkpoint of the run on
+// train and val, when there is one (else st stays a fresh start), reports
+// the epochs it had run to progress, and returns the run's fingerprint.
+func (t *trainer) resume(train, val Source, st *runState, progress func(EpochStats)) (string, error) {
+	removeStaleTemps(t.cfg.Checkpoint)
+	fp := t.fingerprint(train, val)
+	if _, err := t.loadCheckpoint(t.cfg.Checkpoint, fp, st); err != nil {
+		return "", err
+	}
+	if progress != nil {
+		for _, e := range st.res.Epochs {
+			e.Restored = true
+			progress(e)
+		}
+	}
+	return fp, nil
 }
 
 // freezeFor sets what epoch trains: the residual MLP waits out its

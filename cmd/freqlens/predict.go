@@ -368,6 +368,13 @@ func printPredict(w io.Writer, r predictReport, H int) {
 		fmt.Fprintln(w, "  * no cycle of the training data: frequencies that carry what has no peak in its spectrum")
 	}
 	fmt.Fprintln(w, "  "+partsSize(r))
+	printPredictSteps(w, r, H)
+}
+
+// printPredictSteps prints the forecast's first steps (without the removed
+// parts and in full, beside the actual values when known): a step a row
+// for one or two channels, else a channel a row.
+func printPredictSteps(w io.Writer, r predictReport, H int) {
 	if len(r.Without) > 0 {
 		fmt.Fprintf(w, "\nforecast without %s (the full forecast minus exactly the removed parts):\n", removedName(r))
 	}

@@ -87,60 +87,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := require(fs, "horizon", "out"); err != nil {
 		return err
 	}
-	switch *checkpoint {
-	case "":
-		*checkpoint = *out + ".checkpoint"
-	case "none":
-		*checkpoint = ""
-	}
-	if *checkpoint != "" && samePath(*checkpoint, *out) {
-		return fmt.Errorf("--checkpoint names the model file %s; give it a path of its own", *out)
-	}
-	switch {
-	case *fromTopic && *data != "":
-		return fmt.Errorf("--data and --from-topic name two sources; give one")
-	case !*fromTopic && *data == "":
-		return fmt.Errorf("--data is required (a CSV, Arrow or Parquet file), or --from-topic with --config")
-	case *since != "" && !*fromTopic:
-		return fmt.Errorf("--since applies to --from-topic only")
-	}
-	sinceDur, err := parseSince(*since)
+	sinceDur, err := checkTrainFlags(trainFlags{data: *data, fromTopic: *fromTopic, since: *since, horizon: *horizon, lookback: *lookback,
+		epochs: *epochs, batch: *batch, mode: *mode, shuffle: *shuffle, out: *out, topK: *topK, dropout: *dropout, rate: *rate,
+		patience: *patience, zone: *zone, fill: *fill, freqInit: *freqInit, maxWindows: *maxWindows}, checkpoint)
 	if err != nil {
 		return err
 	}
-	if *maxWindows < 0 {
-		return fmt.Errorf("--max-windows %d is negative; use 0 to train on every window", *maxWindows)
-	}
-	if *horizon < 1 || *lookback < 4 || *epochs < 1 || *batch < 1 {
-		return fmt.Errorf("--horizon, --lookback, --epochs and --batch-size must be positive (lookback at least 4); got %d, %d, %d, %d", *horizon, *lookback, *epochs, *batch)
-	}
-	if *zone != "" {
-		if _, err := time.LoadLocation(*zone); err != nil {
-			return fmt.Errorf("--time-zone %q is no time zone; use an IANA name such as Europe/Berlin or America/New_York", *zone)
-		}
-	}
-	switch {
-	case *topK < 1 || *topK > model.DefaultFrequencies:
-		return fmt.Errorf("--top-k %d: use 1 to %d, the model's frequencies (default %d)", *topK, model.DefaultFrequencies, model.DefaultTopK)
-	case !(*rate > model.DefaultMinLearningRate && *rate <= 1):
-		return fmt.Errorf("--learning-rate %g: use a rate above the %g the schedule ends at and at most 1 (default %g)", *rate, model.DefaultMinLearningRate, model.DefaultLearningRate)
-	case *patience < 1:
-		return fmt.Errorf("--patience %d: use at least 1 epoch (default %d)", *patience, model.DefaultPatience)
-	case *fill < 0 || *fill > model.DefaultFrequencies:
-		return fmt.Errorf("--fill-harmonics %d: use 0 (off) to %d (default 0)", *fill, model.DefaultFrequencies)
-	case !(*dropout >= 0 && *dropout < 1):
-		return fmt.Errorf("--dropout %g: use a probability from 0 (off) to below 1 (default %g)", *dropout, model.DefaultDropout)
-	}
-	if !(*shuffle >= 0 && *shuffle <= 1) {
-		return fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", *shuffle)
-	}
-	if m := model.Mode(*mode); m != "" && m != model.Mixed && m != model.Independent {
-		return fmt.Errorf("--mode %q is unknown; use mixed or independent", *mode)
-	}
-	if fi := model.FrequencyInit(*freqInit); fi != model.InitSpectrum && fi != model.InitGrid {
-		return fmt.Errorf("--frequency-init %q is unknown; use %s or %s", *freqInit, model.InitSpectrum, model.InitGrid)
-	}
-
 	if err := checkWritable(*out); err != nil {
 		return err
 	}
@@ -177,7 +129,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if res.Train.ResumedOn != "" {
 		fmt.Fprintf(stderr, "freqlens train: note: %s\n", res.Train.ResumedOn)
 	}
-	m, met, tr := res.Model, res.Test, res.Train
+	m, tr := res.Model, res.Train
 	m.Meta.Input = input
 	if err := m.Save(*out); err != nil {
 		return err
@@ -189,9 +141,94 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 
-	rep := trainReport{
-		Model: *out, Data: td.Name, Protocol: td.Protocol, Mode: string(td.Mode),
-		Lookback: *lookback, Horizon: *horizon, Channels: len(td.Columns), Seed: *seed, Params: res.Params,
+	rep := newTrainReport(*out, td, res, *lookback, *horizon, *seed)
+	if *asJSON {
+		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
+			return err
+		}
+		return interrupted(res, tr, *out, *checkpoint, stderr)
+	}
+	printTrainReport(stdout, rep, m)
+	fmt.Fprintf(stdout, "model written to %s\n", *out)
+	return interrupted(res, tr, *out, *checkpoint, stderr)
+}
+
+// trainFlags are train's flags that checkTrainFlags judges.
+type trainFlags struct {
+	data, since, mode, out, zone, freqInit                 string
+	fromTopic                                              bool
+	horizon, lookback, epochs, batch, topK, patience, fill int
+	maxWindows                                             int
+	shuffle, dropout, rate                                 float64
+}
+
+// checkTrainFlags says what is wrong with train's flags, in a line naming
+// the flag, and returns --since as a duration. It resolves *checkpoint:
+// OUT.checkpoint by default, "" for none.
+func checkTrainFlags(f trainFlags, checkpoint *string) (time.Duration, error) {
+	switch *checkpoint {
+	case "":
+		*checkpoint = f.out + ".checkpoint"
+	case "none":
+		*checkpoint = ""
+	}
+	if *checkpoint != "" && samePath(*checkpoint, f.out) {
+		return 0, fmt.Errorf("--checkpoint names the model file %s; give it a path of its own", f.out)
+	}
+	switch {
+	case f.fromTopic && f.data != "":
+		return 0, fmt.Errorf("--data and --from-topic name two sources; give one")
+	case !f.fromTopic && f.data == "":
+		return 0, fmt.Errorf("--data is required (a CSV, Arrow or Parquet file), or --from-topic with --config")
+	case f.since != "" && !f.fromTopic:
+		return 0, fmt.Errorf("--since applies to --from-topic only")
+	}
+	sinceDur, err := parseSince(f.since)
+	if err != nil {
+		return 0, err
+	}
+	if f.maxWindows < 0 {
+		return 0, fmt.Errorf("--max-windows %d is negative; use 0 to train on every window", f.maxWindows)
+	}
+	if f.horizon < 1 || f.lookback < 4 || f.epochs < 1 || f.batch < 1 {
+		return 0, fmt.Errorf("--horizon, --lookback, --epochs and --batch-size must be positive (lookback at least 4); got %d, %d, %d, %d", f.horizon, f.lookback, f.epochs, f.batch)
+	}
+	if f.zone != "" {
+		if _, err := time.LoadLocation(f.zone); err != nil {
+			return 0, fmt.Errorf("--time-zone %q is no time zone; use an IANA name such as Europe/Berlin or America/New_York", f.zone)
+		}
+	}
+	switch {
+	case f.topK < 1 || f.topK > model.DefaultFrequencies:
+		return 0, fmt.Errorf("--top-k %d: use 1 to %d, the model's frequencies (default %d)", f.topK, model.DefaultFrequencies, model.DefaultTopK)
+	case !(f.rate > model.DefaultMinLearningRate && f.rate <= 1):
+		return 0, fmt.Errorf("--learning-rate %g: use a rate above the %g the schedule ends at and at most 1 (default %g)", f.rate, model.DefaultMinLearningRate, model.DefaultLearningRate)
+	case f.patience < 1:
+		return 0, fmt.Errorf("--patience %d: use at least 1 epoch (default %d)", f.patience, model.DefaultPatience)
+	case f.fill < 0 || f.fill > model.DefaultFrequencies:
+		return 0, fmt.Errorf("--fill-harmonics %d: use 0 (off) to %d (default 0)", f.fill, model.DefaultFrequencies)
+	case !(f.dropout >= 0 && f.dropout < 1):
+		return 0, fmt.Errorf("--dropout %g: use a probability from 0 (off) to below 1 (default %g)", f.dropout, model.DefaultDropout)
+	}
+	if !(f.shuffle >= 0 && f.shuffle <= 1) {
+		return 0, fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", f.shuffle)
+	}
+	if m := model.Mode(f.mode); m != "" && m != model.Mixed && m != model.Independent {
+		return 0, fmt.Errorf("--mode %q is unknown; use mixed or independent", f.mode)
+	}
+	if fi := model.FrequencyInit(f.freqInit); fi != model.InitSpectrum && fi != model.InitGrid {
+		return 0, fmt.Errorf("--frequency-init %q is unknown; use %s or %s", f.freqInit, model.InitSpectrum, model.InitGrid)
+	}
+
+	return sinceDur, nil
+}
+
+// newTrainReport is the summary of a finished training run written to out.
+func newTrainReport(out string, td *history.Data, res *training.Result, lookback, horizon int, seed uint64) trainReport {
+	m, met, tr := res.Model, res.Test, res.Train
+	return trainReport{
+		Model: out, Data: td.Name, Protocol: td.Protocol, Mode: string(td.Mode),
+		Lookback: lookback, Horizon: horizon, Channels: len(td.Columns), Seed: seed, Params: res.Params,
 		ChannelShuffle: m.Meta.Training["channel_shuffle"], TopK: m.Config().TopK,
 		Dropout: m.Meta.Training["dropout"], LearningRate: m.Meta.Training["learning_rate"], Patience: int(m.Meta.Training["patience"]),
 		FillHarmonics: int(m.Meta.Training["fill_harmonics"]), TimeZone: m.Meta.TimeZone,
@@ -203,12 +240,10 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ResidualShare: met.ResidualShare, Rhythms: rhythmsOf(m, met.Shares, met.RhythmShares),
 		OtherShare: otherShare(m, met.Shares, met.RhythmShares, met.ResidualShare),
 	}
-	if *asJSON {
-		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
-			return err
-		}
-		return interrupted(res, tr, *out, *checkpoint, stderr)
-	}
+}
+
+// printTrainReport prints the summary of a training run for a reader.
+func printTrainReport(stdout io.Writer, rep trainReport, m *model.Model) {
 	fmt.Fprintf(stdout, "trained %d epochs (best %d; %s), median epoch %.2fs\n", rep.EpochsRun, rep.BestEpoch, stopReason(rep.Stopped), rep.EpochSecondsMedian)
 	fmt.Fprintf(stdout, "validation MSE %.4f", rep.ValMSE)
 	if strings.HasPrefix(rep.Protocol, "ett-") && rep.ValMSE > 1.5*rep.TestMSE {
@@ -231,8 +266,6 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"the day from about 6 days of readings, the week from about 6 weeks)")
 	}
 	printErrorQuantiles(stdout, m.Meta.ErrorQuantiles)
-	fmt.Fprintf(stdout, "model written to %s\n", *out)
-	return interrupted(res, tr, *out, *checkpoint, stderr)
 }
 
 // interrupted says what an interrupted run left behind and returns
