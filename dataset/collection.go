@@ -92,21 +92,9 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 	}
 	b.Scaler = fitScaler(pooled, C, Range{0, len(pooled) / C})
 
-	scalers := map[string]Scaler{}
+	var scalers map[string]Scaler
 	if perSeries {
-		bySeries := map[string][]float64{}
-		all := map[string][]float64{}
-		for _, s := range p.Segments {
-			r := trainRows(s)
-			bySeries[s.Series] = append(bySeries[s.Series], s.Values[r.Start*C:r.End*C]...)
-			all[s.Series] = append(all[s.Series], s.Values...)
-		}
-		for name, rows := range bySeries {
-			if len(rows) == 0 {
-				rows = all[name]
-			}
-			scalers[name] = fitScaler(rows, C, Range{0, len(rows) / C})
-		}
+		scalers = p.seriesScalers(trainRows)
 	}
 	b.Train, b.Val, b.Test = &Collection{channels: C}, &Collection{channels: C}, &Collection{channels: C}
 	step := p.Cadence.Nanoseconds()
@@ -167,6 +155,27 @@ func (p *Panel) Split(lookback, horizon int, perSeries bool) (*PanelBenchmark, e
 		}
 	}
 	return b, nil
+}
+
+// seriesScalers fits each series' scaler to its training rows (trainRows
+// of each segment), or to all its rows when it has none there.
+func (p *Panel) seriesScalers(trainRows func(Segment) Range) map[string]Scaler {
+	C := len(p.Fields)
+	bySeries := map[string][]float64{}
+	all := map[string][]float64{}
+	for _, s := range p.Segments {
+		r := trainRows(s)
+		bySeries[s.Series] = append(bySeries[s.Series], s.Values[r.Start*C:r.End*C]...)
+		all[s.Series] = append(all[s.Series], s.Values...)
+	}
+	scalers := make(map[string]Scaler, len(bySeries))
+	for name, rows := range bySeries {
+		if len(rows) == 0 {
+			rows = all[name]
+		}
+		scalers[name] = fitScaler(rows, C, Range{0, len(rows) / C})
+	}
+	return scalers
 }
 
 // PartsString says how the steps were split: "70%, 10%, 20%", or the

@@ -167,75 +167,12 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 	cr.FieldsPerRecord = -1 // checked below, with a better message
 	cr.ReuseRecord = true
 
-	fail := func(line int, column, value, msg string, err error) error {
-		return &CSVError{File: name, Line: line, Column: column, Value: value, Msg: msg, Err: err}
-	}
-	readErr := func(err error) error {
-		var pe *csv.ParseError
-		if errors.As(err, &pe) {
-			return fail(pe.Line, "", "", pe.Err.Error()+"; quote fields that contain commas or quotes, and double quotes inside them", err)
-		}
-		return fmt.Errorf("read csv %s: %w", name, err)
-	}
-
-	header, err := cr.Read()
-	if err == io.EOF {
-		return nil, fail(0, "", "", `file is empty; want a header row "date,<columns>" and at least 2 data rows`, nil)
-	}
+	cf := csvFile{name}
+	hd, err := cf.readHeader(cr, series)
 	if err != nil {
-		return nil, readErr(err)
+		return nil, err
 	}
-	headerLine, _ := cr.FieldPos(0)
-	if len(header) < 2 {
-		return nil, fail(headerLine, "", "",
-			fmt.Sprintf(`header has %d field, want "date,<columns>" with at least one numeric column; is the file comma-separated?`, len(header)), nil)
-	}
-	dateCol := header[0]
-	cols := slices.Clone(header[1:]) // the reader reuses its record slice
-	// A file without a header would name its columns after its first
-	// readings and lose them.
-	firstLayout := 0
-	if _, isDate := parseDate(dateCol, &firstLayout); isDate && !slices.ContainsFunc(cols, func(c string) bool {
-		_, err := strconv.ParseFloat(strings.TrimSpace(c), 64)
-		return err != nil
-	}) {
-		names := make([]string, len(cols))
-		for i := range names {
-			names[i] = fmt.Sprintf("column%d", i+1)
-		}
-		return nil, fail(headerLine, "", "", fmt.Sprintf("the first row (%s) is a reading, not a header; add a header row naming the date column and each value column, such as \"date,%s\"",
-			strings.Join(header, ","), strings.Join(names, ",")), nil)
-	}
-	seen := make(map[string]int, len(cols))
-	for i, c := range cols {
-		if strings.ContainsAny(c, "\r\n") {
-			// encoding/csv drops a carriage return before a line feed even
-			// inside quotes, so such a name would not survive a round trip.
-			return nil, fail(headerLine, c, "", fmt.Sprintf("column %d's name holds a line break; rename it", i+2), nil)
-		}
-		if j, ok := seen[c]; ok {
-			return nil, fail(headerLine, c, "",
-				fmt.Sprintf("appears twice in the header (fields %d and %d); rename one", j+2, i+2), nil)
-		}
-		seen[c] = i
-	}
-	seriesAt := -1 // the series column's index in a record, −1 without
-	if series != "" {
-		i := slices.Index(header, series)
-		if i < 0 {
-			return nil, fail(headerLine, series, "", fmt.Sprintf("is not a column of the header (columns: %s); name the column of series ids", strings.Join(header, ", ")), nil)
-		}
-		if len(header) < 3 {
-			return nil, fail(headerLine, series, "", "is the only column beside the date; a reading needs a value column too", nil)
-		}
-		seriesAt = i
-		if i == 0 {
-			// The series first: the date is the column after it.
-			dateCol, cols = header[1], slices.Clone(header[2:])
-		} else {
-			cols = slices.Delete(cols, i-1, i)
-		}
-	}
+	header, dateCol, cols, seriesAt := hd.fields, hd.dateCol, hd.cols, hd.seriesAt
 	chans := len(cols)
 	var ids []string
 
@@ -254,29 +191,29 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 			break
 		}
 		if err != nil {
-			return nil, readErr(err)
+			return nil, cf.readErr(err)
 		}
 		line, _ := cr.FieldPos(0)
 		if want := len(header); len(rec) != want {
-			return nil, fail(line, "", "",
+			return nil, cf.fail(line, "", "",
 				fmt.Sprintf("row has %d fields, want %d (the date and the %d columns of the header); fix the row or drop it",
 					len(rec), want, want-1), nil)
 		}
 		if seriesAt >= 0 {
 			id := strings.TrimSpace(rec[seriesAt])
 			if id == "" {
-				return nil, fail(line, series, "", "missing series id; fill it or drop the row", nil)
+				return nil, cf.fail(line, series, "", "missing series id; fill it or drop the row", nil)
 			}
 			ids = append(ids, id)
 			rec = slices.Delete(rec, seriesAt, seriesAt+1)
 		}
 		ds := strings.TrimSpace(rec[0])
 		if ds == "" {
-			return nil, fail(line, dateCol, "", "missing date; fill it or drop the row", nil)
+			return nil, cf.fail(line, dateCol, "", "missing date; fill it or drop the row", nil)
 		}
 		t, ok := parseDate(ds, &layout)
 		if !ok {
-			return nil, fail(line, dateCol, rec[0], notADate(ds), nil)
+			return nil, cf.fail(line, dateCol, rec[0], notADate(ds), nil)
 		}
 		if n := len(times); seriesAt < 0 && n > 0 {
 			switch {
@@ -287,26 +224,12 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 			}
 		}
 		times = append(times, t)
-		for c, cell := range rec[1:] {
-			s := strings.TrimSpace(cell)
-			if s == "" {
-				return nil, fail(line, cols[c], "", "missing value; fill it or drop the row", nil)
-			}
-			v, err := strconv.ParseFloat(s, 64)
-			switch {
-			case err != nil && errors.Is(err, strconv.ErrRange):
-				return nil, fail(line, cols[c], cell, fmt.Sprintf("%q is outside the float64 range", cell), err)
-			case err != nil:
-				return nil, fail(line, cols[c], cell, fmt.Sprintf("%q is not a number; write the reading, or drop the row", cell), err)
-			case math.IsNaN(v) || math.IsInf(v, 0):
-				return nil, fail(line, cols[c], cell,
-					fmt.Sprintf("%q is not a finite number; fill the missing value or drop the row", cell), nil)
-			}
-			values = append(values, v)
+		if values, err = cf.appendValues(values, rec[1:], cols, line); err != nil {
+			return nil, err
 		}
 	}
 	if n := len(times); n < 2 {
-		return nil, fail(0, "", "", fmt.Sprintf("file has %d data rows after the header, want at least 2 so the cadence can be inferred", n), nil)
+		return nil, cf.fail(0, "", "", fmt.Sprintf("file has %d data rows after the header, want at least 2 so the cadence can be inferred", n), nil)
 	}
 	f := &Frame{
 		Name:    name,
@@ -330,9 +253,126 @@ func readCSV(r io.Reader, name string, lineHint, sizeHint int, series string, as
 		case errors.Is(err, errBackward):
 			line, cell = backLine, backCell
 		}
-		return nil, fail(line, dateCol, cell, err.Error(), nil)
+		return nil, cf.fail(line, dateCol, cell, err.Error(), nil)
 	}
 	return f, nil
+}
+
+// csvFile names the file read, for its errors.
+type csvFile struct{ name string }
+
+// fail is the CSVError at line (1-based; 0 for the file) of column and
+// value.
+func (cf csvFile) fail(line int, column, value, msg string, err error) error {
+	return &CSVError{File: cf.name, Line: line, Column: column, Value: value, Msg: msg, Err: err}
+}
+
+// readErr is the error of the CSV reader's err: a CSVError at its line for
+// a malformed row.
+func (cf csvFile) readErr(err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return cf.fail(pe.Line, "", "", pe.Err.Error()+"; quote fields that contain commas or quotes, and double quotes inside them", err)
+	}
+	return fmt.Errorf("read csv %s: %w", cf.name, err)
+}
+
+// csvHeader is a CSV file's header: its fields, its line, the date column,
+// the value columns and the series column's index in a record (−1 without).
+type csvHeader struct {
+	fields   []string
+	line     int
+	dateCol  string
+	cols     []string
+	seriesAt int
+}
+
+// readHeader reads and checks the header row: a date column and value
+// columns, unique names without line breaks, and the series column when
+// series names one.
+func (cf csvFile) readHeader(cr *csv.Reader, series string) (h csvHeader, err error) {
+	header, err := cr.Read()
+	if err == io.EOF {
+		return h, cf.fail(0, "", "", `file is empty; want a header row "date,<columns>" and at least 2 data rows`, nil)
+	}
+	if err != nil {
+		return h, cf.readErr(err)
+	}
+	headerLine, _ := cr.FieldPos(0)
+	if len(header) < 2 {
+		return h, cf.fail(headerLine, "", "",
+			fmt.Sprintf(`header has %d field, want "date,<columns>" with at least one numeric column; is the file comma-separated?`, len(header)), nil)
+	}
+	dateCol := header[0]
+	cols := slices.Clone(header[1:]) // the reader reuses its record slice
+	// A file without a header would name its columns after its first
+	// readings and lose them.
+	firstLayout := 0
+	if _, isDate := parseDate(dateCol, &firstLayout); isDate && !slices.ContainsFunc(cols, func(c string) bool {
+		_, err := strconv.ParseFloat(strings.TrimSpace(c), 64)
+		return err != nil
+	}) {
+		names := make([]string, len(cols))
+		for i := range names {
+			names[i] = fmt.Sprintf("column%d", i+1)
+		}
+		return h, cf.fail(headerLine, "", "", fmt.Sprintf("the first row (%s) is a reading, not a header; add a header row naming the date column and each value column, such as \"date,%s\"",
+			strings.Join(header, ","), strings.Join(names, ",")), nil)
+	}
+	seen := make(map[string]int, len(cols))
+	for i, c := range cols {
+		if strings.ContainsAny(c, "\r\n") {
+			// encoding/csv drops a carriage return before a line feed even
+			// inside quotes, so such a name would not survive a round trip.
+			return h, cf.fail(headerLine, c, "", fmt.Sprintf("column %d's name holds a line break; rename it", i+2), nil)
+		}
+		if j, ok := seen[c]; ok {
+			return h, cf.fail(headerLine, c, "",
+				fmt.Sprintf("appears twice in the header (fields %d and %d); rename one", j+2, i+2), nil)
+		}
+		seen[c] = i
+	}
+	seriesAt := -1 // the series column's index in a record, −1 without
+	if series != "" {
+		i := slices.Index(header, series)
+		if i < 0 {
+			return h, cf.fail(headerLine, series, "", fmt.Sprintf("is not a column of the header (columns: %s); name the column of series ids", strings.Join(header, ", ")), nil)
+		}
+		if len(header) < 3 {
+			return h, cf.fail(headerLine, series, "", "is the only column beside the date; a reading needs a value column too", nil)
+		}
+		seriesAt = i
+		if i == 0 {
+			// The series first: the date is the column after it.
+			dateCol, cols = header[1], slices.Clone(header[2:])
+		} else {
+			cols = slices.Delete(cols, i-1, i)
+		}
+	}
+	header = slices.Clone(header) // the reader reuses its record slice
+	return csvHeader{fields: header, line: headerLine, dateCol: dateCol, cols: cols, seriesAt: seriesAt}, nil
+}
+
+// appendValues parses a row's value cells (of cols, at line) onto values.
+func (cf csvFile) appendValues(values []float64, cells, cols []string, line int) ([]float64, error) {
+	for c, cell := range cells {
+		s := strings.TrimSpace(cell)
+		if s == "" {
+			return nil, cf.fail(line, cols[c], "", "missing value; fill it or drop the row", nil)
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		switch {
+		case err != nil && errors.Is(err, strconv.ErrRange):
+			return nil, cf.fail(line, cols[c], cell, fmt.Sprintf("%q is outside the float64 range", cell), err)
+		case err != nil:
+			return nil, cf.fail(line, cols[c], cell, fmt.Sprintf("%q is not a number; write the reading, or drop the row", cell), err)
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			return nil, cf.fail(line, cols[c], cell,
+				fmt.Sprintf("%q is not a finite number; fill the missing value or drop the row", cell), nil)
+		}
+		values = append(values, v)
+	}
+	return values, nil
 }
 
 // parseDate parses s with the accepted layouts, trying *last first and

@@ -101,48 +101,12 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 			}
 			switch {
 			case string(name) == d.f.series:
-				switch b[p] {
-				case '"':
-					var end int
-					if series, end, perr = d.stringAt(b, p, &d.strBuf, "a string"); perr != nil {
-						return nil, false, 0, perr
-					}
-					haveSeries = true
-					p = end
-				case 'n':
-					if p, ok = literal(b, p, "null"); !ok {
-						return nil, false, 0, d.syntax(b, p, "bad literal")
-					}
-					series, haveSeries = nil, false
-				default:
-					return nil, false, 0, d.wrongType(b, p, d.f.series, "a string")
+				if series, haveSeries, p, perr = d.seriesAt(b, p); perr != nil {
+					return nil, false, 0, perr
 				}
 			case string(name) == d.f.time:
-				switch c := b[p]; {
-				case c == '"':
-					txt, end, perr := d.stringAt(b, p, &d.tsBuf, "a string")
-					if perr != nil {
-						return nil, false, 0, perr
-					}
-					if ts, perr = parseTimeText(d.f.time, txt, d.f.zonelessUTC); perr != nil {
-						return nil, false, 0, perr
-					}
-					haveTS = true
-					p = end
-				case c == '-' || (c >= '0' && c <= '9'):
-					end := scanNumber(b, p)
-					if ts, perr = parseEpochNumber(d.f.time, b[p:end]); perr != nil {
-						return nil, false, 0, perr
-					}
-					haveTS = true
-					p = end
-				case c == 'n':
-					if p, ok = literal(b, p, "null"); !ok {
-						return nil, false, 0, d.syntax(b, p, "bad literal")
-					}
-					haveTS = false
-				default:
-					return nil, false, 0, d.wrongType(b, p, d.f.time, "an RFC 3339 string or epoch milliseconds")
+				if ts, haveTS, p, perr = d.timeAt(b, p); perr != nil {
+					return nil, false, 0, perr
 				}
 			default:
 				j := d.valueIndex(name)
@@ -152,32 +116,8 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 					}
 					break
 				}
-				field := d.f.values[j]
-				switch c := b[p]; {
-				case c == '-' || (c >= '0' && c <= '9'):
-					end := scanNumber(b, p)
-					if d.vals[j], perr = parseValue(field, b[p:end]); perr != nil {
-						return nil, false, 0, perr
-					}
-					d.seen[j] = true
-					p = end
-				case c == '"':
-					txt, end, perr := d.stringAt(b, p, &d.tsBuf, "a string")
-					if perr != nil {
-						return nil, false, 0, perr
-					}
-					if d.vals[j], perr = parseValue(field, txt); perr != nil {
-						return nil, false, 0, perr
-					}
-					d.seen[j] = true
-					p = end
-				case c == 'n':
-					if p, ok = literal(b, p, "null"); !ok {
-						return nil, false, 0, d.syntax(b, p, "bad literal")
-					}
-					d.seen[j], d.null[j] = false, true
-				default:
-					return nil, false, 0, d.wrongType(b, p, field, "a number")
+				if p, perr = d.valueAt(b, p, j); perr != nil {
+					return nil, false, 0, perr
 				}
 			}
 			p = skipWS(b, p)
@@ -210,6 +150,88 @@ func (d *JSONDecoder) parse(b []byte) (series []byte, haveSeries bool, ts int64,
 		}
 	}
 	return series, haveSeries, ts, nil
+}
+
+// seriesAt reads the series field's value at b[p]: a string (which may
+// alias b or d.strBuf), or null for none. It returns where the value ends.
+func (d *JSONDecoder) seriesAt(b []byte, p int) (series []byte, have bool, end int, perr *DecodeError) {
+	switch b[p] {
+	case '"':
+		if series, end, perr = d.stringAt(b, p, &d.strBuf, "a string"); perr != nil {
+			return nil, false, 0, perr
+		}
+		return series, true, end, nil
+	case 'n':
+		end, ok := literal(b, p, "null")
+		if !ok {
+			return nil, false, 0, d.syntax(b, end, "bad literal")
+		}
+		return nil, false, end, nil
+	}
+	return nil, false, 0, d.wrongType(b, p, d.f.series, "a string")
+}
+
+// timeAt reads the time field's value at b[p]: an RFC 3339 string or epoch
+// milliseconds, or null for none. It returns where the value ends.
+func (d *JSONDecoder) timeAt(b []byte, p int) (ts int64, have bool, end int, perr *DecodeError) {
+	switch c := b[p]; {
+	case c == '"':
+		txt, end, perr := d.stringAt(b, p, &d.tsBuf, "a string")
+		if perr != nil {
+			return 0, false, 0, perr
+		}
+		if ts, perr = parseTimeText(d.f.time, txt, d.f.zonelessUTC); perr != nil {
+			return 0, false, 0, perr
+		}
+		return ts, true, end, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		end := scanNumber(b, p)
+		if ts, perr = parseEpochNumber(d.f.time, b[p:end]); perr != nil {
+			return 0, false, 0, perr
+		}
+		return ts, true, end, nil
+	case c == 'n':
+		end, ok := literal(b, p, "null")
+		if !ok {
+			return 0, false, 0, d.syntax(b, end, "bad literal")
+		}
+		return 0, false, end, nil
+	}
+	return 0, false, 0, d.wrongType(b, p, d.f.time, "an RFC 3339 string or epoch milliseconds")
+}
+
+// valueAt reads value field j's value at b[p] into d.vals[j]: a number, a
+// number in a string, or null (d.null[j]). It returns where the value ends.
+func (d *JSONDecoder) valueAt(b []byte, p, j int) (int, *DecodeError) {
+	field := d.f.values[j]
+	var perr *DecodeError
+	switch c := b[p]; {
+	case c == '-' || (c >= '0' && c <= '9'):
+		end := scanNumber(b, p)
+		if d.vals[j], perr = parseValue(field, b[p:end]); perr != nil {
+			return 0, perr
+		}
+		d.seen[j] = true
+		return end, nil
+	case c == '"':
+		txt, end, perr := d.stringAt(b, p, &d.tsBuf, "a string")
+		if perr != nil {
+			return 0, perr
+		}
+		if d.vals[j], perr = parseValue(field, txt); perr != nil {
+			return 0, perr
+		}
+		d.seen[j] = true
+		return end, nil
+	case c == 'n':
+		end, ok := literal(b, p, "null")
+		if !ok {
+			return 0, d.syntax(b, end, "bad literal")
+		}
+		d.seen[j], d.null[j] = false, true
+		return end, nil
+	}
+	return 0, d.wrongType(b, p, field, "a number")
 }
 
 func (d *JSONDecoder) valueIndex(name []byte) int {

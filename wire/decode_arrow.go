@@ -162,32 +162,9 @@ func forecastLevels(s *arrow.Schema) ([]float64, error) {
 }
 
 func forecastFromRecord(rec arrow.Record) (Forecast, error) {
-	cadence, cols, err := schemaMeta(rec.Schema(), "forecast", forecastColumns)
+	cadence, fields, levels, err := forecastLayout(rec.Schema())
 	if err != nil {
 		return Forecast{}, err
-	}
-	levels, err := forecastLevels(rec.Schema())
-	if err != nil {
-		return Forecast{}, err
-	}
-	per := 1 + 2*len(levels) // columns per field
-	if len(cols)%per != 0 {
-		return Forecast{}, fmt.Errorf("%d value columns with %d interval levels: want (1 + 2×%d) per field", len(cols), len(levels), len(levels))
-	}
-	fields := fieldNames(cols[:len(cols)/per])
-	for i, name := range boundColumns(fields, levels) {
-		if got := cols[len(fields)+i].Name; got != name {
-			return Forecast{}, fmt.Errorf("column %s, want %s (the interval columns follow the fields, level by level)", got, name)
-		}
-	}
-	for i, c := range cols {
-		want := arrow.PrimitiveTypes.Float64
-		if i >= len(fields) {
-			want = arrow.PrimitiveTypes.Float32 // an interval bound
-		}
-		if !arrow.TypeEqual(c.Type, want) {
-			return Forecast{}, fmt.Errorf("column %s is %s, want %s", c.Name, c.Type, want)
-		}
 	}
 	h := int(rec.NumRows())
 	if h < 1 {
@@ -283,33 +260,44 @@ func forecastFromRecord(rec arrow.Record) (Forecast, error) {
 	return f, nil
 }
 
-func attributionFromRecord(rec arrow.Record) (Forecast, error) {
-	fixed := attributionColumns
-	if fs, last := rec.Schema().Fields(), fixed[len(fixed)-1]; len(fs) <= len(attributionColumnsBefore) ||
-		fs[len(attributionColumnsBefore)].Name != last.Name || !arrow.TypeEqual(fs[len(attributionColumnsBefore)].Type, last.Type) {
-		// A stream of the layout without rhythm_share; its first value
-		// field may even be named so (a list column).
-		fixed = attributionColumnsBefore
+// forecastLayout reads a forecast record's schema: the cadence, the value
+// fields (float64 columns) and the interval levels, whose float32 bound
+// columns follow the fields level by level.
+func forecastLayout(schema *arrow.Schema) (cadence time.Duration, fields []string, levels []float64, err error) {
+	cadence, cols, err := schemaMeta(schema, "forecast", forecastColumns)
+	if err != nil {
+		return 0, nil, nil, err
 	}
-	cadence, cols, err := schemaMeta(rec.Schema(), "attribution", fixed)
+	levels, err = forecastLevels(schema)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	per := 1 + 2*len(levels) // columns per field
+	if len(cols)%per != 0 {
+		return 0, nil, nil, fmt.Errorf("%d value columns with %d interval levels: want (1 + 2×%d) per field", len(cols), len(levels), len(levels))
+	}
+	fields = fieldNames(cols[:len(cols)/per])
+	for i, name := range boundColumns(fields, levels) {
+		if got := cols[len(fields)+i].Name; got != name {
+			return 0, nil, nil, fmt.Errorf("column %s, want %s (the interval columns follow the fields, level by level)", got, name)
+		}
+	}
+	for i, c := range cols {
+		want := arrow.PrimitiveTypes.Float64
+		if i >= len(fields) {
+			want = arrow.PrimitiveTypes.Float32 // an interval bound
+		}
+		if !arrow.TypeEqual(c.Type, want) {
+			return 0, nil, nil, fmt.Errorf("column %s is %s, want %s", c.Name, c.Type, want)
+		}
+	}
+	return cadence, fields, levels, nil
+}
+
+func attributionFromRecord(rec arrow.Record) (Forecast, error) {
+	fixed, cols, cadence, full, err := attributionLayout(rec)
 	if err != nil {
 		return Forecast{}, err
-	}
-	mode, _ := rec.Schema().Metadata().GetValue(MetaAttributions)
-	full := AttributionMode(mode) == AttributionsFull
-	switch {
-	case AttributionMode(mode) != AttributionsFull && AttributionMode(mode) != AttributionsSummary:
-		return Forecast{}, fmt.Errorf("schema metadata %s = %q, want %q or %q", MetaAttributions, mode, AttributionsFull, AttributionsSummary)
-	case !full && len(cols) > 0:
-		return Forecast{}, fmt.Errorf("a summary has %d value columns, want none", len(cols))
-	case full && len(cols) == 0:
-		return Forecast{}, errors.New("a full attribution has no value columns")
-	}
-	for _, c := range cols {
-		lt, ok := c.Type.(*arrow.ListType)
-		if !ok || !arrow.TypeEqual(lt.Elem(), arrow.PrimitiveTypes.Float64) {
-			return Forecast{}, fmt.Errorf("field column %s is %s, want list<float64>", c.Name, c.Type)
-		}
 	}
 	rows := int(rec.NumRows())
 	if rows < 1 {
@@ -382,31 +370,78 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 	if !full {
 		return f, nil
 	}
+	if err := readAttributionValues(rec, &f, len(fixed), cols); err != nil {
+		return Forecast{}, err
+	}
+	sumRhythms(&f)
+	return f, nil
+}
+
+// attributionLayout reads an attribution record's schema: its fixed
+// columns (with rhythm_share or, in the older layout, without), its value
+// columns (list<float64>, a full attribution's), the cadence and whether
+// it is full or a summary.
+func attributionLayout(rec arrow.Record) (fixed []arrow.Field, cols []arrow.Field, cadence time.Duration, full bool, err error) {
+	fixed = attributionColumns
+	if fs, last := rec.Schema().Fields(), fixed[len(fixed)-1]; len(fs) <= len(attributionColumnsBefore) ||
+		fs[len(attributionColumnsBefore)].Name != last.Name || !arrow.TypeEqual(fs[len(attributionColumnsBefore)].Type, last.Type) {
+		// A stream of the layout without rhythm_share; its first value
+		// field may even be named so (a list column).
+		fixed = attributionColumnsBefore
+	}
+	cadence, cols, err = schemaMeta(rec.Schema(), "attribution", fixed)
+	if err != nil {
+		return nil, nil, 0, false, err
+	}
+	mode, _ := rec.Schema().Metadata().GetValue(MetaAttributions)
+	full = AttributionMode(mode) == AttributionsFull
+	switch {
+	case AttributionMode(mode) != AttributionsFull && AttributionMode(mode) != AttributionsSummary:
+		return nil, nil, 0, false, fmt.Errorf("schema metadata %s = %q, want %q or %q", MetaAttributions, mode, AttributionsFull, AttributionsSummary)
+	case !full && len(cols) > 0:
+		return nil, nil, 0, false, fmt.Errorf("a summary has %d value columns, want none", len(cols))
+	case full && len(cols) == 0:
+		return nil, nil, 0, false, errors.New("a full attribution has no value columns")
+	}
+	for _, c := range cols {
+		lt, ok := c.Type.(*arrow.ListType)
+		if !ok || !arrow.TypeEqual(lt.Elem(), arrow.PrimitiveTypes.Float64) {
+			return nil, nil, 0, false, fmt.Errorf("field column %s is %s, want list<float64>", c.Name, c.Type)
+		}
+	}
+	return fixed, cols, cadence, full, nil
+}
+
+// readAttributionValues reads a full attribution's value columns (after
+// the nfixed fixed ones) into f's residual (row 0) and its frequencies'
+// values, H×C each, and sets its fields and horizon.
+func readAttributionValues(rec arrow.Record, f *Forecast, nfixed int, cols []arrow.Field) error {
+	rows := int(rec.NumRows())
 	f.Fields = fieldNames(cols)
 	if err := checkArrowFields(f.Fields); err != nil {
-		return Forecast{}, err
+		return err
 	}
 	c := len(cols)
 	for j := 0; j < c; j++ {
-		list := rec.Column(len(fixed) + j).(*array.List)
+		list := rec.Column(nfixed + j).(*array.List)
 		if list.NullN() != 0 {
-			return Forecast{}, fmt.Errorf("column %s has nulls", cols[j].Name)
+			return fmt.Errorf("column %s has nulls", cols[j].Name)
 		}
 		vals, ok := list.ListValues().(*array.Float64)
 		if !ok {
-			return Forecast{}, fmt.Errorf("column %s does not hold float64 values", cols[j].Name)
+			return fmt.Errorf("column %s does not hold float64 values", cols[j].Name)
 		}
 		raw := vals.Float64Values()
 		for r := 0; r < rows; r++ {
 			start, end := list.ValueOffsets(r)
 			if start < 0 || end < start || end > int64(len(raw)) {
-				return Forecast{}, fmt.Errorf("column %s row %d: offsets out of range", cols[j].Name, r)
+				return fmt.Errorf("column %s row %d: offsets out of range", cols[j].Name, r)
 			}
 			n := int(end - start)
 			if j == 0 && r == 0 {
 				f.Horizon = n
 				if err := f.checkShape(); err != nil {
-					return Forecast{}, err
+					return err
 				}
 				f.Residual = make([]float64, n*c)
 				for k := range f.Frequencies {
@@ -414,7 +449,7 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 				}
 			}
 			if n != f.Horizon {
-				return Forecast{}, fmt.Errorf("column %s row %d has %d steps, row 0 of %s has %d",
+				return fmt.Errorf("column %s row %d has %d steps, row 0 of %s has %d",
 					cols[j].Name, r, n, cols[0].Name, f.Horizon)
 			}
 			dst := f.Residual
@@ -426,8 +461,7 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 			}
 		}
 	}
-	sumRhythms(&f)
-	return f, nil
+	return nil
 }
 
 // readRhythms fills f.Rhythms from the schema's MetaRhythms (absent for a

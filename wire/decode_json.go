@@ -202,27 +202,13 @@ func DecodeAttributionJSON(data []byte) (Forecast, error) {
 
 func decodeAttributionJSON(data []byte) (Forecast, error) {
 	var doc struct {
-		Series       *string    `json:"series"`
-		TS           *time.Time `json:"ts"`
-		ModelVersion *int64     `json:"model_version"`
-		Alpha        jsonNumber `json:"alpha"`
-		Residual     stepsArray `json:"residual"`
-		Frequencies  *[]struct {
-			ID          *int       `json:"id"`
-			PeriodSteps jsonNumber `json:"period_steps"`
-			Period      *string    `json:"period"`
-			Share       jsonNumber `json:"share"`
-			Rhythm      *int       `json:"rhythm"`
-			Values      stepsArray `json:"values"`
-		} `json:"frequencies"`
-		Rhythms []struct {
-			Index       *int       `json:"index"`
-			PeriodSteps jsonNumber `json:"period_steps"`
-			Period      *string    `json:"period"`
-			Share       jsonNumber `json:"share"`
-			Frequencies []int      `json:"frequencies"`
-			Values      stepsArray `json:"values"`
-		} `json:"rhythms"`
+		Series       *string          `json:"series"`
+		TS           *time.Time       `json:"ts"`
+		ModelVersion *int64           `json:"model_version"`
+		Alpha        jsonNumber       `json:"alpha"`
+		Residual     stepsArray       `json:"residual"`
+		Frequencies  *[]jsonFrequency `json:"frequencies"`
+		Rhythms      []jsonRhythm     `json:"rhythms"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return Forecast{}, err
@@ -262,71 +248,109 @@ func decodeAttributionJSON(data []byte) (Forecast, error) {
 	}
 	f.Frequencies = make([]Contribution, len(*doc.Frequencies))
 	for k := range *doc.Frequencies {
-		fr := &(*doc.Frequencies)[k]
-		switch {
-		case fr.ID == nil:
-			return Forecast{}, fmt.Errorf(`frequencies[%d]: missing "id"`, k)
-		case !fr.PeriodSteps.set:
-			return Forecast{}, fmt.Errorf(`frequencies[%d]: missing "period_steps"`, k)
-		case fr.Period == nil:
-			return Forecast{}, fmt.Errorf(`frequencies[%d]: missing "period"`, k)
-		case !fr.Share.set:
-			return Forecast{}, fmt.Errorf(`frequencies[%d]: missing "share"`, k)
-		case full && !fr.Values.set:
-			return Forecast{}, fmt.Errorf(`frequencies[%d]: missing "values" (the message has a residual)`, k)
-		case !full && fr.Values.set:
-			return Forecast{}, fmt.Errorf(`frequencies[%d] has "values" but the message has no "residual"`, k)
-		}
-		period, err := time.ParseDuration(*fr.Period)
+		c, err := (*doc.Frequencies)[k].contribution(k, full, doc.Residual.names, f.Horizon)
 		if err != nil {
-			return Forecast{}, fmt.Errorf(`frequencies[%d]: "period": %w`, k, err)
-		}
-		c := Contribution{ID: *fr.ID, PeriodSteps: fr.PeriodSteps.v, Period: period, Share: fr.Share.v}
-		if fr.Rhythm != nil {
-			c.Cycle, c.Rhythm = true, *fr.Rhythm
-		}
-		if full {
-			if c.Values, err = fr.Values.reorder(doc.Residual.names); err != nil {
-				return Forecast{}, fmt.Errorf("frequencies[%d]: values: %w", k, err)
-			}
-			if fr.Values.steps != f.Horizon {
-				return Forecast{}, fmt.Errorf("frequencies[%d]: values has %d steps, residual has %d", k, fr.Values.steps, f.Horizon)
-			}
+			return Forecast{}, err
 		}
 		f.Frequencies[k] = c
 	}
 	for k := range doc.Rhythms {
-		rp := &doc.Rhythms[k]
-		switch {
-		case rp.Index == nil:
-			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "index"`, k)
-		case !rp.PeriodSteps.set:
-			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "period_steps"`, k)
-		case rp.Period == nil:
-			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "period"`, k)
-		case !rp.Share.set:
-			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "share"`, k)
-		case full && !rp.Values.set:
-			return Forecast{}, fmt.Errorf(`rhythms[%d]: missing "values" (the message has a residual)`, k)
-		case !full && rp.Values.set:
-			return Forecast{}, fmt.Errorf(`rhythms[%d] has "values" but the message has no "residual"`, k)
-		}
-		period, err := time.ParseDuration(*rp.Period)
+		r, err := doc.Rhythms[k].part(k, full, doc.Residual.names, f.Horizon)
 		if err != nil {
-			return Forecast{}, fmt.Errorf(`rhythms[%d]: "period": %w`, k, err)
-		}
-		r := RhythmPart{Index: *rp.Index, PeriodSteps: rp.PeriodSteps.v, Period: period, Share: rp.Share.v, Frequencies: rp.Frequencies}
-		if full {
-			if r.Values, err = rp.Values.reorder(doc.Residual.names); err != nil {
-				return Forecast{}, fmt.Errorf("rhythms[%d]: values: %w", k, err)
-			}
-			if rp.Values.steps != f.Horizon {
-				return Forecast{}, fmt.Errorf("rhythms[%d]: values has %d steps, residual has %d", k, rp.Values.steps, f.Horizon)
-			}
+			return Forecast{}, err
 		}
 		f.Rhythms = append(f.Rhythms, r)
 	}
 	return f, nil
+}
+
+// jsonFrequency is an attribution message's frequency as JSON has it.
+type jsonFrequency struct {
+	ID          *int       `json:"id"`
+	PeriodSteps jsonNumber `json:"period_steps"`
+	Period      *string    `json:"period"`
+	Share       jsonNumber `json:"share"`
+	Rhythm      *int       `json:"rhythm"`
+	Values      stepsArray `json:"values"`
+}
+
+// contribution checks frequency k of a message (full: with values, in the
+// residual's field order names and of horizon steps) and returns it.
+func (fr *jsonFrequency) contribution(k int, full bool, names []string, horizon int) (Contribution, error) {
+	switch {
+	case fr.ID == nil:
+		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "id"`, k)
+	case !fr.PeriodSteps.set:
+		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "period_steps"`, k)
+	case fr.Period == nil:
+		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "period"`, k)
+	case !fr.Share.set:
+		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "share"`, k)
+	case full && !fr.Values.set:
+		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "values" (the message has a residual)`, k)
+	case !full && fr.Values.set:
+		return Contribution{}, fmt.Errorf(`frequencies[%d] has "values" but the message has no "residual"`, k)
+	}
+	period, err := time.ParseDuration(*fr.Period)
+	if err != nil {
+		return Contribution{}, fmt.Errorf(`frequencies[%d]: "period": %w`, k, err)
+	}
+	c := Contribution{ID: *fr.ID, PeriodSteps: fr.PeriodSteps.v, Period: period, Share: fr.Share.v}
+	if fr.Rhythm != nil {
+		c.Cycle, c.Rhythm = true, *fr.Rhythm
+	}
+	if full {
+		if c.Values, err = fr.Values.reorder(names); err != nil {
+			return Contribution{}, fmt.Errorf("frequencies[%d]: values: %w", k, err)
+		}
+		if fr.Values.steps != horizon {
+			return Contribution{}, fmt.Errorf("frequencies[%d]: values has %d steps, residual has %d", k, fr.Values.steps, horizon)
+		}
+	}
+	return c, nil
+}
+
+// jsonRhythm is an attribution message's rhythm as JSON has it.
+type jsonRhythm struct {
+	Index       *int       `json:"index"`
+	PeriodSteps jsonNumber `json:"period_steps"`
+	Period      *string    `json:"period"`
+	Share       jsonNumber `json:"share"`
+	Frequencies []int      `json:"frequencies"`
+	Values      stepsArray `json:"values"`
+}
+
+// part checks rhythm k of a message (full: with values, in the residual's
+// field order names and of horizon steps) and returns it.
+func (rp *jsonRhythm) part(k int, full bool, names []string, horizon int) (RhythmPart, error) {
+	switch {
+	case rp.Index == nil:
+		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "index"`, k)
+	case !rp.PeriodSteps.set:
+		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "period_steps"`, k)
+	case rp.Period == nil:
+		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "period"`, k)
+	case !rp.Share.set:
+		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "share"`, k)
+	case full && !rp.Values.set:
+		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "values" (the message has a residual)`, k)
+	case !full && rp.Values.set:
+		return RhythmPart{}, fmt.Errorf(`rhythms[%d] has "values" but the message has no "residual"`, k)
+	}
+	period, err := time.ParseDuration(*rp.Period)
+	if err != nil {
+		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: "period": %w`, k, err)
+	}
+	r := RhythmPart{Index: *rp.Index, PeriodSteps: rp.PeriodSteps.v, Period: period, Share: rp.Share.v, Frequencies: rp.Frequencies}
+	if full {
+		if r.Values, err = rp.Values.reorder(names); err != nil {
+			return RhythmPart{}, fmt.Errorf("rhythms[%d]: values: %w", k, err)
+		}
+		if rp.Values.steps != horizon {
+			return RhythmPart{}, fmt.Errorf("rhythms[%d]: values has %d steps, residual has %d", k, rp.Values.steps, horizon)
+		}
+	}
+	return r, nil
 }
 
 // jsonNumber is a JSON number that may be null (NaN) and remembers whether

@@ -457,6 +457,20 @@ func (k nt) block(g *asm, nr int) {
 			}
 		}
 	}
+	k.reduce(g, nr)
+	if nr < 4 {
+		g.i("JMP %s_end", k.name)
+		return
+	}
+	g.i("ADDQ $32, SI")
+	g.i("LEAQ (CX)(R12*4), CX")
+	g.i("SUBQ $4, BX")
+	g.i("JMP %s", pre)
+}
+
+// reduce emits the horizontal sums of set 0's accumulators into the nr
+// columns of C (masked when nr < 4), one row at a time.
+func (k nt) reduce(g *asm, nr int) {
 	// Free registers after the accumulators of set 0.
 	free := k.mr * nr
 	t0, t1, t2, zero := free, free+1, free+2, free+3
@@ -489,14 +503,6 @@ func (k nt) block(g *asm, nr int) {
 			g.i("VMASKMOVPD %s, %s, %s", y(t0), y(maskReg), ntC(i, 0))
 		}
 	}
-	if nr < 4 {
-		g.i("JMP %s_end", k.name)
-		return
-	}
-	g.i("ADDQ $32, SI")
-	g.i("LEAQ (CX)(R12*4), CX")
-	g.i("SUBQ $4, BX")
-	g.i("JMP %s", pre)
 }
 
 func (k nt) emit(g *asm) {
