@@ -111,7 +111,7 @@ service: {shutdown_timeout: 15s}
 
 // replica is one running freqlens serve process.
 type replica struct {
-	t       *testing.T
+	t       testing.TB
 	name    string
 	cmd     *exec.Cmd
 	logPath string
@@ -122,7 +122,7 @@ type replica struct {
 
 // start runs `freqlens serve` with the YAML config until it exits or the
 // test ends (then it is killed).
-func start(t *testing.T, name, yaml string) *replica {
+func start(t testing.TB, name, yaml string) *replica {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "serve.yaml")
