@@ -57,14 +57,69 @@ func clockOf(m *Model, steps []float64) refClock {
 // refLoss evaluates the training loss of params p (shapes cfg) on n windows.
 func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) refLosses {
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
-	d, N, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
+	d, N := cfg.Hidden, cfg.Frequencies
 	HC := H * C
-	fmin, fmax := freqBounds(L)
+	r := refModel{cfg: cfg, p: p, rc: rc}
+	r.freq, r.psibar = refAtoms(cfg, p)
+	for _, rh := range rc.rhythms {
+		r.members = append(r.members, rh.Frequencies...)
+	}
 
-	// Atoms 2i and 2i+1: frequency i's cosine and sine, phase anchored at
-	// the window's last step.
-	freq := make([]float64, N)
-	psibar := make([][]float64, 2*N)
+	var out refLosses
+	out.forecast = make([]float64, n*HC)
+	alpha := 1 / (1 + math.Exp(-p.Fusion[0]))
+	for b := range n {
+		xn, mu, sd := r.normalise(x[b*L*C : (b+1)*L*C])
+		qpast, qfut := r.clockTerms(rc.steps[b*C : (b+1)*C])
+		xr, band := r.leftover(xn, qpast)
+		hid, coef, head := r.coefficients(xn, xr)
+		r.addRecon(&out.recon, hid, coef)
+		u := r.scores(head, xn, noise[b*N:(b+1)*N])
+		out.selected = append(out.selected, r.selection(u))
+		prob := refSoftmax(u, tau)
+		if sparse, ok := r.sparse(prob, fix.sel[b]); ok {
+			out.sparse += sparse
+		}
+		yfreq := r.heads(b, head, prob, fix)
+		res := r.residual(b, xr, fix)
+		for o := range HC {
+			c := o % C
+			out.forecast[b*HC+o] = (alpha*yfreq[o]+(1-alpha)*res[o]+qfut[o]+band[o])*sd[c] + mu[c]
+		}
+		r.addOutputLosses(&out, out.forecast[b*HC:(b+1)*HC], y[b*HC:(b+1)*HC])
+	}
+	B := float64(n)
+	out.mse /= B * float64(HC)
+	out.vr /= B * float64(C)
+	out.recon /= B * float64(L*d)
+	out.sparse /= B
+	out.div = refDiversity(r.freq)
+	out.total = out.mse + tc.LambdaDiv*out.div + tc.LambdaRecon*out.recon + tc.LambdaSparse*out.sparse + tc.LambdaVar*out.vr
+	return out
+}
+
+// refModel is what every window of the reference reads: the shapes, the
+// parameters and the clock, the frequencies, their atoms, and the
+// rhythms' frequencies.
+type refModel struct {
+	cfg Config
+	p   *Params
+	rc  refClock
+	// freq holds the frequencies; psibar[2i] and psibar[2i+1] are
+	// frequency i's cosine and sine atoms.
+	freq    []float64
+	psibar  [][]float64
+	members []int
+}
+
+// refAtoms returns the frequencies of p and atoms 2i and 2i+1: frequency
+// i's cosine and sine, phase anchored at the window's last step, each of
+// unit norm (up to basisEps).
+func refAtoms(cfg Config, p *Params) (freq []float64, psibar [][]float64) {
+	L, N := cfg.Lookback, cfg.Frequencies
+	fmin, fmax := freqBounds(L)
+	freq = make([]float64, N)
+	psibar = make([][]float64, 2*N)
 	for i := range N {
 		freq[i] = fmin + (fmax-fmin)/(1+math.Exp(-p.Theta[i]))
 		for q, wave := range []func(float64) float64{math.Cos, math.Sin} {
@@ -81,297 +136,365 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			psibar[2*i+q] = psi
 		}
 	}
-	geluF := func(v float64) float64 {
-		return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
-	}
+	return freq, psibar
+}
 
-	var out refLosses
-	out.forecast = make([]float64, n*HC)
-	alpha := 1 / (1 + math.Exp(-p.Fusion[0]))
-	for b := range n {
-		xb := x[b*L*C : (b+1)*L*C]
-		mu, sd := make([]float64, C), make([]float64, C)
-		xn := make([]float64, L*C)
-		for c := range C {
-			if cfg.Norm == NormNone {
-				sd[c] = 1
-			} else {
-				for t := range L {
-					mu[c] += xb[t*C+c] / float64(L)
-				}
-				for t := range L {
-					sd[c] += (xb[t*C+c] - mu[c]) * (xb[t*C+c] - mu[c]) / float64(L)
-				}
-				sd[c] = math.Sqrt(sd[c] + instanceEps)
+// refGelu is the tanh approximation of GELU.
+func refGelu(v float64) float64 {
+	return 0.5 * v * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(v+0.044715*v*v*v)))
+}
+
+// normalise returns window xb normalised per channel (instance
+// normalisation, or none by cfg.Norm) and each channel's mean and
+// deviation.
+func (r *refModel) normalise(xb []float64) (xn, mu, sd []float64) {
+	L, C := r.cfg.Lookback, r.cfg.Channels
+	mu, sd = make([]float64, C), make([]float64, C)
+	xn = make([]float64, L*C)
+	for c := range C {
+		if r.cfg.Norm == NormNone {
+			sd[c] = 1
+		} else {
+			for t := range L {
+				mu[c] += xb[t*C+c] / float64(L)
 			}
 			for t := range L {
-				xn[t*C+c] = (xb[t*C+c] - mu[c]) / sd[c]
+				sd[c] += (xb[t*C+c] - mu[c]) * (xb[t*C+c] - mu[c]) / float64(L)
 			}
+			sd[c] = math.Sqrt(sd[c] + instanceEps)
 		}
-		var members []int
-		for _, r := range rc.rhythms {
-			members = append(members, r.Frequencies...)
-		}
-		// The clock's terms over the window and the horizon, straight from
-		// their definition: a·cos(2πk(ρ + s/P)) + b·sin(2πk(ρ + s/P)).
-		qpast, qfut := make([]float64, L*C), make([]float64, HC)
-		for _, r := range rc.rhythms {
-			for j, id := range r.Frequencies {
-				if !rc.active {
-					continue
-				}
-				k := float64(r.Harmonics[j])
-				for c := range C {
-					rho := r.AnchorPhase + (rc.steps[b*C+c]-r.AnchorStep)/r.PeriodSteps
-					rho -= math.Floor(rho) // the phase, in cycles: its whole cycles are nothing
-					for st := -(L - 1); st <= H; st++ {
-						ang := 2 * math.Pi * k * (rho + float64(st)/r.PeriodSteps)
-						v := p.Clock[2*id*C+c]*math.Cos(ang) + p.Clock[(2*id+1)*C+c]*math.Sin(ang)
-						if st <= 0 {
-							qpast[(st+L-1)*C+c] += v
-						} else {
-							qfut[(st-1)*C+c] += v
-						}
-					}
-				}
-			}
-		}
-		// With instance normalisation a term is its excess over its mean in
-		// the window.
-		if rc.active && cfg.Norm == NormInstance {
-			for c := range C {
-				mean := 0.0
-				for t := range L {
-					mean += qpast[t*C+c] / float64(L)
-				}
-				for t := range L {
-					qpast[t*C+c] -= mean
-				}
-				for h := range H {
-					qfut[h*C+c] -= mean
-				}
-			}
-		}
-		// What the rhythms leave of the window: the residual's input and
-		// the other frequencies'.
-		xr := slices.Clone(xn)
-		// removeOn takes from channel c of xr its projection on atom psi
-		// measured in from, and returns that projection.
-		removeOn := func(psi, from []float64, c int) float64 {
-			proj := 0.0
-			for t := range L {
-				proj += psi[t] * from[t*C+c]
-			}
-			for t := range L {
-				xr[t*C+c] -= psi[t] * proj
-			}
-			return proj
-		}
-		band := make([]float64, HC) // the band heads' sum
-		if len(members) > 0 {
-			if rc.active {
-				for i := range xr {
-					xr[i] -= qpast[i]
-				}
-			}
-			xt := slices.Clone(xr)
-			for _, f := range members {
-				for a, psi := range psibar[2*f : 2*f+2] {
-					for c := range C {
-						proj := removeOn(psi, xt, c)
-						for h := range H {
-							band[h*C+c] += p.Band[(2*f+a)*H+h] * proj
-						}
-					}
-				}
-			}
-		}
-		// Hidden rows and coefficients.
-		hidden := func(x []float64) [][]float64 {
-			hid := make([][]float64, L)
-			for t := range L {
-				hid[t] = make([]float64, d)
-				for j := range d {
-					v := p.InB[j]
-					for c := range C {
-						v += x[t*C+c] * p.InW[c*d+j]
-					}
-					hid[t][j] = v
-				}
-			}
-			return hid
-		}
-		hid := hidden(xn)
-		coefOf := func(i int, hid [][]float64) []float64 {
-			ci := make([]float64, 2*d)
-			for q := range 2 {
-				for j := range d {
-					for t := range L {
-						ci[q*d+j] += psibar[2*i+q][t] * hid[t][j]
-					}
-				}
-			}
-			return ci
-		}
-		// coef[i] is frequency i's 2d coefficients of the window: cosine
-		// part, sine part; head[i] what its head and score read, the
-		// coefficients of the rhythms' leftover for a frequency outside
-		// them.
-		coef, head := make([][]float64, N), make([][]float64, N)
-		hidU := hidden(xr)
-		for i := range N {
-			coef[i] = coefOf(i, hid)
-			head[i] = coef[i]
-			if len(members) > 0 && !slices.Contains(members, i) {
-				head[i] = coefOf(i, hidU)
-			}
-		}
-		// Reconstruction from all 2N atoms.
 		for t := range L {
-			for j := range d {
-				rec := 0.0
-				for i := range N {
-					rec += psibar[2*i][t]*coef[i][j] + psibar[2*i+1][t]*coef[i][d+j]
-				}
-				out.recon += (rec - hid[t][j]) * (rec - hid[t][j])
+			xn[t*C+c] = (xb[t*C+c] - mu[c]) / sd[c]
+		}
+	}
+	return xn, mu, sd
+}
+
+// clockTerms returns the clock's terms over a window whose channels end
+// at steps (L×C) and over its horizon (H×C), straight from their
+// definition: a·cos(2πk(ρ + s/P)) + b·sin(2πk(ρ + s/P)). With instance
+// normalisation a term is its excess over its mean in the window.
+func (r *refModel) clockTerms(steps []float64) (qpast, qfut []float64) {
+	L, C, H := r.cfg.Lookback, r.cfg.Channels, r.cfg.Horizon
+	p, rc := r.p, r.rc
+	qpast, qfut = make([]float64, L*C), make([]float64, H*C)
+	for _, rh := range rc.rhythms {
+		for j, id := range rh.Frequencies {
+			if !rc.active {
+				continue
 			}
-		}
-		// Scores and the tempered softmax of the perturbed logits.
-		u := make([]float64, N)
-		for i := range N {
-			s := p.FreqBias[i]
-			for k := range S {
-				v := p.ScB1[k]
-				for j := range 2 * d {
-					v += head[i][j] * p.ScW1[j*S+k]
-				}
-				s += geluF(v) * p.ScW2[k]
-			}
-			s += math.Log(refEnergyShare(psibar, xn, i, L, C) + energyFloor)
-			u[i] = s + noise[b*N+i]
-		}
-		// Every rhythm frequency is selected, outside the softmax (its gate
-		// is exactly 1).
-		for _, id := range members {
-			u[id] = math.Inf(-1)
-		}
-		slots, own := max(cfg.TopK, len(members)), slices.Clone(members)
-		byScore := make([]int, N)
-		for i := range byScore {
-			byScore[i] = i
-		}
-		slices.SortStableFunc(byScore, func(i, j int) int { return cmp.Compare(u[j], u[i]) })
-		for _, i := range byScore {
-			if len(own) < slots && !slices.Contains(own, i) {
-				own = append(own, i)
-			}
-		}
-		slices.Sort(own)
-		out.selected = append(out.selected, own)
-		mx := slices.Max(u)
-		prob := make([]float64, N)
-		z := 0.0
-		for i := range N {
-			prob[i] = math.Exp((u[i] - mx) / tau)
-			z += prob[i]
-		}
-		for i := range N {
-			prob[i] /= z
-		}
-		sparse := 1.0
-		free := 0 // selected frequencies that won a place in the softmax
-		for _, f := range fix.sel[b] {
-			sparse -= prob[f]
-			if !slices.Contains(members, f) {
-				free++
-			}
-		}
-		if free > 0 {
-			out.sparse += sparse
-		}
-		// Heads with straight-through gates.
-		yfreq := make([]float64, HC)
-		for k, f := range fix.sel[b] {
-			gate := 1 + prob[f] - fix.pbar[b][k]
-			a := make([]float64, E)
-			for e := range E {
-				for j := range 2 * d {
-					a[e] += head[f][j] * p.HeadW1[f*2*d*E+j*E+e]
-				}
-				a[e] = math.Max(a[e], 0)
-				if fix.headMask != nil {
-					a[e] *= fix.headMask[b][k][e]
+			k := float64(rh.Harmonics[j])
+			for c := range C {
+				rho := rh.AnchorPhase + (steps[c]-rh.AnchorStep)/rh.PeriodSteps
+				rho -= math.Floor(rho) // the phase, in cycles: its whole cycles are nothing
+				for st := -(L - 1); st <= H; st++ {
+					ang := 2 * math.Pi * k * (rho + float64(st)/rh.PeriodSteps)
+					v := p.Clock[2*id*C+c]*math.Cos(ang) + p.Clock[(2*id+1)*C+c]*math.Sin(ang)
+					if st <= 0 {
+						qpast[(st+L-1)*C+c] += v
+					} else {
+						qfut[(st-1)*C+c] += v
+					}
 				}
 			}
-			for o := range HC {
-				v := 0.0
-				for e := range E {
-					v += a[e] * p.HeadW2[f*E*HC+e*HC+o]
-				}
-				yfreq[o] += gate * v
-			}
 		}
-		res := make([]float64, HC)
-		// One MLP, shared by the channels.
+	}
+	if rc.active && r.cfg.Norm == NormInstance {
 		for c := range C {
-			rh := make([]float64, R)
-			for k := range R {
-				v := p.ResB1[k]
-				for t := range L {
-					v += xr[t*C+c] * p.ResW1[t*R+k]
-				}
-				rh[k] = geluF(v)
-				if fix.resMask != nil {
-					rh[k] *= fix.resMask[b*C+c][k]
-				}
+			mean := 0.0
+			for t := range L {
+				mean += qpast[t*C+c] / float64(L)
+			}
+			for t := range L {
+				qpast[t*C+c] -= mean
 			}
 			for h := range H {
-				v := p.ResB2[h*C+c]
-				for k := range R {
-					v += rh[k] * p.ResW2[k*H+h]
-				}
-				res[h*C+c] = v
+				qfut[h*C+c] -= mean
 			}
-		}
-		for o := range HC {
-			c := o % C
-			out.forecast[b*HC+o] = (alpha*yfreq[o]+(1-alpha)*res[o]+qfut[o]+band[o])*sd[c] + mu[c]
-		}
-		// Output losses.
-		fb, tb := out.forecast[b*HC:(b+1)*HC], y[b*HC:(b+1)*HC]
-		for o := range HC {
-			out.mse += (fb[o] - tb[o]) * (fb[o] - tb[o])
-		}
-		for c := range C {
-			std := func(v []float64) float64 {
-				m, s := 0.0, 0.0
-				for h := range H {
-					m += v[h*C+c] / float64(H)
-				}
-				for h := range H {
-					s += (v[h*C+c] - m) * (v[h*C+c] - m) / float64(H)
-				}
-				return math.Sqrt(s + varEps)
-			}
-			dd := std(fb) - std(tb)
-			out.vr += dd * dd
 		}
 	}
-	B := float64(n)
-	out.mse /= B * float64(HC)
-	out.vr /= B * float64(C)
-	out.recon /= B * float64(L*d)
-	out.sparse /= B
+	return qpast, qfut
+}
+
+// leftover returns what the rhythms leave of the normalised window xn
+// (the window less the clock's terms qpast and its projections on the
+// rhythms' atoms: the residual's input and the other frequencies') and
+// the band heads' sum (H×C).
+func (r *refModel) leftover(xn, qpast []float64) (xr, band []float64) {
+	L, C, H := r.cfg.Lookback, r.cfg.Channels, r.cfg.Horizon
+	xr = slices.Clone(xn)
+	// removeOn takes from channel c of xr its projection on atom psi
+	// measured in from, and returns that projection.
+	removeOn := func(psi, from []float64, c int) float64 {
+		proj := 0.0
+		for t := range L {
+			proj += psi[t] * from[t*C+c]
+		}
+		for t := range L {
+			xr[t*C+c] -= psi[t] * proj
+		}
+		return proj
+	}
+	band = make([]float64, H*C)
+	if len(r.members) > 0 {
+		if r.rc.active {
+			for i := range xr {
+				xr[i] -= qpast[i]
+			}
+		}
+		xt := slices.Clone(xr)
+		for _, f := range r.members {
+			for a, psi := range r.psibar[2*f : 2*f+2] {
+				for c := range C {
+					proj := removeOn(psi, xt, c)
+					for h := range H {
+						band[h*C+c] += r.p.Band[(2*f+a)*H+h] * proj
+					}
+				}
+			}
+		}
+	}
+	return xr, band
+}
+
+// hidden returns the hidden rows (L×d) of the L×C window x.
+func (r *refModel) hidden(x []float64) [][]float64 {
+	L, C, d := r.cfg.Lookback, r.cfg.Channels, r.cfg.Hidden
+	hid := make([][]float64, L)
+	for t := range L {
+		hid[t] = make([]float64, d)
+		for j := range d {
+			v := r.p.InB[j]
+			for c := range C {
+				v += x[t*C+c] * r.p.InW[c*d+j]
+			}
+			hid[t][j] = v
+		}
+	}
+	return hid
+}
+
+// coefOf returns frequency i's 2d coefficients of hidden rows hid: cosine
+// part, sine part.
+func (r *refModel) coefOf(i int, hid [][]float64) []float64 {
+	L, d := r.cfg.Lookback, r.cfg.Hidden
+	ci := make([]float64, 2*d)
+	for q := range 2 {
+		for j := range d {
+			for t := range L {
+				ci[q*d+j] += r.psibar[2*i+q][t] * hid[t][j]
+			}
+		}
+	}
+	return ci
+}
+
+// coefficients returns the hidden rows of the window xn and, per
+// frequency i, coef[i], its coefficients of the window, and head[i], what
+// its head and score read: the coefficients of the rhythms' leftover xr
+// for a frequency outside them.
+func (r *refModel) coefficients(xn, xr []float64) (hid, coef, head [][]float64) {
+	N := r.cfg.Frequencies
+	hid = r.hidden(xn)
+	coef, head = make([][]float64, N), make([][]float64, N)
+	hidU := r.hidden(xr)
+	for i := range N {
+		coef[i] = r.coefOf(i, hid)
+		head[i] = coef[i]
+		if len(r.members) > 0 && !slices.Contains(r.members, i) {
+			head[i] = r.coefOf(i, hidU)
+		}
+	}
+	return hid, coef, head
+}
+
+// addRecon adds to *recon the squared error of the reconstruction of the
+// hidden rows hid from all 2N atoms and their coefficients coef.
+func (r *refModel) addRecon(recon *float64, hid, coef [][]float64) {
+	L, d, N := r.cfg.Lookback, r.cfg.Hidden, r.cfg.Frequencies
+	for t := range L {
+		for j := range d {
+			rec := 0.0
+			for i := range N {
+				rec += r.psibar[2*i][t]*coef[i][j] + r.psibar[2*i+1][t]*coef[i][d+j]
+			}
+			*recon += (rec - hid[t][j]) * (rec - hid[t][j])
+		}
+	}
+}
+
+// scores returns the perturbed logits (N): each frequency's score from
+// the scorer's MLP on head, its bias and the log of its share of the
+// window's energy, plus the window's noise. Every rhythm frequency is
+// selected outside the softmax (its gate is exactly 1), so its logit is
+// −∞.
+func (r *refModel) scores(head [][]float64, xn, noise []float64) []float64 {
+	L, C, d, N, S := r.cfg.Lookback, r.cfg.Channels, r.cfg.Hidden, r.cfg.Frequencies, r.cfg.ScorerHidden
+	p := r.p
+	u := make([]float64, N)
+	for i := range N {
+		s := p.FreqBias[i]
+		for k := range S {
+			v := p.ScB1[k]
+			for j := range 2 * d {
+				v += head[i][j] * p.ScW1[j*S+k]
+			}
+			s += refGelu(v) * p.ScW2[k]
+		}
+		s += math.Log(refEnergyShare(r.psibar, xn, i, L, C) + energyFloor)
+		u[i] = s + noise[i]
+	}
+	for _, id := range r.members {
+		u[id] = math.Inf(-1)
+	}
+	return u
+}
+
+// selection returns the set the reference selects on logits u (ascending
+// ids): the rhythms' frequencies and then the highest scores.
+func (r *refModel) selection(u []float64) []int {
+	slots, own := max(r.cfg.TopK, len(r.members)), slices.Clone(r.members)
+	byScore := make([]int, r.cfg.Frequencies)
+	for i := range byScore {
+		byScore[i] = i
+	}
+	slices.SortStableFunc(byScore, func(i, j int) int { return cmp.Compare(u[j], u[i]) })
+	for _, i := range byScore {
+		if len(own) < slots && !slices.Contains(own, i) {
+			own = append(own, i)
+		}
+	}
+	slices.Sort(own)
+	return own
+}
+
+// refSoftmax returns the softmax of logits u tempered by tau.
+func refSoftmax(u []float64, tau float64) []float64 {
+	mx := slices.Max(u)
+	prob := make([]float64, len(u))
+	z := 0.0
+	for i := range u {
+		prob[i] = math.Exp((u[i] - mx) / tau)
+		z += prob[i]
+	}
+	for i := range u {
+		prob[i] /= z
+	}
+	return prob
+}
+
+// sparse returns the window's sparsity term, 1 less the probabilities of
+// its selected set sel, and whether the term counts: it does unless no
+// selected frequency won a place in the softmax.
+func (r *refModel) sparse(prob []float64, sel []int) (float64, bool) {
+	sparse := 1.0
+	free := 0 // selected frequencies that won a place in the softmax
+	for _, f := range sel {
+		sparse -= prob[f]
+		if !slices.Contains(r.members, f) {
+			free++
+		}
+	}
+	return sparse, free > 0
+}
+
+// heads returns the sum (H×C) of window b's selected heads, each with its
+// straight-through gate and its dropout mask from fix.
+func (r *refModel) heads(b int, head [][]float64, prob []float64, fix refSelection) []float64 {
+	d, E, HC := r.cfg.Hidden, r.cfg.HeadHidden, r.cfg.Horizon*r.cfg.Channels
+	p := r.p
+	yfreq := make([]float64, HC)
+	for k, f := range fix.sel[b] {
+		gate := 1 + prob[f] - fix.pbar[b][k]
+		a := make([]float64, E)
+		for e := range E {
+			for j := range 2 * d {
+				a[e] += head[f][j] * p.HeadW1[f*2*d*E+j*E+e]
+			}
+			a[e] = math.Max(a[e], 0)
+			if fix.headMask != nil {
+				a[e] *= fix.headMask[b][k][e]
+			}
+		}
+		for o := range HC {
+			v := 0.0
+			for e := range E {
+				v += a[e] * p.HeadW2[f*E*HC+e*HC+o]
+			}
+			yfreq[o] += gate * v
+		}
+	}
+	return yfreq
+}
+
+// residual returns the residual's forecast (H×C) of window b from the
+// rhythms' leftover xr: one MLP, shared by the channels, with the dropout
+// masks of fix.
+func (r *refModel) residual(b int, xr []float64, fix refSelection) []float64 {
+	L, C, H, R := r.cfg.Lookback, r.cfg.Channels, r.cfg.Horizon, r.cfg.ResidualHidden
+	p := r.p
+	res := make([]float64, H*C)
+	for c := range C {
+		rh := make([]float64, R)
+		for k := range R {
+			v := p.ResB1[k]
+			for t := range L {
+				v += xr[t*C+c] * p.ResW1[t*R+k]
+			}
+			rh[k] = refGelu(v)
+			if fix.resMask != nil {
+				rh[k] *= fix.resMask[b*C+c][k]
+			}
+		}
+		for h := range H {
+			v := p.ResB2[h*C+c]
+			for k := range R {
+				v += rh[k] * p.ResW2[k*H+h]
+			}
+			res[h*C+c] = v
+		}
+	}
+	return res
+}
+
+// addOutputLosses adds to out's sums a window's squared error of forecast
+// fb against target tb and its variance-matching term: per channel, the
+// squared difference of their deviations over the horizon.
+func (r *refModel) addOutputLosses(out *refLosses, fb, tb []float64) {
+	C, H := r.cfg.Channels, r.cfg.Horizon
+	for o := range H * C {
+		out.mse += (fb[o] - tb[o]) * (fb[o] - tb[o])
+	}
+	for c := range C {
+		std := func(v []float64) float64 {
+			m, s := 0.0, 0.0
+			for h := range H {
+				m += v[h*C+c] / float64(H)
+			}
+			for h := range H {
+				s += (v[h*C+c] - m) * (v[h*C+c] - m) / float64(H)
+			}
+			return math.Sqrt(s + varEps)
+		}
+		dd := std(fb) - std(tb)
+		out.vr += dd * dd
+	}
+}
+
+// refDiversity returns the diversity term of frequencies freq: the mean
+// log-barrier on the gaps of the sorted log-frequencies, negated.
+func refDiversity(freq []float64) float64 {
+	N := len(freq)
+	div := 0.0
 	logf := slices.Clone(freq)
 	for i := range logf {
 		logf[i] = math.Log(logf[i])
 	}
 	slices.Sort(logf)
 	for i := 0; i+1 < N; i++ {
-		out.div -= math.Log(logf[i+1]-logf[i]+diversityEps) / float64(N-1)
+		div -= math.Log(logf[i+1]-logf[i]+diversityEps) / float64(N-1)
 	}
-	out.total = out.mse + tc.LambdaDiv*out.div + tc.LambdaRecon*out.recon + tc.LambdaSparse*out.sparse + tc.LambdaVar*out.vr
-	return out
+	return div
 }
 
 // refEnergyShare is frequency i's share of the window's energy: the
