@@ -15,15 +15,42 @@ import (
 
 var one = []string{"value"}
 
+// windowCase is a row of TestWindows: readings fed in batches to a set
+// of one field at a cadence of an hour, and the windows and Stats that
+// come out.
+type windowCase struct {
+	name      string
+	l         int           // the Lookback; Fields are [value], Cadence 1h
+	edit      func(*Config) // of DefaultConfig
+	batches   [][]rd
+	want      []win
+	wantStats Stats
+}
+
 func TestWindows(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		l         int           // the Lookback; Fields are [value], Cadence 1h
-		edit      func(*Config) // of DefaultConfig
-		batches   [][]rd
-		want      []win
-		wantStats Stats
-	}{
+	var cases []windowCase
+	for _, group := range [][]windowCase{emitAndGapCases(), lateCases(), strideCases(), alignCases()} {
+		cases = append(cases, group...)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustNew(t, Shape{Lookback: tc.l, Fields: one, Cadence: time.Hour}, configWith(tc.edit))
+			got := feed(t, s, one, tc.batches...)
+			if !equalWins(got, tc.want) {
+				t.Errorf("windows:\n got %v\nwant %v", got, tc.want)
+			}
+			if st := s.Stats(); st != tc.wantStats {
+				t.Errorf("Stats() = %+v\nwant      %+v", st, tc.wantStats)
+			}
+		})
+	}
+}
+
+// emitAndGapCases returns the rows of TestWindows on when windows are
+// emitted and on gaps: filled linearly or held up to MaxGap, restarting
+// the window beyond it.
+func emitAndGapCases() []windowCase {
+	return []windowCase{
 		{
 			name:      "no window before L steps",
 			l:         3,
@@ -105,6 +132,14 @@ func TestWindows(t *testing.T) {
 				{"a", 4, []float64{3, 4}, 4*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 1, Ready: 3},
 		},
+	}
+}
+
+// lateCases returns the rows of TestWindows on readings that come
+// again or late: duplicates, late readings within and beyond the allowed
+// lateness, and real readings of filled steps.
+func lateCases() []windowCase {
+	return []windowCase{
 		{
 			name: "duplicates: last write wins and emits nothing",
 			l:    3,
@@ -187,6 +222,13 @@ func TestWindows(t *testing.T) {
 			want:      []win{{"a", 3, []float64{0, 2, 4, 6}, 3*hour + 1000}, {"a", 4, []float64{2, 4, 6, 4}, 4*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, GapFilled: 2, LateDropped: 1, Ready: 2},
 		},
+	}
+}
+
+// strideCases returns the rows of TestWindows on Stride: the steps a
+// window is emitted at, whatever the series' start or restarts.
+func strideCases() []windowCase {
+	return []windowCase{
 		{
 			name:      "stride 2 emits at the steps that are multiples of 2, whenever the window filled",
 			l:         2,
@@ -222,6 +264,14 @@ func TestWindows(t *testing.T) {
 			want:      []win{{"a", 0, []float64{0}, 1000}, {"a", 2, []float64{2}, 2*hour + 1000}, {"a", 4, []float64{4}, 4*hour + 1000}, {"a", 6, []float64{6}, 6*hour + 1000}},
 			wantStats: Stats{Active: 1, Created: 1, Restarts: 1, Ready: 4},
 		},
+	}
+}
+
+// alignCases returns the rows of TestWindows on how readings land on
+// steps: between step boundaries, out of order within a record, in
+// independent series, and before 1970.
+func alignCases() []windowCase {
+	return []windowCase{
 		{
 			name: "readings between step boundaries land on the earlier step",
 			l:    2,
@@ -270,17 +320,6 @@ func TestWindows(t *testing.T) {
 			want:      []win{{"a", -1, []float64{1, 2}, 2}},
 			wantStats: Stats{Active: 1, Created: 1, Ready: 1},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := mustNew(t, Shape{Lookback: tc.l, Fields: one, Cadence: time.Hour}, configWith(tc.edit))
-			got := feed(t, s, one, tc.batches...)
-			if !equalWins(got, tc.want) {
-				t.Errorf("windows:\n got %v\nwant %v", got, tc.want)
-			}
-			if st := s.Stats(); st != tc.wantStats {
-				t.Errorf("Stats() = %+v\nwant      %+v", st, tc.wantStats)
-			}
-		})
 	}
 }
 
