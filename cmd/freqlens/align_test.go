@@ -44,49 +44,7 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 		rows  []historytest.Row
 		align string
 	}{{"on time", onTime, ""}, {"jittered", jittered, "nearest"}} {
-		data, out := filepath.Join(dir, tc.name+".csv"), filepath.Join(dir, tc.name+".safetensors")
-		historytest.WriteCSV(t, data, layout, tc.rows)
-		code, stdout, stderr := runCLI("train", "--data", data, "--lookback", "48", "--horizon", "24", "--epochs", "1", "--seed", "3", "--out", out, "--json")
-		if code != 0 {
-			t.Fatalf("%s: exit %d\n%s\n%s", tc.name, code, stdout, stderr)
-		}
-		var trained struct {
-			TestMSE float64 `json:"test_mse"`
-		}
-		lastJSON(t, stdout, &trained)
-		said := strings.Contains(stdout+stderr, "nearest step")
-		if said != (tc.align == "nearest") {
-			t.Errorf("%s: train's output mentions the nearest step: %v, want %v\n%s%s", tc.name, said, tc.align == "nearest", stdout, stderr)
-		}
-		tensors = append(tensors, tensorBytes(t, out))
-		code, stdout, stderr = runCLI("inspect", "--model", out, "--json")
-		if code != 0 {
-			t.Fatalf("%s: inspect exit %d\n%s", tc.name, code, stderr)
-		}
-		var rep struct {
-			StepAlign      string  `json:"step_align"`
-			CadenceSeconds float64 `json:"cadence_seconds"`
-		}
-		lastJSON(t, stdout, &rep)
-		if rep.StepAlign != tc.align || rep.CadenceSeconds != 3600 {
-			t.Errorf("%s: the model's steps are %q at %vs, want %q at 3600s", tc.name, rep.StepAlign, rep.CadenceSeconds, tc.align)
-		}
-		// eval reads the long file onto the model's steps: the test split
-		// train scored, the same MSE.
-		code, stdout, stderr = runCLI("eval", "--model", out, "--data", data, "--json")
-		if code != 0 {
-			t.Fatalf("%s: eval exit %d\n%s", tc.name, code, stderr)
-		}
-		var scored struct {
-			MSE      float64 `json:"mse"`
-			Protocol string  `json:"protocol"`
-			SameData bool    `json:"same_data_as_training"`
-		}
-		lastJSON(t, stdout, &scored)
-		if scored.MSE != trained.TestMSE || scored.Protocol != "time" || !scored.SameData {
-			t.Errorf("%s: eval on the long file: MSE %v (%s protocol, training data %v), train's test MSE %v (time, the same file)",
-				tc.name, scored.MSE, scored.Protocol, scored.SameData, trained.TestMSE)
-		}
+		tensors = append(tensors, trainOnStamps(t, dir, layout, tc.name, tc.rows, tc.align))
 	}
 	// The same readings stamped otherwise are another file.
 	code, stdout, stderr := runCLI("eval", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "on time.csv"), "--json")
@@ -103,10 +61,71 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 		t.Error("the model trained on the jittered stamps differs from the one trained on the same readings on time")
 	}
 
-	// predict on either long file explains the same window of the series,
-	// named by the time of its last step: the same forecast as the wide
-	// file's row at that time, through the same model.
 	at := frame.Times[400]
+	want := predictTheSameWindow(t, dir, at)
+	checkPredictAtAnyStampOfAStep(t, dir, at, want)
+	checkReportOfALongFile(t, dir, at)
+}
+
+// trainOnStamps writes rows as the long file dir/NAME.csv, trains
+// dir/NAME.safetensors on it and returns the model's tensors. Train must
+// mention the nearest step only when align is "nearest", inspect must show
+// the model's steps aligned so at 3600 s, and eval on the long file must
+// score the test split train scored, with the same MSE.
+func trainOnStamps(t *testing.T, dir string, layout historytest.Layout, name string, rows []historytest.Row, align string) []byte {
+	t.Helper()
+	data, out := filepath.Join(dir, name+".csv"), filepath.Join(dir, name+".safetensors")
+	historytest.WriteCSV(t, data, layout, rows)
+	code, stdout, stderr := runCLI("train", "--data", data, "--lookback", "48", "--horizon", "24", "--epochs", "1", "--seed", "3", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("%s: exit %d\n%s\n%s", name, code, stdout, stderr)
+	}
+	var trained struct {
+		TestMSE float64 `json:"test_mse"`
+	}
+	lastJSON(t, stdout, &trained)
+	said := strings.Contains(stdout+stderr, "nearest step")
+	if said != (align == "nearest") {
+		t.Errorf("%s: train's output mentions the nearest step: %v, want %v\n%s%s", name, said, align == "nearest", stdout, stderr)
+	}
+	tensors := tensorBytes(t, out)
+	code, stdout, stderr = runCLI("inspect", "--model", out, "--json")
+	if code != 0 {
+		t.Fatalf("%s: inspect exit %d\n%s", name, code, stderr)
+	}
+	var rep struct {
+		StepAlign      string  `json:"step_align"`
+		CadenceSeconds float64 `json:"cadence_seconds"`
+	}
+	lastJSON(t, stdout, &rep)
+	if rep.StepAlign != align || rep.CadenceSeconds != 3600 {
+		t.Errorf("%s: the model's steps are %q at %vs, want %q at 3600s", name, rep.StepAlign, rep.CadenceSeconds, align)
+	}
+	// eval reads the long file onto the model's steps: the test split
+	// train scored, the same MSE.
+	code, stdout, stderr = runCLI("eval", "--model", out, "--data", data, "--json")
+	if code != 0 {
+		t.Fatalf("%s: eval exit %d\n%s", name, code, stderr)
+	}
+	var scored struct {
+		MSE      float64 `json:"mse"`
+		Protocol string  `json:"protocol"`
+		SameData bool    `json:"same_data_as_training"`
+	}
+	lastJSON(t, stdout, &scored)
+	if scored.MSE != trained.TestMSE || scored.Protocol != "time" || !scored.SameData {
+		t.Errorf("%s: eval on the long file: MSE %v (%s protocol, training data %v), train's test MSE %v (time, the same file)",
+			name, scored.MSE, scored.Protocol, scored.SameData, trained.TestMSE)
+	}
+	return tensors
+}
+
+// predictTheSameWindow checks that predict on either long file in dir
+// explains the same window of the series, named by the time at of its
+// last step: the same forecast as the wide file's row at that time,
+// through the same model. It returns that forecast (the on-time file's).
+func predictTheSameWindow(t *testing.T, dir string, at time.Time) [][]float64 {
+	t.Helper()
 	var forecasts [][][]float64
 	for _, name := range []string{"on time.csv", "jittered.csv", "wide"} {
 		args := []string{"predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--json"}
@@ -138,10 +157,18 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 			t.Errorf("predict on %s forecasts %v, on the on-time long file %v", name, forecasts[i+1][:2], forecasts[0][:2])
 		}
 	}
-	// A time between steps explains the window of the step it is on (the
-	// nearest here), and says so.
+	return forecasts[0]
+}
+
+// checkPredictAtAnyStampOfAStep checks predict on the jittered long file
+// in dir at other names of the step at: a time between steps explains the
+// window of the step it is on (the nearest here) and says so, the step in
+// epoch milliseconds explains it without a note, and a long file without
+// --series is an error naming it. want is the step's forecast.
+func checkPredictAtAnyStampOfAStep(t *testing.T, dir string, at time.Time, want [][]float64) {
+	t.Helper()
 	between := at.Add(20 * time.Minute).Format(time.RFC3339)
-	code, stdout, stderr = runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--json", "--data", filepath.Join(dir, "jittered.csv"), "--series", "north", "--at", between)
+	code, stdout, stderr := runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--json", "--data", filepath.Join(dir, "jittered.csv"), "--series", "north", "--at", between)
 	var rep struct {
 		Forecast [][]float64 `json:"forecast"`
 	}
@@ -149,7 +176,7 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 		t.Fatalf("predict --at %s: exit %d\n%s", between, code, stderr)
 	}
 	lastJSON(t, stdout, &rep)
-	if fmt.Sprint(rep.Forecast) != fmt.Sprint(forecasts[0]) || !strings.Contains(stderr, "--at "+between+" is not a step's time; it is on the step of "+at.UTC().Format(time.RFC3339)) {
+	if fmt.Sprint(rep.Forecast) != fmt.Sprint(want) || !strings.Contains(stderr, "--at "+between+" is not a step's time; it is on the step of "+at.UTC().Format(time.RFC3339)) {
 		t.Errorf("predict --at %s (between steps): stderr %q; want the window of %s, and a note naming it", between, stderr, at)
 	}
 	// The same step in epoch milliseconds, as readings may carry it.
@@ -158,13 +185,22 @@ func TestTrainOnJitteredStamps(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("predict --at %s: exit %d\n%s", ms, code, stderr)
 	}
-	if lastJSON(t, stdout, &rep); fmt.Sprint(rep.Forecast) != fmt.Sprint(forecasts[0]) || strings.Contains(stderr, "not a step's time") {
+	if lastJSON(t, stdout, &rep); fmt.Sprint(rep.Forecast) != fmt.Sprint(want) || strings.Contains(stderr, "not a step's time") {
 		t.Errorf("predict --at %s (epoch milliseconds of the step): another window, or a note %q", ms, stderr)
 	}
 	code, _, stderr = runCLI("predict", "--model", filepath.Join(dir, "jittered.safetensors"), "--data", filepath.Join(dir, "jittered.csv"), "--at", "400")
 	if code == 0 || !strings.Contains(stderr, "--series") {
 		t.Errorf("predict on a long file without --series: exit %d, %q; want an error naming --series", code, stderr)
 	}
+}
+
+// checkReportOfALongFile checks that report draws the same window, ending
+// at at, from the jittered long file in dir as from the wide one, names
+// the series and the column, names the window's end as each file can,
+// and says a long file's errors are no held-out split; and that an --at
+// past the wide file's end names its last row.
+func checkReportOfALongFile(t *testing.T, dir string, at time.Time) {
+	t.Helper()
 	// report draws the same window from the long file as from the wide one.
 	var pages []string
 	for _, data := range []string{"jittered.csv", "sensors.csv"} {
