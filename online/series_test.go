@@ -105,74 +105,142 @@ func TestEverySeriesCalibrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(20, 26))
-	type sensor struct {
-		name               string
-		phase, level, bias float64
-		noise              float64 // the std of the forecaster's error
-		x                  []float64
-	}
-	sensors := make([]sensor, series)
+	sensors := make([]roadSensor, series)
 	for s := range sensors {
 		noise := math.Exp(math.Log(0.05) + rng.Float64()*math.Log(100)) // 0.05 … 5
-		sensors[s] = sensor{name: fmt.Sprintf("road-%05d", s), phase: 2 * math.Pi * rng.Float64(), level: 100 * rng.Float64(),
+		sensors[s] = roadSensor{name: fmt.Sprintf("road-%05d", s), phase: 2 * math.Pi * rng.Float64(), level: 100 * rng.Float64(),
 			bias: noise * (rng.Float64() - 0.5), noise: noise, x: make([]float64, L)}
 	}
-	signal := func(s *sensor, t int) float64 {
-		return s.level + 10*math.Sin(2*math.Pi*float64(t)/24+s.phase)
-	}
-	// The consumer's check: every bound of every forecast of a sample of
-	// series, against the realised value.
-	const watched = 50
-	type issued struct {
-		step   int
-		lo, hi [][]float64
-	}
-	queue := make([][]issued, watched)
-	held, checked := make([]int, len(levels)), 0
-	realised := make([][]float64, watched) // per watched series: value at each step
-	for s := range realised {
-		realised[s] = make([]float64, steps+L)
-	}
+	w := newWatchedSeries(steps + L)
+	halfWidth := observeRoads(l, sensors, rng, w, steps, H)
+	held, checked := w.held(len(levels), H)
 
+	checkEachSeriesCovered(t, l, series, levels)
+	for k, level := range levels {
+		rate := float64(held[k]) / float64(checked)
+		t.Logf("every step of %d series' forecasts: %.0f%% intervals held %.1f%% of %d values", watchedRoads, 100*level, 100*rate, checked)
+		if math.Abs(rate-level) > 0.02 {
+			t.Errorf("every step of %d series' forecasts: %.0f%% intervals held %.1f%% of %d values; want within 2 points",
+				watchedRoads, 100*level, 100*rate, checked)
+		}
+	}
+	// Own widths: the quietest tenth against the noisiest tenth.
+	order := make([]int, series)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmpFloat(sensors[a].noise, sensors[b].noise) })
+	tenth := series / 10
+	var quiet, noisy float64
+	for i := range tenth {
+		quiet += halfWidth[order[i]] / float64(tenth)
+		noisy += halfWidth[order[series-1-i]] / float64(tenth)
+	}
+	t.Logf("80%% half-width at the first step: quietest tenth %.3f, noisiest tenth %.3f", quiet, noisy)
+	if !(noisy > 20*quiet) {
+		t.Errorf("the noisiest tenth's 80%% intervals (%.3f) are not much wider than the quietest's (%.3f); every series should have its own",
+			noisy, quiet)
+	}
+}
+
+// roadSensor is a series of TestEverySeriesCalibrated: a daily sine at
+// its level and phase plus noise, forecast with a bias.
+type roadSensor struct {
+	name               string
+	phase, level, bias float64
+	noise              float64 // the std of the forecaster's error
+	x                  []float64
+}
+
+// signal is the sensor's noiseless value at step t.
+func (s *roadSensor) signal(t int) float64 {
+	return s.level + 10*math.Sin(2*math.Pi*float64(t)/24+s.phase)
+}
+
+// watchedRoads is how many series (the first) the consumer's check of
+// TestEverySeriesCalibrated watches.
+const watchedRoads = 50
+
+// watchedSeries is the consumer's check: every bound of every forecast of
+// a sample of series, against the realised value.
+type watchedSeries struct {
+	// queue holds per watched series the bands it was issued.
+	queue [][]issuedBands
+	// realised holds per watched series its value at each step.
+	realised [][]float64
+}
+
+// issuedBands are the lower and upper bounds, per level, of the forecast
+// issued at step.
+type issuedBands struct {
+	step   int
+	lo, hi [][]float64
+}
+
+// newWatchedSeries returns a check of the watched series over steps
+// steps.
+func newWatchedSeries(steps int) *watchedSeries {
+	w := &watchedSeries{queue: make([][]issuedBands, watchedRoads), realised: make([][]float64, watchedRoads)}
+	for s := range w.realised {
+		w.realised[s] = make([]float64, steps)
+	}
+	return w
+}
+
+// observeRoads runs every sensor for steps steps after its first window
+// of L, drawing its noise from rng, and has l observe each window with a
+// forecast of H steps; the watched sensors' values and bands go to w. It
+// returns each sensor's half-width of its 80% interval at the first step
+// of the horizon, at the end.
+func observeRoads(l *online.Learner, sensors []roadSensor, rng *rand.Rand, w *watchedSeries, steps, H int) []float64 {
+	L := len(sensors[0].x)
 	fc := make([]float64, H)
 	lower := [][]float64{make([]float64, H), make([]float64, H)}
 	upper := [][]float64{make([]float64, H), make([]float64, H)}
 	o := &online.Observation{Forecast: fc, Lower: lower, Upper: upper}
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	halfWidth := make([]float64, series) // at the first step, of the 80% interval, at the end
+	halfWidth := make([]float64, len(sensors)) // at the first step, of the 80% interval, at the end
 	for step := range steps + L {
 		for s := range sensors {
 			sn := &sensors[s]
 			copy(sn.x, sn.x[1:])
-			sn.x[L-1] = signal(sn, step) + sn.noise*rng.NormFloat64()
-			if s < watched {
-				realised[s][step] = sn.x[L-1]
+			sn.x[L-1] = sn.signal(step) + sn.noise*rng.NormFloat64()
+			if s < watchedRoads {
+				w.realised[s][step] = sn.x[L-1]
 			}
 			if step < L-1 {
 				continue
 			}
 			for h := range H {
-				fc[h] = signal(sn, step+1+h) + sn.bias
+				fc[h] = sn.signal(step+1+h) + sn.bias
 			}
 			o.Series, o.End, o.Window = sn.name, t0.Add(time.Duration(step)*time.Hour), sn.x
 			if !l.Observe(o) {
 				continue
 			}
 			halfWidth[s] = (upper[0][0] - lower[0][0]) / 2
-			if s < watched && step >= L+100 {
-				queue[s] = append(queue[s], issued{step: step, lo: [][]float64{slices.Clone(lower[0]), slices.Clone(lower[1])},
+			if s < watchedRoads && step >= L+100 {
+				w.queue[s] = append(w.queue[s], issuedBands{step: step, lo: [][]float64{slices.Clone(lower[0]), slices.Clone(lower[1])},
 					hi: [][]float64{slices.Clone(upper[0]), slices.Clone(upper[1])}})
 			}
 		}
 	}
-	for s, q := range queue {
+	return halfWidth
+}
+
+// held returns, per each of the levels, how many realised values within
+// the run the watched series' bands (of H steps) held, and how many
+// values were checked.
+func (w *watchedSeries) held(levels, H int) (held []int, checked int) {
+	held = make([]int, levels)
+	for s, q := range w.queue {
 		for _, is := range q {
 			for h := range H {
 				at := is.step + 1 + h
-				if at >= steps+L {
+				if at >= len(w.realised[s]) {
 					continue
 				}
-				v := realised[s][at]
+				v := w.realised[s][at]
 				checked++
 				for k := range levels {
 					if is.lo[k][h] <= v && v <= is.hi[k][h] {
@@ -182,7 +250,14 @@ func TestEverySeriesCalibrated(t *testing.T) {
 			}
 		}
 	}
+	return held, checked
+}
 
+// checkEachSeriesCovered checks l's own coverage of every one of series
+// series: none beyond 5.5σ of the levels' binomial spread, at most 1%
+// beyond 3.3σ and 0.1% (or one) beyond 4.4σ.
+func checkEachSeriesCovered(t *testing.T, l *online.Learner, series int, levels []float64) {
+	t.Helper()
 	cal := l.Calibration(0, 1)
 	if len(cal) != series {
 		t.Fatalf("%d series have their own coverage; want all %d", len(cal), series)
@@ -211,31 +286,6 @@ func TestEverySeriesCalibrated(t *testing.T) {
 	}
 	if beyond4 > max(1, series/1000) {
 		t.Errorf("%d of %d series are more than 4.4σ off a level; want at most 0.1%%", beyond4, series)
-	}
-	for k, level := range levels {
-		rate := float64(held[k]) / float64(checked)
-		t.Logf("every step of %d series' forecasts: %.0f%% intervals held %.1f%% of %d values", watched, 100*level, 100*rate, checked)
-		if math.Abs(rate-level) > 0.02 {
-			t.Errorf("every step of %d series' forecasts: %.0f%% intervals held %.1f%% of %d values; want within 2 points",
-				watched, 100*level, 100*rate, checked)
-		}
-	}
-	// Own widths: the quietest tenth against the noisiest tenth.
-	order := make([]int, series)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmpFloat(sensors[a].noise, sensors[b].noise) })
-	tenth := series / 10
-	var quiet, noisy float64
-	for i := range tenth {
-		quiet += halfWidth[order[i]] / float64(tenth)
-		noisy += halfWidth[order[series-1-i]] / float64(tenth)
-	}
-	t.Logf("80%% half-width at the first step: quietest tenth %.3f, noisiest tenth %.3f", quiet, noisy)
-	if !(noisy > 20*quiet) {
-		t.Errorf("the noisiest tenth's 80%% intervals (%.3f) are not much wider than the quietest's (%.3f); every series should have its own",
-			noisy, quiet)
 	}
 }
 
