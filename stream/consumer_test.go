@@ -181,10 +181,6 @@ func readingsFor(n, series, channels int) []readings.Reading {
 }
 
 func TestConsumerEndToEnd(t *testing.T) {
-	type poisonMsg struct {
-		key, value string
-		reason     string
-	}
 	for _, tc := range []struct {
 		format readings.Format
 		poison []poisonMsg
@@ -211,44 +207,7 @@ func TestConsumerEndToEnd(t *testing.T) {
 			in := readings.DefaultConfig()
 			in.Format, in.ValueFields = tc.format, []string{"temp", "humidity"}
 			rs := readingsFor(600, 7, 2)
-			var msgs []kafka.Message
-			if tc.format == readings.FormatArrow {
-				// One message per series, many readings each.
-				bySeries := map[string][]readings.Reading{}
-				for _, r := range rs {
-					bySeries[r.Series] = append(bySeries[r.Series], r)
-				}
-				for s, rr := range bySeries {
-					v, err := readings.AppendArrow(nil, rr, in, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					msgs = append(msgs, kafka.Message{Key: []byte(s), Value: v})
-				}
-				// A bad Arrow message: one NaN among valid rows.
-				bad := slices.Clone(rs[:5])
-				bad[3] = readings.Reading{Series: bad[3].Series, Time: bad[3].Time, Values: []float64{math.NaN(), 1}}
-				v, err := readings.AppendArrow(nil, bad, in, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tc.poison = append(tc.poison, poisonMsg{"p-2", string(v), readings.ReasonNonFinite})
-			} else {
-				for _, r := range rs {
-					var v []byte
-					if tc.format == readings.FormatCSV {
-						v = readings.AppendCSV(nil, r, in)
-					} else {
-						v = readings.AppendJSON(nil, r, in)
-					}
-					msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: v})
-				}
-			}
-			// Poison in the middle of the traffic, with a header to keep.
-			for i, p := range tc.poison {
-				m := kafka.Message{Key: []byte(p.key), Value: []byte(p.value), Headers: []kafka.Header{{Key: "origin", Value: []byte("test")}}}
-				msgs = slices.Insert(msgs, (i+1)*len(msgs)/(len(tc.poison)+1), m)
-			}
+			msgs, poison := endToEndMessages(t, in, rs, tc.poison)
 			produce(t, kc, "readings", msgs...)
 
 			reg := prometheus.NewPedanticRegistry()
@@ -257,94 +216,167 @@ func TestConsumerEndToEnd(t *testing.T) {
 			r := startWith(t, kc, cfg, in, WithRegisterer(reg), WithAllocator(mem))
 			got, _ := r.collect(t, len(msgs))
 
-			// Rows: every reading, bit-exact, each series in Kafka (= time) order.
-			want := readingstest.FromReadings(rs, 0)
-			for i := range got {
-				if got[i].Ingest <= 0 {
-					t.Fatalf("row %d has ingest_ts %d", i, got[i].Ingest)
-				}
-			}
-			for i := range got {
-				got[i].Ingest = 0
-			}
-			for i := range want {
-				want[i].Ingest = 0
-			}
-			for s := range 7 {
-				var ts []int64
-				for _, g := range got {
-					if g.Series == fmt.Sprintf("s-%d", s) {
-						ts = append(ts, g.TS)
-					}
-				}
-				if !slices.IsSorted(ts) {
-					t.Errorf("series s-%d arrived out of order: %v", s, ts)
-				}
-			}
-			readingstest.Sort(got)
-			readingstest.Sort(want)
-			if !readingstest.SameRows(got, want) {
-				t.Fatalf("got %d rows, want %d; they differ", len(got), len(want))
-			}
-
-			// Dead letters: original key, value and headers, plus ours.
-			dead := dlqMessages(t, kc, "readings.dlq", len(tc.poison))
-			sort.Slice(dead, func(i, j int) bool { return string(dead[i].Key) < string(dead[j].Key) })
-			reasons := map[string]float64{}
-			for i, p := range tc.poison {
-				d := dead[i]
-				reasons[p.reason]++
-				if string(d.Key) != p.key || string(d.Value) != p.value {
-					t.Errorf("dead letter %d = %q: %q, want %q: %q", i, d.Key, d.Value, p.key, p.value)
-				}
-				if got := header(d, HeaderReason); got != p.reason {
-					t.Errorf("dead letter %q: %s = %q, want %q", p.key, HeaderReason, got, p.reason)
-				}
-				if got := header(d, HeaderError); !strings.HasPrefix(got, "decode readings/") || !strings.Contains(got, p.reason) {
-					t.Errorf("dead letter %q: %s = %q, want the DecodeError", p.key, HeaderError, got)
-				}
-				if got := header(d, HeaderSourceTopic); got != "readings" {
-					t.Errorf("dead letter %q: %s = %q, want readings", p.key, HeaderSourceTopic, got)
-				}
-				part, err1 := strconv.Atoi(header(d, HeaderSourcePartition))
-				off, err2 := strconv.ParseInt(header(d, HeaderSourceOffset), 10, 64)
-				if err1 != nil || err2 != nil || part < 0 || part > 2 || off < 0 {
-					t.Errorf("dead letter %q: source partition %q offset %q", p.key, header(d, HeaderSourcePartition), header(d, HeaderSourceOffset))
-				}
-				if got := header(d, "origin"); got != "test" {
-					t.Errorf("dead letter %q lost its original header: origin = %q", p.key, got)
-				}
-			}
-
-			// Metrics.
-			for _, c := range []struct {
-				name string
-				got  float64
-				want float64
-			}{
-				{"readings consumed", testutil.ToFloat64(r.c.m.readings), float64(len(rs))},
-				{"messages consumed", testutil.ToFloat64(r.c.m.messages), float64(len(msgs))},
-				{"dead letters", testutil.ToFloat64(r.c.m.deadLetters), float64(len(tc.poison))},
-			} {
-				if c.got != c.want {
-					t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
-				}
-			}
-			for _, reason := range readings.Reasons {
-				if got := testutil.ToFloat64(r.c.m.decodeErrors[reason]); got != reasons[reason] {
-					t.Errorf("decode errors{reason=%q} = %v, want %v", reason, got, reasons[reason])
-				}
-			}
-			if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
-				t.Errorf("GatherAndLint: %v %v", problems, err)
-			}
-			if n, err := testutil.GatherAndCount(reg, "freqlens_stream_readings_consumed_total"); err != nil || n != 1 {
-				t.Errorf("freqlens_stream_readings_consumed_total: %d series, %v", n, err)
-			}
+			checkEveryReadingArrived(t, got, rs)
+			reasons := checkDeadLetters(t, kc, poison)
+			checkEndToEndMetrics(t, r, reg, len(rs), len(msgs), len(poison), reasons)
 			if err := r.stop(); err != nil {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// poisonMsg is a message no reading decodes from, and the reason its
+// dead letter gives.
+type poisonMsg struct {
+	key, value string
+	reason     string
+}
+
+// endToEndMessages returns the messages of readings rs in the format of
+// in, with the poison messages among them, and the poison: for Arrow,
+// with a bad Arrow message added.
+func endToEndMessages(t *testing.T, in readings.Config, rs []readings.Reading, poison []poisonMsg) ([]kafka.Message, []poisonMsg) {
+	t.Helper()
+	var msgs []kafka.Message
+	if in.Format == readings.FormatArrow {
+		// One message per series, many readings each.
+		bySeries := map[string][]readings.Reading{}
+		for _, r := range rs {
+			bySeries[r.Series] = append(bySeries[r.Series], r)
+		}
+		for s, rr := range bySeries {
+			v, err := readings.AppendArrow(nil, rr, in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, kafka.Message{Key: []byte(s), Value: v})
+		}
+		// A bad Arrow message: one NaN among valid rows.
+		bad := slices.Clone(rs[:5])
+		bad[3] = readings.Reading{Series: bad[3].Series, Time: bad[3].Time, Values: []float64{math.NaN(), 1}}
+		v, err := readings.AppendArrow(nil, bad, in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		poison = append(poison, poisonMsg{"p-2", string(v), readings.ReasonNonFinite})
+	} else {
+		for _, r := range rs {
+			var v []byte
+			if in.Format == readings.FormatCSV {
+				v = readings.AppendCSV(nil, r, in)
+			} else {
+				v = readings.AppendJSON(nil, r, in)
+			}
+			msgs = append(msgs, kafka.Message{Key: []byte(r.Series), Value: v})
+		}
+	}
+	// Poison in the middle of the traffic, with a header to keep.
+	for i, p := range poison {
+		m := kafka.Message{Key: []byte(p.key), Value: []byte(p.value), Headers: []kafka.Header{{Key: "origin", Value: []byte("test")}}}
+		msgs = slices.Insert(msgs, (i+1)*len(msgs)/(len(poison)+1), m)
+	}
+	return msgs, poison
+}
+
+// checkEveryReadingArrived checks the rows got against readings rs:
+// every reading, bit-exact, each series in Kafka (= time) order, each row
+// with an ingest time.
+func checkEveryReadingArrived(t *testing.T, got []readingstest.Row, rs []readings.Reading) {
+	t.Helper()
+	want := readingstest.FromReadings(rs, 0)
+	for i := range got {
+		if got[i].Ingest <= 0 {
+			t.Fatalf("row %d has ingest_ts %d", i, got[i].Ingest)
+		}
+	}
+	for i := range got {
+		got[i].Ingest = 0
+	}
+	for i := range want {
+		want[i].Ingest = 0
+	}
+	for s := range 7 {
+		var ts []int64
+		for _, g := range got {
+			if g.Series == fmt.Sprintf("s-%d", s) {
+				ts = append(ts, g.TS)
+			}
+		}
+		if !slices.IsSorted(ts) {
+			t.Errorf("series s-%d arrived out of order: %v", s, ts)
+		}
+	}
+	readingstest.Sort(got)
+	readingstest.Sort(want)
+	if !readingstest.SameRows(got, want) {
+		t.Fatalf("got %d rows, want %d; they differ", len(got), len(want))
+	}
+}
+
+// checkDeadLetters checks the dead letters of the poison messages: the
+// original key, value and headers, plus ours. It returns how many
+// poison messages there are of each reason.
+func checkDeadLetters(t *testing.T, kc *kafkaconn.Client, poison []poisonMsg) map[string]float64 {
+	t.Helper()
+	dead := dlqMessages(t, kc, "readings.dlq", len(poison))
+	sort.Slice(dead, func(i, j int) bool { return string(dead[i].Key) < string(dead[j].Key) })
+	reasons := map[string]float64{}
+	for i, p := range poison {
+		d := dead[i]
+		reasons[p.reason]++
+		if string(d.Key) != p.key || string(d.Value) != p.value {
+			t.Errorf("dead letter %d = %q: %q, want %q: %q", i, d.Key, d.Value, p.key, p.value)
+		}
+		if got := header(d, HeaderReason); got != p.reason {
+			t.Errorf("dead letter %q: %s = %q, want %q", p.key, HeaderReason, got, p.reason)
+		}
+		if got := header(d, HeaderError); !strings.HasPrefix(got, "decode readings/") || !strings.Contains(got, p.reason) {
+			t.Errorf("dead letter %q: %s = %q, want the DecodeError", p.key, HeaderError, got)
+		}
+		if got := header(d, HeaderSourceTopic); got != "readings" {
+			t.Errorf("dead letter %q: %s = %q, want readings", p.key, HeaderSourceTopic, got)
+		}
+		part, err1 := strconv.Atoi(header(d, HeaderSourcePartition))
+		off, err2 := strconv.ParseInt(header(d, HeaderSourceOffset), 10, 64)
+		if err1 != nil || err2 != nil || part < 0 || part > 2 || off < 0 {
+			t.Errorf("dead letter %q: source partition %q offset %q", p.key, header(d, HeaderSourcePartition), header(d, HeaderSourceOffset))
+		}
+		if got := header(d, "origin"); got != "test" {
+			t.Errorf("dead letter %q lost its original header: origin = %q", p.key, got)
+		}
+	}
+	return reasons
+}
+
+// checkEndToEndMetrics checks r's metrics: the readings, messages and
+// dead letters counted, the decode errors of each reason, and that reg's
+// metrics pass the linter.
+func checkEndToEndMetrics(t *testing.T, r *running, reg *prometheus.Registry, nReadings, nMsgs, nPoison int, reasons map[string]float64) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"readings consumed", testutil.ToFloat64(r.c.m.readings), float64(nReadings)},
+		{"messages consumed", testutil.ToFloat64(r.c.m.messages), float64(nMsgs)},
+		{"dead letters", testutil.ToFloat64(r.c.m.deadLetters), float64(nPoison)},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	for _, reason := range readings.Reasons {
+		if got := testutil.ToFloat64(r.c.m.decodeErrors[reason]); got != reasons[reason] {
+			t.Errorf("decode errors{reason=%q} = %v, want %v", reason, got, reasons[reason])
+		}
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("GatherAndLint: %v %v", problems, err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "freqlens_stream_readings_consumed_total"); err != nil || n != 1 {
+		t.Errorf("freqlens_stream_readings_consumed_total: %d series, %v", n, err)
 	}
 }
 
