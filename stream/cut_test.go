@@ -46,15 +46,10 @@ func TestCommitsRecoverAfterACut(t *testing.T) {
 
 	// Take every batch of the first messages; commit all but the last.
 	var held []*Batch
-	seen := map[[2]int64]int{} // (partition, offset) → deliveries
-	note := func(b *Batch) {
-		for i := range b.Record.NumRows() {
-			seen[[2]int64{int64(b.Partition(int(i))), b.Offset(int(i))}]++
-		}
-	}
+	seen := deliveries{}
 	for n := 0; n < first; {
 		b := r.next(t, 20*time.Second)
-		note(b)
+		seen.note(b)
 		n += b.Messages
 		held = append(held, b)
 	}
@@ -85,10 +80,57 @@ func TestCommitsRecoverAfterACut(t *testing.T) {
 	// The pipeline acknowledges the last batch after the cut, as it does
 	// once its writes succeed again: Commit must return, not retry on a
 	// connection that is gone.
+	commitAsThePipelineDoes(t, last)
+	last.Release()
+	// The batches that waited belong to the generation that ended: they are
+	// acknowledged too.
+	for n := 0; n < waiting; {
+		b := r.next(t, 30*time.Second)
+		seen.note(b)
+		n += b.Messages
+		if err := b.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		b.Release()
+	}
+
+	// The member rejoins, commits what was acknowledged and keeps its
+	// windows: no rebuild batch, and the next messages come once each.
+	kc = kafkatest.Client(t, []string{proxy.Addr()}) // the test's own connections died in the cut too
+	produce(t, kc, "in", msgs[first+waiting:]...)
+	takeAfterTheRejoin(t, r, second, seen)
+	if n := kafkatest.Uncommitted(t, kc, "g", "in"); n != 0 {
+		t.Errorf("%d messages uncommitted after the recovery, want 0", n)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("partition %d offset %d delivered %d times, want once", k[0], k[1], n)
+		}
+	}
+	if len(seen) != first+waiting+second {
+		t.Errorf("%d messages delivered, want %d", len(seen), first+waiting+second)
+	}
+}
+
+// deliveries counts how many times each (partition, offset) was
+// delivered.
+type deliveries map[[2]int64]int
+
+// note counts the deliveries of b's rows.
+func (d deliveries) note(b *Batch) {
+	for i := range b.Record.NumRows() {
+		d[[2]int64{int64(b.Partition(int(i))), b.Offset(int(i))}]++
+	}
+}
+
+// commitAsThePipelineDoes commits b, retrying every 200 ms as the
+// pipeline does, and fails t unless a Commit succeeds within 30 s.
+func commitAsThePipelineDoes(t *testing.T, b *Batch) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		for {
-			err := last.Commit(context.Background())
+			err := b.Commit(context.Background())
 			if err == nil {
 				done <- nil
 				return
@@ -101,24 +143,14 @@ func TestCommitsRecoverAfterACut(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Commit of a batch acknowledged after the cut did not return within 30s")
 	}
-	last.Release()
-	// The batches that waited belong to the generation that ended: they are
-	// acknowledged too.
-	for n := 0; n < waiting; {
-		b := r.next(t, 30*time.Second)
-		note(b)
-		n += b.Messages
-		if err := b.Commit(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		b.Release()
-	}
+}
 
-	// The member rejoins, commits what was acknowledged and keeps its
-	// windows: no rebuild batch, and the next messages come once each.
-	kc = kafkatest.Client(t, []string{proxy.Addr()}) // the test's own connections died in the cut too
-	produce(t, kc, "in", msgs[first+waiting:]...)
-	for n := 0; n < second; {
+// takeAfterTheRejoin takes and commits the batches of n messages from r
+// after the member rejoined, counting their deliveries in seen; a
+// rebuild batch must read nothing back.
+func takeAfterTheRejoin(t *testing.T, r *running, n int, seen deliveries) {
+	t.Helper()
+	for got := 0; got < n; {
 		b := r.nextAny(t, 30*time.Second)
 		if b.Rebuild {
 			// The generation's one rebuild batch says what to forget and
@@ -133,22 +165,11 @@ func TestCommitsRecoverAfterACut(t *testing.T) {
 			b.Release()
 			continue
 		}
-		note(b)
-		n += b.Messages
+		seen.note(b)
+		got += b.Messages
 		if err := b.Commit(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		b.Release()
-	}
-	if n := kafkatest.Uncommitted(t, kc, "g", "in"); n != 0 {
-		t.Errorf("%d messages uncommitted after the recovery, want 0", n)
-	}
-	for k, n := range seen {
-		if n != 1 {
-			t.Errorf("partition %d offset %d delivered %d times, want once", k[0], k[1], n)
-		}
-	}
-	if len(seen) != first+waiting+second {
-		t.Errorf("%d messages delivered, want %d", len(seen), first+waiting+second)
 	}
 }
