@@ -125,16 +125,50 @@ func TestReadCSV(t *testing.T) {
 	}
 }
 
+// csvErrorCase is a row of TestReadCSVErrors: a file and the CSVError
+// reading it gives.
+type csvErrorCase struct {
+	name       string
+	in         string
+	wantLine   int
+	wantColumn string
+	wantValue  string
+	wantMsg    string // the whole message
+}
+
+// csvErrorHead is a valid header and line 2.
+const csvErrorHead = "date,a,b\n2020-01-01 00:00:00,1,2\n"
+
 func TestReadCSVErrors(t *testing.T) {
-	const head = "date,a,b\n2020-01-01 00:00:00,1,2\n" // a valid header and line 2
-	for _, tc := range []struct {
-		name       string
-		in         string
-		wantLine   int
-		wantColumn string
-		wantValue  string
-		wantMsg    string // the whole message
-	}{
+	var cases []csvErrorCase
+	for _, group := range [][]csvErrorCase{csvShapeErrorCases(), csvDateErrorCases(), csvValueErrorCases()} {
+		cases = append(cases, group...)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := ReadCSV(strings.NewReader(tc.in), "t.csv")
+			if err == nil {
+				t.Fatalf("ReadCSV = %d rows, want an error", f.Rows())
+			}
+			var ce *CSVError
+			if !errors.As(err, &ce) {
+				t.Fatalf("ReadCSV error %T (%v), want *CSVError", err, err)
+			}
+			if got := err.Error(); got != tc.wantMsg {
+				t.Errorf("error = %q\nwant    %q", got, tc.wantMsg)
+			}
+			if ce.File != "t.csv" || ce.Line != tc.wantLine || ce.Column != tc.wantColumn || ce.Value != tc.wantValue {
+				t.Errorf("CSVError{File %q, Line %d, Column %q, Value %q}, want {%q, %d, %q, %q}",
+					ce.File, ce.Line, ce.Column, ce.Value, "t.csv", tc.wantLine, tc.wantColumn, tc.wantValue)
+			}
+		})
+	}
+}
+
+// csvShapeErrorCases returns the rows of TestReadCSVErrors on the file's
+// shape: too few rows, a bad header, rows of the wrong width.
+func csvShapeErrorCases() []csvErrorCase {
+	return []csvErrorCase{
 		{
 			name:    "empty file",
 			in:      "",
@@ -152,7 +186,7 @@ func TestReadCSVErrors(t *testing.T) {
 		},
 		{
 			name:    "one data row",
-			in:      head,
+			in:      csvErrorHead,
 			wantMsg: "t.csv: file has 1 data rows after the header, want at least 2 so the cadence can be inferred",
 		},
 		{
@@ -170,7 +204,7 @@ func TestReadCSVErrors(t *testing.T) {
 		},
 		{
 			name:     "too few fields",
-			in:       head + "2020-01-01 01:00:00,1\n",
+			in:       csvErrorHead + "2020-01-01 01:00:00,1\n",
 			wantLine: 3,
 			wantMsg:  "t.csv line 3: row has 2 fields, want 3 (the date and the 2 columns of the header); fix the row or drop it",
 		},
@@ -180,9 +214,16 @@ func TestReadCSVErrors(t *testing.T) {
 			wantLine: 4,
 			wantMsg:  "t.csv line 4: row has 4 fields, want 3 (the date and the 2 columns of the header); fix the row or drop it",
 		},
+	}
+}
+
+// csvDateErrorCases returns the rows of TestReadCSVErrors on the date
+// column: unparsable, epoch seconds, missing.
+func csvDateErrorCases() []csvErrorCase {
+	return []csvErrorCase{
 		{
 			name:       "unparsable date",
-			in:         head + "2020-13-01 00:00:00,1,2\n",
+			in:         csvErrorHead + "2020-13-01 00:00:00,1,2\n",
 			wantLine:   3,
 			wantColumn: "date",
 			wantValue:  "2020-13-01 00:00:00",
@@ -211,14 +252,21 @@ func TestReadCSVErrors(t *testing.T) {
 		},
 		{
 			name:       "missing date",
-			in:         head + ",1,2\n",
+			in:         csvErrorHead + ",1,2\n",
 			wantLine:   3,
 			wantColumn: "date",
 			wantMsg:    `t.csv line 3: column "date": missing date; fill it or drop the row`,
 		},
+	}
+}
+
+// csvValueErrorCases returns the rows of TestReadCSVErrors on the value
+// cells: not a number, not finite, out of range, empty, badly quoted.
+func csvValueErrorCases() []csvErrorCase {
+	return []csvErrorCase{
 		{
 			name:       "not a number",
-			in:         head + "2020-01-01 01:00:00,1,2\n2020-01-01 02:00:00,3,abc\n",
+			in:         csvErrorHead + "2020-01-01 01:00:00,1,2\n2020-01-01 02:00:00,3,abc\n",
 			wantLine:   4,
 			wantColumn: "b",
 			wantValue:  "abc",
@@ -226,7 +274,7 @@ func TestReadCSVErrors(t *testing.T) {
 		},
 		{
 			name:       "NaN text",
-			in:         head + "2020-01-01 01:00:00,NaN,2\n",
+			in:         csvErrorHead + "2020-01-01 01:00:00,NaN,2\n",
 			wantLine:   3,
 			wantColumn: "a",
 			wantValue:  "NaN",
@@ -234,7 +282,7 @@ func TestReadCSVErrors(t *testing.T) {
 		},
 		{
 			name:       "Inf text",
-			in:         head + "2020-01-01 01:00:00,1,-inf\n",
+			in:         csvErrorHead + "2020-01-01 01:00:00,1,-inf\n",
 			wantLine:   3,
 			wantColumn: "b",
 			wantValue:  "-inf",
@@ -242,7 +290,7 @@ func TestReadCSVErrors(t *testing.T) {
 		},
 		{
 			name:       "number out of range",
-			in:         head + "2020-01-01 01:00:00,1e999,2\n",
+			in:         csvErrorHead + "2020-01-01 01:00:00,1e999,2\n",
 			wantLine:   3,
 			wantColumn: "a",
 			wantValue:  "1e999",
@@ -250,43 +298,25 @@ func TestReadCSVErrors(t *testing.T) {
 		},
 		{
 			name:       "empty cell",
-			in:         head + "2020-01-01 01:00:00,,2\n",
+			in:         csvErrorHead + "2020-01-01 01:00:00,,2\n",
 			wantLine:   3,
 			wantColumn: "a",
 			wantMsg:    `t.csv line 3: column "a": missing value; fill it or drop the row`,
 		},
 		{
 			name:       "blank cell counts as empty",
-			in:         head + "2020-01-01 01:00:00,1,  \n",
+			in:         csvErrorHead + "2020-01-01 01:00:00,1,  \n",
 			wantLine:   3,
 			wantColumn: "b",
 			wantMsg:    `t.csv line 3: column "b": missing value; fill it or drop the row`,
 		},
 		{
 			name:     "bare quote",
-			in:       head + "2020-01-01 01:00:00,1,2\"\n",
+			in:       csvErrorHead + "2020-01-01 01:00:00,1,2\"\n",
 			wantLine: 3,
 			wantMsg: `t.csv line 3: bare " in non-quoted-field; ` +
 				"quote fields that contain commas or quotes, and double quotes inside them",
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f, err := ReadCSV(strings.NewReader(tc.in), "t.csv")
-			if err == nil {
-				t.Fatalf("ReadCSV = %d rows, want an error", f.Rows())
-			}
-			var ce *CSVError
-			if !errors.As(err, &ce) {
-				t.Fatalf("ReadCSV error %T (%v), want *CSVError", err, err)
-			}
-			if got := err.Error(); got != tc.wantMsg {
-				t.Errorf("error = %q\nwant    %q", got, tc.wantMsg)
-			}
-			if ce.File != "t.csv" || ce.Line != tc.wantLine || ce.Column != tc.wantColumn || ce.Value != tc.wantValue {
-				t.Errorf("CSVError{File %q, Line %d, Column %q, Value %q}, want {%q, %d, %q, %q}",
-					ce.File, ce.Line, ce.Column, ce.Value, "t.csv", tc.wantLine, tc.wantColumn, tc.wantValue)
-			}
-		})
 	}
 }
 
