@@ -54,38 +54,69 @@ var (
 )
 
 func TestArrowDecode(t *testing.T) {
-	ing := testIngest.UnixMilli()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 
-	threeRows := func(rb *array.RecordBuilder) {
-		rb.Field(0).(*array.StringBuilder).AppendValues([]string{"a", "b", "a"}, nil)
-		rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0, t0, t0 + 1000}, nil)
-		rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2, 3}, nil)
-	}
-	valid := ipcStream(t, mem, []arrow.Field{fSeries, fTS, fValue}, threeRows)
-	withValues := func(vals []float64, valid []bool) func(rb *array.RecordBuilder) {
-		return func(rb *array.RecordBuilder) {
-			n := len(vals)
-			for i := 0; i < n; i++ {
-				rb.Field(0).(*array.StringBuilder).Append("s")
-				rb.Field(1).(*array.TimestampBuilder).Append(t0)
+	valid := ipcStream(t, mem, []arrow.Field{fSeries, fTS, fValue}, arrowThreeRows)
+	cases := append(arrowDecodeCases(t, mem, valid), arrowRejectCases(t, mem, valid)...)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := configWith(tc.edit)
+			cfg.Format = readings.FormatArrow
+			dec := newArrow(t, cfg)
+			got, err := decodeOne(t, mem, dec, cfg.ValueFields, []byte(tc.key), tc.in)
+			if r := reasonOf(err); r != tc.wantR {
+				t.Fatalf("reason = %q (%v), want %q", r, err, tc.wantR)
 			}
-			rb.Field(2).(*array.Float64Builder).AppendValues(vals, valid)
-		}
+			if !sameRows(got, tc.want) {
+				t.Errorf("rows = %v, want %v", got, tc.want)
+			}
+			if err == nil {
+				checkRoundTrip(t, cfg, dec, got)
+			}
+		})
 	}
-	std := []arrow.Field{fSeries, fTS, fValue}
+}
 
-	for _, tc := range []struct {
-		name  string
-		edit  func(*readings.Config) // of DefaultConfig
-		key   string
-		in    []byte
-		want  []row
-		wantR string
-	}{
+// arrowCase is a row of TestArrowDecode: a message (under key) and the
+// rows it decodes to, or the reason it is refused.
+type arrowCase struct {
+	name  string
+	edit  func(*readings.Config) // of DefaultConfig
+	key   string
+	in    []byte
+	want  []row
+	wantR string
+}
+
+// arrowThreeRows appends three readings of series a and b.
+func arrowThreeRows(rb *array.RecordBuilder) {
+	rb.Field(0).(*array.StringBuilder).AppendValues([]string{"a", "b", "a"}, nil)
+	rb.Field(1).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{t0, t0, t0 + 1000}, nil)
+	rb.Field(2).(*array.Float64Builder).AppendValues([]float64{1, 2, 3}, nil)
+}
+
+// arrowWithValues returns a batch of readings of series s, all at t0, one
+// a value of vals (null where valid says so).
+func arrowWithValues(vals []float64, valid []bool) func(rb *array.RecordBuilder) {
+	return func(rb *array.RecordBuilder) {
+		n := len(vals)
+		for i := 0; i < n; i++ {
+			rb.Field(0).(*array.StringBuilder).Append("s")
+			rb.Field(1).(*array.TimestampBuilder).Append(t0)
+		}
+		rb.Field(2).(*array.Float64Builder).AppendValues(vals, valid)
+	}
+}
+
+// arrowDecodeCases returns the rows of TestArrowDecode that decode: valid
+// is the stream of arrowThreeRows. Every stream is allocated from mem.
+func arrowDecodeCases(t *testing.T, mem memory.Allocator, valid []byte) []arrowCase {
+	ing := testIngest.UnixMilli()
+	std := []arrow.Field{fSeries, fTS, fValue}
+	return []arrowCase{
 		{name: "three readings", in: valid, want: []row{{Series: "a", TS: t0, Ingest: ing, Values: []float64{1}}, {Series: "b", TS: t0, Ingest: ing, Values: []float64{2}}, {Series: "a", TS: t0 + 1000, Ingest: ing, Values: []float64{3}}}},
-		{name: "two record batches", in: ipcStream(t, mem, std, threeRows, withValues([]float64{9}, nil)),
+		{name: "two record batches", in: ipcStream(t, mem, std, arrowThreeRows, arrowWithValues([]float64{9}, nil)),
 			want: []row{{Series: "a", TS: t0, Ingest: ing, Values: []float64{1}}, {Series: "b", TS: t0, Ingest: ing, Values: []float64{2}}, {Series: "a", TS: t0 + 1000, Ingest: ing, Values: []float64{3}}, {Series: "s", TS: t0, Ingest: ing, Values: []float64{9}}}},
 		{name: "schema only", in: ipcStream(t, mem, std), want: nil},
 		{name: "int64 epoch, extra columns, no series: the key", key: "k",
@@ -119,7 +150,15 @@ func TestArrowDecode(t *testing.T) {
 				rb.Field(2).(*array.Float64Builder).Append(1)
 			}),
 			want: []row{{Series: "a", TS: t0, Ingest: ing, Values: []float64{1}}}},
+	}
+}
 
+// arrowRejectCases returns the rows of TestArrowDecode that are refused,
+// and why: valid is the stream of arrowThreeRows, to truncate or extend.
+// Every stream is allocated from mem.
+func arrowRejectCases(t *testing.T, mem memory.Allocator, valid []byte) []arrowCase {
+	std := []arrow.Field{fSeries, fTS, fValue}
+	return []arrowCase{
 		{name: "empty", in: nil, wantR: readings.ReasonUnparsable},
 		{name: "garbage", in: []byte("{\"series\":\"a\"}"), wantR: readings.ReasonUnparsable},
 		{name: "truncated", in: valid[:len(valid)-20], wantR: readings.ReasonUnparsable},
@@ -130,9 +169,9 @@ func TestArrowDecode(t *testing.T) {
 		{name: "value column of ints", in: ipcStream(t, mem, []arrow.Field{fSeries, fTS, {Name: "value", Type: arrow.PrimitiveTypes.Int64}}), wantR: readings.ReasonBadSchema},
 		{name: "series column of ints", in: ipcStream(t, mem, []arrow.Field{{Name: "series", Type: arrow.PrimitiveTypes.Int64}, fTS, fValue}), wantR: readings.ReasonBadSchema},
 		{name: "time column of strings", in: ipcStream(t, mem, []arrow.Field{fSeries, {Name: "ts", Type: arrow.BinaryTypes.String}, fValue}), wantR: readings.ReasonBadSchema},
-		{name: "one null value", in: ipcStream(t, mem, std, withValues([]float64{1, 2, 3}, []bool{true, false, true})), wantR: readings.ReasonMissingField},
-		{name: "one NaN among many", in: ipcStream(t, mem, std, withValues([]float64{1, 2, math.NaN(), 4}, nil)), wantR: readings.ReasonNonFinite},
-		{name: "one bad row in the second batch", in: ipcStream(t, mem, std, threeRows, withValues([]float64{math.Inf(1)}, nil)), wantR: readings.ReasonNonFinite},
+		{name: "one null value", in: ipcStream(t, mem, std, arrowWithValues([]float64{1, 2, 3}, []bool{true, false, true})), wantR: readings.ReasonMissingField},
+		{name: "one NaN among many", in: ipcStream(t, mem, std, arrowWithValues([]float64{1, 2, math.NaN(), 4}, nil)), wantR: readings.ReasonNonFinite},
+		{name: "one bad row in the second batch", in: ipcStream(t, mem, std, arrowThreeRows, arrowWithValues([]float64{math.Inf(1)}, nil)), wantR: readings.ReasonNonFinite},
 		{name: "no series column and no key", in: ipcStream(t, mem, []arrow.Field{fTS, fValue}, func(rb *array.RecordBuilder) {
 			rb.Field(0).(*array.TimestampBuilder).Append(t0)
 			rb.Field(1).(*array.Float64Builder).Append(1)
@@ -160,22 +199,6 @@ func TestArrowDecode(t *testing.T) {
 				rb.Field(1).(*array.TimestampBuilder).Append(math.MinInt64 / 10)
 				rb.Field(2).(*array.Float64Builder).Append(1)
 			}), wantR: readings.ReasonBadTimestamp},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := configWith(tc.edit)
-			cfg.Format = readings.FormatArrow
-			dec := newArrow(t, cfg)
-			got, err := decodeOne(t, mem, dec, cfg.ValueFields, []byte(tc.key), tc.in)
-			if r := reasonOf(err); r != tc.wantR {
-				t.Fatalf("reason = %q (%v), want %q", r, err, tc.wantR)
-			}
-			if !sameRows(got, tc.want) {
-				t.Errorf("rows = %v, want %v", got, tc.want)
-			}
-			if err == nil {
-				checkRoundTrip(t, cfg, dec, got)
-			}
-		})
 	}
 }
 
