@@ -84,7 +84,21 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("train JSON = %v", tr)
 	}
 
-	code, out, errOut = runCLI("eval", "--model", modelPath, "--data", data, "--json")
+	ev := checkEndToEndEval(t, modelPath, data, tr)
+	checkColumnsAreTheModels(t, dir, modelPath, data)
+	if math.Abs(ev.RMSE-math.Sqrt(ev.MSE)) > 1e-12 {
+		t.Errorf("rmse %v is not √mse %v", ev.RMSE, math.Sqrt(ev.MSE))
+	}
+	checkEndToEndInspect(t, modelPath)
+	checkEndToEndPredict(t, modelPath, data)
+}
+
+// checkEndToEndEval checks eval of the model at modelPath on data: its
+// JSON, whose MSE is the test MSE train reported in tr, and its text,
+// which lists the channels worst first. It returns the JSON.
+func checkEndToEndEval(t *testing.T, modelPath, data string, tr map[string]any) evalReport {
+	t.Helper()
+	code, out, errOut := runCLI("eval", "--model", modelPath, "--data", data, "--json")
 	if code != 0 {
 		t.Fatalf("eval exited %d: %s", code, errOut)
 	}
@@ -115,8 +129,14 @@ func TestEndToEnd(t *testing.T) {
 	if len(listed) != 3 || !slices.IsSortedFunc(listed, func(a, b float64) int { return cmp.Compare(b, a) }) {
 		t.Errorf("eval lists the channels' MSE as %v, want three, worst first:\n%s", listed, out)
 	}
-	// The mixed model reads each column as its channel: the same file with
-	// two columns swapped, or one renamed, is refused, not forecast.
+	return ev
+}
+
+// checkColumnsAreTheModels checks that the mixed model at modelPath reads
+// each column as its channel: the same file as data with two columns
+// swapped, or one renamed (written to dir), is refused, not forecast.
+func checkColumnsAreTheModels(t *testing.T, dir, modelPath, data string) {
+	t.Helper()
 	raw, err := os.ReadFile(data)
 	if err != nil {
 		t.Fatal(err)
@@ -138,11 +158,14 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("eval on the %s columns: exit %d, %q; want a refusal saying %q", name, code, errOut, want)
 		}
 	}
-	if math.Abs(ev.RMSE-math.Sqrt(ev.MSE)) > 1e-12 {
-		t.Errorf("rmse %v is not √mse %v", ev.RMSE, math.Sqrt(ev.MSE))
-	}
+}
 
-	code, out, errOut = runCLI("inspect", "--model", modelPath, "--json")
+// checkEndToEndInspect checks inspect of the model at modelPath: its
+// JSON's rhythms (the 24h cycle first), frequencies sorted by period and
+// in seconds, selections and known periods, and its text.
+func checkEndToEndInspect(t *testing.T, modelPath string) {
+	t.Helper()
+	code, out, errOut := runCLI("inspect", "--model", modelPath, "--json")
 	if code != 0 {
 		t.Fatalf("inspect exited %d: %s", code, errOut)
 	}
@@ -178,8 +201,14 @@ func TestEndToEnd(t *testing.T) {
 	if code, out, _ := runCLI("inspect", "--model", modelPath); code != 0 || !strings.Contains(out, "24.0h") {
 		t.Errorf("inspect text (exit %d) does not name the 24h period:\n%s", code, out)
 	}
+}
 
-	code, out, errOut = runCLI("predict", "--model", modelPath, "--data", data, "--at", "500", "--json")
+// checkEndToEndPredict checks predict of the model at modelPath on row
+// 500 of data: the forecast's shape, the rhythms (the 24h cycle first),
+// and that the residual and the contributions sum to the forecast.
+func checkEndToEndPredict(t *testing.T, modelPath, data string) {
+	t.Helper()
+	code, out, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "500", "--json")
 	if code != 0 {
 		t.Fatalf("predict exited %d: %s", code, errOut)
 	}
@@ -215,104 +244,21 @@ func TestPredictWithout(t *testing.T) {
 	if code, _, errOut := runCLI("train", "--data", data, "--horizon", "12", "--lookback", "48", "--epochs", "3", "--out", modelPath); code != 0 {
 		t.Fatalf("train exited %d: %s", code, errOut)
 	}
-	predict := func(args ...string) predictReport {
-		t.Helper()
-		code, out, errOut := runCLI(append([]string{"predict", "--model", modelPath, "--data", data, "--at", "600", "--json"}, args...)...)
-		if code != 0 {
-			t.Fatalf("predict %v exited %d: %s", args, code, errOut)
-		}
-		var pr predictReport
-		lastJSON(t, out, &pr)
-		return pr
-	}
-	full := predict()
+	w := &withoutRow{modelPath: modelPath, data: data}
+	w.full = w.predict(t)
 	// Near the file's end the actuals are the rows it holds after the
 	// window: 4 of the 12 steps after row 895 of 900, none after the last.
-	if n := len(full.Actual); n != 12 {
+	if n := len(w.full.Actual); n != 12 {
 		t.Errorf("predict --at 600 gave %d actual steps, want 12", n)
 	}
-	if near := predict("--at", "895"); len(near.Actual) != 4 {
+	if near := w.predict(t, "--at", "895"); len(near.Actual) != 4 {
 		t.Errorf("predict --at 895 of 900 rows gave %d actual steps, want 4", len(near.Actual))
 	}
-	if last := predict("--at", "899"); last.Actual != nil {
+	if last := w.predict(t, "--at", "899"); last.Actual != nil {
 		t.Errorf("predict --at the last row gave actuals %v, want none", last.Actual)
 	}
-	check := func(what string, without predictReport, parts ...[][]float64) {
-		t.Helper()
-		scale := 0.0
-		for _, row := range full.Forecast {
-			for _, v := range row {
-				scale = max(scale, math.Abs(v))
-			}
-		}
-		for h := range full.Forecast {
-			for c := range full.Forecast[h] {
-				want := 0.0
-				for _, p := range parts {
-					want += p[h][c]
-				}
-				if got := without.Full[h][c] - without.Forecast[h][c]; math.Abs(got-want) > 1e-9*scale {
-					t.Fatalf("without %s, step %d channel %d: the forecast moved by %.17g, its parts sum to %.17g", what, h, c, got, want)
-				}
-				if without.Full[h][c] != full.Forecast[h][c] {
-					t.Fatalf("without %s: full_forecast %v differs from the plain forecast %v", what, without.Full[h][c], full.Forecast[h][c])
-				}
-				// The JSON holds together: forecast is the residual plus
-				// the contributions not marked removed.
-				kept := without.Residual[h][c]
-				for _, ct := range without.Contributions {
-					if !ct.Removed {
-						kept += ct.Values[h][c]
-					}
-				}
-				if math.Abs(kept-without.Forecast[h][c]) > 1e-9*scale {
-					t.Fatalf("without %s, step %d channel %d: residual + the contributions not removed = %.17g, forecast %.17g", what, h, c, kept, without.Forecast[h][c])
-				}
-			}
-		}
-		removed := 0
-		for _, ct := range without.Contributions {
-			if ct.Removed {
-				removed++
-			}
-		}
-		if removed != len(without.Without) {
-			t.Errorf("without %s: %d contributions marked removed, %d ids removed", what, removed, len(without.Without))
-		}
-	}
-	var all []string
-	var allParts [][][]float64
-	for _, ct := range full.Contributions {
-		id := strconv.Itoa(ct.ID)
-		check("frequency "+id, predict("--without", id), ct.Values)
-		all, allParts = append(all, id), append(allParts, ct.Values)
-		if ct.Rhythm != nil && ct.Period != "" {
-			// A cycle's line by the period predict prints for it ("12.0h"),
-			// unless that is also the cycle's own name.
-			if r := full.Rhythms[slices.IndexFunc(full.Rhythms, func(r predictRhythm) bool { return r.Index == *ct.Rhythm })]; r.Period != ct.Period {
-				check("the line "+ct.Period, predict("--without", ct.Period), ct.Values)
-			}
-		}
-	}
-	if len(full.Rhythms) == 0 {
-		t.Fatal("the model has no rhythm to remove")
-	}
-	for _, r := range full.Rhythms {
-		check(r.Name, predict("--without", r.Name), r.Values)
-		check(r.Period, predict("--without", r.Period), r.Values)
-	}
-	check("every part", predict("--without", strings.Join(all, ",")), allParts...)
-	// The text names a removed cycle, and the frequencies outside it by id.
-	r := full.Rhythms[0]
-	what := []string{r.Name}
-	want := "forecast without the " + r.Name + " ("
-	if free := slices.IndexFunc(full.Contributions, func(ct predictContribution) bool { return ct.Rhythm == nil }); free >= 0 {
-		what = append(what, strconv.Itoa(full.Contributions[free].ID))
-		want = fmt.Sprintf("forecast without the %s and frequency %d (", r.Name, full.Contributions[free].ID)
-	}
-	if code, out, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", strings.Join(what, ",")); code != 0 || !strings.Contains(out, want) {
-		t.Errorf("predict --without %s: exit %d, %s\n%s; want %q", strings.Join(what, ","), code, out, errOut, want)
-	}
+	w.removeEveryPart(t)
+	w.checkTextNamesTheRemoved(t)
 
 	// The perturbation test over the test split says the same of every window.
 	code, out, errOut := runCLI("eval", "--model", modelPath, "--data", data, "--perturbation", "3", "--json")
@@ -332,19 +278,142 @@ func TestPredictWithout(t *testing.T) {
 	if code, _, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", "13h"); code != 2 || !strings.Contains(errOut, "24.0h") {
 		t.Errorf("--without 13h exited %d with %q; want status 2 and the model's cycles named", code, errOut)
 	}
+	w.removeByPeriodOrID(t)
+}
 
-	// A bare 24 is frequency 24, not the 24-step cycle: said in a note, with
-	// the way to name the cycle; "24 steps" removes the cycle. A frequency
-	// that took no part is noted too: removing it changes nothing.
-	code, _, errOut = runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", "24")
+// withoutRow is predict of a model on one row of a file, in full and
+// without parts of the forecast: the model and data files and the full
+// forecast of row 600.
+type withoutRow struct {
+	modelPath, data string
+	full            predictReport
+}
+
+// predict returns predict's JSON report of row 600 with args added.
+func (w *withoutRow) predict(t *testing.T, args ...string) predictReport {
+	t.Helper()
+	code, out, errOut := runCLI(append([]string{"predict", "--model", w.modelPath, "--data", w.data, "--at", "600", "--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("predict %v exited %d: %s", args, code, errOut)
+	}
+	var pr predictReport
+	lastJSON(t, out, &pr)
+	return pr
+}
+
+// check fails t unless the forecast without what moved from the full one
+// by exactly the sum of parts (1e-9 of the forecast's scale), the report
+// holds the full forecast, its forecast is the residual plus the
+// contributions not marked removed, and it marks as many removed as it
+// names.
+func (w *withoutRow) check(t *testing.T, what string, without predictReport, parts ...[][]float64) {
+	t.Helper()
+	full := w.full
+	scale := 0.0
+	for _, row := range full.Forecast {
+		for _, v := range row {
+			scale = max(scale, math.Abs(v))
+		}
+	}
+	for h := range full.Forecast {
+		for c := range full.Forecast[h] {
+			want := 0.0
+			for _, p := range parts {
+				want += p[h][c]
+			}
+			if got := without.Full[h][c] - without.Forecast[h][c]; math.Abs(got-want) > 1e-9*scale {
+				t.Fatalf("without %s, step %d channel %d: the forecast moved by %.17g, its parts sum to %.17g", what, h, c, got, want)
+			}
+			if without.Full[h][c] != full.Forecast[h][c] {
+				t.Fatalf("without %s: full_forecast %v differs from the plain forecast %v", what, without.Full[h][c], full.Forecast[h][c])
+			}
+			// The JSON holds together: forecast is the residual plus
+			// the contributions not marked removed.
+			kept := without.Residual[h][c]
+			for _, ct := range without.Contributions {
+				if !ct.Removed {
+					kept += ct.Values[h][c]
+				}
+			}
+			if math.Abs(kept-without.Forecast[h][c]) > 1e-9*scale {
+				t.Fatalf("without %s, step %d channel %d: residual + the contributions not removed = %.17g, forecast %.17g", what, h, c, kept, without.Forecast[h][c])
+			}
+		}
+	}
+	removed := 0
+	for _, ct := range without.Contributions {
+		if ct.Removed {
+			removed++
+		}
+	}
+	if removed != len(without.Without) {
+		t.Errorf("without %s: %d contributions marked removed, %d ids removed", what, removed, len(without.Without))
+	}
+}
+
+// removeEveryPart checks the forecast without each frequency that took
+// part (also named by its line's period), without each cycle (by name
+// and by period), and without every part at once.
+func (w *withoutRow) removeEveryPart(t *testing.T) {
+	t.Helper()
+	full := w.full
+	var all []string
+	var allParts [][][]float64
+	for _, ct := range full.Contributions {
+		id := strconv.Itoa(ct.ID)
+		w.check(t, "frequency "+id, w.predict(t, "--without", id), ct.Values)
+		all, allParts = append(all, id), append(allParts, ct.Values)
+		if ct.Rhythm != nil && ct.Period != "" {
+			// A cycle's line by the period predict prints for it ("12.0h"),
+			// unless that is also the cycle's own name.
+			if r := full.Rhythms[slices.IndexFunc(full.Rhythms, func(r predictRhythm) bool { return r.Index == *ct.Rhythm })]; r.Period != ct.Period {
+				w.check(t, "the line "+ct.Period, w.predict(t, "--without", ct.Period), ct.Values)
+			}
+		}
+	}
+	if len(full.Rhythms) == 0 {
+		t.Fatal("the model has no rhythm to remove")
+	}
+	for _, r := range full.Rhythms {
+		w.check(t, r.Name, w.predict(t, "--without", r.Name), r.Values)
+		w.check(t, r.Period, w.predict(t, "--without", r.Period), r.Values)
+	}
+	w.check(t, "every part", w.predict(t, "--without", strings.Join(all, ",")), allParts...)
+}
+
+// checkTextNamesTheRemoved checks that predict's text names a removed
+// cycle, and the frequencies outside it by id.
+func (w *withoutRow) checkTextNamesTheRemoved(t *testing.T) {
+	t.Helper()
+	full, modelPath, data := w.full, w.modelPath, w.data
+	r := full.Rhythms[0]
+	what := []string{r.Name}
+	want := "forecast without the " + r.Name + " ("
+	if free := slices.IndexFunc(full.Contributions, func(ct predictContribution) bool { return ct.Rhythm == nil }); free >= 0 {
+		what = append(what, strconv.Itoa(full.Contributions[free].ID))
+		want = fmt.Sprintf("forecast without the %s and frequency %d (", r.Name, full.Contributions[free].ID)
+	}
+	if code, out, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", strings.Join(what, ",")); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("predict --without %s: exit %d, %s\n%s; want %q", strings.Join(what, ","), code, out, errOut, want)
+	}
+}
+
+// removeByPeriodOrID checks what --without reads: a bare 24 is frequency
+// 24, not the 24-step cycle, said in a note with the way to name the
+// cycle; "24 steps", 1d and 1/7 of a week remove the cycle; a frequency
+// that took no part is noted, since removing it changes nothing.
+func (w *withoutRow) removeByPeriodOrID(t *testing.T) {
+	t.Helper()
+	full, modelPath, data := w.full, w.modelPath, w.data
+	code, _, errOut := runCLI("predict", "--model", modelPath, "--data", data, "--at", "600", "--without", "24")
 	if code != 0 || !strings.Contains(errOut, `removes frequency 24, not the 24.0h cycle (24 steps); for the cycle write --without "24 steps"`) {
 		t.Errorf("--without 24 exited %d with %q; want a note naming frequency 24 and the cycle", code, errOut)
 	}
 	day := full.Rhythms[slices.IndexFunc(full.Rhythms, func(r predictRhythm) bool { return r.PeriodSteps == 24 })]
-	check("24 steps", predict("--without", "24 steps"), day.Values)
+	w.check(t, "24 steps", w.predict(t, "--without", "24 steps"), day.Values)
 	// Days and weeks, which Go's durations do not write: 1d, and 1/7 of a week.
-	check("1d", predict("--without", "1d"), day.Values)
-	check("0.142857142857w", predict("--without", "0.142857142857w"), day.Values)
+	w.check(t, "1d", w.predict(t, "--without", "1d"), day.Values)
+	w.check(t, "0.142857142857w", w.predict(t, "--without", "0.142857142857w"), day.Values)
 	idle := -1
 	for id := range 32 {
 		if !slices.Contains(day.Frequencies, id) && !slices.ContainsFunc(full.Contributions, func(c predictContribution) bool { return c.ID == id }) {
