@@ -292,23 +292,10 @@ func TestServeBootstraps(t *testing.T) {
 	}
 	produceRows(t, kc, frame, 0, 2*24)
 
-	type replica struct {
-		model, metrics string
-		stderr         *lockedBuffer
-		done           chan int
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var replicas []*replica
+	var replicas []*bootstrapReplica
 	for range 2 {
-		dir := t.TempDir()
-		r := &replica{model: filepath.Join(dir, "model.safetensors"), metrics: kafkatest.FreeAddr(t), stderr: &lockedBuffer{}, done: make(chan int, 1)}
-		cfg := filepath.Join(dir, "serve.yaml")
-		os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q, bootstrap: {min_history: 3d, horizon: 12, lookback: 24, epochs: 2, check_every: 1s}}\n"+
-			"kafka: {brokers: [%q]}\ninput: {cadence: 1h, max_future: 100000h}\ntopics: {attributions: \"\", models: models}\n", r.model, b.Addrs()[0])), 0o644)
-		go func() {
-			r.done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", r.metrics}, &bytes.Buffer{}, r.stderr)
-		}()
-		replicas = append(replicas, r)
+		replicas = append(replicas, startBootstrapReplica(ctx, t, b.Addrs()[0]))
 	}
 	defer func() {
 		cancel()
@@ -320,30 +307,97 @@ func TestServeBootstraps(t *testing.T) {
 	}()
 	// Both wait for history, and say so.
 	for _, r := range replicas {
-		var body struct {
-			Ready         bool
-			Bootstrapping bool
-			Reason        string
-		}
-		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(body.Reason, "min_history"); {
-			if time.Now().After(deadline) {
-				t.Fatalf("/readyz never said the replica waits for history: %+v\n%s", body, r.stderr.String())
-			}
-			time.Sleep(200 * time.Millisecond)
-			if resp, err := http.Get("http://" + r.metrics + "/readyz"); err == nil {
-				if resp.StatusCode != http.StatusServiceUnavailable {
-					t.Errorf("/readyz answered %s while bootstrapping, want 503", resp.Status)
-				}
-				json.NewDecoder(resp.Body).Decode(&body)
-				resp.Body.Close()
-			}
-		}
-		if body.Ready || !body.Bootstrapping {
-			t.Errorf("/readyz %+v while bootstrapping", body)
+		r.waitForHistory(t)
+	}
+	waitForOneTrainer(t, replicas)
+	var hist float64
+	for deadline := time.Now().Add(30 * time.Second); hist == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, r := range replicas {
+			hist = max(hist, scrape(t, "http://"+r.metrics+"/metrics", "freqlens_bootstrap_history_seconds"))
 		}
 	}
-	// One replica is elected to train, the other waits for its model:
-	// wait until the election has settled before the history is complete.
+	if hist != 2*24*3600 {
+		t.Errorf("freqlens_bootstrap_history_seconds = %v, want two days", hist)
+	}
+
+	produceRows(t, kc, frame, 2*24, 6*24)
+	waitForEverySeries(t, kc, series, 120*time.Second, func() string { return replicas[0].stderr.String() + "\n" + replicas[1].stderr.String() })
+	// Every series is forecast once one replica serves; the other may still
+	// be polling the models topic (every 2 s): wait until both are ready.
+	for _, r := range replicas {
+		r.waitUntilReady(t)
+	}
+	trained := 0
+	for _, r := range replicas {
+		log := r.stderr.String()
+		if strings.Contains(log, "bootstrap: first model trained") {
+			trained++
+		} else if !strings.Contains(log, "the first model came from the models topic") {
+			t.Errorf("a replica neither trained nor took the model from the models topic:\n%s", log)
+		}
+		if _, err := os.Stat(r.model); err != nil {
+			t.Errorf("model.path after the bootstrap: %v", err)
+		}
+	}
+	if trained != 1 {
+		t.Errorf("%d replicas trained the first model, want exactly one", trained)
+	}
+}
+
+// bootstrapReplica is a replica of TestServeBootstraps: where it writes
+// its model, its metrics address, its log, and its exit code once done.
+type bootstrapReplica struct {
+	model, metrics string
+	stderr         *lockedBuffer
+	done           chan int
+}
+
+// startBootstrapReplica starts serve with model.bootstrap and no model
+// file, on the broker at broker, until ctx is done.
+func startBootstrapReplica(ctx context.Context, t *testing.T, broker string) *bootstrapReplica {
+	dir := t.TempDir()
+	r := &bootstrapReplica{model: filepath.Join(dir, "model.safetensors"), metrics: kafkatest.FreeAddr(t), stderr: &lockedBuffer{}, done: make(chan int, 1)}
+	cfg := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q, bootstrap: {min_history: 3d, horizon: 12, lookback: 24, epochs: 2, check_every: 1s}}\n"+
+		"kafka: {brokers: [%q]}\ninput: {cadence: 1h, max_future: 100000h}\ntopics: {attributions: \"\", models: models}\n", r.model, broker)), 0o644)
+	go func() {
+		r.done <- run(ctx, []string{"serve", "--config", cfg, "--metrics-addr", r.metrics}, &bytes.Buffer{}, r.stderr)
+	}()
+	return r
+}
+
+// waitForHistory waits up to 30 s for r's /readyz to say it waits for
+// history, answering 503 meanwhile, and checks it is bootstrapping.
+func (r *bootstrapReplica) waitForHistory(t *testing.T) {
+	t.Helper()
+	var body struct {
+		Ready         bool
+		Bootstrapping bool
+		Reason        string
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(body.Reason, "min_history"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never said the replica waits for history: %+v\n%s", body, r.stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+		if resp, err := http.Get("http://" + r.metrics + "/readyz"); err == nil {
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("/readyz answered %s while bootstrapping, want 503", resp.Status)
+			}
+			json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+		}
+	}
+	if body.Ready || !body.Bootstrapping {
+		t.Errorf("/readyz %+v while bootstrapping", body)
+	}
+}
+
+// waitForOneTrainer waits up to 30 s for the replicas to settle on one
+// trainer: one is elected to train, the other waits for its model. It
+// waits until the election has settled before the history is complete.
+func waitForOneTrainer(t *testing.T, replicas []*bootstrapReplica) {
+	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		reasons := ""
 		for _, r := range replicas {
@@ -361,47 +415,21 @@ func TestServeBootstraps(t *testing.T) {
 			t.Fatalf("the replicas never settled on one trainer:\n%s", reasons)
 		}
 	}
-	var hist float64
-	for deadline := time.Now().Add(30 * time.Second); hist == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		for _, r := range replicas {
-			hist = max(hist, scrape(t, "http://"+r.metrics+"/metrics", "freqlens_bootstrap_history_seconds"))
-		}
-	}
-	if hist != 2*24*3600 {
-		t.Errorf("freqlens_bootstrap_history_seconds = %v, want two days", hist)
-	}
+}
 
-	produceRows(t, kc, frame, 2*24, 6*24)
-	waitForEverySeries(t, kc, series, 120*time.Second, func() string { return replicas[0].stderr.String() + "\n" + replicas[1].stderr.String() })
-	// Every series is forecast once one replica serves; the other may still
-	// be polling the models topic (every 2 s): wait until both are ready.
-	for _, r := range replicas {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			if resp, err := http.Get("http://" + r.metrics + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("a replica is not ready 30 s after the first model:\n%s", r.stderr.String())
+// waitUntilReady waits up to 30 s for r's /readyz to answer 200.
+func (r *bootstrapReplica) waitUntilReady(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if resp, err := http.Get("http://" + r.metrics + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
 			}
 		}
-	}
-	trained := 0
-	for _, r := range replicas {
-		log := r.stderr.String()
-		if strings.Contains(log, "bootstrap: first model trained") {
-			trained++
-		} else if !strings.Contains(log, "the first model came from the models topic") {
-			t.Errorf("a replica neither trained nor took the model from the models topic:\n%s", log)
+		if time.Now().After(deadline) {
+			t.Fatalf("a replica is not ready 30 s after the first model:\n%s", r.stderr.String())
 		}
-		if _, err := os.Stat(r.model); err != nil {
-			t.Errorf("model.path after the bootstrap: %v", err)
-		}
-	}
-	if trained != 1 {
-		t.Errorf("%d replicas trained the first model, want exactly one", trained)
 	}
 }
 
