@@ -10,6 +10,7 @@
 //	freqlens demo    [--series 20] [--rate 10] [--duration 0] [--model MODEL]
 //	freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE)
 //	freqlens backtest --model MODEL (--data FILE | --from-topic --config FILE) [--json]
+//	freqlens version
 //
 // The commands are flags and printing around the packages: serve and demo
 // build a service.Config and run package service, demo with package feed's
@@ -42,6 +43,7 @@ usage:
   freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]   the streaming service
   freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE) [--speed max|60x]   a CSV as readings
   freqlens backtest --model MODEL (--data FILE | --from-topic --config FILE) [--config FILE] [--fine-tune=false] [--intervals 0.8,0.95] [--report DIR] [--json]   the serving path over history: intervals, fine-tuning and drift scored
+  freqlens version  the build: module version, commit, Go version, and the model file format it reads
 
 Run 'freqlens COMMAND -h' for the flags of a command.
 `
@@ -59,6 +61,7 @@ var commands = map[string]command{
 	"replay":   runReplay,
 	"backtest": runBacktest,
 	"demo":     runDemo,
+	"version":  runVersion,
 }
 
 func main() {
