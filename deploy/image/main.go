@@ -157,7 +157,8 @@ func rootLayer(binary, certs []byte) (v1.Layer, error) {
 }
 
 // tarDir writes the files under dir to a tar archive at out, paths
-// relative to dir: the OCI archive that `podman run oci-archive:out` reads.
+// relative to dir in lexical order: the OCI archive that `podman run
+// oci-archive:out` reads.
 func tarDir(out, dir string) error {
 	f, err := os.Create(out)
 	if err != nil {
@@ -177,6 +178,11 @@ func tarDir(out, dir string) error {
 			return err
 		}
 		hdr.Name = filepath.ToSlash(rel)
+		// The archive's own headers carry nothing of the build machine, so
+		// that the same image makes the same bytes.
+		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = time.Unix(0, 0).UTC(), time.Time{}, time.Time{}
+		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
+		hdr.Format = tar.FormatPAX
 		if info.IsDir() {
 			hdr.Name += "/"
 		}
