@@ -183,6 +183,9 @@ config: {model: {bootstrap: {min_history: 0s}}}
 			}
 			r := decode(t, docs)
 			checkConfig(t, r)
+			if !strings.Contains(r.configMap.Data["freqlens.yaml"], "- rel-freqlens.default.svc\n") {
+				t.Error("metrics.allowed_hosts lacks the Service's name: a scrape or port-forward through it would be refused")
+			}
 			var kinds []string
 			for k := range r.kinds {
 				kinds = append(kinds, k)
