@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -58,6 +59,11 @@ func (m *Model) Save(path string) error {
 		return fmt.Errorf("save model %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save model %s: %w", path, err)
+	}
+	// Readable by all, as a file written with os.Create would be: a model
+	// is mounted into containers that run as another user.
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return fmt.Errorf("save model %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
@@ -331,13 +337,16 @@ func Decode(b []byte) (*Model, error) {
 
 // olderFormat is the error for a model file of format version ver, older
 // than this build's: one line that names the command retraining the model
-// from its metadata md (its data's name, horizon, lookback and mode).
+// from its metadata md (its data, or the input topic, and its horizon,
+// lookback and mode).
 func olderFormat(ver int, md map[string]string) error {
-	data := md["data_name"]
-	if data == "" {
-		data = "DATA"
+	cmd := "freqlens train --data " + md["data_name"]
+	switch data := md["data_name"]; {
+	case data == "":
+		cmd = "freqlens train --data DATA"
+	case strings.HasPrefix(data, "topic "):
+		cmd = "freqlens train --from-topic --config CONFIG" // trained on the input topic's history
 	}
-	cmd := "freqlens train --data " + data
 	for _, f := range []struct{ flag, key string }{{"horizon", "horizon"}, {"lookback", "lookback"}, {"mode", "mode"}} {
 		if v := md[f.key]; v != "" {
 			cmd += " --" + f.flag + " " + v

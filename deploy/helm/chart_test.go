@@ -211,6 +211,11 @@ config: {model: {bootstrap: {min_history: 0s}}}
 			if g := spec.TerminationGracePeriodSeconds; g == nil || *g != 40 {
 				t.Errorf("terminationGracePeriodSeconds %v, want the shutdown timeout 30 s and 10 s more", g)
 			}
+			for _, v := range spec.Volumes {
+				if v.Name == "models" && (v.EmptyDir != nil) == (v.PersistentVolumeClaim != nil) {
+					t.Errorf("the models volume has %v and %v: want exactly one source (the API server refuses two)", v.EmptyDir, v.PersistentVolumeClaim)
+				}
+			}
 			if sc := spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 				t.Error("the pods may run as root")
 			}
@@ -243,7 +248,7 @@ func checkRules(t *testing.T, rule map[string]any) {
 // with a message naming them.
 func TestTemplatesRefuse(t *testing.T) {
 	for _, tc := range []struct{ name, values, want string }{
-		{"a shutdown timeout not in seconds", "config: {service: {shutdown_timeout: 1m}}\n", "shutdown_timeout"},
+		{"a shutdown timeout in hours", "config: {service: {shutdown_timeout: 2h}}\n", "shutdown_timeout"},
 		{"KEDA beyond any partition count", "keda: {enabled: true, maxReplicas: 1000}\n", "keda.maxReplicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,8 +8,8 @@
 // (CGO off, the time zone database embedded by the model package), the CA
 // certificates of the build machine for TLS to the brokers, and a non-root
 // user (uid and gid 65532) whose home is the working directory. Its
-// entrypoint is freqlens, its default command `demo`, and it exposes the
-// metrics listener's port, 9464.
+// entrypoint is freqlens, its default command `demo` listening on all
+// addresses, and it exposes the metrics listener's port, 9464.
 package main
 
 import (
@@ -89,7 +89,7 @@ func build(out, tag, certsPath, arch string) error {
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()} // reproducible: the same inputs, the same digest
 	cf.Config = v1.Config{
 		Entrypoint:   []string{"/usr/local/bin/freqlens"},
-		Cmd:          []string{"demo"},
+		Cmd:          []string{"demo", "--metrics-addr", "0.0.0.0:9464"}, // reachable through a published port
 		User:         fmt.Sprintf("%d:%d", nonRoot, nonRoot),
 		WorkingDir:   "/home/nonroot",
 		Env:          []string{"PATH=/usr/local/bin", "HOME=/home/nonroot", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},

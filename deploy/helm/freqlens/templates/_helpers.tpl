@@ -38,8 +38,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The service's shutdown timeout in seconds (service.shutdown_timeout, "30s"). */}}
 {{- define "freqlens.shutdownSeconds" -}}
 {{- $t := toString (default "30s" (dig "service" "shutdown_timeout" "30s" .Values.config)) -}}
-{{- if not (regexMatch "^[0-9]+s$" $t) -}}
-{{- fail (printf "config.service.shutdown_timeout %q: give it in whole seconds, such as 30s, so that the pods' terminationGracePeriodSeconds can cover the drain" $t) -}}
+{{- if not (regexMatch "^([0-9]+m)?([0-9]+s)?$" $t) | or (eq $t "") -}}
+{{- fail (printf "config.service.shutdown_timeout %q: give it in whole minutes and seconds, such as 30s or 1m30s, so that the pods' terminationGracePeriodSeconds can cover the drain" $t) -}}
 {{- end -}}
-{{- trimSuffix "s" $t -}}
+{{- $m := regexFind "[0-9]+m" $t | trimSuffix "m" | default "0" | int -}}
+{{- $s := regexFind "[0-9]+s" $t | trimSuffix "s" | default "0" | int -}}
+{{- add (mul $m 60) $s -}}
 {{- end -}}
