@@ -61,6 +61,10 @@ func Run(ctx context.Context, m *model.Model, h *History, o Options) (*Report, e
 	if h.Len() == 0 {
 		return nil, errors.New("backtest: the history holds no readings")
 	}
+	if first, last := h.span(); !o.From.IsZero() && o.From.After(last) {
+		return nil, fmt.Errorf("backtest: --from %s is after the history's last reading (%s; the first is %s); give a time within it",
+			o.From.UTC().Format(time.RFC3339), last.Format(time.RFC3339), first.Format(time.RFC3339))
+	}
 	cfg := o.Config
 	cfg.Readings.ValueFields = h.Fields
 	if cfg.Cadence == 0 {
@@ -161,7 +165,12 @@ func Run(ctx context.Context, m *model.Model, h *History, o Options) (*Report, e
 	r.score() // what the last batch left, if the pipeline was stopped early
 	learner.Refresh(p)
 	r.printProgress(true)
-	return r.report(h, cfg, src, events, time.Since(start)), nil
+	rep := r.report(h, cfg, src, events, time.Since(start))
+	if rep.Points == 0 {
+		return nil, fmt.Errorf("backtest: nothing was scored: no forecast has a realised step whose seasonal naive forecast exists (lookback %d, horizon %d, from the scoring start on); give a longer history or an earlier --from",
+			m.Lookback(), m.Horizon())
+	}
+	return rep, nil
 }
 
 // mixedStd is the scale of a mixed model's channels (its training
