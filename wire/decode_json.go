@@ -264,93 +264,91 @@ func decodeAttributionJSON(data []byte) (Forecast, error) {
 	return f, nil
 }
 
-// jsonFrequency is an attribution message's frequency as JSON has it.
-type jsonFrequency struct {
-	ID          *int       `json:"id"`
+// jsonPart is what a frequency and a rhythm of an attribution message
+// have alike, as JSON has it.
+type jsonPart struct {
 	PeriodSteps jsonNumber `json:"period_steps"`
 	Period      *string    `json:"period"`
 	Share       jsonNumber `json:"share"`
-	Rhythm      *int       `json:"rhythm"`
 	Values      stepsArray `json:"values"`
 }
 
-// contribution checks frequency k of a message (full: with values, in the
-// residual's field order names and of horizon steps) and returns it.
-func (fr *jsonFrequency) contribution(k int, full bool, names []string, horizon int) (Contribution, error) {
+// check checks the part at where ("frequencies[3]") of a message (full:
+// with values, in the residual's field order names and of horizon steps)
+// and returns its period and, when full, its values.
+func (p *jsonPart) check(where string, full bool, names []string, horizon int) (time.Duration, []float64, error) {
 	switch {
-	case fr.ID == nil:
-		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "id"`, k)
-	case !fr.PeriodSteps.set:
-		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "period_steps"`, k)
-	case fr.Period == nil:
-		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "period"`, k)
-	case !fr.Share.set:
-		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "share"`, k)
-	case full && !fr.Values.set:
-		return Contribution{}, fmt.Errorf(`frequencies[%d]: missing "values" (the message has a residual)`, k)
-	case !full && fr.Values.set:
-		return Contribution{}, fmt.Errorf(`frequencies[%d] has "values" but the message has no "residual"`, k)
+	case !p.PeriodSteps.set:
+		return 0, nil, fmt.Errorf(`%s: missing "period_steps"`, where)
+	case p.Period == nil:
+		return 0, nil, fmt.Errorf(`%s: missing "period"`, where)
+	case !p.Share.set:
+		return 0, nil, fmt.Errorf(`%s: missing "share"`, where)
+	case full && !p.Values.set:
+		return 0, nil, fmt.Errorf(`%s: missing "values" (the message has a residual)`, where)
+	case !full && p.Values.set:
+		return 0, nil, fmt.Errorf(`%s has "values" but the message has no "residual"`, where)
 	}
-	period, err := time.ParseDuration(*fr.Period)
+	period, err := time.ParseDuration(*p.Period)
 	if err != nil {
-		return Contribution{}, fmt.Errorf(`frequencies[%d]: "period": %w`, k, err)
+		return 0, nil, fmt.Errorf(`%s: "period": %w`, where, err)
 	}
-	c := Contribution{ID: *fr.ID, PeriodSteps: fr.PeriodSteps.v, Period: period, Share: fr.Share.v}
+	if !full {
+		return period, nil, nil
+	}
+	values, err := p.Values.reorder(names)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: values: %w", where, err)
+	}
+	if p.Values.steps != horizon {
+		return 0, nil, fmt.Errorf("%s: values has %d steps, residual has %d", where, p.Values.steps, horizon)
+	}
+	return period, values, nil
+}
+
+// jsonFrequency is an attribution message's frequency as JSON has it.
+type jsonFrequency struct {
+	ID     *int `json:"id"`
+	Rhythm *int `json:"rhythm"`
+	jsonPart
+}
+
+// contribution checks frequency k of a message (see jsonPart.check) and
+// returns it.
+func (fr *jsonFrequency) contribution(k int, full bool, names []string, horizon int) (Contribution, error) {
+	where := fmt.Sprintf("frequencies[%d]", k)
+	if fr.ID == nil {
+		return Contribution{}, fmt.Errorf(`%s: missing "id"`, where)
+	}
+	period, values, err := fr.check(where, full, names, horizon)
+	if err != nil {
+		return Contribution{}, err
+	}
+	c := Contribution{ID: *fr.ID, PeriodSteps: fr.PeriodSteps.v, Period: period, Share: fr.Share.v, Values: values}
 	if fr.Rhythm != nil {
 		c.Cycle, c.Rhythm = true, *fr.Rhythm
-	}
-	if full {
-		if c.Values, err = fr.Values.reorder(names); err != nil {
-			return Contribution{}, fmt.Errorf("frequencies[%d]: values: %w", k, err)
-		}
-		if fr.Values.steps != horizon {
-			return Contribution{}, fmt.Errorf("frequencies[%d]: values has %d steps, residual has %d", k, fr.Values.steps, horizon)
-		}
 	}
 	return c, nil
 }
 
 // jsonRhythm is an attribution message's rhythm as JSON has it.
 type jsonRhythm struct {
-	Index       *int       `json:"index"`
-	PeriodSteps jsonNumber `json:"period_steps"`
-	Period      *string    `json:"period"`
-	Share       jsonNumber `json:"share"`
-	Frequencies []int      `json:"frequencies"`
-	Values      stepsArray `json:"values"`
+	Index       *int  `json:"index"`
+	Frequencies []int `json:"frequencies"`
+	jsonPart
 }
 
-// part checks rhythm k of a message (full: with values, in the residual's
-// field order names and of horizon steps) and returns it.
+// part checks rhythm k of a message (see jsonPart.check) and returns it.
 func (rp *jsonRhythm) part(k int, full bool, names []string, horizon int) (RhythmPart, error) {
-	switch {
-	case rp.Index == nil:
-		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "index"`, k)
-	case !rp.PeriodSteps.set:
-		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "period_steps"`, k)
-	case rp.Period == nil:
-		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "period"`, k)
-	case !rp.Share.set:
-		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "share"`, k)
-	case full && !rp.Values.set:
-		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: missing "values" (the message has a residual)`, k)
-	case !full && rp.Values.set:
-		return RhythmPart{}, fmt.Errorf(`rhythms[%d] has "values" but the message has no "residual"`, k)
+	where := fmt.Sprintf("rhythms[%d]", k)
+	if rp.Index == nil {
+		return RhythmPart{}, fmt.Errorf(`%s: missing "index"`, where)
 	}
-	period, err := time.ParseDuration(*rp.Period)
+	period, values, err := rp.check(where, full, names, horizon)
 	if err != nil {
-		return RhythmPart{}, fmt.Errorf(`rhythms[%d]: "period": %w`, k, err)
+		return RhythmPart{}, err
 	}
-	r := RhythmPart{Index: *rp.Index, PeriodSteps: rp.PeriodSteps.v, Period: period, Share: rp.Share.v, Frequencies: rp.Frequencies}
-	if full {
-		if r.Values, err = rp.Values.reorder(names); err != nil {
-			return RhythmPart{}, fmt.Errorf("rhythms[%d]: values: %w", k, err)
-		}
-		if rp.Values.steps != horizon {
-			return RhythmPart{}, fmt.Errorf("rhythms[%d]: values has %d steps, residual has %d", k, rp.Values.steps, horizon)
-		}
-	}
-	return r, nil
+	return RhythmPart{Index: *rp.Index, PeriodSteps: rp.PeriodSteps.v, Period: period, Share: rp.Share.v, Frequencies: rp.Frequencies, Values: values}, nil
 }
 
 // jsonNumber is a JSON number that may be null (NaN) and remembers whether
