@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,9 +56,9 @@ func BenchmarkServeProcess(b *testing.B) {
 		cfg := serveConfig(addr, throughputModel(b), `output: {attributions: summary, intervals: [0.8, 0.95], write_timeout: 10s, max_attempts: 10}
 online: {track_series: 0}
 `)
-		cfg = bytesReplace(cfg, "output: {write_timeout: 3s, max_attempts: 3}\n", "")
-		cfg = bytesReplace(cfg, `topics: {attributions: "", drift: ""}`, `topics: {attributions: attributions, drift: ""}`)
-		cfg = bytesReplace(cfg, "max_future: 100000h", "max_future: 100000h, max_past: 100000h")
+		cfg = replaceOnce(b, cfg, "output: {write_timeout: 3s, max_attempts: 3}\n", "")
+		cfg = replaceOnce(b, cfg, `topics: {attributions: "", drift: ""}`, `topics: {attributions: attributions, drift: ""}`)
+		cfg = replaceOnce(b, cfg, "max_future: 100000h", "max_future: 100000h, max_past: 100000h")
 		r := start(b, "serve", cfg)
 		forecasts := func() float64 { return r.metric(`freqlens_sink_forecasts_written_total{topic="forecasts"}`) }
 		want := float64(throughputSeries * (throughputSteps + 1))
@@ -80,13 +81,14 @@ online: {track_series: 0}
 	}
 }
 
-// bytesReplace replaces the one occurrence of old in s, failing loudly
-// (panics) when the suite's config no longer holds it.
-func bytesReplace(s, old, new string) string {
-	if !bytes.Contains([]byte(s), []byte(old)) {
-		panic(fmt.Sprintf("fault: the serve config no longer holds %q", old))
+// replaceOnce replaces the one occurrence of old in the suite's serve
+// config s, failing the benchmark when the config no longer holds it.
+func replaceOnce(b *testing.B, s, old, new string) string {
+	b.Helper()
+	if !strings.Contains(s, old) {
+		b.Fatalf("the suite's serve config no longer holds %q", old)
 	}
-	return string(bytes.Replace([]byte(s), []byte(old), []byte(new), 1))
+	return strings.Replace(s, old, new, 1)
 }
 
 // throughputModel writes an untrained model of the default size (N = 32,
