@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
+	iofs "io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,14 +94,7 @@ type savedSeries struct {
 // calibrationPath is the file in dir of the replica named replica (the
 // host name when empty).
 func calibrationPath(dir, replica string) string {
-	if replica == "" {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "replica"
-		}
-		replica = host
-	}
-	return filepath.Join(dir, calibrationPrefix+strings.ReplaceAll(replica, string(filepath.Separator), "_")+calibrationSuffix)
+	return filepath.Join(dir, calibrationPrefix+strings.ReplaceAll(replicaName(replica), string(filepath.Separator), "_")+calibrationSuffix)
 }
 
 // The calibration files' names: intervals-<host>.gob.
@@ -133,9 +126,8 @@ func modelFingerprint(m *model.Model) uint64 {
 	return h.Sum64()
 }
 
-// saveCalibration writes the tracker's interval calibration to path,
-// atomically (a temporary file renamed over it).
-func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
+// snapshot returns the tracker's interval calibration, as a store keeps it.
+func (t *tracker) snapshot(fingerprint uint64) *savedCalibration {
 	t.mu.Lock()
 	sc := savedCalibration{
 		Version: calibrationVersion, Levels: t.iv.levels, H: t.H, C: t.C, Newest: t.newest, Model: fingerprint,
@@ -171,6 +163,13 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 			Fresh: s.fresh && v.completed < warmScores}
 	}
 	t.mu.Unlock()
+	return &sc
+}
+
+// save writes sc to this replica's file, atomically (a temporary file
+// renamed over it).
+func (fs fileStore) save(sc *savedCalibration) error {
+	path := fs.own
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("online: writing the interval calibration: %w", err)
 	}
@@ -184,7 +183,7 @@ func (t *tracker) saveCalibration(path string, fingerprint uint64) error {
 		return fmt.Errorf("online: writing the interval calibration: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, there is none
-	if err := gob.NewEncoder(tmp).Encode(&sc); err != nil {
+	if err := gob.NewEncoder(tmp).Encode(sc); err != nil {
 		tmp.Close()
 		return fmt.Errorf("online: writing the interval calibration to %s: %w", tmp.Name(), err)
 	}
@@ -219,24 +218,45 @@ func removeLeftovers(dir string) {
 	}
 }
 
-// calibrationFile is one replica's decoded file, with where it lies and
-// when it was last written.
+// calibrationFile is one replica's calibration as a store holds it, with
+// where it lies (a file's path, or the replica's name on a topic) and when
+// it was last written.
 type calibrationFile struct {
 	savedCalibration
 	path     string
 	modified time.Time
 }
 
-// readCalibrations decodes the calibration files in dir, except the one at
-// skip, that this tracker can use; the others are said in skipped (when
-// not nil): unreadable, another layout, other levels or shapes, another
-// model.path.
-func (t *tracker) readCalibrations(dir, skip string, fingerprint uint64, skipped func(path string, err error)) ([]calibrationFile, error) {
-	if skipped == nil {
-		skipped = func(string, error) {}
-	}
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+// calibrationStore is where the replicas keep their interval calibrations
+// for each other: a directory with one file per replica (fileStore,
+// online.checkpoint_dir) or a compacted topic keyed by series (topicStore,
+// topics.state).
+type calibrationStore interface {
+	// save writes this replica's calibration.
+	save(sc *savedCalibration) error
+	// read returns the calibrations the store holds, this replica's own
+	// too unless others, each as one calibrationFile. Those t cannot use
+	// (unreadable, another layout, other levels or shapes, another
+	// model.path) are said to skipped.
+	read(t *tracker, fingerprint uint64, others bool, skipped func(where string, err error)) ([]calibrationFile, error)
+	// drop forgets the calibration f of a replica that is gone.
+	drop(f calibrationFile)
+	// ownPath is where read puts this replica's calibration (its path).
+	ownPath() string
+	// String says where the store is, for the log.
+	String() string
+}
+
+// fileStore keeps the calibrations as files in dir, this replica's at own.
+type fileStore struct{ dir, own string }
+
+func (fs fileStore) ownPath() string { return fs.own }
+func (fs fileStore) String() string  { return fs.dir }
+
+// read decodes the calibration files in dir (but this replica's with others).
+func (fs fileStore) read(t *tracker, fingerprint uint64, others bool, skipped func(path string, err error)) ([]calibrationFile, error) {
+	ents, err := os.ReadDir(fs.dir)
+	if errors.Is(err, iofs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -247,8 +267,8 @@ func (t *tracker) readCalibrations(dir, skip string, fingerprint uint64, skipped
 		if e.IsDir() || !strings.HasPrefix(e.Name(), calibrationPrefix) || !strings.HasSuffix(e.Name(), calibrationSuffix) {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
-		if path == skip {
+		path := filepath.Join(fs.dir, e.Name())
+		if others && path == fs.own {
 			continue
 		}
 		f := calibrationFile{path: path}
@@ -262,22 +282,37 @@ func (t *tracker) readCalibrations(dir, skip string, fingerprint uint64, skipped
 		}
 		err = gob.NewDecoder(r).Decode(&f.savedCalibration)
 		r.Close()
-		sc := &f.savedCalibration
-		switch {
-		case err != nil:
-			skipped(path, err)
-		case sc.Version != calibrationVersion:
-			skipped(path, fmt.Errorf("layout version %d, this build reads %d", sc.Version, calibrationVersion))
-		case !slices.Equal(sc.Levels, t.iv.levels) || sc.H != t.H || sc.C != t.C || len(sc.AbsErr) != t.H*t.C || len(sc.Weight) != t.H*t.C ||
-			len(sc.ProfSum) != len(t.iv.profSum) || len(sc.ProfW) != len(t.iv.profW) || len(sc.ProfAt) != len(t.iv.profAt):
-			skipped(path, fmt.Errorf("levels %v, horizon %d, %d channels: not those served now (%v, %d, %d)", sc.Levels, sc.H, sc.C, t.iv.levels, t.H, t.C))
-		case sc.Model != fingerprint:
-			skipped(path, errors.New("written for another model.path; its series start from this model's quantiles"))
-		default:
-			files = append(files, f)
+		if err == nil {
+			err = t.usable(&f.savedCalibration, fingerprint)
 		}
+		if err != nil {
+			skipped(path, err)
+			continue
+		}
+		files = append(files, f)
 	}
 	return files, nil
+}
+
+// drop removes the file of f unless it was written since it was read.
+func (fs fileStore) drop(f calibrationFile) {
+	if info, err := os.Stat(f.path); err == nil && info.ModTime().Equal(f.modified) {
+		os.Remove(f.path)
+	}
+}
+
+// usable says why t cannot use the saved calibration sc, or nil when it can.
+func (t *tracker) usable(sc *savedCalibration, fingerprint uint64) error {
+	switch {
+	case sc.Version != calibrationVersion:
+		return fmt.Errorf("layout version %d, this build reads %d", sc.Version, calibrationVersion)
+	case !slices.Equal(sc.Levels, t.iv.levels) || sc.H != t.H || sc.C != t.C || len(sc.AbsErr) != t.H*t.C || len(sc.Weight) != t.H*t.C ||
+		len(sc.ProfSum) != len(t.iv.profSum) || len(sc.ProfW) != len(t.iv.profW) || len(sc.ProfAt) != len(t.iv.profAt):
+		return fmt.Errorf("levels %v, horizon %d, %d channels: not those served now (%v, %d, %d)", sc.Levels, sc.H, sc.C, t.iv.levels, t.H, t.C)
+	case sc.Model != fingerprint:
+		return errors.New("written for another model.path; its series start from this model's quantiles")
+	}
+	return nil
 }
 
 // newestFile is the file of files whose newest step is the latest.
@@ -346,8 +381,8 @@ func newerState(s, old savedSeries, span int64) bool {
 // model.path, is skipped and said in skipped. The pooled coverage
 // correction, learnt from a replica's own series, comes from this replica's
 // file (own) when it has one, else from the newest file that holds it.
-func (t *tracker) restoreCalibration(dir, own string, fingerprint uint64, skipped func(path string, err error)) (int, error) {
-	files, err := t.readCalibrations(dir, "", fingerprint, skipped)
+func (t *tracker) restoreCalibration(store calibrationStore, fingerprint uint64, skipped func(where string, err error)) (int, error) {
+	files, err := store.read(t, fingerprint, false, skipped)
 	if err != nil || len(files) == 0 {
 		return 0, err
 	}
@@ -363,9 +398,7 @@ func (t *tracker) restoreCalibration(dir, own string, fingerprint uint64, skippe
 		if !f.Newest.Add(span).Before(latest) || time.Since(f.modified) < 5*calibrationEvery {
 			return false
 		}
-		if info, err := os.Stat(f.path); err == nil && info.ModTime().Equal(f.modified) {
-			os.Remove(f.path)
-		}
+		store.drop(f)
 		return true
 	})
 	newest := newestFile(files)
@@ -377,7 +410,7 @@ func (t *tracker) restoreCalibration(dir, own string, fingerprint uint64, skippe
 	copy(t.iv.profSum, newest.ProfSum)
 	copy(t.iv.profW, newest.ProfW)
 	copy(t.iv.profAt, newest.ProfAt)
-	t.iv.setSteer(poolSource(files, own, len(t.iv.steer)).Steer)
+	t.iv.setSteer(poolSource(files, store.ownPath(), len(t.iv.steer)).Steer)
 	t.iv.shapeOK, t.iv.profDirty = false, true
 	if len(newest.Shape) == len(t.iv.m) {
 		copy(t.iv.m, newest.Shape)
@@ -396,8 +429,8 @@ func (t *tracker) restoreCalibration(dir, own string, fingerprint uint64, skippe
 // is (newState). Files this replica cannot use are passed over in silence:
 // they were said at start. It returns how many series took another
 // replica's state since the last read, on arrival or now.
-func (t *tracker) adoptCalibrations(dir, own string, fingerprint uint64) (int, error) {
-	files, err := t.readCalibrations(dir, own, fingerprint, nil)
+func (t *tracker) adoptCalibrations(store calibrationStore, fingerprint uint64) (int, error) {
+	files, err := store.read(t, fingerprint, true, func(string, error) {})
 	if err != nil {
 		return 0, err
 	}
@@ -512,39 +545,41 @@ func (t *tracker) adopt(s *seriesState, saved savedSeries) {
 	s.scaledTo = max(s.scaledTo, saved.Last)
 }
 
-// keepCalibration writes the calibration to this replica's file in
-// CheckpointDir, logging a failure: the next write tries again.
+// keepCalibration writes the calibration to the store, logging a
+// failure: the next write tries again.
 func (l *Learner) keepCalibration() {
-	if l.cfg.CheckpointDir == "" || l.tr.iv == nil {
+	if l.store == nil || l.tr.iv == nil {
 		return
 	}
-	path := calibrationPath(l.cfg.CheckpointDir, l.cfg.Replica)
+	fs, file := l.store.(fileStore)
 	// A file written since this learner's last write is another replica's
 	// of the same name: the two overwrite each other's series.
-	if info, err := os.Stat(path); err == nil && !l.keptAt.IsZero() && !info.ModTime().Equal(l.keptAt) && !l.shared {
-		l.shared = true
-		l.log.Warn("another replica writes this replica's interval calibration file, and each overwrites the other's series: give every replica sharing online.checkpoint_dir its own online.replica",
-			"path", path)
+	if file {
+		if info, err := os.Stat(fs.own); err == nil && !l.keptAt.IsZero() && !info.ModTime().Equal(l.keptAt) && !l.shared {
+			l.shared = true
+			l.log.Warn("another replica writes this replica's interval calibration file, and each overwrites the other's series: give every replica sharing online.checkpoint_dir its own online.replica",
+				"path", fs.own)
+		}
 	}
-	if err := l.tr.saveCalibration(path, l.fingerprint); err != nil {
-		l.log.Warn("the interval calibration could not be kept; a restart starts it from the model's quantiles", "err", err)
+	if err := l.store.save(l.tr.snapshot(l.fingerprint)); err != nil {
+		l.log.Warn("the interval calibration could not be kept; a restart starts it from the model's quantiles", "store", l.store.String(), "err", err)
 		return
 	}
-	if info, err := os.Stat(path); err == nil {
+	if info, err := os.Stat(fs.own); file && err == nil {
 		l.keptAt = info.ModTime()
 	}
 }
 
-// adoptCalibrations reads the other replicas' files in CheckpointDir, for
-// the series a rebalance moved here, logging a failure: the next read tries
-// again.
+// adoptCalibrations reads the other replicas' calibrations in the store,
+// for the series a rebalance moved here, logging a failure: the next read
+// tries again.
 func (l *Learner) adoptCalibrations() {
-	if l.cfg.CheckpointDir == "" || l.tr.iv == nil {
+	if l.store == nil || l.tr.iv == nil {
 		return
 	}
-	n, err := l.tr.adoptCalibrations(l.cfg.CheckpointDir, calibrationPath(l.cfg.CheckpointDir, l.cfg.Replica), l.fingerprint)
+	n, err := l.tr.adoptCalibrations(l.store, l.fingerprint)
 	if err != nil {
-		l.log.Warn("the other replicas' interval calibration could not be read; series moved here keep starting from the model's quantiles", "dir", l.cfg.CheckpointDir, "err", err)
+		l.log.Warn("the other replicas' interval calibration could not be read; series moved here keep starting from the model's quantiles", "store", l.store.String(), "err", err)
 	}
 	if n > 0 {
 		l.log.Info("series moved here by a rebalance took the interval calibration of the replica that had them", "series", n)

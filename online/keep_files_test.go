@@ -143,7 +143,7 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 	}
 	// Restarting before north comes back: its state is written again.
 	path := calibrationPath(dir, "")
-	if err := l.tr.saveCalibration(path, l.fingerprint); err != nil {
+	if err := (fileStore{dir: dir, own: path}).save(l.tr.snapshot(l.fingerprint)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {

@@ -134,7 +134,7 @@ func (r *rebalance) moveToB(t *testing.T, early bool) {
 			observe(step, series, 2*series, false, b, alone)
 			step++
 		}
-		if n, err := b.tr.adoptCalibrations(dir, calibrationPath(dir, "b"), b.fingerprint); err != nil || n != series {
+		if n, err := b.tr.adoptCalibrations(b.store, b.fingerprint); err != nil || n != series {
 			t.Fatalf("b adopted %d series (%v), want the %d moved", n, err, series)
 		}
 		for _, sn := range r.feed.Sensors[:series] {
@@ -167,11 +167,11 @@ func (r *rebalance) moveToB(t *testing.T, early bool) {
 	}
 	// The first read counts the series that took a's state on
 	// arrival (the log line says how many); none takes it again.
-	first, _ := b.tr.adoptCalibrations(dir, calibrationPath(dir, "b"), b.fingerprint)
+	first, _ := b.tr.adoptCalibrations(b.store, b.fingerprint)
 	if want := map[bool]int{true: series, false: 0}[early]; first != want {
 		t.Errorf("the next read counts %d series taken on arrival, want %d", first, want)
 	}
-	if n, err := b.tr.adoptCalibrations(dir, calibrationPath(dir, "b"), b.fingerprint); err != nil || n != 0 {
+	if n, err := b.tr.adoptCalibrations(b.store, b.fingerprint); err != nil || n != 0 {
 		t.Errorf("reading a's file again, %d series took its state again (%v), want none", n, err)
 	}
 }

@@ -52,10 +52,14 @@ type Learner struct {
 	cfg Config
 	ref *model.Model
 	tr  *tracker
-	// fingerprint identifies ref in the kept interval calibration;
-	// keptAt is when this learner last wrote its calibration file (its
-	// modification time), and shared says another replica of the same
-	// online.replica was seen writing it.
+	// store keeps the interval calibration for a restart and for the
+	// other replicas (nil: not kept); states is the state topic given by
+	// WithStateStore. fingerprint identifies ref in it; keptAt is when
+	// this learner last wrote its calibration file (its modification
+	// time), and shared says another replica of the same online.replica
+	// was seen writing it.
+	store       calibrationStore
+	states      StateStore
 	fingerprint uint64
 	keptAt      time.Time
 	shared      bool
@@ -123,6 +127,14 @@ func WithPublisher(publish func(context.Context, *model.Model) error) Option {
 	return func(l *Learner) { l.publish = publish }
 }
 
+// WithStateStore keeps the interval calibration of every series in
+// states, a compacted topic keyed by series that every replica reads
+// (broadcast.States on topics.state), instead of in files under
+// CheckpointDir: a series a restart, a kill or a rebalance moves to any
+// replica goes on from its calibration without a shared volume.
+// CheckpointDir still receives the promoted versions.
+func WithStateStore(states StateStore) Option { return func(l *Learner) { l.states = states } }
+
 // WithGate makes fine-tuning depend on gate: Run starts a round only while
 // gate returns true, and a round promotes only if gate still returns true
 // after fine-tuning (a round cut short so ends as OutcomeCanceled). Among
@@ -169,17 +181,8 @@ func New(cfg Config, reference *model.Model, opts ...Option) (*Learner, error) {
 	l.exported.score = make([]float64, len(cfg.Intervals))
 	l.tr = newTracker(mc.Lookback, mc.Horizon, mc.Channels, cfg.SpectrumSteps, reference.Meta.Cadence, norm, cfg.TrackSeries, spectrumSeries, cfg.ErrorHalfLife, l.rp, iv)
 	l.tr.errs.hist = l.met.absErr
-	if cfg.CheckpointDir != "" && iv != nil {
-		l.fingerprint = modelFingerprint(reference)
-		n, err := l.tr.restoreCalibration(cfg.CheckpointDir, calibrationPath(cfg.CheckpointDir, cfg.Replica), l.fingerprint, func(path string, err error) {
-			l.log.Warn("skipping a saved interval calibration", "path", path, "err", err)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("online: reading the saved interval calibration in %s: %w", cfg.CheckpointDir, err)
-		}
-		if n > 0 {
-			l.log.Info("the interval calibration of the series seen before the restart is restored when they are seen again", "series", n, "dir", cfg.CheckpointDir)
-		}
+	if err := l.restoreCalibration(iv != nil); err != nil {
+		return nil, err
 	}
 	l.dr = newDrift(cfg, reference)
 	if v, ok := reference.Meta.Metrics["test_mse"]; ok {

@@ -42,6 +42,7 @@ type metrics struct {
 	intervalCorrection                        *prometheus.GaugeVec
 	intervalsScored, intervalsCovered         *prometheus.CounterVec
 	intervalScoreSum                          *prometheus.CounterVec
+	stateRecords, stateBytes, stateSkipped    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -122,6 +123,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Published prediction-interval steps whose value was realised, by nominal level."}, level)
 	m.intervalsCovered = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "freqlens_interval_covered_total",
 		Help: "Published prediction-interval steps whose realised value fell inside, by nominal level; divide its increase by freqlens_interval_scored_total's for the coverage over any range."}, level)
+	m.stateRecords = prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_online_state_records_written_total",
+		Help: "Records this replica wrote to the state topic (topics.state): series states, tombstones and its pooled record."})
+	m.stateBytes = prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_online_state_bytes_written_total",
+		Help: "Bytes (keys and values) this replica wrote to the state topic (topics.state)."})
+	m.stateSkipped = prometheus.NewCounter(prometheus.CounterOpts{Name: "freqlens_online_state_records_skipped_total",
+		Help: "Records of the state topic (topics.state) this build could not read, and skipped: their series start from the model's quantiles."})
 	for _, o := range outcomes {
 		m.rounds.WithLabelValues(string(o))
 	}
@@ -129,7 +136,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.rhythmPeriod, m.rhythmRatio, m.rhythmShare, m.rhythmDominant, m.frequencyRhythm, m.alpha, m.lastPromotion,
 		m.testMSE, m.mse, m.mae, m.absErr, m.errors, m.sqErr, m.absErrSum, m.rounds, m.holdoutMSE, m.events, m.pairs,
 		m.replay, m.tracked, m.refused, m.publishErrors, m.driftThreshold,
-		m.coverage, m.nominal, m.intervalScore, m.intervalWidth, m.intervalCorrection, m.intervalsScored, m.intervalsCovered, m.intervalScoreSum); err != nil {
+		m.coverage, m.nominal, m.intervalScore, m.intervalWidth, m.intervalCorrection, m.intervalsScored, m.intervalsCovered, m.intervalScoreSum,
+		m.stateRecords, m.stateBytes, m.stateSkipped); err != nil {
 		return nil, err
 	}
 	return m, nil
