@@ -30,6 +30,7 @@ func keys(c *service.Config) map[string]any {
 		"topics.dead_letter":  &st.DeadLetterTopic,
 		"topics.drift":        &c.DriftTopic,
 		"topics.models":       &c.ModelsTopic,
+		"topics.state":        &c.StateTopic,
 
 		"input.format":              &in.Format,
 		"input.series_field":        &in.SeriesField,
@@ -108,6 +109,7 @@ func keys(c *service.Config) map[string]any {
 		"online.checkpoint_dir":     &o.CheckpointDir,
 		"online.keep_checkpoints":   &o.Keep,
 		"online.replica":            &o.Replica,
+		"online.calibration_every":  &o.CalibrationEvery,
 		"online.drift_threshold":    &o.DriftThreshold,
 		"online.min_duration":       &o.MinDuration,
 		"online.dominant":           &o.Dominant,

@@ -84,6 +84,12 @@ type Config struct {
 	// Default: "" (no checkpoints), 5
 	CheckpointDir string
 	Keep          int
+	// CalibrationEvery is how often the interval calibration is saved
+	// (to topics.state or CheckpointDir), besides when the learner stops:
+	// what a kill -9 can lose. At least a second.
+	//
+	// Default: 1m
+	CalibrationEvery time.Duration
 	// Replica names this replica's file of interval calibration in
 	// CheckpointDir (intervals-<Replica>.gob). Replicas that share the
 	// directory need distinct names, or they overwrite each other's file:
@@ -167,7 +173,7 @@ func DefaultConfig() Config {
 		Interval: 5 * time.Minute, MinNewSamples: 500, ReplaySize: 20000, Replay: ReplayRecent,
 		LearningRate: 1e-3, Steps: 50, BatchSize: 32, Holdout: 0.2, MinHoldout: 64, PromoteZ: 3, Workers: 1, Duty: 0.25,
 		Keep: 5, DriftThreshold: 0.05, MinDuration: 30 * time.Minute, Dominant: 3, DominantMinShare: 0.10,
-		ErrorHalfLife: 2000, IntervalRate: 0.01,
+		ErrorHalfLife: 2000, IntervalRate: 0.01, CalibrationEvery: time.Minute,
 	}
 }
 
@@ -214,6 +220,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("online.workers %d; use at least 1 (default %d)", c.Workers, d.Workers)
 	case c.Replica != "" && (strings.ContainsAny(c.Replica, `/\`) || strings.TrimSpace(c.Replica) != c.Replica || c.Replica == "." || c.Replica == ".." || len(c.Replica) > 100):
 		return fmt.Errorf("online.replica %q names a file in online.checkpoint_dir; use a name of at most 100 characters without slashes or surrounding spaces, such as the host name and a number", c.Replica)
+	case c.CalibrationEvery < time.Second:
+		return fmt.Errorf("online.calibration_every %v; save at most once a second (default %v)", c.CalibrationEvery, d.CalibrationEvery)
 	case c.Keep < 1:
 		return fmt.Errorf("online.keep_checkpoints %d; keep at least 1 version (default %d)", c.Keep, d.Keep)
 	case !(c.DriftThreshold > 0 && c.DriftThreshold < 1):

@@ -24,7 +24,7 @@ import (
 // version's quantiles after every deploy, restart or rebalance, and a
 // series whose errors differ from the others' would publish bands of the
 // wrong width for its first few dozen forecasts. So a learner with a
-// CheckpointDir writes it there every calibrationEvery and when Run ends,
+// CheckpointDir writes it there every CalibrationEvery and when Run ends,
 // one file per replica (intervals-<host>.gob, replaced atomically), and a
 // new learner reads every such file of the directory: a series that moved
 // here while this replica was down finds its state too when the replicas
@@ -40,9 +40,10 @@ import (
 // (adoptCalibrations), so that a series a rebalance moves to it, or back
 // to it, goes on from the state of the replica it came from (handedOver).
 
-// calibrationEvery is how often Run writes the calibration: what a kill -9
-// can lose.
-const calibrationEvery = time.Minute
+// goneAfter is how long a replica's calibration must have gone unwritten,
+// besides holding only idle series, before a starting replica removes it:
+// five of the default saves.
+const goneAfter = 5 * time.Minute
 
 // calibrationVersion is the layout of the saved files. Layout 2 keeps the
 // thresholds in units of each series' error level; a file of another layout
@@ -391,11 +392,11 @@ func (t *tracker) restoreCalibration(store calibrationStore, fingerprint uint64,
 	// holds only idle series: a replica that is gone (a pod's name changes
 	// with every deploy). It is removed, so that the directory does not
 	// fill with them; a live replica whose data lags rewrites its file
-	// every calibrationEvery, and a file written since is kept.
+	// every CalibrationEvery, and a file written since is kept.
 	span := time.Duration(t.L+t.H) * t.cadence
 	latest := newestFile(files).Newest
 	files = slices.DeleteFunc(files, func(f calibrationFile) bool {
-		if !f.Newest.Add(span).Before(latest) || time.Since(f.modified) < 5*calibrationEvery {
+		if !f.Newest.Add(span).Before(latest) || time.Since(f.modified) < goneAfter {
 			return false
 		}
 		store.drop(f)

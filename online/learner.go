@@ -266,7 +266,7 @@ func (l *Learner) Run(ctx context.Context, srv Server) error {
 	defer stopKeeping()
 	go func() {
 		defer close(kept)
-		keep := time.NewTicker(calibrationEvery)
+		keep := time.NewTicker(l.cfg.CalibrationEvery)
 		defer keep.Stop()
 		for {
 			select {

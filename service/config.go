@@ -82,6 +82,15 @@ type Config struct {
 	//
 	// Default: ""
 	ModelsTopic string
+	// StateTopic keeps every series' interval calibration, keyed by series,
+	// on a compacted topic that every replica reads (topics.state), so that
+	// a series a restart, a kill -9, a rebalance or a rolling deploy moves
+	// to any replica keeps its bands without a shared volume; it takes the
+	// place of the calibration files under online.checkpoint_dir, which
+	// then keeps the promoted versions only. "" turns it off.
+	//
+	// Default: ""
+	StateTopic string
 	// Learner says which replica fine-tunes (online.learner): "auto" elects
 	// the member of the consumer group that owns input partition 0, so
 	// exactly one replica learns and publishes to topics.models while the
@@ -250,6 +259,7 @@ func (c Config) topics() []topic {
 	for _, t := range []topic{
 		{"topics.input", c.Stream.Topic}, {"topics.forecasts", c.Sink.ForecastTopic}, {"topics.dead_letter", deadLetter},
 		{"topics.attributions", attributions}, {"topics.drift", c.DriftTopic}, {"topics.models", c.ModelsTopic},
+		{"topics.state", c.StateTopic},
 	} {
 		if t.name != "" {
 			out = append(out, t)

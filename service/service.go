@@ -55,6 +55,7 @@ type Service struct {
 	src     *stream.Consumer
 	snk     *sink.Producer
 	models  *broadcast.Models // nil without topics.models
+	states  *broadcast.States // nil without topics.state
 	// servedFrom names where the version served at the start came from
 	// when not model.path: a checkpoint directory or the models topic.
 	servedFrom string
@@ -323,6 +324,15 @@ func (s *Service) newLearner(ctx context.Context) error {
 			})
 		}))
 	}
+	if topic := s.cfg.StateTopic; topic != "" {
+		if len(s.cfg.Online.Intervals) == 0 {
+			s.log.Warn("topics.state keeps the prediction intervals' calibration, but online.intervals is empty: nothing is kept there", "topic", topic)
+		}
+		if s.states, err = broadcast.NewStates(s.kc, topic); err != nil {
+			return err
+		}
+		opts = append(opts, online.WithStateStore(s.states))
+	}
 	l, err := online.New(s.cfg.Online, s.base, opts...)
 	if err != nil {
 		return err
@@ -505,6 +515,9 @@ func (s *Service) Close() error {
 		}
 		if s.events != nil {
 			errs = append(errs, s.events.Close())
+		}
+		if s.states != nil {
+			errs = append(errs, s.states.Close())
 		}
 		if s.models != nil {
 			errs = append(errs, s.models.Close())
