@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -259,6 +260,10 @@ func eventually(d time.Duration, cond func() bool) bool {
 type feed struct {
 	c      *cluster
 	series []string
+	// noise, when set, adds to each series' reading Gaussian noise of
+	// that series' standard deviation, drawn from rng.
+	noise []float64
+	rng   *rand.Rand
 }
 
 func newFeed(c *cluster, n int) *feed {
@@ -286,7 +291,11 @@ func (f *feed) produce(from, to int, every time.Duration, at func(step int)) {
 		}
 		msgs := make([]kafka.Message, len(f.series))
 		for i, s := range f.series {
-			r := readings.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{value(i, k)}}
+			v := value(i, k)
+			if f.noise != nil {
+				v += f.noise[i] * f.rng.NormFloat64()
+			}
+			r := readings.Reading{Series: s, Time: t0.Add(time.Duration(k) * time.Hour), Values: []float64{v}}
 			msgs[i] = kafka.Message{Key: []byte(s), Value: readings.AppendJSON(nil, r, readings.DefaultConfig())}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

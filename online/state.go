@@ -81,9 +81,13 @@ type topicStore struct {
 	// timeout bounds the next read (the first reads the whole topic).
 	timeout time.Duration
 	// malformed is told how many records a read skipped; written counts
-	// the bytes of each save.
+	// the bytes of each save; shared is called when a read finds this
+	// replica's pooled record written by another replica of its name.
 	malformed func(n int, first error)
 	written   func(records, bytes int)
+	shared    func()
+	// wroteAt is when this replica last wrote its pooled record.
+	wroteAt time.Time
 }
 
 // knownState is what a save needs of a series' record on the topic: the
@@ -96,7 +100,7 @@ type knownState struct {
 
 func newTopicStore(states StateStore, replica string, span int64, cadence time.Duration) *topicStore {
 	return &topicStore{states: states, replica: replica, span: span, cadence: cadence, known: map[string]knownState{},
-		timeout: stateRestoreTimeout, malformed: func(int, error) {}, written: func(int, int) {}}
+		timeout: stateRestoreTimeout, malformed: func(int, error) {}, written: func(int, int) {}, shared: func() {}}
 }
 
 func poolKey(replica string) string { return poolKeyHead + replica }
@@ -136,6 +140,9 @@ func (ts *topicStore) read(t *tracker, fingerprint uint64, others bool, skipped 
 		if replica != strings.TrimPrefix(key, poolKeyHead) {
 			fail(fmt.Errorf("record %q names replica %q", key, replica))
 			continue
+		}
+		if replica == ts.replica && !ts.wroteAt.IsZero() && !written.Equal(ts.wroteAt) {
+			ts.shared()
 		}
 		where := ts.states.Name() + " " + "replica " + replica
 		if err := t.usable(&sc, fingerprint); err != nil {
@@ -221,12 +228,14 @@ func (ts *topicStore) save(sc *savedCalibration) error {
 		put(key, nil)
 		delete(ts.known, key)
 	}
-	put(poolKey(ts.replica), encodePool(ts.replica, sc, time.Now()))
+	now := time.Now()
+	put(poolKey(ts.replica), encodePool(ts.replica, sc, now))
 	ctx, cancel := context.WithTimeout(context.Background(), stateSyncTimeout)
 	defer cancel()
 	if err := ts.states.Put(ctx, keys, vals); err != nil {
 		return fmt.Errorf("online: writing the interval calibration to %s: %w", ts.states.Name(), err)
 	}
+	ts.wroteAt = time.Unix(0, now.UnixNano())
 	ts.written(len(keys), bytes)
 	return nil
 }
@@ -551,6 +560,13 @@ func (l *Learner) restoreCalibration(intervals bool) error {
 		ts.written = func(records, bytes int) {
 			l.met.stateRecords.Add(float64(records))
 			l.met.stateBytes.Add(float64(bytes))
+		}
+		ts.shared = func() {
+			if !l.shared {
+				l.shared = true
+				l.log.Warn("another replica writes this replica's records on the state topic, and each takes the other's series for its own: give every replica its own online.replica (the pod name by default)",
+					"topic", l.states.Name(), "replica", ts.replica)
+			}
 		}
 		l.store = ts
 	case l.cfg.CheckpointDir != "":
