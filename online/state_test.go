@@ -27,13 +27,13 @@ type stateBroker struct {
 	n  int
 }
 
-func newStateBroker(t *testing.T) *stateBroker {
+func newStateBroker(t testing.TB) *stateBroker {
 	c := kafkatest.NewCluster(t, nil)
 	return &stateBroker{kc: kafkatest.Client(t, c.ListenAddrs())}
 }
 
 // topic creates a new state topic of three partitions and returns its name.
-func (sb *stateBroker) topic(t *testing.T) string {
+func (sb *stateBroker) topic(t testing.TB) string {
 	t.Helper()
 	sb.n++
 	name := fmt.Sprintf("state-%d", sb.n)
@@ -51,7 +51,7 @@ func (sb *stateBroker) topic(t *testing.T) string {
 }
 
 // states is a replica's own reader and writer of topic.
-func (sb *stateBroker) states(t *testing.T, topic string) *broadcast.States {
+func (sb *stateBroker) states(t testing.TB, topic string) *broadcast.States {
 	t.Helper()
 	s, err := broadcast.NewStates(sb.kc, topic)
 	if err != nil {
@@ -64,7 +64,7 @@ func (sb *stateBroker) states(t *testing.T, topic string) *broadcast.States {
 // stateLearner returns replica's learner of m at levels, keeping its
 // calibration in dir (when not "") or on topic, logging to logs (when not
 // nil) and registering its metrics with reg (when not nil).
-func (sb *stateBroker) learner(t *testing.T, m *model.Model, dir, topic, replica string, reg prometheus.Registerer, logs *strings.Builder) *Learner {
+func (sb *stateBroker) learner(t testing.TB, m *model.Model, dir, topic, replica string, reg prometheus.Registerer, logs *strings.Builder) *Learner {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Intervals, cfg.CheckpointDir, cfg.Replica = []float64{0.8, 0.95}, dir, replica
@@ -280,4 +280,47 @@ func FuzzStateRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkStateTopic measures the state topic at 10,000 series (L = 24,
+// H = 6, two levels, one channel): the bytes a save writes per series
+// when every series moved on a step (at online.calibration_every's
+// default of a minute, the bytes per series per minute), and the time a
+// starting replica takes to restore them all. Run with
+// go test -run '^$' -bench StateTopic -benchtime 3x ./online/.
+func BenchmarkStateTopic(b *testing.B) {
+	const L, H, series = 24, 6, 10000
+	sb := newStateBroker(b)
+	m, err := model.New(model.Config{Lookback: L, Horizon: H, Channels: 1, Mode: model.Independent, Frequencies: 4, TopK: 2}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Meta.Cadence = time.Hour
+	m.Meta.ErrorQuantiles = UnitErrorQuantiles(H)
+	var restore time.Duration
+	var perSeries float64
+	for i := range b.N {
+		topic := sb.topic(b)
+		feed := NewCalibrationFeed(L, H, series, rand.New(rand.NewPCG(uint64(i), 9)))
+		reg := prometheus.NewRegistry()
+		a := sb.learner(b, m, "", topic, "a", reg, nil)
+		step := 0
+		for ; step < 40; step++ {
+			feed.Observe(step, 0, series, false, a)
+		}
+		a.keepCalibration()
+		before := testutil.ToFloat64(a.met.stateBytes)
+		feed.Observe(step, 0, series, false, a)
+		a.keepCalibration()
+		perSeries += (testutil.ToFloat64(a.met.stateBytes) - before) / series
+		start := time.Now()
+		r := sb.learner(b, m, "", topic, "b", nil, nil)
+		restore += time.Since(start)
+		if len(r.tr.restored) != series {
+			b.Fatalf("restored %d series, want %d", len(r.tr.restored), series)
+		}
+	}
+	b.ReportMetric(perSeries/float64(b.N), "bytes/series/save")
+	b.ReportMetric(restore.Seconds()/float64(b.N), "restore-s")
+	b.ReportMetric(0, "ns/op")
 }
