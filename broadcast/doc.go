@@ -2,7 +2,9 @@
 // the deployment through Kafka: promoted model versions on a compacted
 // models topic (Models: Publish; Latest for a service that starts; Follow,
 // which tails the topic with offset-tracking readers, for every replica
-// while it runs), and drift events as JSON on the drift topic (Events).
+// while it runs), drift events as JSON on the drift topic (Events), and
+// every series' interval calibration on the compacted state topic
+// (States, the online.StateStore of topics.state).
 //
 // # Where it sits
 //

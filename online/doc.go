@@ -27,7 +27,9 @@
 // the gate names fine-tunes and promotes.
 //
 // online imports model and internal/registry (its metrics) only: no Kafka,
-// no Arrow. Drift events leave through a
+// no Arrow. The intervals' calibration is kept in files (CheckpointDir) or
+// through a StateStore (WithStateStore; package broadcast's state topic).
+// Drift events leave through a
 // callback and promoted versions through a publisher (package service
 // connects both to package broadcast, which writes the drift and models
 // topics), and promotions take effect through the Server interface (the
