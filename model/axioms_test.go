@@ -136,9 +136,7 @@ func trainedTimedModel(t *testing.T, seed uint64) (*Model, *dataset.Windows) {
 		t.Fatal(err)
 	}
 	m.Meta.Cadence = f.Cadence
-	if _, err := Train(context.Background(), m, bm.Train, bm.Val, TrainConfig{Epochs: 3, Seed: seed}, nil); err != nil {
-		t.Fatal(err)
-	}
+	trainBriefly(t, m, bm.Train, 3, seed)
 	if !m.ReadsTime() {
 		t.Fatalf("a model trained on a timed traffic feed does not read the time (rhythms %v)", m.Meta.Rhythms)
 	}

@@ -1,18 +1,13 @@
 package model_test
 
 import (
-	"context"
-	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/freqlens/freqlens/cycles"
-	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -120,89 +115,6 @@ func BenchmarkForwardBatched(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(per*workers*batch)/b.Elapsed().Seconds(), "windows/s")
-}
-
-// loadETT prepares a benchmark file under the standard protocol, or skips.
-func loadETT(b *testing.B, name string, horizon int) *dataset.Benchmark {
-	b.Helper()
-	path := filepath.Join("..", "..", "shared", "data", name)
-	if name == "ETTh1.csv" {
-		path = filepath.Join("..", "testdata", name) // shipped in the repository
-	}
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("benchmark data %s is absent (%v); it lives in ../shared/data beside the repository", path, err)
-	}
-	f, err := dataset.LoadCSV(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	bm, err := dataset.Standard(f, 96, horizon)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return bm
-}
-
-// BenchmarkTrainEpoch times one training epoch (all steps plus the
-// validation pass) on ETTh1, H=96, in both modes: an epoch in which every
-// parameter trains (no residual warm-up), the costliest kind, including
-// the placement of the frequencies on the training spectrum.
-func BenchmarkTrainEpoch(b *testing.B) {
-	bm := loadETT(b, "ETTh1.csv", 96)
-	for _, mode := range []model.Mode{model.Mixed, model.Independent} {
-		for _, batch := range []int{32, 128} {
-			name := string(mode)
-			if batch != 32 {
-				name += fmt.Sprintf("/batch %d", batch)
-			}
-			b.Run(name, func(b *testing.B) {
-				C := bm.Train.Channels()
-				if mode == model.Independent {
-					C = 1
-				}
-				for b.Loop() {
-					m, err := model.New(model.Config{Horizon: 96, Channels: C, Mode: mode}, 42)
-					if err != nil {
-						b.Fatal(err)
-					}
-					m.Meta.Cadence = bm.Frame.Cadence // the clock runs, as in train
-					tc := model.TrainConfig{Epochs: 1, BatchSize: batch, Seed: 42, ResidualWarmup: -1}
-					if _, err := model.Train(context.Background(), m, bm.Train, bm.Val, tc, nil); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/epoch")
-			})
-		}
-	}
-}
-
-// BenchmarkETTh1 is the full standard-protocol run behind docs/benchmarks.md's
-// headline figure: defaults, seed 42, H=96, early stopping, then the test
-// split. Run it alone: go test -run '^$' -bench ETTh1 -benchtime 1x ./model/
-func BenchmarkETTh1(b *testing.B) {
-	bm := loadETT(b, "ETTh1.csv", 96)
-	for b.Loop() {
-		m, err := model.New(model.Config{Horizon: 96, Channels: bm.Train.Channels()}, 42)
-		if err != nil {
-			b.Fatal(err)
-		}
-		m.Meta.Cadence = bm.Frame.Cadence
-		res, err := model.Train(context.Background(), m, bm.Train, bm.Val, model.TrainConfig{Seed: 42, BatchSize: 128}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		met, err := model.Evaluate(context.Background(), m, bm.Test, model.EvalOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(met.MSE, "test_mse")
-		b.ReportMetric(met.MAE, "test_mae")
-		b.ReportMetric(res.MedianEpochSeconds(), "s/epoch")
-		b.ReportMetric(float64(res.BestEpoch), "best_epoch")
-		fmt.Fprintf(os.Stderr, "ETTh1 H=96: test MSE %.4f MAE %.4f, best epoch %d of %d, median epoch %.2fs\n",
-			met.MSE, met.MAE, res.BestEpoch, res.EpochsRun, res.MedianEpochSeconds())
-	}
 }
 
 // BenchmarkAttribution is the cost of explaining one already forecast

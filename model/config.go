@@ -218,6 +218,12 @@ func (m *Model) Config() Config {
 	return cfg
 }
 
+// ShapeKey returns the model's shapes as text that tells them apart:
+// Config's fields (in Go's %+v form) and how many rhythm frequencies each
+// window selects first. A training checkpoint records it, so that only
+// the run it belongs to resumes from it.
+func (m *Model) ShapeKey() string { return fmt.Sprintf("%+v", m.cfg) }
+
 // SelectedPerWindow is how many frequencies each window selects: K, or, in
 // a model whose rhythms have more than K frequencies, all of theirs.
 func (m *Model) SelectedPerWindow() int { return m.cfg.slots() }

@@ -7,8 +7,10 @@
 // Kafka, Arrow, Prometheus or files other than its own safetensors model
 // file; it imports cycles (the spectrum's peaks and rhythms it places its
 // frequencies on) and internal/gemm, and gonum in its tests' references.
-// The pipeline feeds it windows and times it; the online tuner trains
-// copies of it.
+// The pipeline feeds it windows and times it. It takes one optimiser step
+// at a time (Stepper); package training runs the training loop over the
+// steps, and package online fine-tunes copies of a serving model with a
+// few steps of its own.
 //
 // # The maths
 //
@@ -106,10 +108,11 @@
 // frequencies stay near their log-uniform start, a cycle is split over
 // neighbours and the residual MLP carries 75–82% of the attribution, so an
 // attribution names model artefacts rather than the data's cycles
-// (BenchmarkDiscovery measures each step; docs/benchmarks.md has the figures).
+// (package training's BenchmarkDiscovery measures each step;
+// docs/benchmarks.md has the figures).
 //
-//  6. Frequencies start on the data's cycles. Before the first step Train
-//     finds the peaks of the training rows' periodogram (cycles.FindPeaks: each
+//  6. Frequencies start on the data's cycles. Before the first step
+//     training (PlaceOnSpectrum) finds the peaks of the training rows' periodogram (cycles.FindPeaks: each
 //     channel detrended, Hann-tapered, zero-padded, maxima that stand 30×
 //     above the local median, refined between bins) and puts one
 //     frequency exactly on each (PlaceFrequencies, recorded in
@@ -119,7 +122,7 @@
 //     1/T; the forecast loss cannot place it more finely than about ½/L,
 //     because a head absorbs a detuned atom's constant phase offset. So
 //     training leaves θ where the spectrum put it
-//     (TrainConfig.TrainPlacedFrequencies turns θ training back on: at the
+//     (training.Config.TrainPlacedFrequencies turns θ training back on: at the
 //     reference's 5× rate Adam's noise walks placed frequencies several
 //     percent off their cycles at the same MSE), and online learning
 //     moves a cycle to the recent spectrum's peaks instead of down the
@@ -127,8 +130,8 @@
 //     of its harmonics, re-anchoring it at the newest step so that its
 //     clock phase stays continuous (a rhythm of a calendar period, the day
 //     or the week, stays: the clock keeps it), and TrackCycles moves each
-//     placed frequency of a model without rhythms. FineTune leaves θ alone
-//     in a model with placed frequencies.
+//     placed frequency of a model without rhythms. Online fine-tuning
+//     (online.FineTune) leaves θ alone in a model with placed frequencies.
 //  7. Selection starts from each window's energy. The score adds
 //     log(e_i + 0.01), frequency i's share of the window's energy, and
 //     the scorer's output layer starts at zero, so a window's cycles are
@@ -145,7 +148,7 @@
 //     frequency removed from the selection, and the parts would not be
 //     faithful to removal.
 //  9. The residual MLP stays at its (near zero) start for the first
-//     TrainConfig.ResidualWarmup epochs (5), while the heads learn the
+//     training.Config.ResidualWarmup epochs (5), while the heads learn the
 //     cycles.
 //
 // Steps 10 to 13 are the rhythms':
@@ -186,10 +189,9 @@
 //
 // # Training
 //
-// Train places the frequencies on the training rows' cycles (step 6) when
-// the Source is a RowSource (dataset.Windows is one), groups them into
-// rhythms and, when the model knows its cadence and the Source is a
-// TimedSource, starts their clock; then it minimises
+// A Stepper takes one optimiser step on a batch of a Source's windows: it
+// fills the batch, draws the Gumbel noise, the dropout masks and the input
+// noise from its caller's random generator, and minimises
 //
 //	MSE + λ_div·L_div + λ_recon·L_recon + λ_sparse·L_sparse + λ_var·L_var
 //
@@ -201,23 +203,32 @@
 // checked against finite differences and against gorgonia's automatic
 // differentiation (gorgonia hash-conses nodes, so the oracle names every
 // node uniquely: two parameters or constants of one name and shape would
-// be one node). Adam with cosine annealing, gradient clipping, early
-// stopping and restoring the best epoch; θ and φ learn five times faster.
+// be one node). The step clips the whole gradient and takes one Adam step,
+// θ and φ at a scaled rate (five times faster in training), and keeps a
+// moving average of the parameters when asked. StepConfig sets every term
+// and zero turns it off: the recipe is its callers'.
+//
+// Package training's Train is the loop: it places the frequencies on the
+// training rows' cycles (PlaceOnSpectrum, step 6) when the Source is a
+// RowSource (dataset.Windows is one), which groups them into rhythms and,
+// when the model knows its cadence and the Source is a TimedSource,
+// starts their clock; then epochs of steps with cosine annealing of the
+// learning rate, what trains held back by Stepper.Freeze (steps 6, 7, 9),
+// early stopping and restoring the best epoch.
 //
 // A mixed model trains with its channels shuffled
-// (TrainConfig.ChannelShuffle, 1 by default): each channel of a sample
-// takes its input and target from its own randomly drawn window, so the
-// channels keep their identity and their own history→future pairs but not
-// their co-occurrence. Without it a mixed model learns the training
+// (StepConfig.ChannelShuffle, 1 by default in training): each channel of a
+// sample takes its input and target from its own randomly drawn window, so
+// the channels keep their identity and their own history→future pairs but
+// not their co-occurrence. Without it a mixed model learns the training
 // period's co-movement of the channels and overfits after one epoch on
 // ETTh1.
 //
-// FineTune, a round of online learning, runs the training step on recent
-// pairs but clears the gradient of every tensor outside the frequencies,
-// the clock terms and the fusion weight (and, with TrainHeads, the heads
-// and band heads) before clipping, and Adam skips those tensors, so they
-// are bit-identical after a round
-// (TestFineTuneChangesOnlyTheFrequencyParameters).
+// Package online's FineTune, a round of online learning, takes steps on
+// recent pairs with every tensor frozen but the frequencies, the clock
+// terms and the fusion weight (and, with TrainHeads, the heads and band
+// heads): a frozen tensor's gradient is cleared before clipping and Adam
+// skips it, so it is bit-identical after a round (TestStepperFreezes).
 //
 // # Time zones
 //
@@ -260,8 +271,8 @@
 // Forward, Attribution and Evaluate only read the parameters, so goroutines
 // may forecast with one Model concurrently, each with its own Workspace.
 // Training changes the parameters in place: nothing else may use the model
-// meanwhile. Train and Evaluate run a fixed number of shards on their own
-// goroutines and wait for them before returning; Forward starts none.
+// meanwhile. A Stepper and Evaluate run a fixed number of shards on their
+// own goroutines and wait for them before returning; Forward starts none.
 //
 // A training step runs the whole batch in one Workspace; its heavy
 // sections (heads, residual MLP, Adam) are always cut into the same two

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/freqlens/freqlens/dataset/datasettest"
 )
 
 // pickSource is the windows idx of src.
@@ -34,7 +36,7 @@ func TestEvaluateScoresEachGroup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := randomModel(t, tc.cfg, 4)
-			src := sineSource(97, tc.cfg.Lookback, tc.cfg.Horizon, tc.C, 5)
+			src := datasettest.Sines(97, tc.cfg.Lookback, tc.cfg.Horizon, tc.C, 5)
 			rng := rand.New(rand.NewPCG(6, 7))
 			const G = 5 // group 3 gets no window
 			groups := make([]int, src.Len())

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/freqlens/freqlens/dataset/datasettest"
 )
 
 // TestExplainerCompleteInInputUnits: for mixed models with training
@@ -34,7 +36,7 @@ func TestExplainerCompleteInInputUnits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := sineSource(5, tc.cfg.Lookback, tc.cfg.Horizon, tc.channels, 3)
+			src := datasettest.Sines(5, tc.cfg.Lookback, tc.cfg.Horizon, tc.channels, 3)
 			x := make([]float64, 0, 5*tc.cfg.Lookback*tc.channels)
 			for i := range 5 {
 				for _, v := range src.Input(i) {
@@ -79,7 +81,7 @@ func TestExplainerIndependentMatchesSingleChannel(t *testing.T) {
 	cfg := Config{Lookback: 16, Horizon: 4, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 6, TopK: 2}
 	m := randomModel(t, cfg, 5)
 	e, _ := m.NewExplainer(3)
-	src := sineSource(1, 16, 4, 3, 9)
+	src := datasettest.Sines(1, 16, 4, 3, 9)
 	y := append([]float64(nil), e.Forecast(src.Input(0), nil)...)
 	for c := range 3 {
 		one := make([]float64, 16)

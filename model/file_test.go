@@ -25,6 +25,16 @@ func encoded(t testing.TB, m *Model) []byte {
 	return buf.Bytes()
 }
 
+// seed42Settings is what package training records of a model it trained
+// with defaults and seed 42 (training.Config{Seed: 42}.Settings()).
+var seed42Settings = map[string]float64{
+	"epochs": 50, "batch_size": 32, "learning_rate": 1e-3, "freq_rate_scale": 5, "min_learning_rate": 1e-6,
+	"clip_norm": 1, "tau_start": 1, "tau_end": 0.1, "patience": 10, "seed": 42,
+	"lambda_div": 0.01, "lambda_recon": 0.1, "lambda_sparse": 0.01, "lambda_var": 0.1,
+	"dropout": 0.1, "weight_decay": 0, "input_noise": 0, "channel_shuffle": 1, "ema": 0,
+	"residual_warmup": 5, "fill_harmonics": 0,
+}
+
 func TestSaveLoadRoundTrip(t *testing.T) {
 	m := smallModel(t, 0, 9)
 	m.Meta = Meta{
@@ -37,7 +47,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		DataSHA256:    "abc123",
 		DataName:      "ETTh1.csv",
 		Metrics:       map[string]float64{"test_mse": 0.39, "test_mae": 0.41},
-		Training:      TrainConfig{Seed: 42}.Settings(),
+		Training:      seed42Settings,
 		Input:         map[string]string{"input.series_field": "sensor", "input.value_fields": "flow,speed"},
 		Selected:      []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
 		Seed:          42,

@@ -44,14 +44,14 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 			const n, tau = 3, 0.6
 			x, y := randomBatch(m.cfg, n, 22)
 			noise := gumbel(n*m.cfg.Frequencies, 23)
-			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: 0.2})
+			tr := newGradTrainer(t, m, x, y, noise, n, 0.2)
 			hand := tr.gradient(n, tau)
 			got := slices.Clone(tr.ws.tr.grad.Data)
 			fix := selectionOf(tr, n)
 
 			want, loss := gorgoniaGradient(t, m, x, y, tr.tau, n, noise, tau, fix, tr.cfg)
-			if !close(hand.total, loss, 1e-10) {
-				t.Errorf("loss: hand-written %.15g, gorgonia %.15g", hand.total, loss)
+			if !close(hand.Total, loss, 1e-10) {
+				t.Errorf("loss: hand-written %.15g, gorgonia %.15g", hand.Total, loss)
 			}
 			checkGradient(t, m.cfg, got, want, 1e-8)
 		})
@@ -63,7 +63,7 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 //
 // The model reads the time: steps holds each
 // window's (and channel's) end time in steps since the epoch.
-func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) ([]float64, float64) {
+func gorgoniaGradient(t *testing.T, m *Model, x, y, steps []float64, n int, noise []float64, tau float64, fix refSelection, tc StepConfig) ([]float64, float64) {
 	t.Helper()
 	o := &oracle{t: t, g: G.NewGraph(), m: m}
 	pr := o.params(fix)
@@ -561,9 +561,9 @@ func (o *oracle) outputLosses(yhat *G.Node, target []float64) {
 }
 
 // total returns the weighted training loss of n windows: the sums of the
-// windows' terms scaled as the trainer scales them, plus the diversity
+// windows' terms scaled as the Stepper scales them, plus the diversity
 // term of the frequencies freq.
-func (o *oracle) total(n int, freq *G.Node, tc TrainConfig) *G.Node {
+func (o *oracle) total(n int, freq *G.Node, tc StepConfig) *G.Node {
 	cfg := o.m.cfg
 	L, C, HC, d := cfg.Lookback, cfg.Channels, cfg.Horizon*cfg.Channels, cfg.Hidden
 	must, scalar := o.must, o.scalar

@@ -45,7 +45,7 @@ func TestForwardMatchesReference(t *testing.T) {
 			n := 5
 			x, y := randomBatch(m.cfg, n, 2)
 			noise := gumbel(n*m.cfg.Frequencies, 3)
-			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: -1})
+			tr := newGradTrainer(t, m, x, y, noise, n, 0)
 			got := tr.gradient(n, 0.7)
 			fix := selectionOf(tr, n)
 			want := refLoss(m.cfg, m.params, clockOf(m, tr.tau), x, y, n, noise, 0.7, fix, tr.cfg)
@@ -59,8 +59,8 @@ func TestForwardMatchesReference(t *testing.T) {
 				name      string
 				got, want float64
 			}{
-				{"mse", got.mse, want.mse}, {"div", got.div, want.div}, {"recon", got.recon, want.recon},
-				{"sparse", got.sparse, want.sparse}, {"var", got.vr, want.vr}, {"total", got.total, want.total},
+				{"mse", got.MSE, want.mse}, {"div", got.Div, want.div}, {"recon", got.Recon, want.recon},
+				{"sparse", got.Sparse, want.sparse}, {"var", got.Var, want.vr}, {"total", got.Total, want.total},
 			} {
 				if !close(c.got, c.want, 1e-11) {
 					t.Errorf("%s loss = %.17g, reference %.17g", c.name, c.got, c.want)
@@ -83,7 +83,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 			noise := gumbel(n*m.cfg.Frequencies, 6)
 			xIn, yIn := slices.Clone(x), slices.Clone(y)
 			const tau = 0.5
-			tr := newGradTrainer(t, m, x, y, noise, n, TrainConfig{Dropout: 0.3})
+			tr := newGradTrainer(t, m, x, y, noise, n, 0.3)
 			tr.gradient(n, tau)
 			got := slices.Clone(tr.ws.tr.grad.Data)
 			fix := selectionOf(tr, n)

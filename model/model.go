@@ -259,3 +259,14 @@ func FormatPeriod(d time.Duration) string {
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 }
+
+// Finite reports whether every parameter is a finite number, the check a
+// candidate model passes before it may serve.
+func (m *Model) Finite() bool {
+	for _, v := range m.params.Data {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
+}

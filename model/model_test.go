@@ -3,13 +3,13 @@ package model
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/freqlens/freqlens/cycles"
+	"github.com/freqlens/freqlens/dataset/datasettest"
 )
 
 // fullConfigs are the default shapes for both modes.
@@ -229,94 +229,9 @@ func TestMatchPeriodsAndFormat(t *testing.T) {
 	}
 }
 
-// sliceSource is a Source over in-memory windows.
-type sliceSource struct {
-	x, y       []float64
-	n, L, H, C int
-}
-
-func (s sliceSource) Len() int               { return s.n }
-func (s sliceSource) Channels() int          { return s.C }
-func (s sliceSource) Input(i int) []float64  { return s.x[i*s.L*s.C : (i+1)*s.L*s.C] }
-func (s sliceSource) Target(i int) []float64 { return s.y[i*s.H*s.C : (i+1)*s.H*s.C] }
-
-// sineSource cuts stride-1 windows from a noisy sum of two cycles per channel.
-func sineSource(n, L, H, C int, seed uint64) sliceSource {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	T := n + L + H
-	series := make([]float64, T*C)
-	for c := range C {
-		for t := range T {
-			series[t*C+c] = math.Sin(2*math.Pi*float64(t)/24+float64(c)) + 0.5*math.Sin(2*math.Pi*float64(t)/8) + 0.1*rng.NormFloat64()
-		}
-	}
-	s := sliceSource{n: n, L: L, H: H, C: C, x: make([]float64, n*L*C), y: make([]float64, n*H*C)}
-	for i := range n {
-		copy(s.x[i*L*C:(i+1)*L*C], series[i*C:(i+L)*C])
-		copy(s.y[i*H*C:(i+1)*H*C], series[(i+L)*C:(i+L+H)*C])
-	}
-	return s
-}
-
-func TestTrainLearnsAndIsReproducible(t *testing.T) {
-	cfg := Config{Lookback: 48, Horizon: 12, Channels: 2, Hidden: 16, Frequencies: 12, TopK: 4}
-	train, val := sineSource(400, 48, 12, 2, 1), sineSource(100, 48, 12, 2, 2)
-	run := func(workers int) (*Model, *TrainResult) {
-		m, err := New(cfg, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Train(context.Background(), m, train, val, TrainConfig{Epochs: 4, Seed: 3, Workers: workers}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m, res
-	}
-	m1, r1 := run(2)
-	m2, r2 := run(1)
-	if !slices.Equal(m1.params.Data, m2.params.Data) {
-		t.Error("the same seed gave different models with 1 and 2 workers")
-	}
-	if r1.BestValMSE != r2.BestValMSE {
-		t.Errorf("best validation MSE %v vs %v for the same seed", r1.BestValMSE, r2.BestValMSE)
-	}
-	untrained, _ := New(cfg, 7)
-	before, err := Evaluate(context.Background(), untrained, val, EvalOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := Evaluate(context.Background(), m1, val, EvalOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.MSE > 0.5*before.MSE {
-		t.Errorf("validation MSE went from %.4f to %.4f; training should at least halve it on clean sines", before.MSE, after.MSE)
-	}
-	if after.MSE != r1.BestValMSE {
-		t.Errorf("the returned model scores %v, but training reported its best as %v", after.MSE, r1.BestValMSE)
-	}
-}
-
-func TestTrainStopsOnCancel(t *testing.T) {
-	cfg := Config{Lookback: 16, Horizon: 4, Channels: 1, Hidden: 8, Frequencies: 6, TopK: 2}
-	train, val := sineSource(200, 16, 4, 1, 1), sineSource(50, 16, 4, 1, 2)
-	m, _ := New(cfg, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	epochs := 0
-	res, err := Train(ctx, m, train, val, TrainConfig{Epochs: 50}, func(EpochStats) {
-		epochs++
-		if epochs == 2 {
-			cancel()
-		}
-	})
-	if err == nil || res == nil || res.Stopped != "canceled" || res.EpochsRun != 2 {
-		t.Fatalf("Train after cancel: err %v, result %+v; want context.Canceled after 2 epochs", err, res)
-	}
-}
-
 func TestIndependentModelServesEveryChannel(t *testing.T) {
 	m, _ := New(Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 6, TopK: 2}, 1)
-	src := sineSource(30, 24, 6, 3, 4)
+	src := datasettest.Sines(30, 24, 6, 3, 4)
 	met, err := Evaluate(context.Background(), m, src, EvalOptions{BatchSize: 7, Workers: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -325,13 +240,13 @@ func TestIndependentModelServesEveryChannel(t *testing.T) {
 		t.Fatalf("metrics = %+v, want 30 windows × 3 channels", met)
 	}
 	// Channel 0's score equals scoring a one-channel source of it alone.
-	one := sliceSource{n: 30, L: 24, H: 6, C: 1, x: make([]float64, 30*24), y: make([]float64, 30*6)}
+	one := datasettest.Slices{N: 30, L: 24, H: 6, C: 1, X: make([]float64, 30*24), Y: make([]float64, 30*6)}
 	for i := range 30 {
 		for t := range 24 {
-			one.x[i*24+t] = src.Input(i)[t*3]
+			one.X[i*24+t] = src.Input(i)[t*3]
 		}
 		for t := range 6 {
-			one.y[i*6+t] = src.Target(i)[t*3]
+			one.Y[i*6+t] = src.Target(i)[t*3]
 		}
 	}
 	alone, _ := Evaluate(context.Background(), m, one, EvalOptions{})

@@ -30,9 +30,9 @@ type Placement struct {
 // than 1/L to a stronger kept one (a window cannot separate the two) is
 // kept only when it is a cycle in its own right rather than leakage or a
 // modulation sideband: at least a quarter of the stronger one's share.
-// (Train then also keeps the sidebands of calendar rhythms, which the clock
-// tells apart: see placeRhythms.) At most half of the frequencies are
-// placed.
+// (PlaceOnSpectrum then also keeps the sidebands of calendar rhythms,
+// which the clock tells apart: see placeRhythms.) At most half of the
+// frequencies are placed.
 //
 // PlaceFrequencies is meant for a new model before training: the heads of a
 // trained model would no longer match their frequencies.
@@ -251,11 +251,25 @@ func (m *Model) TrackCycles(peaks []cycles.Peak) []CycleMove {
 	return moves
 }
 
-// placeOnSpectrum places the model's frequencies on the cycles of the
-// training rows (rows of channels values) and groups them into rhythms,
-// with a frequency on each of up to fillHarmonics missing harmonics of a
-// rhythm (0: none), and returns the placement.
-func (m *Model) placeOnSpectrum(rows []float64, channels, fillHarmonics int) Placement {
+// discover finds the peaks of the spectrum of rows (channels values a row),
+// the calendar's periods at m's cadence among them, places m's frequencies
+// on them and groups them into rhythms: the start of PlaceOnSpectrum.
+func (m *Model) discover(rows []float64, channels int) ([]cycles.Peak, cycles.RhythmOptions, Placement, []cycles.Rhythm, []bool) {
+	fmin, _ := freqBounds(m.cfg.Lookback)
+	peaks := cycles.FindPeaks(rows, channels, cycles.PeakOptions{MinFrequency: fmin, Calendar: cycles.CalendarFrequencies(m.Meta.Cadence)})
+	ropts := cycles.RhythmOptions{Rows: len(rows) / max(channels, 1), Cadence: m.Meta.Cadence}
+	pl, rhythms, sidebands := m.placeRhythms(peaks, ropts)
+	return peaks, ropts, pl, rhythms, sidebands
+}
+
+// PlaceOnSpectrum places the model's frequencies on the cycles of the
+// training rows (row-major, channels values a row: a RowSource's Rows or a
+// SpectrumSource's SpectrumRows) and groups them into rhythms (SetRhythms,
+// which starts their clock when the model knows its cadence), with a
+// frequency on each of up to fillHarmonics missing harmonics of a rhythm
+// (0: none), and returns the placement. Training calls it once, before
+// the first step.
+func (m *Model) PlaceOnSpectrum(rows []float64, channels, fillHarmonics int) Placement {
 	peaks, ropts, pl, rhythms, sidebands := m.discover(rows, channels)
 	if fillHarmonics > 0 {
 		fmin, _ := freqBounds(m.cfg.Lookback)

@@ -55,7 +55,7 @@ func clockOf(m *Model, steps []float64) refClock {
 }
 
 // refLoss evaluates the training loss of params p (shapes cfg) on n windows.
-func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []float64, tau float64, fix refSelection, tc TrainConfig) refLosses {
+func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []float64, tau float64, fix refSelection, tc StepConfig) refLosses {
 	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
 	d, N := cfg.Hidden, cfg.Frequencies
 	HC := H * C
@@ -591,13 +591,16 @@ func gumbel(n int, seed uint64) []float64 {
 	return g
 }
 
-// newGradTrainer returns a trainer holding batch x, y and noise, ready for
-// t.gradient.
-func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, tc TrainConfig) *trainer {
+// newGradTrainer returns a Stepper holding batch x, y and noise, ready for
+// t.gradient, with training's default loss terms and the given dropout.
+func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, dropout float64) *Stepper {
 	t.Helper()
-	tc.BatchSize = n
-	tc = tc.withDefaults()
-	tr := newTrainer(m, tc, nil)
+	tc := StepConfig{
+		BatchSize: n, FreqRateScale: 5, ClipNorm: 1,
+		LambdaDiv: 0.01, LambdaRecon: 0.1, LambdaSparse: 0.01, LambdaVar: 0.1,
+		Dropout: dropout, ChannelShuffle: 1, Workers: 2,
+	}
+	tr := newStepper(m, tc, nil, nil)
 	copy(tr.x, x)
 	copy(tr.y, y)
 	copy(tr.noise, noise)
@@ -630,9 +633,9 @@ func sameSelection(t testing.TB, fix refSelection, ref refLosses) {
 	}
 }
 
-// selectionOf reads back the selections and probabilities the trainer's
+// selectionOf reads back the selections and probabilities the Stepper's
 // shards used, per window of the whole batch.
-func selectionOf(tr *trainer, n int) refSelection {
+func selectionOf(tr *Stepper, n int) refSelection {
 	K, N := tr.m.cfg.slots(), tr.m.cfg.Frequencies
 	var fix refSelection
 	for b := range n {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/dataset/datasettest"
 )
 
 // strongHarmonicFrame is a cycle of a random period in [lo, hi) steps whose
@@ -22,7 +23,7 @@ func strongHarmonicFrame(seed uint64, lo, hi float64, steps int, ratio float64) 
 	a1 := 0.5 + 0.5*rng.Float64()
 	p1, p2 := 2*math.Pi*rng.Float64(), 2*math.Pi*rng.Float64()
 	noise := 0.05 + 0.15*rng.Float64()
-	f := hourlyPair("double", steps, func(t int) float64 {
+	f := datasettest.HourlyPair("double", steps, func(t int) float64 {
 		return a1*math.Sin(2*math.Pi*float64(t)/period+p1) + ratio*a1*math.Sin(4*math.Pi*float64(t)/period+p2)
 	}, func(s int, v float64) float64 {
 		return float64(s) + v + noise*rng.NormFloat64()

@@ -18,8 +18,9 @@ type Source interface {
 
 // RowSource is a Source whose windows are the stride-1 windows of one
 // stretch of rows in time order. Rows returns those rows, row-major with
-// Channels() values per row; Train reads their spectrum to place the
-// frequencies on the data's cycles. dataset.Windows is one.
+// Channels() values per row; training reads their spectrum to place the
+// frequencies on the data's cycles (PlaceOnSpectrum). dataset.Windows is
+// one.
 type RowSource interface {
 	Source
 	Rows() []float64
@@ -28,7 +29,7 @@ type RowSource interface {
 // SpectrumSource is a Source whose spectrum is read from rows that are not
 // its windows' channels: the series of a panel side by side, each a
 // channel of the spectrum, so that its resolution is that of one series.
-// Train prefers it to RowSource.
+// Training prefers it to RowSource.
 type SpectrumSource interface {
 	Source
 	// SpectrumRows returns row-major rows of the given number of channels.

@@ -36,7 +36,7 @@ type Config struct {
 	//
 	// Default: recent
 	Replay string
-	// LearningRate, Steps and TrainHeads set a round (model.FineTuneConfig):
+	// LearningRate, Steps and TrainHeads set a round (FineTuneConfig):
 	// a rate in (0, 0.1] and at least 1 step.
 	//
 	// Default: 0.001, 50, false

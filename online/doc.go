@@ -26,8 +26,9 @@
 // depend on a role: among replicas that share a models topic only the one
 // the gate names fine-tunes and promotes.
 //
-// online imports model and internal/registry (its metrics) only: no Kafka,
-// no Arrow. The intervals' calibration is kept in files (CheckpointDir) or
+// online imports model, cycles and internal/registry (its metrics) only:
+// no Kafka, no Arrow, and not package training, whose loop a round does
+// not need. The intervals' calibration is kept in files (CheckpointDir) or
 // through a StateStore (WithStateStore; package broadcast's state topic).
 // Drift events leave through a
 // callback and promoted versions through a publisher (package service
@@ -68,7 +69,12 @@
 //
 // # Rounds and drift
 //
-// A round paces itself: after each step it sleeps so that computing takes
+// A round's learning is FineTune (finetune.go): Config.Steps optimiser
+// steps (model.Stepper) on pairs of the replay buffer outside the
+// holdout, drawn from the round's seed, changing only the frequencies, the rhythms' clock terms
+// and the fusion weight (and the heads with Config.TrainHeads), aborted
+// when the loss stops being finite (model.ErrDiverged) or grows tenfold
+// (ErrExploding). A round paces itself: after each step it sleeps so that computing takes
 // Config.Duty of its wall time (0.25: three times the step's time) on
 // Config.Workers cores (1), so serving keeps its cores. Learner.Advance
 // runs the rounds and drift on the data's clock instead (package

@@ -214,7 +214,7 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 
 	cand = cur.Clone()
 	moves := l.trackCycles(cand)
-	res, err := model.FineTune(ctx, cand, train, model.FineTuneConfig{
+	res, err := FineTune(ctx, cand, train, FineTuneConfig{
 		Steps: l.cfg.Steps, BatchSize: l.cfg.BatchSize, LearningRate: l.cfg.LearningRate,
 		TrainHeads: l.cfg.TrainHeads, Seed: l.cfg.Seed + uint64(r.Round), Workers: l.cfg.Workers,
 		AfterStep: l.pace,
@@ -223,7 +223,7 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	switch {
 	case errors.Is(err, model.ErrDiverged):
 		return r.end(OutcomeAbortedNonFinite, err)
-	case errors.Is(err, model.ErrExploding):
+	case errors.Is(err, ErrExploding):
 		return r.end(OutcomeAbortedExploding, err)
 	case ctx.Err() != nil:
 		return r.end(OutcomeCanceled, nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
+	"github.com/freqlens/freqlens/training"
 )
 
 // server is the serving side of a scenario: a model and its version behind
@@ -79,7 +80,7 @@ func (sc *scenario) baseModel(t *testing.T) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := model.Train(context.Background(), m, tr, va, model.TrainConfig{Epochs: 30, Seed: 1}, nil)
+	res, err := training.Train(context.Background(), m, tr, va, training.Config{Epochs: 30, Seed: 1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

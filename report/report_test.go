@@ -21,6 +21,7 @@ import (
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
+	"github.com/freqlens/freqlens/training"
 )
 
 // fixture is a small model trained on hourly synthetic data with a daily
@@ -59,7 +60,7 @@ func train(f *dataset.Frame, mode model.Mode) (*model.Model, error) {
 	m.Meta = model.Meta{ChannelNames: f.Columns, Cadence: f.Cadence, Mean: bm.Scaler.Mean, Std: bm.Scaler.Std,
 		DataName: "synthetic.csv", Seed: 3}
 	ctx := context.Background()
-	if _, err := model.Train(ctx, m, bm.Train, bm.Val, model.TrainConfig{Epochs: 3, Seed: 3}, nil); err != nil {
+	if _, err := training.Train(ctx, m, bm.Train, bm.Val, training.Config{Epochs: 3, Seed: 3}, nil); err != nil {
 		return nil, err
 	}
 	met, err := model.Evaluate(ctx, m, bm.Test, model.EvalOptions{})

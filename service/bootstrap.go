@@ -256,7 +256,7 @@ func (s *Service) trainFirst(ctx context.Context, st *bootstrapStatus, elect *el
 	s.log.Info("bootstrap: training the first model", "summary", d.Summary)
 	res, err := training.Fit(ctx, d, bc.Lookback, bc.Horizon, training.Options{
 		Epochs: bc.Epochs, Seed: 1, TimeZone: bc.TimeZone,
-		Epoch: func(e model.EpochStats) {
+		Epoch: func(e training.EpochStats) {
 			st.progress.Set(float64(e.Epoch) / float64(e.Epochs))
 			st.set(fmt.Sprintf("bootstrapping: training the first model on %v of topic %s: epoch %d of at most %d", d.Span, topic, e.Epoch, e.Epochs))
 		},

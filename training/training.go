@@ -1,11 +1,24 @@
-// Package training fits a FreqLens model to history and measures it: the
-// steps that `freqlens train` and a `serve` that bootstraps its first model
-// share. Fit trains on a history.Data (what package history reads from a
-// wide benchmark file, long-format files or the input topic, split), scores
+// Package training fits a FreqLens model to data: the training loop, and
+// the measured model that `freqlens train` and a `serve` that bootstraps
+// its first model share.
+//
+// Train is the loop: it places the frequencies on the training rows'
+// cycles, runs the epochs of optimiser steps (model.Stepper takes each)
+// under the schedules of the learning rate and the Gumbel temperature,
+// holds back what does not train yet (the residual MLP's warm-up, placed
+// frequencies, the scorer's MLP after it), validates, stops early, restores
+// the best epoch, and keeps the whole run in a checkpoint file it resumes
+// from bit for bit (checkpoint.go). Config says how; the zero value of
+// each of its fields means that field's default.
+//
+// Fit trains on a history.Data (what package history reads from a wide
+// benchmark file, long-format files or the input topic, split), scores
 // the test split and records in the model's metadata what it learned from
 // and how well it forecasts.
 //
-// It sits above model, dataset and history and below cmd and service.
+// It sits above model and history and below cmd and service; model knows
+// nothing of it, and online, which fine-tunes a serving model with its own
+// few steps, does not import it.
 package training
 
 import (
@@ -21,39 +34,39 @@ import (
 
 // Options says how Fit trains.
 type Options struct {
-	// Epochs, BatchSize, Seed and FrequencyInit are model.TrainConfig's.
+	// Epochs, BatchSize, Seed and FrequencyInit are Config's.
 	Epochs, BatchSize int
 	Seed              uint64
-	FrequencyInit     model.FrequencyInit
-	// ChannelShuffle is model.TrainConfig's share of shuffled-channel
+	FrequencyInit     FrequencyInit
+	// ChannelShuffle is Config's share of shuffled-channel
 	// samples of a mixed model; 0 means the default, a negative value off.
 	ChannelShuffle float64
 	// TopK is model.Config's K, the frequencies each window selects; 0
 	// means the default.
 	TopK int
-	// Dropout, LearningRate and Patience are model.TrainConfig's; 0 means
+	// Dropout, LearningRate and Patience are Config's; 0 means
 	// the default, and a negative Dropout turns dropout off.
 	Dropout, LearningRate float64
 	Patience              int
-	// FillHarmonics is model.TrainConfig's: put a frequency on every
+	// FillHarmonics is Config's: put a frequency on every
 	// missing harmonic up to this one of each cycle; 0 leaves them out.
 	FillHarmonics int
 	// TimeZone is model.Meta.TimeZone: the IANA zone whose wall clock
 	// times the rhythms (empty: UTC).
 	TimeZone string
-	// Checkpoint is model.TrainConfig's: a file that keeps the run's state
+	// Checkpoint is Config's: a file that keeps the run's state
 	// after every epoch and resumes it when it exists; empty for none.
 	Checkpoint string
 	// Start, when set, is called once before the first epoch with a line
 	// that says what is trained on what; Epoch after every epoch.
 	Start func(what string)
-	Epoch func(model.EpochStats)
+	Epoch func(EpochStats)
 }
 
-// Result is a trained and measured model.
-type Result struct {
+// FitResult is a trained and measured model.
+type FitResult struct {
 	Model *model.Model
-	Train *model.TrainResult
+	Train *Result
 	// Test is the model's score on the test windows, and Naive the MSE
 	// there of the better of two forecasts without a model (NaiveMSE).
 	Test  model.Metrics
@@ -74,7 +87,7 @@ const errorQuantileWindows = 4096
 // test windows and fills its metadata: the data's channels, cadence and
 // normalisation, the test metrics, the attribution shares and where
 // served prediction intervals start.
-func Fit(ctx context.Context, d *history.Data, lookback, horizon int, o Options) (*Result, error) {
+func Fit(ctx context.Context, d *history.Data, lookback, horizon int, o Options) (*FitResult, error) {
 	channels := len(d.Columns)
 	if d.Mode == model.Independent {
 		channels = 1
@@ -95,7 +108,7 @@ func Fit(ctx context.Context, d *history.Data, lookback, horizon int, o Options)
 		o.Start(fmt.Sprintf("training %s on %s: %d windows, %d params", d.Mode, d.Name, d.Train.Len(), params))
 	}
 	start := time.Now()
-	tc := model.TrainConfig{
+	tc := Config{
 		Epochs: o.Epochs, BatchSize: o.BatchSize, Seed: o.Seed, FrequencyInit: o.FrequencyInit,
 		Dropout: o.Dropout, LearningRate: o.LearningRate, Patience: o.Patience, FillHarmonics: o.FillHarmonics,
 		Checkpoint: o.Checkpoint,
@@ -106,11 +119,11 @@ func Fit(ctx context.Context, d *history.Data, lookback, horizon int, o Options)
 	case o.ChannelShuffle > 0:
 		tc.ChannelShuffle = o.ChannelShuffle
 	}
-	tr, trainErr := model.Train(ctx, m, d.Train, d.Val, tc, o.Epoch)
+	tr, trainErr := Train(ctx, m, d.Train, d.Val, tc, o.Epoch)
 	if trainErr != nil && !(errors.Is(trainErr, context.Canceled) && tr != nil && tr.BestEpoch > 0) {
 		return nil, trainErr
 	}
-	res := &Result{Model: m, Train: tr, Seconds: time.Since(start).Seconds(), Params: params, Interrupted: trainErr != nil}
+	res := &FitResult{Model: m, Train: tr, Seconds: time.Since(start).Seconds(), Params: params, Interrupted: trainErr != nil}
 
 	// Score the best epoch on the test split (not cancellable: it is short,
 	// and a model without its test metrics would be misleading).

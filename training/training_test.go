@@ -27,7 +27,7 @@ func TestFitRecordsWhatItLearned(t *testing.T) {
 		}
 		var epochs int
 		started := ""
-		res, err := Fit(context.Background(), d, 48, 12, Options{Epochs: 2, Seed: 1, Start: func(s string) { started = s }, Epoch: func(model.EpochStats) { epochs++ }})
+		res, err := Fit(context.Background(), d, 48, 12, Options{Epochs: 2, Seed: 1, Start: func(s string) { started = s }, Epoch: func(EpochStats) { epochs++ }})
 		if err != nil {
 			t.Fatal(err)
 		}

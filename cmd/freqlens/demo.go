@@ -163,7 +163,7 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	// Trained and scored as train does, so the online error has its test
 	// MSE to be compared with (freqlens_model_test_mse, the dashboard, the
 	// alert).
-	res, err := training.Fit(ctx, d, 96, 24, training.Options{Epochs: epochs, Seed: seed, Epoch: func(s model.EpochStats) {
+	res, err := training.Fit(ctx, d, 96, 24, training.Options{Epochs: epochs, Seed: seed, Epoch: func(s training.EpochStats) {
 		fmt.Fprintf(stdout, "  epoch %d/%d: validation MSE %.4f (%.1fs)\n", s.Epoch, s.Epochs, s.ValMSE, s.Seconds)
 	}})
 	if err != nil {

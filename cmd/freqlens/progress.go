@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/training"
 )
 
 // progress shows training progress on w: a bar redrawn in place on a
@@ -39,7 +39,7 @@ func (p *progress) start(msg string) {
 }
 
 // epoch reports a finished epoch.
-func (p *progress) epoch(s model.EpochStats) {
+func (p *progress) epoch(s training.EpochStats) {
 	if s.Best {
 		p.best, p.bestAt = s.ValMSE, s.Epoch
 	}

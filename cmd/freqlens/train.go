@@ -72,12 +72,12 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	shuffle := fs.Float64("channel-shuffle", 1, "mixed mode: share of training samples whose channels come from independently drawn windows; 0 turns it off")
 	out := fs.String("out", "", "where to write the model (safetensors)")
 	topK := fs.Int("top-k", model.DefaultTopK, "frequencies each window selects (the paper's K): the cycles' first, all of them when they have more than K")
-	dropout := fs.Float64("dropout", model.DefaultDropout, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
-	rate := fs.Float64("learning-rate", model.DefaultLearningRate, fmt.Sprintf("Adam's base step size, annealed along a cosine to %g", model.DefaultMinLearningRate))
-	patience := fs.Int("patience", model.DefaultPatience, "epochs without a better validation MSE that end training")
+	dropout := fs.Float64("dropout", training.DefaultDropout, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
+	rate := fs.Float64("learning-rate", training.DefaultLearningRate, fmt.Sprintf("Adam's base step size, annealed along a cosine to %g", training.DefaultMinLearningRate))
+	patience := fs.Int("patience", training.DefaultPatience, "epochs without a better validation MSE that end training")
 	zone := fs.String("time-zone", "", "IANA time zone (Europe/Berlin) whose wall clock the data's daily and weekly rhythms keep, so they stay on their hour across daylight-saving changes; default UTC")
 	fill := fs.Int("fill-harmonics", 0, "put a frequency on every harmonic up to this one that a cycle found in the data lacks, so that its clock follows the cycle's shape more closely (more heads: slower training and forecasts); 0 leaves them out")
-	freqInit := fs.String("frequency-init", string(model.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
+	freqInit := fs.String("frequency-init", string(training.InitSpectrum), "where the frequencies start: spectrum (one on each cycle of the training rows' periodogram) or grid (log-uniform, as the reference code)")
 	maxWindows := fs.Int("max-windows", 100_000, "long-format data: train on at most this many windows, drawn at random (seeded) from every series, and validate on a fifth as many; 0 uses all")
 	checkpoint := fs.String("checkpoint", "", "where to keep the run's state after every epoch, so that the same command run again after a crash, kill or Ctrl-C goes on from the last finished epoch (deleted once the model is written); default OUT.checkpoint, none to keep no state")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object, the only output on stdout (progress goes to stderr)")
@@ -107,7 +107,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	bar := newProgress(stderr, *epochs)
 	opts := training.Options{
-		Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: model.FrequencyInit(*freqInit),
+		Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: training.FrequencyInit(*freqInit),
 		TopK: *topK, LearningRate: *rate, Patience: *patience, FillHarmonics: *fill,
 		Checkpoint: *checkpoint, Start: bar.start, Epoch: bar.epoch, TimeZone: *zone,
 	}
@@ -201,14 +201,14 @@ func checkTrainFlags(f trainFlags, checkpoint *string) (time.Duration, error) {
 	switch {
 	case f.topK < 1 || f.topK > model.DefaultFrequencies:
 		return 0, fmt.Errorf("--top-k %d: use 1 to %d, the model's frequencies (default %d)", f.topK, model.DefaultFrequencies, model.DefaultTopK)
-	case !(f.rate > model.DefaultMinLearningRate && f.rate <= 1):
-		return 0, fmt.Errorf("--learning-rate %g: use a rate above the %g the schedule ends at and at most 1 (default %g)", f.rate, model.DefaultMinLearningRate, model.DefaultLearningRate)
+	case !(f.rate > training.DefaultMinLearningRate && f.rate <= 1):
+		return 0, fmt.Errorf("--learning-rate %g: use a rate above the %g the schedule ends at and at most 1 (default %g)", f.rate, training.DefaultMinLearningRate, training.DefaultLearningRate)
 	case f.patience < 1:
-		return 0, fmt.Errorf("--patience %d: use at least 1 epoch (default %d)", f.patience, model.DefaultPatience)
+		return 0, fmt.Errorf("--patience %d: use at least 1 epoch (default %d)", f.patience, training.DefaultPatience)
 	case f.fill < 0 || f.fill > model.DefaultFrequencies:
 		return 0, fmt.Errorf("--fill-harmonics %d: use 0 (off) to %d (default 0)", f.fill, model.DefaultFrequencies)
 	case !(f.dropout >= 0 && f.dropout < 1):
-		return 0, fmt.Errorf("--dropout %g: use a probability from 0 (off) to below 1 (default %g)", f.dropout, model.DefaultDropout)
+		return 0, fmt.Errorf("--dropout %g: use a probability from 0 (off) to below 1 (default %g)", f.dropout, training.DefaultDropout)
 	}
 	if !(f.shuffle >= 0 && f.shuffle <= 1) {
 		return 0, fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", f.shuffle)
@@ -216,15 +216,15 @@ func checkTrainFlags(f trainFlags, checkpoint *string) (time.Duration, error) {
 	if m := model.Mode(f.mode); m != "" && m != model.Mixed && m != model.Independent {
 		return 0, fmt.Errorf("--mode %q is unknown; use mixed or independent", f.mode)
 	}
-	if fi := model.FrequencyInit(f.freqInit); fi != model.InitSpectrum && fi != model.InitGrid {
-		return 0, fmt.Errorf("--frequency-init %q is unknown; use %s or %s", f.freqInit, model.InitSpectrum, model.InitGrid)
+	if fi := training.FrequencyInit(f.freqInit); fi != training.InitSpectrum && fi != training.InitGrid {
+		return 0, fmt.Errorf("--frequency-init %q is unknown; use %s or %s", f.freqInit, training.InitSpectrum, training.InitGrid)
 	}
 
 	return sinceDur, nil
 }
 
 // newTrainReport is the summary of a finished training run written to out.
-func newTrainReport(out string, td *history.Data, res *training.Result, lookback, horizon int, seed uint64) trainReport {
+func newTrainReport(out string, td *history.Data, res *training.FitResult, lookback, horizon int, seed uint64) trainReport {
 	m, met, tr := res.Model, res.Test, res.Train
 	return trainReport{
 		Model: out, Data: td.Name, Protocol: td.Protocol, Mode: string(td.Mode),
@@ -272,7 +272,7 @@ func printTrainReport(stdout io.Writer, rep trainReport, m *model.Model) {
 // context.Canceled, so that the command exits 130 as any interrupted
 // command does: a script's `train && deploy` must not deploy the best epoch
 // of a run cut short. It returns nil for a run that finished.
-func interrupted(res *training.Result, tr *model.TrainResult, out, checkpoint string, stderr io.Writer) error {
+func interrupted(res *training.FitResult, tr *training.Result, out, checkpoint string, stderr io.Writer) error {
 	if !res.Interrupted {
 		return nil
 	}
@@ -344,7 +344,7 @@ func parseSince(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("--since %q is not a positive duration; use e.g. 14d or 36h", s)
 }
 
-// stopReason says in words why training stopped (TrainResult.Stopped).
+// stopReason says in words why training stopped (training.Result.Stopped).
 func stopReason(stopped string) string {
 	switch stopped {
 	case "epochs":

@@ -29,6 +29,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/readings"
+	"github.com/freqlens/freqlens/training"
 	"github.com/freqlens/freqlens/wire"
 )
 
@@ -481,9 +482,9 @@ func TestTrainSettings(t *testing.T) {
 		}
 		return rep
 	}
-	if rep := train(); rep.TopK != model.DefaultTopK || rep.Dropout != model.DefaultDropout || rep.LearningRate != model.DefaultLearningRate || rep.Patience != model.DefaultPatience {
+	if rep := train(); rep.TopK != model.DefaultTopK || rep.Dropout != training.DefaultDropout || rep.LearningRate != training.DefaultLearningRate || rep.Patience != training.DefaultPatience {
 		t.Errorf("defaults: K %d, dropout %g, rate %g, patience %d; want the model package's %d, %g, %g, %d",
-			rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, model.DefaultTopK, model.DefaultDropout, model.DefaultLearningRate, model.DefaultPatience)
+			rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, model.DefaultTopK, training.DefaultDropout, training.DefaultLearningRate, training.DefaultPatience)
 	}
 	if rep := train("--top-k", "5", "--dropout", "0.25", "--learning-rate", "0.002", "--patience", "3"); rep.TopK != 5 || rep.Dropout != 0.25 || rep.LearningRate != 0.002 || rep.Patience != 3 {
 		t.Errorf("set: K %d, dropout %g, rate %g, patience %d; want 5, 0.25, 0.002, 3", rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience)

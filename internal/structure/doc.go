@@ -19,10 +19,11 @@
 //     because …").
 //   - The direction of imports of ARCHITECTURE.md: model imports no Kafka,
 //     Arrow or Prometheus package and nothing of ours but internal/gemm
-//     and cycles; cycles imports nothing of ours; stream imports neither
-//     window nor model; readings and wire import no kafka-go, Prometheus
-//     or kfake and nothing of the model or the service. These hold for the
-//     package and every package of ours it imports, directly or not.
+//     and cycles; cycles imports nothing of ours; online imports neither
+//     training nor history; stream imports neither window nor model;
+//     readings and wire import no kafka-go, Prometheus or kfake and
+//     nothing of the model or the service. These hold for the package and
+//     every package of ours it imports, directly or not.
 //
 // Imports are read with go/build for linux on amd64 and on arm64 (the
 // build tags the code uses), from the non-test files only; files and

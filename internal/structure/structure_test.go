@@ -144,7 +144,7 @@ func under(path, prefix string) bool {
 }
 
 // TestImports checks the direction of imports: what cmd/freqlens, model,
-// stream and readings may import.
+// online, stream and readings may import.
 func TestImports(t *testing.T) {
 	r := loadRepo(t)
 	const (
@@ -180,6 +180,11 @@ func TestImports(t *testing.T) {
 			name: "cycles stands alone", pkg: "cycles", transitive: true,
 			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{},
 			why: "cycles is discovery over plain slices, for the model and anyone else: nothing of ours",
+		},
+		{
+			name: "online does not train", pkg: "online", transitive: true,
+			deniedOurs: []string{"training", "history"},
+			why:        "online fine-tunes with model.Stepper's steps; the training loop and the history it reads are package training's and history's (issue 45)",
 		},
 		{
 			name: "stream knows no windows", pkg: "stream", transitive: true,

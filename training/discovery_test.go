@@ -1,4 +1,4 @@
-package model
+package training
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/internal/longtest"
+	"github.com/freqlens/freqlens/model"
 )
 
 // discoveryCase is a periodic feed drawn at random: two or three cycles
@@ -79,8 +80,8 @@ type discoveryVariant struct {
 	// untimed trains on windows without timestamps (a model that cannot
 	// read the time).
 	untimed bool
-	model   func(*Config)
-	train   func(*TrainConfig)
+	model   func(*model.Config)
+	train   func(*Config)
 }
 
 // trainDiscovery trains an independent model with default settings (but
@@ -104,15 +105,15 @@ func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int
 		return w
 	}
 	tr, va, te := win(0, T*7/10), win(T*7/10-lookback, T*8/10), win(T*8/10-lookback, T)
-	cfg := Config{Lookback: lookback, Horizon: horizon, Channels: 1, Mode: Independent}
-	tc := TrainConfig{Epochs: epochs, Seed: c.seed}
+	cfg := model.Config{Lookback: lookback, Horizon: horizon, Channels: 1, Mode: model.Independent}
+	tc := Config{Epochs: epochs, Seed: c.seed}
 	if v.model != nil {
 		v.model(&cfg)
 	}
 	if v.train != nil {
 		v.train(&tc)
 	}
-	m, err := New(cfg, c.seed)
+	m, err := model.New(cfg, c.seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,14 +123,14 @@ func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int
 	if _, err := Train(context.Background(), m, tr, va, tc, nil); err != nil {
 		t.Fatal(err)
 	}
-	met, err := Evaluate(context.Background(), m, te, EvalOptions{})
+	met, err := model.Evaluate(context.Background(), m, te, model.EvalOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := discoveryResult{residualShare: met.ResidualShare, shares: met.Shares, testMSE: met.MSE}
 	t.Logf("DEBUG rhythms %s peaks %+v alpha %.3f", fmt.Sprint(m.Meta.Rhythms), m.Meta.Peaks, m.Alpha())
 	fs := m.Frequencies()
-	onCycle := func(f Frequency) bool {
+	onCycle := func(f model.Frequency) bool {
 		return slices.ContainsFunc(c.periods, func(p float64) bool { return math.Abs(f.PeriodSteps/p-1) < 0.01 })
 	}
 	for _, p := range c.periods {
@@ -199,15 +200,15 @@ func pct(v []float64) []float64 {
 // for the defaults and for each step of training's discovery taken away in
 // turn:
 //
-//	go test -run '^$' -bench Discovery -benchtime 1x ./model/
+//	go test -run '^$' -bench Discovery -benchtime 1x ./training/
 func BenchmarkDiscovery(b *testing.B) {
 	const L, H, epochs, cases = 96, 24, 30, 8
 	for _, v := range []discoveryVariant{
 		{name: "defaults"},
-		{name: "grid start (no spectral placement)", train: func(tc *TrainConfig) { tc.FrequencyInit = InitGrid }},
-		{name: "placed θ trained at 5x", train: func(tc *TrainConfig) { tc.TrainPlacedFrequencies = true }},
-		{name: "scorer trained throughout", train: func(tc *TrainConfig) { tc.TrainScorerThroughout = true }},
-		{name: "no residual warm-up", train: func(tc *TrainConfig) { tc.ResidualWarmup = -1 }},
+		{name: "grid start (no spectral placement)", train: func(tc *Config) { tc.FrequencyInit = InitGrid }},
+		{name: "placed θ trained at 5x", train: func(tc *Config) { tc.TrainPlacedFrequencies = true }},
+		{name: "scorer trained throughout", train: func(tc *Config) { tc.TrainScorerThroughout = true }},
+		{name: "no residual warm-up", train: func(tc *Config) { tc.ResidualWarmup = -1 }},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			for range b.N {

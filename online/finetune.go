@@ -1,18 +1,19 @@
-package model
+package online
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"math/rand/v2"
 	"time"
+
+	"github.com/freqlens/freqlens/model"
 )
 
 // FineTuneConfig sets one round of online fine-tuning: a few Adam steps on
 // recent (window, target) pairs that move only the frequency parameters θ
 // and φ, the rhythms' clock terms and the fusion weight, and optionally the
-// heads. The zero value of
-// every field means its default.
+// heads. The zero value of every field means its default.
 type FineTuneConfig struct {
 	// Steps is the number of Adam steps.
 	//
@@ -44,6 +45,7 @@ type FineTuneConfig struct {
 	// Default: 0.1
 	Tau float64
 	// ClipNorm caps the L2 norm of the gradient of the trained parameters.
+	// A negative value turns the cap off.
 	//
 	// Default: 1.0
 	ClipNorm float64
@@ -123,54 +125,51 @@ type FineTuneResult struct {
 	FirstLoss, LastLoss float64
 }
 
-// ErrDiverged reports a step whose loss or gradient is not finite;
-// ErrExploding one whose loss grew beyond FineTuneConfig.MaxLossGrowth times
-// the first step's. Both leave the model half-trained: fine-tune a Clone and
-// discard it on error.
-var (
-	ErrDiverged  = errDiverged
-	ErrExploding = errors.New("loss exploded; lower the learning rate")
-)
+// ErrExploding reports a step whose loss grew beyond
+// FineTuneConfig.MaxLossGrowth times the first step's. Like
+// model.ErrDiverged (a step whose loss or gradient is not finite), it
+// leaves the model half-trained: fine-tune a Clone and discard it on
+// error.
+var ErrExploding = errors.New("loss exploded; lower the learning rate")
 
-// FineTune runs cfg.Steps Adam steps on windows drawn from src, changing
-// only θ, φ and the fusion weight (and the heads with cfg.TrainHeads). The
-// input projection, scorer and residual MLP stay as they are, so a round is
-// a small, guarded change that moves what the model's attributions name:
-// its frequencies. The same model, data and seed give the same result.
+// FineTune runs cfg.Steps Adam steps (model.Stepper) on windows drawn from
+// src, changing only θ, φ and the fusion weight (and the heads with
+// cfg.TrainHeads). The input projection, scorer and residual MLP stay as
+// they are, so a round is a small, guarded change that moves what the
+// model's attributions name: its frequencies. The same model, data and
+// seed give the same result.
 //
 // On error m holds a partial update; callers fine-tune a Clone and keep the
 // original unless the round succeeds and the candidate scores at least as
 // well on data it was not tuned on.
-func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (FineTuneResult, error) {
+func FineTune(ctx context.Context, m *model.Model, src model.Source, cfg FineTuneConfig) (FineTuneResult, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return FineTuneResult{}, err
 	}
-	b, err := newBatcher(m, src)
+	samples, err := m.Samples(src)
 	if err != nil {
 		return FineTuneResult{}, err
 	}
-	samples := b.samples()
 	if samples == 0 {
 		return FineTuneResult{}, errors.New("fine-tune: no windows to learn from")
 	}
 	B := min(cfg.BatchSize, samples)
-	lambdaDiv := cfg.LambdaDiv
-	if lambdaDiv == 0 {
-		lambdaDiv = -1 // off; TrainConfig reads 0 as its default
+	// The seed's stream is the one training's steps draw from (package
+	// training seeds it alike): one generator picks the windows and draws
+	// the Gumbel noise.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xda3e39cb94b95bdb))
+	st, err := m.NewStepper(src, cfg.step(B), rng)
+	if err != nil {
+		return FineTuneResult{}, err
 	}
-	tc := TrainConfig{
-		BatchSize: B, LearningRate: cfg.LearningRate, FreqRateScale: cfg.FreqRateScale, ClipNorm: cfg.ClipNorm,
-		LambdaDiv: lambdaDiv, LambdaRecon: -1, LambdaSparse: -1, LambdaVar: -1, Dropout: -1,
-		ChannelShuffle: -1, Seed: cfg.Seed, Workers: cfg.Workers,
-	}.withDefaults()
-	t := newTrainer(m, tc, b)
 	// A model whose frequencies sit on the data's cycles keeps θ: the
 	// cycles move with the recent spectrum (Model.TrackCycles), which
 	// places a period far more finely than this loss can.
 	placed := len(m.Meta.Peaks) > 0
-	t.opt.freezeExcept(m.cfg, func(tn tensor) bool {
-		return fineTuned(cfg.TrainHeads)(tn.component) && !(placed && tn.name == "freq.theta")
+	trained := fineTuned(cfg.TrainHeads)
+	st.Freeze(func(name, component string) bool {
+		return trained(component) && !(placed && name == "freq.theta")
 	})
 
 	var res FineTuneResult
@@ -180,21 +179,21 @@ func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (Fi
 			return res, err
 		}
 		for i := range idx {
-			idx[i] = t.rng.IntN(samples)
+			idx[i] = rng.IntN(samples)
 		}
 		start := time.Now()
-		l, err := t.step(idx, cfg.LearningRate, cfg.Tau)
+		l, err := st.Step(idx, cfg.LearningRate, cfg.Tau)
 		if s == 0 {
-			res.FirstLoss = l.total
+			res.FirstLoss = l.Total
 		}
-		res.LastLoss = l.total
+		res.LastLoss = l.Total
 		if err != nil {
 			return res, fmt.Errorf("fine-tune step %d: %w", s+1, err)
 		}
 		res.Steps = s + 1
-		if l.total > cfg.MaxLossGrowth*res.FirstLoss {
+		if l.Total > cfg.MaxLossGrowth*res.FirstLoss {
 			return res, fmt.Errorf("fine-tune step %d: loss %.4g is %.1f× the first step's %.4g: %w",
-				s+1, l.total, l.total/res.FirstLoss, res.FirstLoss, ErrExploding)
+				s+1, l.Total, l.Total/res.FirstLoss, res.FirstLoss, ErrExploding)
 		}
 		if cfg.AfterStep != nil {
 			if err := cfg.AfterStep(ctx, time.Since(start)); err != nil {
@@ -203,6 +202,18 @@ func FineTune(ctx context.Context, m *Model, src Source, cfg FineTuneConfig) (Fi
 		}
 	}
 	return res, nil
+}
+
+// step is what each step of a round of cfg (defaults filled in) on
+// batches of B windows does: no term but the forecast loss and the
+// diversity, no dropout, noise, shuffling or moving average. A negative
+// rate scale stops θ and φ and a negative clip norm turns the cap off, as
+// they do in training.
+func (cfg FineTuneConfig) step(B int) model.StepConfig {
+	return model.StepConfig{
+		BatchSize: B, FreqRateScale: max(cfg.FreqRateScale, 0), ClipNorm: max(cfg.ClipNorm, 0),
+		LambdaDiv: cfg.LambdaDiv, Workers: cfg.Workers,
+	}
 }
 
 // fineTuned returns which components a fine-tuning round changes.
@@ -216,15 +227,4 @@ func fineTuned(heads bool) func(component string) bool {
 		}
 		return false
 	}
-}
-
-// Finite reports whether every parameter is a finite number, the check a
-// candidate model passes before it may serve.
-func (m *Model) Finite() bool {
-	for _, v := range m.params.Data {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return true
 }

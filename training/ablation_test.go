@@ -1,4 +1,4 @@
-package model
+package training
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
 )
 
 // BenchmarkAblation is what the recipe's choices buy on a benchmark file
@@ -21,7 +22,7 @@ import (
 // the attribution and the residual's. About 2 minutes per ETTh1 run on 2
 // cores:
 //
-//	go test -run '^$' -bench Ablation -benchtime 1x -timeout 0 ./model/
+//	go test -run '^$' -bench Ablation -benchtime 1x -timeout 0 ./training/
 func BenchmarkAblation(b *testing.B) {
 	files := []string{"ETTh1.csv"}
 	if v := os.Getenv("FREQLENS_ABLATION_DATA"); v != "" {
@@ -38,12 +39,12 @@ func BenchmarkAblation(b *testing.B) {
 	}
 	variants := []struct {
 		name  string
-		model func(*Config)
-		train func(*TrainConfig)
+		model func(*model.Config)
+		train func(*Config)
 	}{
 		{name: "default"},
-		{name: "every frequency selected (K = N = 32)", model: func(c *Config) { c.Frequencies, c.TopK = 32, 32 }},
-		{name: "batch 32 (the library's default)", train: func(t *TrainConfig) { t.BatchSize = 32 }},
+		{name: "every frequency selected (K = N = 32)", model: func(c *model.Config) { c.Frequencies, c.TopK = 32, 32 }},
+		{name: "batch 32 (the library's default)", train: func(t *Config) { t.BatchSize = 32 }},
 	}
 	for _, file := range files {
 		path := filepath.Join("..", "..", "shared", "data", file)
@@ -64,15 +65,15 @@ func BenchmarkAblation(b *testing.B) {
 				for b.Loop() {
 					mse, cycles, residual = 0, 0, 0
 					for _, seed := range seeds {
-						cfg := Config{Horizon: 96, Channels: f.Channels()}
-						tc := TrainConfig{Seed: seed, BatchSize: 128}
+						cfg := model.Config{Horizon: 96, Channels: f.Channels()}
+						tc := Config{Seed: seed, BatchSize: 128}
 						if v.model != nil {
 							v.model(&cfg)
 						}
 						if v.train != nil {
 							v.train(&tc)
 						}
-						m, err := New(cfg, seed)
+						m, err := model.New(cfg, seed)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -81,7 +82,7 @@ func BenchmarkAblation(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						met, err := Evaluate(context.Background(), m, bm.Test, EvalOptions{})
+						met, err := model.Evaluate(context.Background(), m, bm.Test, model.EvalOptions{})
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -1,4 +1,4 @@
-package model
+package training
 
 import (
 	"context"
@@ -12,36 +12,38 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/dataset/datasettest"
+	"github.com/freqlens/freqlens/model"
 )
 
 // checkpointCase is a small training run to stop and resume.
 type checkpointCase struct {
 	name       string
-	cfg        Config
-	tc         TrainConfig
-	train, val Source
-	meta       Meta
+	cfg        model.Config
+	tc         Config
+	train, val model.Source
+	meta       model.Meta
 	clock      bool // the model reads the windows' times
 }
 
 func checkpointCases(t *testing.T) []checkpointCase {
-	small := Config{Lookback: 24, Horizon: 6, Channels: 2, Hidden: 8, Frequencies: 8, TopK: 3}
+	small := model.Config{Lookback: 24, Horizon: 6, Channels: 2, Hidden: 8, Frequencies: 8, TopK: 3}
 	cases := []checkpointCase{
-		{name: "defaults", cfg: small, tc: TrainConfig{Epochs: 7, Seed: 5},
-			train: sineSource(300, 24, 6, 2, 1), val: sineSource(60, 24, 6, 2, 2)},
+		{name: "defaults", cfg: small, tc: Config{Epochs: 7, Seed: 5},
+			train: datasettest.Sines(300, 24, 6, 2, 1), val: datasettest.Sines(60, 24, 6, 2, 2)},
 		// Without channel shuffling the window order decides each batch.
 		{name: "ema, input noise, weight decay, early stopping, no channel shuffle", cfg: small,
-			tc: TrainConfig{Epochs: 9, Seed: 6, EMA: 0.9, InputNoise: 0.05, WeightDecay: 0.01, Patience: 2, LearningRate: 0.02,
+			tc: Config{Epochs: 9, Seed: 6, EMA: 0.9, InputNoise: 0.05, WeightDecay: 0.01, Patience: 2, LearningRate: 0.02,
 				ChannelShuffle: -1},
-			train: sineSource(300, 24, 6, 2, 3), val: sineSource(60, 24, 6, 2, 4)},
+			train: datasettest.Sines(300, 24, 6, 2, 3), val: datasettest.Sines(60, 24, 6, 2, 4)},
 	}
 	// Frequencies placed on the spectrum and a clock read from the windows' times.
-	f, _ := longCycleFrame(11, 24, 2, 1500)
+	f, _ := datasettest.LongCycle(11, 24, 2, 1500)
 	times := make([]int64, f.Rows())
 	for i, ts := range f.Times {
 		times[i] = ts.UnixNano()
 	}
-	win := func(lo, hi int) Source {
+	win := func(lo, hi int) model.Source {
 		w, err := dataset.NewWindows(f.Values, 2, 24, 6, dataset.Range{Start: lo, End: hi})
 		if err == nil {
 			w, err = w.WithTimes(times)
@@ -52,18 +54,18 @@ func checkpointCases(t *testing.T) []checkpointCase {
 		return w
 	}
 	indep := small
-	indep.Channels, indep.Mode = 1, Independent
+	indep.Channels, indep.Mode = 1, model.Independent
 	cases = append(cases, checkpointCase{name: "independent, placed frequencies and a clock", cfg: indep,
-		tc: TrainConfig{Epochs: 6, Seed: 7}, train: win(0, 1200), val: win(1200-24, 1500),
-		meta: Meta{Cadence: f.Cadence}, clock: true})
+		tc: Config{Epochs: 6, Seed: 7}, train: win(0, 1200), val: win(1200-24, 1500),
+		meta: model.Meta{Cadence: f.Cadence}, clock: true})
 	return cases
 }
 
 // run trains c's model from its seed; stopAfter > 0 cancels the run after
 // that many epochs of this call.
-func (c checkpointCase) run(t *testing.T, checkpoint string, stopAfter int) (*Model, *TrainResult, error) {
+func (c checkpointCase) run(t *testing.T, checkpoint string, stopAfter int) (*model.Model, *Result, error) {
 	t.Helper()
-	m, err := New(c.cfg, 3)
+	m, err := model.New(c.cfg, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func (c checkpointCase) run(t *testing.T, checkpoint string, stopAfter int) (*Mo
 
 // sameRun reports how two results differ, ignoring wall times and whether
 // epochs were restored.
-func sameRun(a, b *TrainResult) string {
+func sameRun(a, b *Result) string {
 	strip := func(es []EpochStats) []EpochStats {
 		out := slices.Clone(es)
 		for i := range out {
@@ -124,7 +126,7 @@ func TestTrainResumesFromCheckpoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(whole.params.Data, plain.params.Data) || sameRun(wholeRes, plainRes) != "" {
+			if !slices.Equal(whole.Params().Data, plain.Params().Data) || sameRun(wholeRes, plainRes) != "" {
 				t.Fatalf("keeping a checkpoint changed the run (%s)", sameRun(wholeRes, plainRes))
 			}
 
@@ -151,7 +153,7 @@ func TestTrainResumesFromCheckpoint(t *testing.T) {
 			if resumed.ReadsTime() != c.clock {
 				t.Errorf("the resumed model reads the time: %v, want %v", resumed.ReadsTime(), c.clock)
 			}
-			if !slices.Equal(resumed.params.Data, plain.params.Data) {
+			if !slices.Equal(resumed.Params().Data, plain.Params().Data) {
 				t.Errorf("stopped after %d and %d more epochs and resumed: the model differs from the run that never stopped", first, second)
 			}
 			if d := sameRun(res, plainRes); d != "" {
@@ -163,7 +165,7 @@ func TestTrainResumesFromCheckpoint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(again.params.Data, plain.params.Data) || sameRun(againRes, plainRes) != "" || againRes.ResumedFrom != plainRes.EpochsRun {
+			if !slices.Equal(again.Params().Data, plain.Params().Data) || sameRun(againRes, plainRes) != "" || againRes.ResumedFrom != plainRes.EpochsRun {
 				t.Errorf("rerun on a finished checkpoint: resumed from %d (want %d), differs: %q", againRes.ResumedFrom, plainRes.EpochsRun, sameRun(againRes, plainRes))
 			}
 		})
@@ -197,17 +199,17 @@ func TestCheckpointOfAnotherRunOrDamaged(t *testing.T) {
 		t.Errorf("another learning rate: err %v, want ErrCheckpointMismatch", err)
 	}
 	other = c
-	other.train = sineSource(300, 24, 6, 2, 99)
+	other.train = datasettest.Sines(300, 24, 6, 2, 99)
 	if _, _, err := other.run(t, path, 0); !errors.Is(err, ErrCheckpointMismatch) {
 		t.Errorf("other data: err %v, want ErrCheckpointMismatch", err)
 	}
 	// One value of one window changed, wherever it is.
 	rng := rand.New(rand.NewPCG(7, 7))
 	for range 5 {
-		src := c.train.(sliceSource)
+		src := c.train.(datasettest.Slices)
 		changed := src
-		changed.x = slices.Clone(src.x)
-		changed.x[rng.IntN(len(changed.x))] += 1e-9
+		changed.X = slices.Clone(src.X)
+		changed.X[rng.IntN(len(changed.X))] += 1e-9
 		other = c
 		other.train = changed
 		if _, _, err := other.run(t, path, 0); !errors.Is(err, ErrCheckpointMismatch) {
@@ -247,8 +249,8 @@ func TestCheckpointOfAnotherRunOrDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, res, err := c.run(t, filepath.Join(dir, "missing", "ckpt"), 0)
-	if err != nil || !slices.Equal(m.params.Data, plain.params.Data) {
-		t.Errorf("a checkpoint in a missing directory: err %v, same model %v; want the run to go on", err, err == nil && slices.Equal(m.params.Data, plain.params.Data))
+	if err != nil || !slices.Equal(m.Params().Data, plain.Params().Data) {
+		t.Errorf("a checkpoint in a missing directory: err %v, same model %v; want the run to go on", err, err == nil && slices.Equal(m.Params().Data, plain.Params().Data))
 	}
 	for _, e := range res.Epochs {
 		if !strings.Contains(e.CheckpointError, "could not be written") || !strings.Contains(e.CheckpointError, "no checkpoint is kept, and training goes on") {

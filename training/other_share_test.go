@@ -1,4 +1,4 @@
-package model
+package training
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/dataset/datasettest"
 	"github.com/freqlens/freqlens/internal/longtest"
 	"gonum.org/v1/gonum/stat"
 )
@@ -27,7 +28,7 @@ func cycleFrame(seed uint64, steps int) (*dataset.Frame, float64) {
 		parts = append(parts, part{float64(k), (0.5 + rng.Float64()) / float64(k), 2 * math.Pi * rng.Float64()})
 	}
 	noise := 0.05 + 0.15*rng.Float64()
-	f := hourlyPair("cycle", steps, func(t int) float64 {
+	f := datasettest.HourlyPair("cycle", steps, func(t int) float64 {
 		v := 0.0
 		for _, p := range parts {
 			v += p.amp * math.Sin(2*math.Pi*p.k*float64(t)/period+p.phase)

@@ -1,4 +1,4 @@
-package model
+package training
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/internal/gemm"
+	"github.com/freqlens/freqlens/model"
 )
 
 // A training checkpoint is the whole state of a run between two epochs:
@@ -74,10 +75,10 @@ type checkpointHeader struct {
 }
 
 // runState is the part of a run that a checkpoint saves besides the
-// trainer's own state.
+// Stepper's state and the random generator's.
 type runState struct {
-	res       *TrainResult
-	best      *Params
+	res       *Result
+	best      []float64 // the best epoch's parameters
 	perm      []int
 	nextEpoch int
 	bad       int
@@ -94,20 +95,20 @@ var ErrCheckpointMismatch = errors.New("the checkpoint was written by a differen
 // window (a CRC-32C of their values and end times: a second for Weather's
 // 36,000 windows of 816 steps × 21 channels, against minutes an epoch). It
 // is taken after the frequencies are placed and before the first step.
-func (t *trainer) fingerprint(train, val Source) string {
+func (r *run) fingerprint(train, val model.Source) string {
 	h := sha256.New()
-	cfg := t.cfg
+	cfg := r.cfg
 	cfg.Workers, cfg.Checkpoint = 0, "" // results do not depend on them
 	meta, err := json.Marshal(struct {
 		Cadence time.Duration
 		Rhythms any
 		Data    string
 		Zone    string `json:",omitempty"` // omitted in UTC, so a UTC run matches a checkpoint whose fingerprint has no zone
-	}{t.m.Meta.Cadence, t.m.Meta.Rhythms, t.m.Meta.DataSHA256, t.m.Meta.TimeZone})
+	}{r.m.Meta.Cadence, r.m.Meta.Rhythms, r.m.Meta.DataSHA256, r.m.Meta.TimeZone})
 	if err != nil {
 		meta = fmt.Appendf(nil, "%v", err)
 	}
-	fmt.Fprintf(h, "v%d\n%+v\n%+v\n%s\n", checkpointVersion, t.m.cfg, cfg, meta)
+	fmt.Fprintf(h, "v%d\n%s\n%+v\n%s\n", checkpointVersion, r.m.ShapeKey(), cfg, meta)
 	var buf []byte
 	writeFloats := func(w io.Writer, v []float64) {
 		buf = buf[:0]
@@ -116,10 +117,10 @@ func (t *trainer) fingerprint(train, val Source) string {
 		}
 		w.Write(buf)
 	}
-	writeFloats(h, t.m.params.Data)
-	for _, src := range []Source{train, val} {
+	writeFloats(h, r.m.Params().Data)
+	for _, src := range []model.Source{train, val} {
 		crc := crc32.New(castagnoli)
-		timed, _ := src.(TimedSource)
+		timed, _ := src.(model.TimedSource)
 		for i := range src.Len() {
 			writeFloats(crc, src.Input(i))
 			writeFloats(crc, src.Target(i))
@@ -135,15 +136,16 @@ func (t *trainer) fingerprint(train, val Source) string {
 }
 
 // saveCheckpoint writes the run's state to path, atomically.
-func (t *trainer) saveCheckpoint(path, fp string, st runState) error {
-	rng, err := t.pcg.MarshalBinary()
+func (r *run) saveCheckpoint(path string) error {
+	st := r.state
+	rng, err := r.pcg.MarshalBinary()
 	if err != nil {
 		return err
 	}
 	hd := checkpointHeader{
-		Fingerprint: fp, NextEpoch: st.nextEpoch, Bad: st.bad,
+		Fingerprint: r.fp, NextEpoch: st.nextEpoch, Bad: st.bad,
 		BestEpoch: st.res.BestEpoch, BestValMSE: st.res.BestValMSE, Epochs: st.res.Epochs, Stopped: st.stopped,
-		RNG: rng, AdamSteps: t.opt.t, Params: len(t.m.params.Data), EMA: t.ema != nil, Samples: len(st.perm),
+		RNG: rng, AdamSteps: r.st.AdamSteps(), Params: len(r.m.Params().Data), EMA: r.cfg.EMA > 0, Samples: len(st.perm),
 		Kernels: gemm.Kernels(),
 	}
 	var hb bytes.Buffer
@@ -167,7 +169,7 @@ func (t *trainer) saveCheckpoint(path, fp string, st runState) error {
 	bw.Write(header)
 	binary.LittleEndian.PutUint32(word[:4], crc32.Checksum(header, castagnoli))
 	bw.Write(word[:4])
-	for _, a := range t.checkpointArrays(st.best) {
+	for _, a := range r.checkpointArrays() {
 		for _, x := range a {
 			binary.LittleEndian.PutUint64(word[:], math.Float64bits(x))
 			bw.Write(word[:])
@@ -201,18 +203,16 @@ func (t *trainer) saveCheckpoint(path, fp string, st runState) error {
 	return nil
 }
 
-// checkpointArrays are the float64 arrays a checkpoint holds, in order.
-func (t *trainer) checkpointArrays(best *Params) [][]float64 {
-	a := [][]float64{t.m.params.Data, best.Data, t.opt.m, t.opt.v}
-	if t.ema != nil {
-		a = append(a, t.ema.Data)
-	}
-	return a
+// checkpointArrays are the float64 arrays a checkpoint holds, in order:
+// the parameters, the best epoch's, Adam's moments and the moving average.
+func (r *run) checkpointArrays() [][]float64 {
+	return append([][]float64{r.m.Params().Data, r.state.best}, r.st.StateArrays()...)
 }
 
-// loadCheckpoint restores the run's state from path into t and st. It
-// returns false, nil when there is no checkpoint at path.
-func (t *trainer) loadCheckpoint(path, fp string, st *runState) (bool, error) {
+// loadCheckpoint restores the run's state from path. It returns false,
+// nil when there is no checkpoint at path.
+func (r *run) loadCheckpoint(path string) (bool, error) {
+	st := &r.state
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -226,10 +226,10 @@ func (t *trainer) loadCheckpoint(path, fp string, st *runState) (bool, error) {
 	}
 	crc := crc32.New(castagnoli)
 	br := bufio.NewReaderSize(f, 1<<20)
-	r := io.TeeReader(br, crc)
+	in := io.TeeReader(br, crc)
 	var word [8]byte
 	var fixed [len(checkpointMagic) + 8]byte
-	if _, err := io.ReadFull(r, fixed[:]); err != nil {
+	if _, err := io.ReadFull(in, fixed[:]); err != nil {
 		return false, bad("too short")
 	}
 	if string(fixed[:len(checkpointMagic)]) != checkpointMagic {
@@ -243,30 +243,30 @@ func (t *trainer) loadCheckpoint(path, fp string, st *runState) (bool, error) {
 		return false, bad("header length")
 	}
 	header := make([]byte, n)
-	if _, err := io.ReadFull(r, header); err != nil {
+	if _, err := io.ReadFull(in, header); err != nil {
 		return false, bad("truncated header")
 	}
-	if _, err := io.ReadFull(r, word[:4]); err != nil || binary.LittleEndian.Uint32(word[:4]) != crc32.Checksum(header, castagnoli) {
+	if _, err := io.ReadFull(in, word[:4]); err != nil || binary.LittleEndian.Uint32(word[:4]) != crc32.Checksum(header, castagnoli) {
 		return false, bad("header checksum")
 	}
 	var hd checkpointHeader
 	if err := gob.NewDecoder(bytes.NewReader(header)).Decode(&hd); err != nil {
 		return false, bad("header: " + err.Error())
 	}
-	if hd.Fingerprint != fp {
+	if hd.Fingerprint != r.fp {
 		return false, fmt.Errorf("train: %s: %w; delete it, or give this run another checkpoint path", path, ErrCheckpointMismatch)
 	}
-	if hd.Params != len(t.m.params.Data) || hd.EMA != (t.ema != nil) || hd.Samples != len(st.perm) ||
-		hd.NextEpoch < 0 || hd.NextEpoch > t.cfg.Epochs || len(hd.Epochs) != hd.NextEpoch {
+	if hd.Params != len(r.m.Params().Data) || hd.EMA != (r.cfg.EMA > 0) || hd.Samples != len(st.perm) ||
+		hd.NextEpoch < 0 || hd.NextEpoch > r.cfg.Epochs || len(hd.Epochs) != hd.NextEpoch {
 		return false, bad("shapes do not match its run")
 	}
 	// Read into fresh storage first: a damaged file must leave the run as it was.
-	arrays := t.checkpointArrays(st.best)
+	arrays := r.checkpointArrays()
 	loaded := make([][]float64, len(arrays))
 	for i, a := range arrays {
 		v := make([]float64, len(a))
 		for j := range v {
-			if _, err := io.ReadFull(r, word[:]); err != nil {
+			if _, err := io.ReadFull(in, word[:]); err != nil {
 				return false, bad("truncated")
 			}
 			v[j] = math.Float64frombits(binary.LittleEndian.Uint64(word[:]))
@@ -276,7 +276,7 @@ func (t *trainer) loadCheckpoint(path, fp string, st *runState) (bool, error) {
 	perm := make([]int, len(st.perm))
 	seen := make([]bool, len(perm))
 	for j := range perm {
-		if _, err := io.ReadFull(r, word[:4]); err != nil {
+		if _, err := io.ReadFull(in, word[:4]); err != nil {
 			return false, bad("truncated")
 		}
 		p := int(binary.LittleEndian.Uint32(word[:4]))
@@ -295,15 +295,15 @@ func (t *trainer) loadCheckpoint(path, fp string, st *runState) (bool, error) {
 	if _, err := br.ReadByte(); err != io.EOF {
 		return false, bad("trailing bytes")
 	}
-	if err := t.pcg.UnmarshalBinary(hd.RNG); err != nil {
+	if err := r.pcg.UnmarshalBinary(hd.RNG); err != nil {
 		return false, bad("random state")
 	}
 	for i, a := range arrays {
 		copy(a, loaded[i])
 	}
 	copy(st.perm, perm)
-	t.opt.t = hd.AdamSteps
-	t.m.refresh()
+	r.st.SetAdamSteps(hd.AdamSteps)
+	r.m.Refresh()
 	st.res.BestEpoch, st.res.BestValMSE, st.res.Epochs = hd.BestEpoch, hd.BestValMSE, hd.Epochs
 	st.res.EpochsRun, st.res.ResumedFrom = hd.NextEpoch, hd.NextEpoch
 	st.nextEpoch, st.bad, st.stopped = hd.NextEpoch, hd.Bad, hd.Stopped
@@ -339,14 +339,14 @@ func formatBytes(n int) string {
 	return fmt.Sprintf("%.0f kB", float64(n)/1e3)
 }
 
-// keepCheckpoint writes the run's state st after an epoch to the
-// checkpoint file (fingerprint fp) and sets *kept to the epoch it holds.
-// A checkpoint that cannot be written (a full disk) costs the ability to
-// resume, not the run: it returns what to tell the user, "" on success.
-func (t *trainer) keepCheckpoint(fp string, st runState, kept *int) string {
-	err := t.saveCheckpoint(t.cfg.Checkpoint, fp, st)
+// keepCheckpoint writes the run's state after an epoch to the checkpoint
+// file and sets *kept to the epoch it holds. A checkpoint that cannot be
+// written (a full disk) costs the ability to resume, not the run: it
+// returns what to tell the user, "" on success.
+func (r *run) keepCheckpoint(kept *int) string {
+	err := r.saveCheckpoint(r.cfg.Checkpoint)
 	if err == nil {
-		*kept = st.nextEpoch
+		*kept = r.state.nextEpoch
 		return ""
 	}
 	before := "no checkpoint is kept"
@@ -354,5 +354,5 @@ func (t *trainer) keepCheckpoint(fp string, st runState, kept *int) string {
 		before = fmt.Sprintf("the one of epoch %d is kept", *kept)
 	}
 	return fmt.Sprintf("%v; it needs about %s, and as much again while it replaces the last; %s, and training goes on",
-		err, formatBytes(8*len(t.checkpointArrays(st.best))*len(t.m.params.Data)), before)
+		err, formatBytes(8*len(r.checkpointArrays())*len(r.m.Params().Data)), before)
 }
