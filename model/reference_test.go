@@ -595,11 +595,7 @@ func gumbel(n int, seed uint64) []float64 {
 // t.gradient, with training's default loss terms and the given dropout.
 func newGradTrainer(t testing.TB, m *Model, x, y, noise []float64, n int, dropout float64) *Stepper {
 	t.Helper()
-	tc := StepConfig{
-		BatchSize: n, FreqRateScale: 5, ClipNorm: 1,
-		LambdaDiv: 0.01, LambdaRecon: 0.1, LambdaSparse: 0.01, LambdaVar: 0.1,
-		Dropout: dropout, ChannelShuffle: 1, Workers: 2,
-	}
+	tc := trainingStep(n, dropout)
 	tr := newStepper(m, tc, nil, nil)
 	copy(tr.x, x)
 	copy(tr.y, y)
