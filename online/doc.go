@@ -28,8 +28,9 @@
 //
 // online imports model, cycles and internal/registry (its metrics) only:
 // no Kafka, no Arrow, and not package training, whose loop a round does
-// not need. The intervals' calibration is kept in files (CheckpointDir) or
-// through a StateStore (WithStateStore; package broadcast's state topic).
+// not need. Package online/calibration keeps the intervals' calibration:
+// in files (CheckpointDir) or through a StateStore (WithStateStore;
+// package broadcast's state topic).
 // Drift events leave through a
 // callback and promoted versions through a publisher (package service
 // connects both to package broadcast, which writes the drift and models

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online/calibration"
 )
 
 // keepModel is the small independent model (L = 24, H = 6, hourly) the
@@ -24,7 +25,7 @@ func keepModel(t *testing.T) *model.Model {
 
 // writeCalibration writes a replica's calibration file name into dir, of
 // two levels for a horizon of 6 and one channel, and returns its path.
-func writeCalibration(t *testing.T, dir, name string, newest time.Time, fingerprint uint64, series map[string]savedSeries) string {
+func writeCalibration(t *testing.T, dir, name string, newest time.Time, fingerprint uint64, series map[string]calibration.Series) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	f, err := os.Create(path)
@@ -32,7 +33,7 @@ func writeCalibration(t *testing.T, dir, name string, newest time.Time, fingerpr
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sc := savedCalibration{Version: calibrationVersion, Levels: []float64{0.8, 0.95}, H: 6, C: 1, Newest: newest, Model: fingerprint,
+	sc := calibration.Snapshot{Version: calibration.Version, Levels: []float64{0.8, 0.95}, H: 6, C: 1, Newest: newest, Model: fingerprint,
 		AbsErr: make([]float64, 6), Weight: make([]float64, 6),
 		ProfSum: make([]float64, 24), ProfW: make([]float64, 24), ProfAt: make([]int64, 24), Series: series}
 	if err := gob.NewEncoder(f).Encode(&sc); err != nil {
@@ -46,8 +47,8 @@ func stepOf(t time.Time) int64 { return t.UnixNano() / int64(time.Hour) }
 
 // savedState is a series' saved state with thresholds lo, last seen at
 // step last.
-func savedState(lo float64, last int64) savedSeries {
-	return savedSeries{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Expert: make([]float64, 4*experts), Loss: make([]float64, 4*lossStride), Level: []float64{1}, LevelW: []float64{1}, Fast: []float64{1}, Long: []float64{1}, LongW: []float64{1}, Away: []int16{0},
+func savedState(lo float64, last int64) calibration.Series {
+	return calibration.Series{Lo: []float64{lo, lo}, Hi: []float64{lo, lo}, Expert: make([]float64, 4*experts), Loss: make([]float64, 4*lossStride), Level: []float64{1}, LevelW: []float64{1}, Fast: []float64{1}, Long: []float64{1}, LongW: []float64{1}, Away: []int16{0},
 		MaxAbs: []float64{1}, Seen: []uint32{1}, Scale: []float64{0, 0, 0}, Last: last}
 }
 
@@ -62,7 +63,7 @@ func TestStaleCalibrationFilesAreRemoved(t *testing.T) {
 	levels := []float64{0.8, 0.95}
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	write := func(name string, newest time.Time, series string) string {
-		return writeCalibration(t, dir, name, newest, modelFingerprint(m), map[string]savedSeries{series: savedState(1, stepOf(newest))})
+		return writeCalibration(t, dir, name, newest, modelFingerprint(m), map[string]calibration.Series{series: savedState(1, stepOf(newest))})
 	}
 	recent := write("intervals-a.gob", now, "north")
 	alsoRecent := write("intervals-b.gob", now.Add(-time.Duration(L+H-1)*time.Hour), "south")
@@ -109,7 +110,7 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 	dir := t.TempDir()
 	levels := []float64{0.8, 0.95}
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	write := func(name string, newest time.Time, fingerprint uint64, series map[string]savedSeries) {
+	write := func(name string, newest time.Time, fingerprint uint64, series map[string]calibration.Series) {
 		writeCalibration(t, dir, name, newest, fingerprint, series)
 	}
 	state := savedState
@@ -117,9 +118,9 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 	// later; replica b has had it since. Replica a also kept a series last
 	// seen 31 steps ago, more than L+H = 30: idle, not carried on.
 	at := stepOf(now)
-	write("intervals-a.gob", now, modelFingerprint(m), map[string]savedSeries{"north": state(111, at-20), "idle": state(444, at-31)})
-	write("intervals-b.gob", now.Add(-time.Hour), modelFingerprint(m), map[string]savedSeries{"north": state(222, at-5)})
-	write("intervals-c.gob", now, modelFingerprint(m)+1, map[string]savedSeries{"south": state(333, at)})
+	write("intervals-a.gob", now, modelFingerprint(m), map[string]calibration.Series{"north": state(111, at-20), "idle": state(444, at-31)})
+	write("intervals-b.gob", now.Add(-time.Hour), modelFingerprint(m), map[string]calibration.Series{"north": state(222, at-5)})
+	write("intervals-c.gob", now, modelFingerprint(m)+1, map[string]calibration.Series{"south": state(333, at)})
 	cfg := DefaultConfig()
 	cfg.Intervals, cfg.CheckpointDir = levels, dir
 	l, err := New(cfg, m)
@@ -142,8 +143,7 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Restarting before north comes back: its state is written again.
-	path := calibrationPath(dir, "")
-	if err := (fileStore{dir: dir, own: path}).save(l.tr.snapshot(l.fingerprint)); err != nil {
+	if err := calibration.NewFileStore(dir, "").Save(l.tr.snapshot(l.fingerprint)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
@@ -164,31 +164,3 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 	}
 }
 
-// TestPoolSource: a restart takes the pooled coverage correction from the
-// replica's own file, learnt from its own series, even when another
-// replica's is newer; from the newest other file when its own has none (a
-// first start, or a file written before the correction was kept); and
-// never from a file whose correction has another shape.
-func TestPoolSource(t *testing.T) {
-	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	file := func(path string, newest time.Time, steer ...float64) calibrationFile {
-		return calibrationFile{savedCalibration: savedCalibration{Newest: newest, Steer: steer}, path: path}
-	}
-	own, a, b := "/d/intervals-own.gob", "/d/intervals-a.gob", "/d/intervals-b.gob"
-	for _, tc := range []struct {
-		name  string
-		files []calibrationFile
-		want  []float64
-	}{
-		{"own, older than another", []calibrationFile{file(a, now, 2, 2), file(own, now.Add(-time.Hour), 1, 1)}, []float64{1, 1}},
-		{"no own file", []calibrationFile{file(a, now.Add(-time.Hour), 2, 2), file(b, now, 3, 3)}, []float64{3, 3}},
-		{"own without a correction", []calibrationFile{file(own, now), file(a, now.Add(-time.Hour), 2, 2)}, []float64{2, 2}},
-		{"another shape", []calibrationFile{file(own, now, 1, 1, 1), file(a, now.Add(-time.Hour), 2, 2)}, []float64{2, 2}},
-		{"none has one", []calibrationFile{file(own, now), file(a, now)}, nil},
-	} {
-		got := poolSource(tc.files, own, 2).Steer
-		if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
-			t.Errorf("%s: the correction comes from %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/online/calibration"
 )
 
 // Server is the serving side a Learner fine-tunes for: the pipeline's
@@ -58,7 +59,7 @@ type Learner struct {
 	// this learner last wrote its calibration file (its modification
 	// time), and shared says another replica of the same online.replica
 	// was seen writing it.
-	store       calibrationStore
+	store       calibration.Store
 	states      StateStore
 	fingerprint uint64
 	keptAt      time.Time

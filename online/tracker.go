@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/freqlens/freqlens/online/calibration"
 )
 
 // tracker remembers the forecasts of up to TrackSeries series until their
@@ -40,7 +42,7 @@ type tracker struct {
 	iv      *intervals // nil without interval levels
 	// restored holds the saved calibration of series not seen yet since a
 	// restart (restoreCalibration), until the data passes restoredUntil.
-	restored                    map[string]savedSeries
+	restored                    map[string]calibration.Series
 	restoredFrom, restoredUntil time.Time // the newest saved step, and L+H steps after it
 	// tookOnArrival counts the series that took another replica's state
 	// when first seen, since the last adoptCalibrations.
@@ -48,7 +50,7 @@ type tracker struct {
 	// others holds the saved calibration, in the other replicas' files, of
 	// series not seen here (adoptCalibrations), for a rebalance that moves
 	// one here; replaced at every read.
-	others  map[string]savedSeries
+	others  map[string]calibration.Series
 	scratch struct {
 		in, tgt, scale, issue []float64
 		key                   []byte

@@ -187,6 +187,16 @@ func TestImports(t *testing.T) {
 			why:        "online fine-tunes with model.Stepper's steps; the training loop and the history it reads are package training's and history's (issue 45)",
 		},
 		{
+			name: "calibration is a layout and its stores", pkg: "online/calibration", transitive: true,
+			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{},
+			why: "online/calibration keeps the intervals' calibration through an interface (StateStore): no Kafka client, no metrics, nothing of ours",
+		},
+		{
+			name: "online knows no Kafka", pkg: "online", transitive: true,
+			denied: []string{kafkaGo, franz, arrow},
+			why:    "online keeps its state through calibration.StateStore, which package broadcast implements on Kafka",
+		},
+		{
 			name: "stream knows no windows", pkg: "stream", transitive: true,
 			deniedOurs: []string{"window", "model"},
 			why:        "stream hands Arrow batches to pipeline, which feeds the windows and the model",
