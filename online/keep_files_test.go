@@ -163,4 +163,3 @@ func TestCalibrationMergesByNewestState(t *testing.T) {
 		t.Errorf("after a second restart north is restored as %+v (%v), want the saved 222", got, ok)
 	}
 }
-
