@@ -169,7 +169,7 @@ config:
   kafka: {sasl: {mechanism: scram-sha-512, username: freqlens}}
 serviceMonitor: {enabled: true}
 prometheusRule: {enabled: true}
-keda: {enabled: true, maxReplicas: 6}
+keda: {enabled: true, maxReplicas: 6, authenticationRef: freqlens-kafka}
 `, kinds: []string{"PrometheusRule", "ScaledObject", "ServiceMonitor"}, memory: "233Mi", gomemlimit: "314MiB"},
 		{name: "a trained model on a claim", values: `
 model: {file: traffic.safetensors, volume: {persistentVolumeClaim: {claimName: freqlens-models, readOnly: true}}}
@@ -222,6 +222,14 @@ config: {model: {bootstrap: {min_history: 0s}}}
 			if rule, ok := r.kinds["PrometheusRule"]; ok {
 				checkRules(t, rule)
 			}
+			if so, ok := r.kinds["ScaledObject"]; ok {
+				spec, _ := so["spec"].(map[string]any)
+				triggers, _ := spec["triggers"].([]any)
+				trig, _ := triggers[0].(map[string]any)
+				if ref, _ := trig["authenticationRef"].(map[string]any); ref["name"] != "freqlens-kafka" {
+					t.Errorf("the KEDA trigger's authenticationRef is %v, want the keda.authenticationRef given", trig["authenticationRef"])
+				}
+			}
 		})
 	}
 }
@@ -250,6 +258,7 @@ func TestTemplatesRefuse(t *testing.T) {
 	for _, tc := range []struct{ name, values, want string }{
 		{"a shutdown timeout in hours", "config: {service: {shutdown_timeout: 2h}}\n", "shutdown_timeout"},
 		{"KEDA beyond any partition count", "keda: {enabled: true, maxReplicas: 1000}\n", "keda.maxReplicas"},
+		{"KEDA without the brokers' SASL", "keda: {enabled: true}\nconfig: {kafka: {brokers: [\"kafka:9092\"], sasl: {mechanism: SCRAM-SHA-512, username: u}}}\n", "keda.authenticationRef"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stderr, err := render(t, tc.values)
