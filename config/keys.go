@@ -79,6 +79,7 @@ func keys(c *service.Config) map[string]any {
 		"output.intervals":     &o.Intervals,
 
 		"metrics.listen":           &c.MetricsListen,
+		"metrics.probe_listen":     &c.ProbeListen,
 		"metrics.web_config":       &c.MetricsWebConfig,
 		"metrics.allowed_hosts":    &c.MetricsAllowedHosts,
 		"metrics.pprof":            &c.MetricsPprof,

@@ -104,6 +104,14 @@ type Config struct {
 	//
 	// Default: 127.0.0.1:9464
 	MetricsListen string
+	// ProbeListen is an address that serves /healthz and /readyz alone, in
+	// plain HTTP and without metrics.web_config's authentication
+	// (metrics.probe_listen): what a kubelet probes when the metrics
+	// listener asks for a password. "" serves the probes on
+	// metrics.listen only.
+	//
+	// Default: ""
+	ProbeListen string
 	// MetricsWebConfig is the path of a web configuration file for the
 	// metrics listener (metrics.web_config), in the format of Prometheus'
 	// and node_exporter's --web.config.file (package
@@ -232,6 +240,14 @@ func (c Config) checkMetrics() error {
 	for i, h := range c.MetricsAllowedHosts {
 		if err := checkAllowedHost(h); err != nil {
 			return fmt.Errorf("metrics.allowed_hosts[%d] = %q %w", i, h, err)
+		}
+	}
+	if p := c.ProbeListen; p != "" {
+		if _, _, err := net.SplitHostPort(p); err != nil {
+			return fmt.Errorf(`metrics.probe_listen %q is not host:port; use for example "0.0.0.0:9465"`, p)
+		}
+		if p == c.MetricsListen {
+			return fmt.Errorf("metrics.probe_listen %q is metrics.listen too; give the probes a port of their own", p)
 		}
 	}
 	if c.MetricsWebConfig == "" {

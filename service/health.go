@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -234,17 +235,20 @@ func (s *Service) delivery() pipeline.Delivery {
 }
 
 // healthHandlers serves /healthz (the process serves: always 200) and
-// /readyz (200 when ready, else 503), both with a JSON body.
+// /readyz (200 when ready, else 503), both with a JSON body, on mux and on
+// the probe listener.
 func (s *Service) healthHandlers(mux *http.ServeMux) {
-	mux.HandleFunc("/healthz", healthz)
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	var readyz http.HandlerFunc = func(w http.ResponseWriter, r *http.Request) {
 		rd := s.readiness()
 		w.Header().Set("Content-Type", "application/json")
 		if !rd.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		json.NewEncoder(w).Encode(rd)
-	})
+	}
+	mux.HandleFunc("/healthz", healthz)
+	mux.HandleFunc("/readyz", readyz)
+	s.probeReadyz.Store(&readyz)
 }
 
 // healthz answers a liveness probe: the process serves.
@@ -268,13 +272,13 @@ type waiting struct {
 	bootstrapping bool
 }
 
-// serveWaiting starts s.wait with reason; without a metrics listener it
-// does nothing.
+// serveWaiting starts s.wait with reason, on the metrics listener (when
+// there is one) and the probe listener (when there is one).
 func (s *Service) serveWaiting(reason string) error {
 	w := &waiting{reason: func() string { return reason }}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", healthz)
-	mux.HandleFunc("/readyz", func(rw http.ResponseWriter, r *http.Request) {
+	var readyz http.HandlerFunc = func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
 		reason, boot := w.reason, w.bootstrapping
 		w.mu.Unlock()
@@ -285,7 +289,13 @@ func (s *Service) serveWaiting(reason string) error {
 			Bootstrapping bool   `json:"bootstrapping"`
 			Reason        string `json:"reason"`
 		}{false, boot, reason()})
-	})
+	}
+	mux.HandleFunc("/readyz", readyz)
+	s.wait = w
+	s.probeReadyz.Store(&readyz)
+	if err := s.startProbe(); err != nil {
+		return err
+	}
 	var err error
 	if s.metricsLn, err = bindMetrics(s.cfg); err != nil {
 		return err
@@ -296,7 +306,6 @@ func (s *Service) serveWaiting(reason string) error {
 	}
 	srv.serve()
 	w.srv = srv
-	s.wait = w
 	return nil
 }
 
@@ -317,6 +326,39 @@ func (s *Service) stopWaiting() {
 		s.wait.srv.stop()
 		s.wait = nil
 	}
+}
+
+// startProbe serves /healthz and /readyz alone on metrics.probe_listen, in
+// plain HTTP without the web configuration's authentication: the address
+// a kubelet probes when the metrics listener asks for a password it
+// cannot give. Both say only whether the replica lives and serves.
+func (s *Service) startProbe() error {
+	if s.cfg.ProbeListen == "" || s.probe != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.ProbeListen)
+	if err != nil {
+		return fmt.Errorf("metrics.probe_listen %s: %w (choose a free port, or leave it empty)", s.cfg.ProbeListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", healthz)
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { (*s.probeReadyz.Load())(w, r) })
+	s.probe = &http.Server{Handler: withSecurityHeaders(mux), ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelInfo)}
+	s.probeLn = ln
+	go s.probe.Serve(ln)
+	s.log.Info("probes", "healthz", "http://"+ln.Addr().String()+"/healthz", "readyz", "http://"+ln.Addr().String()+"/readyz")
+	return nil
+}
+
+// stopProbe shuts the probe listener down.
+func (s *Service) stopProbe() {
+	if s.probe == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.probe.Shutdown(ctx)
 }
 
 // isLearner reports whether this replica fine-tunes: online.enabled, and

@@ -20,10 +20,11 @@ import (
 // once they come up it starts and serves on the same address. If they
 // never do, New gives up after kafka.connect_timeout and frees the address.
 func TestProbesWhileWaitingForBrokers(t *testing.T) {
-	metrics, brokerAddr := kafkatest.FreeAddr(t), kafkatest.FreeAddr(t)
+	metrics, brokerAddr, probes := kafkatest.FreeAddr(t), kafkatest.FreeAddr(t), kafkatest.FreeAddr(t)
 	cfg := testConfig()
 	cfg.EmbeddedBroker = ""
 	cfg.MetricsListen = metrics
+	cfg.ProbeListen = probes // the same answers there
 	cfg.Kafka.Brokers = []string{brokerAddr}
 	cfg.Kafka.ConnectTimeout = time.Minute
 	type made struct {
@@ -36,8 +37,11 @@ func TestProbesWhileWaitingForBrokers(t *testing.T) {
 		started <- made{svc, err}
 	}()
 	waitFor(t, metrics, "/readyz", http.StatusServiceUnavailable, "waiting for the Kafka brokers "+brokerAddr)
-	if code, body := probe(metrics, "/healthz"); code != http.StatusOK {
-		t.Errorf("/healthz while waiting for the brokers: %d %s, want 200", code, body)
+	waitFor(t, probes, "/readyz", http.StatusServiceUnavailable, "waiting for the Kafka brokers "+brokerAddr)
+	for _, addr := range []string{metrics, probes} {
+		if code, body := probe(addr, "/healthz"); code != http.StatusOK {
+			t.Errorf("/healthz on %s while waiting for the brokers: %d %s, want 200", addr, code, body)
+		}
 	}
 
 	topics := map[string]int{}
@@ -62,6 +66,7 @@ func TestProbesWhileWaitingForBrokers(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.svc.Run(ctx) }()
 	waitFor(t, metrics, "/readyz", http.StatusOK, `"ready":true`)
+	waitFor(t, probes, "/readyz", http.StatusOK, `"ready":true`)
 	stopCleanly(t, cancel, done, metrics)
 
 	cfg.Kafka.Brokers = []string{kafkatest.FreeAddr(t)}
@@ -69,11 +74,13 @@ func TestProbesWhileWaitingForBrokers(t *testing.T) {
 	if _, err := service.New(context.Background(), cfg, service.WithModel(testModel(t))); err == nil || !strings.Contains(err.Error(), "kafka.connect_timeout") {
 		t.Fatalf("New with brokers that never come up = %v, want an error naming kafka.connect_timeout", err)
 	}
-	ln, err := net.Listen("tcp", metrics)
-	if err != nil {
-		t.Fatalf("the metrics address is still taken after New gave up: %v", err)
+	for _, addr := range []string{metrics, probes} {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("the address %s is still taken after New gave up: %v", addr, err)
+		}
+		ln.Close()
 	}
-	ln.Close()
 }
 
 // probe GETs path on addr: its status and body, or 0 when nothing answers.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,11 +65,17 @@ type Service struct {
 	metrics    *metricsServer
 	metricsLn  *net.TCPListener // metrics.listen's socket, bound by New until Close; nil without one
 	wait       *waiting         // the metrics listener while New waits; nil once serving
-	live       *liveview.View   // nil without a metrics listener
-	watch      *watch
-	base       *model.Model
-	closeErr   error
-	once       sync.Once
+	// probe serves /healthz and /readyz on metrics.probe_listen (nil
+	// without one); probeReadyz is its /readyz: the waiting one, then the
+	// serving one.
+	probe       *http.Server
+	probeLn     net.Listener
+	probeReadyz atomic.Pointer[http.HandlerFunc]
+	live        *liveview.View // nil without a metrics listener
+	watch       *watch
+	base        *model.Model
+	closeErr    error
+	once        sync.Once
 }
 
 // Option sets a collaborator of a Service.
@@ -501,6 +508,7 @@ func (s *Service) Close() error {
 	s.once.Do(func() {
 		var errs []error
 		s.stopWaiting()
+		s.stopProbe()
 		if s.metrics != nil {
 			s.metrics.stop()
 		}

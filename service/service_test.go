@@ -234,8 +234,26 @@ func TestMetricsOverTLSWithBasicAuth(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.MetricsWebConfig = webConfig
+	cfg.ProbeListen = kafkatest.FreeAddr(t)
 	svc, cancel, done := runService(t, cfg)
 	addr := svc.MetricsAddr()
+	// The probes, on a listener of their own, need no password (a kubelet
+	// has none) and serve nothing else.
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/metrics": 404, "/online": 404} {
+		var resp *http.Response
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) { // ready once the partitions are assigned
+			if resp, err = http.Get("http://" + cfg.ProbeListen + path); err != nil {
+				t.Fatalf("GET %s on metrics.probe_listen: %v", path, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == want || time.Now().After(deadline) {
+				break
+			}
+		}
+		if resp.StatusCode != want {
+			t.Errorf("GET %s on metrics.probe_listen: %s, want %d", path, resp.Status, want)
+		}
+	}
 	if got, want := svc.LiveViewURL(), "https://"+addr+"/"; got != want {
 		t.Errorf("LiveViewURL() = %q, want %q", got, want)
 	}
@@ -305,6 +323,10 @@ func TestMetricsOverTLSWithBasicAuth(t *testing.T) {
 	}
 
 	stopCleanly(t, cancel, done, addr)
+	if c, err := net.DialTimeout("tcp", cfg.ProbeListen, time.Second); err == nil {
+		c.Close()
+		t.Error("metrics.probe_listen still accepts connections after Run returned")
+	}
 }
 
 // TestNewRefusesABadWebConfig: a web configuration that cannot be served

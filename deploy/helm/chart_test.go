@@ -10,6 +10,7 @@ package helm
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,6 +138,9 @@ func checkConfig(t *testing.T, r rendered) {
 	if err != nil {
 		t.Fatalf("the rendered freqlens.yaml does not load: %v\n%s", err, text)
 	}
+	if want := fmt.Sprintf("0.0.0.0:%d", r.deployment.Spec.Template.Spec.Containers[0].Ports[1].ContainerPort); cfg.ProbeListen != want {
+		t.Errorf("metrics.probe_listen is %q, want %q: the probes' port", cfg.ProbeListen, want)
+	}
 	if !strings.Contains(text, "/etc/freqlens/") {
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("the rendered freqlens.yaml does not validate: %v", err)
@@ -207,6 +211,11 @@ config: {model: {bootstrap: {min_history: 0s}}}
 			}
 			if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
 				t.Error("the probes are not /readyz and /healthz")
+			}
+			for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+				if p == nil || p.HTTPGet.Port.String() != "probes" || p.HTTPGet.Scheme != "" {
+					t.Errorf("a probe reaches %v: want the plain port named probes (metrics.probe_listen), which needs no password", p)
+				}
 			}
 			if g := spec.TerminationGracePeriodSeconds; g == nil || *g != 40 {
 				t.Errorf("terminationGracePeriodSeconds %v, want the shutdown timeout 30 s and 10 s more", g)
