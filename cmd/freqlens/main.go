@@ -42,7 +42,7 @@ usage:
   freqlens report  --model MODEL [--data CSV] [--at ROW] [--channel COL] --out DIR   figures and an HTML page (long-format data: --series ID [--at TIME])
   freqlens serve   --config FILE [--embedded-broker ADDR] [--metrics-addr ADDR] [--log-level info]   the streaming service
   freqlens replay  --data CSV (--brokers ADDR --topic T | --config FILE) [--speed max|60x]   a CSV as readings
-  freqlens backtest --model MODEL (--data FILE | --from-topic --config FILE) [--config FILE] [--fine-tune=false] [--intervals 0.8,0.95] [--report DIR] [--json]   the serving path over history: intervals, fine-tuning and drift scored
+  freqlens backtest --model MODEL (--data FILE | --from-topic --config FILE) [--config FILE] [--from TIME] [--since SPAN] [--fine-tune=false] [--intervals 0.8,0.95] [--every 24h] [--focus SERIES] [--workers N] [--report DIR] [--json]   the serving path over history: intervals, fine-tuning and drift scored
   freqlens version  the build: module version, commit, Go version, and the model file format it reads
 
 Run 'freqlens COMMAND -h' for the flags of a command.
