@@ -105,8 +105,13 @@ type ReplayStats struct {
 }
 
 // Replay produces the rows of a data frame (a CSV loaded by
-// dataset.LoadCSV) as readings to a topic, keyed by series, in row order,
-// at the pace of their timestamps times Speed.
+// dataset.LoadCSV) as readings to a topic, keyed by series, in time order
+// (a file sorted by series, each series' rows in turn, is replayed as the
+// readings arrived, one step of every series after another; rows of the
+// same time keep the file's order), at the pace of their timestamps times
+// Speed. A consumer refuses a reading far behind the newest of its
+// partition (input.max_past), which a file's order would otherwise make
+// of every series but the first.
 //
 // Run may be called again after it returns; it replays the rows again.
 type Replay struct {
@@ -120,6 +125,9 @@ type Replay struct {
 	end, seriesCol int
 	ids            []string
 	enc            readings.Config
+	// order holds the rows [cfg.From, end) in time order when the file's
+	// are not; nil when they are.
+	order []int
 }
 
 // NewReplay checks cfg, taken as given (start from DefaultReplayConfig),
@@ -140,6 +148,7 @@ func NewReplay(cfg ReplayConfig, kc *kafkaconn.Client, topic string, data *datas
 	if cfg.Limit > 0 {
 		r.end = min(rows, cfg.From+cfg.Limit)
 	}
+	r.order = timeOrder(data.Times, cfg.From, r.end)
 	r.enc.ValueFields = []string{cfg.ValueField}
 	switch {
 	case cfg.SeriesColumn != "" && data.SeriesColumn == cfg.SeriesColumn:
@@ -203,7 +212,7 @@ func (r *Replay) Run(ctx context.Context) (ReplayStats, error) {
 			st.Readings += len(msgs)
 			st.Rows += held
 			if r.cfg.Progress != nil {
-				r.cfg.Progress(st.Rows, r.end-r.cfg.From, r.data.Times[r.cfg.From+st.Rows-1])
+				r.cfg.Progress(st.Rows, r.end-r.cfg.From, r.data.Times[r.row(st.Rows-1)])
 			}
 		}
 		msgs, held = msgs[:0], 0
@@ -213,9 +222,11 @@ func (r *Replay) Run(ctx context.Context) (ReplayStats, error) {
 	defer timer.Stop()
 	run := func() error {
 		times := r.data.Times
-		for row := r.cfg.From; row < r.end; row++ {
-			if r.cfg.Speed > 0 && row > r.cfg.From {
-				due := time.Duration(float64(times[row].Sub(times[r.cfg.From])) / r.cfg.Speed)
+		first := times[r.row(0)]
+		for i := range r.end - r.cfg.From {
+			row := r.row(i)
+			if r.cfg.Speed > 0 && i > 0 {
+				due := time.Duration(float64(times[row].Sub(first)) / r.cfg.Speed)
 				if wait := time.Until(start.Add(due)); wait > 0 {
 					if err := flush(); err != nil {
 						return err
@@ -266,4 +277,30 @@ func (r *Replay) appendRow(msgs []kafka.Message, row int) []kafka.Message {
 	series := strconv.FormatFloat(vals[r.seriesCol], 'f', -1, 64) // the shortest decimal: 7, 4.5, 1000000
 	values := slices.Delete(slices.Clone(vals), r.seriesCol, r.seriesCol+1)
 	return append(msgs, message(readings.Reading{Series: series, Time: ts, Values: values}, r.cfg.Format, r.enc))
+}
+
+// row is the file row replayed i-th.
+func (r *Replay) row(i int) int {
+	if r.order == nil {
+		return r.cfg.From + i
+	}
+	return r.order[i]
+}
+
+// timeOrder returns the rows [from, end) ordered by time, rows of the same
+// time in file order, or nil when they are in that order already.
+func timeOrder(times []time.Time, from, end int) []int {
+	sorted := true
+	for i := from + 1; i < end && sorted; i++ {
+		sorted = !times[i].Before(times[i-1])
+	}
+	if sorted {
+		return nil
+	}
+	order := make([]int, end-from)
+	for i := range order {
+		order[i] = from + i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return times[a].Compare(times[b]) })
+	return order
 }

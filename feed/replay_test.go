@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/feed"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
@@ -344,5 +346,65 @@ func TestNewReplayRejects(t *testing.T) {
 	}
 	if err := replayConfig(func(c *feed.ReplayConfig) { c.SeriesColumn, c.ValueField = "sensor", "" }).Validate(); err != nil {
 		t.Errorf("Validate() with a series column and no value field = %v, want nil", err)
+	}
+}
+
+// TestReplayOfAFileSortedBySeries: a long file holding each series' rows
+// in turn (a week and more of each) is replayed in time order, every
+// series' first step before any's second, so that no partition sees a
+// reading far behind its newest (which input.max_past refuses as
+// too_old); each series keeps its readings, bit for bit, and its order.
+func TestReplayOfAFileSortedBySeries(t *testing.T) {
+	const series, steps = 4, 300 // 300 hourly steps: beyond max_past's 168h
+	path := filepath.Join(t.TempDir(), "by-series.csv")
+	var b strings.Builder
+	b.WriteString("date,sensor,flow\n")
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	want := map[string][]readingstest.Row{}
+	for s := range series {
+		id := fmt.Sprintf("s-%d", s)
+		for k := range steps {
+			ts, v := t0.Add(time.Duration(k)*time.Hour), float64(100*s+k)+0.25
+			fmt.Fprintf(&b, "%s,%s,%g\n", ts.Format("2006-01-02 15:04:05"), id, v)
+			want[id] = append(want[id], readingstest.Row{Series: id, TS: ts.UnixMilli(), Values: []float64{v}})
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data, err := dataset.LoadCSVSeries(path, "sensor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := newBroker(t, "readings")
+	cfg := replayConfig(func(c *feed.ReplayConfig) { c.SeriesColumn = "sensor" })
+	r, err := feed.NewReplay(cfg, kc, "readings", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in := readings.DefaultConfig()
+	in.ValueFields = []string{"flow"}
+	msgs := kafkatest.ReadAll(t, kc, "readings")
+	newest := map[int]int64{}
+	for _, m := range msgs {
+		got := decode(t, []kafka.Message{m}, in, time.Now)
+		for _, rows := range got {
+			for _, row := range rows {
+				if row.TS < newest[m.Partition] {
+					t.Fatalf("partition %d: a reading of %v after one of %v: the replay went back in time", m.Partition,
+						time.UnixMilli(row.TS).UTC(), time.UnixMilli(newest[m.Partition]).UTC())
+				}
+				newest[m.Partition] = row.TS
+			}
+		}
+	}
+	got := decode(t, msgs, in, time.Now)
+	for id, w := range want {
+		if !readingstest.SameRows(got[id], w) {
+			t.Errorf("series %s: %d readings, want its %d in order", id, len(got[id]), len(w))
+		}
 	}
 }
