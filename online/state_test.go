@@ -168,9 +168,11 @@ func TestStateTopicKeepsWhatFilesKeep(t *testing.T) {
 // TestStateTopicRecords: a record this build cannot read is skipped,
 // counted and said once, and its series start afresh; a replica that
 // holds a stale copy of a series another replica took on does not
-// overwrite its newer state; a series idle for a lookback and a horizon
-// is deleted by a tombstone, and the pooled record of a replica gone that
-// long is deleted too.
+// overwrite its newer state; a save with no new step writes the pooled
+// record alone; a series idle for a lookback and a horizon is deleted by a
+// tombstone. (Dropping a gone replica's pooled record waits for
+// calibration.GoneAfter of wall time, and is the files' rule: see
+// TestStaleCalibrationFilesAreRemoved.)
 func TestStateTopicRecords(t *testing.T) {
 	const L, H, series = 24, 6, 10
 	sb := newStateBroker(t)
