@@ -17,6 +17,7 @@ import (
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/wire"
 )
 
@@ -82,7 +83,7 @@ func (s *Models) Publish(ctx context.Context, m *model.Model) error {
 		return fmt.Errorf("broadcast: publish a model: version %d; only promoted versions (≥ 1) are published", v)
 	}
 	var buf bytes.Buffer
-	if _, err := m.WriteTo(&buf); err != nil {
+	if _, err := modelfile.Write(&buf, m); err != nil {
 		return fmt.Errorf("broadcast: publish model version %d: %w", v, err)
 	}
 	file := buf.Bytes()
@@ -215,7 +216,7 @@ func assemble(man modelManifest, parts map[int][]byte) (*model.Model, error) {
 	if sha256Hex(file) != man.SHA256 {
 		return nil, fmt.Errorf("the chunks do not match the manifest's checksum")
 	}
-	m, err := model.Decode(file)
+	m, err := modelfile.Decode(file)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 )
 
 // FuzzAssembleModel: whatever a models topic holds (a manifest and two
@@ -17,7 +18,7 @@ func FuzzAssembleModel(f *testing.F) {
 		f.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := m.WriteTo(&buf); err != nil {
+	if _, err := modelfile.Write(&buf, m); err != nil {
 		f.Fatal(err)
 	}
 	file := buf.Bytes()

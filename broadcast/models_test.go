@@ -13,6 +13,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 )
 
 func modelVersion(t *testing.T, seed uint64, version int64) *model.Model {
@@ -154,7 +155,7 @@ func TestFollowServesNewVersionsLive(t *testing.T) {
 	// A publisher that died after the chunks of version 3: never served.
 	m3 := modelVersion(t, 3, 3)
 	var buf bytes.Buffer
-	if _, err := m3.WriteTo(&buf); err != nil {
+	if _, err := modelfile.Write(&buf, m3); err != nil {
 		t.Fatal(err)
 	}
 	kafkatest.Produce(t, kc, "models", kafka.Message{Key: []byte("v3/chunk/0"), Value: buf.Bytes()[:broadcast.ModelChunkBytes]})

@@ -23,6 +23,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/wire"
 )
@@ -84,7 +85,7 @@ func modelFile(t *testing.T, dir string) string {
 	}
 	m.Meta.Cadence = time.Hour
 	path := filepath.Join(dir, "model.safetensors")
-	if err := m.Save(path); err != nil {
+	if err := modelfile.Save(m, path); err != nil {
 		t.Fatal(err)
 	}
 	return path

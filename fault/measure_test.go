@@ -16,6 +16,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/readings"
 )
 
@@ -251,7 +252,7 @@ func paperModelFile(t *testing.T, horizon int) string {
 	}
 	m.Meta.Cadence = time.Hour
 	path := filepath.Join(t.TempDir(), "m.safetensors")
-	if err := m.Save(path); err != nil {
+	if err := modelfile.Save(m, path); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -17,6 +17,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/readings"
 )
 
@@ -110,7 +111,7 @@ func throughputModel(b *testing.B) string {
 	}
 	m.Meta.ErrorQuantiles = q
 	path := filepath.Join(b.TempDir(), "model.safetensors")
-	if err := m.Save(path); err != nil {
+	if err := modelfile.Save(m, path); err != nil {
 		b.Fatal(err)
 	}
 	return path

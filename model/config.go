@@ -148,8 +148,8 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// validate reports the first field that cannot work, saying what to change.
-func (cfg Config) validate() error {
+// Validate reports the first field that cannot work, saying what to change.
+func (cfg Config) Validate() error {
 	positive := []struct {
 		name string
 		v    int

@@ -84,108 +84,33 @@
 // channels counts again, over all its channels (Explainer.setShares).
 // Tools read these shares and never re-derive a cycle's from its lines.
 //
-// # Where it differs from the public reference code
+// # Choices the code relies on
 //
-//  1. One head per frequency (N heads; K evaluated per window, or all of
-//     the rhythms' when they have more), not one per rank slot, so a
-//     contribution always names the same frequency.
-//  2. Straight-through Gumbel top-K: hard top-K forward, the tempered softmax
-//     gradient backward, so the selector learns; deterministic at inference.
-//     The forward pass's gates are exactly 1 (no 1 − p + p arithmetic), so
-//     the attributions stay exact.
-//  3. Signed attributions that include α and the residual and are complete.
-//  4. All channels scored, under the standard protocol.
-//  5. A cosine and a sine atom per frequency, phase anchored at the window's
-//     newest step. The reference projects on one cosine: a single
-//     coefficient cannot tell where in its cycle the window ends, so a head
-//     cannot continue the cycle and the residual MLP ends up carrying every
-//     periodic pattern (on a synthetic 24-step feed the frequencies get ~4%
-//     of the attribution). With the pair, head f sees the cycle's amplitude
-//     and phase at the newest step, the point the forecast continues from,
-//     and that meaning survives fine-tuning moving f.
+// docs/model.md says where the model differs from the public reference
+// code and why, with the measurements; the code relies on these:
 //
-// Steps 6 to 9 make discovery real: with the reference's recipe the
-// frequencies stay near their log-uniform start, a cycle is split over
-// neighbours and the residual MLP carries 75–82% of the attribution, so an
-// attribution names model artefacts rather than the data's cycles
-// (package training's BenchmarkDiscovery measures each step;
-// docs/benchmarks.md has the figures).
+//   - One head per frequency, so a contribution always names the same
+//     frequency; a cosine and a sine atom per frequency, phased at the
+//     window's newest step, so a head sees where in its cycle the window
+//     ends.
+//   - Straight-through Gumbel top-K over the frequencies outside the
+//     rhythms: hard top-K forward (gates exactly 1, so the parts stay
+//     exact), the tempered softmax's gradient backward; deterministic at
+//     inference. The score adds log(e_i + 0.01), so a window's cycles are
+//     selected from the first step. The rhythms' frequencies are in every
+//     window's selection, outside the softmax.
+//   - Frequencies start on the training rows' cycles (PlaceOnSpectrum:
+//     cycles.FindPeaks, then PlaceFrequencies and the rhythms), and training
+//     leaves θ where the spectrum put it unless told otherwise: the forecast
+//     loss cannot place a cycle more finely than about ½/L, the periodogram
+//     of T rows places it to a fraction of 1/T. Online, TrackRhythms and
+//     TrackCycles move them to the recent spectrum's peaks.
+//   - The residual MLP and the free frequencies read u, the window less the
+//     rhythms as a fixed set (not less the selection, which would make the
+//     parts unfaithful to removal); band heads read only their own
+//     frequency's coefficients. That is what keeps the game additive.
 //
-//  6. Frequencies start on the data's cycles. Before the first step
-//     training (PlaceOnSpectrum) finds the peaks of the training rows' periodogram (cycles.FindPeaks: each
-//     channel detrended, Hann-tapered, zero-padded, maxima that stand 30×
-//     above the local median, refined between bins) and puts one
-//     frequency exactly on each (PlaceFrequencies, recorded in
-//     Meta.Peaks); the others spread log-uniformly outside ±1/L of every
-//     cycle, so no neighbour starts where a window cannot tell it from the
-//     cycle. The periodogram of T rows places a cycle to a fraction of
-//     1/T; the forecast loss cannot place it more finely than about ½/L,
-//     because a head absorbs a detuned atom's constant phase offset. So
-//     training leaves θ where the spectrum put it
-//     (training.Config.TrainPlacedFrequencies turns θ training back on: at the
-//     reference's 5× rate Adam's noise walks placed frequencies several
-//     percent off their cycles at the same MSE), and online learning
-//     moves a cycle to the recent spectrum's peaks instead of down the
-//     gradient: TrackRhythms moves a rhythm as one to the peaks within 1/L
-//     of its harmonics, re-anchoring it at the newest step so that its
-//     clock phase stays continuous (a rhythm of a calendar period, the day
-//     or the week, stays: the clock keeps it), and TrackCycles moves each
-//     placed frequency of a model without rhythms. Online fine-tuning
-//     (online.FineTune) leaves θ alone in a model with placed frequencies.
-//  7. Selection starts from each window's energy. The score adds
-//     log(e_i + 0.01), frequency i's share of the window's energy, and
-//     the scorer's output layer starts at zero, so a window's cycles are
-//     selected from the first step; the scorer learns corrections while
-//     the frequency path learns alone (step 9) and then stays. The
-//     straight-through gradient credits only selected frequencies: trained
-//     on, the scorer learns to drop cycles in the windows where the
-//     residual MLP has learned to carry them, and the two feed each other.
-//  8. The residual MLP does not see the rhythms (u above), so it cannot
-//     continue a cycle the frequencies carry: it models the rest, and the
-//     attribution names the cycles. It leaves out the rhythms, a fixed set,
-//     and their clock terms, not what the selection leaves: a residual that
-//     read what the *selected* frequencies leave would answer for a
-//     frequency removed from the selection, and the parts would not be
-//     faithful to removal.
-//  9. The residual MLP stays at its (near zero) start for the first
-//     training.Config.ResidualWarmup epochs (5), while the heads learn the
-//     cycles.
-//
-// Steps 10 to 13 are the rhythms':
-//
-//  10. Rhythms and their clock (above).
-//  11. A residual MLP shared by the channels (one per channel, L → H, with
-//     a per-channel output bias), regularised like the channel-independent
-//     linear models that do well on these benchmarks.
-//  12. Every window selects all of the rhythms' frequencies first, and the
-//     others compete for the places of the K left (none when the rhythms
-//     hold K frequencies or more). The clock says where in each rhythm a
-//     window stands, so a rhythm is present in every window; were its
-//     frequencies to compete for the K places, a window whose energy puts
-//     the day's third harmonic ninth would lose that harmonic's head term
-//     while its clock term stays. With R outside the softmax a rhythm
-//     frequency has no straight-through gate (it is always in), and the
-//     scorer learns to choose among the others (or is not evaluated, when
-//     the rhythms take every place). On ETTh1 (H=96, three seeds) this
-//     selection has a 1.7% lower mean test MSE than competing rhythms and
-//     gives the day 87% of the attribution against 78%.
-//  13. Every rhythm frequency also has a band head, a linear map (2 × H,
-//     shared by the channels) from its two coefficients of the window less
-//     the clock to the steps ahead. Step 8 keeps the residual MLP from
-//     seeing the rhythms' band, which keeps the cycles' parts with the
-//     cycles but costs accuracy: how this window's day departs from the
-//     clock's usual day is a strong predictor of the next day, and the
-//     heads g_f read the band only through the channel-mixing projection W
-//     and a ReLU layer. The band head reads that departure channel by
-//     channel, as a channel-independent linear model would, and it is
-//     exact: a linear function of the frequency's own coefficients, so the
-//     part it adds is that frequency's. Validation prefers it on every seed
-//     tried (ETTh1 three seeds, test MSE 0.3776 → 0.3767; ETTm1 seed 42,
-//     0.3258 → 0.3198).
-//
-// docs/benchmarks.md has the measurements. The model file (file.go) holds
-// this maths, format 7; files of older formats, whose models compute
-// differently, are refused with the command that retrains them.
+// The model file (package modelfile) holds this maths, format 7.
 //
 // # Training
 //
@@ -197,38 +122,25 @@
 //
 // with L_div a log-barrier on the gaps between sorted log-frequencies,
 // L_recon = ‖Ψ̄ᵀΨ̄·H − H‖² / (B·L·d) (how well the 2N atoms span the projected
-// window), L_sparse the softmax mass outside the selected set (none when the rhythms take all K places), and L_var the
+// window), L_sparse the softmax mass outside the selected set, and L_var the
 // squared difference between forecast and target standard deviations per
 // window and channel. The gradient is written by hand (backward.go) and
 // checked against finite differences and against gorgonia's automatic
 // differentiation (gorgonia hash-conses nodes, so the oracle names every
-// node uniquely: two parameters or constants of one name and shape would
-// be one node). The step clips the whole gradient and takes one Adam step,
-// θ and φ at a scaled rate (five times faster in training), and keeps a
-// moving average of the parameters when asked. StepConfig sets every term
-// and zero turns it off: the recipe is its callers'.
-//
-// Package training's Train is the loop: it places the frequencies on the
-// training rows' cycles (PlaceOnSpectrum, step 6) when the Source is a
-// RowSource (dataset.Windows is one), which groups them into rhythms and,
-// when the model knows its cadence and the Source is a TimedSource,
-// starts their clock; then epochs of steps with cosine annealing of the
-// learning rate, what trains held back by Stepper.Freeze (steps 6, 7, 9),
-// early stopping and restoring the best epoch.
-//
-// A mixed model trains with its channels shuffled
-// (StepConfig.ChannelShuffle, 1 by default in training): each channel of a
-// sample takes its input and target from its own randomly drawn window, so
-// the channels keep their identity and their own history→future pairs but
-// not their co-occurrence. Without it a mixed model learns the training
-// period's co-movement of the channels and overfits after one epoch on
-// ETTh1.
-//
-// Package online's FineTune, a round of online learning, takes steps on
-// recent pairs with every tensor frozen but the frequencies, the clock
-// terms and the fusion weight (and, with TrainHeads, the heads and band
-// heads): a frozen tensor's gradient is cleared before clipping and Adam
-// skips it, so it is bit-identical after a round (TestStepperFreezes).
+// node uniquely). The step clips the whole gradient and takes one Adam
+// step, θ and φ at a scaled rate, and keeps a moving average of the
+// parameters when asked. StepConfig sets every term and zero turns it off;
+// Stepper.Freeze holds tensors back (a frozen tensor's gradient is cleared
+// before clipping and Adam skips it, so it is bit-identical after a step).
+// The recipe is its callers': package training's Train (placement, epochs,
+// schedules, early stopping) and package online's FineTune (a few steps
+// on recent pairs with everything frozen but the phases, the clock terms
+// and the fusion weight, θ too in a model without placed frequencies, and
+// the heads when asked). A mixed model trains with its channels
+// shuffled (StepConfig.ChannelShuffle): each channel of a sample takes its
+// input and target from its own window, so it keeps its identity but not
+// the training period's co-movement, which a mixed model otherwise
+// overfits.
 //
 // # Time zones
 //

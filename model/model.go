@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -119,12 +120,94 @@ type PlacedPeak struct {
 // seed. The same cfg and seed always give the same model.
 func New(cfg Config, seed uint64) (*Model, error) {
 	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m := &Model{cfg: cfg, params: newParams(cfg), basis: newBasis(cfg)}
 	initParams(m.params, cfg, rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)))
 	m.Meta.Seed = seed
+	m.refresh()
+	m.setClock()
+	return m, nil
+}
+
+// Check reports metadata that disagrees with the shapes of cfg (lengths,
+// frequency ids, statistics that are not finite), naming each field by its
+// key in the model file.
+func (meta Meta) Check(cfg Config) error {
+	if q := meta.ErrorQuantiles; q != nil {
+		if err := q.check(cfg); err != nil {
+			return fmt.Errorf("metadata %w", err)
+		}
+	}
+	if n := len(meta.Selected); n != 0 && n != cfg.Frequencies {
+		return fmt.Errorf("metadata selected has %d counts for %d frequencies", n, cfg.Frequencies)
+	}
+	if n := len(meta.Shares); n != 0 && n != cfg.Frequencies {
+		return fmt.Errorf("metadata shares has %d values for %d frequencies", n, cfg.Frequencies)
+	}
+	if n := len(meta.RhythmShares); n != 0 && n != len(meta.Rhythms) {
+		return fmt.Errorf("metadata rhythm_shares has %d values for %d rhythms", n, len(meta.Rhythms))
+	}
+	for _, v := range meta.RhythmShares {
+		if !(v >= 0 && v <= 1) {
+			return fmt.Errorf("metadata rhythm_shares holds %v, not a share", v)
+		}
+	}
+	for _, pk := range meta.Peaks {
+		if pk.ID < 0 || pk.ID >= cfg.Frequencies || !(pk.PeriodSteps > 0) || math.IsInf(pk.PeriodSteps, 0) {
+			return fmt.Errorf("metadata peaks names frequency %d with period %v of %d frequencies", pk.ID, pk.PeriodSteps, cfg.Frequencies)
+		}
+	}
+	for _, r := range meta.Rhythms {
+		if !(r.PeriodSteps > 0) || math.IsInf(r.PeriodSteps, 0) || len(r.Frequencies) == 0 || len(r.Frequencies) != len(r.Harmonics) ||
+			math.IsNaN(r.AnchorStep) || math.IsInf(r.AnchorStep, 0) || !(r.AnchorPhase >= 0 && r.AnchorPhase < 1) {
+			return fmt.Errorf("metadata rhythms holds a rhythm of period %v with %d frequencies and %d harmonics",
+				r.PeriodSteps, len(r.Frequencies), len(r.Harmonics))
+		}
+		for j, id := range r.Frequencies {
+			if id < 0 || id >= cfg.Frequencies || r.Harmonics[j] < 1 {
+				return fmt.Errorf("metadata rhythms names frequency %d (harmonic %d) of %d frequencies", id, r.Harmonics[j], cfg.Frequencies)
+			}
+		}
+	}
+	if len(meta.Mean) != len(meta.Std) {
+		return fmt.Errorf("metadata mean has %d values but std has %d", len(meta.Mean), len(meta.Std))
+	}
+	if cfg.Mode == Mixed {
+		if n := len(meta.Mean); n != 0 && n != cfg.Channels {
+			return fmt.Errorf("metadata mean has %d values for %d channels", n, cfg.Channels)
+		}
+		if n := len(meta.ChannelNames); n != 0 && n != cfg.Channels {
+			return fmt.Errorf("metadata channel_names has %d names for %d channels", n, cfg.Channels)
+		}
+	}
+	for i, s := range meta.Std {
+		if !(s > 0) || math.IsInf(s, 0) || math.IsNaN(meta.Mean[i]) || math.IsInf(meta.Mean[i], 0) {
+			return fmt.Errorf("metadata mean/std of channel %d are %v/%v", i, meta.Mean[i], s)
+		}
+	}
+	return nil
+}
+
+// Assemble returns the model of cfg whose parameters are data, every
+// tensor of Tensors(cfg) in turn, and whose metadata is meta: a model read
+// back from its file. The model keeps data as its parameters. It fails on
+// shapes that cannot work, a data length that is not the shapes', and
+// metadata that disagrees with the shapes (Meta.Check).
+func Assemble(cfg Config, meta Meta, data []float64) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := meta.Check(cfg); err != nil {
+		return nil, err
+	}
+	if n := paramCount(cfg); len(data) != n {
+		return nil, fmt.Errorf("model: %d parameters for a model of these shapes, which has %d", len(data), n)
+	}
+	p := &Params{Data: data}
+	p.bind(cfg)
+	m := &Model{cfg: cfg, params: p, basis: newBasis(cfg), Meta: meta}
 	m.refresh()
 	m.setClock()
 	return m, nil

@@ -122,6 +122,28 @@ func (p *Params) clone(cfg Config) *Params {
 	return q
 }
 
+// Tensor names one tensor of a model's parameters: its name in the model
+// file, the part of the model it belongs to and its shape. Params.Data
+// holds the tensors of Tensors one after the other.
+type Tensor struct {
+	Name, Component string
+	Shape           []int
+}
+
+// Size is the number of values the tensor holds.
+func (t Tensor) Size() int { return numel(t.Shape) }
+
+// Tensors lists the tensors of a model of cfg in their order in
+// Params.Data. cfg is as Model.Config returns it.
+func Tensors(cfg Config) []Tensor {
+	ts := tensors(cfg)
+	out := make([]Tensor, len(ts))
+	for i, t := range ts {
+		out[i] = Tensor{Name: t.name, Component: t.component, Shape: t.shape}
+	}
+	return out
+}
+
 // ComponentCount is the number of trainable parameters of one part of the model.
 type ComponentCount struct {
 	Component string `json:"component"`

@@ -47,107 +47,16 @@ func (m *Model) PlaceFrequencies(peaks []cycles.Peak) Placement {
 // rhythms. The clock tells both apart by time even where a window cannot
 // (closer than 1/L). The cap of N/2 holds for all of them.
 func (m *Model) placeFrequencies(peaks []cycles.Peak, sidebands []bool, harmonics []float64) Placement {
-	cfg := m.cfg
-	N, L := cfg.Frequencies, cfg.Lookback
-	res := 1 / float64(L)
+	N, L := m.cfg.Frequencies, m.cfg.Lookback
 	fmin, fmax := freqBounds(L)
-	pl := Placement{Peaks: slices.Clone(peaks), Placed: make([]int, N)}
-	for i := range pl.Placed {
-		pl.Placed[i] = -1
-	}
-
-	// Keep the peaks the model can hold, strongest first. A weaker peak
-	// closer than 1/L to a kept one is left out: a window cannot tell them
-	// apart. Lines exactly 1/L apart, such as the harmonics of a cycle of
-	// L steps (the day at 15 minutes with L = 96), are told apart, and
-	// their refined frequencies miss 1/L by a little either way, so 1/L
-	// counts with a margin of 1% of it.
-	near := 0.99 * res
-	type kept struct {
-		f    float64
-		peak int
-	}
-	var keep []kept
-	for i, p := range peaks {
-		if len(keep) >= N/2 {
-			break
-		}
-		if !(p.Frequency > fmin && p.Frequency < fmax) {
-			continue
-		}
-		ok, sideband := true, i < len(sidebands) && sidebands[i]
-		for _, k := range keep {
-			if !sideband && math.Abs(k.f-p.Frequency) < near && p.Share < 0.25*peaks[k.peak].Share {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			keep = append(keep, kept{p.Frequency, i})
-		}
-	}
-	for _, f := range harmonics {
-		if len(keep) >= N/2 || !(f > fmin && f < fmax) {
-			continue
-		}
-		keep = append(keep, kept{f, -1})
-	}
-
-	// Spread the free frequencies over [1/L, ½] in log-frequency, skipping
-	// the bands around the kept peaks.
-	free := N - len(keep)
-	lo, hi := math.Log(res), math.Log(0.5)
-	blocked := func(f float64) bool {
-		for _, k := range keep {
-			if math.Abs(f-k.f) < res {
-				return true
-			}
-		}
-		return false
-	}
-	// Sample the allowed part of the range finely and pick free points at
-	// equal steps of allowed log-length.
-	const grid = 4096
-	var allowed []float64
-	for j := range grid {
-		u := lo + (hi-lo)*float64(j)/float64(grid-1)
-		if !blocked(math.Exp(u)) {
-			allowed = append(allowed, u)
-		}
-	}
-	fs := make([]float64, 0, N)
-	for _, k := range keep {
-		fs = append(fs, k.f)
-	}
-	for j := range free {
-		var u float64
-		switch {
-		case len(allowed) == 0:
-			u = lo + (hi-lo)*float64(j)/math.Max(1, float64(free-1))
-		case free == 1:
-			u = allowed[len(allowed)/2]
-		default:
-			u = allowed[j*(len(allowed)-1)/(free-1)]
-		}
-		fs = append(fs, math.Exp(u))
-	}
-
-	// Assign ids in order of frequency.
-	order := make([]int, N)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(fs[a], fs[b]) })
-	p := m.params
+	freqs, onPeak := cycles.Spread(peaks, sidebands, harmonics, N, L, fmin, fmax)
+	pl := Placement{Peaks: slices.Clone(peaks), Placed: onPeak}
 	m.Meta.Peaks = m.Meta.Peaks[:0]
-	for id, j := range order {
-		u := (fs[j] - fmin) / (fmax - fmin)
-		u = math.Min(math.Max(u, 1e-9), 1-1e-9)
-		p.Theta[id] = math.Log(u / (1 - u))
-		p.Phi[id] = 0
-		if j < len(keep) && keep[j].peak >= 0 {
-			pl.Placed[id] = keep[j].peak
-			pk := peaks[keep[j].peak]
+	for id, f := range freqs {
+		m.setFrequency(id, f)
+		m.params.Phi[id] = 0
+		if k := onPeak[id]; k >= 0 {
+			pk := peaks[k]
 			m.Meta.Peaks = append(m.Meta.Peaks, PlacedPeak{ID: id, PeriodSteps: 1 / pk.Frequency,
 				VarianceShare: pk.Share, Prominence: pk.Prominence})
 		}
@@ -155,6 +64,15 @@ func (m *Model) placeFrequencies(peaks []cycles.Peak, sidebands []bool, harmonic
 	slices.SortStableFunc(m.Meta.Peaks, func(a, b PlacedPeak) int { return cmp.Compare(b.VarianceShare, a.VarianceShare) })
 	m.refresh()
 	return pl
+}
+
+// setFrequency sets θ of frequency id so that it is f cycles per step,
+// held just inside the model's range. Call refresh after.
+func (m *Model) setFrequency(id int, f float64) {
+	fmin, fmax := freqBounds(m.cfg.Lookback)
+	u := (f - fmin) / (fmax - fmin)
+	u = math.Min(math.Max(u, 1e-9), 1-1e-9)
+	m.params.Theta[id] = math.Log(u / (1 - u))
 }
 
 // Cycle is a cycle of the data that the model carries: a frequency placed
@@ -241,8 +159,7 @@ func (m *Model) TrackCycles(peaks []cycles.Peak) []CycleMove {
 		if math.Abs(from/pk.Frequency-1) < 1e-9 {
 			continue
 		}
-		u := (pk.Frequency - fmin) / (fmax - fmin)
-		m.params.Theta[id] = math.Log(u / (1 - u))
+		m.setFrequency(id, pk.Frequency)
 		moves = append(moves, CycleMove{ID: id, Rhythm: -1, FromPeriod: 1 / from, ToPeriod: 1 / pk.Frequency, PeakShare: pk.Share, Prominence: pk.Prominence})
 	}
 	if len(moves) > 0 {

@@ -25,16 +25,11 @@ func (m *Model) lines() []cycles.Line {
 // For a model with a known cadence the rhythms also start the clock (Model.ReadsTime).
 func (m *Model) SetRhythms(rs []cycles.Rhythm) {
 	m.Meta.Rhythms = cycles.CloneRhythms(rs)
-	fmin, fmax := freqBounds(m.cfg.Lookback)
 	for _, r := range m.Meta.Rhythms {
 		for j, id := range r.Frequencies {
-			if id < 0 || id >= m.cfg.Frequencies {
-				continue
+			if id >= 0 && id < m.cfg.Frequencies {
+				m.setFrequency(id, float64(r.Harmonics[j])/r.PeriodSteps)
 			}
-			f := float64(r.Harmonics[j]) / r.PeriodSteps
-			u := (f - fmin) / (fmax - fmin)
-			u = math.Min(math.Max(u, 1e-9), 1-1e-9)
-			m.params.Theta[id] = math.Log(u / (1 - u))
 		}
 	}
 	m.refresh()
@@ -105,10 +100,8 @@ func (m *Model) RhythmOf(id int) (int, bool) {
 }
 
 // TrackRhythms moves each rhythm to where the recent spectrum shows it:
-// every peak of peaks (found by FindPeaks in recent rows) within the
-// window's resolution 1/L of one of the rhythm's harmonics k/P, strongest
-// first and each to one harmonic, gives an estimate of the fundamental,
-// and the rhythm's period becomes their least-squares fit. All its
+// its period becomes the fit of the peaks (found by FindPeaks in recent
+// rows) near its harmonics (cycles.Rhythm.Follow). All its
 // frequencies move with it and stay its harmonics, so a rhythm drifts as
 // one and keeps its frequencies, heads and name. at is the time of the
 // newest recent row in steps since the Unix epoch: the rhythm is
@@ -117,16 +110,13 @@ func (m *Model) RhythmOf(id int) (int, bool) {
 // never move, nor does a rhythm of a calendar period (a day, a week: the
 // clock keeps them). It returns the moves made, one per moved frequency.
 //
-// A model without rhythms (older formats) moves its placed frequencies one
-// by one (TrackCycles).
+// A model without rhythms (its placed cycles formed none) moves its
+// placed frequencies one by one (TrackCycles).
 func (m *Model) TrackRhythms(peaks []cycles.Peak, at float64) []CycleMove {
 	if len(m.Meta.Rhythms) == 0 {
 		return m.TrackCycles(peaks)
 	}
-	res := 1 / float64(m.cfg.Lookback)
 	fmin, fmax := freqBounds(m.cfg.Lookback)
-	ps := slices.Clone(peaks)
-	slices.SortStableFunc(ps, func(a, b cycles.Peak) int { return cmp.Compare(b.Share, a.Share) })
 	var moves []CycleMove
 	for r := range m.Meta.Rhythms {
 		rh := &m.Meta.Rhythms[r]
@@ -136,47 +126,8 @@ func (m *Model) TrackRhythms(peaks []cycles.Peak, at float64) []CycleMove {
 			// period.
 			continue
 		}
-		// Each peak to the nearest free harmonic within 1/L, strongest
-		// first.
-		type hit struct {
-			pk cycles.Peak
-			k  float64
-		}
-		used := make([]bool, len(rh.Harmonics))
-		var hits []hit
-		for _, pk := range ps {
-			if !(pk.Frequency > fmin && pk.Frequency < fmax) {
-				continue
-			}
-			j, dist := -1, res
-			for i, k := range rh.Harmonics {
-				if d := math.Abs(float64(k)/rh.PeriodSteps - pk.Frequency); !used[i] && d < dist {
-					j, dist = i, d
-				}
-			}
-			if j >= 0 {
-				used[j] = true
-				hits = append(hits, hit{pk, float64(rh.Harmonics[j])})
-			}
-		}
-		if len(hits) == 0 {
-			continue
-		}
-		// The strongest peak says where the rhythm is now; the others
-		// refine it where they agree (a peak of the old period still in
-		// the recent rows does not pull it halfway back).
-		best := hits[0].pk
-		F0 := best.Frequency / hits[0].k
-		var num, den float64
-		for _, h := range hits {
-			if math.Abs(h.pk.Frequency-h.k*F0) > res/4 {
-				continue
-			}
-			num += h.pk.Share * h.k * h.pk.Frequency
-			den += h.pk.Share * h.k * h.k
-		}
-		P := den / num
-		if math.Abs(P/rh.PeriodSteps-1) < 1e-9 {
+		P, best, ok := rh.Follow(peaks, m.cfg.Lookback, fmin, fmax)
+		if !ok || math.Abs(P/rh.PeriodSteps-1) < 1e-9 {
 			continue
 		}
 		from := rh.PeriodSteps
@@ -184,10 +135,7 @@ func (m *Model) TrackRhythms(peaks []cycles.Peak, at float64) []CycleMove {
 		rh.PeriodSteps = P
 		for j, id := range rh.Frequencies {
 			k := float64(rh.Harmonics[j])
-			f := k / P
-			u := (f - fmin) / (fmax - fmin)
-			u = math.Min(math.Max(u, 1e-9), 1-1e-9)
-			m.params.Theta[id] = math.Log(u / (1 - u))
+			m.setFrequency(id, k/P)
 			moves = append(moves, CycleMove{ID: id, Rhythm: r, FromPeriod: from / k, ToPeriod: P / k,
 				PeakShare: best.Share, Prominence: best.Prominence})
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 )
 
 const checkpointPrefix, checkpointSuffix = "freqlens-v", ".safetensors"
@@ -32,7 +33,7 @@ func SaveCheckpoint(dir string, m *model.Model, version int64, keep int) (string
 	if err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
-	_, werr := m.WriteTo(tmp)
+	_, werr := modelfile.Write(tmp, m)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())
@@ -83,7 +84,7 @@ func LatestCheckpoint(dir string, skipped func(path string, err error)) (*model.
 	}
 	for i := len(names) - 1; i >= 0; i-- {
 		path := filepath.Join(dir, names[i])
-		m, err := model.Load(path)
+		m, err := modelfile.Load(path)
 		if err == nil {
 			return m, nil
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/registry"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/training"
 )
 
@@ -119,7 +120,7 @@ func (s *Service) bootstraps() bool {
 // history (or published on topics.models by the replica that trained it).
 func (s *Service) loadModel(ctx context.Context) (*model.Model, error) {
 	if !s.bootstraps() {
-		m, err := model.Load(s.cfg.ModelPath)
+		m, err := modelfile.Load(s.cfg.ModelPath)
 		if errors.Is(err, os.ErrNotExist) && s.cfg.EmbeddedBroker != "" {
 			// The embedded broker starts empty: there is no history to
 			// train on before serve runs, so serve must train it.
@@ -279,7 +280,7 @@ func (s *Service) trainFirst(ctx context.Context, st *bootstrapStatus, elect *el
 // a crash never leaves half a model where serve looks for one.
 func saveModel(m *model.Model, path string) error {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := m.Save(tmp); err != nil {
+	if err := modelfile.Save(m, tmp); err != nil {
 		return fmt.Errorf("model.path: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/service"
 )
 
@@ -74,7 +75,7 @@ func TestModelThatCannotServeIsSaidAtOnce(t *testing.T) {
 		m.Meta.Cadence = tc.cadence
 		cfg := testConfig()
 		cfg.ModelPath = filepath.Join(dir, tc.name+".safetensors")
-		if err := m.Save(cfg.ModelPath); err != nil {
+		if err := modelfile.Save(m, cfg.ModelPath); err != nil {
 			t.Fatal(err)
 		}
 		cfg.EmbeddedBroker, cfg.Kafka.Brokers, cfg.Kafka.ConnectTimeout = "", []string{"127.0.0.1:1"}, time.Minute

@@ -22,6 +22,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/wire"
 )
@@ -35,7 +36,7 @@ func saveTestModel(t *testing.T, dir string) (*model.Model, string) {
 	}
 	m.Meta.Cadence = time.Hour
 	path := filepath.Join(dir, "m.safetensors")
-	if err := m.Save(path); err != nil {
+	if err := modelfile.Save(m, path); err != nil {
 		t.Fatal(err)
 	}
 	return m, path

@@ -15,6 +15,7 @@ import (
 
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/training"
 )
 
@@ -131,7 +132,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	m, tr := res.Model, res.Train
 	m.Meta.Input = input
-	if err := m.Save(*out); err != nil {
+	if err := modelfile.Save(m, *out); err != nil {
 		return err
 	}
 	if *checkpoint != "" && !res.Interrupted && !samePath(*checkpoint, *out) {

@@ -28,6 +28,7 @@ import (
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
 	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/training"
 	"github.com/freqlens/freqlens/wire"
@@ -470,7 +471,7 @@ func TestTrainSettings(t *testing.T) {
 		}
 		var rep trainReport
 		lastJSON(t, stdout, &rep)
-		m, err := model.Load(out)
+		m, err := modelfile.Load(out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -742,7 +743,7 @@ func TestInspectMatchesACyclePeriodWithoutItsLine(t *testing.T) {
 		{PeriodSteps: 168, Frequencies: []int{2, 3}, Harmonics: []int{5, 9}},
 	})
 	path := filepath.Join(t.TempDir(), "week.safetensors")
-	if err := m.Save(path); err != nil {
+	if err := modelfile.Save(m, path); err != nil {
 		t.Fatal(err)
 	}
 	_, js, errOut := runCLI("inspect", "--model", path, "--json")

@@ -7,7 +7,7 @@ import (
 	"io"
 	"runtime/debug"
 
-	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 )
 
 // runVersion prints what the binary was built from: the module's version,
@@ -36,6 +36,6 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if modified {
 		commit += " (modified)"
 	}
-	fmt.Fprintf(stdout, "freqlens %s, commit %s, %s, model file format %d\n", version, commit, goVersion, model.FormatVersion)
+	fmt.Fprintf(stdout, "freqlens %s, commit %s, %s, model file format %d\n", version, commit, goVersion, modelfile.FormatVersion)
 	return nil
 }

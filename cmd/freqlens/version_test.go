@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freqlens/freqlens/model"
+	"github.com/freqlens/freqlens/modelfile"
 )
 
 // TestVersion: `freqlens version` prints one line with the Go version and
@@ -19,7 +19,7 @@ func TestVersion(t *testing.T) {
 	}
 	line := out.String()
 	if strings.Count(line, "\n") != 1 || !strings.HasPrefix(line, "freqlens ") || !strings.Contains(line, "go1.") ||
-		!strings.Contains(line, fmt.Sprintf("model file format %d", model.FormatVersion)) {
+		!strings.Contains(line, fmt.Sprintf("model file format %d", modelfile.FormatVersion)) {
 		t.Errorf("version printed %q", line)
 	}
 	if code := run(context.Background(), []string{"version", "--nope"}, &out, &errb); code != 2 {

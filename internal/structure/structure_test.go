@@ -173,8 +173,13 @@ func TestImports(t *testing.T) {
 		},
 		{
 			name: "model is pure", pkg: "model", transitive: true,
-			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{"internal/gemm", "cycles"},
-			why: "model is maths on slices: no Kafka, no Arrow, nothing of ours but internal/gemm and cycles",
+			denied: []string{kafkaGo, franz, arrow, prometheus, "os", "io"}, onlyOurs: []string{"internal/gemm", "cycles"},
+			why: "model is maths on slices: no Kafka, no Arrow, no files (package modelfile writes and reads them), nothing of ours but internal/gemm and cycles",
+		},
+		{
+			name: "modelfile is a format", pkg: "modelfile", transitive: true,
+			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{"model", "internal/gemm", "cycles"},
+			why: "modelfile turns a model into safetensors bytes and back: nothing of ours but the model",
 		},
 		{
 			name: "cycles stands alone", pkg: "cycles", transitive: true,

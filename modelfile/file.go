@@ -1,4 +1,4 @@
-package model
+package modelfile
 
 import (
 	"bytes"
@@ -16,17 +16,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/freqlens/freqlens/model"
 )
 
-// The model file is safetensors: an 8-byte little-endian header length, a
-// JSON header naming each tensor's dtype, shape and byte range, then the raw
-// little-endian tensors. Any safetensors reader (Python's safetensors, for
-// one) opens it. FreqLens keeps its shapes, provenance and a checksum of the
-// tensor bytes in the header's "__metadata__" map of strings.
-
 // FormatVersion is the model file version this build writes and reads. A
-// version 7 file holds the tensors of Params (clock.weight and band.weight
-// included) and the rhythms in its metadata. Files of versions 1 to 6,
+// version 7 file holds the tensors of model.Tensors (clock.weight and
+// band.weight included) and the rhythms in its metadata. Files of versions 1 to 6,
 // written by earlier builds, hold models that compute differently (the
 // frequencies outside the rhythms read the whole window, the rhythms
 // compete for the selection, there are no band heads or no clock, ...):
@@ -47,14 +43,14 @@ type tensorHeader struct {
 
 // Save writes m to path as a safetensors file. It writes a temporary file
 // beside path and renames it, so a reader never sees half a model.
-func (m *Model) Save(path string) error {
+func Save(m *model.Model, path string) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := m.WriteTo(tmp); err != nil {
+	if _, err := Write(tmp, m); err != nil {
 		tmp.Close()
 		return fmt.Errorf("save model %s: %w", path, err)
 	}
@@ -72,23 +68,25 @@ func (m *Model) Save(path string) error {
 	return nil
 }
 
-// WriteTo writes m to w in the safetensors format.
-func (m *Model) WriteTo(w io.Writer) (int64, error) {
-	data := make([]byte, 8*len(m.params.Data))
-	for i, v := range m.params.Data {
+// Write writes m to w in the safetensors format and returns the bytes
+// written.
+func Write(w io.Writer, m *model.Model) (int64, error) {
+	params := m.Params().Data
+	data := make([]byte, 8*len(params))
+	for i, v := range params {
 		binary.LittleEndian.PutUint64(data[8*i:], math.Float64bits(v))
 	}
 	sum := sha256.Sum256(data)
 
-	md, err := m.metadata(hex.EncodeToString(sum[:]))
+	md, err := metadata(m, hex.EncodeToString(sum[:]))
 	if err != nil {
 		return 0, err
 	}
 	header := map[string]any{"__metadata__": md}
 	var off int64
-	for _, t := range tensors(m.cfg) {
-		n := int64(8 * numel(t.shape))
-		header[t.name] = tensorHeader{DType: "F64", Shape: t.shape, Offsets: [2]int64{off, off + n}}
+	for _, t := range model.Tensors(m.Config()) {
+		n := int64(8 * t.Size())
+		header[t.Name] = tensorHeader{DType: "F64", Shape: t.Shape, Offsets: [2]int64{off, off + n}}
 		off += n
 	}
 	hj, err := json.Marshal(header)
@@ -115,8 +113,8 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 // metadata returns the "__metadata__" map: every value is a string, as the
 // safetensors format requires. It fails on a value JSON cannot hold (NaN or
 // ±Inf), which would otherwise make a file that does not load.
-func (m *Model) metadata(weightsSHA string) (map[string]string, error) {
-	c := m.cfg
+func metadata(m *model.Model, weightsSHA string) (map[string]string, error) {
+	c := m.Config()
 	var jsErr error
 	js := func(v any) string {
 		b, err := json.Marshal(v)
@@ -206,7 +204,7 @@ func nonNilF(s []float64) []float64 {
 
 // Load reads a model file written by Save. A truncated, corrupted or
 // incompatible file gives an error that says what is wrong.
-func Load(path string) (*Model, error) {
+func Load(path string) (*model.Model, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load model: %w", err)
@@ -219,7 +217,7 @@ func Load(path string) (*Model, error) {
 }
 
 // Decode parses a model file held in memory. It never panics on bad bytes.
-func Decode(b []byte) (*Model, error) {
+func Decode(b []byte) (*model.Model, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("truncated file: %d bytes, shorter than the 8-byte safetensors header length", len(b))
 	}
@@ -265,16 +263,15 @@ func Decode(b []byte) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("incompatible model: %w", err)
 	}
-	if err := meta.check(cfg); err != nil {
-		return nil, err
+	if err := meta.Check(cfg); err != nil {
+		return nil, fmt.Errorf("corrupted header: %w", err)
 	}
-	m := &Model{cfg: cfg, params: newParams(cfg), basis: newBasis(cfg), Meta: meta}
 
 	// Every expected tensor, exactly once, with its shape; nothing else.
-	want := tensors(cfg)
+	want := model.Tensors(cfg)
 	if len(raw) != len(want) {
 		names := make([]string, 0, len(raw))
 		for k := range raw {
@@ -283,35 +280,41 @@ func Decode(b []byte) (*Model, error) {
 		sort.Strings(names)
 		return nil, fmt.Errorf("incompatible model: the file holds %d tensors %v, a model of these shapes has %d", len(raw), names, len(want))
 	}
-	var covered int64
+	total := 0
 	for _, t := range want {
-		r, ok := raw[t.name]
+		total += t.Size()
+	}
+	params := make([]float64, total)
+	var covered int64
+	at := 0 // where t starts in params
+	for _, t := range want {
+		r, ok := raw[t.Name]
 		if !ok {
-			return nil, fmt.Errorf("incompatible model: tensor %q is missing", t.name)
+			return nil, fmt.Errorf("incompatible model: tensor %q is missing", t.Name)
 		}
 		var th tensorHeader
 		if err := json.Unmarshal(r, &th); err != nil {
-			return nil, fmt.Errorf("corrupted header: tensor %q: %v", t.name, err)
+			return nil, fmt.Errorf("corrupted header: tensor %q: %v", t.Name, err)
 		}
 		if th.DType != "F64" {
-			return nil, fmt.Errorf("incompatible model: tensor %q has dtype %s; FreqLens stores F64", t.name, th.DType)
+			return nil, fmt.Errorf("incompatible model: tensor %q has dtype %s; FreqLens stores F64", t.Name, th.DType)
 		}
-		shape := t.shape
-		if !slices.Equal(th.Shape, shape) {
-			return nil, fmt.Errorf("incompatible model: tensor %q has shape %v, the metadata implies %v", t.name, th.Shape, shape)
+		if !slices.Equal(th.Shape, t.Shape) {
+			return nil, fmt.Errorf("incompatible model: tensor %q has shape %v, the metadata implies %v", t.Name, th.Shape, t.Shape)
 		}
-		n := int64(8 * numel(shape))
+		n := int64(8 * t.Size())
 		lo, hi := th.Offsets[0], th.Offsets[1]
 		if lo < 0 || hi-lo != n || hi > int64(len(data)) {
 			if hi > int64(len(data)) && lo >= 0 && hi-lo == n {
-				return nil, fmt.Errorf("truncated file: tensor %q ends at byte %d of the data, which holds %d", t.name, hi, len(data))
+				return nil, fmt.Errorf("truncated file: tensor %q ends at byte %d of the data, which holds %d", t.Name, hi, len(data))
 			}
-			return nil, fmt.Errorf("corrupted header: tensor %q has byte range [%d, %d), want %d bytes", t.name, lo, hi, n)
+			return nil, fmt.Errorf("corrupted header: tensor %q has byte range [%d, %d), want %d bytes", t.Name, lo, hi, n)
 		}
-		vals := *t.view(m.params)
+		vals := params[at : at+t.Size()]
 		for i := range vals {
 			vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(data[lo+int64(8*i):]))
 		}
+		at += t.Size()
 		covered += n
 	}
 	if covered != int64(len(data)) {
@@ -323,16 +326,16 @@ func Decode(b []byte) (*Model, error) {
 			return nil, fmt.Errorf("corrupted file: the tensor bytes do not match their checksum (sha256 %s…, recorded %s…)", got[:12], want[:min(12, len(want))])
 		}
 	}
+	at = 0
 	for _, t := range want {
-		for i, v := range *t.view(m.params) {
+		for i, v := range params[at : at+t.Size()] {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("corrupted model: %s[%d] is %v", t.name, i, v)
+				return nil, fmt.Errorf("corrupted model: %s[%d] is %v", t.Name, i, v)
 			}
 		}
+		at += t.Size()
 	}
-	m.refresh()
-	m.setClock()
-	return m, nil
+	return model.Assemble(cfg, meta, params)
 }
 
 // olderFormat is the error for a model file of format version ver, older
@@ -356,8 +359,8 @@ func olderFormat(ver int, md map[string]string) error {
 }
 
 // parseMetadata rebuilds the Config and Meta recorded by metadata.
-func parseMetadata(md map[string]string) (Config, Meta, error) {
-	var cfg Config
+func parseMetadata(md map[string]string) (model.Config, model.Meta, error) {
+	var cfg model.Config
 	ints := []struct {
 		key string
 		dst *int
@@ -369,17 +372,17 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 	for _, f := range ints {
 		s, ok := md[f.key]
 		if !ok {
-			return cfg, Meta{}, fmt.Errorf("incompatible model: metadata %q is missing", f.key)
+			return cfg, model.Meta{}, fmt.Errorf("incompatible model: metadata %q is missing", f.key)
 		}
 		v, err := strconv.Atoi(s)
 		if err != nil || v <= 0 || v > 1<<24 {
-			return cfg, Meta{}, fmt.Errorf("corrupted header: metadata %s = %q is not a valid size", f.key, s)
+			return cfg, model.Meta{}, fmt.Errorf("corrupted header: metadata %s = %q is not a valid size", f.key, s)
 		}
 		*f.dst = v
 	}
-	cfg.Mode, cfg.Norm = Mode(md["mode"]), Norm(md["norm"])
+	cfg.Mode, cfg.Norm = model.Mode(md["mode"]), model.Norm(md["norm"])
 
-	var meta Meta
+	var meta model.Meta
 	for _, f := range []struct {
 		key string
 		dst any
@@ -435,10 +438,10 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 		meta.Cadence = d
 	}
 	switch s := md["step_align"]; s {
-	case "", StepAlignNearest:
+	case "", model.StepAlignNearest:
 		meta.StepAlign = s
 	default:
-		return cfg, meta, fmt.Errorf("corrupted header: metadata step_align %q; the only alignment a model records is %q", s, StepAlignNearest)
+		return cfg, meta, fmt.Errorf("corrupted header: metadata step_align %q; the only alignment a model records is %q", s, model.StepAlignNearest)
 	}
 	if s := md["time_zone"]; s != "" {
 		if _, err := time.LoadLocation(s); err != nil {
@@ -462,61 +465,4 @@ func parseMetadata(md map[string]string) (Config, Meta, error) {
 	}
 	meta.DataSHA256, meta.DataName = md["data_sha256"], md["data_name"]
 	return cfg, meta, nil
-}
-
-// check reports metadata whose lengths disagree with the shapes.
-func (meta Meta) check(cfg Config) error {
-	if q := meta.ErrorQuantiles; q != nil {
-		if err := q.check(cfg); err != nil {
-			return fmt.Errorf("corrupted header: metadata %w", err)
-		}
-	}
-	if n := len(meta.Selected); n != 0 && n != cfg.Frequencies {
-		return fmt.Errorf("corrupted header: metadata selected has %d counts for %d frequencies", n, cfg.Frequencies)
-	}
-	if n := len(meta.Shares); n != 0 && n != cfg.Frequencies {
-		return fmt.Errorf("corrupted header: metadata shares has %d values for %d frequencies", n, cfg.Frequencies)
-	}
-	if n := len(meta.RhythmShares); n != 0 && n != len(meta.Rhythms) {
-		return fmt.Errorf("corrupted header: metadata rhythm_shares has %d values for %d rhythms", n, len(meta.Rhythms))
-	}
-	for _, v := range meta.RhythmShares {
-		if !(v >= 0 && v <= 1) {
-			return fmt.Errorf("corrupted header: metadata rhythm_shares holds %v, not a share", v)
-		}
-	}
-	for _, pk := range meta.Peaks {
-		if pk.ID < 0 || pk.ID >= cfg.Frequencies || !(pk.PeriodSteps > 0) || math.IsInf(pk.PeriodSteps, 0) {
-			return fmt.Errorf("corrupted header: metadata peaks names frequency %d with period %v of %d frequencies", pk.ID, pk.PeriodSteps, cfg.Frequencies)
-		}
-	}
-	for _, r := range meta.Rhythms {
-		if !(r.PeriodSteps > 0) || math.IsInf(r.PeriodSteps, 0) || len(r.Frequencies) == 0 || len(r.Frequencies) != len(r.Harmonics) ||
-			math.IsNaN(r.AnchorStep) || math.IsInf(r.AnchorStep, 0) || !(r.AnchorPhase >= 0 && r.AnchorPhase < 1) {
-			return fmt.Errorf("corrupted header: metadata rhythms holds a rhythm of period %v with %d frequencies and %d harmonics",
-				r.PeriodSteps, len(r.Frequencies), len(r.Harmonics))
-		}
-		for j, id := range r.Frequencies {
-			if id < 0 || id >= cfg.Frequencies || r.Harmonics[j] < 1 {
-				return fmt.Errorf("corrupted header: metadata rhythms names frequency %d (harmonic %d) of %d frequencies", id, r.Harmonics[j], cfg.Frequencies)
-			}
-		}
-	}
-	if len(meta.Mean) != len(meta.Std) {
-		return fmt.Errorf("corrupted header: metadata mean has %d values but std has %d", len(meta.Mean), len(meta.Std))
-	}
-	if cfg.Mode == Mixed {
-		if n := len(meta.Mean); n != 0 && n != cfg.Channels {
-			return fmt.Errorf("corrupted header: metadata mean has %d values for %d channels", n, cfg.Channels)
-		}
-		if n := len(meta.ChannelNames); n != 0 && n != cfg.Channels {
-			return fmt.Errorf("corrupted header: metadata channel_names has %d names for %d channels", n, cfg.Channels)
-		}
-	}
-	for i, s := range meta.Std {
-		if !(s > 0) || math.IsInf(s, 0) || math.IsNaN(meta.Mean[i]) || math.IsInf(meta.Mean[i], 0) {
-			return fmt.Errorf("corrupted header: metadata mean/std of channel %d are %v/%v", i, meta.Mean[i], s)
-		}
-	}
-	return nil
 }

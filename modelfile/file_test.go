@@ -1,4 +1,4 @@
-package model
+package modelfile
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,12 +15,78 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freqlens/freqlens/cycles"
+	"github.com/freqlens/freqlens/model"
 )
 
-func encoded(t testing.TB, m *Model) []byte {
+// configs are small shapes covering both modes and normalisations, with
+// rhythms (and a clock) where a model file has the most to hold.
+var configs = []struct {
+	cfg            model.Config
+	rhythms, clock bool
+}{
+	{model.Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 9, TopK: 6, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}, true, true},
+	{model.Config{Lookback: 10, Horizon: 3, Channels: 3, Hidden: 5, Frequencies: 8, TopK: 5, ScorerHidden: 2, HeadHidden: 3, ResidualHidden: 4, Norm: model.NormNone}, true, false},
+	{model.Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 10, TopK: 7, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: model.Independent}, true, true},
+}
+
+// testModel returns a model of configs[i] whose every parameter is drawn
+// at a scale where all of it matters, with two rhythms over its first
+// frequencies (one longer than the window, with a phase anchor) and, when
+// the config says so, a cadence so that it reads the time.
+func testModel(t testing.TB, i int, seed uint64) *model.Model {
+	t.Helper()
+	c := configs[i]
+	m, err := model.New(c.cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Params()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for i := range p.Data {
+		p.Data[i] = 0.5 * rng.NormFloat64()
+	}
+	for i := range p.Theta {
+		p.Theta[i] = 3 * (2*rng.Float64() - 1)
+		p.Phi[i] = math.Pi * (2*rng.Float64() - 1)
+	}
+	m.Refresh()
+	if c.rhythms {
+		L := float64(c.cfg.Lookback)
+		if c.clock {
+			m.Meta.Cadence = time.Hour
+		}
+		m.SetRhythms([]cycles.Rhythm{
+			{PeriodSteps: L / 2.3, Frequencies: []int{0, 2}, Harmonics: []int{1, 2}},
+			{PeriodSteps: 3.1 * L, Frequencies: []int{1, 3}, Harmonics: []int{2, 5}, AnchorStep: 4.9e5 + 17, AnchorPhase: 0.3},
+		})
+	}
+	return m
+}
+
+// windows returns n random windows for m and, when m reads the time, the
+// times of their newest steps.
+func windows(m *model.Model, n int, seed uint64) (x []float64, ends []int64) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	x = make([]float64, n*m.Lookback()*m.Channels())
+	for i := range x {
+		x[i] = 2 + rng.NormFloat64()
+	}
+	if m.ReadsTime() {
+		start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+		ends = make([]int64, n)
+		for i := range ends {
+			ends[i] = start + int64(rng.IntN(5000))*int64(time.Hour)
+		}
+	}
+	return x, ends
+}
+
+func encoded(t testing.TB, m *model.Model) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if _, err := m.WriteTo(&buf); err != nil {
+	if _, err := Write(&buf, m); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -36,12 +103,12 @@ var seed42Settings = map[string]float64{
 }
 
 func TestSaveLoadRoundTrip(t *testing.T) {
-	m := smallModel(t, 0, 9)
-	m.Meta = Meta{
+	m := testModel(t, 0, 9)
+	m.Meta = model.Meta{
 		Rhythms:       m.Meta.Rhythms,
 		ChannelNames:  []string{"HUFL", "OT"},
 		Cadence:       time.Hour,
-		StepAlign:     StepAlignNearest,
+		StepAlign:     model.StepAlignNearest,
 		Mean:          []float64{1.5, -2},
 		Std:           []float64{0.5, 3},
 		DataSHA256:    "abc123",
@@ -51,27 +118,27 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		Input:         map[string]string{"input.series_field": "sensor", "input.value_fields": "flow,speed"},
 		Selected:      []int{1, 2, 3, 4, 5, 6, 7, 8, 9},
 		Seed:          42,
-		Peaks:         []PlacedPeak{{ID: 4, PeriodSteps: 23.985, VarianceShare: 0.25, Prominence: 806}},
+		Peaks:         []model.PlacedPeak{{ID: 4, PeriodSteps: 23.985, VarianceShare: 0.25, Prominence: 806}},
 		Shares:        []float64{0, 0.1, 0.2, 0, 0.386, 0.05, 0, 0, 0},
 		ResidualShare: 0.264,
-		ErrorQuantiles: &ErrorQuantiles{Probs: []float64{0.1, 0.5, 0.9}, Horizon: 5, Channels: 2, Windows: 40,
+		ErrorQuantiles: &model.ErrorQuantiles{Probs: []float64{0.1, 0.5, 0.9}, Horizon: 5, Channels: 2, Windows: 40,
 			Values: []float64{-1.5, -1, -1.25, -0.75, -2, -1, -2.5, -1.5, -3, -2, 0.01, 0, -0.1, 0.2, 0, 0, 0.1, -0.2, 0.3, 0.05,
 				1.5, 1, 1.25, 0.75, 2, 1, 2.5, 1.5, 3, 2}},
 	}
 	path := filepath.Join(t.TempDir(), "m.safetensors")
-	if err := m.Save(path); err != nil {
+	if err := Save(m, path); err != nil {
 		t.Fatal(err)
 	}
 	got, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.cfg != m.cfg {
-		t.Errorf("config = %+v, want %+v", got.cfg, m.cfg)
+	if got.ShapeKey() != m.ShapeKey() {
+		t.Errorf("shapes = %s, want %s", got.ShapeKey(), m.ShapeKey())
 	}
-	for i, v := range m.params.Data {
-		if math.Float64bits(got.params.Data[i]) != math.Float64bits(v) {
-			t.Fatalf("param %d = %v, want %v", i, got.params.Data[i], v)
+	for i, v := range m.Params().Data {
+		if math.Float64bits(got.Params().Data[i]) != math.Float64bits(v) {
+			t.Fatalf("param %d = %v, want %v", i, got.Params().Data[i], v)
 		}
 	}
 	gj, _ := json.Marshal(got.Meta)
@@ -84,8 +151,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if !got.ReadsTime() || len(got.Meta.Rhythms) != 2 {
 		t.Fatalf("the loaded model has rhythms %+v and reads the time: %v; want both as saved", got.Meta.Rhythms, got.ReadsTime())
 	}
-	x, _ := randomBatch(m.cfg, 3, 1)
-	ends := windowEnds(m, 3, 2)
+	x, ends := windows(m, 3, 1)
 	a := m.Forward(m.NewWorkspace(3), nil, x, ends)
 	b := got.Forward(got.NewWorkspace(3), nil, x, ends)
 	for i := range a {
@@ -98,7 +164,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 // TestFileIsPlainSafetensors reads the header the way any safetensors
 // reader does.
 func TestFileIsPlainSafetensors(t *testing.T) {
-	m := randomModel(t, smallConfigs[2].cfg, 3)
+	m := testModel(t, 2, 3)
 	b := encoded(t, m)
 	n := binary.LittleEndian.Uint64(b[:8])
 	if (8+n)%8 != 0 {
@@ -121,17 +187,17 @@ func TestFileIsPlainSafetensors(t *testing.T) {
 	if err := json.Unmarshal(hdr["heads.w2"], &th); err != nil {
 		t.Fatal(err)
 	}
-	c := m.cfg
+	c := m.Config()
 	if want := []int{c.Frequencies, c.HeadHidden, c.Horizon * c.Channels}; !slices.Equal(th.Shape, want) || th.DType != "F64" {
 		t.Errorf("heads.w2 = %s %v, want F64 %v", th.DType, th.Shape, want)
 	}
-	if got := uint64(len(b)) - 8 - n; got != uint64(8*len(m.params.Data)) {
-		t.Errorf("data section is %d bytes, want %d", got, 8*len(m.params.Data))
+	if got := uint64(len(b)) - 8 - n; got != uint64(8*len(m.Params().Data)) {
+		t.Errorf("data section is %d bytes, want %d", got, 8*len(m.Params().Data))
 	}
 }
 
 func TestDecodeRejectsBadFiles(t *testing.T) {
-	m := randomModel(t, smallConfigs[0].cfg, 5)
+	m := testModel(t, 0, 5)
 	good := encoded(t, m)
 	hlen := int(binary.LittleEndian.Uint64(good[:8]))
 
@@ -185,7 +251,7 @@ func TestDecodeRejectsBadFiles(t *testing.T) {
 }
 
 func TestDecodeEveryTruncation(t *testing.T) {
-	good := encoded(t, randomModel(t, smallConfigs[1].cfg, 2))
+	good := encoded(t, testModel(t, 1, 2))
 	for n := 0; n < len(good); n += 1 + n/16 {
 		if _, err := Decode(good[:n]); err == nil {
 			t.Fatalf("Decode of the first %d of %d bytes succeeded", n, len(good))
@@ -196,7 +262,7 @@ func TestDecodeEveryTruncation(t *testing.T) {
 // FuzzDecode: Decode never panics, and whatever it accepts encodes back to
 // a file it accepts again with the same parameters.
 func FuzzDecode(f *testing.F) {
-	good := encoded(f, randomModel(f, smallConfigs[1].cfg, 2))
+	good := encoded(f, testModel(f, 1, 2))
 	f.Add([]byte{})
 	f.Add(good[:len(good)/2])
 	f.Add(good)
@@ -210,8 +276,8 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decoding an accepted model failed: %v", err)
 		}
-		for i, v := range m.params.Data {
-			if math.Float64bits(v) != math.Float64bits(again.params.Data[i]) {
+		for i, v := range m.Params().Data {
+			if math.Float64bits(v) != math.Float64bits(again.Params().Data[i]) {
 				t.Fatalf("param %d changed in a round trip", i)
 			}
 		}
@@ -222,7 +288,7 @@ func FuzzDecode(f *testing.F) {
 // that computes differently from this build's; it is refused with one line
 // that names the command retraining it from the file's own metadata.
 func TestOlderFormatsAreRefused(t *testing.T) {
-	m := smallModel(t, 0, 31)
+	m := testModel(t, 0, 31)
 	m.Meta.DataName = "traffic.csv"
 	for ver := 1; ver < FormatVersion; ver++ {
 		t.Run(fmt.Sprintf("version %d", ver), func(t *testing.T) {
@@ -234,7 +300,7 @@ func TestOlderFormatsAreRefused(t *testing.T) {
 				t.Fatalf("a version %d file loaded", ver)
 			}
 			msg := err.Error()
-			want := fmt.Sprintf("freqlens train --data traffic.csv --horizon %d --lookback %d --mode mixed --out MODEL", m.cfg.Horizon, m.cfg.Lookback)
+			want := fmt.Sprintf("freqlens train --data traffic.csv --horizon %d --lookback %d --mode mixed --out MODEL", m.Horizon(), m.Lookback())
 			if !strings.Contains(msg, fmt.Sprintf("format version %d", ver)) || !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
 				t.Errorf("error %q: want one line naming version %d and %q", msg, ver, want)
 			}
@@ -268,16 +334,45 @@ func rewriteHeader(t *testing.T, good []byte, edit func(md map[string]string, hd
 // infinite statistic of the training data) stops Save with an error
 // instead of writing a file that does not load.
 func TestSaveRefusesNonFiniteMetadata(t *testing.T) {
-	m, err := New(Config{Lookback: 16, Horizon: 4, Channels: 2, Hidden: 8, Frequencies: 6, TopK: 2}, 1)
+	m, err := model.New(model.Config{Lookback: 16, Horizon: 4, Channels: 2, Hidden: 8, Frequencies: 6, TopK: 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Meta.Mean, m.Meta.Std = []float64{0, 1}, []float64{1, math.Inf(1)}
 	path := filepath.Join(t.TempDir(), "m.safetensors")
-	if err := m.Save(path); err == nil || !strings.Contains(err.Error(), "not finite") {
+	if err := Save(m, path); err == nil || !strings.Contains(err.Error(), "not finite") {
 		t.Fatalf("Save with an infinite std: err %v, want a refusal", err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused Save left a file: %v", err)
+	}
+}
+
+// TestTimeZoneSurvivesTheFile: a model on a zone's wall clock loads on the
+// same clock and forecasts the same, bit for bit, on a summer day.
+func TestTimeZoneSurvivesTheFile(t *testing.T) {
+	m := testModel(t, 0, 4)
+	if err := m.SetTimeZone("Europe/Berlin"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	if err := Save(m, path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Meta.TimeZone != "Europe/Berlin" {
+		t.Fatalf("the loaded model's zone is %q, want Europe/Berlin", back.Meta.TimeZone)
+	}
+	x, _ := windows(m, 1, 5)
+	summer := []int64{time.Date(2026, 7, 1, 8, 0, 0, 0, time.UTC).UnixNano()}
+	a := m.Forward(m.NewWorkspace(1), nil, x, summer)
+	b := back.Forward(back.NewWorkspace(1), nil, x, summer)
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			t.Fatalf("forecast %d = %v after loading, %v before", i, b[i], a[i])
+		}
 	}
 }
