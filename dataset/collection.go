@@ -379,7 +379,7 @@ func (c *Collection) Sample(n int, seed uint64) *Collection {
 
 // Series returns the series the windows come from, in the order their
 // first windows appear, and the index into that list of each window's
-// series: the groups model.EvalOptions takes to score each series.
+// series: the groups measure.Options takes to score each series.
 func (c *Collection) Series() (names []string, groups []int) {
 	index := map[string]int{}
 	groups = make([]int, c.n)

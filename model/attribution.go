@@ -250,11 +250,13 @@ func (ws *Workspace) cycleTotals(cs []Contribution, dst *Attribution) float64 {
 	return total
 }
 
-// addShares adds window i's attribution shares of the last Forward call to
-// acc (N, by frequency id) and racc (one per rhythm of the model) and
-// returns the residual's share: the same shares as Attribution gives,
-// without building the contributions.
-func (ws *Workspace) addShares(i int, acc, racc []float64) float64 {
+// AddShares adds window i's attribution shares of the last pass to acc
+// (N, by frequency id) and racc (one per rhythm of the model, in the
+// order of Meta.Rhythms) and returns the residual's share: the same
+// shares as Attribution gives, without building the contributions, so
+// that a measurement over many windows (their mean shares, the model
+// file's Metrics.Shares) allocates nothing per window.
+func (ws *Workspace) AddShares(i int, acc, racc []float64) float64 {
 	if ws.walled && ws.wallOn[i] {
 		// Read on wall-clock steps: the shares are those of the parts put
 		// back on the real steps, which Attribution computes.

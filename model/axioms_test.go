@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -255,95 +254,6 @@ func skewedRemovalGap(m *Model, x []float64, ends []int64, n int, ids func(i int
 	return worst
 }
 
-// TestEvaluateSharesAreTheAttributions: the mean shares Evaluate reports
-// (the model file's, which inspect and the reports print) are the mean of
-// the served attributions' shares, rhythm by rhythm and frequency by
-// frequency, on a model whose rhythms' lines partly cancel.
-func TestEvaluateSharesAreTheAttributions(t *testing.T) {
-	m, w := trainedTimedModel(t, 1)
-	t.Run("UTC", func(t *testing.T) { checkEvaluateShares(t, m, w) })
-	// With a time zone, windows around a change of its offset: those read
-	// on wall-clock steps count their parts put back on the real steps.
-	berlin := m.Clone()
-	if err := berlin.SetTimeZone("Europe/Berlin"); err != nil {
-		t.Fatal(err)
-	}
-	t.Run("time zone, around a change", func(t *testing.T) {
-		checkEvaluateShares(t, berlin, &movedEnds{w, time.Date(2026, 10, 25, 1, 0, 0, 0, time.UTC).Add(-30 * time.Hour)})
-	})
-}
-
-// movedEnds is w with its windows' ends moved to an hour apart from start:
-// the readings stay, the times put them where the test wants them.
-type movedEnds struct {
-	*dataset.Windows
-	start time.Time
-}
-
-func (m *movedEnds) EndTime(i int) (int64, bool) {
-	return m.start.Add(time.Duration(i) * time.Hour).UnixNano(), true
-}
-
-// checkEvaluateShares checks that Evaluate's shares of m on w are the mean
-// of the attributions Forward gives.
-func checkEvaluateShares(t *testing.T, m *Model, w TimedSource) {
-	met, err := Evaluate(context.Background(), m, w, EvalOptions{BatchSize: 37})
-	if err != nil {
-		t.Fatal(err)
-	}
-	N, R, L, S := m.cfg.Frequencies, len(m.Meta.Rhythms), m.Lookback(), w.Channels()
-	shares, rhythms, residual := make([]float64, N), make([]float64, R), 0.0
-	ws := m.NewWorkspace(S)
-	x, ends := make([]float64, S*L), make([]int64, S)
-	var a *Attribution
-	cancel := 0.0 // Σ over windows of the lines' shares less the rhythms'
-	for j := range w.Len() {
-		in := w.Input(j)
-		end, _ := w.EndTime(j)
-		for c := range S {
-			for t := range L {
-				x[c*L+t] = in[t*S+c]
-			}
-			ends[c] = end
-		}
-		m.Forward(ws, nil, x, ends)
-		for c := range S {
-			a = ws.Attribution(c, a)
-			for _, ct := range a.Contributions {
-				shares[ct.ID] += ct.Share
-				if _, ok := m.RhythmOf(ct.ID); ok {
-					cancel += ct.Share
-				}
-			}
-			for r, v := range a.RhythmShares {
-				rhythms[r] += v
-				cancel -= v
-			}
-			residual += a.ResidualShare
-		}
-	}
-	n := float64(w.Len() * S)
-	for f := range N {
-		if d := math.Abs(met.Shares[f] - shares[f]/n); d > 1e-9 {
-			t.Errorf("frequency %d: Evaluate's share %v, the attributions' mean %v", f, met.Shares[f], shares[f]/n)
-		}
-	}
-	if len(met.RhythmShares) != R {
-		t.Fatalf("Evaluate gives %d rhythm shares for %d rhythms", len(met.RhythmShares), R)
-	}
-	for r := range R {
-		if d := math.Abs(met.RhythmShares[r] - rhythms[r]/n); d > 1e-9 {
-			t.Errorf("rhythm %d: Evaluate's share %v, the attributions' mean %v", r, met.RhythmShares[r], rhythms[r]/n)
-		}
-	}
-	if d := math.Abs(met.ResidualShare - residual/n); d > 1e-9 {
-		t.Errorf("residual: Evaluate's share %v, the attributions' mean %v", met.ResidualShare, residual/n)
-	}
-	if cancel/n < 1e-3 {
-		t.Errorf("the rhythms' lines cancel %.2g of the attribution on average: the case does not tell a rhythm's share from its lines' sum", cancel/n)
-	}
-}
-
 // checkCycleShares checks window i's shares against the definition at the
 // level of cycles, recounted here from the values: each rhythm counts by
 // Σ|its summed part|, each free frequency and the residual by Σ|part|, and
@@ -563,30 +473,5 @@ func TestSymmetry(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestPerturbation: removing a window's k largest parts moves its forecast
-// by exactly their sum, for a trained model on its test windows, and costs
-// more accuracy than removing random parts.
-func TestPerturbation(t *testing.T) {
-	m, w := trainedTimedModel(t, 3)
-	res, err := Perturbation(context.Background(), m, w, 4, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Windows != w.Len()*w.Channels() || len(res.Steps) != 4 {
-		t.Fatalf("perturbation over %d windows with %d steps, want %d and 4", res.Windows, len(res.Steps), w.Len()*w.Channels())
-	}
-	for _, st := range res.Steps {
-		if st.Gap > 1e-9 || math.Abs(st.Change-st.Parts) > 1e-9*st.Parts {
-			t.Errorf("k = %d: the forecast moved by %.6g on average, the removed parts sum to %.6g (largest gap %.3g)", st.K, st.Change, st.Parts, st.Gap)
-		}
-		if !(st.MSE >= res.MSE) {
-			t.Errorf("k = %d: removing the largest parts left the MSE at %.4g, the full forecast's is %.4g", st.K, st.MSE, res.MSE)
-		}
-	}
-	if top, random := res.Steps[0].MSE, res.Steps[0].RandomMSE; !(top > random) {
-		t.Errorf("removing each window's largest part costs MSE %.4g, a random part %.4g: the attribution does not find what matters", top, random)
 	}
 }

@@ -90,7 +90,7 @@ type Meta struct {
 	// the clock, the terms phased by each window's time.
 	Rhythms []cycles.Rhythm `json:"rhythms,omitempty"`
 	// ErrorQuantiles are the quantiles of the errors on the test split at
-	// training time (MeasureErrorQuantiles), where a served model's
+	// training time (measure.ErrorQuantiles), where a served model's
 	// prediction intervals start; nil when unknown. Read-only once set: a
 	// Clone shares them.
 	ErrorQuantiles *ErrorQuantiles `json:"error_quantiles,omitempty"`

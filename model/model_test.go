@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"math"
 	"slices"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/cycles"
-	"github.com/freqlens/freqlens/dataset/datasettest"
 )
 
 // fullConfigs are the default shapes for both modes.
@@ -226,36 +224,6 @@ func TestMatchPeriodsAndFormat(t *testing.T) {
 		if got := FormatPeriod(tc.d); got != tc.want {
 			t.Errorf("FormatPeriod(%v) = %q, want %q", tc.d, got, tc.want)
 		}
-	}
-}
-
-func TestIndependentModelServesEveryChannel(t *testing.T) {
-	m, _ := New(Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 6, TopK: 2}, 1)
-	src := datasettest.Sines(30, 24, 6, 3, 4)
-	met, err := Evaluate(context.Background(), m, src, EvalOptions{BatchSize: 7, Workers: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if met.Channels != 3 || len(met.PerChannelMSE) != 3 || met.Windows != 30 {
-		t.Fatalf("metrics = %+v, want 30 windows × 3 channels", met)
-	}
-	// Channel 0's score equals scoring a one-channel source of it alone.
-	one := datasettest.Slices{N: 30, L: 24, H: 6, C: 1, X: make([]float64, 30*24), Y: make([]float64, 30*6)}
-	for i := range 30 {
-		for t := range 24 {
-			one.X[i*24+t] = src.Input(i)[t*3]
-		}
-		for t := range 6 {
-			one.Y[i*6+t] = src.Target(i)[t*3]
-		}
-	}
-	alone, _ := Evaluate(context.Background(), m, one, EvalOptions{})
-	if !close(alone.MSE, met.PerChannelMSE[0], 1e-12) {
-		t.Errorf("channel 0 MSE %v within the 3-channel source, %v alone", met.PerChannelMSE[0], alone.MSE)
-	}
-	mixed, _ := New(Config{Lookback: 24, Horizon: 6, Channels: 2}, 1)
-	if _, err := Evaluate(context.Background(), mixed, src, EvalOptions{}); err == nil || !strings.Contains(err.Error(), "3 channels") {
-		t.Errorf("a 2-channel mixed model on 3-channel data: error %v, want one naming the channel counts", err)
 	}
 }
 

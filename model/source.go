@@ -265,3 +265,54 @@ func (b *batcher) forecastsToReal(ws *Workspace, out []float64, n int) {
 		}
 	}
 }
+
+// Batcher reads the windows of a Source as the model takes them, for
+// code outside the package that forecasts a Source batch by batch (the
+// measurements of package measure): it checks the windows against the
+// model, counts its samples (Samples), copies samples into the batch
+// layout (Fill) and forecasts them on the data's steps (Forecast), as
+// training and Forward do. It is not safe for concurrent use; ForWorker
+// gives each goroutine its own.
+type Batcher struct {
+	m *Model
+	b *batcher
+}
+
+// NewBatcher returns a Batcher of src's windows for m, or the error
+// Samples returns when m cannot read them.
+func (m *Model) NewBatcher(src Source) (*Batcher, error) {
+	b, err := newBatcher(m, src)
+	if err != nil {
+		return nil, err
+	}
+	return &Batcher{m: m, b: b}, nil
+}
+
+// Samples returns how many samples the windows yield (Model.Samples).
+func (b *Batcher) Samples() int { return b.b.samples() }
+
+// Independent reports whether the model is Independent, so that sample s
+// is channel s%C of source window s/C (C the source's channels) and a
+// sample holds one channel.
+func (b *Batcher) Independent() bool { return b.b.independent }
+
+// Fill copies the samples idx into x (len(idx)·L·C values, C the model's
+// channels) and their targets into y (len(idx)·H·C; y may be nil), and
+// when the model reads the time their end times into tau (len(idx)·C);
+// a window that straddles a change of the time zone's offset is put on
+// wall-clock steps, as Forward does.
+func (b *Batcher) Fill(x, y, tau []float64, idx []int) { b.b.fill(x, y, tau, idx) }
+
+// Forecast forecasts the first n samples of the last Fill (x and tau as
+// it left them) into out (n·H·C) in ws, with the deterministic top-K as
+// Forward does, and puts the forecasts of the windows Fill put on
+// wall-clock steps back on the real steps; ws then holds their selection
+// and attributions (Workspace.Attribution, AddShares, Selection).
+func (b *Batcher) Forecast(ws *Workspace, out, x, tau []float64, n int) {
+	b.m.forward(ws, out, x, tau, n, nil)
+	b.b.forecastsToReal(ws, out, n)
+}
+
+// ForWorker returns a Batcher over the same windows with its own
+// scratch, for a goroutine that fills and forecasts beside others.
+func (b *Batcher) ForWorker() *Batcher { return &Batcher{m: b.m, b: b.b.forWorker()} }

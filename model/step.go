@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -40,10 +39,10 @@ type StepConfig struct {
 	// the probability that a sample takes each channel's input and target
 	// from its own randomly drawn window. EMA is the decay of a moving
 	// average of the parameters, updated after every step (Averaged,
-	// Validate).
+	// WithAveraged).
 	Dropout, InputNoise, ChannelShuffle, EMA float64
-	// Workers is how many goroutines Validate runs on; at 2 or more the
-	// parallel sections of a step run on two. Results do not depend on it.
+	// Workers: at 2 or more the parallel sections of a step run on two
+	// goroutines. Results do not depend on it.
 	Workers int
 }
 
@@ -81,7 +80,6 @@ type Stepper struct {
 	data              *batcher
 	rng               *rand.Rand
 	ws                *Workspace
-	evalWS            []*Workspace
 	x, y              []float64 // batch inputs and targets
 	tau               []float64 // batch window end times, steps since the epoch (per channel)
 	out               []float64 // batch forecasts
@@ -220,22 +218,25 @@ func (t *Stepper) Step(idx []int, lr, tau float64) (Loss, error) {
 	return l, t.apply(lr)
 }
 
-// Validate returns the metrics on val of the model, or with EMA of the
-// moving average of its parameters, which the model then keeps no trace
-// of. It reuses its workspaces from one call to the next.
-func (t *Stepper) Validate(ctx context.Context, val Source) (Metrics, error) {
+// WithAveraged runs f with the parameters the steps so far stand for
+// swapped into the model: with EMA the moving average (Averaged), which
+// the model keeps no trace of once f returns; without EMA the model's
+// own. It returns f's error. It is how the caller scores the averaged
+// model between steps, on validation windows (package training's early
+// stopping): the Stepper steps, its caller measures. f must not step.
+func (t *Stepper) WithAveraged(f func() error) error {
 	m := t.m
 	if t.ema != nil {
 		copy(t.live.Data, m.params.Data)
 		copy(m.params.Data, t.ema.Data)
 		m.refresh()
 	}
-	met, err := evaluate(ctx, m, val, max(t.cfg.Workers, 1), 256, nil, &t.evalWS)
+	err := f()
 	if t.ema != nil {
 		copy(m.params.Data, t.live.Data)
 		m.refresh()
 	}
-	return met, err
+	return err
 }
 
 // Averaged returns the parameters the steps so far stand for: the moving

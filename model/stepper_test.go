@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -129,10 +128,11 @@ func TestFinite(t *testing.T) {
 	}
 }
 
-// TestValidateScoresTheAverage: with EMA, Validate scores the moving
-// average of the parameters (what Averaged returns) and leaves the model's
-// own as they were.
-func TestValidateScoresTheAverage(t *testing.T) {
+// TestWithAveragedSwapsTheAverage: with EMA, WithAveraged runs f on the
+// moving average of the parameters (what Averaged returns), returns f's
+// error, and leaves the model's own as they were. (That an evaluation
+// inside it scores the average is measure's TestEvaluatorScoresTheAverage.)
+func TestWithAveragedSwapsTheAverage(t *testing.T) {
 	cfg := Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 6, TopK: 2}
 	src := datasettest.Sines(64, 24, 6, 1, 3)
 	m, _ := New(cfg, 2)
@@ -151,21 +151,25 @@ func TestValidateScoresTheAverage(t *testing.T) {
 	if slices.Equal(st.Averaged(), live) {
 		t.Fatal("the moving average equals the parameters after three steps")
 	}
-	got, err := st.Validate(context.Background(), src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(m.params.Data, live) {
-		t.Error("Validate changed the model's parameters")
-	}
 	avg := m.Clone()
 	copy(avg.params.Data, st.Averaged())
 	avg.refresh()
-	want, err := Evaluate(context.Background(), avg, src, EvalOptions{})
-	if err != nil {
-		t.Fatal(err)
+	x, _ := randomBatch(cfg, 3, 6)
+	want := avg.Forward(avg.NewWorkspace(3), nil, x, nil)
+	stop := errors.New("stop")
+	err = st.WithAveraged(func() error {
+		if !slices.Equal(m.params.Data, st.Averaged()) {
+			t.Error("inside WithAveraged the parameters are not the moving average")
+		}
+		if got := m.Forward(m.NewWorkspace(3), nil, x, nil); !slices.Equal(got, want) {
+			t.Error("inside WithAveraged the model does not forecast as the moving average")
+		}
+		return stop
+	})
+	if err != stop {
+		t.Errorf("WithAveraged returned %v, want f's error", err)
 	}
-	if got.MSE != want.MSE {
-		t.Errorf("Validate scores MSE %v, the moving average %v", got.MSE, want.MSE)
+	if !slices.Equal(m.params.Data, live) {
+		t.Error("WithAveraged changed the model's parameters")
 	}
 }

@@ -71,7 +71,7 @@ type Workspace struct {
 	wallOn           []bool
 	wallShift, wallX []float64
 	wallTmp          *wallScratch
-	wallAttr         Attribution // addShares' attribution of a window read on wall-clock steps
+	wallAttr         Attribution // AddShares' attribution of a window read on wall-clock steps
 	// without, when set, removes frequencies from every pass: their heads
 	// are dropped from the selection (not replaced) and their clock terms
 	// are zero (see Workspace.Without).
@@ -328,4 +328,14 @@ func (ws *Workspace) wallBuffers(n int) {
 	if ws.wallTmp == nil {
 		ws.wallTmp = newWallScratch(L, H)
 	}
+}
+
+// Selection returns the ids of the frequencies window i of the last pass
+// selected (SelectedPerWindow of them): the rhythms' first, then the
+// others best first. It is what a measurement counts to say how often
+// each frequency is used (Metrics.Selected). The slice is the
+// workspace's, overwritten by the next pass.
+func (ws *Workspace) Selection(i int) []int32 {
+	K := ws.cfg.slots()
+	return ws.sel[i*K : (i+1)*K]
 }

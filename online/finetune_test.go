@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset/datasettest"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/training"
 )
@@ -68,13 +69,13 @@ func TestFineTuneFollowsAPeriodChange(t *testing.T) {
 	if _, err := training.Train(context.Background(), m, old, periodSource(100, 96, 24, 24, 3), training.Config{Epochs: 6, Seed: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := model.Evaluate(context.Background(), m, fresh, model.EvalOptions{})
+	before, _ := measure.Evaluate(context.Background(), m, fresh, measure.Options{})
 	tuned := m.Clone()
 	res, err := FineTune(context.Background(), tuned, fresh, FineTuneConfig{Steps: 300, LearningRate: 3e-3, Seed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := model.Evaluate(context.Background(), tuned, fresh, model.EvalOptions{})
+	after, _ := measure.Evaluate(context.Background(), tuned, fresh, measure.Options{})
 	t.Logf("MSE on the 28-step cycle %.4f → %.4f; loss %.4f → %.4f", before.MSE, after.MSE, res.FirstLoss, res.LastLoss)
 	if after.MSE > 0.8*before.MSE || res.LastLoss >= res.FirstLoss {
 		t.Errorf("fine-tuning on the new cycle took MSE from %.4f to %.4f (loss %.4f → %.4f); want at least 20%% lower",

@@ -148,7 +148,7 @@ func (n normaliser) apply(v []float64, C int, scale []float64) {
 }
 
 // blocks cuts the pairs into blocks whose errors are close to
-// independent, for the paired comparison of two models (model.EvalOptions
+// independent, for the paired comparison of two models (measure.Options
 // .Groups): by series, in up to n groups of series, and within a group by
 // stretches of time of span each (a stretch of 2H steps: forecasts issued
 // further apart predict different steps). Blocks with fewer than a tenth

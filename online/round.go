@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/cycles"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -172,12 +173,12 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 		return r
 	}
 	blocks := hold.blocks(holdoutBlocks, 2*int64(l.tr.H)*int64(l.tr.cadence))
-	opts := model.EvalOptions{Workers: l.cfg.Workers, Groups: blocks}
-	curM, err := model.Evaluate(ctx, cur, hold, opts)
+	opts := measure.Options{Workers: l.cfg.Workers, Groups: blocks}
+	curM, err := measure.Evaluate(ctx, cur, hold, opts)
 	var baseM model.Metrics
 	tuned := cur != l.ref // the serving model is a fine-tuned version, not the base
 	if err == nil && tuned {
-		baseM, err = model.Evaluate(ctx, l.ref, hold, opts)
+		baseM, err = measure.Evaluate(ctx, l.ref, hold, opts)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -197,7 +198,7 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	cand, pending := l.pending, l.pendingFrom == version
 	l.pending = nil
 	if cand != nil && pending {
-		candM, err := model.Evaluate(ctx, cand, hold, opts)
+		candM, err := measure.Evaluate(ctx, cand, hold, opts)
 		switch {
 		case ctx.Err() != nil:
 			return r.end(OutcomeCanceled, nil)
@@ -236,7 +237,7 @@ func (l *Learner) round(ctx context.Context, srv Server) RoundResult {
 	if !cand.Finite() {
 		return r.end(OutcomeAbortedNonFinite, errors.New("the candidate has non-finite parameters"))
 	}
-	candM, err := model.Evaluate(ctx, cand, hold, opts)
+	candM, err := measure.Evaluate(ctx, cand, hold, opts)
 	switch {
 	case ctx.Err() != nil:
 		return r.end(OutcomeCanceled, nil)
@@ -292,7 +293,7 @@ func (l *Learner) promote(ctx context.Context, srv Server, r RoundResult, cand *
 	// it was not tuned on), not the test split the base model was trained
 	// on, which the data may have left.
 	if hold.Len() >= minQuantilePairs {
-		if q, err := model.MeasureErrorQuantiles(ctx, cand, hold, hold.Len()); err == nil {
+		if q, err := measure.ErrorQuantiles(ctx, cand, hold, hold.Len()); err == nil {
 			cand.Meta.ErrorQuantiles = q
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/training"
@@ -107,7 +108,7 @@ func (sc *scenario) baseModel(t *testing.T) *model.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(context.Background(), m, zva, 2048); err != nil {
+	if m.Meta.ErrorQuantiles, err = measure.ErrorQuantiles(context.Background(), m, zva, 2048); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("base model: best epoch %d, validation MSE %.4f, fusion α %.3f", res.BestEpoch, res.BestValMSE, m.Alpha())

@@ -17,7 +17,7 @@
 //     model.Explainer, so they sum to the forecast.
 //   - horizon (with data): the test split's error by horizon step, with
 //     repeating the last value as the baseline. The model runs over the
-//     test windows as model.Evaluate runs it, so the mean over the steps
+//     test windows as measure.Evaluate runs it, so the mean over the steps
 //     is Evaluate's MSE (tested).
 //
 // Every number drawn is computed here from the model and the data; nothing

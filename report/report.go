@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -249,7 +250,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	met, err := model.Evaluate(ctx, m, bm.Test, model.EvalOptions{})
+	met, err := measure.Evaluate(ctx, m, bm.Test, measure.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -514,7 +515,7 @@ func intervals(m *model.Model, values []float64, ch int, sd float64) []Interval 
 }
 
 // horizonErrors scores every test window of bm step by step, on the
-// z-scored scale, the way model.Evaluate scores them (same windows, same
+// z-scored scale, the way measure.Evaluate scores them (same windows, same
 // inputs), and the persistence baseline on the same windows.
 func horizonErrors(ctx context.Context, m *model.Model, bm *dataset.Benchmark) (*HorizonErrors, error) {
 	cfg := m.Config()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
 	"github.com/freqlens/freqlens/training"
@@ -63,13 +64,13 @@ func train(f *dataset.Frame, mode model.Mode) (*model.Model, error) {
 	if _, err := training.Train(ctx, m, bm.Train, bm.Val, training.Config{Epochs: 3, Seed: 3}, nil); err != nil {
 		return nil, err
 	}
-	met, err := model.Evaluate(ctx, m, bm.Test, model.EvalOptions{})
+	met, err := measure.Evaluate(ctx, m, bm.Test, measure.Options{})
 	if err != nil {
 		return nil, err
 	}
 	m.Meta.Metrics = map[string]float64{"test_mse": met.MSE}
 	m.Meta.Shares, m.Meta.ResidualShare, m.Meta.RhythmShares = met.Shares, met.ResidualShare, met.RhythmShares
-	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(ctx, m, bm.Test, 4096); err != nil {
+	if m.Meta.ErrorQuantiles, err = measure.ErrorQuantiles(ctx, m, bm.Test, 4096); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -240,7 +241,7 @@ func TestNumbersAreTheModels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			met, err := model.Evaluate(context.Background(), fx.m, bm.Test, model.EvalOptions{})
+			met, err := measure.Evaluate(context.Background(), fx.m, bm.Test, measure.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -591,7 +592,7 @@ func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
 	}
 	var share float64
 	for range 20 {
-		met, err := model.Evaluate(context.Background(), m, bm.Test, model.EvalOptions{})
+		met, err := measure.Evaluate(context.Background(), m, bm.Test, measure.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -82,7 +83,7 @@ func BenchmarkAblation(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						met, err := model.Evaluate(context.Background(), m, bm.Test, model.EvalOptions{})
+						met, err := measure.Evaluate(context.Background(), m, bm.Test, measure.Options{})
 						if err != nil {
 							b.Fatal(err)
 						}

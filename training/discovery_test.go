@@ -10,6 +10,7 @@ import (
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/internal/longtest"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -123,7 +124,7 @@ func trainDiscovery(t testing.TB, c discoveryCase, lookback, horizon, epochs int
 	if _, err := Train(context.Background(), m, tr, va, tc, nil); err != nil {
 		t.Fatal(err)
 	}
-	met, err := model.Evaluate(context.Background(), m, te, model.EvalOptions{})
+	met, err := measure.Evaluate(context.Background(), m, te, measure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/dataset/datasettest"
 	"github.com/freqlens/freqlens/internal/longtest"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -204,7 +205,7 @@ func trainWithTimes(t *testing.T, f *dataset.Frame, lookback, horizon, epochs in
 	if _, err := Train(context.Background(), m, tr, va, Config{Epochs: epochs, Seed: seed}, nil); err != nil {
 		t.Fatal(err)
 	}
-	met, err := model.Evaluate(context.Background(), m, te, model.EvalOptions{})
+	met, err := measure.Evaluate(context.Background(), m, te, measure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

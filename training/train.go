@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -46,13 +47,14 @@ func Train(ctx context.Context, m *model.Model, train, val model.Source, cfg Con
 }
 
 // run is one training run: the model, the Stepper that trains it, the
-// random generator of its shuffles and draws, and the state a checkpoint
-// keeps.
+// Evaluator that validates it, the random generator of its shuffles and
+// draws, and the state a checkpoint keeps.
 type run struct {
 	m     *model.Model
 	cfg   Config // defaults filled in
 	st    *model.Stepper
-	pcg   *rand.PCG // rng's source, whose state a checkpoint keeps
+	val   *measure.Evaluator // keeps its workspaces from epoch to epoch
+	pcg   *rand.PCG          // rng's source, whose state a checkpoint keeps
 	rng   *rand.Rand
 	steps int // per epoch
 	// holdTheta keeps the frequencies placed on the spectrum where it put
@@ -97,6 +99,7 @@ func newRun(m *model.Model, train, val model.Source, cfg Config) (*run, error) {
 	}
 	return &run{
 		m: m, cfg: cfg, st: st, pcg: pcg, rng: rng, steps: steps,
+		val:       measure.NewEvaluator(m, measure.Options{Workers: max(cfg.Workers, 1)}),
 		holdTheta: res.Placement != nil && !cfg.TrainPlacedFrequencies,
 		state:     runState{res: res, best: slices.Clone(m.Params().Data), perm: perm},
 	}, nil
@@ -184,7 +187,14 @@ func (r *run) epoch(ctx context.Context, val model.Source, epoch int) (EpochStat
 		}
 		sum.Add(l)
 	}
-	valMetrics, err := r.st.Validate(ctx, val)
+	// Validate the parameters the steps stand for: the moving average
+	// with EMA.
+	var valMetrics model.Metrics
+	err := r.st.WithAveraged(func() error {
+		var err error
+		valMetrics, err = r.val.Evaluate(ctx, val)
+		return err
+	})
 	if err != nil {
 		return EpochStats{}, "canceled", err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset/datasettest"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -32,11 +33,11 @@ func TestTrainLearnsAndIsReproducible(t *testing.T) {
 		t.Errorf("best validation MSE %v vs %v for the same seed", r1.BestValMSE, r2.BestValMSE)
 	}
 	untrained, _ := model.New(cfg, 7)
-	before, err := model.Evaluate(context.Background(), untrained, val, model.EvalOptions{})
+	before, err := measure.Evaluate(context.Background(), untrained, val, measure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := model.Evaluate(context.Background(), m1, val, model.EvalOptions{})
+	after, err := measure.Evaluate(context.Background(), m1, val, measure.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

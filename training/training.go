@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/history"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -127,7 +128,7 @@ func Fit(ctx context.Context, d *history.Data, lookback, horizon int, o Options)
 
 	// Score the best epoch on the test split (not cancellable: it is short,
 	// and a model without its test metrics would be misleading).
-	if res.Test, err = model.Evaluate(context.WithoutCancel(ctx), m, d.Test, model.EvalOptions{}); err != nil {
+	if res.Test, err = measure.Evaluate(context.WithoutCancel(ctx), m, d.Test, measure.Options{}); err != nil {
 		return nil, err
 	}
 	met := res.Test
@@ -146,7 +147,7 @@ func Fit(ctx context.Context, d *history.Data, lookback, horizon int, o Options)
 	m.Meta.Shares, m.Meta.ResidualShare, m.Meta.RhythmShares = met.Shares, met.ResidualShare, met.RhythmShares
 	m.Meta.Training = tc.Settings()
 	// Where a served model's prediction intervals start (output.intervals).
-	if m.Meta.ErrorQuantiles, err = model.MeasureErrorQuantiles(context.WithoutCancel(ctx), m, d.Test, errorQuantileWindows); err != nil {
+	if m.Meta.ErrorQuantiles, err = measure.ErrorQuantiles(context.WithoutCancel(ctx), m, d.Test, errorQuantileWindows); err != nil {
 		return nil, err
 	}
 	return res, nil

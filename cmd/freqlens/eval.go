@@ -14,6 +14,7 @@ import (
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/history"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/readings"
 )
@@ -44,7 +45,7 @@ type evalReport struct {
 	Rhythms       []rhythmReport `json:"rhythms"`
 	// Perturbation is the perturbation test (--perturbation K): the
 	// forecast without each window's k largest parts, k = 1 … K.
-	Perturbation *model.PerturbationResult `json:"perturbation,omitempty"`
+	Perturbation *measure.PerturbationResult `json:"perturbation,omitempty"`
 }
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,7 +68,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	met, err := model.Evaluate(ctx, m, split.Test, model.EvalOptions{Groups: split.Groups})
+	met, err := measure.Evaluate(ctx, m, split.Test, measure.Options{Groups: split.Groups})
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		PerSeries:  perSeries(split.Series, met),
 	}
 	if *perturb > 0 {
-		pr, err := model.Perturbation(ctx, m, split.Test, *perturb, 1)
+		pr, err := measure.Perturbation(ctx, m, split.Test, *perturb, 1)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -130,7 +131,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		met, err := model.Evaluate(ctx, mm, split.Test, model.EvalOptions{})
+		met, err := measure.Evaluate(ctx, mm, split.Test, measure.Options{})
 		if err != nil {
 			return err
 		}

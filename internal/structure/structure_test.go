@@ -144,7 +144,7 @@ func under(path, prefix string) bool {
 }
 
 // TestImports checks the direction of imports: what cmd/freqlens, model,
-// online, stream and readings may import.
+// measure, online, stream and readings may import.
 func TestImports(t *testing.T) {
 	r := loadRepo(t)
 	const (
@@ -180,6 +180,11 @@ func TestImports(t *testing.T) {
 			name: "modelfile is a format", pkg: "modelfile", transitive: true,
 			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{"model", "internal/gemm", "cycles"},
 			why: "modelfile turns a model into safetensors bytes and back: nothing of ours but the model",
+		},
+		{
+			name: "measure is maths on the model", pkg: "measure", transitive: true,
+			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{"model", "internal/gemm", "cycles"},
+			why: "measure runs a model over a Source, as model's exported API offers it: nothing of ours but model (and what model imports), no stream, service, pipeline or training, so that training and online may both use it",
 		},
 		{
 			name: "cycles stands alone", pkg: "cycles", transitive: true,

@@ -1,4 +1,4 @@
-package model
+package measure
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/model"
 )
 
-// TestMeasureErrorQuantiles: the recorded quantiles are those of the
+// TestErrorQuantiles: the recorded quantiles are those of the
 // errors the model makes on the windows, per step and channel: for every
 // recorded probability p, a fraction p of the errors (to one sample) lies
 // at or below the p quantile, and the quantiles increase with p. An
 // independent model pools its channels.
-func TestMeasureErrorQuantiles(t *testing.T) {
+func TestErrorQuantiles(t *testing.T) {
 	f, err := dataset.Synthetic(dataset.SyntheticConfig{Series: 2, Steps: 400, Level: 5,
 		Cycles: []dataset.Cycle{{PeriodSteps: 12, Amplitude: 2}}, NoiseStd: 0.5, Seed: 3})
 	if err != nil {
@@ -23,7 +24,7 @@ func TestMeasureErrorQuantiles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
 			channels := 2
-			if cfg.Mode != Independent {
+			if cfg.Mode != model.Independent {
 				cfg.Channels = 2
 			}
 			w, err := dataset.NewWindows(f.Values, channels, cfg.Lookback, cfg.Horizon, dataset.Range{Start: 0, End: 400})
@@ -32,13 +33,13 @@ func TestMeasureErrorQuantiles(t *testing.T) {
 			}
 			m := randomModel(t, cfg, 4)
 			const max = 300
-			q, err := MeasureErrorQuantiles(context.Background(), m, w, max)
+			q, err := ErrorQuantiles(context.Background(), m, w, max)
 			if err != nil {
 				t.Fatal(err)
 			}
 			qc := cfg.Channels
 			samples := w.Len()
-			if cfg.Mode == Independent {
+			if cfg.Mode == model.Independent {
 				qc, samples = 1, w.Len()*channels
 			}
 			if q.Horizon != cfg.Horizon || q.Channels != qc || q.Windows != min(max, samples) {
@@ -47,19 +48,17 @@ func TestMeasureErrorQuantiles(t *testing.T) {
 			if wantOf := map[bool]int{true: samples, false: 0}[samples > max]; q.Of != wantOf {
 				t.Errorf("measured %d of %d samples, want of %d", q.Windows, q.Of, wantOf)
 			}
-			if err := q.check(m.cfg); err != nil {
-				t.Fatal(err)
-			}
+			checkQuantiles(t, q)
 			// The errors again, the same way: forecast the same samples.
-			bt, _ := newBatcher(m, w)
+			bt, _ := m.NewBatcher(w)
 			L, H, C := cfg.Lookback, cfg.Horizon, cfg.Channels
 			n := q.Windows
 			x, y := make([]float64, n*L*C), make([]float64, n*H*C)
 			idx := make([]int, n)
 			for i := range idx {
-				idx[i] = i * bt.samples() / n
+				idx[i] = i * bt.Samples() / n
 			}
-			bt.fill(x, y, nil, idx)
+			bt.Fill(x, y, nil, idx)
 			out := m.Forward(m.NewWorkspace(n), nil, x, nil)
 			for h := range H {
 				for c := range qc {
@@ -98,5 +97,26 @@ func TestMeasureErrorQuantiles(t *testing.T) {
 				t.Errorf("Quantile beyond the last probability = %v, want the last recorded", got)
 			}
 		})
+	}
+}
+
+// checkQuantiles fails t unless q holds quantiles as a model file must
+// (model.ErrorQuantiles' own check, which a file's reader runs): a value
+// per probability, step and channel, probabilities increasing in (0, 1),
+// finite values.
+func checkQuantiles(t *testing.T, q *model.ErrorQuantiles) {
+	t.Helper()
+	if len(q.Probs) == 0 || len(q.Values) != len(q.Probs)*q.Horizon*q.Channels {
+		t.Fatalf("%d values for %d probabilities × %d steps × %d channels", len(q.Values), len(q.Probs), q.Horizon, q.Channels)
+	}
+	for k, p := range q.Probs {
+		if !(p > 0 && p < 1) || k > 0 && !(p > q.Probs[k-1]) {
+			t.Fatalf("probabilities %v are not increasing in (0, 1)", q.Probs)
+		}
+	}
+	for _, v := range q.Values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatal("a value is not finite")
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package model
+package measure
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/freqlens/freqlens/model"
 )
 
 // PerturbationStep is what removing k frequencies from every window does,
@@ -40,35 +42,36 @@ type PerturbationResult struct {
 
 // Perturbation is the paper's perturbation test: for k = 1 … maxK it
 // removes from every window of src the k frequencies with the largest
-// share of its attribution (Workspace.Without: out of the selection, not
-// replaced, and without their clock terms), forecasts again, and compares
-// the change of the forecast with the sum of the removed parts, and the
-// error with that of removing k parts at random. Errors are on src's scale
-// (z-scores under the standard protocol), as Evaluate's.
+// share of its attribution (model.Workspace.Without: out of the
+// selection, not replaced, and without their clock terms), forecasts
+// again, and compares the change of the forecast with the sum of the
+// removed parts, and the error with that of removing k parts at random.
+// Errors are on src's scale (z-scores under the standard protocol), as
+// Evaluate's. The random parts are drawn from seed.
 //
-// An Independent model explains each channel of a window on its own, so
-// for it a window is one channel of one source window.
-func Perturbation(ctx context.Context, m *Model, src Source, maxK int, seed uint64) (PerturbationResult, error) {
+// A model.Independent model explains each channel of a window on its own,
+// so for it a window is one channel of one source window.
+func Perturbation(ctx context.Context, m *model.Model, src model.Source, maxK int, seed uint64) (PerturbationResult, error) {
 	if maxK < 1 {
-		return PerturbationResult{}, errors.New("model: perturbation needs at least k = 1")
+		return PerturbationResult{}, errors.New("measure: perturbation needs at least k = 1")
 	}
-	b, err := newBatcher(m, src)
+	b, err := m.NewBatcher(src)
 	if err != nil {
 		return PerturbationResult{}, err
 	}
-	cfg := m.cfg
+	cfg := m.Config()
 	L, H, C := cfg.Lookback, cfg.Horizon, cfg.Channels
 	HC := H * C
-	n := b.samples()
+	n := b.Samples()
 	if n == 0 {
-		return PerturbationResult{}, errors.New("model: no windows for the perturbation test")
+		return PerturbationResult{}, errors.New("measure: no windows for the perturbation test")
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	x, y, tau := make([]float64, L*C), make([]float64, HC), make([]float64, C)
 	full, part := m.NewWorkspace(1), m.NewWorkspace(1)
 	fc, out := make([]float64, HC), make([]float64, HC)
 	res := PerturbationResult{Windows: n, Steps: make([]PerturbationStep, maxK)}
-	var att *Attribution
+	var att *model.Attribution
 	var ids []int
 	for i := range n {
 		if i%256 == 0 {
@@ -76,9 +79,8 @@ func Perturbation(ctx context.Context, m *Model, src Source, maxK int, seed uint
 				return res, err
 			}
 		}
-		b.fill(x, y, tau, []int{i})
-		m.forward(full, fc, x, tau, 1, nil)
-		b.forecastsToReal(full, fc, 1)
+		b.Fill(x, y, tau, []int{i})
+		b.Forecast(full, fc, x, tau, 1)
 		att = full.Attribution(0, att)
 		scale := max(maxAbsOf(fc), 1e-12)
 		res.MSE += sqErr(fc, y)
@@ -97,8 +99,7 @@ func Perturbation(ctx context.Context, m *Model, src Source, maxK int, seed uint
 				ids = append(ids, cs[j].ID)
 			}
 			part.Without(ids...)
-			m.forward(part, out, x, tau, 1, nil)
-			b.forecastsToReal(part, out, 1)
+			b.Forecast(part, out, x, tau, 1)
 			change, parts, gap := 0.0, 0.0, 0.0
 			for v := range HC {
 				sum := 0.0
@@ -120,8 +121,7 @@ func Perturbation(ctx context.Context, m *Model, src Source, maxK int, seed uint
 				ids = append(ids, cs[j].ID)
 			}
 			part.Without(ids...)
-			m.forward(part, out, x, tau, 1, nil)
-			b.forecastsToReal(part, out, 1)
+			b.Forecast(part, out, x, tau, 1)
 			st.RandomMSE += sqErr(out, y)
 		}
 	}

@@ -1,4 +1,4 @@
-package model
+package measure
 
 import (
 	"context"
@@ -7,42 +7,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/freqlens/freqlens/model"
 )
 
-// Metrics scores forecasts against targets on the scale of the data given
-// (z-scored for the benchmark protocol).
-type Metrics struct {
-	// MSE, MAE and RMSE average over windows, horizon steps and channels.
-	MSE, MAE, RMSE float64
-	// PerChannelMSE and PerChannelMAE average over windows and steps.
-	PerChannelMSE, PerChannelMAE []float64
-	// Windows is the number of source windows scored, Channels their width.
-	Windows, Channels int
-	// Seconds is the wall time of the pass; WindowsPerSecond the source
-	// windows forecast per second in it (batched, all workers).
-	Seconds, WindowsPerSecond float64
-	// Selected counts, per frequency id, the windows that selected it.
-	Selected []int
-	// Shares is, per frequency id, its mean share of the attribution
-	// (level excluded, see Contribution.Share) over the windows, counting 0
-	// where it has no part; ResidualShare is the residual MLP's, and
-	// RhythmShares, per rhythm (in the order of Model.Meta.Rhythms), its
-	// summed part's (Attribution.RhythmShares). The rhythms', the free
-	// frequencies' and the residual's shares sum to 1. For an independent
-	// model each channel of a window counts as a window.
-	Shares        []float64
-	ResidualShare float64
-	RhythmShares  []float64
-	// GroupMSE and GroupMAE average over each group's windows, steps and
-	// channels, and GroupWindows counts them, when EvalOptions.Groups
-	// names a group per window (the series of long-format data); nil
-	// otherwise.
-	GroupMSE, GroupMAE []float64
-	GroupWindows       []int
-}
-
-// EvalOptions sets how an evaluation runs. The zero value means the defaults.
-type EvalOptions struct {
+// Options sets how an evaluation runs. The zero value means the defaults.
+type Options struct {
 	// BatchSize is the windows per forward pass.
 	//
 	// Default: 256
@@ -53,45 +23,64 @@ type EvalOptions struct {
 	Workers int
 	// Groups, when not nil, holds the group (0 … G−1) of each window of
 	// the source, such as its series, and the metrics then also score each
-	// group (Metrics.GroupMSE).
+	// group (model.Metrics.GroupMSE).
 	Groups []int
 }
 
 // Evaluate forecasts every window of src with the deterministic top-K and
 // scores the forecasts against the targets.
-func Evaluate(ctx context.Context, m *Model, src Source, opts EvalOptions) (Metrics, error) {
+func Evaluate(ctx context.Context, m *model.Model, src model.Source, opts Options) (model.Metrics, error) {
+	return NewEvaluator(m, opts).Evaluate(ctx, src)
+}
+
+// Evaluator evaluates one model, as Evaluate does, as often as asked,
+// keeping its workspaces from one call to the next: training scores the
+// model on its validation windows after every epoch without allocating
+// them again. The model's parameters may change between calls; each call
+// reads them as they are. An Evaluator is not safe for concurrent use.
+type Evaluator struct {
+	m     *model.Model
+	opts  Options
+	cache []*model.Workspace
+}
+
+// NewEvaluator returns an Evaluator of m with opts (Options.Groups, when
+// set, names the groups of the windows of every source it evaluates).
+func NewEvaluator(m *model.Model, opts Options) *Evaluator {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 256
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
-	if opts.Groups != nil && len(opts.Groups) != src.Len() {
-		return Metrics{}, fmt.Errorf("model: %d groups for %d windows", len(opts.Groups), src.Len())
-	}
-	for i, g := range opts.Groups {
-		if g < 0 || g >= len(opts.Groups) {
-			return Metrics{}, fmt.Errorf("model: window %d has group %d; groups count from 0 and there are at most as many as windows (%d)", i, g, len(opts.Groups))
-		}
-	}
-	var cache []*Workspace
-	return evaluate(ctx, m, src, opts.Workers, opts.BatchSize, opts.Groups, &cache)
+	return &Evaluator{m: m, opts: opts}
 }
 
-// evaluate runs Evaluate, reusing the workspaces in cache across calls.
-// Partial sums are kept per batch and added in batch order, so the result
-// is the same for any number of workers.
-func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, groups []int, cache *[]*Workspace) (Metrics, error) {
-	bt, err := newBatcher(m, src)
-	if err != nil {
-		return Metrics{}, err
+// Evaluate forecasts every window of src with the deterministic top-K and
+// scores the forecasts against the targets. Partial sums are kept per
+// batch and added in batch order, so the result is the same for any
+// number of workers.
+func (ev *Evaluator) Evaluate(ctx context.Context, src model.Source) (model.Metrics, error) {
+	m, workers, batch, groups := ev.m, ev.opts.Workers, ev.opts.BatchSize, ev.opts.Groups
+	if groups != nil && len(groups) != src.Len() {
+		return model.Metrics{}, fmt.Errorf("measure: %d groups for %d windows", len(groups), src.Len())
 	}
-	L, H, C := m.cfg.Lookback, m.cfg.Horizon, m.cfg.Channels
+	for i, g := range groups {
+		if g < 0 || g >= len(groups) {
+			return model.Metrics{}, fmt.Errorf("measure: window %d has group %d; groups count from 0 and there are at most as many as windows (%d)", i, g, len(groups))
+		}
+	}
+	bt, err := m.NewBatcher(src)
+	if err != nil {
+		return model.Metrics{}, err
+	}
+	cfg := m.Config()
+	L, H, C := cfg.Lookback, cfg.Horizon, cfg.Channels
 	srcC := src.Channels()
-	samples := bt.samples()
+	samples := bt.Samples()
 	nb := (samples + batch - 1) / batch
 	partial := make([]float64, nb*2*srcC) // per batch: squared then absolute error per source channel
-	N, K := m.cfg.Frequencies, m.cfg.slots()
+	N := cfg.Frequencies
 	counts := make([]int, workers*N)
 	R := len(m.Meta.Rhythms)
 	shareAcc := make([]float64, nb*(N+R+1)) // per batch: shares by frequency, by rhythm, then the residual's
@@ -99,16 +88,17 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 	if groups != nil {
 		perSample = make([]float64, 2*samples)
 	}
-	for len(*cache) < workers {
-		*cache = append(*cache, m.NewWorkspace(batch))
+	for len(ev.cache) < workers {
+		ev.cache = append(ev.cache, m.NewWorkspace(batch))
 	}
+	independent := bt.Independent()
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
-		ws := (*cache)[w]
+		ws := ev.cache[w]
 		cnt := counts[w*N : (w+1)*N]
-		bt := bt.forWorker()
+		bt := bt.ForWorker()
 		wg.Go(func() {
 			x := make([]float64, batch*L*C)
 			y := make([]float64, batch*H*C)
@@ -125,22 +115,23 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 				for j := range n {
 					idx[j] = lo + j
 				}
-				bt.fill(x, y, tau, idx[:n])
-				m.forward(ws, out[:n*H*C], x[:n*L*C], tau[:n*C], n, nil)
-				bt.forecastsToReal(ws, out[:n*H*C], n)
-				for _, f := range ws.sel[:n*K] {
-					cnt[f]++
+				bt.Fill(x, y, tau, idx[:n])
+				bt.Forecast(ws, out[:n*H*C], x[:n*L*C], tau[:n*C], n)
+				for j := range n {
+					for _, f := range ws.Selection(j) {
+						cnt[f]++
+					}
 				}
 				sa := shareAcc[k*(N+R+1) : (k+1)*(N+R+1)]
 				for j := range n {
-					sa[N+R] += ws.addShares(j, sa[:N], sa[N:N+R])
+					sa[N+R] += ws.AddShares(j, sa[:N], sa[N:N+R])
 				}
 				p := partial[k*2*srcC : (k+1)*2*srcC]
 				for j := range n {
 					o, t := out[j*H*C:(j+1)*H*C], y[j*H*C:(j+1)*H*C]
 					for i := range o {
 						c := i % C
-						if bt.independent {
+						if independent {
 							c = (lo + j) % srcC
 						}
 						e := o[i] - t[i]
@@ -157,20 +148,20 @@ func evaluate(ctx context.Context, m *Model, src Source, workers, batch int, gro
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return Metrics{}, err
+		return model.Metrics{}, err
 	}
-	sums := evalSums{counts: counts, shares: shareAcc, errors: partial, N: N, R: R, channels: srcC, batches: nb, workers: workers}
-	met := sums.metrics(src.Len(), samples, H, time.Since(start).Seconds())
+	s := sums{counts: counts, shares: shareAcc, errors: partial, N: N, R: R, channels: srcC, batches: nb, workers: workers}
+	met := s.metrics(src.Len(), samples, H, time.Since(start).Seconds())
 	if groups != nil && samples > 0 {
-		met.scoreGroups(groups, perSample, samples/src.Len(), H*srcC)
+		scoreGroups(&met, groups, perSample, samples/src.Len(), H*srcC)
 	}
 	return met, nil
 }
 
-// evalSums are evaluate's sums, per worker (counts) or per batch (shares,
+// sums are Evaluate's sums, per worker (counts) or per batch (shares,
 // errors), added in order so that the metrics do not depend on how many
 // workers ran.
-type evalSums struct {
+type sums struct {
 	counts                           []int     // per worker: how many windows selected each of N frequencies
 	shares                           []float64 // per batch: shares by frequency (N), by rhythm (R), then the residual's
 	errors                           []float64 // per batch: squared, then absolute error per source channel
@@ -179,9 +170,9 @@ type evalSums struct {
 
 // metrics turns the sums of samples model windows of windows source
 // windows, horizon H, into Metrics, with the time they took.
-func (e evalSums) metrics(windows, samples, H int, secs float64) Metrics {
+func (e sums) metrics(windows, samples, H int, secs float64) model.Metrics {
 	N, R, srcC := e.N, e.R, e.channels
-	met := Metrics{
+	met := model.Metrics{
 		PerChannelMSE: make([]float64, srcC),
 		PerChannelMAE: make([]float64, srcC),
 		Windows:       windows,
@@ -238,10 +229,10 @@ func (e evalSums) metrics(windows, samples, H int, secs float64) Metrics {
 	return met
 }
 
-// scoreGroups fills the group metrics from each sample's summed squared
+// scoreGroups fills met's group metrics from each sample's summed squared
 // and absolute errors (perSample), k samples to a source window and n
 // values to a window, adding in window order.
-func (met *Metrics) scoreGroups(groups []int, perSample []float64, k, n int) {
+func scoreGroups(met *model.Metrics, groups []int, perSample []float64, k, n int) {
 	G := 0
 	for _, g := range groups {
 		G = max(G, g+1)
