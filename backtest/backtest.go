@@ -9,6 +9,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/pipeline"
@@ -134,7 +135,7 @@ func Run(ctx context.Context, m *model.Model, h *History, o Options) (*Report, e
 
 	r := &run{m: m, sc: sc, learner: learner, p: p, progress: o.Progress, first: first, last: last, started: start}
 	if cfg.Online.Enabled {
-		if r.frozen, err = m.NewExplainer(len(h.Fields)); err != nil {
+		if r.frozen, err = explain.New(m, len(h.Fields)); err != nil {
 			return nil, err
 		}
 	}
@@ -197,7 +198,7 @@ func timelineStretch(first, last time.Time, cadence time.Duration) time.Duration
 // run is one backtest's state between batches.
 type run struct {
 	m        *model.Model
-	frozen   *model.Explainer // the frozen model; nil when it is the one served
+	frozen   *explain.Explainer // the frozen model; nil when it is the one served
 	sc       *scorer
 	learner  *online.Learner
 	p        *pipeline.Pipeline

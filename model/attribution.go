@@ -73,13 +73,16 @@ type Contribution struct {
 // dst (a nil dst is allocated; its slices are reused when large enough) and
 // returns it. It panics if i is outside the last batch.
 func (ws *Workspace) Attribution(i int, dst *Attribution) *Attribution {
-	return ws.attribution(i, dst, nil)
+	return ws.AttributionInto(i, dst, nil)
 }
 
-// attribution is Attribution with the forecast's, the residual's and each
-// contribution's numbers in new storage from alloc (as Explainer.ExplainInto
-// takes it) when alloc is not nil.
-func (ws *Workspace) attribution(i int, dst *Attribution, alloc func(n int) []float64) *Attribution {
+// AttributionInto is Attribution with the forecast's, the residual's and
+// each contribution's numbers in new storage that alloc(n) returns (n
+// numbers, their contents any) instead of dst's, when alloc is not nil: the
+// caller keeps those numbers without copying them, as explain.Explainer's
+// ExplainInto hands them to the pipeline's arena. A nil alloc is
+// Attribution.
+func (ws *Workspace) AttributionInto(i int, dst *Attribution, alloc func(n int) []float64) *Attribution {
 	if i < 0 || i >= ws.n {
 		panic(fmt.Sprintf("model: Attribution(%d) outside the last batch of %d windows", i, ws.n))
 	}
@@ -260,7 +263,7 @@ func (ws *Workspace) AddShares(i int, acc, racc []float64) float64 {
 	if ws.walled && ws.wallOn[i] {
 		// Read on wall-clock steps: the shares are those of the parts put
 		// back on the real steps, which Attribution computes.
-		a := ws.attribution(i, &ws.wallAttr, nil)
+		a := ws.AttributionInto(i, &ws.wallAttr, nil)
 		for _, ct := range a.Contributions {
 			acc[ct.ID] += ct.Share
 		}
@@ -399,6 +402,15 @@ func resize(s []float64, n int) []float64 {
 		return make([]float64, n)
 	}
 	return s[:n]
+}
+
+// storage returns n numbers for an attribution: new ones from alloc, or
+// old's storage resized when alloc is nil.
+func storage(alloc func(n int) []float64, old []float64, n int) []float64 {
+	if alloc != nil {
+		return alloc(n)[:n]
+	}
+	return resize(old, n)
 }
 
 // scaleAbsSum writes dst[j] = g[j]·s[j] and returns Σ|dst[j]|, four

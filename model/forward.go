@@ -73,7 +73,7 @@ func (m *Model) Forward(ws *Workspace, dst, x []float64, ends []int64) []float64
 
 // ReadsTime reports whether the model's forecasts depend on the time of
 // each window (a model with rhythms and a known cadence): then
-// Forward and the Explainer need the windows' times.
+// Forward and explain.Explainer need the windows' times.
 func (m *Model) ReadsTime() bool { return m.clock.active }
 
 // stepDraws are the random draws of a training forward pass for n windows.

@@ -227,10 +227,11 @@ func TestMatchPeriodsAndFormat(t *testing.T) {
 	}
 }
 
-// TestWorkspaceOutlivesSetRhythms: a workspace (and an Explainer) made
-// before the model had rhythms keeps working after SetRhythms changed how
-// many frequencies a window selects, and forecasts as a new one does; the
-// model's public Config does not change with its rhythms.
+// TestWorkspaceOutlivesSetRhythms: a workspace (and so an
+// explain.Explainer, which holds one) made before the model had rhythms
+// keeps working after SetRhythms changed how many frequencies a window
+// selects, and forecasts as a new one does; the model's public Config does
+// not change with its rhythms.
 func TestWorkspaceOutlivesSetRhythms(t *testing.T) {
 	cfg := Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Frequencies: 12, TopK: 2}
 	m := randomModel(t, cfg, 3)

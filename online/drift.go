@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -154,7 +155,7 @@ func newDrift(cfg Config, ref *model.Model) *drift {
 // rhythms' (a rhythm's share is its summed part's, less than its
 // frequencies' when they partly cancel). A forecast without rhythm parts
 // counts each rhythm by its frequencies' shares.
-func (d *drift) observeShares(cs []model.Contribution, rs []model.RhythmPart) {
+func (d *drift) observeShares(cs []model.Contribution, rs []explain.RhythmPart) {
 	if len(cs) == 0 {
 		return
 	}

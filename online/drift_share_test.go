@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/cycles"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -28,10 +29,10 @@ func TestDriftCountsARhythmByItsSummedPart(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		rhythm []model.RhythmPart
+		rhythm []explain.RhythmPart
 		want   float64
 	}{
-		{"the rhythm's summed part", []model.RhythmPart{{Index: 0, Share: 0.35}}, 0.35},
+		{"the rhythm's summed part", []explain.RhythmPart{{Index: 0, Share: 0.35}}, 0.35},
 		{"no rhythm parts: its lines' sum", nil, 0.50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online/calibration"
 )
@@ -36,9 +37,10 @@ type Observation struct {
 	// Contributions are the forecast's attribution (nil when attributions
 	// are off; drift then follows periods only).
 	Contributions []model.Contribution
-	// Rhythms are the forecast's rhythm parts (Explanation.Rhythms), whose
-	// shares drift reports per rhythm; nil when attributions are off.
-	Rhythms []model.RhythmPart
+	// Rhythms are the forecast's rhythm parts
+	// (explain.Explanation.Rhythms), whose shares drift reports per
+	// rhythm; nil when attributions are off.
+	Rhythms []explain.RhythmPart
 	// Lower and Upper receive the forecast's prediction intervals when the
 	// learner has interval levels (Config.Intervals): one H×C slice each per
 	// level, in the order of Learner.Levels, filled when Observe returns

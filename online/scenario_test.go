@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
@@ -123,9 +124,9 @@ func (sc *scenario) run(t *testing.T, l *online.Learner, srv *server, roundEvery
 	t.Helper()
 	S := sc.series
 	x := make([]float64, S*scL)
-	var ex *model.Explainer
+	var ex *explain.Explainer
 	var exFor *model.Model
-	var expl *model.Explanation
+	var expl *explain.Explanation
 	var lower, upper [][]float64
 	for range l.Levels() {
 		lower, upper = append(lower, make([]float64, scH)), append(upper, make([]float64, scH))
@@ -139,7 +140,7 @@ func (sc *scenario) run(t *testing.T, l *online.Learner, srv *server, roundEvery
 		m, _ := srv.Model()
 		if m != exFor {
 			var err error
-			if ex, err = m.NewExplainer(1); err != nil {
+			if ex, err = explain.New(m, 1); err != nil {
 				t.Fatal(err)
 			}
 			exFor = m

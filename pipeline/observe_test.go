@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/pipeline"
@@ -131,7 +132,7 @@ func TestForecastsReadTheTime(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-	ex, err := m.NewExplainer(1)
+	ex, err := explain.New(m, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/readings"
@@ -282,7 +283,7 @@ func (p *Pipeline) SetModel(m *model.Model, version int64) error {
 	if _, err := checkChannels(m, p.wiring.Fields); err != nil {
 		return err
 	}
-	if _, err := m.NewExplainer(len(p.wiring.Fields)); err != nil {
+	if _, err := explain.New(m, len(p.wiring.Fields)); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
 	if m.Lookback() != p.current.Load().m.Lookback() {
@@ -716,7 +717,7 @@ func CheckModel(w Wiring, m *model.Model) error {
 }
 
 func checkModel(w Wiring, m *model.Model) (renamed bool, err error) {
-	if _, err := m.NewExplainer(len(w.Fields)); err != nil {
+	if _, err := explain.New(m, len(w.Fields)); err != nil {
 		return false, fmt.Errorf("pipeline: %w", err)
 	}
 	if renamed, err = checkChannels(m, w.Fields); err != nil {

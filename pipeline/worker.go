@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/online"
 	"github.com/freqlens/freqlens/stream"
@@ -26,9 +27,9 @@ type worker struct {
 	stats   window.Stats // of the live Sets plus retired
 	retired window.Stats // the counters of Sets dropped with their partition
 
-	ex      *model.Explainer // for exModel; rebuilt when the model changes
+	ex      *explain.Explainer // for exModel; rebuilt when the model changes
 	exModel *model.Model
-	expl    *model.Explanation
+	expl    *explain.Explanation
 	ends    []int64            // the window end times of a forward pass, Unix nanoseconds
 	obs     online.Observation // reused for every forecast handed to the learner
 	issued  wire.Forecast      // reused for every forecast handed to the forecast observer
@@ -272,7 +273,7 @@ func (w *worker) explainerFor(p *Pipeline, m *model.Model, sh *share) bool {
 	if w.exModel == m {
 		return true
 	}
-	ex, err := m.NewExplainer(len(p.wiring.Fields))
+	ex, err := explain.New(m, len(p.wiring.Fields))
 	if err != nil {
 		sh.err = fmt.Errorf("the model does not fit the readings: %w", err) // SetModel rules this out
 		return false

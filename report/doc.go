@@ -14,7 +14,7 @@
 //     and below it the same forecast split into its exact parts: each
 //     discovered cycle by name, the other frequencies together, the
 //     residual MLP, all relative to the window's level. The parts come from
-//     model.Explainer, so they sum to the forecast.
+//     explain.Explainer, so they sum to the forecast.
 //   - horizon (with data): the test split's error by horizon step, with
 //     repeating the last value as the baseline. The model runs over the
 //     test windows as measure.Evaluate runs it, so the mean over the steps

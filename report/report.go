@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
@@ -361,7 +362,7 @@ func periodName(f model.Frequency) string {
 // window's end in captions.
 func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, opts Options) (*Forecast, error) {
 	L, H, C := r.Lookback, r.Horizon, f.Channels()
-	e, err := m.NewExplainer(C)
+	e, err := explain.New(m, C)
 	if err != nil {
 		return nil, err
 	}

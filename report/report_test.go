@@ -19,6 +19,7 @@ import (
 
 	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/report"
@@ -150,7 +151,7 @@ func TestIntervalsOnTheSeriesScale(t *testing.T) {
 // rhythm's, the residual its, the other frequencies the rest.
 func checkPartShares(t *testing.T, m *model.Model, fc *report.Forecast, cycles []report.Cycle) {
 	t.Helper()
-	e, err := m.NewExplainer(1)
+	e, err := explain.New(m, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,7 +622,7 @@ func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
 		t.Fatal("no cycle is shown; the fixture's day should be")
 	}
 	// Its lines move this forecast, and not always the same way.
-	e, err := m.NewExplainer(1)
+	e, err := explain.New(m, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

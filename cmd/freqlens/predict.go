@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -203,7 +204,7 @@ func wideRow(m *model.Model, frame *dataset.Frame, fs *flag.FlagSet, atText stri
 }
 
 // predict forecasts the window ending at row at and explains it in the
-// data's units (the model's Explainer applies and undoes its training
+// data's units (explain.Explainer applies and undoes its training
 // normalisation; shares are measured on the model's scale).
 //
 // With removed, the forecast is the model's forecast without those
@@ -211,7 +212,7 @@ func wideRow(m *model.Model, frame *dataset.Frame, fs *flag.FlagSet, atText stri
 // their clock terms and band heads), and the report also holds the full forecast.
 func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predictReport, error) {
 	L, H, C := m.Lookback(), m.Horizon(), frame.Channels()
-	e, err := m.NewExplainer(C)
+	e, err := explain.New(m, C)
 	if err != nil {
 		return predictReport{}, err
 	}

@@ -144,7 +144,7 @@ func under(path, prefix string) bool {
 }
 
 // TestImports checks the direction of imports: what cmd/freqlens, model,
-// measure, online, stream and readings may import.
+// explain, measure, online, stream and readings may import.
 func TestImports(t *testing.T) {
 	r := loadRepo(t)
 	const (
@@ -185,6 +185,11 @@ func TestImports(t *testing.T) {
 			name: "measure is maths on the model", pkg: "measure", transitive: true,
 			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{"model", "internal/gemm", "cycles"},
 			why: "measure runs a model over a Source, as model's exported API offers it: nothing of ours but model (and what model imports), no stream, service, pipeline or training, so that training and online may both use it",
+		},
+		{
+			name: "explain is the model applied", pkg: "explain", transitive: true,
+			denied: []string{kafkaGo, franz, arrow, prometheus}, onlyOurs: []string{"model", "internal/gemm", "cycles"},
+			why: "explain applies the model to windows in the data's units: nothing of ours but model (and what model imports), no Kafka, no Arrow, no metrics",
 		},
 		{
 			name: "cycles stands alone", pkg: "cycles", transitive: true,

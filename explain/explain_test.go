@@ -1,11 +1,16 @@
-package model
+package explain_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset/datasettest"
+	"github.com/freqlens/freqlens/explain"
+	"github.com/freqlens/freqlens/model"
 )
 
 // TestExplainerCompleteInInputUnits: for mixed models with training
@@ -15,13 +20,13 @@ import (
 func TestExplainerCompleteInInputUnits(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		cfg      Config
+		cfg      model.Config
 		channels int
 		zscore   bool
 	}{
-		{"mixed with z-score", Config{Lookback: 24, Horizon: 6, Channels: 3, Hidden: 8, Frequencies: 6, TopK: 3}, 3, true},
-		{"mixed", Config{Lookback: 24, Horizon: 6, Channels: 2, Hidden: 8, Frequencies: 6, TopK: 3}, 2, false},
-		{"independent serving 4 fields", Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 6, TopK: 3}, 4, true},
+		{"mixed with z-score", model.Config{Lookback: 24, Horizon: 6, Channels: 3, Hidden: 8, Frequencies: 6, TopK: 3}, 3, true},
+		{"mixed", model.Config{Lookback: 24, Horizon: 6, Channels: 2, Hidden: 8, Frequencies: 6, TopK: 3}, 2, false},
+		{"independent serving 4 fields", model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 8, Frequencies: 6, TopK: 3}, 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := randomModel(t, tc.cfg, 31)
@@ -32,7 +37,7 @@ func TestExplainerCompleteInInputUnits(t *testing.T) {
 					m.Meta.Mean[c], m.Meta.Std[c] = 100*float64(c+1), 0.5+float64(c)
 				}
 			}
-			e, err := m.NewExplainer(tc.channels)
+			e, err := explain.New(m, tc.channels)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +50,7 @@ func TestExplainerCompleteInInputUnits(t *testing.T) {
 			}
 			y := e.Forecast(x, nil)
 			HC := tc.cfg.Horizon * tc.channels
-			var ex *Explanation
+			var ex *explain.Explanation
 			for i := range 5 {
 				ex = e.Explain(i, ex)
 				share := ex.ResidualShare
@@ -78,9 +83,9 @@ func TestExplainerCompleteInInputUnits(t *testing.T) {
 // TestExplainerIndependentMatchesSingleChannel: an independent model's
 // forecast of field c equals forecasting that field's window alone.
 func TestExplainerIndependentMatchesSingleChannel(t *testing.T) {
-	cfg := Config{Lookback: 16, Horizon: 4, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 6, TopK: 2}
+	cfg := model.Config{Lookback: 16, Horizon: 4, Channels: 1, Mode: model.Independent, Hidden: 8, Frequencies: 6, TopK: 2}
 	m := randomModel(t, cfg, 5)
-	e, _ := m.NewExplainer(3)
+	e, _ := explain.New(m, 3)
 	src := datasettest.Sines(1, 16, 4, 3, 9)
 	y := append([]float64(nil), e.Forecast(src.Input(0), nil)...)
 	for c := range 3 {
@@ -98,9 +103,9 @@ func TestExplainerIndependentMatchesSingleChannel(t *testing.T) {
 }
 
 func TestExplainerAllocatesNothing(t *testing.T) {
-	m := randomModel(t, Config{Horizon: 96, Channels: 1, Mode: Independent}, 2)
-	e, _ := m.NewExplainer(2)
-	x, _ := randomBatch(Config{Lookback: 96, Horizon: 96, Channels: 2}, 8, 3)
+	m := randomModel(t, model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, 2)
+	e, _ := explain.New(m, 2)
+	x, _ := randomBatch(model.Config{Lookback: 96, Horizon: 96, Channels: 2}, 8, 3)
 	e.Forecast(x, nil)
 	ex := e.Explain(7, nil)
 	if allocs := testing.AllocsPerRun(10, func() {
@@ -114,8 +119,8 @@ func TestExplainerAllocatesNothing(t *testing.T) {
 }
 
 func TestExplainerRejectsWrongWidth(t *testing.T) {
-	m, _ := New(Config{Horizon: 4, Channels: 3}, 1)
-	if _, err := m.NewExplainer(2); err == nil {
+	m, _ := model.New(model.Config{Horizon: 4, Channels: 3}, 1)
+	if _, err := explain.New(m, 2); err == nil {
 		t.Error("a 3-channel mixed model accepted 2-field windows")
 	}
 }
@@ -128,15 +133,15 @@ func TestExplainIntoMatchesExplain(t *testing.T) {
 	for _, tc := range fullConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 21)
-			C := m.cfg.Channels
+			C := m.Channels()
 			const n = 5
-			x, _ := randomBatch(m.cfg, n, 22)
+			x, _ := randomBatch(m.Config(), n, 22)
 			ends := make([]int64, n)
 			for i := range ends {
 				ends[i] = int64(i+1) * 3600e9
 			}
-			a, _ := m.NewExplainer(C)
-			b, _ := m.NewExplainer(C)
+			a, _ := explain.New(m, C)
+			b, _ := explain.New(m, C)
 			a.Forecast(x, ends)
 			b.Forecast(x, ends)
 			var arena []float64
@@ -148,7 +153,7 @@ func TestExplainIntoMatchesExplain(t *testing.T) {
 				arena = append(arena, s...) // the test's record, not storage
 				return s
 			}
-			var want, got *Explanation
+			var want, got *explain.Explanation
 			var kept [][]float64 // every slice ExplainInto returned so far, and a copy
 			var copies [][]float64
 			for i := range n {
@@ -203,21 +208,21 @@ func TestExplainKeepsEarlierExplanations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 23)
 			const n = 4
-			x, _ := randomBatch(m.cfg, n, 24)
+			x, _ := randomBatch(m.Config(), n, 24)
 			ends := make([]int64, n)
 			for i := range ends {
 				ends[i] = int64(i+1) * 3600e9
 			}
-			ex, _ := m.NewExplainer(m.cfg.Channels)
+			ex, _ := explain.New(m, m.Channels())
 			ex.Forecast(x, ends)
-			numbers := func(e *Explanation) []float64 {
+			numbers := func(e *explain.Explanation) []float64 {
 				out := append(append([]float64(nil), e.Forecast...), e.Residual...)
 				for _, c := range e.Contributions {
 					out = append(out, c.Values...)
 				}
 				return out
 			}
-			var kept [n]*Explanation
+			var kept [n]*explain.Explanation
 			var want [n][]float64
 			for i := range n {
 				kept[i] = ex.Explain(i, nil)
@@ -228,7 +233,7 @@ func TestExplainKeepsEarlierExplanations(t *testing.T) {
 			kept[1] = ex.Explain(0, kept[1])
 			want[1] = want[0]
 			for i := range 2 * n {
-				ex.Explain(i%n, new(Explanation))
+				ex.Explain(i%n, new(explain.Explanation))
 			}
 			for i := range n {
 				sameBits := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
@@ -242,4 +247,89 @@ func TestExplainKeepsEarlierExplanations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fullConfigs are the default shapes for both modes (model's tests have the
+// same).
+var fullConfigs = []struct {
+	name           string
+	cfg            model.Config
+	rhythms, clock bool
+}{
+	{"mixed C=7 H=96, rhythms and clock", model.Config{Horizon: 96, Channels: 7}, true, true},
+	{"mixed C=3 H=192 no norm", model.Config{Horizon: 192, Channels: 3, Norm: model.NormNone}, false, false},
+	{"independent H=96, rhythms and clock", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, true, true},
+}
+
+// caseModel returns a random model of cfg, with rhythms (and the clock)
+// when asked.
+func caseModel(t testing.TB, cfg model.Config, rhythms, clock bool, seed uint64) *model.Model {
+	t.Helper()
+	m := randomModel(t, cfg, seed)
+	if rhythms {
+		withRhythms(m, clock)
+	}
+	return m
+}
+
+// randomModel returns a model of cfg with random parameters and
+// frequencies, the same as model's tests make of the same seed.
+func randomModel(t testing.TB, cfg model.Config, seed uint64) *model.Model {
+	t.Helper()
+	m, err := model.New(cfg, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	p := m.Params()
+	for i := range p.Data {
+		p.Data[i] = 0.5 * rng.NormFloat64()
+	}
+	for i := range p.Theta {
+		p.Theta[i] = 3 * (2*rng.Float64() - 1)
+		p.Phi[i] = math.Pi * (2*rng.Float64() - 1)
+	}
+	m.Refresh()
+	return m
+}
+
+// withRhythms gives m two rhythms over its first frequencies, one shorter
+// than the window and one longer (with a phase anchor), and with clock a
+// cadence so the clock's terms are used.
+func withRhythms(m *model.Model, clock bool) *model.Model {
+	cfg := m.Config()
+	L := float64(cfg.Lookback)
+	rs := []cycles.Rhythm{{PeriodSteps: L / 2.3, Frequencies: []int{0, 2}, Harmonics: []int{1, 2}}}
+	if cfg.Frequencies >= 4 {
+		rs = append(rs, cycles.Rhythm{PeriodSteps: 3.1 * L, Frequencies: []int{1, 3}, Harmonics: []int{2, 5}, AnchorStep: 4.9e5 + 17, AnchorPhase: 0.3})
+	}
+	if clock {
+		m.Meta.Cadence = time.Hour
+	}
+	m.SetRhythms(rs)
+	return m
+}
+
+// randomBatch returns n windows and targets with per-channel levels and
+// scales, so instance normalisation has work to do.
+func randomBatch(cfg model.Config, n int, seed uint64) (x, y []float64) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	L, H, C := cfg.Lookback, cfg.Horizon, cfg.Channels
+	x = make([]float64, n*L*C)
+	y = make([]float64, n*H*C)
+	for b := range n {
+		for c := range C {
+			level, scale := 3*rng.NormFloat64(), 0.5+2*rng.Float64()
+			period := 3 + 10*rng.Float64()
+			for t := range L + H {
+				v := level + scale*(math.Sin(2*math.Pi*float64(t)/period)+0.3*rng.NormFloat64())
+				if t < L {
+					x[(b*L+t)*C+c] = v
+				} else {
+					y[(b*H+t-L)*C+c] = v
+				}
+			}
+		}
+	}
+	return x, y
 }

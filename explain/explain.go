@@ -1,9 +1,11 @@
-package model
+package explain
 
 import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/freqlens/freqlens/model"
 )
 
 // Explanation is the forecast of one window of C channels with its complete
@@ -11,7 +13,7 @@ import (
 //
 //	Forecast = Residual + Σ_i Contributions[i].Values   (element by element)
 //
-// For an Independent model each channel is forecast by its own
+// For a model.Independent model each channel is forecast by its own
 // single-channel pass; Contributions is then the union of the frequencies
 // the channels selected, with zeros where a channel did not select one.
 type Explanation struct {
@@ -22,14 +24,14 @@ type Explanation struct {
 	// Alpha is the model's fusion weight.
 	Alpha float64
 	// Contributions are ordered by share, largest first.
-	Contributions []Contribution
+	Contributions []model.Contribution
 	// ResidualShare is the residual's part (level excluded) of the total
-	// absolute attribution at the level of cycles (see Contribution.Share):
-	// it, the rhythms' shares and the shares of the frequencies of no
-	// rhythm sum to 1.
+	// absolute attribution at the level of cycles (see
+	// model.Contribution.Share): it, the rhythms' shares and the shares of
+	// the frequencies of no rhythm sum to 1.
 	ResidualShare float64
 	// Rhythms holds the part of each of the model's rhythms (in the order
-	// of Model.Meta.Rhythms): the exact sum of its frequencies'
+	// of the model's Meta.Rhythms): the exact sum of its frequencies'
 	// contributions.
 	Rhythms []RhythmPart
 }
@@ -37,7 +39,7 @@ type Explanation struct {
 // RhythmPart is one rhythm's part of a forecast: the sum of the
 // contributions of its frequencies.
 type RhythmPart struct {
-	// Index is the rhythm's index in Model.Meta.Rhythms.
+	// Index is the rhythm's index in the model's Meta.Rhythms.
 	Index int
 	// PeriodSteps is its fundamental period in steps, Period in time (0
 	// when the cadence is unknown).
@@ -49,10 +51,10 @@ type RhythmPart struct {
 	// the forecast's units.
 	Values []float64
 	// Share is what the rhythm adds up to: Σ|its summed part| over the
-	// explanation's total at the level of cycles (see Contribution.Share),
-	// counted where the attribution is (a mixed model trained on z-scored
-	// data counts in its normalised units, each channel alike, not in
-	// Values' units). It is less than the sum of its frequencies' shares
+	// explanation's total at the level of cycles (see
+	// model.Contribution.Share), counted where the attribution is (a mixed
+	// model trained on z-scored data counts in its normalised units, each
+	// channel alike, not in Values' units). It is less than the sum of its frequencies' shares
 	// when its lines partly cancel.
 	Share float64
 }
@@ -64,43 +66,44 @@ type RhythmPart struct {
 //
 // An Explainer is not safe for concurrent use; make one per goroutine.
 type Explainer struct {
-	m    *Model
+	m    *model.Model
 	C    int // channels of a window
-	ws   *Workspace
+	ws   *model.Workspace
 	x, y []float64
 	ends []int64 // the model windows' end times
 	n    int
-	attr *Attribution
-	into Attribution // oneWindow's: storage no explanation holds, or none
-	byID []int       // frequency id → index in the explanation being built, −1 when absent
+	attr *model.Attribution
+	into model.Attribution // oneWindow's: storage no explanation holds, or none
+	byID []int             // frequency id → index in the explanation being built, −1 when absent
 	mean []float64
 	std  []float64
 }
 
-// NewExplainer returns an explainer for windows of channels values per step.
+// New returns an explainer of m for windows of channels values per step.
 // A mixed model needs exactly its own channel count; an independent model
 // takes any.
-func (m *Model) NewExplainer(channels int) (*Explainer, error) {
+func New(m *model.Model, channels int) (*Explainer, error) {
 	if channels < 1 {
-		return nil, fmt.Errorf("model: %d channels; a window needs at least one", channels)
+		return nil, fmt.Errorf("explain: %d channels; a window needs at least one", channels)
 	}
-	if m.cfg.Mode == Mixed && channels != m.cfg.Channels {
-		return nil, fmt.Errorf("model: the readings have %d value fields but this mixed model forecasts %d channels (%v); "+
-			"configure the same value fields, or serve them with an independent model", channels, m.cfg.Channels, m.Meta.ChannelNames)
+	cfg := m.Config()
+	if cfg.Mode == model.Mixed && channels != cfg.Channels {
+		return nil, fmt.Errorf("explain: the readings have %d value fields but this mixed model forecasts %d channels (%v); "+
+			"configure the same value fields, or serve them with an independent model", channels, cfg.Channels, m.Meta.ChannelNames)
 	}
-	e := &Explainer{m: m, C: channels, byID: make([]int, m.cfg.Frequencies)}
-	if m.cfg.Mode == Mixed && len(m.Meta.Std) == channels {
+	e := &Explainer{m: m, C: channels, byID: make([]int, cfg.Frequencies)}
+	if cfg.Mode == model.Mixed && len(m.Meta.Std) == channels {
 		e.mean, e.std = m.Meta.Mean, m.Meta.Std
 	}
 	return e, nil
 }
 
 // Model returns the model the explainer uses.
-func (e *Explainer) Model() *Model { return e.m }
+func (e *Explainer) Model() *model.Model { return e.m }
 
 // modelWindows is how many model windows one C-channel window becomes.
 func (e *Explainer) modelWindows() int {
-	if e.m.cfg.Mode == Independent {
+	if e.m.Config().Mode == model.Independent {
 		return e.C
 	}
 	return 1
@@ -110,12 +113,12 @@ func (e *Explainer) modelWindows() int {
 // window after window, step then channel) and returns the n forecasts
 // (n·Horizon·C values), valid until the next call. ends holds the time of
 // each window's newest step (Unix nanoseconds); a model that reads the
-// time (Model.ReadsTime) needs it, others take nil.
+// time (model.Model.ReadsTime) needs it, others take nil.
 func (e *Explainer) Forecast(x []float64, ends []int64) []float64 {
-	cfg := e.m.cfg
+	cfg := e.m.Config()
 	L, H, C := cfg.Lookback, cfg.Horizon, e.C
 	if len(x)%(L*C) != 0 {
-		panic(fmt.Sprintf("model: Explainer.Forecast got %d values, not a multiple of lookback %d × %d channels", len(x), L, C))
+		panic(fmt.Sprintf("explain: Explainer.Forecast got %d values, not a multiple of lookback %d × %d channels", len(x), L, C))
 	}
 	n := len(x) / (L * C)
 	e.n = n
@@ -130,7 +133,7 @@ func (e *Explainer) Forecast(x []float64, ends []int64) []float64 {
 				e.x[i*C+c] = (x[i*C+c] - e.mean[c]) / e.std[c]
 			}
 		}
-	} else if cfg.Mode == Independent {
+	} else if cfg.Mode == model.Independent {
 		// Channel c of window w becomes model window w·C + c.
 		for w := range n {
 			for c := range C {
@@ -143,9 +146,9 @@ func (e *Explainer) Forecast(x []float64, ends []int64) []float64 {
 	} else {
 		copy(e.x, x)
 	}
-	if e.m.clock.active {
+	if e.m.ReadsTime() {
 		if len(ends) != n {
-			panic(fmt.Sprintf("model: Explainer.Forecast got %d window times for %d windows; this model reads the time of each window", len(ends), n))
+			panic(fmt.Sprintf("explain: Explainer.Forecast got %d window times for %d windows; this model reads the time of each window", len(ends), n))
 		}
 		if k == 1 {
 			e.ends = append(e.ends[:0], ends...)
@@ -160,7 +163,7 @@ func (e *Explainer) Forecast(x []float64, ends []int64) []float64 {
 	}
 	out := e.m.Forward(e.ws, e.y, e.x, e.ends)
 	e.y = out
-	if cfg.Mode == Independent {
+	if cfg.Mode == model.Independent {
 		// Back to window-major, step, channel: out holds (w·C + c)·H + h.
 		e.x = resize(e.x, n*H*C) // scratch
 		for w := range n {
@@ -197,12 +200,12 @@ func (e *Explainer) Explain(i int, dst *Explanation) *Explanation {
 // storage still holds the rest. A nil alloc is Explain.
 func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []float64) *Explanation {
 	if i < 0 || i >= e.n {
-		panic(fmt.Sprintf("model: Explain(%d) outside the last batch of %d windows", i, e.n))
+		panic(fmt.Sprintf("explain: Explain(%d) outside the last batch of %d windows", i, e.n))
 	}
 	if dst == nil {
 		dst = new(Explanation)
 	}
-	cfg := e.m.cfg
+	cfg := e.m.Config()
 	H, C := cfg.Horizon, e.C
 	HC := H * C
 	k := e.modelWindows()
@@ -240,7 +243,7 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 // no reference to it; else it is the explainer's, which takes dst's old
 // storage in exchange for the next call, so that none is shared.
 func (e *Explainer) oneWindow(i int, dst *Explanation, alloc func(n int) []float64) {
-	a := e.ws.attribution(i, &e.into, alloc)
+	a := e.ws.AttributionInto(i, &e.into, alloc)
 	dst.Alpha, dst.ResidualShare = a.Alpha, a.ResidualShare
 	copy(dst.Level, a.Level)
 	// giveBack is what the explainer keeps of dst's old storage.
@@ -289,7 +292,7 @@ func (e *Explainer) toInputUnits(dst *Explanation) {
 // the channels whose window did not select it. setShares then counts the
 // shares over every channel.
 func (e *Explainer) gatherWindows(i, k int, dst *Explanation, alloc func(n int) []float64) {
-	H, C := e.m.cfg.Horizon, e.C
+	H, C := e.m.Horizon(), e.C
 	for j := range e.byID {
 		e.byID[j] = -1
 	}
@@ -319,10 +322,10 @@ func (e *Explainer) gatherWindows(i, k int, dst *Explanation, alloc func(n int) 
 
 // setShares sets the shares of dst, an independent model's explanation
 // gathered from its channels' windows, over every channel at the level of
-// cycles (see Contribution.Share), with dst.Rhythms' values summed. The
+// cycles (see model.Contribution.Share), with dst.Rhythms' values summed. The
 // windows are in their channels' units already: there is no scale to undo.
 func (e *Explainer) setShares(dst *Explanation) {
-	H, C := e.m.cfg.Horizon, e.C
+	H, C := e.m.Horizon(), e.C
 	res := 0.0
 	for h := range H {
 		for c := range C {
@@ -333,7 +336,7 @@ func (e *Explainer) setShares(dst *Explanation) {
 	for j := range dst.Contributions {
 		ct := &dst.Contributions[j]
 		ct.Share = absSum(ct.Values)
-		if e.m.clock.rhythmOfID(ct.ID) < 0 {
+		if _, ok := e.m.RhythmOf(ct.ID); !ok {
 			total += ct.Share
 		}
 	}
@@ -356,7 +359,7 @@ func (e *Explainer) setShares(dst *Explanation) {
 
 // addContribution appends to dst's contributions one for ct's frequency,
 // its values from storage(alloc, …) (their contents any), and returns it.
-func (e *Explainer) addContribution(dst *Explanation, alloc func(n int) []float64, ct *Contribution) *Contribution {
+func (e *Explainer) addContribution(dst *Explanation, alloc func(n int) []float64, ct *model.Contribution) *model.Contribution {
 	dc := grow1(&dst.Contributions)
 	dc.Frequency, dc.Score = ct.Frequency, ct.Score
 	dc.Values = storage(alloc, dc.Values, len(dst.Forecast))
@@ -394,7 +397,7 @@ func (e *Explainer) rhythmParts(dst *Explanation, alloc func(n int) []float64) {
 	}
 
 	for _, c := range dst.Contributions {
-		r := e.m.clock.rhythmOfID(c.ID)
+		r, _ := e.m.RhythmOf(c.ID)
 		if r < 0 || r >= len(dst.Rhythms) {
 			continue
 		}
@@ -403,11 +406,54 @@ func (e *Explainer) rhythmParts(dst *Explanation, alloc func(n int) []float64) {
 }
 
 // Without removes the frequencies ids from the following forecasts (see
-// Workspace.Without): the forecast without them differs from the full one
-// by exactly their contributions. Without() restores the full model.
+// model.Workspace.Without): the forecast without them differs from the full
+// one by exactly their contributions. Without() restores the full model.
 func (e *Explainer) Without(ids ...int) {
 	if e.ws == nil {
 		e.ws = e.m.NewWorkspace(1)
 	}
 	e.ws.Without(ids...)
+}
+
+// The helpers below are model's own (its attribution builds the same
+// storage the same way), repeated here so that neither package exports
+// them.
+
+// grow1 extends *s by one element and returns it: the one the slice's
+// storage held there before, when it has room, so that its own slices are
+// reused, else a zero one.
+func grow1[T any](s *[]T) *T {
+	k := len(*s)
+	if cap(*s) > k {
+		*s = (*s)[:k+1]
+	} else {
+		var zero T
+		*s = append(*s, zero)
+	}
+	return &(*s)[k]
+}
+
+// resize returns s with length n, reusing its storage when it is large enough.
+func resize(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
+}
+
+// addTo adds src to dst, element by element.
+func addTo(dst, src []float64) {
+	src = src[:len(dst)]
+	for j, v := range src {
+		dst[j] += v
+	}
+}
+
+// absSum returns Σ|v[j]|.
+func absSum(v []float64) float64 {
+	a := 0.0
+	for _, x := range v {
+		a += math.Abs(x)
+	}
+	return a
 }
