@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -561,4 +562,20 @@ func gcd(a, b int) int {
 		a, b = b, a%b
 	}
 	return a
+}
+
+// FormatPeriod writes a period the way people say it: "24.0h", "7.0d",
+// "15.0m", "30.0s".
+func FormatPeriod(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return ""
+	case d >= 72*time.Hour:
+		return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + "d"
+	case d >= time.Hour:
+		return strconv.FormatFloat(d.Hours(), 'f', 1, 64) + "h"
+	case d >= time.Minute:
+		return strconv.FormatFloat(d.Minutes(), 'f', 1, 64) + "m"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 }

@@ -213,3 +213,14 @@ func TestHarmonicFills(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{{24 * time.Hour, "24.0h"}, {168 * time.Hour, "7.0d"}, {15 * time.Minute, "15.0m"}, {90 * time.Second, "1.5m"}, {0, ""}} {
+		if got := FormatPeriod(tc.d); got != tc.want {
+			t.Errorf("FormatPeriod(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}

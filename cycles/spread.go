@@ -161,3 +161,40 @@ func (r Rhythm) Follow(peaks []Peak, lookback int, fmin, fmax float64) (period f
 	}
 	return den / num, best, true
 }
+
+// Claim is a peak claimed by a frequency (Claims).
+type Claim struct {
+	Frequency, Peak int // indices in Claims' freqs and peaks
+}
+
+// Claims pairs peaks (found by FindPeaks in recent rows) with freqs (cycles
+// per step), so that a cycle whose period drifts keeps its frequency: each
+// peak in (fmin, fmax), strongest first, goes to the nearest unclaimed
+// frequency within the window's resolution 1/lookback. A NaN frequency is
+// never claimed. It returns the pairs in the order they were made.
+func Claims(freqs []float64, peaks []Peak, lookback int, fmin, fmax float64) []Claim {
+	order := make([]int, len(peaks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(peaks[b].Share, peaks[a].Share) })
+	claimed := make([]bool, len(freqs))
+	var out []Claim
+	for _, k := range order {
+		pk := peaks[k]
+		if !(pk.Frequency > fmin && pk.Frequency < fmax) {
+			continue
+		}
+		best, dist := -1, 1/float64(lookback)
+		for j, f := range freqs {
+			if d := math.Abs(f - pk.Frequency); !claimed[j] && d < dist {
+				best, dist = j, d
+			}
+		}
+		if best >= 0 {
+			claimed[best] = true
+			out = append(out, Claim{Frequency: best, Peak: k})
+		}
+	}
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/model"
@@ -162,7 +163,7 @@ func (h *Steps) Split(s Split) (*Data, error) {
 		restarts = "1 gap restarts a series"
 	}
 	summary := fmt.Sprintf("%s: %s; %d series, %d segments at %v from %s to %s UTC (%s); %d duplicate readings replaced, %d steps filled, %s",
-		p.Name, stats, r.Series, len(p.Segments), p.Cadence, h.From.Format(time.DateTime), h.To.Format(time.DateTime), model.FormatPeriod(h.Span),
+		p.Name, stats, r.Series, len(p.Segments), p.Cadence, h.From.Format(time.DateTime), h.To.Format(time.DateTime), cycles.FormatPeriod(h.Span),
 		r.Duplicates, r.Filled, restarts)
 	if len(r.RestartSeries) > 0 {
 		more := ""

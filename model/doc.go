@@ -3,14 +3,14 @@
 //
 // # Where it sits
 //
-// model turns windows into forecasts and attributions. It knows nothing of
-// Kafka, Arrow, Prometheus or files other than its own safetensors model
-// file; it imports cycles (the spectrum's peaks and rhythms it places its
-// frequencies on) and internal/gemm, and gonum in its tests' references.
-// The pipeline feeds it windows and times it. It takes one optimiser step
-// at a time (Stepper); package training runs the training loop over the
-// steps, and package online fine-tunes copies of a serving model with a
-// few steps of its own.
+// model turns windows into forecasts and attributions in the model's
+// units, and takes one optimiser step at a time (Stepper). It knows
+// nothing of Kafka, Arrow, Prometheus or files; it imports cycles (the
+// spectrum's peaks and rhythms it places its frequencies on) and
+// internal/gemm, and gonum in its tests' references. Around it: modelfile
+// reads and writes it, explain applies it to windows in the data's units,
+// measure scores it on a Source, training runs the training loop over its
+// steps and online fine-tunes copies of a serving model.
 //
 // # The maths
 //
@@ -45,16 +45,13 @@
 // window (a week seen through 96 hours) still has its place in it; with
 // instance normalisation each term is centred on its mean over the window.
 // A model that reads the clock (ReadsTime) therefore takes each window's
-// end time: Forward and the Explainer are given the windows' times (the
-// pipeline passes them), and training needs a TimedSource.
+// end time: Forward (and explain.Explainer) take the windows' times, and
+// training needs a TimedSource.
 //
 // A frequency outside the rhythms reads u, what the rhythms leave of the
-// window, not the whole window x̂: its head
-// cannot map the leakage of a cycle into its coefficients to that cycle's
-// continuation, so what the rhythms explain is theirs (on a pure cycle and
-// noise the other frequencies keep 1% of the attribution, against 19–23%
-// when they read the whole window). The energy prior e_i stays the whole
-// window's.
+// window, so that its head cannot map a cycle's leakage into its
+// coefficients to that cycle's continuation: what the rhythms explain is
+// theirs. The energy prior e_i stays the whole window's.
 //
 // Frequency f's part of the forecast is σ·(α·1[f∈S]·g_f + q_f(future) + b_f).
 // Nothing in it depends on which other frequencies take part, and nothing
@@ -74,15 +71,12 @@
 //
 // Shares are counted by cycle, once, where the model attributes: a
 // rhythm's lines partly cancel, so a share that summed their sizes would
-// overstate the cycle. Attribution (and Evaluate, which counts the same
-// shares without building the contributions) weighs each rhythm by
-// Σ|its summed part| against each free frequency's Σ|part| and the
-// residual's Σ|part − μ|, in the model's units, so a mixed model's
-// z-scored channels weigh alike. Attribution.RhythmShares carries them to
-// the explanation, the forecast topics (package wire), drift and the model
-// file (rhythm_shares); only an independent model's explanation of several
-// channels counts again, over all its channels (Explainer.setShares).
-// Tools read these shares and never re-derive a cycle's from its lines.
+// overstate the cycle. Attribution (and Workspace.AddShares, which counts
+// the same without building the parts) weighs each rhythm by Σ|its summed
+// part| against each free frequency's Σ|part| and the residual's
+// Σ|part − μ|, in the model's units, so a mixed model's z-scored channels
+// weigh alike. Tools read these shares and never re-derive a cycle's from
+// its lines.
 //
 // # Choices the code relies on
 //
@@ -180,17 +174,16 @@
 //
 // # Concurrency
 //
-// Forward, Attribution and Evaluate only read the parameters, so goroutines
-// may forecast with one Model concurrently, each with its own Workspace.
+// Forward and Attribution only read the parameters, so goroutines may
+// forecast with one Model concurrently, each with its own Workspace.
 // Training changes the parameters in place: nothing else may use the model
-// meanwhile. A Stepper and Evaluate run a fixed number of shards on their
-// own goroutines and wait for them before returning; Forward starts none.
+// meanwhile. A Stepper runs a fixed number of shards on its own goroutines
+// and waits for them before returning; Forward starts none.
 //
 // A training step runs the whole batch in one Workspace; its heavy
 // sections (heads, residual MLP, Adam) are always cut into the same two
 // parts, by head, by output column or by parameter range, never along a
 // sum, so every number is computed in the same order and a seed gives the
-// same model on any number of cores. Evaluate sums per batch and adds the
-// batches in order. The sections are named constants run by a switch, not
+// same model on any number of cores. The sections are named constants run by a switch, not
 // closures, so the inference path that shares the code allocates nothing.
 package model

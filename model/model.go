@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/freqlens/freqlens/cycles"
@@ -325,22 +324,6 @@ func (m *Model) MatchPeriods(known []time.Duration, tol float64) []PeriodMatch {
 		out = append(out, best)
 	}
 	return out
-}
-
-// FormatPeriod writes a period the way people say it: "24.0h", "7.0d",
-// "15.0m", "30.0s".
-func FormatPeriod(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return ""
-	case d >= 72*time.Hour:
-		return strconv.FormatFloat(d.Hours()/24, 'f', 1, 64) + "d"
-	case d >= time.Hour:
-		return strconv.FormatFloat(d.Hours(), 'f', 1, 64) + "h"
-	case d >= time.Minute:
-		return strconv.FormatFloat(d.Minutes(), 'f', 1, 64) + "m"
-	}
-	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
 }
 
 // Finite reports whether every parameter is a finite number, the check a

@@ -207,7 +207,7 @@ func TestInitialFrequenciesAreLogUniform(t *testing.T) {
 	}
 }
 
-func TestMatchPeriodsAndFormat(t *testing.T) {
+func TestMatchPeriods(t *testing.T) {
 	m, _ := New(Config{Horizon: 8, Channels: 1}, 1)
 	if m.MatchPeriods([]time.Duration{24 * time.Hour}, 0.15) != nil {
 		t.Error("MatchPeriods without a cadence must return nil")
@@ -216,14 +216,6 @@ func TestMatchPeriodsAndFormat(t *testing.T) {
 	pm := m.MatchPeriods([]time.Duration{24 * time.Hour}, 0.15)
 	if len(pm) != 1 || !pm[0].Match || math.Abs(pm[0].Nearest.PeriodSteps-24) > 0.15*24 {
 		t.Errorf("24h match = %+v, want a match near 24 steps", pm)
-	}
-	for _, tc := range []struct {
-		d    time.Duration
-		want string
-	}{{24 * time.Hour, "24.0h"}, {168 * time.Hour, "7.0d"}, {15 * time.Minute, "15.0m"}, {90 * time.Second, "1.5m"}, {0, ""}} {
-		if got := FormatPeriod(tc.d); got != tc.want {
-			t.Errorf("FormatPeriod(%v) = %q, want %q", tc.d, got, tc.want)
-		}
 	}
 }
 

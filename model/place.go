@@ -75,40 +75,6 @@ func (m *Model) setFrequency(id int, f float64) {
 	m.params.Theta[id] = math.Log(u / (1 - u))
 }
 
-// Cycle is a cycle of the data that the model carries: a frequency placed
-// on a peak of the training rows' spectrum, with its part of the forecasts.
-type Cycle struct {
-	// Frequency is the frequency now (online fine-tuning may have moved it
-	// from the peak).
-	Frequency
-	// Peak is where training placed it.
-	Peak PlacedPeak
-	// Share is its mean share of the attribution over the windows the
-	// shares were counted on.
-	Share float64
-}
-
-// MinCycleShare is the least mean share of the attribution a placed
-// frequency carries to count as a discovered cycle; placed frequencies
-// below it are peaks of the spectrum the forecasts do not use.
-const MinCycleShare = 0.01
-
-// Cycles returns the discovered cycles: the frequencies placed on peaks of
-// the training rows' spectrum that carry at least minShare of the
-// attribution, by shares (per frequency id, as Metrics.Shares gives them),
-// largest share first. A model trained without placement has none.
-func (m *Model) Cycles(shares []float64, minShare float64) []Cycle {
-	var out []Cycle
-	for _, pk := range m.Meta.Peaks {
-		if pk.ID < 0 || pk.ID >= len(shares) || shares[pk.ID] < minShare {
-			continue
-		}
-		out = append(out, Cycle{Frequency: m.frequency(pk.ID), Peak: pk, Share: shares[pk.ID]})
-	}
-	slices.SortStableFunc(out, func(a, b Cycle) int { return cmp.Compare(b.Share, a.Share) })
-	return out
-}
-
 // CycleMove is a discovered cycle's frequency moved to where the recent
 // spectrum shows the cycle now.
 type CycleMove struct {
@@ -131,31 +97,17 @@ type CycleMove struct {
 // (its head absorbs the offset), while the periodogram of a few windows'
 // worth of recent rows can: this is how online learning follows a period.
 func (m *Model) TrackCycles(peaks []cycles.Peak) []CycleMove {
-	res := 1 / float64(m.cfg.Lookback)
+	freqs := make([]float64, len(m.Meta.Peaks))
+	for j, pp := range m.Meta.Peaks {
+		freqs[j] = math.NaN()
+		if pp.ID >= 0 && pp.ID < m.cfg.Frequencies {
+			freqs[j] = m.basis.freq[pp.ID]
+		}
+	}
 	fmin, fmax := freqBounds(m.cfg.Lookback)
-	ps := slices.Clone(peaks)
-	slices.SortStableFunc(ps, func(a, b cycles.Peak) int { return cmp.Compare(b.Share, a.Share) })
-	claimed := make([]bool, len(m.Meta.Peaks))
 	var moves []CycleMove
-	for _, pk := range ps {
-		if !(pk.Frequency > fmin && pk.Frequency < fmax) {
-			continue
-		}
-		best, dist := -1, res
-		for j, pp := range m.Meta.Peaks {
-			if claimed[j] || pp.ID < 0 || pp.ID >= m.cfg.Frequencies {
-				continue
-			}
-			if d := math.Abs(m.basis.freq[pp.ID] - pk.Frequency); d < dist {
-				best, dist = j, d
-			}
-		}
-		if best < 0 {
-			continue
-		}
-		claimed[best] = true
-		id := m.Meta.Peaks[best].ID
-		from := m.basis.freq[id]
+	for _, c := range cycles.Claims(freqs, peaks, m.cfg.Lookback, fmin, fmax) {
+		pk, id, from := peaks[c.Peak], m.Meta.Peaks[c.Frequency].ID, freqs[c.Frequency]
 		if math.Abs(from/pk.Frequency-1) < 1e-9 {
 			continue
 		}

@@ -1,10 +1,7 @@
 package model
 
 import (
-	"cmp"
 	"math"
-	"slices"
-	"time"
 
 	"github.com/freqlens/freqlens/cycles"
 )
@@ -34,62 +31,6 @@ func (m *Model) SetRhythms(rs []cycles.Rhythm) {
 	}
 	m.refresh()
 	m.setClock()
-}
-
-// RhythmShare is a rhythm of a model with its part of the attribution.
-type RhythmShare struct {
-	// Index is the rhythm's index in Model.Meta.Rhythms.
-	Index int
-	cycles.Rhythm
-	// Period is PeriodSteps times the cadence, 0 when the cadence is
-	// unknown.
-	Period time.Duration
-	// Share is the rhythm's share at the level of cycles: its summed
-	// part's (Metrics.RhythmShares). When that is unknown (a model file
-	// without rhythm_shares metadata) it is LinesShare.
-	Share float64
-	// LinesShare is the sum of its frequencies' shares: more than Share
-	// by what its lines cancel of each other.
-	LinesShare float64
-}
-
-// RhythmShares returns the model's rhythms with their shares of the
-// attribution, given each frequency's and each rhythm's (Metrics.Shares
-// and Metrics.RhythmShares, or the same of Meta), largest share first.
-// shares may be nil (every share 0); rhythmShares may be nil when unknown,
-// and each rhythm's share is then the sum of its frequencies'.
-func (m *Model) RhythmShares(shares, rhythmShares []float64) []RhythmShare {
-	out := make([]RhythmShare, 0, len(m.Meta.Rhythms))
-	net := len(rhythmShares) == len(m.Meta.Rhythms)
-	for i, r := range m.Meta.Rhythms {
-		rs := RhythmShare{Index: i, Rhythm: r}
-		if m.Meta.Cadence > 0 {
-			rs.Period = time.Duration(math.Round(r.PeriodSteps * float64(m.Meta.Cadence)))
-		}
-		for _, id := range r.Frequencies {
-			if id < len(shares) {
-				rs.LinesShare += shares[id]
-			}
-		}
-		rs.Share = rs.LinesShare
-		if net {
-			rs.Share = rhythmShares[i]
-		}
-		out = append(out, rs)
-	}
-	slices.SortStableFunc(out, func(a, b RhythmShare) int { return cmp.Compare(b.Share, a.Share) })
-	return out
-}
-
-// OtherShare is the share of the frequencies of no rhythm: what the
-// rhythms' shares (all of them, as RhythmShares gives them) and the
-// residual's leave of 1, never below 0 (rounding).
-func OtherShare(rhythms []RhythmShare, residual float64) float64 {
-	other := 1 - residual
-	for _, rs := range rhythms {
-		other -= rs.Share
-	}
-	return max(0, other)
 }
 
 // RhythmOf returns the index (in Meta.Rhythms) of the rhythm frequency id

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 )
@@ -405,7 +406,7 @@ func (d *drift) cycleName(r int) string {
 			continue
 		}
 		if d.cadence > 0 {
-			return model.FormatPeriod(time.Duration(math.Round(d.ref[u] * float64(d.cadence))))
+			return cycles.FormatPeriod(time.Duration(math.Round(d.ref[u] * float64(d.cadence))))
 		}
 		return strconv.FormatFloat(d.ref[u], 'f', 1, 64) + " steps"
 	}

@@ -8,7 +8,7 @@
 //
 //   - spectrum: every learned frequency at its period against the 12h, 24h
 //     and 168h reference periods, its height its mean share of the
-//     attribution; the discovered cycles (model.Model.Cycles) highlighted
+//     attribution; the discovered cycles (explain.Cycles) highlighted
 //     and named. Like the paper's discovery figure.
 //   - forecast (with data): one window's forecast against the actual values,
 //     and below it the same forecast split into its exact parts: each

@@ -56,7 +56,7 @@ var (
 	// LevelColor draws the window's level.
 	LevelColor = color.RGBA{0x44, 0x44, 0x44, 0xff}
 	// PlacedColor draws frequencies placed on a spectral peak that the
-	// forecasts barely use (below model.MinCycleShare).
+	// forecasts barely use (below explain.MinCycleShare).
 	PlacedColor = color.RGBA{0x66, 0x66, 0x66, 0xff}
 )
 

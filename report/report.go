@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/measure"
@@ -78,12 +79,12 @@ type Report struct {
 	// Frequencies are all learned frequencies, shortest period first.
 	Frequencies []Frequency
 	// Cycles are the data's cycles, the model's rhythms (a fundamental
-	// period with its harmonics) that carry at least model.MinCycleShare
+	// period with its harmonics) that carry at least explain.MinCycleShare
 	// of the attribution, largest share first.
 	Cycles []Cycle
 	// ResidualShare is the residual MLP's mean share of the attribution,
 	// OtherShare the frequencies' of no cycle; with the cycles' (all of
-	// them, those below model.MinCycleShare too) they make 1.
+	// them, those below explain.MinCycleShare too) they make 1.
 	ResidualShare, OtherShare float64
 	// SharesFrom says where the shares were counted; "" when unknown (the
 	// model file holds none and no data was given).
@@ -106,7 +107,7 @@ type Frequency struct {
 	// Harmonic is its harmonic number in that cycle (0 for none).
 	Harmonic int
 	// Placed says training placed it on a peak of the training data's
-	// spectrum; a placed frequency below model.MinCycleShare is a peak the
+	// spectrum; a placed frequency below explain.MinCycleShare is a peak the
 	// forecasts barely use.
 	Placed bool
 }
@@ -114,7 +115,7 @@ type Frequency struct {
 // Cycle is a cycle of the data, one of the model's rhythms, with the name
 // the figures give it.
 type Cycle struct {
-	model.RhythmShare
+	explain.RhythmShare
 	// Name is its period the way people say it ("24.0h"), or in steps when
 	// the cadence is unknown; unique within a report.
 	Name string
@@ -319,10 +320,10 @@ func (r *Report) setCycles(m *model.Model, shares, rhythmShares []float64, resid
 	byID, harmonic := map[int]int{}, map[int]int{}
 	if shares != nil {
 		seen := map[string]bool{}
-		all := m.RhythmShares(shares, rhythmShares)
-		r.OtherShare = model.OtherShare(all, residual)
+		all := explain.RhythmShares(m, shares, rhythmShares)
+		r.OtherShare = explain.OtherShare(all, residual)
 		for _, rs := range all {
-			if rs.Share < model.MinCycleShare {
+			if rs.Share < explain.MinCycleShare {
 				continue
 			}
 			name := periodName(model.Frequency{PeriodSteps: rs.PeriodSteps, Period: rs.Period})
@@ -352,7 +353,7 @@ func (r *Report) setCycles(m *model.Model, shares, rhythmShares []float64, resid
 // periodName says a period the way people do, or in steps without a cadence.
 func periodName(f model.Frequency) string {
 	if f.Period > 0 {
-		return model.FormatPeriod(f.Period)
+		return cycles.FormatPeriod(f.Period)
 	}
 	return strconv.FormatFloat(f.PeriodSteps, 'f', 1, 64) + " steps"
 }
@@ -420,7 +421,7 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, opts Opti
 	// frequencies, together, in "other frequencies". Shares as everywhere
 	// (model.Contribution.Share), over this channel: a cycle, shown or not,
 	// counts by its summed part, a frequency of no cycle by its own.
-	weak := make([][]float64, len(m.Meta.Rhythms)) // a rhythm below model.MinCycleShare: its summed part
+	weak := make([][]float64, len(m.Meta.Rhythms)) // a rhythm below explain.MinCycleShare: its summed part
 	for _, ct := range ex.Contributions {
 		dst := other.Values
 		if i, ok := cycleOf[ct.ID]; ok {

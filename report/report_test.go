@@ -254,9 +254,9 @@ func TestNumbersAreTheModels(t *testing.T) {
 			}
 
 			// The cycles are the model's rhythms, named, with the shares of this data.
-			var want []model.RhythmShare
-			for _, rs := range fx.m.RhythmShares(met.Shares, met.RhythmShares) {
-				if rs.Share >= model.MinCycleShare {
+			var want []explain.RhythmShare
+			for _, rs := range explain.RhythmShares(fx.m, met.Shares, met.RhythmShares) {
+				if rs.Share >= explain.MinCycleShare {
 					want = append(want, rs)
 				}
 			}
@@ -557,7 +557,7 @@ func TestNoIntervalsWithoutErrorQuantiles(t *testing.T) {
 }
 
 // TestAWeakCycleCountsByItsSummedPart: a rhythm too small to be shown as a
-// cycle (below model.MinCycleShare of the attribution over the data) goes
+// cycle (below explain.MinCycleShare of the attribution over the data) goes
 // into "other frequencies" by its summed part, as the explanation counts
 // it, not by its lines each on its own. The fixture's independent model
 // gets a second rhythm of two free frequencies (a 40-hour period and its
@@ -597,7 +597,7 @@ func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if share = met.RhythmShares[weak]; share < model.MinCycleShare/2 {
+		if share = met.RhythmShares[weak]; share < explain.MinCycleShare/2 {
 			break
 		}
 		for _, id := range free[:2] {
@@ -608,8 +608,8 @@ func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
 			}
 		}
 	}
-	if !(share > 1e-5 && share < model.MinCycleShare/2) {
-		t.Fatalf("the added rhythm's share is %v; want it below %v but not nothing", share, model.MinCycleShare/2)
+	if !(share > 1e-5 && share < explain.MinCycleShare/2) {
+		t.Fatalf("the added rhythm's share is %v; want it below %v but not nothing", share, explain.MinCycleShare/2)
 	}
 	r, err := report.Build(context.Background(), m, report.Options{Data: fx.frame})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
@@ -88,11 +89,11 @@ func BenchmarkAblation(b *testing.B) {
 							b.Fatal(err)
 						}
 						c := 0.0
-						for _, rs := range m.RhythmShares(met.Shares, met.RhythmShares) {
+						for _, rs := range explain.RhythmShares(m, met.Shares, met.RhythmShares) {
 							c += rs.Share
 						}
 						if len(m.Meta.Rhythms) == 0 { // no rhythms: its placed cycles
-							for _, cy := range m.Cycles(met.Shares, 0) {
+							for _, cy := range explain.Cycles(m, met.Shares, 0) {
 								c += cy.Share
 							}
 						}

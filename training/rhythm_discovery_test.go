@@ -11,6 +11,7 @@ import (
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/dataset/datasettest"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/internal/longtest"
 	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
@@ -33,7 +34,7 @@ import (
 
 // rhythmResult is what a model trained on a feed reports of its test split.
 type rhythmResult struct {
-	rhythms  []model.RhythmShare
+	rhythms  []explain.RhythmShare
 	residual float64
 	mse      float64
 }
@@ -56,7 +57,7 @@ func trainOnFrame(t *testing.T, f *dataset.Frame, lookback, horizon, epochs int,
 	if !m.ReadsTime() {
 		t.Fatalf("the model does not read the time: rhythms %v", fmt.Sprint(m.Meta.Rhythms))
 	}
-	return rhythmResult{rhythms: m.RhythmShares(met.Shares, met.RhythmShares), residual: met.ResidualShare, mse: met.MSE}
+	return rhythmResult{rhythms: explain.RhythmShares(m, met.Shares, met.RhythmShares), residual: met.ResidualShare, mse: met.MSE}
 }
 
 // checkRhythms requires exactly the rhythms of periods (each reported
@@ -65,8 +66,8 @@ func trainOnFrame(t *testing.T, f *dataset.Frame, lookback, horizon, epochs int,
 func checkRhythms(t *testing.T, r rhythmResult, periods []float64) {
 	t.Helper()
 	for _, p := range periods {
-		if !slices.ContainsFunc(r.rhythms, func(rs model.RhythmShare) bool {
-			return math.Abs(rs.PeriodSteps/p-1) <= 0.01 && rs.Share >= model.MinCycleShare
+		if !slices.ContainsFunc(r.rhythms, func(rs explain.RhythmShare) bool {
+			return math.Abs(rs.PeriodSteps/p-1) <= 0.01 && rs.Share >= explain.MinCycleShare
 		}) {
 			t.Errorf("no rhythm within 1%% of the generator's %.2f steps carries 1%% of the attribution: %v", p, r)
 		}

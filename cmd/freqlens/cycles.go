@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -60,7 +62,7 @@ func periodFields(steps float64, cadence time.Duration) (*float64, string) {
 	}
 	d := time.Duration(steps * float64(cadence))
 	s := d.Seconds()
-	return &s, model.FormatPeriod(d)
+	return &s, cycles.FormatPeriod(d)
 }
 
 // rhythmsOf lists m's rhythms under shares (per frequency id) and
@@ -71,7 +73,7 @@ func rhythmsOf(m *model.Model, shares, rhythmShares []float64) []rhythmReport {
 		peaks[pk.ID] = pk
 	}
 	out := []rhythmReport{}
-	for _, rs := range m.RhythmShares(shares, rhythmShares) {
+	for _, rs := range explain.RhythmShares(m, shares, rhythmShares) {
 		r := rhythmReport{PeriodSteps: rs.PeriodSteps, Share: rs.Share, LinesShare: rs.LinesShare, Frequencies: rs.Frequencies, Harmonics: rs.Harmonics}
 		r.PeriodSeconds, r.Period = periodFields(rs.PeriodSteps, m.Meta.Cadence)
 		r.Name = rhythmName(r)
@@ -92,9 +94,9 @@ func rhythmsOf(m *model.Model, shares, rhythmShares []float64) []rhythmReport {
 	return out
 }
 
-// otherShare is the frequencies of no rhythm's share (model.OtherShare).
+// otherShare is the frequencies of no rhythm's share (explain.OtherShare).
 func otherShare(m *model.Model, shares, rhythmShares []float64, residual float64) float64 {
-	return model.OtherShare(m.RhythmShares(shares, rhythmShares), residual)
+	return explain.OtherShare(explain.RhythmShares(m, shares, rhythmShares), residual)
 }
 
 // periodLabel names a period in physical units when known, in steps otherwise.
@@ -108,7 +110,7 @@ func periodLabel(period string, steps float64) string {
 // rhythmName is how a user reads a rhythm: "24.0h cycle".
 func rhythmName(r rhythmReport) string { return periodLabel(r.Period, r.PeriodSteps) + " cycle" }
 
-// printRhythms writes the rhythms that carry at least model.MinCycleShare
+// printRhythms writes the rhythms that carry at least explain.MinCycleShare
 // of the attribution, each with its frequencies, and the residual's and
 // the other frequencies' shares.
 func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, where string) {
@@ -116,7 +118,7 @@ func printRhythms(w io.Writer, rhythms []rhythmReport, residualShare float64, wh
 	total, shown, weak := 0.0, 0, 0
 	for _, r := range rhythms {
 		total += r.Share
-		if r.Share < model.MinCycleShare {
+		if r.Share < explain.MinCycleShare {
 			weak++
 			continue
 		}

@@ -18,7 +18,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/feed"
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
@@ -174,13 +176,13 @@ func trainDemoModel(ctx context.Context, epochs int, seed uint64, stdout io.Writ
 	}
 	m, met := res.Model, res.Test
 	fmt.Fprintf(stdout, "  test MSE %.4f (normalised units; the online MSE below compares with it)\n", met.MSE)
-	// A cycle too small to show (below model.MinCycleShare) is counted
+	// A cycle too small to show (below explain.MinCycleShare) is counted
 	// with the other frequencies, so that the line makes 100%.
 	other := otherShare(m, met.Shares, met.RhythmShares, met.ResidualShare)
 	var shown []rhythmReport
 	var shares []float64
 	for _, r := range rhythmsOf(m, met.Shares, met.RhythmShares) {
-		if r.Share < model.MinCycleShare {
+		if r.Share < explain.MinCycleShare {
 			other += r.Share
 			continue
 		}
@@ -237,7 +239,7 @@ func (w *watcher) observe(f *wire.Forecast) {
 	var parts []string
 	for i, r := range f.Rhythms {
 		if pct[i] > 0 {
-			parts = append(parts, fmt.Sprintf("%s cycle %d%%", periodLabel(model.FormatPeriod(r.Period), r.PeriodSteps), pct[i]))
+			parts = append(parts, fmt.Sprintf("%s cycle %d%%", periodLabel(cycles.FormatPeriod(r.Period), r.PeriodSteps), pct[i]))
 		}
 	}
 	n := len(f.Rhythms)

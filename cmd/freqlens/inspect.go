@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
@@ -183,7 +184,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		if f.Period > 0 {
 			s := f.Period.Seconds()
-			jf.PeriodSeconds, jf.Period = &s, model.FormatPeriod(f.Period)
+			jf.PeriodSeconds, jf.Period = &s, cycles.FormatPeriod(f.Period)
 		}
 		if selected != nil {
 			jf.Selected = selected[f.ID]
@@ -201,8 +202,8 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	for _, pm := range m.MatchPeriods(knownPeriods, matchTolerance) {
 		km := inspectMatch{
-			Known: model.FormatPeriod(pm.Known), KnownSeconds: pm.Known.Seconds(),
-			NearestID: pm.Nearest.ID, NearestPeriod: model.FormatPeriod(pm.Nearest.Period),
+			Known: cycles.FormatPeriod(pm.Known), KnownSeconds: pm.Known.Seconds(),
+			NearestID: pm.Nearest.ID, NearestPeriod: cycles.FormatPeriod(pm.Nearest.Period),
 			NearestSecs: pm.Nearest.Period.Seconds(), RelError: pm.RelError,
 		}
 		for _, rh := range m.Meta.Rhythms {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/model"
@@ -263,7 +264,7 @@ func predict(m *model.Model, frame *dataset.Frame, at int, removed []int) (predi
 		}
 		if ct.Period > 0 {
 			s := ct.Period.Seconds()
-			pc.Period, pc.PeriodSeconds = model.FormatPeriod(ct.Period), &s
+			pc.Period, pc.PeriodSeconds = cycles.FormatPeriod(ct.Period), &s
 		}
 		pc.Removed = slices.Contains(removed, ct.ID)
 		rep.Contributions = append(rep.Contributions, pc)
@@ -563,7 +564,7 @@ func parseWithout(m *model.Model, spec string) (ids []int, notes []string, err e
 				continue
 			}
 			var names []string
-			for _, rs := range m.RhythmShares(nil, nil) {
+			for _, rs := range explain.RhythmShares(m, nil, nil) {
 				_, name := periodFields(rs.PeriodSteps, m.Meta.Cadence)
 				names = append(names, periodLabel(name, rs.PeriodSteps))
 			}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/history"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/modelfile"
@@ -262,7 +263,7 @@ func printTrainReport(stdout io.Writer, rep trainReport, m *model.Model) {
 			"the data may hold nothing to forecast at this horizon, or need more history; the cycles below explain forecasts that do not forecast\n", rep.NaiveMSE)
 	}
 	printRhythms(stdout, rep.Rhythms, rep.ResidualShare, "the test split")
-	if !slices.ContainsFunc(rep.Rhythms, func(r rhythmReport) bool { return r.Share >= model.MinCycleShare }) {
+	if !slices.ContainsFunc(rep.Rhythms, func(r rhythmReport) bool { return r.Share >= explain.MinCycleShare }) {
 		fmt.Fprintln(stdout, "  (a cycle is found when the training part, the first 70% of the history, holds it about four times: "+
 			"the day from about 6 days of readings, the week from about 6 weeks)")
 	}
