@@ -2,16 +2,18 @@
 // units and splits each forecast into its exact parts: every frequency's
 // contribution, every rhythm's summed part, the residual and the window's
 // level, which add up to the forecast (Explainer, Explanation,
-// RhythmPart).
+// RhythmPart). RhythmShares, OtherShare and Cycles name a model's rhythms
+// and discovered cycles by their shares of the attribution, with their
+// periods in the data's time.
 //
 // # Why
 //
 // Package model is the network: its forward and backward passes and its
 // attribution (model.Workspace.Attribution) work on model windows in the
 // model's units. Every caller that serves or reports forecasts (pipeline,
-// backtest, report, the predict command) needs the same few steps on top: a mixed model trained on z-scored
-// columns has its normalisation applied to the windows and undone on every
-// output, an independent model's window of C fields becomes C
+// backtest, report, the predict command) needs the same few steps on top:
+// a mixed model trained on z-scored columns has its normalisation applied
+// to the windows and undone on every output, an independent model's window of C fields becomes C
 // single-channel model windows whose forecasts and contributions are
 // gathered back into one explanation (a frequency one channel did not
 // select is zero there), the shares are counted over every channel, and
