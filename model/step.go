@@ -266,8 +266,13 @@ func (t *Stepper) StateArrays() [][]float64 {
 // correction of the next; SetAdamSteps restores it from a checkpoint.
 func (t *Stepper) AdamSteps() int { return t.opt.t }
 
-// SetAdamSteps sets the count AdamSteps returns.
-func (t *Stepper) SetAdamSteps(n int) { t.opt.t = n }
+// SetAdamSteps sets the count AdamSteps returns. A checkpoint's restore
+// calls it after copying the moments into StateArrays: it reads them, so
+// that the parameters with moments step again from the next step on.
+func (t *Stepper) SetAdamSteps(n int) {
+	t.opt.t = n
+	t.opt.relive()
+}
 
 // gradient computes the training loss of the B windows in t.x, t.y with
 // Gumbel draws t.noise, and leaves its gradient in t.ws.tr.grad, which must
