@@ -101,3 +101,38 @@ func Cycles(m *model.Model, shares []float64, minShare float64) []Cycle {
 	slices.SortStableFunc(out, func(a, b Cycle) int { return cmp.Compare(b.Share, a.Share) })
 	return out
 }
+
+// PeriodMatch pairs a known period with the nearest learned one.
+type PeriodMatch struct {
+	// Known is the period looked for, e.g. 24h.
+	Known time.Duration
+	// Nearest is the learned frequency whose period is closest to Known.
+	Nearest model.Frequency
+	// RelError is |Nearest.Period − Known| / Known.
+	RelError float64
+	// Match says RelError is below the tolerance asked for.
+	Match bool
+}
+
+// MatchPeriods finds, for each known period, m's learned frequency with
+// the nearest period, and says whether it lies within tol (relative). It
+// needs the cadence; without one it returns nil.
+func MatchPeriods(m *model.Model, known []time.Duration, tol float64) []PeriodMatch {
+	if m.Meta.Cadence <= 0 {
+		return nil
+	}
+	freqs := m.Frequencies()
+	out := make([]PeriodMatch, 0, len(known))
+	for _, k := range known {
+		best := PeriodMatch{Known: k, RelError: math.Inf(1)}
+		for _, f := range freqs {
+			rel := math.Abs(float64(f.Period-k)) / float64(k)
+			if rel < best.RelError {
+				best.Nearest, best.RelError = f, rel
+			}
+		}
+		best.Match = best.RelError < tol
+		out = append(out, best)
+	}
+	return out
+}

@@ -81,36 +81,24 @@
 // # Choices the code relies on
 //
 // docs/model.md says where the model differs from the public reference
-// code and why, with the measurements; the code relies on these:
-//
-//   - One head per frequency, so a contribution always names the same
-//     frequency; a cosine and a sine atom per frequency, phased at the
-//     window's newest step, so a head sees where in its cycle the window
-//     ends.
-//   - Straight-through Gumbel top-K over the frequencies outside the
-//     rhythms: hard top-K forward (gates exactly 1, so the parts stay
-//     exact), the tempered softmax's gradient backward; deterministic at
-//     inference. The score adds log(e_i + 0.01), so a window's cycles are
-//     selected from the first step. The rhythms' frequencies are in every
-//     window's selection, outside the softmax.
-//   - Frequencies start on the training rows' cycles (PlaceOnSpectrum:
-//     cycles.FindPeaks, then PlaceFrequencies and the rhythms), and training
-//     leaves θ where the spectrum put it unless told otherwise: the forecast
-//     loss cannot place a cycle more finely than about ½/L, the periodogram
-//     of T rows places it to a fraction of 1/T. Online, TrackRhythms and
-//     TrackCycles move them to the recent spectrum's peaks.
-//   - The residual MLP and the free frequencies read u, the window less the
-//     rhythms as a fixed set (not less the selection, which would make the
-//     parts unfaithful to removal); band heads read only their own
-//     frequency's coefficients. That is what keeps the game additive.
-//
-// The model file (package modelfile) holds this maths, format 7.
+// code and why, with the measurements. The code relies on these: one head
+// per frequency, with a cosine and a sine atom phased at the window's
+// newest step; a straight-through Gumbel top-K over the frequencies
+// outside the rhythms (hard top-K forward, so gates are exactly 1 and the
+// parts exact; the tempered softmax's gradient backward; deterministic at
+// inference), with log(e_i + 0.01) in the score and the rhythms' frequencies
+// in every selection; frequencies placed on the training rows' cycles
+// (PlaceOnSpectrum) and left there by training, moved online to the recent
+// spectrum's peaks (TrackRhythms, TrackCycles); and the residual and the
+// free frequencies reading the window less the rhythms as a fixed set,
+// which keeps the game additive. Package modelfile stores this maths,
+// format 7.
 //
 // # Training
 //
-// A Stepper takes one optimiser step on a batch of a Source's windows: it
-// fills the batch, draws the Gumbel noise, the dropout masks and the input
-// noise from its caller's random generator, and minimises
+// A Stepper takes one optimiser step on a batch of a Source's windows,
+// drawing the Gumbel noise, dropout masks and input noise from its
+// caller's random generator, and minimises
 //
 //	MSE + λ_div·L_div + λ_recon·L_recon + λ_sparse·L_sparse + λ_var·L_var
 //
@@ -119,22 +107,16 @@
 // window), L_sparse the softmax mass outside the selected set, and L_var the
 // squared difference between forecast and target standard deviations per
 // window and channel. The gradient is written by hand (backward.go) and
-// checked against finite differences and against gorgonia's automatic
-// differentiation (gorgonia hash-conses nodes, so the oracle names every
-// node uniquely). The step clips the whole gradient and takes one Adam
-// step, θ and φ at a scaled rate, and keeps a moving average of the
-// parameters when asked. StepConfig sets every term and zero turns it off;
-// Stepper.Freeze holds tensors back (a frozen tensor's gradient is cleared
-// before clipping and Adam skips it, so it is bit-identical after a step).
-// The recipe is its callers': package training's Train (placement, epochs,
-// schedules, early stopping) and package online's FineTune (a few steps
-// on recent pairs with everything frozen but the phases, the clock terms
-// and the fusion weight, θ too in a model without placed frequencies, and
-// the heads when asked). A mixed model trains with its channels
-// shuffled (StepConfig.ChannelShuffle): each channel of a sample takes its
-// input and target from its own window, so it keeps its identity but not
-// the training period's co-movement, which a mixed model otherwise
-// overfits.
+// checked against finite differences and gorgonia's automatic
+// differentiation (the oracle names every node uniquely: gorgonia
+// hash-conses nodes). The step clips the whole gradient and takes one Adam
+// step (θ and φ at a scaled rate), skipping the parameters whose gradient
+// and moments are zero, which it would leave as they are; it keeps a
+// moving average when asked. Stepper.Freeze holds tensors back (gradient
+// cleared, Adam skips them). The recipe is the callers': training.Train
+// and online.FineTune. A mixed model trains with its channels shuffled
+// (StepConfig.ChannelShuffle), so it keeps each channel's identity but not
+// the training period's co-movement, which it would otherwise overfit.
 //
 // # Time zones
 //

@@ -291,41 +291,6 @@ func (m *Model) Params() *Params { return m.params }
 // Params.
 func (m *Model) Refresh() { m.refresh() }
 
-// PeriodMatch pairs a known period with the nearest learned one.
-type PeriodMatch struct {
-	// Known is the period looked for, e.g. 24h.
-	Known time.Duration
-	// Nearest is the learned frequency whose period is closest to Known.
-	Nearest Frequency
-	// RelError is |Nearest.Period − Known| / Known.
-	RelError float64
-	// Match says RelError is below the tolerance asked for.
-	Match bool
-}
-
-// MatchPeriods finds, for each known period, the learned frequency with
-// the nearest period, and says whether it lies within tol (relative). It
-// needs the cadence; without one it returns nil.
-func (m *Model) MatchPeriods(known []time.Duration, tol float64) []PeriodMatch {
-	if m.Meta.Cadence <= 0 {
-		return nil
-	}
-	freqs := m.Frequencies()
-	out := make([]PeriodMatch, 0, len(known))
-	for _, k := range known {
-		best := PeriodMatch{Known: k, RelError: math.Inf(1)}
-		for _, f := range freqs {
-			rel := math.Abs(float64(f.Period-k)) / float64(k)
-			if rel < best.RelError {
-				best.Nearest, best.RelError = f, rel
-			}
-		}
-		best.Match = best.RelError < tol
-		out = append(out, best)
-	}
-	return out
-}
-
 // Finite reports whether every parameter is a finite number, the check a
 // candidate model passes before it may serve.
 func (m *Model) Finite() bool {

@@ -1,11 +1,9 @@
 package model
 
 import (
-	"math"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/freqlens/freqlens/cycles"
 )
@@ -204,18 +202,6 @@ func TestInitialFrequenciesAreLogUniform(t *testing.T) {
 		if r := fs[i].Frequency / fs[i+1].Frequency; !close(r, ratio, 1e-3) {
 			t.Errorf("frequency ratio %d/%d = %v, want the constant %v of a log-uniform grid", i, i+1, r, ratio)
 		}
-	}
-}
-
-func TestMatchPeriods(t *testing.T) {
-	m, _ := New(Config{Horizon: 8, Channels: 1}, 1)
-	if m.MatchPeriods([]time.Duration{24 * time.Hour}, 0.15) != nil {
-		t.Error("MatchPeriods without a cadence must return nil")
-	}
-	m.Meta.Cadence = time.Hour
-	pm := m.MatchPeriods([]time.Duration{24 * time.Hour}, 0.15)
-	if len(pm) != 1 || !pm[0].Match || math.Abs(pm[0].Nearest.PeriodSteps-24) > 0.15*24 {
-		t.Errorf("24h match = %+v, want a match near 24 steps", pm)
 	}
 }
 

@@ -46,11 +46,14 @@ type TimedSource interface {
 	EndTime(i int) (t int64, ok bool)
 }
 
-// batcher copies windows of a Source into the contiguous batch layout the
-// model reads. For an Independent model a C-channel source becomes C
+// Batcher copies windows of a Source into the contiguous batch layout the
+// model reads, for training and for code that forecasts a Source batch by
+// batch (package measure). For an Independent model a C-channel source becomes C
 // single-channel windows per source window: sample s is channel s%C of
-// source window s/C.
-type batcher struct {
+// source window s/C. A Batcher is not safe for concurrent use; ForWorker
+// gives each goroutine its own.
+type Batcher struct {
+	m           *Model
 	src         Source
 	L, H, C     int // model shapes
 	srcC        int // channels of the source
@@ -72,9 +75,12 @@ type batcher struct {
 	shifts       []float64
 }
 
-func newBatcher(m *Model, src Source) (*batcher, error) {
+// NewBatcher returns a Batcher of src's windows for m, or an error when m
+// cannot read them (other channels, lookback or horizon, or no times for a
+// model that reads the clock).
+func (m *Model) NewBatcher(src Source) (*Batcher, error) {
 	cfg := m.cfg
-	b := &batcher{src: src, L: cfg.Lookback, H: cfg.Horizon, C: cfg.Channels, srcC: src.Channels(), ck: m.clock}
+	b := &Batcher{m: m, src: src, L: cfg.Lookback, H: cfg.Horizon, C: cfg.Channels, srcC: src.Channels(), ck: m.clock}
 	if m.clock.active {
 		ts, ok := src.(TimedSource)
 		if ok && src.Len() > 0 {
@@ -109,23 +115,25 @@ func newBatcher(m *Model, src Source) (*batcher, error) {
 	return b, nil
 }
 
-// samples returns how many model windows the source yields.
-func (b *batcher) samples() int {
+// Samples returns how many model windows (samples) the source yields.
+func (b *Batcher) Samples() int {
 	if b.independent {
 		return b.src.Len() * b.srcC
 	}
 	return b.src.Len()
 }
 
-// fill copies the samples idx into x (len(idx)·L·C) and y (len(idx)·H·C),
-// and their end times into tau (len(idx)·C steps since the epoch) when the
-// model reads the time; y may be nil.
-func (b *batcher) fill(x, y, tau []float64, idx []int) {
+// Fill copies the samples idx into x (len(idx)·L·C values, C the model's
+// channels) and y (len(idx)·H·C; y may be nil), and their end times into
+// tau (len(idx)·C steps since the epoch) when the model reads the time; a
+// window that straddles a change of the time zone's offset is put on
+// wall-clock steps, as Forward does.
+func (b *Batcher) Fill(x, y, tau []float64, idx []int) {
 	b.fillShuffled(x, y, tau, idx, 0, nil)
 }
 
 // endSteps is the end time of source window w in steps since the epoch.
-func (b *batcher) endSteps(w int) float64 {
+func (b *Batcher) endSteps(w int) float64 {
 	t, _ := b.timed.EndTime(w)
 	return b.ck.steps(t)
 }
@@ -134,7 +142,7 @@ func (b *batcher) endSteps(w int) float64 {
 // each channel's input and target from its own randomly drawn window: the
 // channels keep their identity and their own history→future pairs, but not
 // their co-occurrence.
-func (b *batcher) fillShuffled(x, y, tau []float64, idx []int, p float64, rng *rand.Rand) {
+func (b *Batcher) fillShuffled(x, y, tau []float64, idx []int, p float64, rng *rand.Rand) {
 	L, H, C := b.L, b.H, b.C
 	timed := b.timed != nil && tau != nil
 	if b.wall != nil && len(b.on) < len(idx) {
@@ -209,9 +217,9 @@ func (b *batcher) fillShuffled(x, y, tau []float64, idx []int, p float64, rng *r
 	}
 }
 
-// forWorker returns a batcher over the same windows with its own scratch,
-// for a goroutine that fills beside others.
-func (b *batcher) forWorker() *batcher {
+// ForWorker returns a Batcher over the same windows with its own scratch,
+// for a goroutine that fills and forecasts beside others.
+func (b *Batcher) ForWorker() *Batcher {
 	c := *b
 	if b.wall != nil {
 		c.wall, c.on, c.shifts = newWallScratch(b.L, b.H), nil, nil
@@ -221,7 +229,7 @@ func (b *batcher) forWorker() *batcher {
 
 // toWall reports whether source window w, filling sample j, straddles a
 // change of the zone's offset, noting its shifts as sample j's.
-func (b *batcher) toWall(j, w int) bool {
+func (b *Batcher) toWall(j, w int) bool {
 	end, _ := b.timed.EndTime(w)
 	if !b.ck.crosses(end, b.L, b.H) {
 		return false
@@ -231,9 +239,9 @@ func (b *batcher) toWall(j, w int) bool {
 }
 
 // sampleToWall puts channel c of sample j's window xs (L×C) on wall-clock
-// steps, and its target ys (H×C; nil for none) too when the batcher fits
+// steps, and its target ys (H×C; nil for none) too when the Batcher fits
 // targets there.
-func (b *batcher) sampleToWall(xs, ys []float64, C, c, j int) {
+func (b *Batcher) sampleToWall(xs, ys []float64, C, c, j int) {
 	shift := b.shifts[j*(b.L+b.H) : (j+1)*(b.L+b.H)]
 	b.wall.windowToWall(xs, b.L, C, c, shift)
 	if ys != nil && b.localTargets {
@@ -244,7 +252,7 @@ func (b *batcher) sampleToWall(xs, ys []float64, C, c, j int) {
 // forecastsToReal puts the forecasts out (n samples of H×C) of the last
 // fill's samples that it put on wall-clock steps back on real steps, as
 // Forward does, and tells ws so that its attributions follow.
-func (b *batcher) forecastsToReal(ws *Workspace, out []float64, n int) {
+func (b *Batcher) forecastsToReal(ws *Workspace, out []float64, n int) {
 	if b.wall == nil {
 		return
 	}
@@ -266,53 +274,16 @@ func (b *batcher) forecastsToReal(ws *Workspace, out []float64, n int) {
 	}
 }
 
-// Batcher reads the windows of a Source as the model takes them, for
-// code outside the package that forecasts a Source batch by batch (the
-// measurements of package measure): it checks the windows against the
-// model, counts its samples (Samples), copies samples into the batch
-// layout (Fill) and forecasts them on the data's steps (Forecast), as
-// training and Forward do. It is not safe for concurrent use; ForWorker
-// gives each goroutine its own.
-type Batcher struct {
-	m *Model
-	b *batcher
-}
+// Independent reports whether the model is Independent: sample s is then
+// channel s%C of source window s/C (C the source's channels).
+func (b *Batcher) Independent() bool { return b.independent }
 
-// NewBatcher returns a Batcher of src's windows for m, or the error
-// Samples returns when m cannot read them.
-func (m *Model) NewBatcher(src Source) (*Batcher, error) {
-	b, err := newBatcher(m, src)
-	if err != nil {
-		return nil, err
-	}
-	return &Batcher{m: m, b: b}, nil
-}
-
-// Samples returns how many samples the windows yield (Model.Samples).
-func (b *Batcher) Samples() int { return b.b.samples() }
-
-// Independent reports whether the model is Independent, so that sample s
-// is channel s%C of source window s/C (C the source's channels) and a
-// sample holds one channel.
-func (b *Batcher) Independent() bool { return b.b.independent }
-
-// Fill copies the samples idx into x (len(idx)·L·C values, C the model's
-// channels) and their targets into y (len(idx)·H·C; y may be nil), and
-// when the model reads the time their end times into tau (len(idx)·C);
-// a window that straddles a change of the time zone's offset is put on
-// wall-clock steps, as Forward does.
-func (b *Batcher) Fill(x, y, tau []float64, idx []int) { b.b.fill(x, y, tau, idx) }
-
-// Forecast forecasts the first n samples of the last Fill (x and tau as
-// it left them) into out (n·H·C) in ws, with the deterministic top-K as
-// Forward does, and puts the forecasts of the windows Fill put on
-// wall-clock steps back on the real steps; ws then holds their selection
-// and attributions (Workspace.Attribution, AddShares, Selection).
+// Forecast forecasts the first n samples of the last Fill (x and tau as it
+// left them) into out (n·H·C) in ws, with the deterministic top-K as
+// Forward does, and puts back on the real steps the forecasts of the
+// windows Fill put on wall-clock steps; ws then holds their selection and
+// parts (Workspace.Attribution, AddShares, Selection).
 func (b *Batcher) Forecast(ws *Workspace, out, x, tau []float64, n int) {
 	b.m.forward(ws, out, x, tau, n, nil)
-	b.b.forecastsToReal(ws, out, n)
+	b.forecastsToReal(ws, out, n)
 }
-
-// ForWorker returns a Batcher over the same windows with its own
-// scratch, for a goroutine that fills and forecasts beside others.
-func (b *Batcher) ForWorker() *Batcher { return &Batcher{m: b.m, b: b.b.forWorker()} }

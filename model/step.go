@@ -77,7 +77,7 @@ var ErrDiverged = errors.New("loss is not finite; lower the learning rate or che
 type Stepper struct {
 	m                 *Model
 	cfg               StepConfig
-	data              *batcher
+	data              *Batcher
 	rng               *rand.Rand
 	ws                *Workspace
 	x, y              []float64 // batch inputs and targets
@@ -108,7 +108,7 @@ func (m *Model) NewStepper(src Source, cfg StepConfig, rng *rand.Rand) (*Stepper
 	if cfg.BatchSize < 1 {
 		return nil, fmt.Errorf("model: a step of batch size %d; use at least 1", cfg.BatchSize)
 	}
-	b, err := newBatcher(m, src)
+	b, err := m.NewBatcher(src)
 	if err != nil {
 		return nil, err
 	}
@@ -121,16 +121,16 @@ func (m *Model) NewStepper(src Source, cfg StepConfig, rng *rand.Rand) (*Stepper
 // src meets instead: windows of another lookback, horizon or width, or
 // without the times a model that reads the clock needs.
 func (m *Model) Samples(src Source) (int, error) {
-	b, err := newBatcher(m, src)
+	b, err := m.NewBatcher(src)
 	if err != nil {
 		return 0, err
 	}
-	return b.samples(), nil
+	return b.Samples(), nil
 }
 
 // newStepper returns a Stepper over data; data may be nil for a caller
 // that fills the batch itself (the gradient tests).
-func newStepper(m *Model, cfg StepConfig, data *batcher, rng *rand.Rand) *Stepper {
+func newStepper(m *Model, cfg StepConfig, data *Batcher, rng *rand.Rand) *Stepper {
 	c := m.cfg
 	B, L, H, C, N := cfg.BatchSize, c.Lookback, c.Horizon, c.Channels, c.Frequencies
 	if data != nil {

@@ -201,18 +201,18 @@ func checkTrainingWindowsAreLocal(t *testing.T, m *Model, feed *localFeed, chang
 	for k := -H - 3; k < L+3; k += 7 {
 		src.ends = append(src.ends, change.Add(time.Duration(k)*time.Hour).Unix())
 	}
-	b, err := newBatcher(m, src)
+	b, err := m.NewBatcher(src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.localTargets = true
-	n := b.samples()
+	n := b.Samples()
 	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
 	x, y, tau := make([]float64, n*L*C), make([]float64, n*H*C), make([]float64, n*C)
-	b.fill(x, y, tau, idx)
+	b.Fill(x, y, tau, idx)
 	for j := range n {
 		w, c0, cs := j, 0, C
 		if b.independent {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/explain"
 	"github.com/freqlens/freqlens/measure"
 	"github.com/freqlens/freqlens/model"
 )
@@ -200,7 +201,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		slices.SortStableFunc(rep.MostSelected, func(a, b inspectFrequency) int { return cmp.Compare(b.Selected, a.Selected) })
 		rep.MostSelected = rep.MostSelected[:min(len(rep.MostSelected), m.SelectedPerWindow())]
 	}
-	for _, pm := range m.MatchPeriods(knownPeriods, matchTolerance) {
+	for _, pm := range explain.MatchPeriods(m, knownPeriods, matchTolerance) {
 		km := inspectMatch{
 			Known: cycles.FormatPeriod(pm.Known), KnownSeconds: pm.Known.Seconds(),
 			NearestID: pm.Nearest.ID, NearestPeriod: cycles.FormatPeriod(pm.Nearest.Period),
