@@ -164,7 +164,7 @@ func (r Rhythm) Follow(peaks []Peak, lookback int, fmin, fmax float64) (period f
 
 // Claim is a peak claimed by a frequency (Claims).
 type Claim struct {
-	Frequency, Peak int // indices in Claims' freqs and peaks
+	FreqIndex, PeakIndex int // indices in Claims' freqs and peaks
 }
 
 // Claims pairs peaks (found by FindPeaks in recent rows) with freqs (cycles
@@ -193,7 +193,7 @@ func Claims(freqs []float64, peaks []Peak, lookback int, fmin, fmax float64) []C
 		}
 		if best >= 0 {
 			claimed[best] = true
-			out = append(out, Claim{Frequency: best, Peak: k})
+			out = append(out, Claim{FreqIndex: best, PeakIndex: k})
 		}
 	}
 	return out

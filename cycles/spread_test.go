@@ -103,3 +103,45 @@ func TestFollowFitsTheMovedHarmonics(t *testing.T) {
 		t.Error("Follow found the rhythm in a peak far from every harmonic")
 	}
 }
+
+// TestClaims: each peak, strongest first, claims the nearest unclaimed
+// frequency within 1/L; a NaN frequency and a peak outside the range or
+// farther than 1/L from every frequency claim nothing.
+func TestClaims(t *testing.T) {
+	const L = 100 // resolution 0.01
+	freqs := []float64{0.10, math.NaN(), 0.106, 0.30}
+	peaks := []Peak{
+		{Frequency: 0.105, Share: 0.1},  // nearest is 0.106, which the stronger peak took: takes 0.10
+		{Frequency: 0.104, Share: 0.5},  // takes 0.106, 0.002 away (0.10 is 0.004 away)
+		{Frequency: 0.2, Share: 0.9},    // nothing within 0.01
+		{Frequency: 0.301, Share: 0.05}, // takes 0.30
+		{Frequency: 0.6, Share: 1},      // outside the range
+	}
+	got := Claims(freqs, peaks, L, 0.001, 0.5)
+	want := []Claim{{FreqIndex: 2, PeakIndex: 1}, {FreqIndex: 0, PeakIndex: 0}, {FreqIndex: 3, PeakIndex: 3}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Claims = %+v, want %+v", got, want)
+	}
+}
+
+// TestSpreadPlacesHarmonics: the harmonics given join the kept peaks, on
+// no peak, as long as the cap of n/2 allows.
+func TestSpreadPlacesHarmonics(t *testing.T) {
+	peaks := []Peak{{Frequency: 1.0 / 24, Share: 0.5}, {Frequency: 2.0 / 24, Share: 0.2}}
+	harmonics := []float64{3.0 / 24, 4.0 / 24, 5.0 / 24}
+	for _, n := range []int{6, 10} {
+		freqs, on := Spread(peaks, nil, harmonics, n, 96, 1/960.0, 0.5)
+		var onPeaks, onHarmonics int
+		for i, f := range freqs {
+			switch {
+			case on[i] >= 0:
+				onPeaks++
+			case slices.Contains(harmonics, f):
+				onHarmonics++
+			}
+		}
+		if want := min(len(harmonics), n/2-len(peaks)); onPeaks != 2 || onHarmonics != want {
+			t.Errorf("n = %d: %d frequencies on peaks, %d on harmonics; want 2 and %d", n, onPeaks, onHarmonics, want)
+		}
+	}
+}

@@ -4,7 +4,8 @@
 // level, which add up to the forecast (Explainer, Explanation,
 // RhythmPart). RhythmShares, OtherShare and Cycles name a model's rhythms
 // and discovered cycles by their shares of the attribution, with their
-// periods in the data's time.
+// periods in the data's time; MatchPeriods finds the learned periods
+// nearest known ones (a day, a week).
 //
 // # Why
 //

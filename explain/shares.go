@@ -29,8 +29,8 @@ type RhythmShare struct {
 }
 
 // RhythmShares returns m's rhythms with their shares of the
-// attribution, given each frequency's and each rhythm's (model.Metrics.Shares
-// and Metrics.RhythmShares, or the same of Meta), largest share first.
+// attribution, given each frequency's and each rhythm's (model.Metrics'
+// Shares and RhythmShares, or the same of model.Meta), largest share first.
 // shares may be nil (every share 0); rhythmShares may be nil when unknown,
 // and each rhythm's share is then the sum of its frequencies'.
 func RhythmShares(m *model.Model, shares, rhythmShares []float64) []RhythmShare {

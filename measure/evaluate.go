@@ -91,7 +91,7 @@ func (ev *Evaluator) Evaluate(ctx context.Context, src model.Source) (model.Metr
 	for len(ev.cache) < workers {
 		ev.cache = append(ev.cache, m.NewWorkspace(batch))
 	}
-	independent := bt.Independent()
+	independent := m.Config().Mode == model.Independent
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup

@@ -35,7 +35,7 @@ func ErrorQuantiles(ctx context.Context, m *model.Model, src model.Source, maxWi
 		return nil, errors.New("measure: no windows to measure the error quantiles on")
 	}
 	QC := C // the channels of the quantiles: pooled into one for an independent model
-	if bt.Independent() {
+	if cfg.Mode == model.Independent {
 		QC = 1
 	}
 	errs := make([][]float64, H*QC) // per (h, c): the errors

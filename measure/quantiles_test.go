@@ -48,7 +48,9 @@ func TestErrorQuantiles(t *testing.T) {
 			if wantOf := map[bool]int{true: samples, false: 0}[samples > max]; q.Of != wantOf {
 				t.Errorf("measured %d of %d samples, want of %d", q.Windows, q.Of, wantOf)
 			}
-			checkQuantiles(t, q)
+			if err := (model.Meta{ErrorQuantiles: q}).Check(m.Config()); err != nil {
+				t.Fatalf("the quantiles fail the model file's check: %v", err)
+			}
 			// The errors again, the same way: forecast the same samples.
 			bt, _ := m.NewBatcher(w)
 			L, H, C := cfg.Lookback, cfg.Horizon, cfg.Channels
@@ -97,26 +99,5 @@ func TestErrorQuantiles(t *testing.T) {
 				t.Errorf("Quantile beyond the last probability = %v, want the last recorded", got)
 			}
 		})
-	}
-}
-
-// checkQuantiles fails t unless q holds quantiles as a model file must
-// (model.ErrorQuantiles' own check, which a file's reader runs): a value
-// per probability, step and channel, probabilities increasing in (0, 1),
-// finite values.
-func checkQuantiles(t *testing.T, q *model.ErrorQuantiles) {
-	t.Helper()
-	if len(q.Probs) == 0 || len(q.Values) != len(q.Probs)*q.Horizon*q.Channels {
-		t.Fatalf("%d values for %d probabilities × %d steps × %d channels", len(q.Values), len(q.Probs), q.Horizon, q.Channels)
-	}
-	for k, p := range q.Probs {
-		if !(p > 0 && p < 1) || k > 0 && !(p > q.Probs[k-1]) {
-			t.Fatalf("probabilities %v are not increasing in (0, 1)", q.Probs)
-		}
-	}
-	for _, v := range q.Values {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			t.Fatal("a value is not finite")
-		}
 	}
 }

@@ -12,10 +12,9 @@ import (
 //
 // A parameter whose gradient has been zero at every step so far has zero
 // moments, and an Adam step without weight decay leaves it exactly as it
-// is. update skips such parameters in chunks of adamChunk: the heads of
-// frequencies no window has selected (on ETTh1 the rhythms take every
-// place, and the other 24 frequencies' heads are three quarters of the
-// parameters) cost a read of their gradient instead of a step.
+// is. update skips such parameters in chunks of adamChunk, so the heads of
+// frequencies no window has selected cost a read of their gradient
+// instead of a step.
 type adam struct {
 	m, v []float64
 	segs []adamSegment
@@ -24,6 +23,10 @@ type adam struct {
 	// gradient, after which its moments may be nonzero and it always
 	// steps. Atomic: the two halves of a parallel update may share a chunk.
 	live []atomic.Uint32
+	// stale says the moments may have been written from outside (the
+	// Stepper handed them out: a checkpoint restores into them), so the
+	// next update first sets live from them.
+	stale bool
 }
 
 // adamChunk is how many parameters share a live flag.
@@ -64,6 +67,9 @@ func newAdam(cfg Config, freqScale, weightDecay float64) *adam {
 // update applies one Adam step with gradient clip·g to p[lo:hi] and clears
 // g[lo:hi].
 func (a *adam) update(p, g []float64, clip, lr float64, lo, hi int) {
+	if a.stale {
+		panic("model: adam.update with stale live flags; apply calls relive first")
+	}
 	bc1 := 1 - math.Pow(adamBeta1, float64(a.t))
 	bc2 := 1 - math.Pow(adamBeta2, float64(a.t))
 	k := gemm.AdamConsts{
@@ -97,9 +103,10 @@ func (a *adam) update(p, g []float64, clip, lr float64, lo, hi int) {
 	}
 }
 
-// relive sets the live flags from the moments, after they were written
-// from outside (a checkpoint restored).
+// relive sets the live flags from the moments, after they may have been
+// written from outside (a checkpoint restored).
 func (a *adam) relive() {
+	a.stale = false
 	for c := range a.live {
 		lo, hi := c*adamChunk, min(len(a.m), (c+1)*adamChunk)
 		if allZero(a.m[lo:hi]) && allZero(a.v[lo:hi]) {

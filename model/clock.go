@@ -90,7 +90,7 @@ func (m *Model) setClock() {
 	ck.cadence = int64(m.Meta.Cadence)
 	ck.active = len(ck.ids) > 0 && ck.cadence > 0
 	if m.Meta.TimeZone != "" {
-		// Load and SetTimeZone have checked the name.
+		// Meta.Check (and so Assemble) and SetTimeZone have checked the name.
 		ck.zone, _ = time.LoadLocation(m.Meta.TimeZone)
 	}
 	M := len(ck.ids)

@@ -186,6 +186,11 @@ func (meta Meta) Check(cfg Config) error {
 			return fmt.Errorf("metadata mean/std of channel %d are %v/%v", i, meta.Mean[i], s)
 		}
 	}
+	if meta.TimeZone != "" {
+		if _, err := time.LoadLocation(meta.TimeZone); err != nil {
+			return fmt.Errorf("metadata time_zone %q is no time zone: %w", meta.TimeZone, err)
+		}
+	}
 	return nil
 }
 

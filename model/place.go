@@ -42,7 +42,7 @@ func (m *Model) PlaceFrequencies(peaks []cycles.Peak) Placement {
 
 // placeFrequencies is PlaceFrequencies where the peaks marked in sidebands
 // are kept however close they lie to a stronger one (calendar sidebands,
-// see calendarSidebands), with, after the peaks, one frequency exactly on
+// see cycles.CalendarSidebands), with, after the peaks, one frequency exactly on
 // each of harmonics (cycles per step): the missing harmonics of the
 // rhythms. The clock tells both apart by time even where a window cannot
 // (closer than 1/L). The cap of N/2 holds for all of them.
@@ -107,7 +107,7 @@ func (m *Model) TrackCycles(peaks []cycles.Peak) []CycleMove {
 	fmin, fmax := freqBounds(m.cfg.Lookback)
 	var moves []CycleMove
 	for _, c := range cycles.Claims(freqs, peaks, m.cfg.Lookback, fmin, fmax) {
-		pk, id, from := peaks[c.Peak], m.Meta.Peaks[c.Frequency].ID, freqs[c.Frequency]
+		pk, id, from := peaks[c.PeakIndex], m.Meta.Peaks[c.FreqIndex].ID, freqs[c.FreqIndex]
 		if math.Abs(from/pk.Frequency-1) < 1e-9 {
 			continue
 		}

@@ -274,12 +274,9 @@ func (b *Batcher) forecastsToReal(ws *Workspace, out []float64, n int) {
 	}
 }
 
-// Independent reports whether the model is Independent: sample s is then
-// channel s%C of source window s/C (C the source's channels).
-func (b *Batcher) Independent() bool { return b.independent }
-
-// Forecast forecasts the first n samples of the last Fill (x and tau as it
-// left them) into out (n·H·C) in ws, with the deterministic top-K as
+// Forecast forecasts the first n samples of the last Fill, given x and tau
+// as that Fill left them (it also noted which windows it put on wall-clock
+// steps, which Forecast reads), into out (n·H·C) in ws, with the deterministic top-K as
 // Forward does, and puts back on the real steps the forecasts of the
 // windows Fill put on wall-clock steps; ws then holds their selection and
 // parts (Workspace.Attribution, AddShares, Selection).

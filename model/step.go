@@ -254,7 +254,12 @@ func (t *Stepper) Averaged() []float64 {
 // first and second moments and, with EMA, the moving average. They are
 // the Stepper's own slices: a checkpoint is restored by copying into
 // them (and SetAdamSteps).
+//
+// The next step reads the moments again to know which parameters have
+// any (Adam skips those with none and no gradient), so a caller may write
+// them at any time before it.
 func (t *Stepper) StateArrays() [][]float64 {
+	t.opt.stale = true
 	a := [][]float64{t.opt.m, t.opt.v}
 	if t.ema != nil {
 		a = append(a, t.ema.Data)
@@ -266,13 +271,8 @@ func (t *Stepper) StateArrays() [][]float64 {
 // correction of the next; SetAdamSteps restores it from a checkpoint.
 func (t *Stepper) AdamSteps() int { return t.opt.t }
 
-// SetAdamSteps sets the count AdamSteps returns. A checkpoint's restore
-// calls it after copying the moments into StateArrays: it reads them, so
-// that the parameters with moments step again from the next step on.
-func (t *Stepper) SetAdamSteps(n int) {
-	t.opt.t = n
-	t.opt.relive()
-}
+// SetAdamSteps sets the count AdamSteps returns.
+func (t *Stepper) SetAdamSteps(n int) { t.opt.t = n }
 
 // gradient computes the training loss of the B windows in t.x, t.y with
 // Gumbel draws t.noise, and leaves its gradient in t.ws.tr.grad, which must
@@ -349,6 +349,9 @@ func (t *Stepper) apply(lr float64) error {
 		scale = cfg.ClipNorm / norm
 	}
 	t.opt.t++
+	if t.opt.stale {
+		t.opt.relive()
+	}
 	t.parallelRange(len(g.Data), func(lo, hi int) {
 		t.opt.update(m.params.Data, g.Data, scale, lr, lo, hi)
 		if t.ema != nil {

@@ -173,3 +173,31 @@ func TestWithAveragedSwapsTheAverage(t *testing.T) {
 		t.Error("WithAveraged changed the model's parameters")
 	}
 }
+
+// TestStepperRereadsRestoredMoments: moments written into StateArrays (a
+// checkpoint restored) are read before the next step, so every parameter
+// with moments steps, even where this step's gradient is zero (the heads
+// of frequencies no window of the batch selected).
+func TestStepperRereadsRestoredMoments(t *testing.T) {
+	cfg := Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: Independent, Hidden: 8, Frequencies: 12, TopK: 2}
+	m, _ := New(cfg, 1)
+	st, err := m.NewStepper(datasettest.Sines(50, 24, 6, 1, 1), trainingStep(4, 0), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrays := st.StateArrays()
+	for _, a := range arrays[:2] {
+		for i := range a {
+			a[i] = 1e-4
+		}
+	}
+	before := slices.Clone(m.params.Data)
+	if _, err := st.Step([]int{0, 1, 2, 3}, 1e-3, 0.1); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range m.params.Data {
+		if v == before[i] {
+			t.Fatalf("parameter %d has moments but did not move in the step after they were restored", i)
+		}
+	}
+}

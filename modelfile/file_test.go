@@ -77,7 +77,7 @@ func windows(m *model.Model, n int, seed uint64) (x []float64, ends []int64) {
 		start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 		ends = make([]int64, n)
 		for i := range ends {
-			ends[i] = start + int64(rng.IntN(5000))*int64(time.Hour)
+			ends[i] = start + int64(rng.IntN(5000))*int64(time.Hour) + int64(rng.IntN(60))*int64(time.Minute)
 		}
 	}
 	return x, ends

@@ -17,8 +17,9 @@ var pattern = regexp.MustCompile(`-(run|bench)[ =]('([^']*)'|(\S+))`)
 
 // TestDocsCommandsExist: every go test command in the README and docs/
 // names packages that exist and, for -run and -bench, a test or benchmark
-// in them whose name starts with each alternative of the pattern's first
-// part, so that a command a reader copies runs what the text says it
+// in one of them whose name contains each alternative of the pattern's
+// first part (the flags before the packages, as the docs write them), so
+// that a command a reader copies runs what the text says it
 // measures (a test renamed or moved to another package fails here).
 func TestDocsCommandsExist(t *testing.T) {
 	r := loadRepo(t)
