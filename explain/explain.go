@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/freqlens/freqlens/internal/scratch"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -126,7 +127,7 @@ func (e *Explainer) Forecast(x []float64, ends []int64) []float64 {
 	if e.ws == nil {
 		e.ws = e.m.NewWorkspace(n * k)
 	}
-	e.x = resize(e.x, n*L*C)
+	e.x = scratch.Resize(e.x, n*L*C)
 	if e.std != nil {
 		for i := range n * L {
 			for c := range C {
@@ -165,7 +166,7 @@ func (e *Explainer) Forecast(x []float64, ends []int64) []float64 {
 	e.y = out
 	if cfg.Mode == model.Independent {
 		// Back to window-major, step, channel: out holds (w·C + c)·H + h.
-		e.x = resize(e.x, n*H*C) // scratch
+		e.x = scratch.Resize(e.x, n*H*C) // scratch
 		for w := range n {
 			for c := range C {
 				for h := range H {
@@ -209,11 +210,11 @@ func (e *Explainer) ExplainInto(i int, dst *Explanation, alloc func(n int) []flo
 	H, C := cfg.Horizon, e.C
 	HC := H * C
 	k := e.modelWindows()
-	dst.Level = resize(dst.Level, C)
+	dst.Level = scratch.Resize(dst.Level, C)
 	dst.Contributions = dst.Contributions[:0]
 	if k > 1 {
-		dst.Forecast = storage(alloc, dst.Forecast, HC)
-		dst.Residual = storage(alloc, dst.Residual, HC)
+		dst.Forecast = scratch.Storage(alloc, dst.Forecast, HC)
+		dst.Residual = scratch.Storage(alloc, dst.Residual, HC)
 		e.gatherWindows(i, k, dst, alloc)
 		e.rhythmParts(dst, alloc)
 		e.setShares(dst)
@@ -257,7 +258,7 @@ func (e *Explainer) oneWindow(i int, dst *Explanation, alloc func(n int) []float
 	dst.Residual, a.Residual = a.Residual, giveBack(dst.Residual)
 	for k := range a.Contributions {
 		ct := &a.Contributions[k]
-		dc := grow1(&dst.Contributions)
+		dc := scratch.Grow1(&dst.Contributions)
 		dc.Frequency, dc.Score, dc.Share = ct.Frequency, ct.Score, ct.Share
 		dc.Values, ct.Values = ct.Values, giveBack(dc.Values)
 	}
@@ -335,13 +336,13 @@ func (e *Explainer) setShares(dst *Explanation) {
 	total := res
 	for j := range dst.Contributions {
 		ct := &dst.Contributions[j]
-		ct.Share = absSum(ct.Values)
+		ct.Share = scratch.AbsSum(ct.Values)
 		if _, ok := e.m.RhythmOf(ct.ID); !ok {
 			total += ct.Share
 		}
 	}
 	for r := range dst.Rhythms {
-		dst.Rhythms[r].Share = absSum(dst.Rhythms[r].Values)
+		dst.Rhythms[r].Share = scratch.AbsSum(dst.Rhythms[r].Values)
 		total += dst.Rhythms[r].Share
 	}
 	scale := 0.0
@@ -358,25 +359,16 @@ func (e *Explainer) setShares(dst *Explanation) {
 }
 
 // addContribution appends to dst's contributions one for ct's frequency,
-// its values from storage(alloc, …) (their contents any), and returns it.
+// its values from scratch.Storage(alloc, …) (their contents any), and returns it.
 func (e *Explainer) addContribution(dst *Explanation, alloc func(n int) []float64, ct *model.Contribution) *model.Contribution {
-	dc := grow1(&dst.Contributions)
+	dc := scratch.Grow1(&dst.Contributions)
 	dc.Frequency, dc.Score = ct.Frequency, ct.Score
-	dc.Values = storage(alloc, dc.Values, len(dst.Forecast))
+	dc.Values = scratch.Storage(alloc, dc.Values, len(dst.Forecast))
 	return dc
 }
 
-// storage returns n numbers for the explanation: new ones from alloc, or
-// old's storage resized when alloc is nil.
-func storage(alloc func(n int) []float64, old []float64, n int) []float64 {
-	if alloc != nil {
-		return alloc(n)[:n]
-	}
-	return resize(old, n)
-}
-
 // rhythmParts fills dst.Rhythms from its contributions, their values from
-// storage(alloc, …); it leaves their shares zero.
+// scratch.Storage(alloc, …); it leaves their shares zero.
 func (e *Explainer) rhythmParts(dst *Explanation, alloc func(n int) []float64) {
 	rs := e.m.Meta.Rhythms
 	if cap(dst.Rhythms) < len(rs) {
@@ -391,7 +383,7 @@ func (e *Explainer) rhythmParts(dst *Explanation, alloc func(n int) []float64) {
 		if e.m.Meta.Cadence > 0 {
 			rp.Period = time.Duration(math.Round(rs[r].PeriodSteps * float64(e.m.Meta.Cadence)))
 		}
-		rp.Values = storage(alloc, rp.Values, HC)
+		rp.Values = scratch.Storage(alloc, rp.Values, HC)
 		clear(rp.Values)
 		rp.Share = 0
 	}
@@ -401,7 +393,7 @@ func (e *Explainer) rhythmParts(dst *Explanation, alloc func(n int) []float64) {
 		if r < 0 || r >= len(dst.Rhythms) {
 			continue
 		}
-		addTo(dst.Rhythms[r].Values, c.Values)
+		scratch.AddTo(dst.Rhythms[r].Values, c.Values)
 	}
 }
 
@@ -413,47 +405,4 @@ func (e *Explainer) Without(ids ...int) {
 		e.ws = e.m.NewWorkspace(1)
 	}
 	e.ws.Without(ids...)
-}
-
-// The helpers below are model's own (its attribution builds the same
-// storage the same way), repeated here so that neither package exports
-// them.
-
-// grow1 extends *s by one element and returns it: the one the slice's
-// storage held there before, when it has room, so that its own slices are
-// reused, else a zero one.
-func grow1[T any](s *[]T) *T {
-	k := len(*s)
-	if cap(*s) > k {
-		*s = (*s)[:k+1]
-	} else {
-		var zero T
-		*s = append(*s, zero)
-	}
-	return &(*s)[k]
-}
-
-// resize returns s with length n, reusing its storage when it is large enough.
-func resize(s []float64, n int) []float64 {
-	if cap(s) < n {
-		return make([]float64, n)
-	}
-	return s[:n]
-}
-
-// addTo adds src to dst, element by element.
-func addTo(dst, src []float64) {
-	src = src[:len(dst)]
-	for j, v := range src {
-		dst[j] += v
-	}
-}
-
-// absSum returns Σ|v[j]|.
-func absSum(v []float64) float64 {
-	a := 0.0
-	for _, x := range v {
-		a += math.Abs(x)
-	}
-	return a
 }

@@ -2,14 +2,12 @@ package explain_test
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset/datasettest"
 	"github.com/freqlens/freqlens/explain"
+	"github.com/freqlens/freqlens/internal/modeltest"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -29,7 +27,7 @@ func TestExplainerCompleteInInputUnits(t *testing.T) {
 		{"independent serving 4 fields", model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 8, Frequencies: 6, TopK: 3}, 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 31)
+			m := modeltest.RandomModel(t, tc.cfg, 31)
 			if tc.zscore {
 				m.Meta.Mean = make([]float64, tc.channels)
 				m.Meta.Std = make([]float64, tc.channels)
@@ -84,7 +82,7 @@ func TestExplainerCompleteInInputUnits(t *testing.T) {
 // forecast of field c equals forecasting that field's window alone.
 func TestExplainerIndependentMatchesSingleChannel(t *testing.T) {
 	cfg := model.Config{Lookback: 16, Horizon: 4, Channels: 1, Mode: model.Independent, Hidden: 8, Frequencies: 6, TopK: 2}
-	m := randomModel(t, cfg, 5)
+	m := modeltest.RandomModel(t, cfg, 5)
 	e, _ := explain.New(m, 3)
 	src := datasettest.Sines(1, 16, 4, 3, 9)
 	y := append([]float64(nil), e.Forecast(src.Input(0), nil)...)
@@ -103,9 +101,9 @@ func TestExplainerIndependentMatchesSingleChannel(t *testing.T) {
 }
 
 func TestExplainerAllocatesNothing(t *testing.T) {
-	m := randomModel(t, model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, 2)
+	m := modeltest.RandomModel(t, model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, 2)
 	e, _ := explain.New(m, 2)
-	x, _ := randomBatch(model.Config{Lookback: 96, Horizon: 96, Channels: 2}, 8, 3)
+	x, _ := modeltest.RandomBatch(model.Config{Lookback: 96, Horizon: 96, Channels: 2}, 8, 3)
 	e.Forecast(x, nil)
 	ex := e.Explain(7, nil)
 	if allocs := testing.AllocsPerRun(10, func() {
@@ -135,7 +133,7 @@ func TestExplainIntoMatchesExplain(t *testing.T) {
 			m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 21)
 			C := m.Channels()
 			const n = 5
-			x, _ := randomBatch(m.Config(), n, 22)
+			x, _ := modeltest.RandomBatch(m.Config(), n, 22)
 			ends := make([]int64, n)
 			for i := range ends {
 				ends[i] = int64(i+1) * 3600e9
@@ -208,7 +206,7 @@ func TestExplainKeepsEarlierExplanations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := caseModel(t, tc.cfg, tc.rhythms, tc.clock, 23)
 			const n = 4
-			x, _ := randomBatch(m.Config(), n, 24)
+			x, _ := modeltest.RandomBatch(m.Config(), n, 24)
 			ends := make([]int64, n)
 			for i := range ends {
 				ends[i] = int64(i+1) * 3600e9
@@ -265,71 +263,9 @@ var fullConfigs = []struct {
 // when asked.
 func caseModel(t testing.TB, cfg model.Config, rhythms, clock bool, seed uint64) *model.Model {
 	t.Helper()
-	m := randomModel(t, cfg, seed)
+	m := modeltest.RandomModel(t, cfg, seed)
 	if rhythms {
-		withRhythms(m, clock)
+		modeltest.WithRhythms(m, clock)
 	}
 	return m
-}
-
-// randomModel returns a model of cfg with random parameters and
-// frequencies, the same as model's tests make of the same seed.
-func randomModel(t testing.TB, cfg model.Config, seed uint64) *model.Model {
-	t.Helper()
-	m, err := model.New(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(seed, 7))
-	p := m.Params()
-	for i := range p.Data {
-		p.Data[i] = 0.5 * rng.NormFloat64()
-	}
-	for i := range p.Theta {
-		p.Theta[i] = 3 * (2*rng.Float64() - 1)
-		p.Phi[i] = math.Pi * (2*rng.Float64() - 1)
-	}
-	m.Refresh()
-	return m
-}
-
-// withRhythms gives m two rhythms over its first frequencies, one shorter
-// than the window and one longer (with a phase anchor), and with clock a
-// cadence so the clock's terms are used.
-func withRhythms(m *model.Model, clock bool) *model.Model {
-	cfg := m.Config()
-	L := float64(cfg.Lookback)
-	rs := []cycles.Rhythm{{PeriodSteps: L / 2.3, Frequencies: []int{0, 2}, Harmonics: []int{1, 2}}}
-	if cfg.Frequencies >= 4 {
-		rs = append(rs, cycles.Rhythm{PeriodSteps: 3.1 * L, Frequencies: []int{1, 3}, Harmonics: []int{2, 5}, AnchorStep: 4.9e5 + 17, AnchorPhase: 0.3})
-	}
-	if clock {
-		m.Meta.Cadence = time.Hour
-	}
-	m.SetRhythms(rs)
-	return m
-}
-
-// randomBatch returns n windows and targets with per-channel levels and
-// scales, so instance normalisation has work to do.
-func randomBatch(cfg model.Config, n int, seed uint64) (x, y []float64) {
-	rng := rand.New(rand.NewPCG(seed, 11))
-	L, H, C := cfg.Lookback, cfg.Horizon, cfg.Channels
-	x = make([]float64, n*L*C)
-	y = make([]float64, n*H*C)
-	for b := range n {
-		for c := range C {
-			level, scale := 3*rng.NormFloat64(), 0.5+2*rng.Float64()
-			period := 3 + 10*rng.Float64()
-			for t := range L + H {
-				v := level + scale*(math.Sin(2*math.Pi*float64(t)/period)+0.3*rng.NormFloat64())
-				if t < L {
-					x[(b*L+t)*C+c] = v
-				} else {
-					y[(b*H+t-L)*C+c] = v
-				}
-			}
-		}
-	}
-	return x, y
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/freqlens/freqlens/dataset"
 	"github.com/freqlens/freqlens/dataset/datasettest"
+	"github.com/freqlens/freqlens/internal/modeltest"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -29,7 +30,7 @@ func TestEvaluateScoresEachGroup(t *testing.T) {
 		{"independent serving 3 channels", model.Config{Lookback: 24, Horizon: 6, Channels: 1, Mode: model.Independent, Hidden: 8, Frequencies: 6, TopK: 3}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := randomModel(t, tc.cfg, 4)
+			m := modeltest.RandomModel(t, tc.cfg, 4)
 			src := datasettest.Sines(97, tc.cfg.Lookback, tc.cfg.Horizon, tc.C, 5)
 			rng := rand.New(rand.NewPCG(6, 7))
 			const G = 5 // group 3 gets no window

@@ -28,27 +28,6 @@ var smallConfigs = []struct {
 	{"mixed, K below the rhythms' 4 frequencies (no place left to the others)", model.Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 9, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}},
 }
 
-// randomModel returns a model whose every parameter is drawn at a scale
-// where all paths matter (the real initialisation keeps heads small).
-func randomModel(t testing.TB, cfg model.Config, seed uint64) *model.Model {
-	t.Helper()
-	m, err := model.New(cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := m.Params()
-	rng := rand.New(rand.NewPCG(seed, 7))
-	for i := range p.Data {
-		p.Data[i] = 0.5 * rng.NormFloat64()
-	}
-	for i := range p.Theta {
-		p.Theta[i] = 3 * (2*rng.Float64() - 1)
-		p.Phi[i] = math.Pi * (2*rng.Float64() - 1)
-	}
-	m.Refresh()
-	return m
-}
-
 // trainingStep is a step with package training's default loss terms
 // (training.Config's defaults) on batches of batch windows.
 func trainingStep(batch int, dropout float64) model.StepConfig {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/modeltest"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -31,7 +32,7 @@ func TestErrorQuantiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := randomModel(t, cfg, 4)
+			m := modeltest.RandomModel(t, cfg, 4)
 			const max = 300
 			q, err := ErrorQuantiles(context.Background(), m, w, max)
 			if err != nil {

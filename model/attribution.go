@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
+
+	"github.com/freqlens/freqlens/internal/scratch"
 )
 
 // Attribution splits one forecast into its parts:
@@ -95,9 +97,9 @@ func (ws *Workspace) AttributionInto(i int, dst *Attribution, alloc func(n int) 
 	HC := H * C
 	alpha := sigmoid(m.params.Fusion[0])
 	dst.Alpha = alpha
-	dst.Forecast = storage(alloc, dst.Forecast, HC)
-	dst.Residual = storage(alloc, dst.Residual, HC)
-	dst.Level = resize(dst.Level, C)
+	dst.Forecast = scratch.Storage(alloc, dst.Forecast, HC)
+	dst.Residual = scratch.Storage(alloc, dst.Residual, HC)
+	dst.Level = scratch.Resize(dst.Level, C)
 	dst.Contributions = dst.Contributions[:0]
 
 	mu, sd := ws.mu[i*C:(i+1)*C], ws.sd[i*C:(i+1)*C]
@@ -137,10 +139,10 @@ func (ws *Workspace) AttributionInto(i int, dst *Attribution, alloc func(n int) 
 	}
 	resTotal := total
 	add := func(f int) *Contribution {
-		ct := grow1(&dst.Contributions)
+		ct := scratch.Grow1(&dst.Contributions)
 		ct.Frequency = m.frequency(f)
 		ct.Score = ws.score[i*cfg.Frequencies+f]
-		ct.Values = storage(alloc, ct.Values, HC)
+		ct.Values = scratch.Storage(alloc, ct.Values, HC)
 		return ct
 	}
 	clk := ws.attrClock[:HC]
@@ -225,7 +227,7 @@ func (ws *Workspace) Without(ids ...int) {
 func (ws *Workspace) cycleTotals(cs []Contribution, dst *Attribution) float64 {
 	m := ws.m
 	R := len(m.Meta.Rhythms)
-	dst.RhythmShares = resize(dst.RhythmShares, R)
+	dst.RhythmShares = scratch.Resize(dst.RhythmShares, R)
 	clear(dst.RhythmShares)
 	total := 0.0
 	if R == 0 {
@@ -235,7 +237,7 @@ func (ws *Workspace) cycleTotals(cs []Contribution, dst *Attribution) float64 {
 		return total
 	}
 	HC := ws.cfg.Horizon * ws.cfg.Channels
-	ws.attrRhythm = resize(ws.attrRhythm, R*HC)
+	ws.attrRhythm = scratch.Resize(ws.attrRhythm, R*HC)
 	sums := ws.attrRhythm
 	clear(sums)
 	for k := range cs {
@@ -244,10 +246,10 @@ func (ws *Workspace) cycleTotals(cs []Contribution, dst *Attribution) float64 {
 			total += cs[k].Share
 			continue
 		}
-		addTo(sums[r*HC:(r+1)*HC], cs[k].Values)
+		scratch.AddTo(sums[r*HC:(r+1)*HC], cs[k].Values)
 	}
 	for r := range R {
-		dst.RhythmShares[r] = absSum(sums[r*HC : (r+1)*HC])
+		dst.RhythmShares[r] = scratch.AbsSum(sums[r*HC : (r+1)*HC])
 		total += dst.RhythmShares[r]
 	}
 	return total
@@ -292,7 +294,7 @@ func (ws *Workspace) AddShares(i int, acc, racc []float64) float64 {
 	}
 	// Two passes over the parts: the total first (a rhythm by its summed
 	// part), then the shares, so nothing is allocated for any K.
-	ws.attrRhythm = resize(ws.attrRhythm, R*HC)
+	ws.attrRhythm = scratch.Resize(ws.attrRhythm, R*HC)
 	sums := ws.attrRhythm
 	clear(sums)
 	total := resid
@@ -304,7 +306,7 @@ func (ws *Workspace) AddShares(i int, acc, racc []float64) float64 {
 		}
 	})
 	for r := range R {
-		total += absSum(sums[r*HC : (r+1)*HC])
+		total += scratch.AbsSum(sums[r*HC : (r+1)*HC])
 	}
 	if total <= 0 {
 		return 0
@@ -313,7 +315,7 @@ func (ws *Workspace) AddShares(i int, acc, racc []float64) float64 {
 		acc[p.f] += ws.partAdd(i, p.f, p.k, alpha, nil) / total
 	})
 	for r := range R {
-		racc[r] += absSum(sums[r*HC:(r+1)*HC]) / total
+		racc[r] += scratch.AbsSum(sums[r*HC:(r+1)*HC]) / total
 	}
 	return resid / total
 }
@@ -343,23 +345,6 @@ func (ws *Workspace) partAdd(i, f, k int, alpha float64, dst []float64) float64 
 	return a
 }
 
-// addTo adds src to dst, element by element.
-func addTo(dst, src []float64) {
-	src = src[:len(dst)]
-	for j, v := range src {
-		dst[j] += v
-	}
-}
-
-// absSum returns Σ|v[j]|.
-func absSum(v []float64) float64 {
-	a := 0.0
-	for _, x := range v {
-		a += math.Abs(x)
-	}
-	return a
-}
-
 // scaleAddAbsSum writes dst[j] = g[j]·s[j] + q[j]·t[j] and returns
 // Σ|dst[j]|, four positions at a time.
 func scaleAddAbsSum(dst, g, s, q, t []float64) float64 {
@@ -380,37 +365,6 @@ func scaleAddAbsSum(dst, g, s, q, t []float64) float64 {
 		a0 += math.Abs(dst[i])
 	}
 	return (a0 + a1) + (a2 + a3)
-}
-
-// grow1 extends *s by one element and returns it: the one the slice's
-// storage held there before, when it has room, so that its own slices are
-// reused, else a zero one.
-func grow1[T any](s *[]T) *T {
-	k := len(*s)
-	if cap(*s) > k {
-		*s = (*s)[:k+1]
-	} else {
-		var zero T
-		*s = append(*s, zero)
-	}
-	return &(*s)[k]
-}
-
-// resize returns s with length n, reusing its storage when it is large enough.
-func resize(s []float64, n int) []float64 {
-	if cap(s) < n {
-		return make([]float64, n)
-	}
-	return s[:n]
-}
-
-// storage returns n numbers for an attribution: new ones from alloc, or
-// old's storage resized when alloc is nil.
-func storage(alloc func(n int) []float64, old []float64, n int) []float64 {
-	if alloc != nil {
-		return alloc(n)[:n]
-	}
-	return resize(old, n)
 }
 
 // scaleAbsSum writes dst[j] = g[j]·s[j] and returns Σ|dst[j]|, four

@@ -10,6 +10,7 @@ import (
 
 	"github.com/freqlens/freqlens/cycles"
 	"github.com/freqlens/freqlens/dataset"
+	"github.com/freqlens/freqlens/internal/scratch"
 )
 
 // The paper's four axioms of an attribution, checked on the model as it
@@ -278,7 +279,7 @@ func checkCycleShares(t *testing.T, m *Model, a *Attribution, i int) {
 	for _, c := range a.Contributions {
 		r, ok := m.RhythmOf(c.ID)
 		if !ok {
-			free[c.ID] = absSum(c.Values)
+			free[c.ID] = scratch.AbsSum(c.Values)
 			total += free[c.ID]
 			continue
 		}
@@ -288,7 +289,7 @@ func checkCycleShares(t *testing.T, m *Model, a *Attribution, i int) {
 	}
 	want := make([]float64, R)
 	for r := range R {
-		want[r] = absSum(sums[r])
+		want[r] = scratch.AbsSum(sums[r])
 		total += want[r]
 	}
 	if total == 0 {
@@ -306,7 +307,7 @@ func checkCycleShares(t *testing.T, m *Model, a *Attribution, i int) {
 		sum += a.RhythmShares[r]
 	}
 	for _, c := range a.Contributions {
-		close(fmt.Sprintf("frequency %d", c.ID), c.Share, absSum(c.Values)/total)
+		close(fmt.Sprintf("frequency %d", c.ID), c.Share, scratch.AbsSum(c.Values)/total)
 		if _, ok := free[c.ID]; ok {
 			sum += c.Share
 		}

@@ -1,13 +1,12 @@
 package model_test
 
 import (
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/freqlens/freqlens/cycles"
+	"github.com/freqlens/freqlens/internal/modeltest"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -16,11 +15,8 @@ import (
 // 7, 8 and 11 of 24 hourly steps, so the clock runs as it does in
 // service), n random windows and their end times.
 func benchModel(b *testing.B, cfg model.Config, n int) (*model.Model, []float64, []int64) {
-	return benchModelRhythms(b, cfg, n, dayOfEight)
+	return modeltest.BenchModel(b, cfg, n, modeltest.DayOfEight)
 }
-
-// dayOfEight is a daily rhythm of K = 8 frequencies, as ETTh1's.
-var dayOfEight = []cycles.Rhythm{{PeriodSteps: 24, Frequencies: []int{10, 15, 17, 20, 22, 25, 27, 30}, Harmonics: []int{1, 2, 3, 4, 5, 7, 8, 11}}}
 
 // dayOfThree is a daily rhythm of three frequencies at a 10-minute
 // cadence, as Weather's (24h, 12h, 8h): five of the K = 8 places are left to
@@ -35,27 +31,6 @@ var weekAndDay = []cycles.Rhythm{
 	{PeriodSteps: 24, Frequencies: []int{2, 6, 8, 12, 14, 19}, Harmonics: []int{1, 2, 3, 4, 5, 6}},
 }
 
-// benchModelRhythms is benchModel with the given rhythms.
-func benchModelRhythms(b *testing.B, cfg model.Config, n int, rhythms []cycles.Rhythm) (*model.Model, []float64, []int64) {
-	b.Helper()
-	m, err := model.New(cfg, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.Meta.Cadence = time.Hour
-	m.SetRhythms(rhythms)
-	rng := rand.New(rand.NewPCG(1, 2))
-	x := make([]float64, n*m.Lookback()*m.Channels())
-	for i := range x {
-		x[i] = rng.NormFloat64()
-	}
-	ends := make([]int64, n)
-	for i := range ends {
-		ends[i] = time.Date(2026, 3, 1, i%24, 0, 0, 0, time.UTC).UnixNano()
-	}
-	return m, x, ends
-}
-
 // BenchmarkForwardWindow is the latency of one window's forecast, alone and
 // with its full attribution (L=H=96, defaults), on one goroutine.
 func BenchmarkForwardWindow(b *testing.B) {
@@ -64,8 +39,8 @@ func BenchmarkForwardWindow(b *testing.B) {
 		cfg     model.Config
 		rhythms []cycles.Rhythm
 	}{
-		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}, dayOfEight},
-		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, dayOfEight},
+		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}, modeltest.DayOfEight},
+		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, modeltest.DayOfEight},
 		{"independent C=1, week and day (16 frequencies)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, weekAndDay},
 		{"mixed C=21, a day of 3 frequencies (5 places left to the others)", model.Config{Horizon: 96, Channels: 21}, dayOfThree},
 		{"independent C=1, a day of 3 frequencies (5 places left to the others)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, dayOfThree},
@@ -76,7 +51,7 @@ func BenchmarkForwardWindow(b *testing.B) {
 				name = c.name + "/forecast+attribution"
 			}
 			b.Run(name, func(b *testing.B) {
-				m, x, ends := benchModelRhythms(b, c.cfg, 1, c.rhythms)
+				m, x, ends := modeltest.BenchModel(b, c.cfg, 1, c.rhythms)
 				ws := m.NewWorkspace(1)
 				dst := m.Forward(ws, nil, x, ends)
 				var a *model.Attribution

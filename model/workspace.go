@@ -1,5 +1,7 @@
 package model
 
+import "github.com/freqlens/freqlens/internal/scratch"
+
 // Workspace holds the scratch buffers of forward passes (and, for training,
 // backward passes) of up to a batch of windows. It grows on first use of a
 // larger batch and then allocates nothing. After a forward pass it also
@@ -214,14 +216,14 @@ func (ws *Workspace) grow(n int) {
 
 // sizeCoef makes ws.coef hold the capacity's coefficients.
 func (ws *Workspace) sizeCoef() {
-	ws.coef = resize(ws.coef, ws.cap*ws.cfg.Frequencies*2*ws.cfg.Hidden)
+	ws.coef = scratch.Resize(ws.coef, ws.cap*ws.cfg.Frequencies*2*ws.cfg.Hidden)
 }
 
 // sizeScorer makes the scorer's hidden-layer buffers hold the capacity's
 // windows.
 func (ws *Workspace) sizeScorer() {
 	k := ws.cap * ws.cfg.Frequencies * ws.cfg.ScorerHidden
-	ws.zpre, ws.ztanh, ws.z = resize(ws.zpre, k), resize(ws.ztanh, k), resize(ws.z, k)
+	ws.zpre, ws.ztanh, ws.z = scratch.Resize(ws.zpre, k), scratch.Resize(ws.ztanh, k), scratch.Resize(ws.z, k)
 }
 
 // enableTraining allocates the backward-pass scratch for the current capacity.

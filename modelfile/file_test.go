@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freqlens/freqlens/cycles"
+	"github.com/freqlens/freqlens/internal/modeltest"
 	"github.com/freqlens/freqlens/model"
 )
 
@@ -38,29 +38,9 @@ var configs = []struct {
 func testModel(t testing.TB, i int, seed uint64) *model.Model {
 	t.Helper()
 	c := configs[i]
-	m, err := model.New(c.cfg, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := m.Params()
-	rng := rand.New(rand.NewPCG(seed, 7))
-	for i := range p.Data {
-		p.Data[i] = 0.5 * rng.NormFloat64()
-	}
-	for i := range p.Theta {
-		p.Theta[i] = 3 * (2*rng.Float64() - 1)
-		p.Phi[i] = math.Pi * (2*rng.Float64() - 1)
-	}
-	m.Refresh()
+	m := modeltest.RandomModel(t, c.cfg, seed)
 	if c.rhythms {
-		L := float64(c.cfg.Lookback)
-		if c.clock {
-			m.Meta.Cadence = time.Hour
-		}
-		m.SetRhythms([]cycles.Rhythm{
-			{PeriodSteps: L / 2.3, Frequencies: []int{0, 2}, Harmonics: []int{1, 2}},
-			{PeriodSteps: 3.1 * L, Frequencies: []int{1, 3}, Harmonics: []int{2, 5}, AnchorStep: 4.9e5 + 17, AnchorPhase: 0.3},
-		})
+		modeltest.WithRhythms(m, c.clock)
 	}
 	return m
 }
