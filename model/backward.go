@@ -300,13 +300,11 @@ func (m *Model) rhythmLeftoverBackward(ws *Workspace, n int) {
 	clear(dP)
 	for b := range n {
 		gb, xb, zb := G[b*LC:(b+1)*LC], ws.xt[b*LC:(b+1)*LC], ws.zfix[b*2*M*C:(b+1)*2*M*C]
-		clear(W)
-		gemm.NN(2*M, C, L, A, L, gb, C, W, C)
+		gemm.NNSet(2*M, C, L, A, L, gb, C, W, C)
 		// Z also feeds the band heads: ∂L/∂Z = −W + P·∂L/∂ŷₙ, so W stands
 		// for −∂L/∂Z below; ∂L/∂P = Z·∂L/∂ŷₙᵀ.
 		dyb := tr.dyn[b*H*C : (b+1)*H*C]
-		clear(dZ)
-		gemm.NN(2*M, C, H, P, H, dyb, C, dZ, C)
+		gemm.NNSet(2*M, C, H, P, H, dyb, C, dZ, C)
 		for i, v := range dZ {
 			W[i] -= v
 		}
@@ -434,8 +432,7 @@ func (m *Model) reconBackward(ws *Workspace, n int, k backwardConsts, Y, dY []fl
 	E, Gb := tr.recE, tr.recG
 	for b := range n {
 		yb, xb := Y[b*M*C1:(b+1)*M*C1], ws.xn[b*LC:(b+1)*LC]
-		clear(E)
-		gemm.TN(L, C1, M, bs.psibar, L, yb, C1, E, C1)
+		gemm.TNSet(L, C1, M, bs.psibar, L, yb, C1, E, C1)
 		for t := range L {
 			for c := range C {
 				E[t*C1+c] -= xb[t*C+c]
@@ -443,8 +440,7 @@ func (m *Model) reconBackward(ws *Workspace, n int, k backwardConsts, Y, dY []fl
 			E[t*C1+C] -= 1
 		}
 		gemm.TN(C1, C1, L, E, C1, E, C1, tr.recQ, C1)
-		clear(Gb)
-		gemm.NN(L, C1, C1, E, C1, k.wwT, C1, Gb, C1)
+		gemm.NNSet(L, C1, C1, E, C1, k.wwT, C1, Gb, C1)
 		for i := range Gb {
 			Gb[i] *= scale
 		}

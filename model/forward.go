@@ -211,8 +211,7 @@ func (m *Model) coefficients(ws *Workspace, n int, draws *stepDraws) {
 	if !ws.lean {
 		ws.sizeCoef()
 		coef := ws.coef[:n*N*D]
-		clear(coef)
-		gemm.NN(n*M, d, C1, ws.yh[:n*M*C1], C1, p.Data[:C1*d], d, coef, d)
+		gemm.NNSet(n*M, d, C1, ws.yh[:n*M*C1], C1, p.Data[:C1*d], d, coef, d)
 	}
 }
 
@@ -349,24 +348,20 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 			continue
 		}
 		A := ws.hidden[lo*E : hi*E]
-		clear(A)
 		// G holds c_f of each window that selected f: copied from the
 		// coefficients, or, in a lean pass, computed here as
 		// [y_cos·W̃ | y_sin·W̃], one window at a time so that a window's
 		// forecast does not depend on the batch it came in.
 		G := ws.gcoef[lo*D : hi*D]
-		if ws.lean {
-			clear(G)
-		}
 		for j := lo; j < hi; j++ {
 			r, g := int(ws.groupWin[j])*N+f, G[(j-lo)*D:(j-lo+1)*D]
 			if ws.lean {
-				gemm.NN(2, d, C1, y[r*2*C1:(r+1)*2*C1], C1, wt, d, g, d)
+				gemm.NNSet(2, d, C1, y[r*2*C1:(r+1)*2*C1], C1, wt, d, g, d)
 			} else {
 				copy(g, ws.coef[r*D:(r+1)*D])
 			}
 		}
-		gemm.NN(cnt, E, D, G, D, p.HeadW1[f*D*E:(f+1)*D*E], E, A, E)
+		gemm.NNSet(cnt, E, D, G, D, p.HeadW1[f*D*E:(f+1)*D*E], E, A, E)
 		for i, v := range A {
 			if v < 0 {
 				A[i] = 0
@@ -381,8 +376,7 @@ func (m *Model) headsAndHidden(ws *Workspace, part int) {
 			}
 		}
 		O := ws.contrib[lo*HC : hi*HC]
-		clear(O)
-		gemm.NN(cnt, HC, E, A, E, p.HeadW2[f*E*HC:(f+1)*E*HC], HC, O, HC)
+		gemm.NNSet(cnt, HC, E, A, E, p.HeadW2[f*E*HC:(f+1)*E*HC], HC, O, HC)
 	}
 
 	pw, in, _ := cfg.residualShape()
@@ -416,10 +410,7 @@ func (m *Model) residualOut(ws *Workspace, part int) {
 		C, rows := cfg.Channels, n*pw
 		c0, c1 := split(out, part, ws.parts())
 		ro := ws.resOut[:rows*out]
-		for r := range rows {
-			clear(ro[r*out+c0 : r*out+c1])
-		}
-		gemm.NN(rows, c1-c0, R, ws.rh, R, p.ResW2[c0:], out, ro[c0:], out)
+		gemm.NNSet(rows, c1-c0, R, ws.rh, R, p.ResW2[c0:], out, ro[c0:], out)
 		for b := range n {
 			for c := range C {
 				row := ro[(b*C+c)*out:]
@@ -542,10 +533,9 @@ const energyTiny = 1e-12
 // Y_b = Ψ̄·[x_b | 1] (2N×(C+1) each), to Y.
 func project(Y, x []float64, bs *basis, n, L, C int) {
 	C1, M := C+1, len(bs.sum)
-	clear(Y)
 	for b := range n {
 		yb := Y[b*M*C1 : (b+1)*M*C1]
-		gemm.NN(M, C, L, bs.psibar, L, x[b*L*C:(b+1)*L*C], C, yb, C1)
+		gemm.NNSet(M, C, L, bs.psibar, L, x[b*L*C:(b+1)*L*C], C, yb, C1)
 		for j := range M {
 			yb[j*C1+C] = bs.sum[j]
 		}
@@ -656,7 +646,6 @@ func (ws *Workspace) group(n int) {
 // scores a frequency with 2·C1 products a unit instead of 2d.
 func fold(q, wt, w1 []float64, C1, d, cols int) {
 	q = q[:2*C1*cols]
-	clear(q)
-	gemm.NN(C1, cols, d, wt, d, w1[:d*cols], cols, q[:C1*cols], cols)
-	gemm.NN(C1, cols, d, wt, d, w1[d*cols:2*d*cols], cols, q[C1*cols:], cols)
+	gemm.NNSet(C1, cols, d, wt, d, w1[:d*cols], cols, q[:C1*cols], cols)
+	gemm.NNSet(C1, cols, d, wt, d, w1[d*cols:2*d*cols], cols, q[C1*cols:], cols)
 }

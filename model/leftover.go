@@ -44,10 +44,9 @@ func (m *Model) rhythmLeftover(ws *Workspace, n int) {
 		copy(A[2*j*L:(2*j+2)*L], psibar[2*id*L:(2*id+2)*L])
 	}
 	z, nz := ws.zfix[:n*2*M*C], ws.zneg[:2*M*C]
-	clear(z)
 	for b := range n {
 		xb, ub, zb := xt[b*LC:(b+1)*LC], u[b*LC:(b+1)*LC], z[b*2*M*C:(b+1)*2*M*C]
-		gemm.NN(2*M, C, L, A, L, xb, C, zb, C)
+		gemm.NNSet(2*M, C, L, A, L, xb, C, zb, C)
 		for i, v := range zb {
 			nz[i] = -v
 		}
@@ -137,7 +136,6 @@ func (m *Model) bandForward(ws *Workspace, n int) {
 	}
 	for b := range n {
 		out := ws.band[b*HC : (b+1)*HC]
-		clear(out)
-		gemm.TN(H, C, 2*M, P, H, ws.zfix[b*2*M*C:(b+1)*2*M*C], C, out, C)
+		gemm.TNSet(H, C, 2*M, P, H, ws.zfix[b*2*M*C:(b+1)*2*M*C], C, out, C)
 	}
 }

@@ -9,15 +9,17 @@
 // # Conventions
 //
 // Matrices are row-major float64 slices with a leading dimension (row
-// stride): element (i, j) of a matrix with stride ld is s[i*ld+j]. Every
-// product accumulates into C, so callers clear C first when they want
-// C = A·B:
+// stride): element (i, j) of a matrix with stride ld is s[i*ld+j]. The
+// products accumulate into C:
 //
 //	NN:  C += A·B     A is m×k,          B is k×n
 //	TN:  C += Aᵀ·B    A is stored k×m,   B is k×n
 //	NT:  C += A·Bᵀ    A is m×k,          B is stored n×k
 //
 // with C m×n in all three. A call with m, n or k equal to 0 changes nothing.
+// NNSet and TNSet compute C = A·B and C = Aᵀ·B in place of C, without
+// reading it: bit for bit what NN and TN add to a cleared C, without the
+// pass over memory that clearing it costs.
 // Axpy and Dot are the vector helpers of the same kernels.
 //
 // Two element-wise kernels sit beside the products: AdamStep, the optimiser

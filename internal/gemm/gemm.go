@@ -15,21 +15,19 @@ import "fmt"
 // shorter than its matrix needs. It never allocates and is safe for
 // concurrent use by calls that write disjoint parts of C.
 func NN(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	checkDims("NN", m, n, k)
-	checkStride("NN", "A", k, lda)
-	checkStride("NN", "B", n, ldb)
-	checkStride("NN", "C", n, ldc)
-	if m == 0 || n == 0 || k == 0 {
-		return
-	}
-	checkLen("NN", "A", m, k, a, lda)
-	checkLen("NN", "B", k, n, b, ldb)
-	checkLen("NN", "C", m, n, c, ldc)
-	if useAsm {
-		nnAsm(m, n, k, a, lda, b, ldb, c, ldc)
-		return
-	}
-	nnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+	mm("NN", false, false, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// NNSet computes
+//
+//	C = A·B
+//
+// as NN does, but in place of C's old values, which it never reads (they
+// may be anything, NaN included). The result is bit for bit what NN adds
+// to a cleared C, without the pass that clears it. With k = 0 it sets the
+// m×n C to zero.
+func NNSet(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	mm("NNSet", false, true, m, n, k, a, lda, b, ldb, c, ldc)
 }
 
 // TN computes
@@ -45,21 +43,63 @@ func NN(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ld
 // shorter than its matrix needs. It never allocates and is safe for
 // concurrent use by calls that write disjoint parts of C.
 func TN(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	checkDims("TN", m, n, k)
-	checkStride("TN", "A", m, lda)
-	checkStride("TN", "B", n, ldb)
-	checkStride("TN", "C", n, ldc)
-	if m == 0 || n == 0 || k == 0 {
+	mm("TN", true, false, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// TNSet computes
+//
+//	C = Aᵀ·B
+//
+// as TN does, in place of C's old values, which it never reads; bit for bit
+// what TN adds to a cleared C. With k = 0 it sets the m×n C to zero.
+func TNSet(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	mm("TNSet", true, true, m, n, k, a, lda, b, ldb, c, ldc)
+}
+
+// mm checks and computes NN and TN (trans) products, added to C or set in
+// its place (over).
+func mm(op string, trans, over bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	checkDims(op, m, n, k)
+	ar, ac := m, k
+	if trans {
+		ar, ac = k, m
+	}
+	checkStride(op, "A", ac, lda)
+	checkStride(op, "B", n, ldb)
+	checkStride(op, "C", n, ldc)
+	if m == 0 || n == 0 {
 		return
 	}
-	checkLen("TN", "A", k, m, a, lda)
-	checkLen("TN", "B", k, n, b, ldb)
-	checkLen("TN", "C", m, n, c, ldc)
-	if useAsm {
-		tnAsm(m, n, k, a, lda, b, ldb, c, ldc)
+	if k > 0 {
+		checkLen(op, "A", ar, ac, a, lda)
+		checkLen(op, "B", k, n, b, ldb)
+	}
+	checkLen(op, "C", m, n, c, ldc)
+	if k == 0 {
+		if over {
+			for i := range m {
+				clear(c[i*ldc : i*ldc+n])
+			}
+		}
 		return
 	}
-	tnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+	switch {
+	case useAsm && trans:
+		tnAsm(over, m, n, k, a, lda, b, ldb, c, ldc)
+	case useAsm:
+		nnAsm(over, m, n, k, a, lda, b, ldb, c, ldc)
+	default:
+		if over {
+			for i := range m {
+				clear(c[i*ldc : i*ldc+n])
+			}
+		}
+		if trans {
+			tnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+		} else {
+			nnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+		}
+	}
 }
 
 // NT computes

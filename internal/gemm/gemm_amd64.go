@@ -23,66 +23,71 @@ func kBlock(k int) int {
 	return (k + blocks - 1) / blocks
 }
 
-func nnAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	mmAsm(false, m, n, k, a, lda, b, ldb, c, ldc)
+func nnAsm(over bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	mmAsm(false, over, m, n, k, a, lda, b, ldb, c, ldc)
 }
 
-func tnAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	mmAsm(true, m, n, k, a, lda, b, ldb, c, ldc)
+func tnAsm(over bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	mmAsm(true, over, m, n, k, a, lda, b, ldb, c, ldc)
 }
 
 // mmAsm computes NN (trans false) or TN (trans true) in strips of 6 rows of
-// C, for each block of k. A single row (a vector×matrix product) streams B
-// once and needs no k blocks.
-func mmAsm(trans bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+// C, for each block of k; with over set, the first block of k stores in
+// place of C and the later ones add to it. A single row (a vector×matrix
+// product) streams B once and needs no k blocks.
+func mmAsm(trans, over bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
 	kb := k
 	if m > 1 {
 		kb = kBlock(k)
 	}
 	for k0 := 0; k0 < k; k0 += kb {
 		kl := min(kb, k-k0)
+		ov := 0
+		if over && k0 == 0 {
+			ov = 1
+		}
 		for i := 0; i < m; i += 6 {
 			ai := i*lda + k0
 			if trans {
 				ai = k0*lda + i
 			}
-			mmKernel(trans, min(6, m-i), kl, &a[ai], lda, &b[k0*ldb], ldb, &c[i*ldc], ldc, n)
+			mmKernel(trans, min(6, m-i), kl, &a[ai], lda, &b[k0*ldb], ldb, &c[i*ldc], ldc, n, ov)
 		}
 	}
 }
 
 // mmKernel calls the NN or TN kernel for mr rows of C.
-func mmKernel(trans bool, mr, k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc, n int) {
+func mmKernel(trans bool, mr, k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc, n, over int) {
 	if trans {
 		switch mr {
 		case 1:
-			tnKernel1(k, a, lda, b, ldb, c, ldc, n)
+			tnKernel1(k, a, lda, b, ldb, c, ldc, n, over)
 		case 2:
-			tnKernel2(k, a, lda, b, ldb, c, ldc, n)
+			tnKernel2(k, a, lda, b, ldb, c, ldc, n, over)
 		case 3:
-			tnKernel3(k, a, lda, b, ldb, c, ldc, n)
+			tnKernel3(k, a, lda, b, ldb, c, ldc, n, over)
 		case 4:
-			tnKernel4(k, a, lda, b, ldb, c, ldc, n)
+			tnKernel4(k, a, lda, b, ldb, c, ldc, n, over)
 		case 5:
-			tnKernel5(k, a, lda, b, ldb, c, ldc, n)
+			tnKernel5(k, a, lda, b, ldb, c, ldc, n, over)
 		default:
-			tnKernel6(k, a, lda, b, ldb, c, ldc, n)
+			tnKernel6(k, a, lda, b, ldb, c, ldc, n, over)
 		}
 		return
 	}
 	switch mr {
 	case 1:
-		nnKernel1(k, a, lda, b, ldb, c, ldc, n)
+		nnKernel1(k, a, lda, b, ldb, c, ldc, n, over)
 	case 2:
-		nnKernel2(k, a, lda, b, ldb, c, ldc, n)
+		nnKernel2(k, a, lda, b, ldb, c, ldc, n, over)
 	case 3:
-		nnKernel3(k, a, lda, b, ldb, c, ldc, n)
+		nnKernel3(k, a, lda, b, ldb, c, ldc, n, over)
 	case 4:
-		nnKernel4(k, a, lda, b, ldb, c, ldc, n)
+		nnKernel4(k, a, lda, b, ldb, c, ldc, n, over)
 	case 5:
-		nnKernel5(k, a, lda, b, ldb, c, ldc, n)
+		nnKernel5(k, a, lda, b, ldb, c, ldc, n, over)
 	default:
-		nnKernel6(k, a, lda, b, ldb, c, ldc, n)
+		nnKernel6(k, a, lda, b, ldb, c, ldc, n, over)
 	}
 }
 
@@ -114,40 +119,40 @@ func dotAsm(x, y []float64) float64 { return dotKernel(&x[0], &y[0], len(x)) }
 // expects k, n > 0 and pointers to the first element of each operand.
 
 //go:noescape
-func nnKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func nnKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func nnKernel2(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func nnKernel2(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func nnKernel3(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func nnKernel3(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func nnKernel4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func nnKernel4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func nnKernel5(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func nnKernel5(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func nnKernel6(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func nnKernel6(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func tnKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func tnKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func tnKernel2(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func tnKernel2(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func tnKernel3(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func tnKernel3(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func tnKernel4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func tnKernel4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func tnKernel5(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func tnKernel5(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
-func tnKernel6(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
+func tnKernel6(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
 
 //go:noescape
 func ntKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)

@@ -5,12 +5,12 @@ package gemm
 // useAsm is false without the amd64 kernels; tests may not set it to true.
 var useAsm = false
 
-func nnAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	nnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+func nnAsm(over bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	panic("gemm: no assembly kernels in this build")
 }
 
-func tnAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
-	tnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
+func tnAsm(over bool, m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {
+	panic("gemm: no assembly kernels in this build")
 }
 
 func ntAsm(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int) {

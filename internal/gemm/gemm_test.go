@@ -364,3 +364,60 @@ func TestNoAllocations(t *testing.T) {
 		}
 	})
 }
+
+// TestSetIsAddingToACleared checks NNSet and TNSet against NN and TN onto a
+// cleared C, bit for bit, on every shape TestProducts runs: C starts full of
+// NaN, which must never be read, and the elements outside C keep their guard.
+func TestSetIsAddingToACleared(t *testing.T) {
+	impls(t, func(t *testing.T) {
+		for _, c := range []struct {
+			name     string
+			add, set func(m, n, k int, a []float64, lda int, b []float64, ldb int, c []float64, ldc int)
+			trans    bool
+		}{
+			{"NN", NN, NNSet, false},
+			{"TN", TN, TNSet, true},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(3, 3))
+				var shapes []shape
+				for m := 0; m <= 13; m++ {
+					for n := 0; n <= 13; n++ {
+						for _, k := range []int{0, 1, 2, 5, 9} {
+							shapes = append(shapes, shape{m, n, k})
+						}
+					}
+				}
+				for range 200 {
+					shapes = append(shapes, shape{rng.IntN(41), rng.IntN(41), rng.IntN(41)})
+				}
+				shapes = append(shapes, shape{7, 37, 513}, shape{13, 9, 1030}, shape{1, 70, 1100})
+				shapes = append(shapes, listed[c.name]...)
+				for _, s := range shapes {
+					ar, ac := s.m, s.k
+					if c.trans {
+						ar, ac = s.k, s.m
+					}
+					a := newMatrix(rng, ar, ac, rng.IntN(3))
+					b := newMatrix(rng, s.k, s.n, rng.IntN(3))
+					got := newMatrix(rng, s.m, s.n, rng.IntN(3))
+					want := matrix{rows: got.rows, cols: got.cols, ld: got.ld, data: append([]float64(nil), got.data...)}
+					for idx := range got.data {
+						if got.inside(idx) {
+							got.data[idx] = math.NaN()
+							want.data[idx] = 0
+						}
+					}
+					c.set(s.m, s.n, s.k, a.data, a.ld, b.data, b.ld, got.data, got.ld)
+					c.add(s.m, s.n, s.k, a.data, a.ld, b.data, b.ld, want.data, want.ld)
+					for idx := range got.data {
+						if math.Float64bits(got.data[idx]) != math.Float64bits(want.data[idx]) {
+							t.Fatalf("%sSet %v: c[%d] = %v, want %v (%s onto a cleared C; inside C: %v)",
+								c.name, s, idx, got.data[idx], want.data[idx], c.name, got.inside(idx))
+						}
+					}
+				}
+			})
+		}
+	})
+}

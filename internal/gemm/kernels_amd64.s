@@ -21,9 +21,9 @@ DATA maskTable<>+80(SB)/8, $-1
 DATA maskTable<>+88(SB)/8, $-1
 GLOBL maskTable<>(SB), RODATA|NOPTR, $96
 
-// func nnKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the NN product for 1 rows of C.
-TEXT ·nnKernel1(SB), NOSPLIT, $0-64
+// func nnKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the NN product for 1 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·nnKernel1(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -66,6 +66,8 @@ nnKernel1_w8_loop:
 nnKernel1_w8_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel1_w8_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -81,6 +83,18 @@ nnKernel1_w8_store:
 	VADDPD 192(SI), Y6, Y6
 	VMOVUPD Y6, 192(SI)
 	VADDPD 224(SI), Y7, Y7
+	VMOVUPD Y7, 224(SI)
+	ADDQ $256, CX
+	SUBQ $32, BX
+	JMP nnKernel1_w8
+nnKernel1_w8_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 64(SI)
+	VMOVUPD Y3, 96(SI)
+	VMOVUPD Y4, 128(SI)
+	VMOVUPD Y5, 160(SI)
+	VMOVUPD Y6, 192(SI)
 	VMOVUPD Y7, 224(SI)
 	ADDQ $256, CX
 	SUBQ $32, BX
@@ -106,9 +120,17 @@ nnKernel1_w2_loop:
 nnKernel1_w2_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel1_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
+	VMOVUPD Y1, 32(SI)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP nnKernel1_w2
+nnKernel1_w2_over:
+	VMOVUPD Y0, 0(SI)
 	VMOVUPD Y1, 32(SI)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -132,7 +154,14 @@ nnKernel1_w1_loop:
 nnKernel1_w1_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel1_w1_over
 	VADDPD 0(SI), Y0, Y0
+	VMOVUPD Y0, 0(SI)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP nnKernel1_w1
+nnKernel1_w1_over:
 	VMOVUPD Y0, 0(SI)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -161,8 +190,15 @@ nnKernel1_shift_loop:
 nnKernel1_shift_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel1_shift_over
 	VMOVUPD 0(SI), Y1
 	VADDPD Y1, Y0, Y0
+	VBLENDVPD Y15, Y0, Y1, Y0
+	VMOVUPD Y0, 0(SI)
+	JMP nnKernel1_end
+nnKernel1_shift_over:
+	VMOVUPD 0(SI), Y1
 	VBLENDVPD Y15, Y0, Y1, Y0
 	VMOVUPD Y0, 0(SI)
 	JMP nnKernel1_end
@@ -189,17 +225,22 @@ nnKernel1_mask_loop:
 nnKernel1_mask_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel1_mask_over
 	VMASKMOVPD 0(SI), Y15, Y1
 	VADDPD Y1, Y0, Y0
+	VMASKMOVPD Y0, Y15, 0(SI)
+	JMP nnKernel1_end
+nnKernel1_mask_over:
 	VMASKMOVPD Y0, Y15, 0(SI)
 	JMP nnKernel1_end
 nnKernel1_end:
 	VZEROUPPER
 	RET
 
-// func nnKernel2(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the NN product for 2 rows of C.
-TEXT ·nnKernel2(SB), NOSPLIT, $0-64
+// func nnKernel2(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the NN product for 2 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·nnKernel2(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -247,6 +288,8 @@ nnKernel2_w4_loop:
 nnKernel2_w4_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel2_w4_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -262,6 +305,18 @@ nnKernel2_w4_store:
 	VADDPD 64(SI)(DX*1), Y6, Y6
 	VMOVUPD Y6, 64(SI)(DX*1)
 	VADDPD 96(SI)(DX*1), Y7, Y7
+	VMOVUPD Y7, 96(SI)(DX*1)
+	ADDQ $128, CX
+	SUBQ $16, BX
+	JMP nnKernel2_w4
+nnKernel2_w4_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 64(SI)
+	VMOVUPD Y3, 96(SI)
+	VMOVUPD Y4, 0(SI)(DX*1)
+	VMOVUPD Y5, 32(SI)(DX*1)
+	VMOVUPD Y6, 64(SI)(DX*1)
 	VMOVUPD Y7, 96(SI)(DX*1)
 	ADDQ $128, CX
 	SUBQ $16, BX
@@ -294,6 +349,8 @@ nnKernel2_w2_loop:
 nnKernel2_w2_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel2_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -301,6 +358,14 @@ nnKernel2_w2_store:
 	VADDPD 0(SI)(DX*1), Y2, Y2
 	VMOVUPD Y2, 0(SI)(DX*1)
 	VADDPD 32(SI)(DX*1), Y3, Y3
+	VMOVUPD Y3, 32(SI)(DX*1)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP nnKernel2_w2
+nnKernel2_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
 	VMOVUPD Y3, 32(SI)(DX*1)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -328,9 +393,17 @@ nnKernel2_w1_loop:
 nnKernel2_w1_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel2_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP nnKernel2_w1
+nnKernel2_w1_over:
+	VMOVUPD Y0, 0(SI)
 	VMOVUPD Y1, 0(SI)(DX*1)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -363,12 +436,22 @@ nnKernel2_shift_loop:
 nnKernel2_shift_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel2_shift_over
 	VMOVUPD 0(SI), Y2
 	VADDPD Y2, Y0, Y0
 	VBLENDVPD Y15, Y0, Y2, Y0
 	VMOVUPD Y0, 0(SI)
 	VMOVUPD 0(SI)(DX*1), Y2
 	VADDPD Y2, Y1, Y1
+	VBLENDVPD Y15, Y1, Y2, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	JMP nnKernel2_end
+nnKernel2_shift_over:
+	VMOVUPD 0(SI), Y2
+	VBLENDVPD Y15, Y0, Y2, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y2
 	VBLENDVPD Y15, Y1, Y2, Y1
 	VMOVUPD Y1, 0(SI)(DX*1)
 	JMP nnKernel2_end
@@ -398,6 +481,8 @@ nnKernel2_mask_loop:
 nnKernel2_mask_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel2_mask_over
 	VMASKMOVPD 0(SI), Y15, Y2
 	VADDPD Y2, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -405,13 +490,17 @@ nnKernel2_mask_store:
 	VADDPD Y2, Y1, Y1
 	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
 	JMP nnKernel2_end
+nnKernel2_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	JMP nnKernel2_end
 nnKernel2_end:
 	VZEROUPPER
 	RET
 
-// func nnKernel3(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the NN product for 3 rows of C.
-TEXT ·nnKernel3(SB), NOSPLIT, $0-64
+// func nnKernel3(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the NN product for 3 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·nnKernel3(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -461,6 +550,8 @@ nnKernel3_w3_loop:
 nnKernel3_w3_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel3_w3_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -478,6 +569,19 @@ nnKernel3_w3_store:
 	VADDPD 32(SI)(DX*2), Y7, Y7
 	VMOVUPD Y7, 32(SI)(DX*2)
 	VADDPD 64(SI)(DX*2), Y8, Y8
+	VMOVUPD Y8, 64(SI)(DX*2)
+	ADDQ $96, CX
+	SUBQ $12, BX
+	JMP nnKernel3_w3
+nnKernel3_w3_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 64(SI)
+	VMOVUPD Y3, 0(SI)(DX*1)
+	VMOVUPD Y4, 32(SI)(DX*1)
+	VMOVUPD Y5, 64(SI)(DX*1)
+	VMOVUPD Y6, 0(SI)(DX*2)
+	VMOVUPD Y7, 32(SI)(DX*2)
 	VMOVUPD Y8, 64(SI)(DX*2)
 	ADDQ $96, CX
 	SUBQ $12, BX
@@ -515,6 +619,8 @@ nnKernel3_w2_loop:
 nnKernel3_w2_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel3_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -526,6 +632,16 @@ nnKernel3_w2_store:
 	VADDPD 0(SI)(DX*2), Y4, Y4
 	VMOVUPD Y4, 0(SI)(DX*2)
 	VADDPD 32(SI)(DX*2), Y5, Y5
+	VMOVUPD Y5, 32(SI)(DX*2)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP nnKernel3_w2
+nnKernel3_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
+	VMOVUPD Y3, 32(SI)(DX*1)
+	VMOVUPD Y4, 0(SI)(DX*2)
 	VMOVUPD Y5, 32(SI)(DX*2)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -556,11 +672,20 @@ nnKernel3_w1_loop:
 nnKernel3_w1_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel3_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
 	VMOVUPD Y1, 0(SI)(DX*1)
 	VADDPD 0(SI)(DX*2), Y2, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP nnKernel3_w1
+nnKernel3_w1_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 0(SI)(DX*1)
 	VMOVUPD Y2, 0(SI)(DX*2)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -596,6 +721,8 @@ nnKernel3_shift_loop:
 nnKernel3_shift_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel3_shift_over
 	VMOVUPD 0(SI), Y3
 	VADDPD Y3, Y0, Y0
 	VBLENDVPD Y15, Y0, Y3, Y0
@@ -606,6 +733,17 @@ nnKernel3_shift_store:
 	VMOVUPD Y1, 0(SI)(DX*1)
 	VMOVUPD 0(SI)(DX*2), Y3
 	VADDPD Y3, Y2, Y2
+	VBLENDVPD Y15, Y2, Y3, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	JMP nnKernel3_end
+nnKernel3_shift_over:
+	VMOVUPD 0(SI), Y3
+	VBLENDVPD Y15, Y0, Y3, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y3
+	VBLENDVPD Y15, Y1, Y3, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD 0(SI)(DX*2), Y3
 	VBLENDVPD Y15, Y2, Y3, Y2
 	VMOVUPD Y2, 0(SI)(DX*2)
 	JMP nnKernel3_end
@@ -638,6 +776,8 @@ nnKernel3_mask_loop:
 nnKernel3_mask_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE nnKernel3_mask_over
 	VMASKMOVPD 0(SI), Y15, Y3
 	VADDPD Y3, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -648,13 +788,18 @@ nnKernel3_mask_store:
 	VADDPD Y3, Y2, Y2
 	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
 	JMP nnKernel3_end
+nnKernel3_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
+	JMP nnKernel3_end
 nnKernel3_end:
 	VZEROUPPER
 	RET
 
-// func nnKernel4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the NN product for 4 rows of C.
-TEXT ·nnKernel4(SB), NOSPLIT, $0-64
+// func nnKernel4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the NN product for 4 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·nnKernel4(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -716,6 +861,8 @@ nnKernel4_w3_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel4_w3_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -739,6 +886,22 @@ nnKernel4_w3_store:
 	VADDPD 32(R13), Y10, Y10
 	VMOVUPD Y10, 32(R13)
 	VADDPD 64(R13), Y11, Y11
+	VMOVUPD Y11, 64(R13)
+	ADDQ $96, CX
+	SUBQ $12, BX
+	JMP nnKernel4_w3
+nnKernel4_w3_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 64(SI)
+	VMOVUPD Y3, 0(SI)(DX*1)
+	VMOVUPD Y4, 32(SI)(DX*1)
+	VMOVUPD Y5, 64(SI)(DX*1)
+	VMOVUPD Y6, 0(SI)(DX*2)
+	VMOVUPD Y7, 32(SI)(DX*2)
+	VMOVUPD Y8, 64(SI)(DX*2)
+	VMOVUPD Y9, 0(R13)
+	VMOVUPD Y10, 32(R13)
 	VMOVUPD Y11, 64(R13)
 	ADDQ $96, CX
 	SUBQ $12, BX
@@ -786,6 +949,8 @@ nnKernel4_w2_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel4_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -801,6 +966,18 @@ nnKernel4_w2_store:
 	VADDPD 0(R13), Y6, Y6
 	VMOVUPD Y6, 0(R13)
 	VADDPD 32(R13), Y7, Y7
+	VMOVUPD Y7, 32(R13)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP nnKernel4_w2
+nnKernel4_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
+	VMOVUPD Y3, 32(SI)(DX*1)
+	VMOVUPD Y4, 0(SI)(DX*2)
+	VMOVUPD Y5, 32(SI)(DX*2)
+	VMOVUPD Y6, 0(R13)
 	VMOVUPD Y7, 32(R13)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -839,6 +1016,8 @@ nnKernel4_w1_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel4_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
@@ -846,6 +1025,14 @@ nnKernel4_w1_store:
 	VADDPD 0(SI)(DX*2), Y2, Y2
 	VMOVUPD Y2, 0(SI)(DX*2)
 	VADDPD 0(R13), Y3, Y3
+	VMOVUPD Y3, 0(R13)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP nnKernel4_w1
+nnKernel4_w1_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD Y2, 0(SI)(DX*2)
 	VMOVUPD Y3, 0(R13)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -889,6 +1076,8 @@ nnKernel4_shift_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel4_shift_over
 	VMOVUPD 0(SI), Y4
 	VADDPD Y4, Y0, Y0
 	VBLENDVPD Y15, Y0, Y4, Y0
@@ -903,6 +1092,20 @@ nnKernel4_shift_store:
 	VMOVUPD Y2, 0(SI)(DX*2)
 	VMOVUPD 0(R13), Y4
 	VADDPD Y4, Y3, Y3
+	VBLENDVPD Y15, Y3, Y4, Y3
+	VMOVUPD Y3, 0(R13)
+	JMP nnKernel4_end
+nnKernel4_shift_over:
+	VMOVUPD 0(SI), Y4
+	VBLENDVPD Y15, Y0, Y4, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y4
+	VBLENDVPD Y15, Y1, Y4, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD 0(SI)(DX*2), Y4
+	VBLENDVPD Y15, Y2, Y4, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD 0(R13), Y4
 	VBLENDVPD Y15, Y3, Y4, Y3
 	VMOVUPD Y3, 0(R13)
 	JMP nnKernel4_end
@@ -943,6 +1146,8 @@ nnKernel4_mask_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel4_mask_over
 	VMASKMOVPD 0(SI), Y15, Y4
 	VADDPD Y4, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -956,13 +1161,19 @@ nnKernel4_mask_store:
 	VADDPD Y4, Y3, Y3
 	VMASKMOVPD Y3, Y15, 0(R13)
 	JMP nnKernel4_end
+nnKernel4_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
+	VMASKMOVPD Y3, Y15, 0(R13)
+	JMP nnKernel4_end
 nnKernel4_end:
 	VZEROUPPER
 	RET
 
-// func nnKernel5(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the NN product for 5 rows of C.
-TEXT ·nnKernel5(SB), NOSPLIT, $0-64
+// func nnKernel5(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the NN product for 5 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·nnKernel5(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -1020,6 +1231,8 @@ nnKernel5_w2_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel5_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -1039,6 +1252,20 @@ nnKernel5_w2_store:
 	VADDPD 0(R13)(DX*1), Y8, Y8
 	VMOVUPD Y8, 0(R13)(DX*1)
 	VADDPD 32(R13)(DX*1), Y9, Y9
+	VMOVUPD Y9, 32(R13)(DX*1)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP nnKernel5_w2
+nnKernel5_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
+	VMOVUPD Y3, 32(SI)(DX*1)
+	VMOVUPD Y4, 0(SI)(DX*2)
+	VMOVUPD Y5, 32(SI)(DX*2)
+	VMOVUPD Y6, 0(R13)
+	VMOVUPD Y7, 32(R13)
+	VMOVUPD Y8, 0(R13)(DX*1)
 	VMOVUPD Y9, 32(R13)(DX*1)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -1080,6 +1307,8 @@ nnKernel5_w1_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel5_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
@@ -1089,6 +1318,15 @@ nnKernel5_w1_store:
 	VADDPD 0(R13), Y3, Y3
 	VMOVUPD Y3, 0(R13)
 	VADDPD 0(R13)(DX*1), Y4, Y4
+	VMOVUPD Y4, 0(R13)(DX*1)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP nnKernel5_w1
+nnKernel5_w1_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD Y3, 0(R13)
 	VMOVUPD Y4, 0(R13)(DX*1)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -1135,6 +1373,8 @@ nnKernel5_shift_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel5_shift_over
 	VMOVUPD 0(SI), Y5
 	VADDPD Y5, Y0, Y0
 	VBLENDVPD Y15, Y0, Y5, Y0
@@ -1153,6 +1393,23 @@ nnKernel5_shift_store:
 	VMOVUPD Y3, 0(R13)
 	VMOVUPD 0(R13)(DX*1), Y5
 	VADDPD Y5, Y4, Y4
+	VBLENDVPD Y15, Y4, Y5, Y4
+	VMOVUPD Y4, 0(R13)(DX*1)
+	JMP nnKernel5_end
+nnKernel5_shift_over:
+	VMOVUPD 0(SI), Y5
+	VBLENDVPD Y15, Y0, Y5, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y5
+	VBLENDVPD Y15, Y1, Y5, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD 0(SI)(DX*2), Y5
+	VBLENDVPD Y15, Y2, Y5, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD 0(R13), Y5
+	VBLENDVPD Y15, Y3, Y5, Y3
+	VMOVUPD Y3, 0(R13)
+	VMOVUPD 0(R13)(DX*1), Y5
 	VBLENDVPD Y15, Y4, Y5, Y4
 	VMOVUPD Y4, 0(R13)(DX*1)
 	JMP nnKernel5_end
@@ -1196,6 +1453,8 @@ nnKernel5_mask_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel5_mask_over
 	VMASKMOVPD 0(SI), Y15, Y5
 	VADDPD Y5, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -1212,13 +1471,20 @@ nnKernel5_mask_store:
 	VADDPD Y5, Y4, Y4
 	VMASKMOVPD Y4, Y15, 0(R13)(DX*1)
 	JMP nnKernel5_end
+nnKernel5_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
+	VMASKMOVPD Y3, Y15, 0(R13)
+	VMASKMOVPD Y4, Y15, 0(R13)(DX*1)
+	JMP nnKernel5_end
 nnKernel5_end:
 	VZEROUPPER
 	RET
 
-// func nnKernel6(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the NN product for 6 rows of C.
-TEXT ·nnKernel6(SB), NOSPLIT, $0-64
+// func nnKernel6(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the NN product for 6 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·nnKernel6(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -1281,6 +1547,8 @@ nnKernel6_w2_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel6_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -1304,6 +1572,22 @@ nnKernel6_w2_store:
 	VADDPD 0(R13)(DX*2), Y10, Y10
 	VMOVUPD Y10, 0(R13)(DX*2)
 	VADDPD 32(R13)(DX*2), Y11, Y11
+	VMOVUPD Y11, 32(R13)(DX*2)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP nnKernel6_w2
+nnKernel6_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
+	VMOVUPD Y3, 32(SI)(DX*1)
+	VMOVUPD Y4, 0(SI)(DX*2)
+	VMOVUPD Y5, 32(SI)(DX*2)
+	VMOVUPD Y6, 0(R13)
+	VMOVUPD Y7, 32(R13)
+	VMOVUPD Y8, 0(R13)(DX*1)
+	VMOVUPD Y9, 32(R13)(DX*1)
+	VMOVUPD Y10, 0(R13)(DX*2)
 	VMOVUPD Y11, 32(R13)(DX*2)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -1348,6 +1632,8 @@ nnKernel6_w1_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel6_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
@@ -1359,6 +1645,16 @@ nnKernel6_w1_store:
 	VADDPD 0(R13)(DX*1), Y4, Y4
 	VMOVUPD Y4, 0(R13)(DX*1)
 	VADDPD 0(R13)(DX*2), Y5, Y5
+	VMOVUPD Y5, 0(R13)(DX*2)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP nnKernel6_w1
+nnKernel6_w1_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD Y3, 0(R13)
+	VMOVUPD Y4, 0(R13)(DX*1)
 	VMOVUPD Y5, 0(R13)(DX*2)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -1408,6 +1704,8 @@ nnKernel6_shift_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel6_shift_over
 	VMOVUPD 0(SI), Y6
 	VADDPD Y6, Y0, Y0
 	VBLENDVPD Y15, Y0, Y6, Y0
@@ -1430,6 +1728,26 @@ nnKernel6_shift_store:
 	VMOVUPD Y4, 0(R13)(DX*1)
 	VMOVUPD 0(R13)(DX*2), Y6
 	VADDPD Y6, Y5, Y5
+	VBLENDVPD Y15, Y5, Y6, Y5
+	VMOVUPD Y5, 0(R13)(DX*2)
+	JMP nnKernel6_end
+nnKernel6_shift_over:
+	VMOVUPD 0(SI), Y6
+	VBLENDVPD Y15, Y0, Y6, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y6
+	VBLENDVPD Y15, Y1, Y6, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD 0(SI)(DX*2), Y6
+	VBLENDVPD Y15, Y2, Y6, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD 0(R13), Y6
+	VBLENDVPD Y15, Y3, Y6, Y3
+	VMOVUPD Y3, 0(R13)
+	VMOVUPD 0(R13)(DX*1), Y6
+	VBLENDVPD Y15, Y4, Y6, Y4
+	VMOVUPD Y4, 0(R13)(DX*1)
+	VMOVUPD 0(R13)(DX*2), Y6
 	VBLENDVPD Y15, Y5, Y6, Y5
 	VMOVUPD Y5, 0(R13)(DX*2)
 	JMP nnKernel6_end
@@ -1476,6 +1794,8 @@ nnKernel6_mask_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE nnKernel6_mask_over
 	VMASKMOVPD 0(SI), Y15, Y6
 	VADDPD Y6, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -1495,13 +1815,21 @@ nnKernel6_mask_store:
 	VADDPD Y6, Y5, Y5
 	VMASKMOVPD Y5, Y15, 0(R13)(DX*2)
 	JMP nnKernel6_end
+nnKernel6_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
+	VMASKMOVPD Y3, Y15, 0(R13)
+	VMASKMOVPD Y4, Y15, 0(R13)(DX*1)
+	VMASKMOVPD Y5, Y15, 0(R13)(DX*2)
+	JMP nnKernel6_end
 nnKernel6_end:
 	VZEROUPPER
 	RET
 
-// func tnKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the TN product for 1 rows of C.
-TEXT ·tnKernel1(SB), NOSPLIT, $0-64
+// func tnKernel1(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the TN product for 1 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·tnKernel1(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -1544,6 +1872,8 @@ tnKernel1_w8_loop:
 tnKernel1_w8_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel1_w8_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -1559,6 +1889,18 @@ tnKernel1_w8_store:
 	VADDPD 192(SI), Y6, Y6
 	VMOVUPD Y6, 192(SI)
 	VADDPD 224(SI), Y7, Y7
+	VMOVUPD Y7, 224(SI)
+	ADDQ $256, CX
+	SUBQ $32, BX
+	JMP tnKernel1_w8
+tnKernel1_w8_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 64(SI)
+	VMOVUPD Y3, 96(SI)
+	VMOVUPD Y4, 128(SI)
+	VMOVUPD Y5, 160(SI)
+	VMOVUPD Y6, 192(SI)
 	VMOVUPD Y7, 224(SI)
 	ADDQ $256, CX
 	SUBQ $32, BX
@@ -1584,9 +1926,17 @@ tnKernel1_w2_loop:
 tnKernel1_w2_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel1_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
+	VMOVUPD Y1, 32(SI)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP tnKernel1_w2
+tnKernel1_w2_over:
+	VMOVUPD Y0, 0(SI)
 	VMOVUPD Y1, 32(SI)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -1610,7 +1960,14 @@ tnKernel1_w1_loop:
 tnKernel1_w1_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel1_w1_over
 	VADDPD 0(SI), Y0, Y0
+	VMOVUPD Y0, 0(SI)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP tnKernel1_w1
+tnKernel1_w1_over:
 	VMOVUPD Y0, 0(SI)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -1639,8 +1996,15 @@ tnKernel1_shift_loop:
 tnKernel1_shift_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel1_shift_over
 	VMOVUPD 0(SI), Y1
 	VADDPD Y1, Y0, Y0
+	VBLENDVPD Y15, Y0, Y1, Y0
+	VMOVUPD Y0, 0(SI)
+	JMP tnKernel1_end
+tnKernel1_shift_over:
+	VMOVUPD 0(SI), Y1
 	VBLENDVPD Y15, Y0, Y1, Y0
 	VMOVUPD Y0, 0(SI)
 	JMP tnKernel1_end
@@ -1667,17 +2031,22 @@ tnKernel1_mask_loop:
 tnKernel1_mask_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel1_mask_over
 	VMASKMOVPD 0(SI), Y15, Y1
 	VADDPD Y1, Y0, Y0
+	VMASKMOVPD Y0, Y15, 0(SI)
+	JMP tnKernel1_end
+tnKernel1_mask_over:
 	VMASKMOVPD Y0, Y15, 0(SI)
 	JMP tnKernel1_end
 tnKernel1_end:
 	VZEROUPPER
 	RET
 
-// func tnKernel2(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the TN product for 2 rows of C.
-TEXT ·tnKernel2(SB), NOSPLIT, $0-64
+// func tnKernel2(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the TN product for 2 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·tnKernel2(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -1725,6 +2094,8 @@ tnKernel2_w4_loop:
 tnKernel2_w4_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel2_w4_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -1740,6 +2111,18 @@ tnKernel2_w4_store:
 	VADDPD 64(SI)(DX*1), Y6, Y6
 	VMOVUPD Y6, 64(SI)(DX*1)
 	VADDPD 96(SI)(DX*1), Y7, Y7
+	VMOVUPD Y7, 96(SI)(DX*1)
+	ADDQ $128, CX
+	SUBQ $16, BX
+	JMP tnKernel2_w4
+tnKernel2_w4_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 64(SI)
+	VMOVUPD Y3, 96(SI)
+	VMOVUPD Y4, 0(SI)(DX*1)
+	VMOVUPD Y5, 32(SI)(DX*1)
+	VMOVUPD Y6, 64(SI)(DX*1)
 	VMOVUPD Y7, 96(SI)(DX*1)
 	ADDQ $128, CX
 	SUBQ $16, BX
@@ -1772,6 +2155,8 @@ tnKernel2_w2_loop:
 tnKernel2_w2_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel2_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -1779,6 +2164,14 @@ tnKernel2_w2_store:
 	VADDPD 0(SI)(DX*1), Y2, Y2
 	VMOVUPD Y2, 0(SI)(DX*1)
 	VADDPD 32(SI)(DX*1), Y3, Y3
+	VMOVUPD Y3, 32(SI)(DX*1)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP tnKernel2_w2
+tnKernel2_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
 	VMOVUPD Y3, 32(SI)(DX*1)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -1806,9 +2199,17 @@ tnKernel2_w1_loop:
 tnKernel2_w1_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel2_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP tnKernel2_w1
+tnKernel2_w1_over:
+	VMOVUPD Y0, 0(SI)
 	VMOVUPD Y1, 0(SI)(DX*1)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -1841,12 +2242,22 @@ tnKernel2_shift_loop:
 tnKernel2_shift_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel2_shift_over
 	VMOVUPD 0(SI), Y2
 	VADDPD Y2, Y0, Y0
 	VBLENDVPD Y15, Y0, Y2, Y0
 	VMOVUPD Y0, 0(SI)
 	VMOVUPD 0(SI)(DX*1), Y2
 	VADDPD Y2, Y1, Y1
+	VBLENDVPD Y15, Y1, Y2, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	JMP tnKernel2_end
+tnKernel2_shift_over:
+	VMOVUPD 0(SI), Y2
+	VBLENDVPD Y15, Y0, Y2, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y2
 	VBLENDVPD Y15, Y1, Y2, Y1
 	VMOVUPD Y1, 0(SI)(DX*1)
 	JMP tnKernel2_end
@@ -1876,6 +2287,8 @@ tnKernel2_mask_loop:
 tnKernel2_mask_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel2_mask_over
 	VMASKMOVPD 0(SI), Y15, Y2
 	VADDPD Y2, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -1883,13 +2296,17 @@ tnKernel2_mask_store:
 	VADDPD Y2, Y1, Y1
 	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
 	JMP tnKernel2_end
+tnKernel2_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	JMP tnKernel2_end
 tnKernel2_end:
 	VZEROUPPER
 	RET
 
-// func tnKernel3(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the TN product for 3 rows of C.
-TEXT ·tnKernel3(SB), NOSPLIT, $0-64
+// func tnKernel3(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the TN product for 3 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·tnKernel3(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -1939,6 +2356,8 @@ tnKernel3_w3_loop:
 tnKernel3_w3_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel3_w3_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -1956,6 +2375,19 @@ tnKernel3_w3_store:
 	VADDPD 32(SI)(DX*2), Y7, Y7
 	VMOVUPD Y7, 32(SI)(DX*2)
 	VADDPD 64(SI)(DX*2), Y8, Y8
+	VMOVUPD Y8, 64(SI)(DX*2)
+	ADDQ $96, CX
+	SUBQ $12, BX
+	JMP tnKernel3_w3
+tnKernel3_w3_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 64(SI)
+	VMOVUPD Y3, 0(SI)(DX*1)
+	VMOVUPD Y4, 32(SI)(DX*1)
+	VMOVUPD Y5, 64(SI)(DX*1)
+	VMOVUPD Y6, 0(SI)(DX*2)
+	VMOVUPD Y7, 32(SI)(DX*2)
 	VMOVUPD Y8, 64(SI)(DX*2)
 	ADDQ $96, CX
 	SUBQ $12, BX
@@ -1993,6 +2425,8 @@ tnKernel3_w2_loop:
 tnKernel3_w2_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel3_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -2004,6 +2438,16 @@ tnKernel3_w2_store:
 	VADDPD 0(SI)(DX*2), Y4, Y4
 	VMOVUPD Y4, 0(SI)(DX*2)
 	VADDPD 32(SI)(DX*2), Y5, Y5
+	VMOVUPD Y5, 32(SI)(DX*2)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP tnKernel3_w2
+tnKernel3_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
+	VMOVUPD Y3, 32(SI)(DX*1)
+	VMOVUPD Y4, 0(SI)(DX*2)
 	VMOVUPD Y5, 32(SI)(DX*2)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -2034,11 +2478,20 @@ tnKernel3_w1_loop:
 tnKernel3_w1_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel3_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
 	VMOVUPD Y1, 0(SI)(DX*1)
 	VADDPD 0(SI)(DX*2), Y2, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP tnKernel3_w1
+tnKernel3_w1_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 0(SI)(DX*1)
 	VMOVUPD Y2, 0(SI)(DX*2)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -2074,6 +2527,8 @@ tnKernel3_shift_loop:
 tnKernel3_shift_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel3_shift_over
 	VMOVUPD 0(SI), Y3
 	VADDPD Y3, Y0, Y0
 	VBLENDVPD Y15, Y0, Y3, Y0
@@ -2084,6 +2539,17 @@ tnKernel3_shift_store:
 	VMOVUPD Y1, 0(SI)(DX*1)
 	VMOVUPD 0(SI)(DX*2), Y3
 	VADDPD Y3, Y2, Y2
+	VBLENDVPD Y15, Y2, Y3, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	JMP tnKernel3_end
+tnKernel3_shift_over:
+	VMOVUPD 0(SI), Y3
+	VBLENDVPD Y15, Y0, Y3, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y3
+	VBLENDVPD Y15, Y1, Y3, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD 0(SI)(DX*2), Y3
 	VBLENDVPD Y15, Y2, Y3, Y2
 	VMOVUPD Y2, 0(SI)(DX*2)
 	JMP tnKernel3_end
@@ -2116,6 +2582,8 @@ tnKernel3_mask_loop:
 tnKernel3_mask_store:
 	MOVQ c+40(FP), SI
 	ADDQ CX, SI
+	CMPQ over+64(FP), $0
+	JNE tnKernel3_mask_over
 	VMASKMOVPD 0(SI), Y15, Y3
 	VADDPD Y3, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -2126,13 +2594,18 @@ tnKernel3_mask_store:
 	VADDPD Y3, Y2, Y2
 	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
 	JMP tnKernel3_end
+tnKernel3_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
+	JMP tnKernel3_end
 tnKernel3_end:
 	VZEROUPPER
 	RET
 
-// func tnKernel4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the TN product for 4 rows of C.
-TEXT ·tnKernel4(SB), NOSPLIT, $0-64
+// func tnKernel4(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the TN product for 4 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·tnKernel4(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -2191,6 +2664,8 @@ tnKernel4_w3_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel4_w3_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -2214,6 +2689,22 @@ tnKernel4_w3_store:
 	VADDPD 32(R13), Y10, Y10
 	VMOVUPD Y10, 32(R13)
 	VADDPD 64(R13), Y11, Y11
+	VMOVUPD Y11, 64(R13)
+	ADDQ $96, CX
+	SUBQ $12, BX
+	JMP tnKernel4_w3
+tnKernel4_w3_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 64(SI)
+	VMOVUPD Y3, 0(SI)(DX*1)
+	VMOVUPD Y4, 32(SI)(DX*1)
+	VMOVUPD Y5, 64(SI)(DX*1)
+	VMOVUPD Y6, 0(SI)(DX*2)
+	VMOVUPD Y7, 32(SI)(DX*2)
+	VMOVUPD Y8, 64(SI)(DX*2)
+	VMOVUPD Y9, 0(R13)
+	VMOVUPD Y10, 32(R13)
 	VMOVUPD Y11, 64(R13)
 	ADDQ $96, CX
 	SUBQ $12, BX
@@ -2258,6 +2749,8 @@ tnKernel4_w2_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel4_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -2273,6 +2766,18 @@ tnKernel4_w2_store:
 	VADDPD 0(R13), Y6, Y6
 	VMOVUPD Y6, 0(R13)
 	VADDPD 32(R13), Y7, Y7
+	VMOVUPD Y7, 32(R13)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP tnKernel4_w2
+tnKernel4_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
+	VMOVUPD Y3, 32(SI)(DX*1)
+	VMOVUPD Y4, 0(SI)(DX*2)
+	VMOVUPD Y5, 32(SI)(DX*2)
+	VMOVUPD Y6, 0(R13)
 	VMOVUPD Y7, 32(R13)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -2308,6 +2813,8 @@ tnKernel4_w1_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel4_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
@@ -2315,6 +2822,14 @@ tnKernel4_w1_store:
 	VADDPD 0(SI)(DX*2), Y2, Y2
 	VMOVUPD Y2, 0(SI)(DX*2)
 	VADDPD 0(R13), Y3, Y3
+	VMOVUPD Y3, 0(R13)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP tnKernel4_w1
+tnKernel4_w1_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD Y2, 0(SI)(DX*2)
 	VMOVUPD Y3, 0(R13)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -2355,6 +2870,8 @@ tnKernel4_shift_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel4_shift_over
 	VMOVUPD 0(SI), Y4
 	VADDPD Y4, Y0, Y0
 	VBLENDVPD Y15, Y0, Y4, Y0
@@ -2369,6 +2886,20 @@ tnKernel4_shift_store:
 	VMOVUPD Y2, 0(SI)(DX*2)
 	VMOVUPD 0(R13), Y4
 	VADDPD Y4, Y3, Y3
+	VBLENDVPD Y15, Y3, Y4, Y3
+	VMOVUPD Y3, 0(R13)
+	JMP tnKernel4_end
+tnKernel4_shift_over:
+	VMOVUPD 0(SI), Y4
+	VBLENDVPD Y15, Y0, Y4, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y4
+	VBLENDVPD Y15, Y1, Y4, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD 0(SI)(DX*2), Y4
+	VBLENDVPD Y15, Y2, Y4, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD 0(R13), Y4
 	VBLENDVPD Y15, Y3, Y4, Y3
 	VMOVUPD Y3, 0(R13)
 	JMP tnKernel4_end
@@ -2406,6 +2937,8 @@ tnKernel4_mask_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel4_mask_over
 	VMASKMOVPD 0(SI), Y15, Y4
 	VADDPD Y4, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -2419,13 +2952,19 @@ tnKernel4_mask_store:
 	VADDPD Y4, Y3, Y3
 	VMASKMOVPD Y3, Y15, 0(R13)
 	JMP tnKernel4_end
+tnKernel4_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
+	VMASKMOVPD Y3, Y15, 0(R13)
+	JMP tnKernel4_end
 tnKernel4_end:
 	VZEROUPPER
 	RET
 
-// func tnKernel5(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the TN product for 5 rows of C.
-TEXT ·tnKernel5(SB), NOSPLIT, $0-64
+// func tnKernel5(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the TN product for 5 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·tnKernel5(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -2480,6 +3019,8 @@ tnKernel5_w2_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel5_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -2499,6 +3040,20 @@ tnKernel5_w2_store:
 	VADDPD 0(R13)(DX*1), Y8, Y8
 	VMOVUPD Y8, 0(R13)(DX*1)
 	VADDPD 32(R13)(DX*1), Y9, Y9
+	VMOVUPD Y9, 32(R13)(DX*1)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP tnKernel5_w2
+tnKernel5_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
+	VMOVUPD Y3, 32(SI)(DX*1)
+	VMOVUPD Y4, 0(SI)(DX*2)
+	VMOVUPD Y5, 32(SI)(DX*2)
+	VMOVUPD Y6, 0(R13)
+	VMOVUPD Y7, 32(R13)
+	VMOVUPD Y8, 0(R13)(DX*1)
 	VMOVUPD Y9, 32(R13)(DX*1)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -2537,6 +3092,8 @@ tnKernel5_w1_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel5_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
@@ -2546,6 +3103,15 @@ tnKernel5_w1_store:
 	VADDPD 0(R13), Y3, Y3
 	VMOVUPD Y3, 0(R13)
 	VADDPD 0(R13)(DX*1), Y4, Y4
+	VMOVUPD Y4, 0(R13)(DX*1)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP tnKernel5_w1
+tnKernel5_w1_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD Y3, 0(R13)
 	VMOVUPD Y4, 0(R13)(DX*1)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -2589,6 +3155,8 @@ tnKernel5_shift_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel5_shift_over
 	VMOVUPD 0(SI), Y5
 	VADDPD Y5, Y0, Y0
 	VBLENDVPD Y15, Y0, Y5, Y0
@@ -2607,6 +3175,23 @@ tnKernel5_shift_store:
 	VMOVUPD Y3, 0(R13)
 	VMOVUPD 0(R13)(DX*1), Y5
 	VADDPD Y5, Y4, Y4
+	VBLENDVPD Y15, Y4, Y5, Y4
+	VMOVUPD Y4, 0(R13)(DX*1)
+	JMP tnKernel5_end
+tnKernel5_shift_over:
+	VMOVUPD 0(SI), Y5
+	VBLENDVPD Y15, Y0, Y5, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y5
+	VBLENDVPD Y15, Y1, Y5, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD 0(SI)(DX*2), Y5
+	VBLENDVPD Y15, Y2, Y5, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD 0(R13), Y5
+	VBLENDVPD Y15, Y3, Y5, Y3
+	VMOVUPD Y3, 0(R13)
+	VMOVUPD 0(R13)(DX*1), Y5
 	VBLENDVPD Y15, Y4, Y5, Y4
 	VMOVUPD Y4, 0(R13)(DX*1)
 	JMP tnKernel5_end
@@ -2647,6 +3232,8 @@ tnKernel5_mask_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel5_mask_over
 	VMASKMOVPD 0(SI), Y15, Y5
 	VADDPD Y5, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -2663,13 +3250,20 @@ tnKernel5_mask_store:
 	VADDPD Y5, Y4, Y4
 	VMASKMOVPD Y4, Y15, 0(R13)(DX*1)
 	JMP tnKernel5_end
+tnKernel5_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
+	VMASKMOVPD Y3, Y15, 0(R13)
+	VMASKMOVPD Y4, Y15, 0(R13)(DX*1)
+	JMP tnKernel5_end
 tnKernel5_end:
 	VZEROUPPER
 	RET
 
-// func tnKernel6(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)
-// computes the TN product for 6 rows of C.
-TEXT ·tnKernel6(SB), NOSPLIT, $0-64
+// func tnKernel6(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)
+// computes the TN product for 6 rows of C, added to C or, when over ≠ 0, in its place.
+TEXT ·tnKernel6(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), DI
 	MOVQ lda+16(FP), R10
 	SHLQ $3, R10
@@ -2729,6 +3323,8 @@ tnKernel6_w2_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel6_w2_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 32(SI), Y1, Y1
@@ -2752,6 +3348,22 @@ tnKernel6_w2_store:
 	VADDPD 0(R13)(DX*2), Y10, Y10
 	VMOVUPD Y10, 0(R13)(DX*2)
 	VADDPD 32(R13)(DX*2), Y11, Y11
+	VMOVUPD Y11, 32(R13)(DX*2)
+	ADDQ $64, CX
+	SUBQ $8, BX
+	JMP tnKernel6_w2
+tnKernel6_w2_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 32(SI)
+	VMOVUPD Y2, 0(SI)(DX*1)
+	VMOVUPD Y3, 32(SI)(DX*1)
+	VMOVUPD Y4, 0(SI)(DX*2)
+	VMOVUPD Y5, 32(SI)(DX*2)
+	VMOVUPD Y6, 0(R13)
+	VMOVUPD Y7, 32(R13)
+	VMOVUPD Y8, 0(R13)(DX*1)
+	VMOVUPD Y9, 32(R13)(DX*1)
+	VMOVUPD Y10, 0(R13)(DX*2)
 	VMOVUPD Y11, 32(R13)(DX*2)
 	ADDQ $64, CX
 	SUBQ $8, BX
@@ -2793,6 +3405,8 @@ tnKernel6_w1_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel6_w1_over
 	VADDPD 0(SI), Y0, Y0
 	VMOVUPD Y0, 0(SI)
 	VADDPD 0(SI)(DX*1), Y1, Y1
@@ -2804,6 +3418,16 @@ tnKernel6_w1_store:
 	VADDPD 0(R13)(DX*1), Y4, Y4
 	VMOVUPD Y4, 0(R13)(DX*1)
 	VADDPD 0(R13)(DX*2), Y5, Y5
+	VMOVUPD Y5, 0(R13)(DX*2)
+	ADDQ $32, CX
+	SUBQ $4, BX
+	JMP tnKernel6_w1
+tnKernel6_w1_over:
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD Y3, 0(R13)
+	VMOVUPD Y4, 0(R13)(DX*1)
 	VMOVUPD Y5, 0(R13)(DX*2)
 	ADDQ $32, CX
 	SUBQ $4, BX
@@ -2850,6 +3474,8 @@ tnKernel6_shift_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel6_shift_over
 	VMOVUPD 0(SI), Y6
 	VADDPD Y6, Y0, Y0
 	VBLENDVPD Y15, Y0, Y6, Y0
@@ -2872,6 +3498,26 @@ tnKernel6_shift_store:
 	VMOVUPD Y4, 0(R13)(DX*1)
 	VMOVUPD 0(R13)(DX*2), Y6
 	VADDPD Y6, Y5, Y5
+	VBLENDVPD Y15, Y5, Y6, Y5
+	VMOVUPD Y5, 0(R13)(DX*2)
+	JMP tnKernel6_end
+tnKernel6_shift_over:
+	VMOVUPD 0(SI), Y6
+	VBLENDVPD Y15, Y0, Y6, Y0
+	VMOVUPD Y0, 0(SI)
+	VMOVUPD 0(SI)(DX*1), Y6
+	VBLENDVPD Y15, Y1, Y6, Y1
+	VMOVUPD Y1, 0(SI)(DX*1)
+	VMOVUPD 0(SI)(DX*2), Y6
+	VBLENDVPD Y15, Y2, Y6, Y2
+	VMOVUPD Y2, 0(SI)(DX*2)
+	VMOVUPD 0(R13), Y6
+	VBLENDVPD Y15, Y3, Y6, Y3
+	VMOVUPD Y3, 0(R13)
+	VMOVUPD 0(R13)(DX*1), Y6
+	VBLENDVPD Y15, Y4, Y6, Y4
+	VMOVUPD Y4, 0(R13)(DX*1)
+	VMOVUPD 0(R13)(DX*2), Y6
 	VBLENDVPD Y15, Y5, Y6, Y5
 	VMOVUPD Y5, 0(R13)(DX*2)
 	JMP tnKernel6_end
@@ -2915,6 +3561,8 @@ tnKernel6_mask_store:
 	ADDQ CX, SI
 	LEAQ (SI)(DX*2), R13
 	ADDQ DX, R13
+	CMPQ over+64(FP), $0
+	JNE tnKernel6_mask_over
 	VMASKMOVPD 0(SI), Y15, Y6
 	VADDPD Y6, Y0, Y0
 	VMASKMOVPD Y0, Y15, 0(SI)
@@ -2932,6 +3580,14 @@ tnKernel6_mask_store:
 	VMASKMOVPD Y4, Y15, 0(R13)(DX*1)
 	VMASKMOVPD 0(R13)(DX*2), Y15, Y6
 	VADDPD Y6, Y5, Y5
+	VMASKMOVPD Y5, Y15, 0(R13)(DX*2)
+	JMP tnKernel6_end
+tnKernel6_mask_over:
+	VMASKMOVPD Y0, Y15, 0(SI)
+	VMASKMOVPD Y1, Y15, 0(SI)(DX*1)
+	VMASKMOVPD Y2, Y15, 0(SI)(DX*2)
+	VMASKMOVPD Y3, Y15, 0(R13)
+	VMASKMOVPD Y4, Y15, 0(R13)(DX*1)
 	VMASKMOVPD Y5, Y15, 0(R13)(DX*2)
 	JMP tnKernel6_end
 tnKernel6_end:

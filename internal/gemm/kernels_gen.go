@@ -10,7 +10,7 @@
 // tails) is regular but long, and one template keeps all variants in step.
 //
 // Register conventions shared by the NN and TN kernels
-// (func(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc, n int)):
+// (func(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc, n, over int)):
 //
 //	DI  k                 R8  A, rows 0-2 (advances along k)
 //	R10 lda·8             R9  A, rows 3-5 (NN only)
@@ -191,7 +191,7 @@ func (k mm) block(g *asm, w int, md mode) {
 	case masked:
 		pre = k.name + "_mask"
 	}
-	acc, breg, _ := k.regs(w, md)
+	acc, _, _ := k.regs(w, md)
 	g.label(pre)
 	switch md {
 	case full:
@@ -240,27 +240,55 @@ func (k mm) block(g *asm, w int, md mode) {
 		g.i("LEAQ (SI)(DX*2), R13")
 		g.i("ADDQ DX, R13")
 	}
+	g.i("CMPQ over+64(FP), $0")
+	g.i("JNE %s_over", pre)
+	k.store(g, w, md, false)
+	k.nextBlock(g, w, md, pre)
+	g.label(pre + "_over")
+	k.store(g, w, md, true)
+	k.nextBlock(g, w, md, pre)
+}
+
+// store writes the accumulators of a block to C: added to what C holds, or,
+// when over is set, in its place. The accumulators start at +0 and a fused
+// multiply-add onto +0 never yields −0, so storing them is bit for bit what
+// adding them to a cleared C stores.
+func (k mm) store(g *asm, w int, md mode, over bool) {
+	acc, breg, _ := k.regs(w, md)
 	for r := 0; r < k.mr; r++ {
 		for v := 0; v < w; v++ {
 			a := y(acc(r, v))
 			switch md {
 			case full:
-				g.i("VADDPD %s, %s, %s", cAddr(r, v), a, a)
+				if !over {
+					g.i("VADDPD %s, %s, %s", cAddr(r, v), a, a)
+				}
 				g.i("VMOVUPD %s, %s", a, cAddr(r, v))
 			case shifted:
+				// The lanes before the last BX were written by the block
+				// before; the blend keeps them.
 				tmp := y(breg(0))
 				g.i("VMOVUPD %s, %s", cAddr(r, v), tmp)
-				g.i("VADDPD %s, %s, %s", tmp, a, a)
+				if !over {
+					g.i("VADDPD %s, %s, %s", tmp, a, a)
+				}
 				g.i("VBLENDVPD %s, %s, %s, %s", y(maskReg), a, tmp, a)
 				g.i("VMOVUPD %s, %s", a, cAddr(r, v))
 			case masked:
-				tmp := y(breg(0))
-				g.i("VMASKMOVPD %s, %s, %s", cAddr(r, v), y(maskReg), tmp)
-				g.i("VADDPD %s, %s, %s", tmp, a, a)
+				if !over {
+					tmp := y(breg(0))
+					g.i("VMASKMOVPD %s, %s, %s", cAddr(r, v), y(maskReg), tmp)
+					g.i("VADDPD %s, %s, %s", tmp, a, a)
+				}
 				g.i("VMASKMOVPD %s, %s, %s", a, y(maskReg), cAddr(r, v))
 			}
 		}
 	}
+}
+
+// nextBlock moves on to the next column block after a full block's store,
+// and to the end after the last columns'.
+func (k mm) nextBlock(g *asm, w int, md mode, pre string) {
 	if md != full {
 		g.i("JMP %s_end", k.name)
 		return
@@ -284,9 +312,9 @@ func (k mm) emit(g *asm) {
 	if k.trans {
 		kind = "TN"
 	}
-	g.raw(fmt.Sprintf("\n// func %s(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int)\n", k.name))
-	g.raw(fmt.Sprintf("// computes the %s product for %d rows of C.\n", kind, k.mr))
-	g.raw(fmt.Sprintf("TEXT ·%s(SB), NOSPLIT, $0-64\n", k.name))
+	g.raw(fmt.Sprintf("\n// func %s(k int, a *float64, lda int, b *float64, ldb int, c *float64, ldc int, n int, over int)\n", k.name))
+	g.raw(fmt.Sprintf("// computes the %s product for %d rows of C, added to C or, when over ≠ 0, in its place.\n", kind, k.mr))
+	g.raw(fmt.Sprintf("TEXT ·%s(SB), NOSPLIT, $0-72\n", k.name))
 	g.i("MOVQ k+0(FP), DI")
 	g.i("MOVQ lda+16(FP), R10")
 	g.i("SHLQ $3, R10")
