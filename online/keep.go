@@ -2,6 +2,7 @@ package online
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"os"
@@ -105,7 +106,9 @@ func (t *tracker) restoreCalibration(store calibration.Store, fingerprint uint64
 		return 0, err
 	}
 	for _, gone := range calibration.Gone(files, sh, time.Now()) {
-		store.Drop(gone)
+		if err := store.Drop(gone); err != nil {
+			skipped(gone.Where, fmt.Errorf("its replica is gone, but it stays until a later start: %w", err))
+		}
 		files = slices.DeleteFunc(files, func(k calibration.Kept) bool { return k.Where == gone.Where })
 	}
 	newest := calibration.Newest(files)

@@ -172,7 +172,8 @@ func TestStateTopicKeepsWhatFilesKeep(t *testing.T) {
 // record alone; a series idle for a lookback and a horizon is deleted by a
 // tombstone. (Dropping a gone replica's pooled record waits for
 // calibration.GoneAfter of wall time, and is the files' rule: see
-// TestStaleCalibrationFilesAreRemoved.)
+// TestStaleCalibrationFilesAreRemoved; calibration.TestTopicStoreDropsGoneReplicas
+// drops a gone replica's pooled record.)
 func TestStateTopicRecords(t *testing.T) {
 	const L, H, series = 24, 6, 10
 	sb := newStateBroker(t)

@@ -121,9 +121,18 @@ func (fs FileStore) Read(sh Shape, others bool, skipped func(path string, err er
 	return kept, nil
 }
 
-// Drop removes the file of k unless it was written since it was read.
-func (fs FileStore) Drop(k Kept) {
-	if info, err := os.Stat(k.Where); err == nil && info.ModTime().Equal(k.Modified) {
-		os.Remove(k.Where)
+// Drop removes the file of k unless it was written since it was read (or
+// is gone already).
+func (fs FileStore) Drop(k Kept) error {
+	info, err := os.Stat(k.Where)
+	if errors.Is(err, iofs.ErrNotExist) || err == nil && !info.ModTime().Equal(k.Modified) {
+		return nil
 	}
+	if err == nil {
+		err = os.Remove(k.Where)
+	}
+	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("removing the calibration of a gone replica: %w", err)
+	}
+	return nil
 }

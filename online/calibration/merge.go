@@ -25,8 +25,10 @@ type Store interface {
 	// sh cannot use (unreadable, another layout, other levels or shapes,
 	// another model) are said to skipped.
 	Read(sh Shape, others bool, skipped func(where string, err error)) ([]Kept, error)
-	// Drop forgets the calibration k of a replica that is gone.
-	Drop(k Kept)
+	// Drop forgets the calibration k of a replica that is gone. An error
+	// leaves it in place, to be dropped at a later start; its series are
+	// idle either way.
+	Drop(k Kept) error
 	// Own is where Read puts this replica's calibration (Kept.Where).
 	Own() string
 	// String says where the store is, for the log.

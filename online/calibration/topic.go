@@ -221,8 +221,11 @@ func (ts *TopicStore) Save(sc *Snapshot) error {
 
 // Drop deletes the pooled record of k's replica, which is gone; its series
 // are idle and go at the next save's tombstones.
-func (ts *TopicStore) Drop(k Kept) {
+func (ts *TopicStore) Drop(k Kept) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stateSyncTimeout)
 	defer cancel()
-	ts.states.Put(ctx, []string{poolKey(strings.TrimPrefix(k.Where, "replica "))}, [][]byte{nil})
+	if err := ts.states.Put(ctx, []string{poolKey(strings.TrimPrefix(k.Where, "replica "))}, [][]byte{nil}); err != nil {
+		return fmt.Errorf("deleting the pooled record of the gone %s from %s: %w", k.Where, ts.states.Name(), err)
+	}
+	return nil
 }
