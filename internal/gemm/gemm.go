@@ -67,7 +67,7 @@ func mm(op string, trans, over bool, m, n, k int, a []float64, lda int, b []floa
 	checkStride(op, "A", ac, lda)
 	checkStride(op, "B", n, ldb)
 	checkStride(op, "C", n, ldc)
-	if m == 0 || n == 0 {
+	if m == 0 || n == 0 || k == 0 && !over {
 		return
 	}
 	if k > 0 {
@@ -75,30 +75,23 @@ func mm(op string, trans, over bool, m, n, k int, a []float64, lda int, b []floa
 		checkLen(op, "B", k, n, b, ldb)
 	}
 	checkLen(op, "C", m, n, c, ldc)
-	if k == 0 {
-		if over {
-			for i := range m {
-				clear(c[i*ldc : i*ldc+n])
-			}
+	if over && (k == 0 || !useAsm) {
+		// A·B is zero, or the Go kernels add onto a cleared C.
+		for i := range m {
+			clear(c[i*ldc : i*ldc+n])
 		}
-		return
+		over = false
 	}
 	switch {
+	case k == 0:
 	case useAsm && trans:
 		tnAsm(over, m, n, k, a, lda, b, ldb, c, ldc)
 	case useAsm:
 		nnAsm(over, m, n, k, a, lda, b, ldb, c, ldc)
+	case trans:
+		tnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
 	default:
-		if over {
-			for i := range m {
-				clear(c[i*ldc : i*ldc+n])
-			}
-		}
-		if trans {
-			tnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
-		} else {
-			nnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
-		}
+		nnGeneric(m, n, k, a, lda, b, ldb, c, ldc)
 	}
 }
 

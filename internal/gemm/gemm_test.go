@@ -323,6 +323,10 @@ func TestPanics(t *testing.T) {
 }
 
 func TestEmptyShapesDoNothing(t *testing.T) {
+	// k = 0 reads no slice, C included: a nil C is no error.
+	for _, o := range ops {
+		o.f(2, 2, 0, nil, 2, nil, 2, nil, 2)
+	}
 	c := []float64{1, 2, 3, 4}
 	for _, tc := range []struct {
 		name    string

@@ -125,8 +125,8 @@ func (fs FileStore) Read(sh Shape, others bool, skipped func(path string, err er
 // is gone already).
 func (fs FileStore) Drop(k Kept) error {
 	info, err := os.Stat(k.Where)
-	if errors.Is(err, iofs.ErrNotExist) || err == nil && !info.ModTime().Equal(k.Modified) {
-		return nil
+	if err == nil && !info.ModTime().Equal(k.Modified) {
+		return nil // written since: its replica is back
 	}
 	if err == nil {
 		err = os.Remove(k.Where)
