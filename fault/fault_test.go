@@ -2,7 +2,6 @@ package fault
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/internal/loopback"
 	"github.com/freqlens/freqlens/readings"
 	"github.com/freqlens/freqlens/stream"
 	"github.com/freqlens/freqlens/wire"
@@ -301,12 +301,7 @@ func TestBadInput(t *testing.T) {
 func TestBadBrokers(t *testing.T) {
 	t.Parallel()
 	plain := newCluster(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := loopback.Refused(t)
 	modelPath := modelFile(t, t.TempDir())
 	for _, tc := range []struct {
 		name, brokers, extra, want string

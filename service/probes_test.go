@@ -11,6 +11,7 @@ import (
 
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/internal/loopback"
 	"github.com/freqlens/freqlens/service"
 )
 
@@ -69,7 +70,7 @@ func TestProbesWhileWaitingForBrokers(t *testing.T) {
 	waitFor(t, probes, "/readyz", http.StatusOK, `"ready":true`)
 	stopCleanly(t, cancel, done, metrics)
 
-	cfg.Kafka.Brokers = []string{kafkatest.FreeAddr(t)}
+	cfg.Kafka.Brokers = []string{loopback.Refused(t)}
 	cfg.Kafka.ConnectTimeout = 2 * time.Second
 	if _, err := service.New(context.Background(), cfg, service.WithModel(testModel(t))); err == nil || !strings.Contains(err.Error(), "kafka.connect_timeout") {
 		t.Fatalf("New with brokers that never come up = %v, want an error naming kafka.connect_timeout", err)

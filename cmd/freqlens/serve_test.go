@@ -21,6 +21,7 @@ import (
 	"github.com/freqlens/freqlens/broadcast"
 	"github.com/freqlens/freqlens/internal/kafkaconn/embedded"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/internal/loopback"
 	"github.com/freqlens/freqlens/model"
 	"github.com/freqlens/freqlens/modelfile"
 	"github.com/freqlens/freqlens/online"
@@ -447,7 +448,7 @@ func TestServeStoppedWhileWaitingForBrokers(t *testing.T) {
 	_, modelPath := saveTestModel(t, dir)
 	cfg := filepath.Join(dir, "serve.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("model: {path: %q}\nkafka: {brokers: [%q], connect_timeout: 5m}\ninput: {cadence: 1h}\n",
-		modelPath, kafkatest.FreeAddr(t))), 0o644); err != nil {
+		modelPath, loopback.Refused(t))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/freqlens/freqlens/internal/kafkaconn"
 	"github.com/freqlens/freqlens/internal/kafkaconn/kafkatest"
+	"github.com/freqlens/freqlens/internal/loopback"
 )
 
 // TestSecuredBroker runs every kind of Kafka use the project has — a
@@ -231,12 +231,7 @@ func TestDefaultConfig(t *testing.T) {
 // kafka.connect_timeout and then fails with an error naming it and the
 // brokers; a reachable broker connects at once.
 func TestConnectGivesUpInTime(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := loopback.Refused(t)
 	for _, tc := range []struct {
 		name    string
 		brokers []string

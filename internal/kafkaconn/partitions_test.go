@@ -14,6 +14,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	metadataAPI "github.com/segmentio/kafka-go/protocol/metadata"
 	produceAPI "github.com/segmentio/kafka-go/protocol/produce"
+
+	"github.com/freqlens/freqlens/internal/loopback"
 )
 
 // countingTransport answers metadata requests with the topics it knows
@@ -166,12 +168,7 @@ func TestPartitionsCache(t *testing.T) {
 // TestConnectSaysItWaits: a wait for brokers longer than waitSaidAfter is
 // logged once, not at every retry.
 func TestConnectSaysItWaits(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := loopback.Refused(t)
 	cfg := DefaultConfig()
 	cfg.Brokers, cfg.ConnectTimeout, cfg.DialTimeout = []string{closed}, 2*time.Second, time.Second
 	var logged bytes.Buffer
