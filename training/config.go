@@ -79,11 +79,12 @@ type Config struct {
 	// learns every channel from its own history with channel-specific
 	// weights and treats the other channels as uninformative; lower values
 	// let it learn cross-channel relations, which pays only where they hold
-	// beyond the training period. On ETTh1 (H=96) a mixed model without
-	// shuffling overfits after one epoch (test MSE 0.42); with 1 it trains
-	// ~30 epochs and scores 0.392–0.397 over four seeds; 0.75 gives
-	// 0.394–0.404. Ignored by independent models. A negative value turns it
-	// off.
+	// beyond the training period: validation prefers 0.5 on ETTm1, Weather,
+	// ETTm2 and ETTh2 at 336 and 720, and 1 on ETTh1 and ETTh2 at 96
+	// (docs/benchmarks.md, "Channel shuffle").
+	// Without shuffling a mixed model learns the training period's
+	// co-movement within an epoch and overfits. Ignored by independent
+	// models. A negative value turns it off.
 	//
 	// Default: 1
 	ChannelShuffle float64
