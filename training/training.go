@@ -49,6 +49,8 @@ type Options struct {
 	// the default, and a negative Dropout turns dropout off.
 	Dropout, LearningRate float64
 	Patience              int
+	// WeightDecay and InputNoise are Config's; 0 means the default (off).
+	WeightDecay, InputNoise float64
 	// FillHarmonics is Config's: put a frequency on every
 	// missing harmonic up to this one of each cycle; 0 leaves them out.
 	FillHarmonics int
@@ -112,7 +114,7 @@ func Fit(ctx context.Context, d *history.Data, lookback, horizon int, o Options)
 	tc := Config{
 		Epochs: o.Epochs, BatchSize: o.BatchSize, Seed: o.Seed, FrequencyInit: o.FrequencyInit,
 		Dropout: o.Dropout, LearningRate: o.LearningRate, Patience: o.Patience, FillHarmonics: o.FillHarmonics,
-		Checkpoint: o.Checkpoint,
+		Checkpoint: o.Checkpoint, WeightDecay: o.WeightDecay, InputNoise: o.InputNoise,
 	}
 	switch {
 	case o.ChannelShuffle < 0:

@@ -33,6 +33,8 @@ type trainReport struct {
 	ChannelShuffle     float64            `json:"channel_shuffle"`
 	TopK               int                `json:"top_k"`
 	Dropout            float64            `json:"dropout"`
+	WeightDecay        float64            `json:"weight_decay"`
+	InputNoise         float64            `json:"input_noise"`
 	LearningRate       float64            `json:"learning_rate"`
 	Patience           int                `json:"patience"`
 	FillHarmonics      int                `json:"fill_harmonics"`
@@ -76,6 +78,8 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	topK := fs.Int("top-k", model.DefaultTopK, "frequencies each window selects (the paper's K): the cycles' first, all of them when they have more than K")
 	dropout := fs.Float64("dropout", training.DefaultDropout, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
 	rate := fs.Float64("learning-rate", training.DefaultLearningRate, fmt.Sprintf("Adam's base step size, annealed along a cosine to %g", training.DefaultMinLearningRate))
+	decay := fs.Float64("weight-decay", 0, "AdamW's decoupled weight decay on the model's weight matrices (not biases, frequencies or the fusion weight); 0 turns it off")
+	noise := fs.Float64("input-noise", 0, "standard deviation of Gaussian noise added to each normalised training window (not its target), a ridge-like penalty on the model's linear parts; 0 turns it off")
 	patience := fs.Int("patience", training.DefaultPatience, "epochs without a better validation MSE that end training")
 	zone := fs.String("time-zone", "", "IANA time zone (Europe/Berlin) whose wall clock the data's daily and weekly rhythms keep, so they stay on their hour across daylight-saving changes; default UTC")
 	fill := fs.Int("fill-harmonics", 0, "put a frequency on every harmonic up to this one that a cycle found in the data lacks, so that its clock follows the cycle's shape more closely (more heads: slower training and forecasts); 0 leaves them out")
@@ -91,6 +95,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sinceDur, err := checkTrainFlags(trainFlags{data: *data, fromTopic: *fromTopic, since: *since, horizon: *horizon, lookback: *lookback,
 		epochs: *epochs, batch: *batch, mode: *mode, shuffle: *shuffle, out: *out, topK: *topK, dropout: *dropout, rate: *rate,
+		decay: *decay, noise: *noise,
 		patience: *patience, zone: *zone, fill: *fill, freqInit: *freqInit, maxWindows: *maxWindows}, checkpoint)
 	if err != nil {
 		return err
@@ -114,6 +119,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Checkpoint: *checkpoint, Start: bar.start, Epoch: bar.epoch, TimeZone: *zone,
 	}
 	opts.Dropout = *dropout
+	opts.WeightDecay, opts.InputNoise = *decay, *noise
 	if *dropout == 0 {
 		opts.Dropout = -1 // off (0 is the model package's default)
 	}
@@ -161,7 +167,7 @@ type trainFlags struct {
 	fromTopic                                              bool
 	horizon, lookback, epochs, batch, topK, patience, fill int
 	maxWindows                                             int
-	shuffle, dropout, rate                                 float64
+	shuffle, dropout, rate, decay, noise                   float64
 }
 
 // checkTrainFlags says what is wrong with train's flags, in a line naming
@@ -211,6 +217,10 @@ func checkTrainFlags(f trainFlags, checkpoint *string) (time.Duration, error) {
 		return 0, fmt.Errorf("--fill-harmonics %d: use 0 (off) to %d (default 0)", f.fill, model.DefaultFrequencies)
 	case !(f.dropout >= 0 && f.dropout < 1):
 		return 0, fmt.Errorf("--dropout %g: use a probability from 0 (off) to below 1 (default %g)", f.dropout, training.DefaultDropout)
+	case !(f.decay >= 0 && f.decay <= 10):
+		return 0, fmt.Errorf("--weight-decay %g: use 0 (off) to 10; AdamW's usual values are 0.01 to 0.1", f.decay)
+	case !(f.noise >= 0 && f.noise <= 10):
+		return 0, fmt.Errorf("--input-noise %g: use a standard deviation from 0 (off) to 10, in units of the normalised window", f.noise)
 	}
 	if !(f.shuffle >= 0 && f.shuffle <= 1) {
 		return 0, fmt.Errorf("--channel-shuffle %g is not a probability; use a value from 0 to 1", f.shuffle)
@@ -232,7 +242,8 @@ func newTrainReport(out string, td *history.Data, res *training.FitResult, lookb
 		Model: out, Data: td.Name, Protocol: td.Protocol, Mode: string(td.Mode),
 		Lookback: lookback, Horizon: horizon, Channels: len(td.Columns), Seed: seed, Params: res.Params,
 		ChannelShuffle: m.Meta.Training["channel_shuffle"], TopK: m.Config().TopK,
-		Dropout: m.Meta.Training["dropout"], LearningRate: m.Meta.Training["learning_rate"], Patience: int(m.Meta.Training["patience"]),
+		Dropout: m.Meta.Training["dropout"], WeightDecay: m.Meta.Training["weight_decay"], InputNoise: m.Meta.Training["input_noise"],
+		LearningRate: m.Meta.Training["learning_rate"], Patience: int(m.Meta.Training["patience"]),
 		FillHarmonics: int(m.Meta.Training["fill_harmonics"]), TimeZone: m.Meta.TimeZone,
 		TrainWindows: td.Train.Len(), ValWindows: td.Val.Len(), TestWindows: td.Test.Len(),
 		EpochsRun: tr.EpochsRun, ResumedFrom: tr.ResumedFrom, EpochSecondsMedian: tr.MedianEpochSeconds(), TrainSeconds: res.Seconds,

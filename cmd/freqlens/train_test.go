@@ -454,8 +454,8 @@ func scrape(t *testing.T, url, name string) float64 {
 	return 0
 }
 
-// TestTrainSettings: --top-k, --dropout, --learning-rate, --patience and
-// --fill-harmonics reach the model and its training (the file keeps K and the settings, the
+// TestTrainSettings: --top-k, --dropout, --learning-rate, --patience,
+// --weight-decay, --input-noise and --fill-harmonics reach the model and its training (the file keeps K and the settings, the
 // report shows them), leaving them out trains with the model package's
 // defaults, and a value that cannot work is refused before any training.
 func TestTrainSettings(t *testing.T) {
@@ -477,7 +477,8 @@ func TestTrainSettings(t *testing.T) {
 		}
 		if m.Config().TopK != rep.TopK || m.Meta.Training["dropout"] != rep.Dropout ||
 			m.Meta.Training["learning_rate"] != rep.LearningRate || int(m.Meta.Training["patience"]) != rep.Patience ||
-			int(m.Meta.Training["fill_harmonics"]) != rep.FillHarmonics {
+			int(m.Meta.Training["fill_harmonics"]) != rep.FillHarmonics ||
+			m.Meta.Training["weight_decay"] != rep.WeightDecay || m.Meta.Training["input_noise"] != rep.InputNoise {
 			t.Errorf("%v: the report says K %d, dropout %g, rate %g, patience %d, fill harmonics %d; the file %d and %v",
 				extra, rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, rep.FillHarmonics, m.Config().TopK, m.Meta.Training)
 		}
@@ -490,8 +491,12 @@ func TestTrainSettings(t *testing.T) {
 	if rep := train("--top-k", "5", "--dropout", "0.25", "--learning-rate", "0.002", "--patience", "3"); rep.TopK != 5 || rep.Dropout != 0.25 || rep.LearningRate != 0.002 || rep.Patience != 3 {
 		t.Errorf("set: K %d, dropout %g, rate %g, patience %d; want 5, 0.25, 0.002, 3", rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience)
 	}
-	if rep := train("--dropout", "0"); rep.Dropout != 0 || rep.FillHarmonics != 0 {
-		t.Errorf("--dropout 0 trained with dropout %g, fill harmonics %d; want both off", rep.Dropout, rep.FillHarmonics)
+	if rep := train("--dropout", "0"); rep.Dropout != 0 || rep.FillHarmonics != 0 || rep.WeightDecay != 0 || rep.InputNoise != 0 {
+		t.Errorf("--dropout 0 trained with dropout %g, fill harmonics %d, weight decay %g, input noise %g; want all off",
+			rep.Dropout, rep.FillHarmonics, rep.WeightDecay, rep.InputNoise)
+	}
+	if rep := train("--weight-decay", "0.05", "--input-noise", "0.2"); rep.WeightDecay != 0.05 || rep.InputNoise != 0.2 {
+		t.Errorf("--weight-decay 0.05 --input-noise 0.2 trained with %g and %g", rep.WeightDecay, rep.InputNoise)
 	}
 	if rep := train("--fill-harmonics", "6"); rep.FillHarmonics != 6 {
 		t.Errorf("--fill-harmonics 6 trained with %d", rep.FillHarmonics)
@@ -500,6 +505,7 @@ func TestTrainSettings(t *testing.T) {
 		{"--dropout", "1"}, {"--dropout", "-0.5"}, {"--top-k", "0"}, {"--top-k", "40"},
 		{"--learning-rate", "-1"}, {"--learning-rate", "0"}, {"--learning-rate", "1e-09"}, {"--learning-rate", "2"}, {"--patience", "-2"},
 		{"--fill-harmonics", "-1"}, {"--fill-harmonics", "33"},
+		{"--weight-decay", "-0.1"}, {"--weight-decay", "NaN"}, {"--input-noise", "-1"}, {"--input-noise", "+Inf"},
 	} {
 		args := append([]string{"train", "--data", data, "--lookback", "48", "--horizon", "12", "--epochs", "1", "--out", filepath.Join(dir, "bad.safetensors")}, bad...)
 		if code, _, stderr := runCLI(args...); code == 0 || !strings.Contains(stderr, bad[0]+" "+bad[1]+":") {
