@@ -63,12 +63,11 @@ type Config struct {
 	Dropout float64
 	// WeightDecay is AdamW's decoupled weight decay, applied to weights and
 	// not to biases, θ, φ or the fusion weight. Validation prefers 0.5 on
-	// ETTh1 at every horizon and on ETTm1 at 96 and 336 (docs/benchmarks.md, "Weight
-	// decay, input noise and the loss"); it stays off by default until the
-	// other files are measured with it. A decay also changes the heads no
-	// window selects, so the Adam step no longer skips them (an epoch of
-	// ETTh1 costs 7% more). A negative
-	// value turns it off.
+	// ETTh1 at every horizon and on ETTm1 at 96 and 336 (docs/benchmarks.md,
+	// "Weight decay, input noise and the loss"); it stays off by default
+	// until the other files are measured with it. A decay also changes the
+	// heads no window selects, so the Adam step no longer skips them (an
+	// epoch of ETTh1 costs 7% more). A negative value turns it off.
 	//
 	// Default: 0
 	WeightDecay float64
