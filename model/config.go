@@ -81,6 +81,17 @@ type Config struct {
 	//
 	// Default: NormInstance
 	Norm Norm
+	// ChannelMix lets a mixed model's residual MLP read the other
+	// channels: channel c's input is its own leftover plus a learned,
+	// time-of-cycle dependent mix of every channel's (Params.MixW). The
+	// residual still forecasts from what the rhythms leave, so its part
+	// stays one exact additive part; it now carries what the channels'
+	// leftovers tell each other. It pays where the channels move together
+	// beyond their cycles (21 weather fields); validation chooses it per
+	// file (docs/benchmarks.md, "Channels mixed in the residual").
+	//
+	// Default: false
+	ChannelMix bool
 
 	// rhythmSlots is derived, not chosen: how many rhythm frequencies each
 	// window selects first (0 without rhythms). The model sets it from its
@@ -183,6 +194,9 @@ func (cfg Config) Validate() error {
 	default:
 		return fmt.Errorf("model: mode %q is unknown; use %q or %q", cfg.Mode, Mixed, Independent)
 	}
+	if cfg.ChannelMix && (cfg.Mode != Mixed || cfg.Channels < 2) {
+		return fmt.Errorf("model: channel_mix mixes the channels of a mixed model; this one is %s with %d channel(s): leave channel_mix off", cfg.Mode, cfg.Channels)
+	}
 	switch cfg.Norm {
 	case NormInstance, NormNone:
 	default:
@@ -197,8 +211,13 @@ func (cfg Config) Validate() error {
 
 // residualShape returns the shape of the residual MLP's products: rows per
 // window (one per channel: the MLP, L → H, is shared between the channels
-// of a window, with a per-channel output bias), input and output width.
+// of a window, with a per-channel output bias), input and output width
+// (2L with the channel mix: the channel's leftover and the mix).
 func (cfg Config) residualShape() (perWindow, in, out int) {
+	if cfg.ChannelMix {
+		// The channel's own leftover, then the channels' mix of theirs.
+		return cfg.Channels, 2 * cfg.Lookback, cfg.Horizon
+	}
 	return cfg.Channels, cfg.Lookback, cfg.Horizon
 }
 

@@ -144,6 +144,10 @@ func (m *Model) forward(ws *Workspace, dst, x, tau []float64, n int, draws *step
 	if pw, _, _ := cfg.residualShape(); pw > 1 {
 		ws.resX = ws.resT[:n*L*C]
 		transposeWindows(ws.resX, ws.resIn[:n*L*C], n, L, C)
+		if cfg.ChannelMix {
+			ws.resX = ws.resM[:n*2*L*C]
+			m.mixForward(ws, ws.resX, ws.resT, n)
+		}
 	}
 
 	// 6. Group the selections by head so each head runs one product.

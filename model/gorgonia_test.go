@@ -33,6 +33,7 @@ func TestGradientMatchesGorgonia(t *testing.T) {
 		{"mixed C=7 instance norm, rhythms and clock", Config{Horizon: 96, Channels: 7}},
 		{"independent no norm, rhythms and clock", Config{Horizon: 96, Channels: 1, Mode: Independent, Norm: NormNone}},
 		{"mixed C=3, K below the rhythms' 4 frequencies", Config{Horizon: 24, Channels: 3, TopK: 3}},
+		{"mixed C=7, channel mix", Config{Horizon: 48, Channels: 7, ChannelMix: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := withRhythms(randomModel(t, tc.cfg, 21), true)
@@ -100,6 +101,7 @@ type oracle struct {
 type oracleParams struct {
 	inW, inB, theta, phi, scW1, scB1, scW2, freqBias *G.Node
 	resW1, resB1, resW2, resB2, clockW, bandW        *G.Node
+	mix                                              *G.Node // [M₀; M₁; M₂], 3C×C, nil without the channel mix
 	fusion                                           *G.Node
 	headW1, headW2                                   []*G.Node
 	used                                             []bool
@@ -178,7 +180,7 @@ func (o *oracle) acc(sum **G.Node, v *G.Node) {
 // needs its own name: same-named nodes of the same shape would be merged.
 func (o *oracle) params(fix refSelection) oracleParams {
 	cfg, p := o.m.cfg, o.m.params
-	L, C, H := cfg.Lookback, cfg.Channels, cfg.Horizon
+	C, H := cfg.Channels, cfg.Horizon
 	d, N, S, E, R := cfg.Hidden, cfg.Frequencies, cfg.ScorerHidden, cfg.HeadHidden, cfg.ResidualHidden
 	HC := H * C
 	var pr oracleParams
@@ -193,10 +195,14 @@ func (o *oracle) params(fix refSelection) oracleParams {
 	if !o.m.ReadsTime() {
 		o.t.Fatal("the gorgonia oracle builds the maths of a model that reads the time")
 	}
-	pr.resW1 = o.param("resW1", p.ResW1, L, R)
+	_, rin, _ := cfg.residualShape()
+	pr.resW1 = o.param("resW1", p.ResW1, rin, R)
 	pr.resB1 = o.param("resB1", p.ResB1, R)
 	pr.resW2 = o.param("resW2", p.ResW2, R, H)
 	pr.resB2 = o.param("resB2", p.ResB2, H, C)
+	if cfg.ChannelMix {
+		pr.mix = o.param("mix", p.MixW, 3*C, C)
+	}
 	pr.clockW = o.param("clock", p.Clock, 2*N, C)
 	pr.bandW = o.param("band", p.Band, 2*N, H)
 	pr.fusion = G.NewScalar(o.g, gt.Float64, G.WithName("fusion"), G.WithValue(p.Fusion[0]))
@@ -253,7 +259,7 @@ func (o *oracle) window(b int, x, y, steps, noise []float64, tau float64, fix re
 	xn, mu, sd, xt := oracleNormalise(cfg, x[b*L*C:(b+1)*L*C])
 	qPast, qf := o.clockTerms(steps[b*C:(b+1)*C], pr.clockW)
 	ucs, bandCols := o.leftover(xn, qPast, pr.bandW, sh)
-	resCols := o.residual(b, ucs, pr, fix)
+	resCols := o.residual(b, ucs, steps[b*C:(b+1)*C], pr, fix)
 	head := o.coefficients(xt, ucs, sh)
 	score := o.scores(head, xn, pr, sh)
 	prob := o.selection(score, noise[b*N:(b+1)*N], tau)
@@ -387,13 +393,25 @@ func (o *oracle) leftover(xn []float64, qPast []*G.Node, bandW *G.Node, sh oracl
 // residual returns the residual's forecast of window b, one H×1 node a
 // channel: one MLP with shared weights reads each channel's leftover,
 // with its dropout mask from fix.
-func (o *oracle) residual(b int, ucs []*G.Node, pr oracleParams, fix refSelection) (resCols []*G.Node) {
+func (o *oracle) residual(b int, ucs []*G.Node, steps []float64, pr oracleParams, fix refSelection) (resCols []*G.Node) {
 	cfg := o.m.cfg
 	L, C, H, R := cfg.Lookback, cfg.Channels, cfg.Horizon, cfg.ResidualHidden
 	must := o.must
+	resW1 := pr.resW1
+	var mixed []*G.Node
+	if pr.mix != nil {
+		// The input is [u_c | mix_c]: one block of R₁ for each half.
+		mixed = o.mix(ucs, steps, pr.mix)
+		resW1 = must(G.Slice(pr.resW1, G.S(0, L)))
+	}
 	for c, uc := range ucs {
 		uc = must(G.Reshape(uc, gt.Shape{1, L}))
-		rh := o.gelu(must(G.Add(must(G.Mul(uc, pr.resW1)), must(G.Reshape(pr.resB1, gt.Shape{1, R})))))
+		pre := must(G.Mul(uc, resW1))
+		if mixed != nil {
+			mc := must(G.Reshape(mixed[c], gt.Shape{1, L}))
+			pre = must(G.Add(pre, must(G.Mul(mc, must(G.Slice(pr.resW1, G.S(L, 2*L)))))))
+		}
+		rh := o.gelu(must(G.Add(pre, must(G.Reshape(pr.resB1, gt.Shape{1, R})))))
 		if fix.resMask != nil {
 			rh = must(G.HadamardProd(rh, o.input(fmt.Sprintf("rmask_%d_%d", b, c), fix.resMask[b*C+c], 1, R)))
 		}
@@ -402,6 +420,35 @@ func (o *oracle) residual(b int, ucs []*G.Node, pr oracleParams, fix refSelectio
 		resCols = append(resCols, rc)
 	}
 	return resCols
+}
+
+// mix returns the channels' mix of their leftovers, the second half of
+// the residual's input: channel c's is Σ_c' w_cc'·u_c', w_cc' = M₀[c, c'] + cos 2πρ_c·M₁[c, c'] + sin 2πρ_c·M₂[c, c'],
+// ρ_c the first rhythm's phase at the end of channel c's window. It sums
+// scaled leftovers rather than multiplying a matrix of them: the nodes
+// keep the shapes the rest of the graph gives them.
+func (o *oracle) mix(ucs []*G.Node, steps []float64, mix *G.Node) []*G.Node {
+	C := o.m.cfg.Channels
+	must := o.must
+	rh := &o.m.Meta.Rhythms[0]
+	out := make([]*G.Node, C)
+	for c := range ucs {
+		sn, cs := math.Sincos(2 * math.Pi * phaseAt(rh, steps[c]))
+		var sum *G.Node
+		for c2, u2 := range ucs {
+			w := must(G.Slice(mix, G.S(c), G.S(c2)))
+			w = must(G.Add(w, must(G.Mul(o.scalar(cs), must(G.Slice(mix, G.S(C+c), G.S(c2)))))))
+			w = must(G.Add(w, must(G.Mul(o.scalar(sn), must(G.Slice(mix, G.S(2*C+c), G.S(c2)))))))
+			term := must(G.Mul(w, u2))
+			if sum == nil {
+				sum = term
+			} else {
+				sum = must(G.Add(sum, term))
+			}
+		}
+		out[c] = sum
+	}
+	return out
 }
 
 // coefficients adds the window's reconstruction error from all 2N atoms
@@ -614,6 +661,9 @@ func (o *oracle) run(total *G.Node, pr oracleParams) ([]float64, float64) {
 	cfg := o.m.cfg
 	N, d, E, HC := cfg.Frequencies, cfg.Hidden, cfg.HeadHidden, cfg.Horizon*cfg.Channels
 	wrt := []*G.Node{pr.inW, pr.inB, pr.theta, pr.phi, pr.scW1, pr.scB1, pr.scW2, pr.freqBias, pr.resW1, pr.resB1, pr.resW2, pr.resB2, pr.fusion, pr.clockW, pr.bandW}
+	if pr.mix != nil {
+		wrt = append(wrt, pr.mix)
+	}
 	for f := range N {
 		if pr.used[f] {
 			wrt = append(wrt, pr.headW1[f], pr.headW2[f])
@@ -638,6 +688,9 @@ func (o *oracle) run(total *G.Node, pr oracleParams) ([]float64, float64) {
 		{pr.fusion, grad.Fusion}, {pr.clockW, grad.Clock}, {pr.bandW, grad.Band},
 	} {
 		o.readGrad(e.nd, e.dst)
+	}
+	if pr.mix != nil {
+		o.readGrad(pr.mix, grad.MixW)
 	}
 	for f := range N {
 		if pr.used[f] {

@@ -26,6 +26,9 @@ var smallConfigs = []struct {
 	{"mixed, no rhythms", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}, false, false},
 	{"independent no norm, rhythms without the time", Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 10, TopK: 7, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: Independent, Norm: NormNone}, true, false},
 	{"mixed, K below the rhythms' 4 frequencies (no place left to the others)", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 9, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}, true, true},
+	{"mixed, channel mix, rhythms and clock", Config{Lookback: 12, Horizon: 5, Channels: 3, Hidden: 4, Frequencies: 9, TopK: 7, ScorerHidden: 4, HeadHidden: 4, ResidualHidden: 5, ChannelMix: true}, true, true},
+	{"mixed no norm, channel mix, rhythms without the time", Config{Lookback: 10, Horizon: 3, Channels: 3, Hidden: 5, Frequencies: 8, TopK: 5, ScorerHidden: 2, HeadHidden: 3, ResidualHidden: 4, Norm: NormNone, ChannelMix: true}, true, false},
+	{"mixed, channel mix, no rhythms", Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 6, TopK: 3, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5, ChannelMix: true}, false, false},
 }
 
 // smallModel returns a random model of small config i with its rhythms.

@@ -33,6 +33,12 @@ type Params struct {
 	// residual MLP, applied to each channel of the window with the same
 	// weights and a per-channel output bias.
 	ResW1, ResB1, ResW2, ResB2 []float64
+	// MixW [3, C, C] mixes the channels of the residual's input, in a
+	// model with Config.ChannelMix (empty otherwise): channel c reads
+	// u_c + Σ_c' (M₀ + cos 2πρ_c·M₁ + sin 2πρ_c·M₂)[c, c']·u_c', with ρ_c
+	// the first rhythm's phase at the end of channel c's window (M₀ alone
+	// without a clock).
+	MixW []float64
 	// Fusion [1] is w, with α = σ(w).
 	Fusion []float64
 	// Clock [N, 2, C] holds, for every frequency of a rhythm, the cosine and
@@ -74,6 +80,9 @@ func tensors(cfg Config) []tensor {
 		{"residual.b1", "residual", []int{R}, func(p *Params) *[]float64 { return &p.ResB1 }},
 		{"residual.w2", "residual", []int{R, rout}, func(p *Params) *[]float64 { return &p.ResW2 }},
 		{"residual.b2", "residual", []int{H * C}, func(p *Params) *[]float64 { return &p.ResB2 }},
+	}
+	if cfg.ChannelMix {
+		ts = append(ts, tensor{"residual.mix", "residual", []int{mixTerms, C, C}, func(p *Params) *[]float64 { return &p.MixW }})
 	}
 	return append(ts,
 		tensor{"fusion.w", "fusion", []int{1}, func(p *Params) *[]float64 { return &p.Fusion }},
@@ -226,6 +235,7 @@ func initParams(p *Params, cfg Config, rng *rand.Rand) {
 	clear(p.ResB1)
 	glorot(p.ResW2, R, rout, 0.1)
 	clear(p.ResB2)
+	clear(p.MixW) // the mix starts as the identity: each channel reads its own leftover
 
 	p.Fusion[0] = 0
 }

@@ -81,7 +81,7 @@ func refLoss(cfg Config, p *Params, rc refClock, x, y []float64, n int, noise []
 			out.sparse += sparse
 		}
 		yfreq := r.heads(b, head, prob, fix)
-		res := r.residual(b, xr, fix)
+		res := r.residual(b, xr, fix, rc.steps[b*C:(b+1)*C])
 		for o := range HC {
 			c := o % C
 			out.forecast[b*HC+o] = (alpha*yfreq[o]+(1-alpha)*res[o]+qfut[o]+band[o])*sd[c] + mu[c]
@@ -430,16 +430,25 @@ func (r *refModel) heads(b int, head [][]float64, prob []float64, fix refSelecti
 // residual returns the residual's forecast (H×C) of window b from the
 // rhythms' leftover xr: one MLP, shared by the channels, with the dropout
 // masks of fix.
-func (r *refModel) residual(b int, xr []float64, fix refSelection) []float64 {
+func (r *refModel) residual(b int, xr []float64, fix refSelection, steps []float64) []float64 {
 	L, C, H, R := r.cfg.Lookback, r.cfg.Channels, r.cfg.Horizon, r.cfg.ResidualHidden
 	p := r.p
 	res := make([]float64, H*C)
+	var mixed []float64
+	if r.cfg.ChannelMix {
+		mixed = r.mix(xr, steps)
+	}
 	for c := range C {
 		rh := make([]float64, R)
 		for k := range R {
 			v := p.ResB1[k]
 			for t := range L {
 				v += xr[t*C+c] * p.ResW1[t*R+k]
+			}
+			if mixed != nil {
+				for t := range L {
+					v += mixed[t*C+c] * p.ResW1[(L+t)*R+k]
+				}
 			}
 			rh[k] = refGelu(v)
 			if fix.resMask != nil {
@@ -455,6 +464,34 @@ func (r *refModel) residual(b int, xr []float64, fix refSelection) []float64 {
 		}
 	}
 	return res
+}
+
+// mix returns the channels' mix of the leftover (step-major, L×C) of a
+// model with Config.ChannelMix, the second half of the residual's input:
+// channel c reads Σ_c' W_cc'·u_c', W = M₀ +
+// cos 2πρ_c·M₁ + sin 2πρ_c·M₂ with ρ_c the first rhythm's phase at the
+// end of channel c's window (steps), M₀ alone without a clock.
+func (r *refModel) mix(xr, steps []float64) []float64 {
+	L, C := r.cfg.Lookback, r.cfg.Channels
+	mw := r.p.MixW
+	out := make([]float64, L*C)
+	for c := range C {
+		cs, sn := 0.0, 0.0
+		if r.rc.active {
+			rh := r.rc.rhythms[0]
+			ph := rh.AnchorPhase + (steps[c]-rh.AnchorStep)/rh.PeriodSteps
+			sn, cs = math.Sincos(2 * math.Pi * (ph - math.Floor(ph)))
+		}
+		for t := range L {
+			v := 0.0
+			for c2 := range C {
+				w := mw[c*C+c2] + cs*mw[C*C+c*C+c2] + sn*mw[2*C*C+c*C+c2]
+				v += w * xr[t*C+c2]
+			}
+			out[t*C+c] = v
+		}
+	}
+	return out
 }
 
 // addOutputLosses adds to out's sums a window's squared error of forecast

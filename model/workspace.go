@@ -22,6 +22,9 @@ type Workspace struct {
 	resIn                []float64 // what the residual MLP read: xr, or xn without rhythms
 	resX                 []float64 // the residual MLP's input rows: resIn, or resT (one row per channel)
 	resT                 []float64 // n·C·L: resIn channel by channel
+	resM                 []float64 // n·C·2L: resT's rows, each followed by the channels' mix (Config.ChannelMix), else empty
+	mixW                 []float64 // C·C: one window's channel mix (Config.ChannelMix), else empty
+	mixRows              []float64 // C·L: one window's mixed rows, or their gradient (Config.ChannelMix)
 	resOut               []float64 // n·C·H: the residual MLP's output rows before the bias (one row per channel)
 	xc                   []float64 // n·C: per-window channel means of x̂ (0 with instance norm)
 	energy               []float64 // n: Σ (x̂ − mean)² of each window
@@ -102,6 +105,8 @@ type trainScratch struct {
 	drh         []float64 // rows·R (rows: n, or n·C)
 	drT         []float64 // n·C·H: ∂L/∂r channel by channel
 	gT          []float64 // n·C·L: ∂L/∂(residual input) channel by channel
+	dmixW       []float64 // C·C: one window's ∂L/∂(channel mix) (Config.ChannelMix)
+	gMix        []float64 // n·C·2L: ∂L/∂(the residual's input rows with the mix) (Config.ChannelMix)
 	dO, dA, dG  []float64 // grouped n·K·H·C, n·K·E, n·K·2d
 	dm          []float64 // n·K, grouped: ∂L/∂gate
 	dscore      []float64 // n·N
@@ -189,6 +194,11 @@ func (ws *Workspace) grow(n int) {
 	ws.rtanh = make([]float64, n*pw*R)
 	ws.rh = make([]float64, n*pw*R)
 	ws.resT = make([]float64, n*L*C)
+	if cfg.ChannelMix {
+		ws.resM = make([]float64, n*2*L*C)
+		ws.mixW = make([]float64, C*C)
+		ws.mixRows = make([]float64, C*L)
+	}
 	ws.resOut = make([]float64, n*H*C)
 	ws.res = make([]float64, n*HC)
 	ws.topv = make([]float64, K)
@@ -265,6 +275,10 @@ func (ws *Workspace) enableTraining() {
 		dzband:  make([]float64, 2*N*C),
 		dpband:  make([]float64, 2*N*H),
 		grad:    newParams(cfg),
+	}
+	if cfg.ChannelMix {
+		ws.tr.gMix = make([]float64, n*2*L*C)
+		ws.tr.dmixW = make([]float64, C*C)
 	}
 }
 

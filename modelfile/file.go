@@ -20,15 +20,23 @@ import (
 	"github.com/freqlens/freqlens/model"
 )
 
-// FormatVersion is the model file version this build writes and reads. A
-// version 7 file holds the tensors of model.Tensors (clock.weight and
-// band.weight included) and the rhythms in its metadata. Files of versions 1 to 6,
-// written by earlier builds, hold models that compute differently (the
-// frequencies outside the rhythms read the whole window, the rhythms
-// compete for the selection, there are no band heads or no clock, ...):
-// none converts exactly into a version 7 model, so Decode refuses them with
-// the command that retrains the model. docs/model.md lists the versions.
-const FormatVersion = 7
+// FormatVersion is the newest model file version this build writes and
+// reads. A version 7 file holds the tensors of model.Tensors (clock.weight
+// and band.weight included) and the rhythms in its metadata; version 8 adds
+// the channel mix of the residual's input (model.Config.ChannelMix: the
+// metadata's channel_mix and the residual.mix tensor). A model without the
+// mix is written as version 7, which builds that know no mix read as they
+// always did; a version 7 file reads as a model without it. Files of
+// versions 1 to 6, written by earlier builds, hold models that compute
+// differently (the frequencies outside the rhythms read the whole window,
+// the rhythms compete for the selection, there are no band heads or no
+// clock, ...): none converts exactly, so Decode refuses them with the
+// command that retrains the model. docs/model.md lists the versions.
+const FormatVersion = 8
+
+// oldestFormat is the oldest version Decode reads: version 7 is version 8
+// without the channel mix.
+const oldestFormat = 7
 
 const (
 	formatName     = "freqlens"
@@ -125,7 +133,7 @@ func metadata(m *model.Model, weightsSHA string) (map[string]string, error) {
 	}
 	md := map[string]string{
 		"format":          formatName,
-		"format_version":  strconv.Itoa(FormatVersion),
+		"format_version":  strconv.Itoa(formatOf(c)),
 		"lookback":        strconv.Itoa(c.Lookback),
 		"horizon":         strconv.Itoa(c.Horizon),
 		"channels":        strconv.Itoa(c.Channels),
@@ -144,6 +152,9 @@ func metadata(m *model.Model, weightsSHA string) (map[string]string, error) {
 		"data_name":       m.Meta.DataName,
 		"seed":            strconv.FormatUint(m.Meta.Seed, 10),
 		"weights_sha256":  weightsSHA,
+	}
+	if c.ChannelMix {
+		md["channel_mix"] = "true"
 	}
 	if m.Meta.Cadence > 0 {
 		md["cadence"] = m.Meta.Cadence.String()
@@ -256,7 +267,7 @@ func Decode(b []byte) (*model.Model, error) {
 		return nil, fmt.Errorf("corrupted header: format_version %d", ver)
 	}
 
-	if ver < FormatVersion {
+	if ver < oldestFormat {
 		return nil, olderFormat(ver, md)
 	}
 	cfg, meta, err := parseMetadata(md)
@@ -338,6 +349,15 @@ func Decode(b []byte) (*model.Model, error) {
 	return model.Assemble(cfg, meta, params)
 }
 
+// formatOf is the version a model of cfg is written as: 7 without the
+// channel mix, so that builds that know no mix still read it, 8 with it.
+func formatOf(cfg model.Config) int {
+	if cfg.ChannelMix {
+		return FormatVersion
+	}
+	return oldestFormat
+}
+
 // olderFormat is the error for a model file of format version ver, older
 // than this build's: one line that names the command retraining the model
 // from its metadata md (its data, or the input topic, and its horizon,
@@ -355,7 +375,7 @@ func olderFormat(ver int, md map[string]string) error {
 			cmd += " --" + f.flag + " " + v
 		}
 	}
-	return fmt.Errorf("model file format version %d was written by an older freqlens whose model computes differently; this build serves format %d only: retrain the model with %s --out MODEL", ver, FormatVersion, cmd)
+	return fmt.Errorf("model file format version %d was written by an older freqlens whose model computes differently; this build serves formats %d and %d only: retrain the model with %s --out MODEL", ver, oldestFormat, FormatVersion, cmd)
 }
 
 // parseMetadata rebuilds the Config and Meta recorded by metadata.
@@ -381,6 +401,16 @@ func parseMetadata(md map[string]string) (model.Config, model.Meta, error) {
 		*f.dst = v
 	}
 	cfg.Mode, cfg.Norm = model.Mode(md["mode"]), model.Norm(md["norm"])
+	switch s := md["channel_mix"]; s {
+	case "":
+	case "true":
+		if md["format_version"] != strconv.Itoa(FormatVersion) {
+			return cfg, model.Meta{}, fmt.Errorf("corrupted header: metadata channel_mix in a version %s file; the mix came with version %d", md["format_version"], FormatVersion)
+		}
+		cfg.ChannelMix = true
+	default:
+		return cfg, model.Meta{}, fmt.Errorf("corrupted header: metadata channel_mix %q; a model with the mix records \"true\"", s)
+	}
 
 	var meta model.Meta
 	for _, f := range []struct {

@@ -29,6 +29,7 @@ var configs = []struct {
 	{model.Config{Lookback: 12, Horizon: 5, Channels: 2, Hidden: 4, Frequencies: 9, TopK: 6, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5}, true, true},
 	{model.Config{Lookback: 10, Horizon: 3, Channels: 3, Hidden: 5, Frequencies: 8, TopK: 5, ScorerHidden: 2, HeadHidden: 3, ResidualHidden: 4, Norm: model.NormNone}, true, false},
 	{model.Config{Lookback: 16, Horizon: 7, Channels: 1, Hidden: 3, Frequencies: 10, TopK: 7, ScorerHidden: 4, HeadHidden: 5, ResidualHidden: 3, Mode: model.Independent}, true, true},
+	{model.Config{Lookback: 12, Horizon: 5, Channels: 3, Hidden: 4, Frequencies: 9, TopK: 6, ScorerHidden: 3, HeadHidden: 4, ResidualHidden: 5, ChannelMix: true}, true, true},
 }
 
 // testModel returns a model of configs[i] whose every parameter is drawn
@@ -270,7 +271,7 @@ func FuzzDecode(f *testing.F) {
 func TestOlderFormatsAreRefused(t *testing.T) {
 	m := testModel(t, 0, 31)
 	m.Meta.DataName = "traffic.csv"
-	for ver := 1; ver < FormatVersion; ver++ {
+	for ver := 1; ver < oldestFormat; ver++ {
 		t.Run(fmt.Sprintf("version %d", ver), func(t *testing.T) {
 			file := rewriteHeader(t, encoded(t, m), func(md map[string]string, _ map[string]json.RawMessage) {
 				md["format_version"] = strconv.Itoa(ver)
@@ -353,6 +354,42 @@ func TestTimeZoneSurvivesTheFile(t *testing.T) {
 	for i := range a {
 		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
 			t.Fatalf("forecast %d = %v after loading, %v before", i, b[i], a[i])
+		}
+	}
+}
+
+// TestChannelMixFormat: a model without the channel mix is written as
+// version 7, which builds without the mix read; one with it as version 8,
+// which round-trips its mix; a version 7 file that claims the mix, or a
+// mix flag other than "true", is refused.
+func TestChannelMixFormat(t *testing.T) {
+	version := func(file []byte) string {
+		var got string
+		rewriteHeader(t, file, func(md map[string]string, _ map[string]json.RawMessage) { got = md["format_version"] })
+		return got
+	}
+	plain, mixed := testModel(t, 0, 8), testModel(t, 3, 8)
+	if v := version(encoded(t, plain)); v != "7" {
+		t.Errorf("a model without the mix is written as version %s, want 7", v)
+	}
+	file := encoded(t, mixed)
+	if v := version(file); v != "8" {
+		t.Errorf("a model with the mix is written as version %s, want 8", v)
+	}
+	back, err := Decode(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Config().ChannelMix || !slices.Equal(back.Params().MixW, mixed.Params().MixW) {
+		t.Fatal("the channel mix did not survive the file")
+	}
+	for name, edit := range map[string]func(md map[string]string){
+		"version 7 with the mix": func(md map[string]string) { md["format_version"] = "7" },
+		"a mix flag of false":    func(md map[string]string) { md["channel_mix"] = "false" },
+	} {
+		bad := rewriteHeader(t, file, func(md map[string]string, _ map[string]json.RawMessage) { edit(md) })
+		if _, err := Decode(bad); err == nil || !strings.Contains(err.Error(), "channel_mix") {
+			t.Errorf("%s: err = %v, want a corrupted header naming channel_mix", name, err)
 		}
 	}
 }

@@ -45,6 +45,10 @@ type Options struct {
 	// TopK is model.Config's K, the frequencies each window selects; 0
 	// means the default.
 	TopK int
+	// ChannelMix is model.Config's: the residual MLP of a mixed model also
+	// reads the other channels' leftovers, through a learned mix that
+	// follows the strongest rhythm's phase.
+	ChannelMix bool
 	// Dropout, LearningRate and Patience are Config's; 0 means
 	// the default, and a negative Dropout turns dropout off.
 	Dropout, LearningRate float64
@@ -95,7 +99,10 @@ func Fit(ctx context.Context, d *history.Data, lookback, horizon int, o Options)
 	if d.Mode == model.Independent {
 		channels = 1
 	}
-	m, err := model.New(model.Config{Lookback: lookback, Horizon: horizon, Channels: channels, Mode: d.Mode, TopK: o.TopK}, o.Seed)
+	if o.ChannelMix && (d.Mode != model.Mixed || channels < 2) {
+		return nil, fmt.Errorf("the channel mix mixes the channels of a mixed model; this one is %s with %d channel(s): train it without the mix", d.Mode, channels)
+	}
+	m, err := model.New(model.Config{Lookback: lookback, Horizon: horizon, Channels: channels, Mode: d.Mode, TopK: o.TopK, ChannelMix: o.ChannelMix}, o.Seed)
 	if err != nil {
 		return nil, err
 	}

@@ -71,9 +71,12 @@ type inspectReport struct {
 	// StepAlign is "nearest" when the training data's readings were put on
 	// the nearest step, and serve does so too unless input.align says
 	// otherwise; empty for the step a reading falls in.
-	StepAlign     string  `json:"step_align,omitempty"`
-	Alpha         float64 `json:"alpha"`
-	SelectionFrom string  `json:"selection_counted_on"`
+	StepAlign string  `json:"step_align,omitempty"`
+	Alpha     float64 `json:"alpha"`
+	// ChannelMix says the residual MLP reads every channel's leftover
+	// through the channel mix (model.Config.ChannelMix), not its own only.
+	ChannelMix    bool   `json:"channel_mix"`
+	SelectionFrom string `json:"selection_counted_on"`
 	// SharesFrom says where the attribution shares of Rhythms,
 	// ResidualShare and Frequencies[].Share were counted; empty when the
 	// model file holds none and no --data was given.
@@ -163,7 +166,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	rep := inspectReport{
 		Model: *modelPath, TrainedOn: m.Meta.DataName, Mode: string(cfg.Mode),
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
-		CadenceSeconds: m.Meta.Cadence.Seconds(), StepAlign: m.Meta.StepAlign, Alpha: m.Alpha(), SelectionFrom: from,
+		CadenceSeconds: m.Meta.Cadence.Seconds(), StepAlign: m.Meta.StepAlign, Alpha: m.Alpha(), ChannelMix: cfg.ChannelMix, SelectionFrom: from,
 		Metrics: m.Meta.Metrics, ErrorQuantiles: m.Meta.ErrorQuantiles, Rhythms: rhythmsOf(m, nil, nil), ResidualShare: residualShare,
 		SelectedPerWindow: m.SelectedPerWindow(), CyclesAlwaysSelected: m.SelectsRhythms(),
 		Interrupted: m.Meta.Metrics["interrupted"] == 1, TimeZone: m.Meta.TimeZone, Input: m.Meta.Input,
@@ -257,7 +260,11 @@ func printInspect(w io.Writer, r inspectReport) {
 		fmt.Fprintln(w)
 	}
 	printErrorQuantiles(w, r.ErrorQuantiles)
-	fmt.Fprintf(w, "alpha %.3f (the fusion weight of the frequency heads)\n\n", r.Alpha)
+	fmt.Fprintf(w, "alpha %.3f (the fusion weight of the frequency heads)\n", r.Alpha)
+	if r.ChannelMix {
+		fmt.Fprintln(w, "channel mix: the residual MLP reads every channel's leftover, mixed by the time of the strongest cycle, so its part includes what the other channels say")
+	}
+	fmt.Fprintln(w)
 	if r.SharesFrom != "" {
 		printRhythms(w, r.Rhythms, r.ResidualShare, "the "+r.SharesFrom)
 		if r.LinesSummed {

@@ -32,6 +32,7 @@ type trainReport struct {
 	Seed               uint64             `json:"seed"`
 	ChannelShuffle     float64            `json:"channel_shuffle"`
 	TopK               int                `json:"top_k"`
+	ChannelMix         bool               `json:"channel_mix"`
 	Dropout            float64            `json:"dropout"`
 	WeightDecay        float64            `json:"weight_decay"`
 	InputNoise         float64            `json:"input_noise"`
@@ -79,6 +80,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dropout := fs.Float64("dropout", training.DefaultDropout, "probability of dropping a hidden unit of the residual MLP and the heads while training; 0 turns it off")
 	rate := fs.Float64("learning-rate", training.DefaultLearningRate, fmt.Sprintf("Adam's base step size, annealed along a cosine to %g", training.DefaultMinLearningRate))
 	decay := fs.Float64("weight-decay", 0, "AdamW's decoupled weight decay on the model's weight matrices (not biases, frequencies or the fusion weight); 0 turns it off")
+	mix := fs.Bool("channel-mix", false, "mixed mode: let the residual MLP read every channel's leftover through a learned mix that follows the strongest cycle's phase, for channels that move together beyond their cycles (weather fields); validation decides per file")
 	noise := fs.Float64("input-noise", 0, "standard deviation of Gaussian noise added to each normalised training window (not its target), a ridge-like penalty on the model's linear parts; 0 turns it off")
 	patience := fs.Int("patience", training.DefaultPatience, "epochs without a better validation MSE that end training")
 	zone := fs.String("time-zone", "", "IANA time zone (Europe/Berlin) whose wall clock the data's daily and weekly rhythms keep, so they stay on their hour across daylight-saving changes; default UTC")
@@ -95,7 +97,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	sinceDur, err := checkTrainFlags(trainFlags{data: *data, fromTopic: *fromTopic, since: *since, horizon: *horizon, lookback: *lookback,
 		epochs: *epochs, batch: *batch, mode: *mode, shuffle: *shuffle, out: *out, topK: *topK, dropout: *dropout, rate: *rate,
-		decay: *decay, noise: *noise,
+		decay: *decay, noise: *noise, mix: *mix,
 		patience: *patience, zone: *zone, fill: *fill, freqInit: *freqInit, maxWindows: *maxWindows}, checkpoint)
 	if err != nil {
 		return err
@@ -115,7 +117,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	bar := newProgress(stderr, *epochs)
 	opts := training.Options{
 		Epochs: *epochs, BatchSize: *batch, Seed: *seed, FrequencyInit: training.FrequencyInit(*freqInit),
-		TopK: *topK, LearningRate: *rate, Patience: *patience, FillHarmonics: *fill,
+		TopK: *topK, ChannelMix: *mix, LearningRate: *rate, Patience: *patience, FillHarmonics: *fill,
 		Checkpoint: *checkpoint, Start: bar.start, Epoch: bar.epoch, TimeZone: *zone,
 	}
 	opts.Dropout = *dropout
@@ -164,7 +166,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // trainFlags are train's flags that checkTrainFlags judges.
 type trainFlags struct {
 	data, since, mode, out, zone, freqInit                 string
-	fromTopic                                              bool
+	fromTopic, mix                                         bool
 	horizon, lookback, epochs, batch, topK, patience, fill int
 	maxWindows                                             int
 	shuffle, dropout, rate, decay, noise                   float64
@@ -182,6 +184,9 @@ func checkTrainFlags(f trainFlags, checkpoint *string) (time.Duration, error) {
 	}
 	if *checkpoint != "" && samePath(*checkpoint, f.out) {
 		return 0, fmt.Errorf("--checkpoint names the model file %s; give it a path of its own", f.out)
+	}
+	if f.mix && f.mode == string(model.Independent) {
+		return 0, fmt.Errorf("--channel-mix mixes the channels of a mixed model, and --mode independent trains one single-channel model: drop one of them")
 	}
 	switch {
 	case f.fromTopic && f.data != "":
@@ -241,7 +246,7 @@ func newTrainReport(out string, td *history.Data, res *training.FitResult, lookb
 	return trainReport{
 		Model: out, Data: td.Name, Protocol: td.Protocol, Mode: string(td.Mode),
 		Lookback: lookback, Horizon: horizon, Channels: len(td.Columns), Seed: seed, Params: res.Params,
-		ChannelShuffle: m.Meta.Training["channel_shuffle"], TopK: m.Config().TopK,
+		ChannelShuffle: m.Meta.Training["channel_shuffle"], TopK: m.Config().TopK, ChannelMix: m.Config().ChannelMix,
 		Dropout: m.Meta.Training["dropout"], WeightDecay: m.Meta.Training["weight_decay"], InputNoise: m.Meta.Training["input_noise"],
 		LearningRate: m.Meta.Training["learning_rate"], Patience: int(m.Meta.Training["patience"]),
 		FillHarmonics: int(m.Meta.Training["fill_harmonics"]), TimeZone: m.Meta.TimeZone,

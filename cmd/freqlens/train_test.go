@@ -478,7 +478,8 @@ func TestTrainSettings(t *testing.T) {
 		if m.Config().TopK != rep.TopK || m.Meta.Training["dropout"] != rep.Dropout ||
 			m.Meta.Training["learning_rate"] != rep.LearningRate || int(m.Meta.Training["patience"]) != rep.Patience ||
 			int(m.Meta.Training["fill_harmonics"]) != rep.FillHarmonics ||
-			m.Meta.Training["weight_decay"] != rep.WeightDecay || m.Meta.Training["input_noise"] != rep.InputNoise {
+			m.Meta.Training["weight_decay"] != rep.WeightDecay || m.Meta.Training["input_noise"] != rep.InputNoise ||
+			m.Config().ChannelMix != rep.ChannelMix {
 			t.Errorf("%v: the report says K %d, dropout %g, rate %g, patience %d, fill harmonics %d; the file %d and %v",
 				extra, rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience, rep.FillHarmonics, m.Config().TopK, m.Meta.Training)
 		}
@@ -491,15 +492,22 @@ func TestTrainSettings(t *testing.T) {
 	if rep := train("--top-k", "5", "--dropout", "0.25", "--learning-rate", "0.002", "--patience", "3"); rep.TopK != 5 || rep.Dropout != 0.25 || rep.LearningRate != 0.002 || rep.Patience != 3 {
 		t.Errorf("set: K %d, dropout %g, rate %g, patience %d; want 5, 0.25, 0.002, 3", rep.TopK, rep.Dropout, rep.LearningRate, rep.Patience)
 	}
-	if rep := train("--dropout", "0"); rep.Dropout != 0 || rep.FillHarmonics != 0 || rep.WeightDecay != 0 || rep.InputNoise != 0 {
-		t.Errorf("--dropout 0 trained with dropout %g, fill harmonics %d, weight decay %g, input noise %g; want all off",
-			rep.Dropout, rep.FillHarmonics, rep.WeightDecay, rep.InputNoise)
+	if rep := train("--dropout", "0"); rep.Dropout != 0 || rep.FillHarmonics != 0 || rep.WeightDecay != 0 || rep.InputNoise != 0 || rep.ChannelMix {
+		t.Errorf("--dropout 0 trained with dropout %g, fill harmonics %d, weight decay %g, input noise %g, channel mix %v; want all off",
+			rep.Dropout, rep.FillHarmonics, rep.WeightDecay, rep.InputNoise, rep.ChannelMix)
+	}
+	if rep := train("--channel-mix"); !rep.ChannelMix {
+		t.Error("--channel-mix trained a model without the mix")
 	}
 	if rep := train("--weight-decay", "0.05", "--input-noise", "0.2"); rep.WeightDecay != 0.05 || rep.InputNoise != 0.2 {
 		t.Errorf("--weight-decay 0.05 --input-noise 0.2 trained with %g and %g", rep.WeightDecay, rep.InputNoise)
 	}
 	if rep := train("--fill-harmonics", "6"); rep.FillHarmonics != 6 {
 		t.Errorf("--fill-harmonics 6 trained with %d", rep.FillHarmonics)
+	}
+	args := []string{"train", "--data", data, "--lookback", "48", "--horizon", "12", "--epochs", "1", "--out", filepath.Join(dir, "bad.safetensors"), "--channel-mix", "--mode", "independent"}
+	if code, _, stderr := runCLI(args...); code == 0 || !strings.Contains(stderr, "--channel-mix") {
+		t.Errorf("--channel-mix --mode independent: exit %d, stderr %q; want a refusal naming --channel-mix", code, stderr)
 	}
 	for _, bad := range [][]string{
 		{"--dropout", "1"}, {"--dropout", "-0.5"}, {"--top-k", "0"}, {"--top-k", "40"},
