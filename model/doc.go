@@ -33,6 +33,7 @@
 //	b_f,c = P_f·z_f,c                            band head of a rhythm frequency: 2 → H, shared by the channels
 //	u     = x̃ − Σ_{f∈R} Σ_{j∈f} ψ̄_j ψ̄_jᵀ x̃        … and less its projection on the rhythms' atoms (R: a fixed set)
 //	r_c   = GELU(u_c·R₁ + r₁)·R₂ + r₂,c          residual MLP, one per channel with shared weights, L → H
+//	        GELU([u_c | Σ_c' W_cc'(ρ_c)·u_c']·R₁ + r₁)·R₂ + r₂,c   … with the channel mix (mix.go), 2L → H
 //	ŷ     = σ·(α·Σ_{f∈S} g_f + Σ_{f∈R} (q_f(future) + b_f) + (1−α)·r) + μ     α = σ(w)
 //
 // A rhythm (cycles.FindRhythms) is a fundamental period P_r with the frequencies at
@@ -91,8 +92,9 @@
 // (PlaceOnSpectrum) and left there by training, moved online to the recent
 // spectrum's peaks (TrackRhythms, TrackCycles); and the residual and the
 // free frequencies reading the window less the rhythms as a fixed set,
-// which keeps the game additive. Package modelfile stores this maths,
-// format 7.
+// which keeps the game additive; the channel mix (Config.ChannelMix)
+// changes only what the residual reads, so it keeps it too. Package
+// modelfile stores this maths: format 7, or 8 with the channel mix.
 //
 // # Training
 //
