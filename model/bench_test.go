@@ -40,9 +40,11 @@ func BenchmarkForwardWindow(b *testing.B) {
 		rhythms []cycles.Rhythm
 	}{
 		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}, modeltest.DayOfEight},
+		{"mixed C=7, channel mix", model.Config{Horizon: 96, Channels: 7, ChannelMix: true}, modeltest.DayOfEight},
 		{"independent C=1", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, modeltest.DayOfEight},
 		{"independent C=1, week and day (16 frequencies)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, weekAndDay},
 		{"mixed C=21, a day of 3 frequencies (5 places left to the others)", model.Config{Horizon: 96, Channels: 21}, dayOfThree},
+		{"mixed C=21, a day of 3 frequencies, channel mix", model.Config{Horizon: 96, Channels: 21, ChannelMix: true}, dayOfThree},
 		{"independent C=1, a day of 3 frequencies (5 places left to the others)", model.Config{Horizon: 96, Channels: 1, Mode: model.Independent}, dayOfThree},
 	} {
 		for _, explain := range []bool{false, true} {

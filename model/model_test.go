@@ -17,6 +17,7 @@ var fullConfigs = []struct {
 	{"mixed C=7 H=96, rhythms and clock", Config{Horizon: 96, Channels: 7}, true, true},
 	{"mixed C=3 H=192 no norm", Config{Horizon: 192, Channels: 3, Norm: NormNone}, false, false},
 	{"independent H=96, rhythms and clock", Config{Horizon: 96, Channels: 1, Mode: Independent}, true, true},
+	{"mixed C=7 H=96, channel mix, rhythms and clock", Config{Horizon: 96, Channels: 7, ChannelMix: true}, true, true},
 }
 
 // TestBatchMatchesSingle: a window's forecast does not depend on the other
