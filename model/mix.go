@@ -12,17 +12,20 @@ import (
 // Without it the residual MLP forecasts each channel from that channel's
 // own leftover u_c (the window less what the rhythms put there), so a
 // weather station's humidity cannot tell its temperature that a front has
-// come through. With it channel c reads
+// come through. With it channel c's residual reads
 //
-//	u'_c = u_c + Σ_c' W_c,c'(ρ_c)·u_c',  W(ρ) = M₀ + cos 2πρ·M₁ + sin 2πρ·M₂
+//	[u_c | Σ_c' W_c,c'(ρ_c)·u_c'],  W(ρ) = M₀ + cos 2πρ·M₁ + sin 2πρ·M₂
 //
-// where ρ_c is the phase of the model's first rhythm (the day, on every
-// benchmark) at the end of channel c's window: how channels inform each
-// other may change with the time of day (the wind speaks for the
-// temperature in the afternoon, not at night), the periodic query of
-// TQNet (ICML'25) in the form of one cycle's first harmonic. Without a
-// clock W is M₀. M starts at zero, the model without the mix, and trains
-// with the rest; weight decay pulls it back there.
+// its own leftover and a mix of every channel's, through R₁'s two blocks
+// (2L inputs), so the shared MLP reads the others on their own terms
+// rather than added to the channel's own. ρ_c is the phase of the model's
+// first rhythm (the strongest: the day on every benchmark) at the end of
+// channel c's window, so how the channels inform each other may change
+// with the time of day: TQNet's (ICML'25) periodic queries, as the
+// cycle's first harmonic. Without a clock W is M₀. M starts at zero, the
+// model without the mix, and trains with the rest (weight decay pulls it
+// back there); R₁'s block for the mix starts random, or M would get no
+// gradient.
 //
 // The mix changes only what the residual reads, so the residual's part is
 // still one additive part that nothing else depends on: attribution stays

@@ -33,11 +33,11 @@ type Params struct {
 	// residual MLP, applied to each channel of the window with the same
 	// weights and a per-channel output bias.
 	ResW1, ResB1, ResW2, ResB2 []float64
-	// MixW [3, C, C] mixes the channels of the residual's input, in a
-	// model with Config.ChannelMix (empty otherwise): channel c reads
-	// u_c + Σ_c' (M₀ + cos 2πρ_c·M₁ + sin 2πρ_c·M₂)[c, c']·u_c', with ρ_c
-	// the first rhythm's phase at the end of channel c's window (M₀ alone
-	// without a clock).
+	// MixW [3, C, C] is the channel mix of a model with Config.ChannelMix
+	// (empty otherwise): channel c's residual reads [u_c | Σ_c' (M₀ +
+	// cos 2πρ_c·M₁ + sin 2πρ_c·M₂)[c, c']·u_c'], with ρ_c the first
+	// rhythm's phase at the end of channel c's window (M₀ alone without a
+	// clock), and ResW1 is then [2L, R].
 	MixW []float64
 	// Fusion [1] is w, with α = σ(w).
 	Fusion []float64

@@ -79,7 +79,11 @@ type predictReport struct {
 	// shares leave it out (ResidualShare counts the residual MLP alone).
 	Residual      [][]float64 `json:"residual"`
 	ResidualShare float64     `json:"residual_share"`
-	Level         []float64   `json:"level"`
+	// ChannelMix says the residual MLP read every channel's leftover
+	// (model.Config.ChannelMix), so its part includes what the other
+	// channels say.
+	ChannelMix bool      `json:"channel_mix"`
+	Level      []float64 `json:"level"`
 	// WindowStd is each channel's standard deviation over the window: how
 	// much its readings move, the yardstick for how far the parts move the
 	// forecast.
@@ -176,7 +180,7 @@ func runPredict(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, n := range append(notes, idleRemovals(m, rep, removed)...) {
 		fmt.Fprintln(stderr, "freqlens predict: note:", n)
 	}
-	rep.Model, rep.Data = *modelPath, *data
+	rep.Model, rep.Data, rep.ChannelMix = *modelPath, *data, m.Config().ChannelMix
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(rep)
 	}
@@ -365,7 +369,11 @@ func printPredict(w io.Writer, r predictReport, H int) {
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "  %-24s %5.1f%%\n      %s\n", "other frequencies*", 100*other, strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(w, "  %-24s %5.1f%%\n", "residual MLP", 100*r.ResidualShare)
+	residual := "residual MLP"
+	if r.ChannelMix {
+		residual = "residual (all channels)"
+	}
+	fmt.Fprintf(w, "  %-24s %5.1f%%\n", residual, 100*r.ResidualShare)
 	if len(parts) > 0 {
 		fmt.Fprintln(w, "  * no cycle of the training data: frequencies that carry what has no peak in its spectrum")
 	}
