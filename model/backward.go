@@ -131,11 +131,7 @@ func (m *Model) backward(ws *Workspace, dOut []float64, draws *stepDraws, k back
 	} else if cfg.ChannelMix {
 		// Without rhythms the residual reads x̂, which is data: only the
 		// mix itself learns from ∂L/∂(its input rows).
-		gin := tr.gMix[:n*2*L*C]
-		clear(gin)
-		R := cfg.ResidualHidden
-		gemm.NT(n*C, 2*L, R, tr.drh[:n*C*R], R, p.ResW1, R, gin, 2*L)
-		m.mixBackward(ws, nil, gin, ws.resT, n)
+		m.mixInputGrad(ws, n, nil)
 	}
 	if ck.active {
 		m.clockBackward(ws, n)
@@ -356,11 +352,7 @@ func (m *Model) residualInputGrad(ws *Workspace, n int) []float64 {
 		gt = tr.gT[:n*L*C]
 	}
 	if cfg.ChannelMix {
-		// ∂L/∂[X | W·X], passed back through the mix to X.
-		gin := tr.gMix[:n*in*C]
-		clear(gin)
-		gemm.NT(n*pw, in, R, tr.drh[:n*pw*R], R, m.params.ResW1, R, gin, in)
-		m.mixBackward(ws, gt, gin, ws.resT, n)
+		m.mixInputGrad(ws, n, gt)
 	} else {
 		clear(gt)
 		gemm.NT(n*pw, in, R, tr.drh[:n*pw*R], R, m.params.ResW1, R, gt, in)

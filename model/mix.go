@@ -110,3 +110,16 @@ func (m *Model) mixBackward(ws *Workspace, dX, dIn, X []float64, n int) {
 		}
 	}
 }
+
+// mixInputGrad computes ∂L/∂[X | W·X] of the n windows' residual input rows
+// from ∂L/∂(the residual's pre-activation) in ws.tr.drh, adds the mix's
+// gradient to ws.tr.grad.MixW and, when dX is not nil, writes ∂L/∂X (the
+// rows before the mix) to it.
+func (m *Model) mixInputGrad(ws *Workspace, n int, dX []float64) {
+	pw, in, _ := m.cfg.residualShape()
+	R := m.cfg.ResidualHidden
+	gin := ws.tr.gMix[:n*pw*in]
+	clear(gin)
+	gemm.NT(n*pw, in, R, ws.tr.drh[:n*pw*R], R, m.params.ResW1, R, gin, in)
+	m.mixBackward(ws, dX, gin, ws.resT, n)
+}
