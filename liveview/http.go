@@ -159,6 +159,10 @@ type Series struct {
 	// Residual is what no frequency carries (the level included), by field;
 	// null without attributions.
 	Residual [][]Number `json:"residual"`
+	// ResidualAllChannels says each field's residual is computed from
+	// every field's leftover (a model trained with the channel mix), so it
+	// includes what the other fields say.
+	ResidualAllChannels bool `json:"residual_all_channels"`
 	// Level is each field's window mean inside Residual; null when unknown.
 	Level []Number `json:"level"`
 	// Parts are the frequencies' contributions, as the forecast lists them:
@@ -231,7 +235,7 @@ func (v *View) Series(series string) (Series, bool) {
 		Series: s.series, TS: s.ts, Updated: s.updated, Forecasts: s.forecasts, ModelVersion: s.version,
 		CadenceSeconds: s.cadence.Seconds(), Fields: slices.Clone(s.fields), Lookback: s.lookback, Horizon: s.horizon,
 		Readings: byField(s.window, C), Forecast: byField(s.values, C), Alpha: s.alpha,
-		Residual: byField(s.residual, C), Parts: make([]Part, s.nparts),
+		Residual: byField(s.residual, C), ResidualAllChannels: s.allCh, Parts: make([]Part, s.nparts),
 	}
 	if len(s.level) == C {
 		out.Level = make([]Number, C)

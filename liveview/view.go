@@ -90,6 +90,7 @@ type slot struct {
 	window    []float64 // L×C
 	values    []float64 // H×C
 	residual  []float64 // H×C; empty without attributions
+	allCh     bool      // the residual reads every field's leftover
 	level     []float64 // C; empty when unknown
 	parts     []part    // the first nparts are this forecast's
 	nparts    int
@@ -154,6 +155,7 @@ func (v *View) Observe(f *wire.Forecast, window, level []float64) {
 	s.window = fill(s.window, window)
 	s.values = fill(s.values, f.Values)
 	s.residual = fill(s.residual, f.Residual)
+	s.allCh = f.ResidualAllChannels
 	s.level = fill(s.level, level)
 	s.nparts = len(f.Frequencies)
 	if len(s.parts) < s.nparts {

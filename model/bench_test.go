@@ -72,26 +72,37 @@ func BenchmarkForwardWindow(b *testing.B) {
 }
 
 // BenchmarkForwardBatched is the throughput of batched forecasting on all
-// cores, one workspace per goroutine (C=7, L=H=96, batches of 256).
+// cores, one workspace per goroutine (C=7, L=H=96, batches of 256), with
+// and without the channel mix.
 func BenchmarkForwardBatched(b *testing.B) {
 	const batch = 256
-	m, x, ends := benchModel(b, model.Config{Horizon: 96, Channels: 7}, batch)
-	workers := runtime.GOMAXPROCS(0)
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	per := (b.N + workers - 1) / workers
-	for range workers {
-		wg.Go(func() {
-			ws := m.NewWorkspace(batch)
-			dst := make([]float64, batch*m.Horizon()*m.Channels())
-			for range per {
-				dst = m.Forward(ws, dst, x, ends)
+	for _, c := range []struct {
+		name string
+		cfg  model.Config
+	}{
+		{"mixed C=7", model.Config{Horizon: 96, Channels: 7}},
+		{"mixed C=7, channel mix", model.Config{Horizon: 96, Channels: 7, ChannelMix: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			m, x, ends := benchModel(b, c.cfg, batch)
+			workers := runtime.GOMAXPROCS(0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			per := (b.N + workers - 1) / workers
+			for range workers {
+				wg.Go(func() {
+					ws := m.NewWorkspace(batch)
+					dst := make([]float64, batch*m.Horizon()*m.Channels())
+					for range per {
+						dst = m.Forward(ws, dst, x, ends)
+					}
+				})
 			}
+			wg.Wait()
+			b.ReportMetric(float64(per*workers*batch)/b.Elapsed().Seconds(), "windows/s")
 		})
 	}
-	wg.Wait()
-	b.ReportMetric(float64(per*workers*batch)/b.Elapsed().Seconds(), "windows/s")
 }
 
 // BenchmarkAttribution is the cost of explaining one already forecast

@@ -51,7 +51,15 @@ type service struct {
 // each window as a trained model's do.
 func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 	t.Helper()
-	m, err := model.New(model.Config{Lookback: lookback, Horizon: horizon, Channels: channels, Mode: mode, Hidden: 16, Frequencies: 8, TopK: 3}, 1)
+	return newTestModel(t, model.Config{Channels: channels, Mode: mode})
+}
+
+// newTestModel is testModel of cfg's channels, mode and channel mix (a
+// mix of small random weights, so that each residual reads the others).
+func newTestModel(t *testing.T, cfg model.Config) *model.Model {
+	t.Helper()
+	cfg.Lookback, cfg.Horizon, cfg.Hidden, cfg.Frequencies, cfg.TopK = lookback, horizon, 16, 8, 3
+	m, err := model.New(cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +68,9 @@ func testModel(t *testing.T, mode model.Mode, channels int) *model.Model {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for i := range m.Params().Clock {
 		m.Params().Clock[i] = 0.05 * rng.NormFloat64()
+	}
+	for i := range m.Params().MixW {
+		m.Params().MixW[i] = 0.1 * rng.NormFloat64()
 	}
 	if !m.ReadsTime() {
 		t.Fatal("the test model does not read the time")
@@ -181,10 +192,13 @@ func TestEndToEnd(t *testing.T) {
 		mode   model.Mode
 		fields []string
 		format wire.Format
+		mix    bool // the channel mix: each residual reads every field
 	}{
-		{"independent single field json", model.Independent, []string{"value"}, wire.FormatJSON},
-		{"independent two fields arrow", model.Independent, []string{"temp", "humidity"}, wire.FormatArrow},
-		{"mixed three fields json", model.Mixed, []string{"a", "b", "c"}, wire.FormatJSON},
+		{"independent single field json", model.Independent, []string{"value"}, wire.FormatJSON, false},
+		{"independent two fields arrow", model.Independent, []string{"temp", "humidity"}, wire.FormatArrow, false},
+		{"mixed three fields json", model.Mixed, []string{"a", "b", "c"}, wire.FormatJSON, false},
+		{"mixed two fields channel mix arrow", model.Mixed, []string{"temp", "humidity"}, wire.FormatArrow, true},
+		{"mixed two fields channel mix json", model.Mixed, []string{"temp", "humidity"}, wire.FormatJSON, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kc := startBroker(t)
@@ -192,7 +206,8 @@ func TestEndToEnd(t *testing.T) {
 			if tc.mode == model.Independent {
 				channels = 1
 			}
-			svc := startService(t, kc, testModel(t, tc.mode, channels), tc.fields, tc.format)
+			m := newTestModel(t, model.Config{Channels: channels, Mode: tc.mode, ChannelMix: tc.mix})
+			svc := startService(t, kc, m, tc.fields, tc.format)
 			series := []string{"s-1", "s-2", "s-3", "s-4"}
 			const steps = lookback + 9 // 10 windows per series
 			produce(t, svc.kc, series, tc.fields, 0, steps)
@@ -238,6 +253,9 @@ func TestEndToEnd(t *testing.T) {
 				full, err := wire.Merge(f, a)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if full.ResidualAllChannels != tc.mix {
+					t.Fatalf("%s at %s: ResidualAllChannels = %t, want %t (the model's channel mix)", f.Series, f.TS, full.ResidualAllChannels, tc.mix)
 				}
 				for j, v := range full.Values {
 					sum := full.Residual[j]

@@ -35,24 +35,33 @@ func loadETT(b *testing.B, name string, horizon int) *dataset.Benchmark {
 }
 
 // BenchmarkTrainEpoch times one training epoch (all steps plus the
-// validation pass) on ETTh1, H=96, in both modes: an epoch in which every
-// parameter trains (no residual warm-up), the costliest kind, including
-// the placement of the frequencies on the training spectrum.
+// validation pass) on ETTh1, H=96, in both modes and with the channel mix:
+// an epoch in which every parameter trains (no residual warm-up), the
+// costliest kind, including the placement of the frequencies on the
+// training spectrum.
 func BenchmarkTrainEpoch(b *testing.B) {
 	bm := loadETT(b, "ETTh1.csv", 96)
-	for _, mode := range []model.Mode{model.Mixed, model.Independent} {
+	for _, c := range []struct {
+		name string
+		cfg  model.Config
+	}{
+		{"mixed", model.Config{Horizon: 96, Mode: model.Mixed}},
+		{"mixed, channel mix", model.Config{Horizon: 96, Mode: model.Mixed, ChannelMix: true}},
+		{"independent", model.Config{Horizon: 96, Mode: model.Independent}},
+	} {
 		for _, batch := range []int{32, 128} {
-			name := string(mode)
+			name := c.name
 			if batch != 32 {
 				name += fmt.Sprintf("/batch %d", batch)
 			}
 			b.Run(name, func(b *testing.B) {
-				C := bm.Train.Channels()
-				if mode == model.Independent {
-					C = 1
+				cfg := c.cfg
+				cfg.Channels = bm.Train.Channels()
+				if cfg.Mode == model.Independent {
+					cfg.Channels = 1
 				}
 				for b.Loop() {
-					m, err := model.New(model.Config{Horizon: 96, Channels: C, Mode: mode}, 42)
+					m, err := model.New(cfg, 42)
 					if err != nil {
 						b.Fatal(err)
 					}

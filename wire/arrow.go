@@ -29,7 +29,14 @@ const (
 	// "frequencies":[3,7,9]}, …]; absent for a model without rhythms. A
 	// rhythm's part of the forecast is the sum of its frequencies' rows.
 	MetaRhythms = "freqlens.rhythms"
+	// MetaResidual is "all_channels" in an attribution message whose
+	// residual reads every field's leftover (Forecast.ResidualAllChannels);
+	// absent when it reads its own field's alone.
+	MetaResidual = "freqlens.residual"
 )
+
+// residualAllChannelsValue is MetaResidual's value.
+const residualAllChannelsValue = "all_channels"
 
 var (
 	timestampNS = &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}
@@ -96,6 +103,7 @@ type arrowLayout struct {
 	mode    AttributionMode
 	levels  []float64    // of the intervals (forecast layout)
 	rhythms []RhythmPart // of the attribution layout: index, period and frequencies only
+	allCh   bool         // of the attribution layout: the residual reads every field
 	schema  *arrow.Schema
 	b       *array.RecordBuilder
 
@@ -134,16 +142,17 @@ func (l *arrowLayout) release() {
 }
 
 // builder returns the record builder of the layout, rebuilding it when the
-// fields, the cadence, the mode or the interval levels changed.
+// fields, the cadence, the mode, the interval levels, the rhythms or what
+// the residual reads (allCh) changed.
 func (l *arrowLayout) builder(mem memory.Allocator, fields []string, cadence time.Duration, mode AttributionMode,
-	ivs []Interval, rhythms []RhythmPart, schema func() *arrow.Schema) *array.RecordBuilder {
+	ivs []Interval, rhythms []RhythmPart, allCh bool, schema func() *arrow.Schema) *array.RecordBuilder {
 	if l.b != nil && l.cadence == cadence && l.mode == mode && slices.Equal(l.fields, fields) && sameLevels(l.levels, ivs) &&
-		sameRhythms(l.rhythms, rhythms) {
+		sameRhythms(l.rhythms, rhythms) && l.allCh == allCh {
 		return l.b
 	}
 	l.release()
 	l.fields = append([]string(nil), fields...)
-	l.cadence, l.mode = cadence, mode
+	l.cadence, l.mode, l.allCh = cadence, mode, allCh
 	l.rhythms = nil
 	for _, r := range rhythms {
 		l.rhythms = append(l.rhythms, RhythmPart{Index: r.Index, PeriodSteps: r.PeriodSteps, Period: r.Period,
@@ -240,12 +249,13 @@ func boundColumns(fields []string, levels []float64) []string {
 }
 
 // AttributionSchema returns the Arrow schema of attribution messages with
-// these fields and cadence in mode (full or summary).
+// these fields and cadence in mode (full or summary). residualAllChannels
+// (Forecast.ResidualAllChannels) sets MetaResidual.
 //
 // With rhythms (the model's, whose index, period and frequencies it
 // records in MetaRhythms) the schema says which frequencies make each
 // rhythm; their shares and values are those of its frequencies' rows.
-func AttributionSchema(fields []string, cadence time.Duration, mode AttributionMode, rhythms ...RhythmPart) *arrow.Schema {
+func AttributionSchema(fields []string, cadence time.Duration, mode AttributionMode, residualAllChannels bool, rhythms ...RhythmPart) *arrow.Schema {
 	cols := append([]arrow.Field(nil), attributionColumns...)
 	if mode == AttributionsFull {
 		for _, name := range fields {
@@ -264,6 +274,9 @@ func AttributionSchema(fields []string, cadence time.Duration, mode AttributionM
 		b, _ := json.Marshal(rm) // plain numbers and strings: cannot fail
 		keys, vals = append(keys, MetaRhythms), append(vals, string(b))
 	}
+	if residualAllChannels {
+		keys, vals = append(keys, MetaResidual), append(vals, residualAllChannelsValue)
+	}
 	md := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(cols, &md)
 }
@@ -279,7 +292,7 @@ func (e *ArrowEncoder) AppendForecast(dst []byte, f *Forecast) ([]byte, error) {
 	if err := checkArrowFields(f.Fields); err != nil {
 		return dst, err
 	}
-	b := e.forecast.builder(e.mem, f.Fields, f.Cadence, "", f.Intervals, nil, func() *arrow.Schema {
+	b := e.forecast.builder(e.mem, f.Fields, f.Cadence, "", f.Intervals, nil, false, func() *arrow.Schema {
 		return ForecastSchema(f.Fields, f.Cadence, levelsOf(f.Intervals)...)
 	})
 	h, c := f.Horizon, len(f.Fields)
@@ -346,8 +359,8 @@ func (e *ArrowEncoder) AppendAttribution(dst []byte, f *Forecast, mode Attributi
 	if !full {
 		fields = nil
 	}
-	b := e.attr.builder(e.mem, fields, f.Cadence, mode, nil, f.Rhythms, func() *arrow.Schema {
-		return AttributionSchema(fields, f.Cadence, mode, f.Rhythms...)
+	b := e.attr.builder(e.mem, fields, f.Cadence, mode, nil, f.Rhythms, f.ResidualAllChannels, func() *arrow.Schema {
+		return AttributionSchema(fields, f.Cadence, mode, f.ResidualAllChannels, f.Rhythms...)
 	})
 	rows := 1 + len(f.Frequencies)
 	series := b.Field(0).(*array.StringBuilder)

@@ -434,6 +434,7 @@ func TestArrowRejects(t *testing.T) {
 		{"two records", twice.Bytes(), false, "more than one record batch"},
 		{"bad interval levels", withMeta(t, mem, fb, wire.MetaIntervals, "0.9,0.8"), false, "increasing"},
 		{"interval columns missing", withMeta(t, mem, fb, wire.MetaIntervals, "0.9"), false, "1 value columns with 1 interval levels"},
+		{"unknown residual input", withMeta(t, mem, ab, wire.MetaResidual, "own"), true, `freqlens.residual is "own"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error

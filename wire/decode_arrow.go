@@ -367,6 +367,12 @@ func attributionFromRecord(rec arrow.Record) (Forecast, error) {
 	if err := readRhythms(rec.Schema(), &f, rhythmShare); err != nil {
 		return Forecast{}, err
 	}
+	if v, ok := rec.Schema().Metadata().GetValue(MetaResidual); ok {
+		if v != residualAllChannelsValue {
+			return Forecast{}, fmt.Errorf("schema metadata %s is %q, want %q or no key", MetaResidual, v, residualAllChannelsValue)
+		}
+		f.ResidualAllChannels = true
+	}
 	if !full {
 		return f, nil
 	}

@@ -207,6 +207,7 @@ func decodeAttributionJSON(data []byte) (Forecast, error) {
 		ModelVersion *int64           `json:"model_version"`
 		Alpha        jsonNumber       `json:"alpha"`
 		Residual     stepsArray       `json:"residual"`
+		AllChannels  bool             `json:"residual_all_channels"`
 		Frequencies  *[]jsonFrequency `json:"frequencies"`
 		Rhythms      []jsonRhythm     `json:"rhythms"`
 	}
@@ -230,6 +231,8 @@ func decodeAttributionJSON(data []byte) (Forecast, error) {
 		TS:           doc.TS.UTC(),
 		ModelVersion: *doc.ModelVersion,
 		Alpha:        doc.Alpha.v,
+
+		ResidualAllChannels: doc.AllChannels,
 	}
 	if err := f.checkID(); err != nil {
 		return Forecast{}, err

@@ -93,8 +93,10 @@
 // missing it is 1 less the others (the Arrow layouts leave the residual
 // row's share null, and a message may lack the key); a rhythm's
 // frequencies' shares can sum to more than its own when its lines partly
-// cancel. "period" is period_steps × cadence ("0s" when unknown). The
-// summary mode (attributions: summary) drops "residual" and every
+// cancel. "period" is period_steps × cadence ("0s" when unknown). A model
+// whose residual reads every field's leftover (the channel mix) writes
+// "residual_all_channels":true after "residual_share"; the residual of
+// field f then includes what the other fields say. The summary mode (attributions: summary) drops "residual" and every
 // "values", keeping series, ts, model_version, alpha, residual_share and
 // each frequency's id, period_steps, period and share: a few hundred bytes
 // per forecast.
@@ -147,7 +149,8 @@
 //	                                        null on the residual's and a free frequency's row
 //	<field>…       list<float64>            full mode only: the H per-step values of the row's part
 //	metadata       freqlens.message=attribution, freqlens.cadence=1h0m0s, freqlens.attributions=full|summary,
-//	               freqlens.rhythms=[{index, period_steps, period, frequencies}…] (a model with rhythms)
+//	               freqlens.rhythms=[{index, period_steps, period, frequencies}…] (a model with rhythms),
+//	               freqlens.residual=all_channels (a residual that reads every field, as in JSON)
 //
 // for example
 //

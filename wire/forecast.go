@@ -40,6 +40,11 @@ type Forecast struct {
 	Alpha float64
 	// Residual is everything not credited to a frequency, H×C row-major.
 	Residual []float64
+	// ResidualAllChannels says the residual of field c is computed from
+	// every field's leftover (a model trained with the channel mix), so
+	// its part includes what the other fields say; otherwise it reads
+	// field c's own leftover alone.
+	ResidualAllChannels bool
 	// Frequencies holds one entry per frequency with a part in the
 	// forecast, in the order they are written.
 	Frequencies []Contribution
@@ -350,8 +355,8 @@ func (f *Forecast) StepTime(h int) time.Time {
 
 // Merge joins a forecast decoded from the forecast topic with the attribution
 // of the same forecast decoded from the attribution topic: the result is
-// forecast (its Values and Intervals) with Alpha, Residual and Frequencies
-// taken from attribution. The
+// forecast (its Values and Intervals) with Alpha, Residual,
+// ResidualAllChannels, Frequencies and Rhythms taken from attribution. The
 // two must agree on series, ts and model version, and unless attribution is
 // a summary (Horizon 0), on horizon and fields.
 func Merge(forecast, attribution Forecast) (Forecast, error) {
@@ -371,6 +376,7 @@ func Merge(forecast, attribution Forecast) (Forecast, error) {
 	}
 	forecast.Alpha = attribution.Alpha
 	forecast.Residual = attribution.Residual
+	forecast.ResidualAllChannels = attribution.ResidualAllChannels
 	forecast.Frequencies = attribution.Frequencies
 	forecast.Rhythms = attribution.Rhythms
 	return forecast, nil

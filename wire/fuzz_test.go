@@ -42,6 +42,14 @@ func sameAfterReencoding(t *testing.T, got, again wire.Forecast) {
 	}
 }
 
+// exampleMultiAllChannels is exampleMulti with a residual that reads every
+// field.
+func exampleMultiAllChannels() wire.Forecast {
+	f := exampleMulti()
+	f.ResidualAllChannels = true
+	return f
+}
+
 func jsonSeeds() [][]byte {
 	s, m := exampleSingle(), exampleMulti()
 	si, mi := wiretest.ExampleIntervals(), wiretest.ExampleMultiIntervals()
@@ -75,7 +83,7 @@ func FuzzDecodeForecastJSON(f *testing.F) {
 
 func FuzzDecodeAttributionJSON(f *testing.F) {
 	var valid [][]byte
-	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti()} {
+	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti(), exampleMultiAllChannels()} {
 		for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
 			b, _ := wire.AppendAttributionJSON(nil, &fc, mode)
 			valid = append(valid, b)
@@ -137,7 +145,7 @@ func FuzzDecodeForecastArrow(f *testing.F) {
 func FuzzDecodeAttributionArrow(f *testing.F) {
 	enc := wire.NewArrowEncoder(nil)
 	var valid [][]byte
-	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti()} {
+	for _, fc := range []wire.Forecast{exampleSingle(), exampleMulti(), exampleMultiAllChannels()} {
 		for _, mode := range []wire.AttributionMode{wire.AttributionsFull, wire.AttributionsSummary} {
 			b, _ := enc.AppendAttribution(nil, &fc, mode)
 			valid = append(valid, b)

@@ -109,7 +109,9 @@ func appendLevel(dst []byte, level float64) []byte {
 //
 // so residual[h][f] + Σ_k frequencies[k].values[h][f] = horizon[h].values[f].
 // "residual_share" is Forecast.ResidualShare: with the rhythms' shares and
-// those of the frequencies of no rhythm it makes 1. In summary mode
+// those of the frequencies of no rhythm it makes 1. "residual_all_channels":
+// true (after "residual_share", only when set) says the residual reads every
+// field's leftover (Forecast.ResidualAllChannels). In summary mode
 // "residual" and every "values" are left out. Frequencies
 // keep the order of f.Frequencies. Numbers, times and durations are written
 // as by AppendForecastJSON; the cadence is not part of this message.
@@ -136,6 +138,9 @@ func AppendAttributionJSON(dst []byte, f *Forecast, mode AttributionMode) ([]byt
 	dst = appendFloat(dst, f.Alpha)
 	dst = append(dst, `,"residual_share":`...)
 	dst = appendFloat(dst, f.ResidualShare())
+	if f.ResidualAllChannels {
+		dst = append(dst, `,"residual_all_channels":true`...)
+	}
 	if full {
 		dst = append(dst, `,"residual":`...)
 		dst = appendSteps(dst, f.Fields, f.Residual, 64)

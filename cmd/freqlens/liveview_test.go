@@ -207,6 +207,9 @@ func TestLiveViewInBrowser(t *testing.T) {
 	if got := num("plot-forecast", "data-band-pixels"); got < 100 {
 		t.Errorf("the forecast has %d intervals but the band covers %d pixels", len(series.Intervals), got)
 	}
+	if got := elementAttrs(t, dom, "plot-parts")["data-residual"]; got != "residual" {
+		t.Errorf("#plot-parts data-residual = %q, want %q: the demo's model reads each series alone", got, "residual")
+	}
 	legend := elementText(t, dom, "legend-parts")
 	if !regexp.MustCompile(`\d+(\.\d)?[smhd] cycle \d+%`).MatchString(legend) || !strings.Contains(legend, "residual") {
 		t.Errorf("the parts' legend %q does not name a cycle by its period (\"24h cycle 38%%\") and the residual", legend)
@@ -274,6 +277,7 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 		}
 		f.Rhythms = append(f.Rhythms, rp)
 	}
+	f.ResidualAllChannels = true // as a model with the channel mix issues it
 	window := make([]float64, L*len(fields))
 	for i := range window {
 		window[i] = 400 + 40*math.Sin(2*math.Pi*float64(i/len(fields))/24)
@@ -311,6 +315,9 @@ func TestLiveViewDrawsIntervalsInBrowser(t *testing.T) {
 	}
 	if got := elementAttrs(t, dom, "plot-parts")["data-parts"]; got != "4" {
 		t.Errorf("#plot-parts data-parts = %q, want 4 (2 cycles, the other frequencies and the residual)", got)
+	}
+	if got := elementAttrs(t, dom, "plot-parts")["data-residual"]; got != "residual (all channels)" {
+		t.Errorf("#plot-parts data-residual = %q, want %q: the residual of a model with the channel mix reads every field", got, "residual (all channels)")
 	}
 	if got := elementAttrs(t, dom, "plot-parts")["data-cycles"]; got != "2" {
 		t.Errorf("#plot-parts data-cycles = %q, want 2: one colour per rhythm", got)

@@ -261,7 +261,11 @@ function drawParts(f, c) {
   const off = parts.filter((p) => state.without.has(p.label));
   const without = f.forecast[c].map((y, h) => off.reduce((s, p) => s - (p.v[h] || 0), y));
   const shown = parts.filter((p) => !state.without.has(p.label));
-  shown.push({ label: "residual" + (f.level ? " (level removed)" : ""), colour: RESIDUAL, v: f.residual[c].map((x) => x - base) });
+  // A model with the channel mix computes each field's residual from every
+  // field's leftover: its label says so.
+  const residual = f.residual_all_channels ? "residual (all channels)" : "residual";
+  shown.push({ label: residual + (f.level ? " (level removed)" : ""), colour: RESIDUAL, v: f.residual[c].map((x) => x - base) });
+  canvas.dataset.residual = residual;
   // Stack: pos[h] and neg[h] are the running tops above and below the base.
   const pos = new Array(H).fill(base), neg = new Array(H).fill(base);
   const layers = shown.map((p) => {

@@ -124,6 +124,9 @@ func Diff(got, want wire.Forecast) string {
 	floats("Values", got.Values, want.Values)
 	floats("Alpha", []float64{got.Alpha}, []float64{want.Alpha})
 	floats("Residual", got.Residual, want.Residual)
+	if got.ResidualAllChannels != want.ResidualAllChannels {
+		add("ResidualAllChannels = %t, want %t", got.ResidualAllChannels, want.ResidualAllChannels)
+	}
 	if len(got.Frequencies) != len(want.Frequencies) {
 		add("len(Frequencies) = %d, want %d", len(got.Frequencies), len(want.Frequencies))
 	} else {
@@ -243,20 +246,23 @@ func ExampleMulti() wire.Forecast {
 }
 
 // Forecasts returns n complete forecasts (see Forecast), an hour apart from
-// Origin, of horizon h and k
-// frequencies over fields.
+// Origin, of horizon h and k frequencies over fields; with several fields,
+// every third (the second, fifth, …) has ResidualAllChannels set.
 func Forecasts(seed uint64, n int, fields []string, h, k int) []wire.Forecast {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	fs := make([]wire.Forecast, n)
 	for i := range fs {
 		fs[i] = Forecast(rng, "s-"+string(rune('a'+i%26)), Origin.Add(time.Duration(i)*time.Hour), fields, h, k)
+		// A model with several fields may mix them in its residual: every
+		// third forecast says so, so encoders switch between the two.
+		fs[i].ResidualAllChannels = len(fields) > 1 && i%3 == 1
 	}
 	return fs
 }
 
 // ForecastPart keeps what the forecast layouts carry (the intervals too).
 func ForecastPart(f wire.Forecast) wire.Forecast {
-	f.Alpha, f.Residual, f.Frequencies = 0, nil, nil
+	f.Alpha, f.Residual, f.Frequencies, f.ResidualAllChannels = 0, nil, nil, false
 	return f
 }
 
