@@ -86,6 +86,10 @@ type Report struct {
 	// OtherShare the frequencies' of no cycle; with the cycles' (all of
 	// them, those below explain.MinCycleShare too) they make 1.
 	ResidualShare, OtherShare float64
+	// ResidualName names the residual's part: "residual MLP", or
+	// "residual (all channels)" for a model whose residual reads every
+	// channel's leftover (model.Config.ChannelMix).
+	ResidualName string
 	// SharesFrom says where the shares were counted; "" when unknown (the
 	// model file holds none and no data was given).
 	SharesFrom string
@@ -226,7 +230,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 	r := &Report{
 		Name: opts.Name, TrainedOn: m.Meta.DataName, Mode: cfg.Mode,
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
-		Cadence: m.Meta.Cadence, Alpha: m.Alpha(), TestMSE: math.NaN(),
+		Cadence: m.Meta.Cadence, Alpha: m.Alpha(), TestMSE: math.NaN(), ResidualName: residualName(m),
 	}
 	if r.Name == "" {
 		r.Name = "model trained on " + cmp.Or(m.Meta.DataName, "unknown data")
@@ -416,7 +420,7 @@ func (r *Report) explain(m *model.Model, f *dataset.Frame, at, ch int, opts Opti
 		}
 	}
 	other := newPart("other frequencies", PartOther, -1)
-	residual := newPart("residual MLP", PartResidual, -1)
+	residual := newPart(r.ResidualName, PartResidual, -1)
 	// Values: each shown cycle's summed part; everything else of the
 	// frequencies, together, in "other frequencies". Shares as everywhere
 	// (model.Contribution.Share), over this channel: a cycle, shown or not,
@@ -592,4 +596,12 @@ func horizonErrors(ctx context.Context, m *model.Model, bm *dataset.Benchmark) (
 		he.MeanMAE += he.MAE[h] / float64(H)
 	}
 	return he, nil
+}
+
+// residualName is Report.ResidualName of m.
+func residualName(m *model.Model) string {
+	if m.Config().ChannelMix {
+		return "residual (all channels)"
+	}
+	return "residual MLP"
 }

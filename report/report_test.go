@@ -645,3 +645,48 @@ func TestAWeakCycleCountsByItsSummedPart(t *testing.T) {
 	}
 	checkPartShares(t, m, fc, r.Cycles)
 }
+
+// TestChannelMixNamesItsResidual: the residual of a model with the channel
+// mix reads every channel's leftover, and the report's part, table and
+// spectrum say so.
+func TestChannelMixNamesItsResidual(t *testing.T) {
+	fx := fixtureOf(t, model.Mixed)
+	cfg := fx.m.Config()
+	cfg.ChannelMix = true
+	m, err := model.New(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The trained model's weights, the residual's on its own block and a
+	// mix of zero: the same forecasts, parts and cycles (model's
+	// TestChannelMixStartsAsTheModelWithout), told apart only by the residual's name.
+	m.Meta = fx.m.Meta
+	m.SetRhythms(fx.m.Meta.Rhythms)
+	p, q := fx.m.Params(), m.Params()
+	for _, v := range [][2][]float64{{p.InW, q.InW}, {p.InB, q.InB}, {p.Theta, q.Theta}, {p.Phi, q.Phi}, {p.ScW1, q.ScW1},
+		{p.ScB1, q.ScB1}, {p.ScW2, q.ScW2}, {p.FreqBias, q.FreqBias}, {p.HeadW1, q.HeadW1}, {p.HeadW2, q.HeadW2},
+		{p.ResW1, q.ResW1}, {p.ResB1, q.ResB1}, {p.ResW2, q.ResW2}, {p.ResB2, q.ResB2}, {p.Fusion, q.Fusion},
+		{p.Clock, q.Clock}, {p.Band, q.Band}} {
+		copy(v[1], v[0]) // ResW1: the trained rows are the first L, the block of the own leftover
+	}
+	for _, c := range []struct {
+		m    *model.Model
+		want string
+	}{{fx.m, "residual MLP"}, {m, "residual (all channels)"}} {
+		r, err := report.Build(context.Background(), c.m, report.Options{Data: fx.frame})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ResidualName != c.want || !slices.ContainsFunc(r.Forecast.Parts, func(p report.Part) bool { return p.Name == c.want }) {
+			t.Errorf("channel mix %t: residual named %q, forecast parts %v; want %q", c.m.Config().ChannelMix, r.ResidualName, r.Forecast.Parts, c.want)
+		}
+		dir := t.TempDir()
+		if _, err := r.Write(dir); err != nil {
+			t.Fatal(err)
+		}
+		page, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+		if !strings.Contains(string(page), "<td>"+c.want+"</td>") {
+			t.Errorf("channel mix %t: the page's table does not name the residual %q (%d cycles)", c.m.Config().ChannelMix, c.want, len(r.Cycles))
+		}
+	}
+}

@@ -67,8 +67,8 @@ func (r *Report) spectrumFigure() figure {
 		cycles = "1 cycle"
 	}
 	// Three short lines: a longer one is wider than the figure and is cut.
-	title := fmt.Sprintf("Learned spectrum: %s\n%d frequencies; %s of the data (with their harmonics)\ncarrying %.1f%% of the attribution; residual MLP %.1f%%",
-		r.Name, len(r.Frequencies), cycles, 100*r.cycleShare(), 100*r.ResidualShare)
+	title := fmt.Sprintf("Learned spectrum: %s\n%d frequencies; %s of the data (with their harmonics)\ncarrying %.1f%% of the attribution; %s %.1f%%",
+		r.Name, len(r.Frequencies), cycles, 100*r.cycleShare(), r.ResidualName, 100*r.ResidualShare)
 	if !known {
 		title = fmt.Sprintf("Learned spectrum: %s\n%d frequencies (attribution shares unknown: the model file holds none)", r.Name, len(r.Frequencies))
 	}

@@ -117,7 +117,7 @@ lines can partly cancel, so it can be less than the sum of their heights); those
 <tr><th>cycle</th><th>period (steps)</th><th>share of the attribution</th><th>frequencies (harmonic: id)</th></tr>
 {{range $i, $c := .Cycles}}<tr><td><span class="swatch" style="background: {{cycleCSS $i}}"></span>{{$c.Name}}</td><td>{{steps $c.PeriodSteps}}</td><td>{{pct $c.Share}}{{with $c.Cancelled}} ({{.}}){{end}}</td><td>{{range $j, $id := $c.Frequencies}}{{if $j}}, {{end}}{{index $c.Harmonics $j}}: {{$id}}{{end}}</td></tr>
 {{end}}<tr><td>other frequencies</td><td></td><td>{{pct .OtherShare}}</td><td></td></tr>
-<tr><td>residual MLP</td><td></td><td>{{pct .ResidualShare}}</td><td></td></tr>
+<tr><td>{{.ResidualName}}</td><td></td><td>{{pct .ResidualShare}}</td><td></td></tr>
 </table>{{else}}<p>No cycles{{if .SharesFrom}}: no rhythm of the training data carries 1% of the attribution{{end}}.</p>{{end}}
 {{with .Forecast}}
 <h2>One forecast and what it is made of</h2>
