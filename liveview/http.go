@@ -235,7 +235,7 @@ func (v *View) Series(series string) (Series, bool) {
 		Series: s.series, TS: s.ts, Updated: s.updated, Forecasts: s.forecasts, ModelVersion: s.version,
 		CadenceSeconds: s.cadence.Seconds(), Fields: slices.Clone(s.fields), Lookback: s.lookback, Horizon: s.horizon,
 		Readings: byField(s.window, C), Forecast: byField(s.values, C), Alpha: s.alpha,
-		Residual: byField(s.residual, C), ResidualAllChannels: s.allCh, Parts: make([]Part, s.nparts),
+		Residual: byField(s.residual, C), ResidualAllChannels: s.residualAllChannels, Parts: make([]Part, s.nparts),
 	}
 	if len(s.level) == C {
 		out.Level = make([]Number, C)

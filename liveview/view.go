@@ -77,27 +77,27 @@ func New(cfg Config, opts ...Option) (*View, error) {
 // slot is one kept series' latest forecast, in buffers reused from one
 // forecast to the next.
 type slot struct {
-	series    string
-	ts        time.Time // the forecast origin (last observed step)
-	updated   time.Time // when the view saw it
-	forecasts int64     // observed since the view started
-	version   int64
-	cadence   time.Duration
-	fields    []string
-	lookback  int // L
-	horizon   int // H
-	alpha     float64
-	window    []float64 // L×C
-	values    []float64 // H×C
-	residual  []float64 // H×C; empty without attributions
-	allCh     bool      // the residual reads every field's leftover
-	level     []float64 // C; empty when unknown
-	parts     []part    // the first nparts are this forecast's
-	nparts    int
-	rhythms   []rhythmPart // the first nrhythms are this forecast's
-	nrhythms  int
-	bands     []band // the first nbands are this forecast's
-	nbands    int
+	series              string
+	ts                  time.Time // the forecast origin (last observed step)
+	updated             time.Time // when the view saw it
+	forecasts           int64     // observed since the view started
+	version             int64
+	cadence             time.Duration
+	fields              []string
+	lookback            int // L
+	horizon             int // H
+	alpha               float64
+	window              []float64 // L×C
+	values              []float64 // H×C
+	residual            []float64 // H×C; empty without attributions
+	residualAllChannels bool      // the residual reads every field's leftover
+	level               []float64 // C; empty when unknown
+	parts               []part    // the first nparts are this forecast's
+	nparts              int
+	rhythms             []rhythmPart // the first nrhythms are this forecast's
+	nrhythms            int
+	bands               []band // the first nbands are this forecast's
+	nbands              int
 }
 
 // part is one frequency's contribution.
@@ -155,7 +155,7 @@ func (v *View) Observe(f *wire.Forecast, window, level []float64) {
 	s.window = fill(s.window, window)
 	s.values = fill(s.values, f.Values)
 	s.residual = fill(s.residual, f.Residual)
-	s.allCh = f.ResidualAllChannels
+	s.residualAllChannels = f.ResidualAllChannels
 	s.level = fill(s.level, level)
 	s.nparts = len(f.Frequencies)
 	if len(s.parts) < s.nparts {

@@ -98,14 +98,14 @@ type ArrowEncoder struct {
 }
 
 type arrowLayout struct {
-	fields  []string
-	cadence time.Duration
-	mode    AttributionMode
-	levels  []float64    // of the intervals (forecast layout)
-	rhythms []RhythmPart // of the attribution layout: index, period and frequencies only
-	allCh   bool         // of the attribution layout: the residual reads every field
-	schema  *arrow.Schema
-	b       *array.RecordBuilder
+	fields      []string
+	cadence     time.Duration
+	mode        AttributionMode
+	levels      []float64    // of the intervals (forecast layout)
+	rhythms     []RhythmPart // of the attribution layout: index, period and frequencies only
+	allChannels bool         // of the attribution layout: the residual reads every field
+	schema      *arrow.Schema
+	b           *array.RecordBuilder
 
 	// w writes the record batches; it wrote the schema before the first one,
 	// and schemaMsg (the encapsulated schema message) goes before the others.
@@ -143,16 +143,16 @@ func (l *arrowLayout) release() {
 
 // builder returns the record builder of the layout, rebuilding it when the
 // fields, the cadence, the mode, the interval levels, the rhythms or what
-// the residual reads (allCh) changed.
+// the residual reads (allChannels) changed.
 func (l *arrowLayout) builder(mem memory.Allocator, fields []string, cadence time.Duration, mode AttributionMode,
-	ivs []Interval, rhythms []RhythmPart, allCh bool, schema func() *arrow.Schema) *array.RecordBuilder {
+	ivs []Interval, rhythms []RhythmPart, allChannels bool, schema func() *arrow.Schema) *array.RecordBuilder {
 	if l.b != nil && l.cadence == cadence && l.mode == mode && slices.Equal(l.fields, fields) && sameLevels(l.levels, ivs) &&
-		sameRhythms(l.rhythms, rhythms) && l.allCh == allCh {
+		sameRhythms(l.rhythms, rhythms) && l.allChannels == allChannels {
 		return l.b
 	}
 	l.release()
 	l.fields = append([]string(nil), fields...)
-	l.cadence, l.mode, l.allCh = cadence, mode, allCh
+	l.cadence, l.mode, l.allChannels = cadence, mode, allChannels
 	l.rhythms = nil
 	for _, r := range rhythms {
 		l.rhythms = append(l.rhythms, RhythmPart{Index: r.Index, PeriodSteps: r.PeriodSteps, Period: r.Period,
