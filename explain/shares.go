@@ -136,3 +136,13 @@ func MatchPeriods(m *model.Model, known []time.Duration, tol float64) []PeriodMa
 	}
 	return out
 }
+
+// ResidualName is what the reports call the residual's part: "residual MLP",
+// or "residual (all channels)" for a model with the channel mix
+// (model.Config.ChannelMix), whose residual reads every channel's leftover.
+func ResidualName(channelMix bool) string {
+	if channelMix {
+		return "residual (all channels)"
+	}
+	return "residual MLP"
+}

@@ -406,8 +406,9 @@ func (w *worker) issue(p *Pipeline, v *versioned, sh *share, i, j int, y []float
 }
 
 // attribute sets forecast f's parts from the worker's explanation: α, the
-// residual (and whether it reads every field), each frequency's contribution and each rhythm's, with their
-// periods in time, in storage of the share's arenas.
+// residual (and whether it reads every field), each frequency's
+// contribution and each rhythm's, with their periods in time, in storage of
+// the share's arenas.
 func (w *worker) attribute(p *Pipeline, m *model.Model, sh *share, f *wire.Forecast) {
 	e := w.expl
 	f.Alpha = e.Alpha

@@ -230,7 +230,7 @@ func Build(ctx context.Context, m *model.Model, opts Options) (*Report, error) {
 	r := &Report{
 		Name: opts.Name, TrainedOn: m.Meta.DataName, Mode: cfg.Mode,
 		Lookback: cfg.Lookback, Horizon: cfg.Horizon, Channels: cfg.Channels,
-		Cadence: m.Meta.Cadence, Alpha: m.Alpha(), TestMSE: math.NaN(), ResidualName: residualName(m),
+		Cadence: m.Meta.Cadence, Alpha: m.Alpha(), TestMSE: math.NaN(), ResidualName: explain.ResidualName(cfg.ChannelMix),
 	}
 	if r.Name == "" {
 		r.Name = "model trained on " + cmp.Or(m.Meta.DataName, "unknown data")
@@ -596,12 +596,4 @@ func horizonErrors(ctx context.Context, m *model.Model, bm *dataset.Benchmark) (
 		he.MeanMAE += he.MAE[h] / float64(H)
 	}
 	return he, nil
-}
-
-// residualName is Report.ResidualName of m.
-func residualName(m *model.Model) string {
-	if m.Config().ChannelMix {
-		return "residual (all channels)"
-	}
-	return "residual MLP"
 }

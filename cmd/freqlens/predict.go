@@ -369,11 +369,7 @@ func printPredict(w io.Writer, r predictReport, H int) {
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "  %-24s %5.1f%%\n      %s\n", "other frequencies*", 100*other, strings.Join(parts, ", "))
 	}
-	residual := "residual MLP"
-	if r.ChannelMix {
-		residual = "residual (all channels)"
-	}
-	fmt.Fprintf(w, "  %-24s %5.1f%%\n", residual, 100*r.ResidualShare)
+	fmt.Fprintf(w, "  %-24s %5.1f%%\n", explain.ResidualName(r.ChannelMix), 100*r.ResidualShare)
 	if len(parts) > 0 {
 		fmt.Fprintln(w, "  * no cycle of the training data: frequencies that carry what has no peak in its spectrum")
 	}
