@@ -13,9 +13,7 @@ import (
 // was read, keeps one rewritten since (its replica is back), takes a file
 // gone already as dropped, and says so when the file cannot be reached.
 func TestFileStoreDropsOnlyWhatItRead(t *testing.T) {
-	sh := Shape{Levels: []float64{0.8}, H: 2, C: 1, ProfileBins: 1, Experts: 1, LossStride: 1, Span: 10, Cadence: time.Hour, Model: 7}
-	snapshot := &Snapshot{Version: Version, Levels: sh.Levels, H: sh.H, C: sh.C, Model: sh.Model,
-		AbsErr: make([]float64, 2), Weight: make([]float64, 2), ProfSum: []float64{1}, ProfW: []float64{1}, ProfAt: []int64{0}}
+	sh, snapshot := smallShape, smallSnapshot(time.Time{})
 	dir := t.TempDir()
 	live, back, gone := NewFileStore(dir, "live"), NewFileStore(dir, "back"), NewFileStore(dir, "gone")
 	for _, fs := range []FileStore{live, back, gone} {

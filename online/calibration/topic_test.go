@@ -40,18 +40,14 @@ func (s *memStates) Name() string { return "topic freqlens-state" }
 // ago is not; dropping the gone one deletes its record and nothing else,
 // and a store that cannot write says so, naming the replica, and keeps it.
 func TestTopicStoreDropsGoneReplicas(t *testing.T) {
-	sh := Shape{Levels: []float64{0.8}, H: 2, C: 1, ProfileBins: 1, Experts: 1, LossStride: 1, Span: 10, Cadence: time.Hour, Model: 7}
-	snapshot := func(newest time.Time) *Snapshot {
-		return &Snapshot{Levels: sh.Levels, H: sh.H, C: sh.C, Newest: newest, Model: sh.Model,
-			AbsErr: make([]float64, 2), Weight: make([]float64, 2), ProfSum: []float64{1}, ProfW: []float64{1}, ProfAt: []int64{0}}
-	}
+	sh := smallShape
 	now := time.Now()
 	latest := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	behind := latest.Add(-100 * time.Hour) // far more than the span of 10 steps
 	mem := &memStates{vals: map[string][]byte{
-		poolKey("live"):   encodePool("live", snapshot(latest), now),
-		poolKey("gone"):   encodePool("gone", snapshot(behind), now.Add(-2*GoneAfter)),
-		poolKey("recent"): encodePool("recent", snapshot(behind), now.Add(-time.Minute)),
+		poolKey("live"):   encodePool("live", smallSnapshot(latest), now),
+		poolKey("gone"):   encodePool("gone", smallSnapshot(behind), now.Add(-2*GoneAfter)),
+		poolKey("recent"): encodePool("recent", smallSnapshot(behind), now.Add(-time.Minute)),
 	}}
 	ts := NewTopicStore(mem, "live", sh)
 	kept, err := ts.Read(sh, false, func(where string, err error) { t.Errorf("skipped %s: %v", where, err) })
@@ -91,6 +87,17 @@ func TestTopicStoreDropsGoneReplicas(t *testing.T) {
 	if err != nil || len(kept) != 2 {
 		t.Errorf("after the drop, read %v (%v), want live and recent", wheres(kept), err)
 	}
+}
+
+// smallShape is the layout of one channel, two steps and one level that
+// the store tests keep.
+var smallShape = Shape{Levels: []float64{0.8}, H: 2, C: 1, ProfileBins: 1, Experts: 1, LossStride: 1, Span: 10, Cadence: time.Hour, Model: 7}
+
+// smallSnapshot is a calibration of smallShape whose newest step is newest.
+func smallSnapshot(newest time.Time) *Snapshot {
+	sh := smallShape
+	return &Snapshot{Version: Version, Levels: sh.Levels, H: sh.H, C: sh.C, Newest: newest, Model: sh.Model,
+		AbsErr: make([]float64, 2), Weight: make([]float64, 2), ProfSum: []float64{1}, ProfW: []float64{1}, ProfAt: []int64{0}}
 }
 
 func wheres(kept []Kept) []string {
