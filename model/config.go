@@ -86,9 +86,10 @@ type Config struct {
 	// time-of-cycle dependent mix of every channel's (Params.MixW). The
 	// residual still forecasts from what the rhythms leave, so its part
 	// stays one exact additive part; it now carries what the channels'
-	// leftovers tell each other. Validation prefers it at horizon 96 on
-	// ETTh1, ETTm1 and Weather and chooses it per file (docs/benchmarks.md,
-	// "Channels mixed in the residual").
+	// leftovers tell each other. Validation prefers it on ETTh1, ETTm1 and
+	// Weather at most horizons measured (not on ETTh1 at 336) and chooses it
+	// per file and horizon (docs/benchmarks.md, "Channels mixed in the
+	// residual").
 	//
 	// Default: false
 	ChannelMix bool
